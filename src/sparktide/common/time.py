@@ -155,7 +155,7 @@ class Time(_Span):
         return cls(_whole(days, "days") * 86_400_000)
 
 
-SpanLike = Union[Duration, Time, timedelta, int]
+SpanLike = Union[Duration, Time, timedelta, int]  # noqa: UP007 - a runtime alias on 3.10
 
 
 def to_millis(value: SpanLike, name: str) -> int:

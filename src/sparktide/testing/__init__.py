@@ -1,0 +1,17 @@
+"""Test harnesses for operators and process functions (for users' tests and ours)."""
+
+from sparktide.testing.harness import (
+    KeyedOneInputStreamOperatorTestHarness,
+    OneInputStreamOperatorTestHarness,
+    ProcessFunctionTestHarnesses,
+    for_keyed_process_function,
+    for_process_function,
+)
+
+__all__ = [
+    "KeyedOneInputStreamOperatorTestHarness",
+    "OneInputStreamOperatorTestHarness",
+    "ProcessFunctionTestHarnesses",
+    "for_keyed_process_function",
+    "for_process_function",
+]

@@ -1,0 +1,193 @@
+"""User functions with PyFlink's names: ``KeyedProcessFunction``, ``ProcessFunction``, ...
+
+A process function yields its outputs; ``yield tag, value`` (with an :class:`OutputTag`) sends
+``value`` to a side output, as in PyFlink; ``ctx.output(tag, value)`` does the same.
+
+>>> from sparktide.testing import for_keyed_process_function
+>>> from sparktide.datastream.state import ValueStateDescriptor
+>>> class Count(KeyedProcessFunction):
+...     def open(self, runtime_context):
+...         self.n = runtime_context.get_state(ValueStateDescriptor("n", None))
+...     def process_element(self, value, ctx):
+...         self.n.update((self.n.value() or 0) + 1)
+...         yield ctx.get_current_key(), self.n.value()
+>>> h = for_keyed_process_function(Count(), lambda v: v)
+>>> for v in ["a", "b", "a"]: h.process_element(v, 1)
+>>> h.extract_output_values()
+[('a', 1), ('b', 1), ('a', 2)]
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from sparktide.datastream.output_tag import OutputTag
+    from sparktide.datastream.state import (
+        AggregatingState,
+        AggregatingStateDescriptor,
+        ListState,
+        ListStateDescriptor,
+        MapState,
+        MapStateDescriptor,
+        ReducingState,
+        ReducingStateDescriptor,
+        ValueState,
+        ValueStateDescriptor,
+    )
+    from sparktide.datastream.timerservice import TimeDomain, TimerService
+
+__all__ = [
+    "AggregateFunction",
+    "Function",
+    "KeyedProcessFunction",
+    "ProcessFunction",
+    "ReduceFunction",
+    "RuntimeContext",
+]
+
+IN = TypeVar("IN")
+OUT = TypeVar("OUT")
+ACC = TypeVar("ACC")
+
+
+class RuntimeContext(ABC):
+    """What a function sees of its subtask: identity, parallelism and keyed state."""
+
+    @abstractmethod
+    def get_task_name(self) -> str: ...
+
+    @abstractmethod
+    def get_number_of_parallel_subtasks(self) -> int: ...
+
+    @abstractmethod
+    def get_max_number_of_parallel_subtasks(self) -> int: ...
+
+    @abstractmethod
+    def get_index_of_this_subtask(self) -> int: ...
+
+    def get_attempt_number(self) -> int:
+        return 0
+
+    def get_task_name_with_subtasks(self) -> str:
+        return (
+            f"{self.get_task_name()} ({self.get_index_of_this_subtask() + 1}"
+            f"/{self.get_number_of_parallel_subtasks()})"
+        )
+
+    def get_job_parameter(self, key: str, default_value: str | None = None) -> str | None:
+        return default_value
+
+    @abstractmethod
+    def get_state(self, state_descriptor: ValueStateDescriptor) -> ValueState: ...
+
+    @abstractmethod
+    def get_list_state(self, state_descriptor: ListStateDescriptor) -> ListState: ...
+
+    @abstractmethod
+    def get_map_state(self, state_descriptor: MapStateDescriptor) -> MapState: ...
+
+    @abstractmethod
+    def get_reducing_state(self, state_descriptor: ReducingStateDescriptor) -> ReducingState: ...
+
+    @abstractmethod
+    def get_aggregating_state(
+        self, state_descriptor: AggregatingStateDescriptor
+    ) -> AggregatingState: ...
+
+
+class Function(ABC):  # noqa: B024 - all methods are optional hooks
+    """Base of user functions: ``open`` before the first element, ``close`` at the end."""
+
+    def open(self, runtime_context: RuntimeContext) -> None:  # noqa: B027
+        """Called once before the first element; acquire state here."""
+
+    def close(self) -> None:  # noqa: B027
+        """Called once after the last element."""
+
+
+class ReduceFunction(Function, Generic[IN]):
+    """Combines two values of the same type into one."""
+
+    @abstractmethod
+    def reduce(self, value1: IN, value2: IN) -> IN: ...
+
+
+class AggregateFunction(Function, Generic[IN, ACC, OUT]):
+    """Incremental aggregation through an accumulator."""
+
+    @abstractmethod
+    def create_accumulator(self) -> ACC: ...
+
+    @abstractmethod
+    def add(self, value: IN, accumulator: ACC) -> ACC: ...
+
+    @abstractmethod
+    def get_result(self, accumulator: ACC) -> OUT: ...
+
+    def merge(self, acc_a: ACC, acc_b: ACC) -> ACC:
+        raise NotImplementedError(
+            f"{type(self).__name__}.merge is needed to merge accumulators (merging windows, "
+            "merging state namespaces); implement merge(acc_a, acc_b)"
+        )
+
+
+class ProcessFunction(Function):
+    """Processes each element of a (non-keyed) stream; timers need ``key_by``."""
+
+    class Context(ABC):
+        @abstractmethod
+        def timestamp(self) -> int | None:
+            """The timestamp of the current element, or None if it has none."""
+
+        @abstractmethod
+        def timer_service(self) -> TimerService: ...
+
+        @abstractmethod
+        def output(self, output_tag: OutputTag, value: Any) -> None:
+            """Emit ``value`` to the side output ``output_tag``."""
+
+    @abstractmethod
+    def process_element(self, value: Any, ctx: ProcessFunction.Context) -> Iterable[Any] | None:
+        """Yield zero or more outputs (``yield tag, value`` for side outputs)."""
+
+
+class KeyedProcessFunction(Function):
+    """Processes each element of a keyed stream, with keyed state and timers.
+
+    Outputs of ``process_element`` carry the input's timestamp; outputs of an event-time
+    ``on_timer`` carry the timer's timestamp; outputs of a processing-time ``on_timer`` carry
+    none.
+    """
+
+    class Context(ABC):
+        @abstractmethod
+        def timestamp(self) -> int | None:
+            """The timestamp of the current element or of the firing event-time timer."""
+
+        @abstractmethod
+        def timer_service(self) -> TimerService: ...
+
+        @abstractmethod
+        def get_current_key(self) -> Any: ...
+
+        @abstractmethod
+        def output(self, output_tag: OutputTag, value: Any) -> None:
+            """Emit ``value`` to the side output ``output_tag``."""
+
+    class OnTimerContext(Context):
+        @abstractmethod
+        def time_domain(self) -> TimeDomain: ...
+
+    @abstractmethod
+    def process_element(
+        self, value: Any, ctx: KeyedProcessFunction.Context
+    ) -> Iterable[Any] | None:
+        """Yield zero or more outputs (``yield tag, value`` for side outputs)."""
+
+    def on_timer(
+        self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext
+    ) -> Iterable[Any] | None:
+        """Called when a timer registered by this key fires."""

@@ -1,0 +1,255 @@
+"""The operator base: setup, keyed state and timers, watermarks, snapshots (Flink's
+``AbstractStreamOperator``).
+
+An operator is configured by :class:`OperatorSetup` (an immutable description of its subtask) and
+wires itself to an :class:`~sparktide.runtime.output.Output`. Keyed operators (a key selector is
+given) get a keyed state backend and an :class:`InternalTimeServiceManager` over the subtask's
+key-group range. ``process_watermark`` fires the due event-time timers of every timer service
+first and forwards the watermark after them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sparktide.datastream.functions import RuntimeContext
+from sparktide.runtime.elements import MIN_TIMESTAMP, StreamRecord, Watermark, WatermarkStatus
+from sparktide.runtime.keygroups import (
+    KeyGroupRange,
+    compute_default_max_parallelism,
+    compute_key_group_range_for_operator_index,
+)
+from sparktide.runtime.output import Output
+from sparktide.runtime.snapshot import KeyedOperatorSnapshot
+from sparktide.runtime.state.backend import HeapKeyedStateBackend
+from sparktide.runtime.timers.manager import InternalTimeServiceManager
+from sparktide.runtime.timers.service import InternalTimerService, Triggerable
+
+__all__ = ["AbstractStreamOperator", "OperatorSetup", "StreamingRuntimeContext"]
+
+_KEYED_STATE_NEEDS_KEY_BY = (
+    "keyed state can only be used on a keyed stream, i.e. after a key_by() operation; "
+    "apply key_by(...) before process(...)"
+)
+
+
+@dataclass(frozen=True)
+class OperatorSetup:
+    """Immutable description of one operator subtask."""
+
+    name: str = "operator"
+    subtask_index: int = 0
+    parallelism: int = 1
+    max_parallelism: int | None = None
+    job_parameters: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for pname in ("parallelism", "subtask_index"):
+            v = getattr(self, pname)
+            if type(v) is not int:
+                raise TypeError(f"{pname} must be an int, got {type(v).__name__}")
+        if self.parallelism < 1:
+            raise ValueError(f"parallelism must be >= 1, got {self.parallelism}")
+        if not 0 <= self.subtask_index < self.parallelism:
+            raise ValueError(
+                f"subtask_index must be in [0, parallelism={self.parallelism}), got "
+                f"{self.subtask_index}"
+            )
+        maxp = self.effective_max_parallelism
+        if type(maxp) is not int or not self.parallelism <= maxp <= 32768:
+            raise ValueError(
+                f"max_parallelism must be an int in [parallelism={self.parallelism}, 32768], "
+                f"got {self.max_parallelism!r}"
+            )
+
+    @property
+    def effective_max_parallelism(self) -> int:
+        if self.max_parallelism is None:
+            return compute_default_max_parallelism(self.parallelism)
+        return self.max_parallelism
+
+    @property
+    def key_group_range(self) -> KeyGroupRange:
+        return compute_key_group_range_for_operator_index(
+            self.effective_max_parallelism, self.parallelism, self.subtask_index
+        )
+
+
+class StreamingRuntimeContext(RuntimeContext):
+    """The :class:`RuntimeContext` of an operator subtask."""
+
+    def __init__(self, operator: AbstractStreamOperator) -> None:
+        self._op = operator
+
+    def get_task_name(self) -> str:
+        return self._op.setup_info.name
+
+    def get_number_of_parallel_subtasks(self) -> int:
+        return self._op.setup_info.parallelism
+
+    def get_max_number_of_parallel_subtasks(self) -> int:
+        return self._op.setup_info.effective_max_parallelism
+
+    def get_index_of_this_subtask(self) -> int:
+        return self._op.setup_info.subtask_index
+
+    def get_job_parameter(self, key: str, default_value: str | None = None) -> str | None:
+        return self._op.setup_info.job_parameters.get(key, default_value)
+
+    def _state(self, descriptor: Any) -> Any:
+        backend = self._op.keyed_state_backend
+        if backend is None:
+            raise RuntimeError(_KEYED_STATE_NEEDS_KEY_BY)
+        return backend.get_partitioned_state(descriptor)
+
+    get_state = _state
+    get_list_state = _state
+    get_map_state = _state
+    get_reducing_state = _state
+    get_aggregating_state = _state
+
+
+class AbstractStreamOperator:
+    """Base of all operators. Subclasses implement ``process_element``."""
+
+    setup_info: OperatorSetup
+    keyed_state_backend: HeapKeyedStateBackend | None
+    time_service_manager: InternalTimeServiceManager | None
+
+    def __init__(self) -> None:
+        self.setup_info = OperatorSetup()
+        self.output: Output | None = None
+        self.processing_time_service: Any = None
+        self.key_selector: Callable[[Any], Any] | None = None
+        self.keyed_state_backend = None
+        self.time_service_manager = None
+        self.runtime_context: StreamingRuntimeContext | None = None
+        self._current_watermark = MIN_TIMESTAMP
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def setup(
+        self,
+        output: Output,
+        processing_time_service: Any,
+        setup_info: OperatorSetup | None = None,
+        key_selector: Callable[[Any], Any] | None = None,
+    ) -> None:
+        self.output = output
+        self.processing_time_service = processing_time_service
+        self.setup_info = setup_info or OperatorSetup()
+        self.key_selector = key_selector
+        if key_selector is not None:
+            kg_range = self.setup_info.key_group_range
+            backend = HeapKeyedStateBackend(
+                max_parallelism=self.setup_info.effective_max_parallelism,
+                key_group_range=kg_range,
+                time_provider=processing_time_service.get_current_processing_time,
+            )
+            self.keyed_state_backend = backend
+            self.time_service_manager = InternalTimeServiceManager(
+                backend, processing_time_service, kg_range
+            )
+        self.runtime_context = StreamingRuntimeContext(self)
+
+    def initialize_state(self, snapshots: Sequence[bytes | KeyedOperatorSnapshot]) -> None:
+        """Restore keyed state and timers from one or more snapshots (rescaling: several).
+
+        Only the key groups of this subtask's range are taken. Everything is decoded and
+        validated before anything is restored.
+        """
+        backend, manager = self.keyed_state_backend, self.time_service_manager
+        if backend is None or manager is None:
+            raise RuntimeError("only keyed operators have keyed state to restore; key_by first")
+        decoded = [
+            s if isinstance(s, KeyedOperatorSnapshot) else KeyedOperatorSnapshot.from_bytes(s)
+            for s in snapshots
+        ]
+        maxp = self.setup_info.effective_max_parallelism
+        meta: dict[str, dict[str, Any]] = {}
+        state: dict[int, dict[str, list[tuple[Any, Any, Any]]]] = {}
+        timers: dict[int, Any] = {}
+        for snap in decoded:
+            if snap.max_parallelism != maxp:
+                raise ValueError(
+                    f"snapshot was taken with max_parallelism={snap.max_parallelism} but this "
+                    f"operator has max_parallelism={maxp}; key groups cannot be remapped, so "
+                    "restore with the same max parallelism"
+                )
+            for name, m in snap.state_meta.items():
+                if meta.setdefault(name, m) != m:
+                    raise ValueError(
+                        f"state {name!r} is {meta[name]} in one snapshot and {m} in another"
+                    )
+            for kg, per_state in snap.state.items():
+                if kg in state:
+                    raise ValueError(f"key group {kg} appears in more than one snapshot")
+                state[kg] = per_state
+            timers.update(snap.timers)
+        backend.restore_state(meta, state)
+        manager.restore(timers)
+
+    def open(self) -> None:
+        """Called once before the first element."""
+
+    def finish(self) -> None:
+        """Called at the end of input, after the final watermark."""
+
+    def close(self) -> None:
+        """Release resources."""
+        if self.keyed_state_backend is not None:
+            self.keyed_state_backend.dispose()
+
+    # ------------------------------------------------------------------ elements
+
+    def process_element(self, record: StreamRecord) -> None:
+        raise NotImplementedError
+
+    def process_watermark(self, watermark: Watermark) -> None:
+        """Fire due event-time timers, then forward the watermark."""
+        t = watermark.timestamp
+        self._current_watermark = t
+        if self.time_service_manager is not None:
+            self.time_service_manager.advance_watermark(t)
+        self.output.emit_watermark(watermark)  # type: ignore[union-attr]
+
+    def process_watermark_status(self, status: WatermarkStatus) -> None:
+        self.output.emit_watermark_status(status)  # type: ignore[union-attr]
+
+    def current_watermark(self) -> int:
+        return self._current_watermark
+
+    def set_current_key(self, key: Any) -> None:
+        self.keyed_state_backend.set_current_key(key)  # type: ignore[union-attr]
+
+    def get_current_key(self) -> Any:
+        backend = self.keyed_state_backend
+        return None if backend is None else backend.current_key
+
+    # ------------------------------------------------------------------ timers & snapshots
+
+    def get_internal_timer_service(
+        self, name: str, triggerable: Triggerable
+    ) -> InternalTimerService:
+        if self.time_service_manager is None:
+            raise RuntimeError(
+                "timers are only supported on keyed streams: apply key_by(...) first"
+            )
+        return self.time_service_manager.get_internal_timer_service(name, triggerable)
+
+    def snapshot_state(self) -> KeyedOperatorSnapshot:
+        """Keyed state and timers of this subtask, per key group."""
+        backend, manager = self.keyed_state_backend, self.time_service_manager
+        if backend is None or manager is None:
+            raise RuntimeError("only keyed operators have keyed state to snapshot; key_by first")
+        meta, state = backend.snapshot_state()
+        return KeyedOperatorSnapshot(
+            operator=self.setup_info.name,
+            max_parallelism=self.setup_info.effective_max_parallelism,
+            key_group_range=self.setup_info.key_group_range,
+            state_meta=meta,
+            state=state,
+            timers=manager.snapshot(),
+        )

@@ -1,0 +1,187 @@
+"""``KeyedProcessOperator`` and ``ProcessOperator``: run a (Keyed)ProcessFunction.
+
+Output timestamps (Flink's ``TimestampedCollector``): outputs of ``process_element`` carry the
+input record's timestamp, outputs of an event-time ``on_timer`` the timer's timestamp, outputs of
+a processing-time ``on_timer`` none. ``yield tag, value`` with an :class:`OutputTag` goes to a side
+output, like ``ctx.output(tag, value)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sparktide.datastream.functions import KeyedProcessFunction, ProcessFunction
+from sparktide.datastream.output_tag import OutputTag
+from sparktide.datastream.timerservice import TimeDomain, TimerService
+from sparktide.runtime.elements import StreamRecord
+from sparktide.runtime.operators.base import AbstractStreamOperator
+from sparktide.runtime.timers.user import NonKeyedTimerService, SimpleTimerService
+
+__all__ = ["KeyedProcessOperator", "ProcessOperator", "emit_results"]
+
+USER_TIMERS = "user-timers"
+
+
+def emit_results(operator: AbstractStreamOperator, results: Any, timestamp: int | None) -> None:
+    """Send what a user function returned or yielded downstream, stamped with ``timestamp``."""
+    if results is None:
+        return
+    out = operator.output
+    collect = out.collect  # type: ignore[union-attr]
+    try:
+        it = iter(results)
+    except TypeError:
+        raise TypeError(
+            f"a process function must yield its outputs or return an iterable (or None), got "
+            f"{type(results).__name__} ({results!r}); write `yield value` instead of "
+            "`return value`"
+        ) from None
+    for value in it:
+        if type(value) is tuple and len(value) == 2 and isinstance(value[0], OutputTag):
+            out.collect_side(value[0], StreamRecord(value[1], timestamp))  # type: ignore[union-attr]
+        else:
+            collect(StreamRecord(value, timestamp))
+
+
+def _side_output(
+    operator: AbstractStreamOperator, tag: OutputTag, value: Any, timestamp: int | None
+) -> None:
+    if not isinstance(tag, OutputTag):
+        raise TypeError(
+            f"output_tag must be an OutputTag, got {type(tag).__name__}; create one with "
+            "OutputTag('name')"
+        )
+    operator.output.collect_side(tag, StreamRecord(value, timestamp))  # type: ignore[union-attr]
+
+
+class _KeyedContext(KeyedProcessFunction.OnTimerContext):
+    __slots__ = ("_domain", "_op", "_timer_service", "_ts")
+
+    def __init__(self, operator: KeyedProcessOperator, timer_service: TimerService) -> None:
+        self._op = operator
+        self._timer_service = timer_service
+        self._ts: int | None = None
+        self._domain: TimeDomain | None = None
+
+    def timestamp(self) -> int | None:
+        return self._ts
+
+    def timer_service(self) -> TimerService:
+        return self._timer_service
+
+    def get_current_key(self) -> Any:
+        return self._op.keyed_state_backend.current_key  # type: ignore[union-attr]
+
+    def output(self, output_tag: OutputTag, value: Any) -> None:
+        _side_output(self._op, output_tag, value, self._ts)
+
+    def time_domain(self) -> TimeDomain:
+        if self._domain is None:
+            raise RuntimeError("time_domain() is only available inside on_timer")
+        return self._domain
+
+
+class KeyedProcessOperator(AbstractStreamOperator):
+    """Runs a :class:`KeyedProcessFunction` with keyed state and the ``"user-timers"`` service."""
+
+    def __init__(self, function: KeyedProcessFunction) -> None:
+        super().__init__()
+        if not callable(getattr(function, "process_element", None)):
+            raise TypeError(
+                f"function must be a KeyedProcessFunction (with process_element), got "
+                f"{type(function).__name__}"
+            )
+        self.function = function
+        self._ctx: _KeyedContext | None = None
+
+    def open(self) -> None:
+        if self.keyed_state_backend is None:
+            raise RuntimeError(
+                "KeyedProcessFunction needs a keyed stream: apply key_by(...) before process(...)"
+            )
+        service = self.get_internal_timer_service(USER_TIMERS, self)
+        self._ctx = _KeyedContext(self, SimpleTimerService(service))
+        self.function.open(self.runtime_context)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        self.function.close()
+        super().close()
+
+    def process_element(self, record: StreamRecord) -> None:
+        self.keyed_state_backend.set_current_key(self.key_selector(record.value))  # type: ignore[union-attr,misc]
+        self.process_keyed_element(record)
+
+    def process_keyed_element(self, record: StreamRecord) -> None:
+        """Process ``record`` for the key already set in the key context."""
+        ctx = self._ctx
+        ts = record.timestamp
+        ctx._ts = ts  # type: ignore[union-attr]
+        ctx._domain = None  # type: ignore[union-attr]
+        results = self.function.process_element(record.value, ctx)  # type: ignore[arg-type]
+        if results is not None:
+            emit_results(self, results, ts)
+
+    def on_event_time(self, timestamp: int, key: Any, namespace: Any) -> None:
+        ctx = self._ctx
+        ctx._ts = timestamp  # type: ignore[union-attr]
+        ctx._domain = TimeDomain.EVENT_TIME  # type: ignore[union-attr]
+        results = self.function.on_timer(timestamp, ctx)  # type: ignore[arg-type]
+        if results is not None:
+            emit_results(self, results, timestamp)
+
+    def on_processing_time(self, timestamp: int, key: Any, namespace: Any) -> None:
+        ctx = self._ctx
+        ctx._ts = None  # type: ignore[union-attr]
+        ctx._domain = TimeDomain.PROCESSING_TIME  # type: ignore[union-attr]
+        results = self.function.on_timer(timestamp, ctx)  # type: ignore[arg-type]
+        if results is not None:
+            emit_results(self, results, None)
+
+
+class _Context(ProcessFunction.Context):
+    __slots__ = ("_op", "_timer_service", "_ts")
+
+    def __init__(self, operator: ProcessOperator, timer_service: TimerService) -> None:
+        self._op = operator
+        self._timer_service = timer_service
+        self._ts: int | None = None
+
+    def timestamp(self) -> int | None:
+        return self._ts
+
+    def timer_service(self) -> TimerService:
+        return self._timer_service
+
+    def output(self, output_tag: OutputTag, value: Any) -> None:
+        _side_output(self._op, output_tag, value, self._ts)
+
+
+class ProcessOperator(AbstractStreamOperator):
+    """Runs a :class:`ProcessFunction` on a non-keyed stream; registering timers raises."""
+
+    def __init__(self, function: ProcessFunction) -> None:
+        super().__init__()
+        if not callable(getattr(function, "process_element", None)):
+            raise TypeError(
+                f"function must be a ProcessFunction (with process_element), got "
+                f"{type(function).__name__}"
+            )
+        self.function = function
+        self._ctx: _Context | None = None
+
+    def open(self) -> None:
+        timers = NonKeyedTimerService(self.processing_time_service, self.current_watermark)
+        self._ctx = _Context(self, timers)
+        self.function.open(self.runtime_context)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        self.function.close()
+        super().close()
+
+    def process_element(self, record: StreamRecord) -> None:
+        ctx = self._ctx
+        ts = record.timestamp
+        ctx._ts = ts  # type: ignore[union-attr]
+        results = self.function.process_element(record.value, ctx)  # type: ignore[arg-type]
+        if results is not None:
+            emit_results(self, results, ts)

@@ -1,0 +1,114 @@
+"""``InternalTimeServiceManager``: the timer services of one operator subtask, by name.
+
+The same name returns the same service; a watermark advances all of them (in creation order).
+Timers snapshot and restore per key group; restored services wait for their operator to bind a
+triggerable, then re-register their processing-time head.
+
+>>> from sparktide.runtime.keygroups import KeyGroupRange
+>>> class Ctx:
+...     current_key = "k"; current_key_group = 0
+...     def set_current_key_and_group(self, key, kg): pass
+>>> m = InternalTimeServiceManager(Ctx(), None, KeyGroupRange(0, 127))
+>>> class Op:
+...     def on_event_time(self, ts, key, ns): print("timer", ts)
+...     def on_processing_time(self, ts, key, ns): pass
+>>> s = m.get_internal_timer_service("user-timers", Op())
+>>> s is m.get_internal_timer_service("user-timers", s.triggerable)
+True
+>>> s.register_event_time_timer(None, 5); m.advance_watermark(7)
+timer 5
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sparktide.runtime.keygroups import KeyGroupRange
+from sparktide.runtime.timers.queue import TimerEntry
+from sparktide.runtime.timers.service import InternalTimerService, KeyContext, Triggerable
+
+__all__ = ["InternalTimeServiceManager", "TimerSnapshot"]
+
+# per key group -> per service name -> (event entries, processing entries); entries are
+# (timestamp, seq, key, namespace, key_group) in (timestamp, seq) order.
+TimerSnapshot = dict[int, dict[str, tuple[list[TimerEntry], list[TimerEntry]]]]
+
+
+class InternalTimeServiceManager:
+    """Creates and owns the :class:`InternalTimerService` instances of one operator subtask."""
+
+    def __init__(
+        self,
+        key_context: KeyContext,
+        processing_time_service: Any,
+        key_group_range: KeyGroupRange,
+    ) -> None:
+        self._key_context = key_context
+        self._pts = processing_time_service
+        self._range = key_group_range
+        self._services: dict[str, InternalTimerService] = {}
+
+    def get_internal_timer_service(
+        self, name: str, triggerable: Triggerable
+    ) -> InternalTimerService:
+        """The service called ``name``, created on first use and bound to ``triggerable``."""
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"name must be a non-empty str, got {name!r}")
+        service = self._services.get(name)
+        if service is None:
+            service = InternalTimerService(
+                name, self._key_context, self._pts, triggerable, self._range
+            )
+            self._services[name] = service
+        elif service.triggerable is not triggerable:
+            service.start(triggerable)
+        return service
+
+    def services(self) -> dict[str, InternalTimerService]:
+        return dict(self._services)
+
+    def advance_watermark(self, time: int) -> None:
+        """Advance every service to watermark ``time`` (firing their due event-time timers)."""
+        for service in self._services.values():
+            service.advance_watermark(time)
+
+    def num_event_time_timers(self) -> int:
+        return sum(s.num_event_time_timers() for s in self._services.values())
+
+    def num_processing_time_timers(self) -> int:
+        return sum(s.num_processing_time_timers() for s in self._services.values())
+
+    # ------------------------------------------------------------------ snapshots
+
+    def snapshot(self) -> TimerSnapshot:
+        """Every pending timer, per key group and service, in firing order."""
+        out: TimerSnapshot = {}
+        for kg in self._range:
+            per_service = {}
+            for name, service in self._services.items():
+                event = service.event_time_timers().entries_for_key_group(kg)
+                proc = service.processing_time_timers().entries_for_key_group(kg)
+                if event or proc:
+                    per_service[name] = (event, proc)
+            if per_service:
+                out[kg] = per_service
+        return out
+
+    def restore(self, snapshot: TimerSnapshot) -> None:
+        """Take the timers of the key groups in this subtask's range (others are ignored)."""
+        gathered: dict[str, tuple[list[TimerEntry], list[TimerEntry]]] = {}
+        for kg, per_service in snapshot.items():
+            if kg not in self._range:
+                continue
+            for name, (event, proc) in per_service.items():
+                ev, pr = gathered.setdefault(name, ([], []))
+                ev.extend(event)
+                pr.extend(proc)
+        for name, (event, proc) in gathered.items():
+            service = self._services.get(name)
+            if service is None:
+                service = InternalTimerService(
+                    name, self._key_context, self._pts, None, self._range
+                )
+                self._services[name] = service
+            service.restore(event, proc)

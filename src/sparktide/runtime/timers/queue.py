@@ -1,0 +1,233 @@
+"""The key-grouped priority queue set of timers (Flink's ``HeapPriorityQueueSet``).
+
+A timer is ``(timestamp, key, namespace)``. The set keeps at most one timer per such triple
+(registering an equal timer again is a no-op), orders them by timestamp, and breaks ties by
+insertion order (a per-queue sequence number), so firing order is deterministic.
+
+Layout:
+
+* ``_heap`` is a binary min-heap of entries ``(timestamp, seq, key, namespace, key_group)``,
+  maintained with :mod:`heapq` (C). ``seq`` is unique, so comparisons never reach the key.
+* ``_maps[i]`` is the dedup map of local key group ``i``: ``(timestamp, key, namespace) ->
+  entry``. It is the source of truth for membership, and gives per-key-group extraction for
+  snapshots in O(timers of that group).
+* Removal is O(1): the entry leaves its dedup map and stays in the heap as a dead entry,
+  discarded as soon as it reaches the top (the top of the heap is always live). When dead
+  entries outnumber live ones the heap is rebuilt in O(n), so removal is O(1) amortized and the
+  heap never holds more than ~2x the live timers.
+  (An index-tracking heap would need its sift loops in Python; keeping every heap operation in
+  ``heapq`` makes register + fire about 2x cheaper; see ``benchmarks/timers.py``.)
+
+>>> from sparktide.runtime.keygroups import KeyGroupRange
+>>> q = KeyGroupedTimerQueue(KeyGroupRange(0, 127))
+>>> q.add(20, "a", None, 5), q.add(10, "b", None, 7), q.add(20, "a", None, 5)
+(True, True, False)
+>>> q.peek()[:1], len(q)
+((10,), 2)
+>>> q.remove(10, "b", None, 7)
+True
+>>> [e[0] for e in q]
+[20]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from heapq import heapify, heappop, heappush
+from typing import Any
+
+from sparktide.runtime.keygroups import KeyGroupRange
+
+__all__ = ["KeyGroupedTimerQueue", "TimerEntry"]
+
+TimerEntry = tuple  # (timestamp, seq, key, namespace, key_group)
+
+_COMPACT_MIN_DEAD = 64
+
+
+class KeyGroupedTimerQueue:
+    """A set of timers ordered by ``(timestamp, insertion order)``, deduplicated per key group."""
+
+    __slots__ = ("_dead", "_heap", "_kg_end", "_kg_start", "_maps", "_seq")
+
+    def __init__(self, key_group_range: KeyGroupRange) -> None:
+        if not isinstance(key_group_range, KeyGroupRange):
+            raise TypeError(
+                f"key_group_range must be a KeyGroupRange, got {type(key_group_range).__name__}"
+            )
+        self._kg_start = key_group_range.start
+        self._kg_end = key_group_range.end
+        self._heap: list[TimerEntry] = []
+        self._maps: list[dict[tuple[int, Any, Any], TimerEntry]] = [
+            {} for _ in range(len(key_group_range))
+        ]
+        self._seq = 0
+        self._dead = 0
+
+    # ------------------------------------------------------------------ mutation
+
+    def add(self, timestamp: int, key: Any, namespace: Any, key_group: int) -> bool:
+        """Add a timer; return True if it became the new head (the earliest timer).
+
+        Adding a timer that is already present changes nothing and returns False.
+        """
+        idx = key_group - self._kg_start
+        if idx < 0 or key_group > self._kg_end:
+            self._raise_out_of_range(key_group, key)
+        m = self._maps[idx]
+        tkey = (timestamp, key, namespace)
+        if tkey in m:
+            return False
+        seq = self._seq
+        self._seq = seq + 1
+        entry = (timestamp, seq, key, namespace, key_group)
+        m[tkey] = entry
+        heap = self._heap
+        heappush(heap, entry)
+        return heap[0] is entry
+
+    def remove(self, timestamp: int, key: Any, namespace: Any, key_group: int) -> bool:
+        """Remove a timer if present; return True if it was the head. Absent timers: no-op."""
+        idx = key_group - self._kg_start
+        if idx < 0 or key_group > self._kg_end:
+            self._raise_out_of_range(key_group, key)
+        entry = self._maps[idx].pop((timestamp, key, namespace), None)
+        if entry is None:
+            return False
+        heap = self._heap
+        was_head = heap[0] is entry
+        self._dead += 1
+        if was_head:
+            heappop(heap)
+            self._dead -= 1
+            self._drop_dead_top()
+        elif self._dead > _COMPACT_MIN_DEAD and self._dead > len(heap) - self._dead:
+            self._compact()
+        return was_head
+
+    def poll(self) -> TimerEntry | None:
+        """Remove and return the head entry ``(timestamp, seq, key, namespace, key_group)``."""
+        heap = self._heap
+        if not heap:
+            return None
+        entry = heappop(heap)
+        del self._maps[entry[4] - self._kg_start][(entry[0], entry[2], entry[3])]
+        if self._dead:
+            self._drop_dead_top()
+        return entry
+
+    def poll_until(self, timestamp: int) -> TimerEntry | None:
+        """Remove and return the head if its timestamp is ``<= timestamp``, else None."""
+        heap = self._heap
+        if not heap or heap[0][0] > timestamp:
+            return None
+        entry = heappop(heap)
+        del self._maps[entry[4] - self._kg_start][(entry[0], entry[2], entry[3])]
+        if self._dead:
+            self._drop_dead_top()
+        return entry
+
+    def clear(self) -> None:
+        self._heap.clear()
+        for m in self._maps:
+            m.clear()
+        self._dead = 0
+
+    # ------------------------------------------------------------------ queries
+
+    def peek(self) -> TimerEntry | None:
+        """The head entry without removing it, or None when empty."""
+        heap = self._heap
+        return heap[0] if heap else None
+
+    def contains(self, timestamp: int, key: Any, namespace: Any, key_group: int) -> bool:
+        idx = key_group - self._kg_start
+        if idx < 0 or key_group > self._kg_end:
+            return False
+        return (timestamp, key, namespace) in self._maps[idx]
+
+    def __len__(self) -> int:
+        return len(self._heap) - self._dead
+
+    def __bool__(self) -> bool:
+        return len(self._heap) > self._dead
+
+    def __iter__(self) -> Iterator[TimerEntry]:
+        """Live entries, key group by key group, in insertion order within a group."""
+        for m in self._maps:
+            yield from list(m.values())
+
+    def key_group_range(self) -> KeyGroupRange:
+        return KeyGroupRange(self._kg_start, self._kg_end)
+
+    def entries_for_key_group(self, key_group: int) -> list[TimerEntry]:
+        """The live entries of ``key_group`` sorted by ``(timestamp, seq)`` (snapshot order)."""
+        idx = key_group - self._kg_start
+        if idx < 0 or key_group > self._kg_end:
+            return []
+        return sorted(self._maps[idx].values())
+
+    def timers_for_namespace(self, key: Any, namespace: Any, key_group: int) -> list[int]:
+        """Timestamps of the timers of ``(key, namespace)``, ascending (O(timers of the group))."""
+        idx = key_group - self._kg_start
+        if idx < 0 or key_group > self._kg_end:
+            return []
+        return sorted(e[0] for e in self._maps[idx].values() if e[2] == key and e[3] == namespace)
+
+    # ------------------------------------------------------------------ restore
+
+    def add_restored(self, entries: list[tuple[int, int, Any, Any, int]]) -> None:
+        """Add restored timers ``(timestamp, old_seq, key, namespace, key_group)``.
+
+        They are re-sequenced in ``(timestamp, old_seq, key_group)`` order, so a restore at the
+        same parallelism reproduces the original firing order exactly, and any restore gives a
+        deterministic one. Timers already present are kept once.
+        """
+        for ts, _old, key, ns, kg in sorted(entries, key=lambda e: (e[0], e[1], e[4])):
+            self.add(ts, key, ns, kg)
+
+    # ------------------------------------------------------------------ internals
+
+    def _drop_dead_top(self) -> None:
+        heap = self._heap
+        maps = self._maps
+        start = self._kg_start
+        while heap and self._dead:
+            entry = heap[0]
+            if maps[entry[4] - start].get((entry[0], entry[2], entry[3])) is entry:
+                return
+            heappop(heap)
+            self._dead -= 1
+
+    def _compact(self) -> None:
+        live = [e for m in self._maps for e in m.values()]
+        heapify(live)
+        self._heap = live
+        self._dead = 0
+
+    def _raise_out_of_range(self, key_group: int, key: Any) -> None:
+        raise ValueError(
+            f"timer for key {key!r} is in key group {key_group}, outside this queue's key-group "
+            f"range [{self._kg_start}, {self._kg_end}]; timers must be registered by the subtask "
+            "that owns the key (check the key selector and the max parallelism)"
+        )
+
+    def _check(self) -> None:
+        """Assert every invariant (for tests; O(n))."""
+        heap = self._heap
+        for i in range(1, len(heap)):
+            parent = heap[(i - 1) >> 1]
+            assert parent[:2] < heap[i][:2], f"heap order broken at {i}"
+        live_ids = set()
+        for idx, m in enumerate(self._maps):
+            for tkey, entry in m.items():
+                assert tkey == (entry[0], entry[2], entry[3]), "dedup key does not match entry"
+                assert entry[4] == idx + self._kg_start, "entry in wrong key-group map"
+                live_ids.add(id(entry))
+        in_heap = [id(e) for e in heap if id(e) in live_ids]
+        assert len(in_heap) == len(set(in_heap)), "a live entry is in the heap twice"
+        assert set(in_heap) == live_ids, "a live entry is missing from the heap"
+        assert self._dead == len(heap) - len(live_ids), "dead count is wrong"
+        assert all(e[1] < self._seq for e in heap), "sequence counter went backwards"
+        if heap:
+            assert id(heap[0]) in live_ids, "the head of the heap is a dead entry"

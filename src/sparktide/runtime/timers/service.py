@@ -1,0 +1,215 @@
+"""``InternalTimerService``: event- and processing-time timers of an operator, per key.
+
+Flink's ``InternalTimerServiceImpl``. Each service owns two :class:`KeyGroupedTimerQueue`\\ s (event
+time, processing time) and calls back a :class:`Triggerable` with the key context already set.
+
+Event time: :meth:`advance_watermark` sets the current watermark, then fires every timer with
+``timestamp <= watermark`` in ``(timestamp, insertion)`` order. A timer registered by a callback
+at or before the watermark fires in the same advance.
+
+Processing time: only the head timer is registered with the :class:`ProcessingTimeService`; a new
+earlier timer cancels and replaces that registration. The service's callback receives the
+*registered* timestamp ``t``, fires every timer ``<= t`` and registers the new head.
+
+>>> from sparktide.runtime.keygroups import KeyGroupRange
+>>> from sparktide.runtime.timers.service import InternalTimerService
+>>> class Ctx:  # the key context; normally the keyed state backend
+...     current_key = "k"; current_key_group = 3
+...     def set_current_key_and_group(self, key, kg): self.current_key = key
+>>> class Fire:
+...     def on_event_time(self, ts, key, ns): print("fired", ts, key, ns)
+...     def on_processing_time(self, ts, key, ns): pass
+>>> svc = InternalTimerService("user-timers", Ctx(), None, Fire(), KeyGroupRange(0, 127))
+>>> svc.register_event_time_timer("w", 10)
+>>> svc.advance_watermark(10)
+fired 10 k w
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from sparktide.runtime.elements import MIN_TIMESTAMP
+from sparktide.runtime.keygroups import KeyGroupRange
+from sparktide.runtime.timers.queue import KeyGroupedTimerQueue, TimerEntry
+
+__all__ = ["InternalTimerService", "KeyContext", "Triggerable"]
+
+
+class KeyContext(Protocol):
+    """Where the current key lives (the keyed state backend)."""
+
+    current_key: Any
+    current_key_group: int
+
+    def set_current_key_and_group(self, key: Any, key_group: int) -> None: ...
+
+
+class Triggerable(Protocol):
+    """The target of fired timers (an operator). The key context is set before each call."""
+
+    def on_event_time(self, timestamp: int, key: Any, namespace: Any) -> None: ...
+
+    def on_processing_time(self, timestamp: int, key: Any, namespace: Any) -> None: ...
+
+
+class InternalTimerService:
+    """Timers of one operator for one name (``"user-timers"``, ``"window-timers"``, ...)."""
+
+    __slots__ = (
+        "_current_watermark",
+        "_event",
+        "_key_context",
+        "_next_timer",
+        "_proc",
+        "_pts",
+        "_triggerable",
+        "fired_event_time",
+        "fired_processing_time",
+        "name",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        key_context: KeyContext,
+        processing_time_service: Any,
+        triggerable: Triggerable | None,
+        key_group_range: KeyGroupRange,
+    ) -> None:
+        self.name = name
+        self._key_context = key_context
+        self._pts = processing_time_service
+        self._triggerable = triggerable
+        self._event = KeyGroupedTimerQueue(key_group_range)
+        self._proc = KeyGroupedTimerQueue(key_group_range)
+        self._current_watermark = MIN_TIMESTAMP
+        self._next_timer: Any = None
+        self.fired_event_time = 0
+        self.fired_processing_time = 0
+
+    # ------------------------------------------------------------------ time
+
+    def current_processing_time(self) -> int:
+        return self._pts.get_current_processing_time()
+
+    def current_watermark(self) -> int:
+        return self._current_watermark
+
+    # ------------------------------------------------------------------ registration
+
+    def register_event_time_timer(self, namespace: Any, time: int) -> None:
+        ctx = self._key_context
+        self._event.add(time, ctx.current_key, namespace, ctx.current_key_group)
+
+    def delete_event_time_timer(self, namespace: Any, time: int) -> None:
+        ctx = self._key_context
+        self._event.remove(time, ctx.current_key, namespace, ctx.current_key_group)
+
+    def register_processing_time_timer(self, namespace: Any, time: int) -> None:
+        ctx = self._key_context
+        queue = self._proc
+        old_head = queue.peek()
+        if queue.add(time, ctx.current_key, namespace, ctx.current_key_group):
+            next_trigger = old_head[0] if old_head is not None else None
+            if next_trigger is None or time < next_trigger:
+                if self._next_timer is not None:
+                    self._next_timer.cancel()
+                self._next_timer = self._pts.register_timer(time, self._on_processing_time)
+
+    def delete_processing_time_timer(self, namespace: Any, time: int) -> None:
+        # The physical registration stays: when it fires it finds no due timer and registers the
+        # new head (Flink does the same).
+        ctx = self._key_context
+        self._proc.remove(time, ctx.current_key, namespace, ctx.current_key_group)
+
+    # ------------------------------------------------------------------ firing
+
+    def advance_watermark(self, time: int) -> None:
+        """Set the watermark to ``time`` and fire every event-time timer ``<= time``."""
+        self._current_watermark = time
+        queue = self._event
+        if not queue._heap or queue._heap[0][0] > time:
+            return
+        set_key = self._key_context.set_current_key_and_group
+        fire = self._triggerable.on_event_time  # type: ignore[union-attr]
+        poll = queue.poll_until
+        fired = 0
+        entry = poll(time)
+        while entry is not None:
+            set_key(entry[2], entry[4])
+            fire(entry[0], entry[2], entry[3])
+            fired += 1
+            entry = poll(time)
+        self.fired_event_time += fired
+
+    def _on_processing_time(self, time: int) -> None:
+        """Callback of the processing-time service, with the registered timestamp ``time``."""
+        self._next_timer = None
+        queue = self._proc
+        set_key = self._key_context.set_current_key_and_group
+        fire = self._triggerable.on_processing_time  # type: ignore[union-attr]
+        entry = queue.poll_until(time)
+        while entry is not None:
+            set_key(entry[2], entry[4])
+            fire(entry[0], entry[2], entry[3])
+            self.fired_processing_time += 1
+            entry = queue.poll_until(time)
+        head = queue.peek()
+        if head is not None and self._next_timer is None:
+            self._next_timer = self._pts.register_timer(head[0], self._on_processing_time)
+
+    # ------------------------------------------------------------------ inspection
+
+    def num_event_time_timers(self) -> int:
+        return len(self._event)
+
+    def num_processing_time_timers(self) -> int:
+        return len(self._proc)
+
+    def event_time_timers(self) -> KeyGroupedTimerQueue:
+        return self._event
+
+    def processing_time_timers(self) -> KeyGroupedTimerQueue:
+        return self._proc
+
+    def event_time_timers_of(self, namespace: Any = None) -> list[int]:
+        """Pending event-time timestamps of the current key in ``namespace``."""
+        ctx = self._key_context
+        return self._event.timers_for_namespace(ctx.current_key, namespace, ctx.current_key_group)
+
+    def processing_time_timers_of(self, namespace: Any = None) -> list[int]:
+        """Pending processing-time timestamps of the current key in ``namespace``."""
+        ctx = self._key_context
+        return self._proc.timers_for_namespace(ctx.current_key, namespace, ctx.current_key_group)
+
+    # ------------------------------------------------------------------ lifecycle / restore
+
+    @property
+    def triggerable(self) -> Triggerable | None:
+        return self._triggerable
+
+    def start(self, triggerable: Triggerable) -> None:
+        """Bind the callback target (a restored service is created before its operator asks)."""
+        if self._triggerable is not None and self._triggerable is not triggerable:
+            raise ValueError(
+                f"timer service {self.name!r} is already bound to another operator; use a "
+                "different service name per operator"
+            )
+        self._triggerable = triggerable
+        self._register_processing_head()
+
+    def restore(self, event: list[TimerEntry], processing: list[TimerEntry]) -> None:
+        """Add restored timers and re-register the processing-time head (seed 002)."""
+        self._event.add_restored(event)
+        self._proc.add_restored(processing)
+        if self._triggerable is not None:
+            self._register_processing_head()
+
+    def _register_processing_head(self) -> None:
+        head = self._proc.peek()
+        if head is None:
+            return
+        if self._next_timer is not None:
+            self._next_timer.cancel()
+        self._next_timer = self._pts.register_timer(head[0], self._on_processing_time)
