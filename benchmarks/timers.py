@@ -131,8 +131,11 @@ class _IndexedHeap:
 
     def push(self, e: list[Any]) -> None:
         a = self.a
-        i = len(a)
         a.append(e)
+        self._sift_up(e, len(a) - 1)
+
+    def _sift_up(self, e: list[Any], i: int) -> None:
+        a = self.a
         p = e[0]
         while i:
             pi = (i - 1) >> 1
@@ -161,17 +164,7 @@ class _IndexedHeap:
             a[i] = ce
             ce[1] = i
             i, c = c, 2 * c + 1
-        p = last[0]
-        while i:
-            pi = (i - 1) >> 1
-            pe = a[pi]
-            if pe[0] <= p:
-                break
-            a[i] = pe
-            pe[1] = i
-            i = pi
-        a[i] = last
-        last[1] = i
+        self._sift_up(last, i)
         return top
 
 

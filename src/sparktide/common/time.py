@@ -14,7 +14,9 @@ rather than silently rounded.
 
 from __future__ import annotations
 
+import numbers
 from datetime import timedelta
+from functools import total_ordering
 from typing import Any, Union
 
 __all__ = ["Duration", "Time", "to_millis"]
@@ -23,11 +25,11 @@ __all__ = ["Duration", "Time", "to_millis"]
 def _whole(value: Any, name: str) -> int:
     if type(value) is int:
         return value
-    if isinstance(value, int) and not isinstance(value, bool):
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         return int(value)
     raise TypeError(
-        f"{name} must be an int, got {type(value).__name__} ({value!r}); "
-        "use an int or a datetime.timedelta"
+        f"{name} must be an int, got {type(value).__name__} ({value!r}); pass an int "
+        "(for a datetime.timedelta use Duration.of(...) / Time.of(...))"
     )
 
 
@@ -40,6 +42,7 @@ def _from_timedelta(td: timedelta, name: str) -> int:
     return (td.days * 86_400 + td.seconds) * 1000 + td.microseconds // 1000
 
 
+@total_ordering
 class _Span:
     __slots__ = ("_ms",)
 
@@ -47,6 +50,9 @@ class _Span:
         object.__setattr__(self, "_ms", _whole(milliseconds, "milliseconds"))
 
     def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def __delattr__(self, name: str) -> None:
         raise AttributeError(f"{type(self).__name__} is immutable")
 
     def to_milliseconds(self) -> int:
@@ -134,6 +140,9 @@ class Time(_Span):
     def of(cls, value: Duration | Time | timedelta | int) -> Time:
         return cls(to_millis(value, "value"))
 
+    def __repr__(self) -> str:
+        return f"Time.milliseconds({self._ms})"
+
     @classmethod
     def milliseconds(cls, milliseconds: int) -> Time:
         return cls(_whole(milliseconds, "milliseconds"))
@@ -168,7 +177,7 @@ def to_millis(value: SpanLike, name: str) -> int:
         return value.to_milliseconds()
     if isinstance(value, timedelta):
         return _from_timedelta(value, name)
-    if isinstance(value, int) and not isinstance(value, bool):
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         return int(value)
     raise TypeError(
         f"{name} must be a Duration, Time, datetime.timedelta or int milliseconds, "

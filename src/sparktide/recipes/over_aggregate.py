@@ -133,15 +133,13 @@ class ProcTimeRangeBoundedPrecedingFunction(KeyedProcessFunction):
         self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext
     ) -> Iterable[Any] | None:
         cleanup_ts = self.cleanup_ts_state.value()
-        if cleanup_ts is not None and cleanup_ts <= timestamp:
-            self.input_state.clear()
-            self.acc_state.clear()
-            self.cleanup_ts_state.clear()
+        cleanup_due = cleanup_ts is not None and cleanup_ts <= timestamp
+        current_rows = self.input_state.get(timestamp - 1)
+        if current_rows is None:
+            if cleanup_due:
+                self._clear()
             return None
         current_time = timestamp - 1
-        current_rows = self.input_state.get(current_time)
-        if current_rows is None:
-            return None
         agg = self.aggregate
         acc = self.acc_state.value()
         if acc is None:
@@ -154,6 +152,16 @@ class ProcTimeRangeBoundedPrecedingFunction(KeyedProcessFunction):
             self.input_state.remove(t)
         for row in current_rows:
             acc = agg.add(row, acc)
-        self.acc_state.update(acc)
         result = agg.get_result(acc)
+        if cleanup_due:
+            # only with preceding == 0 can the cleanup timer coincide with this row's timer;
+            # the rows are emitted first (Flink's function would drop them)
+            self._clear()
+        else:
+            self.acc_state.update(acc)
         return [(row, result) for row in current_rows]
+
+    def _clear(self) -> None:
+        self.input_state.clear()
+        self.acc_state.clear()
+        self.cleanup_ts_state.clear()

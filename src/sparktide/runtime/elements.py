@@ -9,14 +9,16 @@ every pending event-time timer.
 StreamRecord('a', 5)
 >>> Watermark(10) < Watermark(11)
 True
->>> check_timestamp(3.0, "timestamp")
+>>> check_timestamp(3.0, "ts")
 Traceback (most recent call last):
 ...
-TypeError: timestamp must be an int number of milliseconds, got float (3.0); convert it with int(...)
+TypeError: ts must be an int number of milliseconds, got float (3.0); convert it with int(...)
 """
 
 from __future__ import annotations
 
+import numbers
+from functools import total_ordering
 from typing import Any
 
 __all__ = [
@@ -49,12 +51,15 @@ def check_timestamp(value: Any, name: str) -> int:
             f"{name} must fit a 64-bit signed long [{MIN_TIMESTAMP}, {MAX_TIMESTAMP}], "
             f"got {value}; timestamps are milliseconds since the epoch"
         )
-    if isinstance(value, int) and not isinstance(value, bool):
-        return check_timestamp(int(value), name)
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return check_timestamp(int(value), name)  # int subclasses, numpy integers
     raise TypeError(
         f"{name} must be an int number of milliseconds, got {type(value).__name__} "
         f"({value!r}); convert it with int(...)"
     )
+
+
+_KEEP: Any = object()
 
 
 class StreamRecord:
@@ -70,9 +75,16 @@ class StreamRecord:
     def has_timestamp(self) -> bool:
         return self.timestamp is not None
 
-    def replace(self, value: Any, timestamp: int | None = None) -> StreamRecord:
-        """Return a new record with ``value`` and ``timestamp``."""
-        return StreamRecord(value, timestamp)
+    def replace(self, value: Any, timestamp: Any = _KEEP) -> StreamRecord:
+        """A new record with ``value``, keeping this record's timestamp unless one is given.
+
+        >>> StreamRecord("a", 5).replace("b")
+        StreamRecord('b', 5)
+        """
+        return StreamRecord(value, self.timestamp if timestamp is _KEEP else timestamp)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (StreamRecord, (self.value, self.timestamp))
 
     def __eq__(self, other: object) -> bool:
         return (
@@ -88,6 +100,7 @@ class StreamRecord:
         return f"StreamRecord({self.value!r}, {self.timestamp!r})"
 
 
+@total_ordering
 class Watermark:
     """An assertion that no record with a timestamp ``<= timestamp`` will follow."""
 
@@ -104,6 +117,9 @@ class Watermark:
 
     def __hash__(self) -> int:
         return hash((Watermark, self.timestamp))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Watermark, (self.timestamp,))
 
     def __repr__(self) -> str:
         return f"Watermark({self.timestamp})"

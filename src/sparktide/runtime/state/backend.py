@@ -1,0 +1,561 @@
+"""``HeapKeyedStateBackend``: the in-memory keyed state of one operator subtask.
+
+The backend owns the current key (set per record by the operator, per timer by the timer
+service), the state tables of every registered state, and snapshot/restore per key group.
+
+>>> from sparktide.datastream.state import ListStateDescriptor
+>>> from sparktide.runtime.keygroups import KeyGroupRange
+>>> backend = HeapKeyedStateBackend(
+...     max_parallelism=128, key_group_range=KeyGroupRange(0, 127), time_provider=lambda: 0)
+>>> events = backend.get_partitioned_state(ListStateDescriptor("events", None))
+>>> backend.set_current_key("user-1")
+>>> events.add("click")
+>>> backend.num_entries()
+1
+>>> meta, per_key_group = backend.snapshot_state()
+>>> meta
+{'events': {'kind': 'list', 'ttl': False}}
+>>> restored = HeapKeyedStateBackend(
+...     max_parallelism=128, key_group_range=KeyGroupRange(0, 127), time_provider=lambda: 0)
+>>> restored.restore_state(meta, per_key_group)
+>>> restored.set_current_key("user-1")
+>>> restored.get_partitioned_state(ListStateDescriptor("events", None)).get()
+['click']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from sparktide.datastream.state import (
+    AggregatingStateDescriptor,
+    ListStateDescriptor,
+    MapStateDescriptor,
+    ReducingStateDescriptor,
+    State,
+    StateDescriptor,
+    ValueStateDescriptor,
+)
+from sparktide.runtime.keygroups import (
+    UPPER_BOUND_MAX_PARALLELISM,
+    KeyGroupRange,
+    assign_to_key_group,
+)
+from sparktide.runtime.state.cleanup import IncrementalCleanup, purge_expired
+from sparktide.runtime.state.heap import (
+    KINDS,
+    HeapAggregatingState,
+    HeapListState,
+    HeapMapState,
+    HeapReducingState,
+    HeapValueState,
+    InternalKvState,
+    StateTable,
+    check_raw,
+    copy_raw,
+    describe_kind,
+)
+from sparktide.runtime.state.ttl import (
+    TtlAggregatingState,
+    TtlListState,
+    TtlMapState,
+    TtlReducingState,
+    TtlValueState,
+)
+
+__all__ = ["HeapKeyedStateBackend"]
+
+_KIND_OF: tuple[tuple[type[StateDescriptor], str], ...] = (
+    (ValueStateDescriptor, "value"),
+    (ListStateDescriptor, "list"),
+    (MapStateDescriptor, "map"),
+    (ReducingStateDescriptor, "reducing"),
+    (AggregatingStateDescriptor, "aggregating"),
+)
+
+_PLAIN: dict[str, type[InternalKvState]] = {
+    "value": HeapValueState,
+    "list": HeapListState,
+    "map": HeapMapState,
+}
+_TTL: dict[str, type[InternalKvState]] = {
+    "value": TtlValueState,
+    "list": TtlListState,
+    "map": TtlMapState,
+}
+
+_KEY_GROUP_CACHE_SIZE = 1 << 16
+
+
+def _kind_of(descriptor: Any) -> str:
+    for cls, kind in _KIND_OF:
+        if isinstance(descriptor, cls):
+            return kind
+    raise TypeError(
+        f"descriptor must be a ValueStateDescriptor, ListStateDescriptor, MapStateDescriptor, "
+        f"ReducingStateDescriptor or AggregatingStateDescriptor, got "
+        f"{type(descriptor).__name__} ({descriptor!r})"
+    )
+
+
+def _ttl_enabled(descriptor: StateDescriptor) -> bool:
+    cfg = descriptor.ttl_config
+    return cfg is not None and cfg.is_enabled()
+
+
+class HeapKeyedStateBackend:
+    """The in-memory keyed state of one operator subtask, for the key groups in
+    ``key_group_range``.
+
+    ``current_key`` and ``current_key_group`` are read by every state access and by the timer
+    service; set them only with :meth:`set_current_key` or :meth:`set_current_key_and_group`.
+    ``time_provider`` returns the processing time in ms; it drives state TTL.
+
+    >>> from sparktide.datastream.state import MapStateDescriptor
+    >>> b = HeapKeyedStateBackend(
+    ...     max_parallelism=128, key_group_range=KeyGroupRange(0, 63), time_provider=lambda: 0)
+    >>> b.set_current_key("b")
+    >>> b.current_key, b.current_key_group
+    ('b', 22)
+    >>> b.set_current_key("a")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: key 'a' is in key group 81, outside this backend's key-group range [0, 63]; ...
+    """
+
+    __slots__ = (
+        "_disposed",
+        "_end",
+        "_key_listeners",
+        "_kg_cache",
+        "_max_parallelism",
+        "_range",
+        "_start",
+        "_tables",
+        "_time",
+        "_void_states",
+        "current_key",
+        "current_key_group",
+    )
+
+    def __init__(
+        self,
+        *,
+        max_parallelism: int,
+        key_group_range: KeyGroupRange,
+        time_provider: Callable[[], int],
+    ) -> None:
+        if (
+            type(max_parallelism) is not int
+            or not 1 <= max_parallelism <= UPPER_BOUND_MAX_PARALLELISM
+        ):
+            raise ValueError(
+                f"max_parallelism must be an int in [1, {UPPER_BOUND_MAX_PARALLELISM}], got "
+                f"{max_parallelism!r}; use compute_default_max_parallelism(parallelism)"
+            )
+        if not isinstance(key_group_range, KeyGroupRange):
+            raise TypeError(
+                f"key_group_range must be a KeyGroupRange, got {type(key_group_range).__name__}; "
+                "use compute_key_group_range_for_operator_index(...)"
+            )
+        if len(key_group_range) and not (
+            key_group_range.start >= 0 and key_group_range.end < max_parallelism
+        ):
+            raise ValueError(
+                f"key_group_range {key_group_range} must lie within [0, {max_parallelism - 1}] "
+                f"for max_parallelism={max_parallelism}"
+            )
+        if not callable(time_provider):
+            raise TypeError(
+                f"time_provider must be a callable returning the processing time in ms, got "
+                f"{type(time_provider).__name__}; pass e.g. the processing-time service's "
+                "get_current_processing_time"
+            )
+        self._max_parallelism = max_parallelism
+        self._range = key_group_range
+        self._start = key_group_range.start
+        self._end = key_group_range.end
+        self._time = time_provider
+        self._tables: dict[str, StateTable] = {}
+        self._void_states: dict[str, InternalKvState] = {}
+        self._key_listeners: list[Callable[[], None]] = []
+        self._kg_cache: dict[Any, int] = {}
+        self._disposed = False
+        self.current_key: Any = None
+        self.current_key_group: int | None = None
+
+    # ------------------------------------------------------------------ properties
+
+    @property
+    def max_parallelism(self) -> int:
+        return self._max_parallelism
+
+    @property
+    def key_group_range(self) -> KeyGroupRange:
+        return self._range
+
+    @property
+    def time_provider(self) -> Callable[[], int]:
+        return self._time
+
+    # ------------------------------------------------------------------ current key
+
+    def _key_group(self, key: Any) -> int:
+        cache = self._kg_cache
+        try:
+            return cache[key]
+        except KeyError:
+            kg = assign_to_key_group(key, self._max_parallelism)
+            if len(cache) >= _KEY_GROUP_CACHE_SIZE:
+                cache.clear()
+            cache[key] = kg
+            return kg
+        except TypeError:
+            assign_to_key_group(key, self._max_parallelism)  # the canonical unsupported-type error
+            raise TypeError(
+                f"key must be hashable for keyed state, got {type(key).__name__} ({key!r}); "
+                "convert it, e.g. bytearray -> bytes, list -> tuple"
+            ) from None
+
+    def set_current_key(self, key: Any) -> None:
+        """Make ``key`` the current key (computes its key group; TypeError for unsupported key
+        types, ValueError when the key group is not in this backend's range)."""
+        kg = self._key_group(key)
+        if not self._start <= kg <= self._end:
+            self._check_open()
+            raise ValueError(
+                f"key {key!r} is in key group {kg}, outside this backend's key-group range "
+                f"[{self._start}, {self._end}]; route records to the subtask owning the key "
+                "group (assign_key_to_parallel_operator)"
+            )
+        self.current_key = key
+        self.current_key_group = kg
+        if self._key_listeners:
+            for listener in self._key_listeners:
+                listener()
+
+    def set_current_key_and_group(self, key: Any, key_group: int) -> None:
+        """Like :meth:`set_current_key` for a key whose key group is known (timers): no hashing."""
+        if not self._start <= key_group <= self._end:
+            self._check_open()
+            raise ValueError(
+                f"key_group {key_group!r} (of key {key!r}) is outside this backend's key-group "
+                f"range [{self._start}, {self._end}]; pass the key group the key was stored under"
+            )
+        self.current_key = key
+        self.current_key_group = key_group
+        if self._key_listeners:
+            for listener in self._key_listeners:
+                listener()
+
+    def _check_open(self) -> None:
+        if self._disposed:
+            raise RuntimeError("the keyed state backend was disposed; state can no longer be used")
+
+    def check_key(self) -> None:
+        """Raise a clear RuntimeError when no key is current (called by states on failure)."""
+        self._check_open()
+        if self.current_key_group is None:
+            raise RuntimeError(
+                "no current key: keyed state is scoped to a key and can only be used while "
+                "processing an element or timer of a keyed stream (key_by first); "
+                "outside an operator call set_current_key(key)"
+            ) from None
+
+    # ------------------------------------------------------------------ registration
+
+    def _register(self, descriptor: StateDescriptor) -> StateTable:
+        if self._disposed:
+            raise RuntimeError("the keyed state backend was disposed; state can no longer be used")
+        kind = _kind_of(descriptor)
+        name = descriptor.name
+        ttl = _ttl_enabled(descriptor)
+        cfg = descriptor.ttl_config if ttl else None
+        table = self._tables.get(name)
+        if table is None:
+            table = StateTable(name, kind, ttl, self._max_parallelism, self._range)
+            self._tables[name] = table
+        elif table.kind != kind or table.ttl != ttl:
+            origin = "registered" if table.registered else "restored from a snapshot"
+            raise ValueError(
+                f"state {name!r} is a {table.describe()} ({origin}), but the descriptor "
+                f"describes a {describe_kind(kind, ttl)}; give the new state another name or "
+                "keep the kind and TTL setting of the existing one"
+            )
+        elif table.registered and ttl and table.ttl_config != cfg:
+            raise ValueError(
+                f"state {name!r} is registered with TTL config {table.ttl_config!r}, but the "
+                f"descriptor has {cfg!r}; use the same StateTtlConfig for every registration"
+            )
+        if not table.registered:
+            table.registered = True
+            if cfg is not None:
+                table.ttl_config = cfg
+                strategy = cfg.get_cleanup_strategies().get_incremental_cleanup_strategy()
+                if strategy is not None:
+                    cleanup = IncrementalCleanup(
+                        table, cfg.get_ttl().to_milliseconds(), strategy.get_cleanup_size()
+                    )
+                    table.cleanup = cleanup
+                    if strategy.run_cleanup_for_every_record():
+                        time = self._time
+                        self._key_listeners.append(lambda: cleanup.step(time()))
+        return table
+
+    def _create(self, table: StateTable, descriptor: StateDescriptor, ns: Any) -> InternalKvState:
+        kind = table.kind
+        cfg = table.ttl_config
+        if kind == "reducing":
+            fn = descriptor.reduce  # type: ignore[attr-defined]
+            if cfg is None:
+                return HeapReducingState(self, table, ns, fn)
+            return TtlReducingState(self, table, ns, cfg, self._time, fn)
+        if kind == "aggregating":
+            agg = descriptor.get_agg_function()  # type: ignore[attr-defined]
+            if cfg is None:
+                return HeapAggregatingState(self, table, ns, agg)
+            return TtlAggregatingState(self, table, ns, cfg, self._time, agg)
+        if cfg is None:
+            return _PLAIN[kind](self, table, ns)
+        return _TTL[kind](self, table, ns, cfg, self._time)  # type: ignore[call-arg]
+
+    def get_partitioned_state(self, descriptor: StateDescriptor, namespace: Any = None) -> State:
+        """The state object for ``descriptor``, scoped to ``namespace`` (``None``: the void
+        namespace of ``KeyedProcessFunction``) and to the current key at each call.
+
+        States with the same name share their entries; registering a name again with another
+        kind (or TTL setting) raises ValueError.
+        """
+        table = self._register(descriptor)
+        if namespace is None:
+            state = self._void_states.get(table.name)
+            if state is None:
+                state = self._void_states[table.name] = self._create(table, descriptor, None)
+            return state  # type: ignore[return-value]
+        return self._create(table, descriptor, namespace)  # type: ignore[return-value]
+
+    def get_internal_state(self, descriptor: StateDescriptor) -> InternalKvState:
+        """A new state object for operators: ``set_current_namespace(ns)`` scopes it, and list,
+        reducing and aggregating states have ``merge_namespaces(target, sources)``."""
+        return self._create(self._register(descriptor), descriptor, None)
+
+    # ------------------------------------------------------------------ inspection
+
+    def num_entries(self) -> int:
+        """The number of (state, key, namespace) entries holding a value (TTL: including expired
+        values not yet cleaned up)."""
+        return sum(t.num_entries() for t in self._tables.values())
+
+    def get_keys(self, state_name: str, namespace: Any) -> Iterator[Any]:
+        """The keys with an entry of ``state_name`` in ``namespace`` (a snapshot: state may be
+        changed while iterating). Empty for an unknown state."""
+        table = self._tables.get(state_name)
+        return iter(() if table is None else table.keys(namespace))
+
+    def get_state_names(self) -> list[str]:
+        """The names of the registered and restored states."""
+        return list(self._tables)
+
+    def dispose(self) -> None:
+        """Drop every entry; the backend cannot be used afterwards."""
+        for table in self._tables.values():
+            table.clear()
+        self._tables.clear()
+        self._void_states.clear()
+        self._key_listeners.clear()
+        self._kg_cache.clear()
+        self.current_key = None
+        self.current_key_group = None
+        self._start, self._end = 0, -1  # every key is out of range: set_current_key raises
+        self._disposed = True
+
+    # ------------------------------------------------------------------ snapshot / restore
+
+    def snapshot_state(self) -> tuple[dict[str, dict[str, Any]], dict[int, dict[str, list[Any]]]]:
+        """Plain data: ``(meta, per_key_group)``.
+
+        ``meta[name] = {"kind": ..., "ttl": bool}``; ``per_key_group[kg][name]`` is a list of
+        ``(key, namespace, raw_value)`` (key groups ascending, state names sorted, entries in
+        insertion order). Raw values are builtins plus user values; containers are copies.
+        States with TTL and ``cleanup_full_snapshot`` leave out expired values.
+        """
+        if self._disposed:
+            raise RuntimeError("the keyed state backend was disposed; nothing to snapshot")
+        names = sorted(self._tables)
+        meta = {n: {"kind": self._tables[n].kind, "ttl": self._tables[n].ttl} for n in names}
+        purge: dict[str, int] = {}
+        now = 0
+        for n in names:
+            cfg = self._tables[n].ttl_config
+            if cfg is not None and cfg.get_cleanup_strategies().in_full_snapshot():
+                purge[n] = cfg.get_ttl().to_milliseconds()
+        if purge:
+            now = self._time()
+        per_key_group: dict[int, dict[str, list[Any]]] = {}
+        for kg in range(self._start, self._end + 1):
+            by_name: dict[str, list[Any]] = {}
+            for n in names:
+                table = self._tables[n]
+                d = table.data[kg]
+                if not d:
+                    continue
+                kind = table.kind
+                ttl = purge.get(n)
+                entries = []
+                for (key, ns), raw in d.items():
+                    if ttl is not None:
+                        raw = purge_expired(kind, raw, now, ttl)
+                        if raw is None:
+                            continue
+                    entries.append((key, ns, copy_raw(kind, raw)))
+                if entries:
+                    by_name[n] = entries
+            if by_name:
+                per_key_group[kg] = by_name
+        return meta, per_key_group
+
+    def restore_state(
+        self,
+        meta: Mapping[str, Mapping[str, Any]],
+        per_key_group: Mapping[int, Mapping[str, Any]],
+    ) -> None:
+        """Add the entries of a snapshot for the key groups in this backend's range (others are
+        ignored), so several snapshots can be restored into one backend when rescaling.
+
+        Everything is validated first: on bad input a ValueError names the culprit and the
+        backend is unchanged. States without a registered descriptor are kept raw until one is
+        registered (which must then match kind and TTL setting).
+        """
+        if self._disposed:
+            raise RuntimeError("the keyed state backend was disposed; create a new one")
+        kinds = self._check_meta(meta)
+        if not isinstance(per_key_group, Mapping):
+            raise ValueError(
+                f"per_key_group must be a dict {{key_group: {{state_name: [entries]}}}}, got "
+                f"{type(per_key_group).__name__}"
+            )
+        staged: list[tuple[str, int, tuple[Any, Any], Any]] = []
+        seen: set[tuple[str, int, Any, Any]] = set()
+        for kg, by_name in per_key_group.items():
+            if type(kg) is not int or not 0 <= kg < self._max_parallelism:
+                raise ValueError(
+                    f"per_key_group has key group {kg!r}; key groups are ints in "
+                    f"[0, {self._max_parallelism - 1}] for max_parallelism="
+                    f"{self._max_parallelism} (was the snapshot taken with another one?)"
+                )
+            if not self._start <= kg <= self._end:
+                continue
+            if not isinstance(by_name, Mapping):
+                raise ValueError(
+                    f"per_key_group[{kg}] must be a dict {{state_name: [entries]}}, got "
+                    f"{type(by_name).__name__}"
+                )
+            for name, entries in by_name.items():
+                where = f"per_key_group[{kg}][{name!r}]"
+                if name not in kinds:
+                    raise ValueError(
+                        f"{where}: state {name!r} is missing from meta; pass the meta "
+                        "of the same snapshot"
+                    )
+                kind, ttl = kinds[name]
+                if not isinstance(entries, (list, tuple)):
+                    raise ValueError(
+                        f"{where} must be a list of (key, namespace, raw_value), got "
+                        f"{type(entries).__name__}"
+                    )
+                table = self._tables.get(name)
+                existing = None if table is None else table.data[kg]
+                for i, entry in enumerate(entries):
+                    staged_entry = self._check_entry(entry, f"{where}[{i}]", kg, kind, ttl)
+                    if staged_entry is None:
+                        continue
+                    key_ns, raw = staged_entry
+                    mark = (name, kg, *key_ns)
+                    if mark in seen or (existing is not None and key_ns in existing):
+                        raise ValueError(
+                            f"{where}[{i}]: state {name!r} already has an entry for key "
+                            f"{key_ns[0]!r} and namespace {key_ns[1]!r}; restore each key "
+                            "group from one snapshot only"
+                        )
+                    seen.add(mark)
+                    staged.append((name, kg, key_ns, raw))
+        # validated: apply
+        for name, (kind, ttl) in kinds.items():
+            if name not in self._tables:
+                self._tables[name] = StateTable(name, kind, ttl, self._max_parallelism, self._range)
+        for name, kg, key_ns, raw in staged:
+            self._tables[name].data[kg][key_ns] = raw  # type: ignore[index]
+        for name in {name for name, _, _, _ in staged}:
+            cleanup = self._tables[name].cleanup
+            if cleanup is not None:
+                cleanup.reset()  # restored values may be old: drop the "nothing expires" bound
+
+    def _check_meta(self, meta: Any) -> dict[str, tuple[str, bool]]:
+        if not isinstance(meta, Mapping):
+            raise ValueError(
+                f"meta must be a dict {{state_name: {{'kind': ..., 'ttl': bool}}}}, got "
+                f"{type(meta).__name__}"
+            )
+        kinds: dict[str, tuple[str, bool]] = {}
+        for name, info in meta.items():
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"meta has state name {name!r}; names are non-empty str")
+            kind = info.get("kind") if isinstance(info, Mapping) else None
+            ttl = info.get("ttl") if isinstance(info, Mapping) else None
+            if kind not in KINDS or not isinstance(ttl, bool):
+                raise ValueError(
+                    f"meta[{name!r}] must be {{'kind': one of {', '.join(KINDS)}, 'ttl': bool}}, "
+                    f"got {info!r}"
+                )
+            table = self._tables.get(name)
+            if table is not None and (table.kind != kind or table.ttl != ttl):
+                raise ValueError(
+                    f"state {name!r} is a {table.describe()} here, but the snapshot holds a "
+                    f"{describe_kind(kind, ttl)}; restore it into a state of the same kind and "
+                    "TTL setting (or rename one of them)"
+                )
+            kinds[name] = (kind, ttl)
+        return kinds
+
+    def _check_entry(
+        self, entry: Any, where: str, kg: int, kind: str, ttl: bool
+    ) -> tuple[tuple[Any, Any], Any] | None:
+        if not isinstance(entry, (tuple, list)) or len(entry) != 3:
+            raise ValueError(f"{where} must be a (key, namespace, raw_value) triple, got {entry!r}")
+        key, ns, raw = entry
+        key_ns = (key, ns)
+        try:
+            hash(key_ns)
+            actual = self._key_group(key)
+        except TypeError as e:
+            raise ValueError(
+                f"{where}: key {key!r} / namespace {ns!r} is not usable: {e}"
+            ) from None
+        if actual != kg:
+            raise ValueError(
+                f"{where}: key {key!r} belongs to key group {actual}, not {kg}; the snapshot was "
+                f"taken with another max_parallelism than {self._max_parallelism} or is corrupt"
+            )
+        raw = check_raw(kind, ttl, raw, where)
+        return None if raw is None else (key_ns, raw)
+
+    # ------------------------------------------------------------------ invariants
+
+    def _check(self) -> None:
+        """Assert every invariant (for tests): entries sit in their key group, no empty
+        containers, no ``None`` values, TTL values are ``(value, int ts)``."""
+        for name, table in self._tables.items():
+            assert table.name == name
+            for kg, d in enumerate(table.data):
+                if not self._start <= kg <= self._end:
+                    assert d is None, (name, kg)
+                    continue
+                assert isinstance(d, dict)
+                for (key, _ns), raw in d.items():
+                    assert assign_to_key_group(key, self._max_parallelism) == kg, (name, key, kg)
+                    assert check_raw(table.kind, table.ttl, raw, "raw") == raw, (name, key, raw)
+                    assert raw is not None
+        for name, state in self._void_states.items():
+            assert self._tables[name].registered
+            assert state.get_current_namespace() is None

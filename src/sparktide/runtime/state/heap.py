@@ -1,0 +1,588 @@
+"""Heap (in-memory) keyed state: state tables, the state objects without TTL and the raw format.
+
+Storage: one :class:`StateTable` per state name. Its ``data`` is a list indexed by key group
+(``None`` outside the backend's range); each key group holds a plain dict
+``(key, namespace) -> raw value``. A state object reads ``backend.current_key_group`` and
+``backend.current_key`` and does one dict operation: no per-key-group lookups by hashing, no
+per-call objects besides the ``(key, namespace)`` tuple. Snapshots and rescaling work per key
+group without hashing a single key.
+
+Raw values (also the snapshot format): a value, reducing or aggregating state stores the user
+value / accumulator itself, a list state a non-empty ``list``, a map state a non-empty ``dict``.
+With TTL every user value is paired with its last-access timestamp: ``(value, ts)``, a list of
+``(element, ts)``, a dict ``{map_key: (value, ts)}``. Empty lists and maps are never stored, so
+every dict entry holds a value.
+
+>>> from sparktide.runtime.keygroups import KeyGroupRange
+>>> table = StateTable("s", "list", False, 4, KeyGroupRange(0, 1))
+>>> table.data
+[{}, {}, None, None]
+>>> check_raw("list", True, [("a", 5)], "raw")
+[('a', 5)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from sparktide.datastream.state import (
+    AggregatingState,
+    ListState,
+    MapState,
+    ReducingState,
+    ValueState,
+)
+from sparktide.runtime.keygroups import KeyGroupRange
+
+if TYPE_CHECKING:
+    from sparktide.datastream.state import StateTtlConfig
+    from sparktide.runtime.state.backend import HeapKeyedStateBackend
+
+__all__ = [
+    "KINDS",
+    "HeapAggregatingState",
+    "HeapListState",
+    "HeapMapState",
+    "HeapReducingState",
+    "HeapValueState",
+    "InternalKvState",
+    "StateTable",
+    "check_raw",
+    "copy_raw",
+    "describe_kind",
+]
+
+KINDS = ("value", "list", "map", "reducing", "aggregating")
+"""The state kinds, as written in snapshot metadata."""
+
+
+def describe_kind(kind: str, ttl: bool) -> str:
+    """A readable kind for error messages.
+
+    >>> describe_kind("map", True)
+    'map state with TTL'
+    """
+    return f"{kind} state with TTL" if ttl else f"{kind} state"
+
+
+class StateTable:
+    """The entries of one named state: ``data[key_group][(key, namespace)] = raw value``.
+
+    A table may exist before its descriptor is registered (restored from a snapshot): then
+    ``registered`` is False and its entries are kept raw until a descriptor of the same kind
+    and TTL-ness claims them.
+    """
+
+    __slots__ = ("cleanup", "data", "key_groups", "kind", "name", "registered", "ttl", "ttl_config")
+
+    def __init__(
+        self,
+        name: str,
+        kind: str,
+        ttl: bool,
+        max_parallelism: int,
+        key_group_range: KeyGroupRange,
+    ) -> None:
+        self.name = name
+        self.kind = kind
+        self.ttl = ttl
+        self.ttl_config: StateTtlConfig | None = None
+        self.registered = False
+        self.cleanup: Any = None  # incremental TTL cleanup, set when a TTL descriptor registers
+        self.key_groups = range(key_group_range.start, key_group_range.end + 1)
+        data: list[dict[tuple[Any, Any], Any] | None] = [None] * max_parallelism
+        for kg in self.key_groups:
+            data[kg] = {}
+        self.data = data
+
+    def num_entries(self) -> int:
+        data = self.data
+        return sum(len(data[kg]) for kg in self.key_groups)  # type: ignore[arg-type]
+
+    def keys(self, namespace: Any) -> list[Any]:
+        """The keys holding an entry in ``namespace``, by key group then insertion order."""
+        data = self.data
+        return [k for kg in self.key_groups for (k, ns) in data[kg] if ns == namespace]  # type: ignore[union-attr]
+
+    def clear(self) -> None:
+        for kg in self.key_groups:
+            self.data[kg].clear()  # type: ignore[union-attr]
+
+    def describe(self) -> str:
+        return describe_kind(self.kind, self.ttl)
+
+
+# --------------------------------------------------------------------------------------------
+# Raw values
+# --------------------------------------------------------------------------------------------
+
+
+def copy_raw(kind: str, raw: Any) -> Any:
+    """A copy of the containers of ``raw`` (user values are shared, never copied)."""
+    if kind == "list":
+        return list(raw)
+    if kind == "map":
+        return dict(raw)
+    return raw
+
+
+def _check_ts(pair: Any, where: str) -> tuple[Any, int]:
+    if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+        raise ValueError(
+            f"{where} must be a (value, last_access_ts) pair for a state with TTL, got "
+            f"{type(pair).__name__} ({pair!r}); the snapshot does not match the state's TTL setting"
+        )
+    ts = pair[1]
+    if type(ts) is not int:
+        raise ValueError(
+            f"{where}: last_access_ts must be an int of milliseconds, got "
+            f"{type(ts).__name__} ({ts!r})"
+        )
+    return pair if type(pair) is tuple else (pair[0], ts)
+
+
+def _no_none(value: Any, where: str) -> None:
+    if value is None:
+        raise ValueError(f"{where} is None; a stored value is never None (None means no value)")
+
+
+def check_raw(kind: str, ttl: bool, raw: Any, where: str) -> Any:
+    """Validate a restored raw value and return the copy to store (``None``: nothing to store,
+    e.g. an empty list). Raises ValueError naming ``where`` when the value does not fit.
+
+    >>> check_raw("value", True, [3, 10], "v")
+    (3, 10)
+    >>> check_raw("map", False, [1], "raw")
+    Traceback (most recent call last):
+    ...
+    ValueError: raw: the raw value of a map state must be a dict, got list ([1])
+    """
+    if kind == "list":
+        if not isinstance(raw, (list, tuple)):
+            raise ValueError(
+                f"{where}: the raw value of a list state must be a list, got "
+                f"{type(raw).__name__} ({raw!r})"
+            )
+        out = []
+        for i, elem in enumerate(raw):
+            if ttl:
+                elem = _check_ts(elem, f"{where}[{i}]")
+                _no_none(elem[0], f"{where}[{i}][0]")
+            else:
+                _no_none(elem, f"{where}[{i}]")
+            out.append(elem)
+        return out or None
+    if kind == "map":
+        if not isinstance(raw, dict):
+            raise ValueError(
+                f"{where}: the raw value of a map state must be a dict, got "
+                f"{type(raw).__name__} ({raw!r})"
+            )
+        if not ttl:
+            return dict(raw) or None
+        return {k: _check_ts(v, f"{where}[{k!r}]") for k, v in raw.items()} or None
+    if kind not in KINDS:
+        raise ValueError(f"unknown state kind {kind!r}; expected one of {', '.join(KINDS)}")
+    if ttl:
+        raw = _check_ts(raw, where)
+        _no_none(raw[0], f"{where}[0]")
+    else:
+        _no_none(raw, where)
+    return raw
+
+
+# --------------------------------------------------------------------------------------------
+# State objects without TTL
+# --------------------------------------------------------------------------------------------
+
+
+class InternalKvState:
+    """Base of the heap state objects: bound to a backend, a table and a current namespace.
+
+    The same class serves users (bound once to a namespace, ``None`` for the void namespace)
+    and operators (``set_current_namespace`` per window).
+    """
+
+    __slots__ = ("_backend", "_data", "_ns", "_table")
+
+    def __init__(
+        self, backend: HeapKeyedStateBackend, table: StateTable, namespace: Any = None
+    ) -> None:
+        self._backend = backend
+        self._table = table
+        self._data = table.data
+        self._ns = namespace
+
+    @property
+    def name(self) -> str:
+        return self._table.name
+
+    def set_current_namespace(self, namespace: Any) -> None:
+        """Scope further calls to ``namespace`` (any hashable; ``None`` is the void namespace)."""
+        self._ns = namespace
+
+    def get_current_namespace(self) -> Any:
+        return self._ns
+
+    def clear(self) -> None:
+        b = self._backend
+        try:
+            self._data[b.current_key_group].pop((b.current_key, self._ns), None)
+        except TypeError:
+            b.check_key()
+            raise
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._table.name!r}, namespace={self._ns!r})"
+
+
+class MergingMixin:
+    """``merge_namespaces`` on top of ``_merge_raw(a, b)`` (Flink's AbstractHeapMergingState)."""
+
+    __slots__ = ()
+
+    def _merge_raw(self, a: Any, b: Any) -> Any:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def merge_namespaces(self, target: Any, sources: Iterable[Any]) -> None:
+        """Merge the values of ``sources`` into ``target`` for the current key, removing the
+        sources. The target's value comes first (list order, reduce/merge argument order)."""
+        b = self._backend  # type: ignore[attr-defined]
+        try:
+            d = self._data[b.current_key_group]  # type: ignore[attr-defined]
+        except TypeError:
+            b.check_key()
+            raise
+        key = b.current_key
+        merged = None
+        for source in sources:
+            if source == target:
+                continue
+            v = d.pop((key, source), None)
+            if v is not None:
+                merged = v if merged is None else self._merge_raw(merged, v)
+        if merged is not None:
+            t = d.get((key, target))
+            if t is not None:
+                merged = self._merge_raw(t, merged)
+            if merged is None:  # TTL: everything had expired
+                d.pop((key, target), None)
+            else:
+                d[(key, target)] = merged
+
+
+class HeapValueState(InternalKvState, ValueState):
+    """:class:`ValueState` on the heap."""
+
+    __slots__ = ()
+
+    def value(self) -> Any:
+        b = self._backend
+        try:
+            return self._data[b.current_key_group].get((b.current_key, self._ns))
+        except TypeError:
+            b.check_key()
+            raise
+
+    def update(self, value: Any) -> None:
+        b = self._backend
+        try:
+            if value is None:
+                self._data[b.current_key_group].pop((b.current_key, self._ns), None)
+            else:
+                self._data[b.current_key_group][(b.current_key, self._ns)] = value
+        except TypeError:
+            b.check_key()
+            raise
+
+
+def list_values(values: Iterable[Any], name: str) -> list[Any]:
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise TypeError(
+            f"{name} must be an iterable of elements (e.g. a list), got "
+            f"{type(values).__name__} ({values!r}); wrap a single element in a list"
+        )
+    out = list(values)
+    for v in out:
+        if v is None:
+            raise ValueError(f"{name} contains None; a ListState cannot hold None elements")
+    return out
+
+
+def check_not_none(value: Any) -> None:
+    if value is None:
+        raise ValueError(
+            "value is None; a ListState cannot hold None elements (as in Flink); "
+            "store a sentinel or wrap the value, e.g. (None,)"
+        )
+
+
+class HeapListState(MergingMixin, InternalKvState, ListState):
+    """:class:`ListState` on the heap; ``get()`` returns a copy of the list."""
+
+    __slots__ = ()
+
+    def get(self) -> list[Any]:
+        b = self._backend
+        try:
+            lst = self._data[b.current_key_group].get((b.current_key, self._ns))
+        except TypeError:
+            b.check_key()
+            raise
+        return [] if lst is None else lst.copy()
+
+    def add(self, value: Any) -> None:
+        if value is None:
+            check_not_none(value)
+        b = self._backend
+        try:
+            d = self._data[b.current_key_group]
+            k = (b.current_key, self._ns)
+        except TypeError:
+            b.check_key()
+            raise
+        lst = d.get(k)
+        if lst is None:
+            d[k] = [value]
+        else:
+            lst.append(value)
+
+    def add_all(self, values: Iterable[Any]) -> None:
+        new = list_values(values, "values")
+        if not new:
+            return
+        b = self._backend
+        try:
+            d = self._data[b.current_key_group]
+            k = (b.current_key, self._ns)
+        except TypeError:
+            b.check_key()
+            raise
+        lst = d.get(k)
+        if lst is None:
+            d[k] = new
+        else:
+            lst.extend(new)
+
+    def update(self, values: Iterable[Any]) -> None:
+        new = list_values(values, "values")
+        b = self._backend
+        try:
+            d = self._data[b.current_key_group]
+            k = (b.current_key, self._ns)
+        except TypeError:
+            b.check_key()
+            raise
+        if new:
+            d[k] = new
+        else:
+            d.pop(k, None)
+
+    def _merge_raw(self, a: list[Any], b: list[Any]) -> list[Any]:
+        a.extend(b)
+        return a
+
+
+class HeapMapState(InternalKvState, MapState):
+    """:class:`MapState` on the heap; ``items()``, ``keys()`` and ``values()`` are snapshots."""
+
+    __slots__ = ()
+
+    def _map(self) -> dict[Any, Any] | None:
+        b = self._backend
+        try:
+            return self._data[b.current_key_group].get((b.current_key, self._ns))
+        except TypeError:
+            b.check_key()
+            raise
+
+    def get(self, key: Any) -> Any:
+        m = self._map()
+        return None if m is None else m.get(key)
+
+    def put(self, key: Any, value: Any) -> None:
+        b = self._backend
+        try:
+            d = self._data[b.current_key_group]
+            k = (b.current_key, self._ns)
+        except TypeError:
+            b.check_key()
+            raise
+        m = d.get(k)
+        if m is None:
+            d[k] = {key: value}
+        else:
+            m[key] = value
+
+    def put_all(self, dict_value: Mapping[Any, Any]) -> None:
+        if not isinstance(dict_value, Mapping):
+            raise TypeError(
+                f"dict_value must be a mapping, got {type(dict_value).__name__}; pass a dict"
+            )
+        if not dict_value:
+            return
+        b = self._backend
+        try:
+            d = self._data[b.current_key_group]
+            k = (b.current_key, self._ns)
+        except TypeError:
+            b.check_key()
+            raise
+        m = d.get(k)
+        if m is None:
+            d[k] = dict(dict_value)
+        else:
+            m.update(dict_value)
+
+    def remove(self, key: Any) -> None:
+        b = self._backend
+        try:
+            d = self._data[b.current_key_group]
+            k = (b.current_key, self._ns)
+        except TypeError:
+            b.check_key()
+            raise
+        m = d.get(k)
+        if m is not None:
+            m.pop(key, None)
+            if not m:
+                del d[k]
+
+    def contains(self, key: Any) -> bool:
+        m = self._map()
+        return m is not None and key in m
+
+    def items(self) -> list[tuple[Any, Any]]:
+        m = self._map()
+        return [] if m is None else list(m.items())
+
+    def keys(self) -> list[Any]:
+        m = self._map()
+        return [] if m is None else list(m)
+
+    def values(self) -> list[Any]:
+        m = self._map()
+        return [] if m is None else list(m.values())
+
+    def is_empty(self) -> bool:
+        return self._map() is None
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.keys())
+
+
+class HeapReducingState(MergingMixin, InternalKvState, ReducingState):
+    """:class:`ReducingState` on the heap."""
+
+    __slots__ = ("_reduce",)
+
+    def __init__(
+        self,
+        backend: HeapKeyedStateBackend,
+        table: StateTable,
+        namespace: Any,
+        reduce: Callable[[Any, Any], Any],
+    ) -> None:
+        super().__init__(backend, table, namespace)
+        self._reduce = reduce
+
+    def get(self) -> Any:
+        b = self._backend
+        try:
+            return self._data[b.current_key_group].get((b.current_key, self._ns))
+        except TypeError:
+            b.check_key()
+            raise
+
+    def add(self, value: Any) -> None:
+        b = self._backend
+        try:
+            d = self._data[b.current_key_group]
+            k = (b.current_key, self._ns)
+        except TypeError:
+            b.check_key()
+            raise
+        if value is None:
+            d.pop(k, None)
+            return
+        old = d.get(k)
+        d[k] = value if old is None else checked_reduce(self._reduce, old, value)
+
+    def _merge_raw(self, a: Any, b: Any) -> Any:
+        return checked_reduce(self._reduce, a, b)
+
+
+class HeapAggregatingState(MergingMixin, InternalKvState, AggregatingState):
+    """:class:`AggregatingState` on the heap: stores the accumulator."""
+
+    __slots__ = ("_agg",)
+
+    def __init__(
+        self, backend: HeapKeyedStateBackend, table: StateTable, namespace: Any, agg: Any
+    ) -> None:
+        super().__init__(backend, table, namespace)
+        self._agg = agg
+
+    def get(self) -> Any:
+        b = self._backend
+        try:
+            acc = self._data[b.current_key_group].get((b.current_key, self._ns))
+        except TypeError:
+            b.check_key()
+            raise
+        return None if acc is None else self._agg.get_result(acc)
+
+    def add(self, value: Any) -> None:
+        b = self._backend
+        try:
+            d = self._data[b.current_key_group]
+            k = (b.current_key, self._ns)
+        except TypeError:
+            b.check_key()
+            raise
+        if value is None:
+            d.pop(k, None)
+            return
+        acc = d.get(k)
+        if acc is None:
+            acc = self._agg.create_accumulator()
+        acc = self._agg.add(value, acc)
+        if acc is None:
+            raise returned_none_error(self._agg, "add")
+        d[k] = acc
+
+    def _merge_raw(self, a: Any, b: Any) -> Any:
+        return merge_accumulators(self._agg, a, b)
+
+
+def returned_none_error(fn: Any, method: str) -> TypeError:
+    return TypeError(
+        f"{type(fn).__name__}.{method} returned None; it must return the new value "
+        "(the updated accumulator), not change it in place and return nothing"
+    )
+
+
+def checked_reduce(reduce: Callable[[Any, Any], Any], a: Any, b: Any) -> Any:
+    """``reduce(a, b)``; a ``None`` result is an error (state values are never None)."""
+    out = reduce(a, b)
+    if out is None:
+        raise TypeError(
+            f"the reduce function {getattr(reduce, '__qualname__', reduce)!r} returned None; "
+            "it must return the combined value"
+        )
+    return out
+
+
+def merge_accumulators(agg: Any, a: Any, b: Any) -> Any:
+    """``agg.merge(a, b)``, with a clear error when the aggregate function cannot merge."""
+    merge = getattr(agg, "merge", None)
+    if not callable(merge):
+        raise TypeError(
+            f"{type(agg).__name__} has no merge(acc_a, acc_b) method, which merging state "
+            "namespaces (merging windows) needs; implement merge"
+        )
+    out = merge(a, b)
+    if out is None:
+        raise returned_none_error(agg, "merge")
+    return out

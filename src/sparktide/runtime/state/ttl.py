@@ -1,0 +1,435 @@
+"""State objects with time-to-live, and TTL cleanup (Flink's TTL state decorators).
+
+Every user value carries its last-access timestamp (processing time from the backend's
+``time_provider``): a value/reducing/aggregating entry is ``(value, ts)``, a list entry is a list
+of ``(element, ts)``, a map entry a dict ``{map_key: (value, ts)}``. A value is expired when
+``ts + ttl <= now``.
+
+- Update type ``OnCreateAndWrite`` refreshes ``ts`` on writes, ``OnReadAndWrite`` on reads too.
+- Visibility ``NeverReturnExpired`` hides expired values; ``ReturnExpiredIfNotCleanedUp``
+  returns one that is still stored. Either way an expired value found by an access is removed.
+- Cleanup (see :mod:`sparktide.runtime.state.cleanup`): incremental, on by default as in
+  Flink, and on full snapshot.
+
+These classes are separate from the plain heap states, so states without TTL pay nothing.
+
+>>> from sparktide.runtime.keygroups import KeyGroupRange
+>>> from sparktide.runtime.state import HeapKeyedStateBackend
+>>> from sparktide.datastream.state import ValueStateDescriptor
+>>> clock = [0]
+>>> b = HeapKeyedStateBackend(max_parallelism=128, key_group_range=KeyGroupRange(0, 127),
+...                           time_provider=lambda: clock[0])
+>>> d = ValueStateDescriptor("seen", None)
+>>> d.enable_time_to_live(StateTtlConfig.new_builder(10).build())
+>>> s = b.get_partitioned_state(d)
+>>> b.set_current_key("k"); s.update("x"); clock[0] = 9; s.value()
+'x'
+>>> clock[0] = 10; s.value() is None
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from sparktide.datastream.state import (
+    AggregatingState,
+    ListState,
+    MapState,
+    ReducingState,
+    StateTtlConfig,
+    ValueState,
+)
+from sparktide.runtime.state.cleanup import IncrementalCleanup, purge_expired
+from sparktide.runtime.state.heap import (
+    InternalKvState,
+    MergingMixin,
+    StateTable,
+    check_not_none,
+    checked_reduce,
+    list_values,
+    merge_accumulators,
+    returned_none_error,
+)
+
+if TYPE_CHECKING:
+    from sparktide.runtime.state.backend import HeapKeyedStateBackend
+
+__all__ = [
+    "TtlAggregatingState",
+    "TtlListState",
+    "TtlMapState",
+    "TtlReducingState",
+    "TtlValueState",
+]
+
+
+class _TtlState(InternalKvState):
+    """Common part of the TTL states: the clock, the config flags and the access hook."""
+
+    __slots__ = ("_cleanup", "_on_read", "_return_expired", "_time", "_ttl")
+
+    def __init__(
+        self,
+        backend: HeapKeyedStateBackend,
+        table: StateTable,
+        namespace: Any,
+        config: StateTtlConfig,
+        time_provider: Callable[[], int],
+    ) -> None:
+        super().__init__(backend, table, namespace)
+        self._time = time_provider
+        self._ttl = config.get_ttl().to_milliseconds()
+        self._on_read = config.get_update_type() is StateTtlConfig.UpdateType.OnReadAndWrite
+        self._return_expired = (
+            config.get_state_visibility()
+            is StateTtlConfig.StateVisibility.ReturnExpiredIfNotCleanedUp
+        )
+        self._cleanup: IncrementalCleanup | None = table.cleanup
+
+    def _enter(self) -> tuple[dict[Any, Any], tuple[Any, Any], int]:
+        """The current key group's dict, the entry key and now; runs the cleanup hook."""
+        now = self._time()
+        c = self._cleanup
+        if c is not None:
+            c.ticks -= 1
+            if not c.ticks or now < c.high:
+                c.run(now)
+        b = self._backend
+        try:
+            return self._data[b.current_key_group], (b.current_key, self._ns), now  # type: ignore[return-value]
+        except TypeError:
+            b.check_key()
+            raise
+
+    def _read_single(self) -> Any:
+        """The ``(value, ts)`` entry after the TTL check (``None`` when hidden or absent)."""
+        d, k, now = self._enter()
+        e = d.get(k)
+        if e is None:
+            return None
+        if e[1] + self._ttl <= now:
+            del d[k]
+            return e if self._return_expired else None
+        if self._on_read:
+            d[k] = (e[0], now)
+        return e
+
+    def _unexpired(self, e: Any, now: int) -> Any:
+        """The user value of entry ``e`` if visible, else ``None`` (Flink's getUnexpired)."""
+        if e is None or (not self._return_expired and e[1] + self._ttl <= now):
+            return None
+        return e[0]
+
+    def clear(self) -> None:
+        d, k, _ = self._enter()
+        d.pop(k, None)
+
+
+class TtlValueState(_TtlState, ValueState):
+    """:class:`ValueState` with TTL."""
+
+    __slots__ = ()
+
+    # value() and update() inline _enter(): they are the hottest TTL paths
+
+    def value(self) -> Any:
+        now = self._time()
+        c = self._cleanup
+        if c is not None:
+            c.ticks -= 1
+            if not c.ticks or now < c.high:
+                c.run(now)
+        b = self._backend
+        try:
+            d = self._data[b.current_key_group]
+        except TypeError:
+            b.check_key()
+            raise
+        k = (b.current_key, self._ns)
+        e = d.get(k)
+        if e is None:
+            return None
+        if e[1] + self._ttl <= now:
+            del d[k]
+            return e[0] if self._return_expired else None
+        if self._on_read:
+            d[k] = (e[0], now)
+        return e[0]
+
+    def update(self, value: Any) -> None:
+        now = self._time()
+        c = self._cleanup
+        if c is not None:
+            c.ticks -= 1
+            if not c.ticks or now < c.high:
+                c.run(now)
+        b = self._backend
+        try:
+            d = self._data[b.current_key_group]
+        except TypeError:
+            b.check_key()
+            raise
+        if value is None:
+            d.pop((b.current_key, self._ns), None)
+        else:
+            d[(b.current_key, self._ns)] = (value, now)
+
+
+class TtlListState(MergingMixin, _TtlState, ListState):
+    """:class:`ListState` with TTL per element."""
+
+    __slots__ = ()
+
+    def get(self) -> list[Any]:
+        d, k, now = self._enter()
+        lst = d.get(k)
+        if lst is None:
+            return []
+        limit = now - self._ttl
+        alive = [e for e in lst if e[1] > limit]
+        if len(alive) == len(lst):
+            result = [e[0] for e in lst]
+        else:
+            source = lst if self._return_expired else alive
+            result = [e[0] for e in source]
+            if alive:
+                d[k] = alive
+            else:
+                del d[k]
+        if self._on_read and alive:
+            d[k] = [(e[0], now) for e in alive]
+        return result
+
+    def add(self, value: Any) -> None:
+        if value is None:
+            check_not_none(value)
+        d, k, now = self._enter()
+        lst = d.get(k)
+        if lst is None:
+            d[k] = [(value, now)]
+        else:
+            lst.append((value, now))
+
+    def add_all(self, values: Iterable[Any]) -> None:
+        new = list_values(values, "values")
+        if not new:
+            return
+        d, k, now = self._enter()
+        wrapped = [(v, now) for v in new]
+        lst = d.get(k)
+        if lst is None:
+            d[k] = wrapped
+        else:
+            lst.extend(wrapped)
+
+    def update(self, values: Iterable[Any]) -> None:
+        new = list_values(values, "values")
+        d, k, now = self._enter()
+        if new:
+            d[k] = [(v, now) for v in new]
+        else:
+            d.pop(k, None)
+
+    def _merge_raw(self, a: list[Any], b: list[Any]) -> list[Any]:
+        a.extend(b)  # elements keep their own timestamps, as in Flink
+        return a
+
+
+class TtlMapState(_TtlState, MapState):
+    """:class:`MapState` with TTL per map entry."""
+
+    __slots__ = ()
+
+    def _entry(self, key: Any) -> Any:
+        """The ``(value, ts)`` of map key ``key`` after the TTL check, or ``None``."""
+        d, k, now = self._enter()
+        m = d.get(k)
+        if m is None:
+            return None
+        e = m.get(key)
+        if e is None:
+            return None
+        if e[1] + self._ttl <= now:
+            del m[key]
+            if not m:
+                del d[k]
+            return e if self._return_expired else None
+        if self._on_read:
+            m[key] = (e[0], now)
+        return e
+
+    def _visible(self) -> list[tuple[Any, Any]]:
+        """The visible ``(map_key, value)`` pairs; drops expired ones, refreshes on read."""
+        d, k, now = self._enter()
+        m = d.get(k)
+        if m is None:
+            return []
+        limit = now - self._ttl
+        out = []
+        expired = []
+        on_read = self._on_read
+        for mk, e in list(m.items()):
+            if e[1] > limit:
+                out.append((mk, e[0]))
+                if on_read:
+                    m[mk] = (e[0], now)
+            else:
+                expired.append(mk)
+                if self._return_expired:
+                    out.append((mk, e[0]))
+        if expired:
+            for mk in expired:
+                del m[mk]
+            if not m:
+                del d[k]
+        return out
+
+    def get(self, key: Any) -> Any:
+        e = self._entry(key)
+        return None if e is None else e[0]
+
+    def put(self, key: Any, value: Any) -> None:
+        d, k, now = self._enter()
+        m = d.get(k)
+        if m is None:
+            d[k] = {key: (value, now)}
+        else:
+            m[key] = (value, now)
+
+    def put_all(self, dict_value: Mapping[Any, Any]) -> None:
+        if not isinstance(dict_value, Mapping):
+            raise TypeError(
+                f"dict_value must be a mapping, got {type(dict_value).__name__}; pass a dict"
+            )
+        if not dict_value:
+            return
+        d, k, now = self._enter()
+        wrapped = {mk: (v, now) for mk, v in dict_value.items()}
+        m = d.get(k)
+        if m is None:
+            d[k] = wrapped
+        else:
+            m.update(wrapped)
+
+    def remove(self, key: Any) -> None:
+        d, k, _ = self._enter()
+        m = d.get(k)
+        if m is not None:
+            m.pop(key, None)
+            if not m:
+                del d[k]
+
+    def contains(self, key: Any) -> bool:
+        return self._entry(key) is not None
+
+    def items(self) -> list[tuple[Any, Any]]:
+        return self._visible()
+
+    def keys(self) -> list[Any]:
+        return [mk for mk, _ in self._visible()]
+
+    def values(self) -> list[Any]:
+        return [v for _, v in self._visible()]
+
+    def is_empty(self) -> bool:
+        d, k, now = self._enter()
+        m = d.get(k)
+        if m is None:
+            return True
+        if self._return_expired:
+            return False
+        alive = purge_expired("map", m, now, self._ttl)
+        if alive is None:
+            del d[k]
+            return True
+        if alive is not m:
+            d[k] = alive
+        return False
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.keys())
+
+
+class TtlReducingState(MergingMixin, _TtlState, ReducingState):
+    """:class:`ReducingState` with TTL; the reduced value gets a fresh timestamp."""
+
+    __slots__ = ("_reduce",)
+
+    def __init__(
+        self,
+        backend: HeapKeyedStateBackend,
+        table: StateTable,
+        namespace: Any,
+        config: StateTtlConfig,
+        time_provider: Callable[[], int],
+        reduce: Callable[[Any, Any], Any],
+    ) -> None:
+        super().__init__(backend, table, namespace, config, time_provider)
+        self._reduce = reduce
+
+    def get(self) -> Any:
+        e = self._read_single()
+        return None if e is None else e[0]
+
+    def add(self, value: Any) -> None:
+        d, k, now = self._enter()
+        if value is None:
+            d.pop(k, None)
+            return
+        old = self._unexpired(d.get(k), now)
+        d[k] = (value if old is None else checked_reduce(self._reduce, old, value), now)
+
+    def _merge_raw(self, a: Any, b: Any) -> Any:
+        now = self._time()
+        ua, ub = self._unexpired(a, now), self._unexpired(b, now)
+        if ua is None:
+            return None if ub is None else (ub, now)
+        if ub is None:
+            return (ua, now)
+        return (checked_reduce(self._reduce, ua, ub), now)
+
+
+class TtlAggregatingState(MergingMixin, _TtlState, AggregatingState):
+    """:class:`AggregatingState` with TTL; the accumulator gets a fresh timestamp on add."""
+
+    __slots__ = ("_agg",)
+
+    def __init__(
+        self,
+        backend: HeapKeyedStateBackend,
+        table: StateTable,
+        namespace: Any,
+        config: StateTtlConfig,
+        time_provider: Callable[[], int],
+        agg: Any,
+    ) -> None:
+        super().__init__(backend, table, namespace, config, time_provider)
+        self._agg = agg
+
+    def get(self) -> Any:
+        e = self._read_single()
+        return None if e is None else self._agg.get_result(e[0])
+
+    def add(self, value: Any) -> None:
+        d, k, now = self._enter()
+        if value is None:
+            d.pop(k, None)
+            return
+        acc = self._unexpired(d.get(k), now)
+        if acc is None:
+            acc = self._agg.create_accumulator()
+        acc = self._agg.add(value, acc)
+        if acc is None:
+            raise returned_none_error(self._agg, "add")
+        d[k] = (acc, now)
+
+    def _merge_raw(self, a: Any, b: Any) -> Any:
+        now = self._time()
+        ua, ub = self._unexpired(a, now), self._unexpired(b, now)
+        if ua is None:
+            return None if ub is None else (ub, now)
+        if ub is None:
+            return (ua, now)
+        return (merge_accumulators(self._agg, ua, ub), now)
