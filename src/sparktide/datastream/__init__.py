@@ -1,24 +1,83 @@
 """The DataStream API, with PyFlink's names (``pyflink.datastream`` → ``sparktide.datastream``)."""
 
+from typing import Any
+
 from sparktide.datastream.functions import (
     AggregateFunction,
+    CoFlatMapFunction,
+    CoMapFunction,
+    CoProcessFunction,
+    FilterFunction,
+    FlatMapFunction,
     Function,
+    KeyedCoProcessFunction,
     KeyedProcessFunction,
+    KeySelector,
+    MapFunction,
     ProcessFunction,
     ReduceFunction,
     RuntimeContext,
+    SinkFunction,
 )
 from sparktide.datastream.output_tag import OutputTag
 from sparktide.datastream.timerservice import TimeDomain, TimerService
 
+# The stream and environment classes import the runtime, whose operators import the function
+# classes above: load them on first use so that either side can be imported first.
+_LAZY = {
+    "CloseableIterator": "sparktide.datastream.data_stream",
+    "ConnectedStreams": "sparktide.datastream.data_stream",
+    "DataStream": "sparktide.datastream.data_stream",
+    "DataStreamSink": "sparktide.datastream.data_stream",
+    "KeyedStream": "sparktide.datastream.data_stream",
+    "ExecutionConfig": "sparktide.datastream.environment",
+    "JobExecutionResult": "sparktide.datastream.environment",
+    "RuntimeExecutionMode": "sparktide.datastream.environment",
+    "StreamExecutionEnvironment": "sparktide.datastream.environment",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sparktide.datastream' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
 __all__ = [
     "AggregateFunction",
+    "CloseableIterator",
+    "CoFlatMapFunction",
+    "CoMapFunction",
+    "CoProcessFunction",
+    "ConnectedStreams",
+    "DataStream",
+    "DataStreamSink",
+    "ExecutionConfig",
+    "FilterFunction",
+    "FlatMapFunction",
     "Function",
+    "JobExecutionResult",
+    "KeySelector",
+    "KeyedCoProcessFunction",
     "KeyedProcessFunction",
+    "KeyedStream",
+    "MapFunction",
     "OutputTag",
     "ProcessFunction",
     "ReduceFunction",
     "RuntimeContext",
+    "RuntimeExecutionMode",
+    "SinkFunction",
+    "StreamExecutionEnvironment",
     "TimeDomain",
     "TimerService",
 ]

@@ -41,11 +41,20 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AggregateFunction",
+    "CoFlatMapFunction",
+    "CoMapFunction",
+    "CoProcessFunction",
+    "FilterFunction",
+    "FlatMapFunction",
     "Function",
+    "KeySelector",
+    "KeyedCoProcessFunction",
     "KeyedProcessFunction",
+    "MapFunction",
     "ProcessFunction",
     "ReduceFunction",
     "RuntimeContext",
+    "SinkFunction",
 ]
 
 IN = TypeVar("IN")
@@ -189,5 +198,103 @@ class KeyedProcessFunction(Function):
 
     def on_timer(
         self, timestamp: int, ctx: KeyedProcessFunction.OnTimerContext
+    ) -> Iterable[Any] | None:
+        """Called when a timer registered by this key fires."""
+
+
+class MapFunction(Function):
+    """One output per input."""
+
+    @abstractmethod
+    def map(self, value: Any) -> Any: ...
+
+
+class FlatMapFunction(Function):
+    """Zero or more outputs per input (yield them)."""
+
+    @abstractmethod
+    def flat_map(self, value: Any) -> Iterable[Any] | None: ...
+
+
+class FilterFunction(Function):
+    """Keep the inputs for which ``filter`` is true."""
+
+    @abstractmethod
+    def filter(self, value: Any) -> bool: ...
+
+
+class KeySelector(Function):
+    """Extracts the key of an element."""
+
+    @abstractmethod
+    def get_key(self, value: Any) -> Any: ...
+
+
+class SinkFunction(Function):
+    """Receives every element of a stream (``DataStream.add_sink``)."""
+
+    @abstractmethod
+    def invoke(self, value: Any, context: Any) -> None: ...
+
+
+class CoMapFunction(Function):
+    """A map over two connected streams: ``map1`` for the first input, ``map2`` for the second."""
+
+    @abstractmethod
+    def map1(self, value: Any) -> Any: ...
+
+    @abstractmethod
+    def map2(self, value: Any) -> Any: ...
+
+
+class CoFlatMapFunction(Function):
+    """A flat map over two connected streams."""
+
+    @abstractmethod
+    def flat_map1(self, value: Any) -> Iterable[Any] | None: ...
+
+    @abstractmethod
+    def flat_map2(self, value: Any) -> Iterable[Any] | None: ...
+
+
+class CoProcessFunction(Function):
+    """Processes two connected (non-keyed) streams; timers need ``key_by``."""
+
+    class Context(ProcessFunction.Context, ABC):
+        pass
+
+    @abstractmethod
+    def process_element1(self, value: Any, ctx: CoProcessFunction.Context) -> Iterable[Any] | None:
+        """Called for each element of the first input."""
+
+    @abstractmethod
+    def process_element2(self, value: Any, ctx: CoProcessFunction.Context) -> Iterable[Any] | None:
+        """Called for each element of the second input."""
+
+
+class KeyedCoProcessFunction(Function):
+    """Processes two connected keyed streams with shared keyed state and timers.
+
+    The combined watermark is the minimum of both inputs' watermarks.
+    """
+
+    class Context(KeyedProcessFunction.Context, ABC):
+        pass
+
+    class OnTimerContext(KeyedProcessFunction.OnTimerContext, ABC):
+        pass
+
+    @abstractmethod
+    def process_element1(
+        self, value: Any, ctx: KeyedCoProcessFunction.Context
+    ) -> Iterable[Any] | None: ...
+
+    @abstractmethod
+    def process_element2(
+        self, value: Any, ctx: KeyedCoProcessFunction.Context
+    ) -> Iterable[Any] | None: ...
+
+    def on_timer(
+        self, timestamp: int, ctx: KeyedCoProcessFunction.OnTimerContext
     ) -> Iterable[Any] | None:
         """Called when a timer registered by this key fires."""

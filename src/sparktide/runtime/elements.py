@@ -53,6 +53,12 @@ def check_timestamp(value: Any, name: str) -> int:
         )
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         return check_timestamp(int(value), name)  # int subclasses, numpy integers
+    if value is None:
+        raise TypeError(
+            f"{name} must be an int number of milliseconds, got NoneType (None); if it is a "
+            "record's timestamp, the record has none: timestamps must be assigned first, e.g. "
+            "with assign_timestamps_and_watermarks(WatermarkStrategy...with_timestamp_assigner())"
+        )
     raise TypeError(
         f"{name} must be an int number of milliseconds, got {type(value).__name__} "
         f"({value!r}); convert it with int(...)"

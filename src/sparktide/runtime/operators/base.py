@@ -207,6 +207,15 @@ class AbstractStreamOperator:
     def process_element(self, record: StreamRecord) -> None:
         raise NotImplementedError
 
+    def process_keyed(self, record: StreamRecord, key: Any, key_group: int) -> None:
+        """Process ``record`` whose key and key group the runner already computed (no hashing)."""
+        self.keyed_state_backend.set_current_key_and_group(key, key_group)  # type: ignore[union-attr]
+        self.process_keyed_element(record)
+
+    def process_keyed_element(self, record: StreamRecord) -> None:
+        """Process ``record`` for the key already set in the key context (keyed operators)."""
+        raise NotImplementedError(f"{type(self).__name__} is not a keyed operator")
+
     def process_watermark(self, watermark: Watermark) -> None:
         """Fire due event-time timers, then forward the watermark."""
         t = watermark.timestamp

@@ -17,7 +17,13 @@ from sparktide.runtime.elements import StreamRecord
 from sparktide.runtime.operators.base import AbstractStreamOperator
 from sparktide.runtime.timers.user import NonKeyedTimerService, SimpleTimerService
 
-__all__ = ["KeyedProcessOperator", "ProcessOperator", "emit_results"]
+__all__ = [
+    "KeyedContext",
+    "KeyedProcessOperator",
+    "NonKeyedContext",
+    "ProcessOperator",
+    "emit_results",
+]
 
 USER_TIMERS = "user-timers"
 
@@ -54,10 +60,12 @@ def _side_output(
     operator.output.collect_side(tag, StreamRecord(value, timestamp))  # type: ignore[union-attr]
 
 
-class _KeyedContext(KeyedProcessFunction.OnTimerContext):
+class KeyedContext(KeyedProcessFunction.OnTimerContext):
+    """The ``ctx`` of keyed functions: timestamp, key, timers, side outputs, time domain."""
+
     __slots__ = ("_domain", "_op", "_timer_service", "_ts")
 
-    def __init__(self, operator: KeyedProcessOperator, timer_service: TimerService) -> None:
+    def __init__(self, operator: AbstractStreamOperator, timer_service: TimerService) -> None:
         self._op = operator
         self._timer_service = timer_service
         self._ts: int | None = None
@@ -92,7 +100,7 @@ class KeyedProcessOperator(AbstractStreamOperator):
                 f"{type(function).__name__}"
             )
         self.function = function
-        self._ctx: _KeyedContext | None = None
+        self._ctx: KeyedContext | None = None
 
     def open(self) -> None:
         if self.keyed_state_backend is None:
@@ -100,7 +108,7 @@ class KeyedProcessOperator(AbstractStreamOperator):
                 "KeyedProcessFunction needs a keyed stream: apply key_by(...) before process(...)"
             )
         service = self.get_internal_timer_service(USER_TIMERS, self)
-        self._ctx = _KeyedContext(self, SimpleTimerService(service))
+        self._ctx = KeyedContext(self, SimpleTimerService(service))
         self.function.open(self.runtime_context)  # type: ignore[arg-type]
 
     def close(self) -> None:
@@ -138,10 +146,12 @@ class KeyedProcessOperator(AbstractStreamOperator):
             emit_results(self, results, None)
 
 
-class _Context(ProcessFunction.Context):
+class NonKeyedContext(ProcessFunction.Context):
+    """The ``ctx`` of non-keyed functions: timestamp, a timer service that refuses timers."""
+
     __slots__ = ("_op", "_timer_service", "_ts")
 
-    def __init__(self, operator: ProcessOperator, timer_service: TimerService) -> None:
+    def __init__(self, operator: AbstractStreamOperator, timer_service: TimerService) -> None:
         self._op = operator
         self._timer_service = timer_service
         self._ts: int | None = None
@@ -167,11 +177,11 @@ class ProcessOperator(AbstractStreamOperator):
                 f"{type(function).__name__}"
             )
         self.function = function
-        self._ctx: _Context | None = None
+        self._ctx: NonKeyedContext | None = None
 
     def open(self) -> None:
         timers = NonKeyedTimerService(self.processing_time_service, self.current_watermark)
-        self._ctx = _Context(self, timers)
+        self._ctx = NonKeyedContext(self, timers)
         self.function.open(self.runtime_context)  # type: ignore[arg-type]
 
     def close(self) -> None:

@@ -1,0 +1,568 @@
+"""``DataStream``, ``KeyedStream``, ``ConnectedStreams`` with PyFlink's names and signatures.
+
+Each call adds a node to the environment's job graph; nothing runs until ``env.execute()`` (or
+``execute_and_collect()``).
+
+>>> from sparktide.datastream import StreamExecutionEnvironment
+>>> env = StreamExecutionEnvironment.get_execution_environment(runtime="local")
+>>> ds = env.from_collection([("a", 1), ("b", 2), ("a", 3)])
+>>> sorted(ds.key_by(lambda v: v[0]).sum(1).execute_and_collect())
+[('a', 1), ('a', 4), ('b', 2)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from sparktide.datastream.functions import (
+    CoFlatMapFunction,
+    CoMapFunction,
+    CoProcessFunction,
+    KeyedCoProcessFunction,
+    KeyedProcessFunction,
+    ProcessFunction,
+)
+from sparktide.datastream.output_tag import OutputTag
+from sparktide.runtime.graph import Edge, Node, copy_function
+from sparktide.runtime.operators.co_process import (
+    CoFlatMapOperator,
+    CoMapOperator,
+    CoProcessOperator,
+    KeyedCoProcessOperator,
+)
+from sparktide.runtime.operators.process import KeyedProcessOperator, ProcessOperator
+from sparktide.runtime.operators.simple import (
+    PrintSinkOperator,
+    SinkFunctionOperator,
+    StreamFilter,
+    StreamFlatMap,
+    StreamGroupedReduce,
+    StreamMap,
+    as_callable,
+)
+
+if TYPE_CHECKING:
+    from sparktide.datastream.environment import StreamExecutionEnvironment
+
+__all__ = ["ConnectedStreams", "DataStream", "DataStreamSink", "KeyedStream"]
+
+
+def _key_selector(key_selector: Any) -> Callable[[Any], Any]:
+    return as_callable(key_selector, "get_key", "key_selector")
+
+
+def _check_function(function: Any, cls: type, methods: tuple[str, ...], what: str) -> None:
+    if isinstance(function, cls):
+        return
+    missing = [m for m in methods if not callable(getattr(function, m, None))]
+    if missing:
+        raise TypeError(
+            f"{what} must be a {cls.__name__} (or have {', '.join(methods)}), got "
+            f"{type(function).__name__}"
+        )
+
+
+class DataStream:
+    """A stream of elements produced by one transformation (or one of its side outputs)."""
+
+    def __init__(
+        self, env: StreamExecutionEnvironment, node: Node, tag: OutputTag | None = None
+    ) -> None:
+        self._env = env
+        self._node = node
+        self._tag = tag
+
+    # ------------------------------------------------------------------ properties
+
+    def get_name(self) -> str:
+        return self._node.name
+
+    def name(self, name: str) -> DataStream:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"name must be a non-empty str, got {name!r}")
+        self._node.name = name
+        return self
+
+    def uid(self, uid: str) -> DataStream:
+        self._node.uid = uid
+        return self
+
+    def set_uid_hash(self, uid_hash: str) -> DataStream:
+        return self
+
+    def set_parallelism(self, parallelism: int) -> DataStream:
+        if type(parallelism) is not int or parallelism < 1:
+            raise ValueError(f"parallelism must be an int >= 1, got {parallelism!r}")
+        self._node.parallelism = parallelism
+        return self
+
+    def get_parallelism(self) -> int:
+        return self._node.parallelism or self._env.get_parallelism()
+
+    def set_max_parallelism(self, max_parallelism: int) -> DataStream:
+        if type(max_parallelism) is not int or not 1 <= max_parallelism <= 32768:
+            raise ValueError(
+                f"max_parallelism must be an int in [1, 32768], got {max_parallelism!r}"
+            )
+        self._node.max_parallelism = max_parallelism
+        return self
+
+    def force_non_parallel(self) -> DataStream:
+        self._node.parallelism = 1
+        self._node.max_parallelism = 1
+        return self
+
+    def get_type(self) -> Any:
+        return self._node.output_type
+
+    def get_execution_environment(self) -> StreamExecutionEnvironment:
+        return self._env
+
+    def slot_sharing_group(self, slot_sharing_group: Any) -> DataStream:
+        return self
+
+    def start_new_chain(self) -> DataStream:
+        return self
+
+    def disable_chaining(self) -> DataStream:
+        return self
+
+    # ------------------------------------------------------------------ building blocks
+
+    def _edge(
+        self, partitioning: str = "forward", key_selector: Any = None, index: int = 1
+    ) -> Edge:
+        return Edge(self._node, partitioning, key_selector, self._tag, index)
+
+    def _one_input(
+        self,
+        name: str,
+        factory: Callable[[], Any],
+        output_type: Any = None,
+        *,
+        partitioning: str = "forward",
+        key_selector: Any = None,
+        split_local: bool = False,
+    ) -> Node:
+        return self._env._graph.add(
+            Node(
+                "operator",
+                name,
+                [self._edge(partitioning, key_selector)],
+                operator_factory=factory,
+                output_type=output_type,
+                split_local=split_local,
+            )
+        )
+
+    # ------------------------------------------------------------------ transformations
+
+    def map(self, func: Any, output_type: Any = None) -> DataStream:
+        """Apply ``func`` (a MapFunction or a callable) to every element."""
+        as_callable(func, "map", "func")
+        node = self._one_input(
+            "Map", lambda: StreamMap(copy_function(func)), output_type, split_local=True
+        )
+        return DataStream(self._env, node)
+
+    def flat_map(self, func: Any, output_type: Any = None) -> DataStream:
+        """Apply ``func`` (a FlatMapFunction or a callable yielding values) to every element."""
+        as_callable(func, "flat_map", "func")
+        node = self._one_input(
+            "FlatMap", lambda: StreamFlatMap(copy_function(func)), output_type, split_local=True
+        )
+        return DataStream(self._env, node)
+
+    def filter(self, func: Any) -> DataStream:
+        """Keep the elements for which ``func`` (a FilterFunction or a callable) is true."""
+        as_callable(func, "filter", "func")
+        node = self._one_input(
+            "Filter",
+            lambda: StreamFilter(copy_function(func)),
+            self._node.output_type,
+            split_local=True,
+        )
+        return DataStream(self._env, node)
+
+    def key_by(self, key_selector: Any, key_type: Any = None) -> KeyedStream:
+        """Partition by key: records with equal keys go to the same subtask, with shared state."""
+        return KeyedStream(self, _key_selector(key_selector), key_type)
+
+    def process(self, func: ProcessFunction, output_type: Any = None) -> DataStream:
+        """Run a ProcessFunction on every element (timers need ``key_by`` first)."""
+        if isinstance(func, KeyedProcessFunction):
+            raise TypeError(
+                "a KeyedProcessFunction needs a keyed stream: call key_by(...) before process(...)"
+            )
+        _check_function(func, ProcessFunction, ("process_element",), "func")
+        node = self._one_input(
+            "Process", lambda: ProcessOperator(copy_function(func)), output_type, split_local=True
+        )
+        return DataStream(self._env, node)
+
+    def assign_timestamps_and_watermarks(self, watermark_strategy: Any) -> DataStream:
+        """Assign event timestamps and generate watermarks with ``watermark_strategy``.
+
+        Runs per source split when applied right after a source (each split has its own
+        generator, as Flink does per source split).
+        """
+        from sparktide.common.watermark_strategy import WatermarkStrategy
+        from sparktide.runtime.operators.timestamps import TimestampsAndWatermarksOperator
+
+        if not isinstance(watermark_strategy, WatermarkStrategy):
+            raise TypeError(
+                "watermark_strategy must be a WatermarkStrategy, got "
+                f"{type(watermark_strategy).__name__}; e.g. "
+                "WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(5))"
+            )
+        env = self._env
+
+        def factory() -> Any:
+            return TimestampsAndWatermarksOperator(
+                watermark_strategy,
+                auto_watermark_interval=env.get_config().get_auto_watermark_interval(),
+                periodic=env._periodic_mode(),
+            )
+
+        node = self._one_input(
+            "Timestamps/Watermarks", factory, self._node.output_type, split_local=True
+        )
+        return DataStream(self._env, node)
+
+    def union(self, *streams: DataStream) -> DataStream:
+        """Merge this stream with ``streams`` (same element type)."""
+        for s in streams:
+            if not isinstance(s, DataStream):
+                raise TypeError(f"union takes DataStreams, got {type(s).__name__}")
+            if s._env is not self._env:
+                raise ValueError("union needs streams of the same StreamExecutionEnvironment")
+        node = self._env._graph.add(
+            Node(
+                "operator",
+                "Union",
+                [self._edge()] + [s._edge() for s in streams],
+                operator_factory=None,
+                output_type=self._node.output_type,
+                split_local=True,
+            )
+        )
+        return DataStream(self._env, node)
+
+    def connect(self, ds: DataStream) -> ConnectedStreams:
+        """Connect with another stream for a two-input operation (shared state when keyed)."""
+        if not isinstance(ds, DataStream):
+            raise TypeError(f"connect takes a DataStream, got {type(ds).__name__}")
+        return ConnectedStreams(self, ds)
+
+    def get_side_output(self, output_tag: OutputTag) -> DataStream:
+        """The stream of what this operator sent to ``output_tag``."""
+        if not isinstance(output_tag, OutputTag):
+            raise TypeError(f"output_tag must be an OutputTag, got {type(output_tag).__name__}")
+        return DataStream(self._env, self._node, output_tag)
+
+    def rebalance(self) -> DataStream:
+        """Spread elements round-robin over the next operator's subtasks."""
+        node = self._env._graph.add(
+            Node(
+                "operator",
+                "Rebalance",
+                [self._edge("rebalance")],
+                output_type=self._node.output_type,
+            )
+        )
+        return DataStream(self._env, node)
+
+    shuffle = rebalance
+    rescale = rebalance
+
+    def global_(self) -> DataStream:
+        """Send every element to the first subtask of the next operator."""
+        node = self._env._graph.add(
+            Node("operator", "Global", [self._edge("global")], output_type=self._node.output_type)
+        )
+        return DataStream(self._env, node)
+
+    # ------------------------------------------------------------------ sinks
+
+    def print(self, sink_identifier: str | None = None) -> DataStreamSink:
+        """Print every element (``str(value)``), prefixed by ``"N> "`` when run in parallel."""
+        node = self._env._graph.add(
+            Node(
+                "sink",
+                sink_identifier or "Print to Std. Out",
+                [self._edge()],
+                operator_factory=PrintSinkOperator,
+                split_local=True,
+            )
+        )
+        return DataStreamSink(node)
+
+    def add_sink(self, sink_func: Any) -> DataStreamSink:
+        """Send every element to a SinkFunction (``invoke(value, context)``) or a callable."""
+        as_callable(sink_func, "invoke", "sink_func")
+        node = self._env._graph.add(
+            Node(
+                "sink",
+                "Sink",
+                [self._edge()],
+                operator_factory=lambda: SinkFunctionOperator(copy_function(sink_func)),
+                split_local=True,
+            )
+        )
+        return DataStreamSink(node)
+
+    def execute_and_collect(
+        self, job_execution_name: str | None = None, limit: int | None = None
+    ) -> Any:
+        """Run the job and return its results: an iterator, or a list of at most ``limit``."""
+        results = self._env._execute_and_collect(self, job_execution_name)
+        if limit is not None:
+            if type(limit) is not int or limit < 0:
+                raise ValueError(f"limit must be an int >= 0, got {limit!r}")
+            return list(results)[:limit]
+        return CloseableIterator(iter(results))
+
+
+class DataStreamSink:
+    """The end of a stream (returned by ``print()``, ``add_sink()``, ``sink_to()``)."""
+
+    def __init__(self, node: Node) -> None:
+        self._node = node
+
+    def name(self, name: str) -> DataStreamSink:
+        self._node.name = name
+        return self
+
+    def uid(self, uid: str) -> DataStreamSink:
+        self._node.uid = uid
+        return self
+
+    def set_parallelism(self, parallelism: int) -> DataStreamSink:
+        self._node.parallelism = parallelism
+        return self
+
+
+class CloseableIterator:
+    """Results of ``execute_and_collect``; usable as an iterator and a context manager."""
+
+    def __init__(self, it: Iterator[Any]) -> None:
+        self._it = it
+
+    def __iter__(self) -> CloseableIterator:
+        return self
+
+    def __next__(self) -> Any:
+        return next(self._it)
+
+    def close(self) -> None:
+        self._it = iter(())
+
+    def __enter__(self) -> CloseableIterator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class KeyedStream(DataStream):
+    """A stream partitioned by key; operations on it have keyed state and timers."""
+
+    def __init__(
+        self, stream: DataStream, key_selector: Callable[[Any], Any], key_type: Any
+    ) -> None:
+        super().__init__(stream._env, stream._node, stream._tag)
+        self._key_selector = key_selector
+        self._key_type = key_type
+        self._origin = stream
+
+    def _keyed(self, name: str, factory: Callable[[], Any], output_type: Any = None) -> Node:
+        return self._origin._one_input(
+            name, factory, output_type, partitioning="hash", key_selector=self._key_selector
+        )
+
+    def process(self, func: Any, output_type: Any = None) -> DataStream:  # type: ignore[override]
+        """Run a KeyedProcessFunction (keyed state and timers) on every element."""
+        if isinstance(func, ProcessFunction):
+            raise TypeError(
+                "a keyed stream takes a KeyedProcessFunction: subclass KeyedProcessFunction "
+                "(ctx.get_current_key(), timers and keyed state come with it)"
+            )
+        _check_function(func, KeyedProcessFunction, ("process_element",), "func")
+        node = self._keyed(
+            "KeyedProcess", lambda: KeyedProcessOperator(copy_function(func)), output_type
+        )
+        return DataStream(self._env, node)
+
+    def map(self, func: Any, output_type: Any = None) -> DataStream:
+        m = as_callable(func, "map", "func")
+        return self.process(_FunctionAdapter(func, lambda v: (m(v),)), output_type)
+
+    def flat_map(self, func: Any, output_type: Any = None) -> DataStream:
+        return self.process(
+            _FunctionAdapter(func, as_callable(func, "flat_map", "func")), output_type
+        )
+
+    def filter(self, func: Any) -> DataStream:
+        f = as_callable(func, "filter", "func")
+        return self.process(
+            _FunctionAdapter(func, lambda v: (v,) if f(v) else None), self._node.output_type
+        )
+
+    def reduce(self, func: Any) -> DataStream:
+        """Rolling reduce per key: emits the running result after every element."""
+        as_callable(func, "reduce", "func")
+        t = self._node.output_type
+        node = self._keyed("Reduce", lambda: StreamGroupedReduce(copy_function(func), t), t)
+        return DataStream(self._env, node)
+
+    def sum(self, position_to_sum: int | str = 0) -> DataStream:
+        return self.reduce(_Accumulate(position_to_sum, "sum"))
+
+    def min(self, position_to_min: int | str = 0) -> DataStream:
+        return self.reduce(_Accumulate(position_to_min, "min"))
+
+    def max(self, position_to_max: int | str = 0) -> DataStream:
+        return self.reduce(_Accumulate(position_to_max, "max"))
+
+    def min_by(self, position_to_min_by: int | str = 0) -> DataStream:
+        return self.reduce(_Accumulate(position_to_min_by, "min_by"))
+
+    def max_by(self, position_to_max_by: int | str = 0) -> DataStream:
+        return self.reduce(_Accumulate(position_to_max_by, "max_by"))
+
+    def key_by(self, key_selector: Any, key_type: Any = None) -> KeyedStream:
+        return KeyedStream(self._origin, _key_selector(key_selector), key_type)
+
+
+class _FunctionAdapter(KeyedProcessFunction):
+    """Runs a map/flat_map/filter function on a keyed stream (so it sees keyed state)."""
+
+    def __init__(self, function: Any, body: Callable[[Any], Any]) -> None:
+        self._function = function
+        self._body = body
+
+    def open(self, runtime_context: Any) -> None:
+        opener = getattr(self._function, "open", None)
+        if callable(opener):
+            opener(runtime_context)
+
+    def close(self) -> None:
+        closer = getattr(self._function, "close", None)
+        if callable(closer):
+            closer()
+
+    def process_element(self, value: Any, ctx: Any) -> Any:
+        return self._body(value)
+
+
+class _Accumulate:
+    """PyFlink's sum/min/max/min_by/max_by over a tuple, list, Row field or a plain value."""
+
+    def __init__(self, position: int | str, kind: str) -> None:
+        if not isinstance(position, (int, str)) or isinstance(position, bool):
+            raise TypeError(
+                f"the field position must be an int or a str (a Row field name), got "
+                f"{type(position).__name__}"
+            )
+        self.position = position
+        self.kind = kind
+
+    def reduce(self, v1: Any, v2: Any) -> Any:
+        pos, kind = self.position, self.kind
+        composite = isinstance(v2, (tuple, list)) or hasattr(v2, "as_dict")
+        if not composite and pos != 0:
+            raise TypeError(
+                f"field {pos!r} selected on a basic type; on a basic type only field 0 (the whole "
+                "value) can be selected"
+            )
+        a, b = (v1[pos], v2[pos]) if composite else (v1, v2)
+        if kind == "min_by":
+            return v2 if b < a else v1
+        if kind == "max_by":
+            return v2 if b > a else v1
+        if kind == "sum":
+            new = a + b
+        elif kind == "min":
+            new = b if b < a else a
+        else:
+            new = b if b > a else a
+        if not composite:
+            return new
+        if isinstance(v1, tuple) and not hasattr(v1, "as_dict"):
+            items = list(v1)
+            items[pos] = new  # type: ignore[index]
+            return tuple(items)
+        v1[pos] = new
+        return v1
+
+
+class ConnectedStreams:
+    """Two streams connected for a two-input operation."""
+
+    def __init__(self, first: DataStream, second: DataStream) -> None:
+        self.stream1 = first
+        self.stream2 = second
+
+    def key_by(
+        self, key_selector1: Any, key_selector2: Any, key_type: Any = None
+    ) -> ConnectedStreams:
+        return ConnectedStreams(
+            self.stream1.key_by(key_selector1, key_type),
+            self.stream2.key_by(key_selector2, key_type),
+        )
+
+    def _is_keyed(self) -> bool:
+        k1 = isinstance(self.stream1, KeyedStream)
+        k2 = isinstance(self.stream2, KeyedStream)
+        if k1 != k2:
+            raise ValueError(
+                "connected streams must be both keyed or both non-keyed; key_by both (or call "
+                "key_by(key1, key2) on the connected streams)"
+            )
+        return k1
+
+    def _two_input(self, name: str, factory: Callable[[], Any], output_type: Any) -> DataStream:
+        keyed = self._is_keyed()
+        s1, s2 = self.stream1, self.stream2
+        if keyed:
+            e1 = s1._origin._edge("hash", s1._key_selector, 1)  # type: ignore[attr-defined]
+            e2 = s2._origin._edge("hash", s2._key_selector, 2)  # type: ignore[attr-defined]
+        else:
+            e1, e2 = s1._edge("rebalance", None, 1), s2._edge("rebalance", None, 2)
+        node = s1._env._graph.add(
+            Node("operator", name, [e1, e2], operator_factory=factory, output_type=output_type)
+        )
+        return DataStream(s1._env, node)
+
+    def map(self, func: CoMapFunction, output_type: Any = None) -> DataStream:
+        _check_function(func, CoMapFunction, ("map1", "map2"), "func")
+        return self._two_input("CoMap", lambda: CoMapOperator(copy_function(func)), output_type)
+
+    def flat_map(self, func: CoFlatMapFunction, output_type: Any = None) -> DataStream:
+        _check_function(func, CoFlatMapFunction, ("flat_map1", "flat_map2"), "func")
+        return self._two_input(
+            "CoFlatMap", lambda: CoFlatMapOperator(copy_function(func)), output_type
+        )
+
+    def process(self, func: Any, output_type: Any = None) -> DataStream:
+        """Run a CoProcessFunction, or a KeyedCoProcessFunction on keyed inputs."""
+        if isinstance(func, KeyedCoProcessFunction) or (
+            not isinstance(func, CoProcessFunction) and self._is_keyed()
+        ):
+            if not self._is_keyed():
+                raise TypeError(
+                    "a KeyedCoProcessFunction needs keyed inputs: key_by both streams first"
+                )
+            _check_function(
+                func, KeyedCoProcessFunction, ("process_element1", "process_element2"), "func"
+            )
+            return self._two_input(
+                "KeyedCoProcess", lambda: KeyedCoProcessOperator(copy_function(func)), output_type
+            )
+        _check_function(func, CoProcessFunction, ("process_element1", "process_element2"), "func")
+        if self._is_keyed():
+            raise TypeError("keyed connected streams take a KeyedCoProcessFunction")
+        return self._two_input(
+            "CoProcess", lambda: CoProcessOperator(copy_function(func)), output_type
+        )

@@ -1,0 +1,322 @@
+"""``StreamExecutionEnvironment``: where a job is built and executed (PyFlink's names).
+
+The in-process runtime is selected with ``runtime="local"`` (or ``SPARKTIDE_RUNTIME=local``).
+
+>>> env = StreamExecutionEnvironment.get_execution_environment(runtime="local")
+>>> env.set_parallelism(2).get_parallelism()
+2
+>>> env.from_collection([3, 1, 2]).map(lambda v: v * 10).execute_and_collect(limit=3)
+[30, 10, 20]
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Iterable
+from enum import Enum
+from typing import Any
+
+from sparktide.runtime.elements import StreamRecord
+from sparktide.runtime.graph import JobGraph, Node
+from sparktide.runtime.operators.simple import CollectSinkOperator
+
+__all__ = [
+    "ExecutionConfig",
+    "JobExecutionResult",
+    "RuntimeExecutionMode",
+    "StreamExecutionEnvironment",
+]
+
+RUNTIMES = ("local",)
+
+
+class RuntimeExecutionMode(Enum):
+    STREAMING = 0
+    BATCH = 1
+    AUTOMATIC = 2
+
+
+class ExecutionConfig:
+    """Job-wide settings (``env.get_config()``)."""
+
+    def __init__(self) -> None:
+        self._auto_watermark_interval = 200
+        self._watermark_every: int | None = None
+        self._simulated_clock: tuple[int, int | None] | None = None
+        self._job_parameters: dict[str, str] = {}
+
+    def set_auto_watermark_interval(self, interval: int) -> ExecutionConfig:
+        """Periodic watermark interval in ms of processing time (0 disables; default 200)."""
+        if type(interval) is not int or interval < 0:
+            raise ValueError(f"interval must be an int >= 0 (ms), got {interval!r}")
+        self._auto_watermark_interval = interval
+        return self
+
+    def get_auto_watermark_interval(self) -> int:
+        return self._auto_watermark_interval
+
+    def set_watermark_every(self, records: int | None) -> ExecutionConfig:
+        """End a round (and emit periodic watermarks) every ``records`` records per split.
+
+        A bounded job is otherwise one round: its watermarks advance only at the end of input.
+        Rounds make the output deterministic at any parallelism (see docs/architecture.md).
+        """
+        if records is not None and (type(records) is not int or records < 1):
+            raise ValueError(f"records must be an int >= 1 or None, got {records!r}")
+        self._watermark_every = records
+        return self
+
+    def get_watermark_every(self) -> int | None:
+        return self._watermark_every
+
+    def use_simulated_processing_time(
+        self, start: int = 0, advance_per_round: int | None = None
+    ) -> ExecutionConfig:
+        """Run processing time on a simulated clock: ``start`` ms, advancing each round by
+        ``advance_per_round`` ms (default: the auto-watermark interval). Processing-time timers
+        then fire deterministically at round boundaries."""
+        if type(start) is not int:
+            raise TypeError(f"start must be an int (ms), got {type(start).__name__}")
+        if advance_per_round is not None and (
+            type(advance_per_round) is not int or advance_per_round < 0
+        ):
+            raise ValueError(f"advance_per_round must be an int >= 0, got {advance_per_round!r}")
+        self._simulated_clock = (start, advance_per_round)
+        return self
+
+    def use_system_processing_time(self) -> ExecutionConfig:
+        self._simulated_clock = None
+        return self
+
+    def get_simulated_processing_time(self) -> tuple[int, int] | None:
+        if self._simulated_clock is None:
+            return None
+        start, step = self._simulated_clock
+        return start, self._auto_watermark_interval if step is None else step
+
+    def set_global_job_parameters(self, params: dict[str, str]) -> ExecutionConfig:
+        self._job_parameters = dict(params)
+        return self
+
+    def get_global_job_parameters(self) -> dict[str, str]:
+        return dict(self._job_parameters)
+
+    def enable_object_reuse(self) -> ExecutionConfig:
+        return self
+
+    def disable_object_reuse(self) -> ExecutionConfig:
+        return self
+
+
+class JobExecutionResult:
+    """What ``execute()`` returns: the job id, its runtime and its metrics."""
+
+    def __init__(self, job_name: str, net_runtime_ms: int, metrics: dict[str, Any]) -> None:
+        self._job_id = uuid.uuid4().hex
+        self._job_name = job_name
+        self._net_runtime = net_runtime_ms
+        self.metrics = metrics
+
+    def get_job_id(self) -> str:
+        return self._job_id
+
+    def get_job_name(self) -> str:
+        return self._job_name
+
+    def get_net_runtime(self) -> int:
+        return self._net_runtime
+
+    def get_accumulator_result(self, name: str) -> Any:
+        return self.metrics.get(name)
+
+    def get_all_accumulator_results(self) -> dict[str, Any]:
+        return dict(self.metrics)
+
+    def __repr__(self) -> str:
+        return f"JobExecutionResult({self._job_name!r}, {self._net_runtime} ms)"
+
+
+class StreamExecutionEnvironment:
+    """Builds a job graph from sources and transformations, and runs it."""
+
+    def __init__(self, runtime: str = "local") -> None:
+        if runtime not in RUNTIMES:
+            raise ValueError(f"runtime must be one of {RUNTIMES}, got {runtime!r}")
+        self._runtime = runtime
+        self._parallelism = 1
+        self._max_parallelism: int | None = None
+        self._config = ExecutionConfig()
+        self._graph = JobGraph()
+        self._mode = RuntimeExecutionMode.STREAMING
+
+    @staticmethod
+    def get_execution_environment(
+        configuration: Any = None, runtime: str | None = None
+    ) -> StreamExecutionEnvironment:
+        """A new environment; ``runtime`` (or ``SPARKTIDE_RUNTIME``) picks where jobs run."""
+        chosen = runtime or os.environ.get("SPARKTIDE_RUNTIME") or "local"
+        return StreamExecutionEnvironment(chosen)
+
+    # ------------------------------------------------------------------ settings
+
+    def set_parallelism(self, parallelism: int) -> StreamExecutionEnvironment:
+        if type(parallelism) is not int or parallelism < 1:
+            raise ValueError(f"parallelism must be an int >= 1, got {parallelism!r}")
+        self._parallelism = parallelism
+        return self
+
+    def get_parallelism(self) -> int:
+        return self._parallelism
+
+    def set_max_parallelism(self, max_parallelism: int) -> StreamExecutionEnvironment:
+        if type(max_parallelism) is not int or not 1 <= max_parallelism <= 32768:
+            raise ValueError(
+                f"max_parallelism must be an int in [1, 32768], got {max_parallelism!r}"
+            )
+        self._max_parallelism = max_parallelism
+        return self
+
+    def get_max_parallelism(self) -> int | None:
+        return self._max_parallelism
+
+    def get_config(self) -> ExecutionConfig:
+        return self._config
+
+    def set_runtime_mode(self, execution_mode: RuntimeExecutionMode) -> StreamExecutionEnvironment:
+        self._mode = execution_mode
+        return self
+
+    def get_runtime(self) -> str:
+        return self._runtime
+
+    def _periodic_mode(self) -> str:
+        return "external"
+
+    # ------------------------------------------------------------------ sources
+
+    def from_collection(self, collection: Iterable[Any], type_info: Any = None) -> Any:
+        """A bounded stream of the elements of ``collection`` (one split, in order)."""
+        from sparktide.datastream.data_stream import DataStream
+        from sparktide.datastream.source import CollectionSource
+
+        values = list(collection)
+        coerce = getattr(type_info, "coerce", None)
+        if coerce is not None:
+            values = [coerce(v, f"collection[{i}]") for i, v in enumerate(values)]
+        node = self._graph.add(
+            Node(
+                "source",
+                "Collection Source",
+                source=CollectionSource(values),
+                output_type=type_info,
+            )
+        )
+        return DataStream(self, node)
+
+    def from_source(
+        self, source: Any, watermark_strategy: Any, source_name: str, type_info: Any = None
+    ) -> Any:
+        """A stream read from a split-aware ``source``; each split runs its own
+        ``watermark_strategy`` (timestamp assigner and watermark generator)."""
+        from sparktide.common.watermark_strategy import WatermarkStrategy
+        from sparktide.datastream.data_stream import DataStream
+
+        if not callable(getattr(source, "get_splits", None)):
+            raise TypeError(
+                f"source must be a Source (get_splits/read_split), got {type(source).__name__}"
+            )
+        if not isinstance(watermark_strategy, WatermarkStrategy):
+            raise TypeError(
+                "watermark_strategy must be a WatermarkStrategy (e.g. "
+                "WatermarkStrategy.no_watermarks()), got "
+                f"{type(watermark_strategy).__name__}"
+            )
+        node = self._graph.add(
+            Node(
+                "source",
+                source_name,
+                source=source,
+                watermark_strategy=watermark_strategy,
+                output_type=type_info,
+            )
+        )
+        return DataStream(self, node)
+
+    def add_source(
+        self, source_func: Any, source_name: str = "Custom Source", type_info: Any = None
+    ) -> Any:
+        """A stream from a SourceFunction (``run(ctx)`` with collect, collect_with_timestamp,
+        emit_watermark, mark_as_temporarily_idle)."""
+        from sparktide.datastream.data_stream import DataStream
+
+        if not callable(getattr(source_func, "run", None)):
+            raise TypeError(
+                f"source_func must be a SourceFunction (with run(ctx)), got "
+                f"{type(source_func).__name__}"
+            )
+        node = self._graph.add(
+            Node("source", source_name, source=source_func, output_type=type_info)
+        )
+        return DataStream(self, node)
+
+    # ------------------------------------------------------------------ execution
+
+    def execute(self, job_name: str | None = None) -> JobExecutionResult:
+        """Run every sink defined since the last execution."""
+        name = job_name or "sparktide job"
+        graph, self._graph = self._graph, JobGraph()
+        if not graph.sinks():
+            raise RuntimeError(
+                "no sinks defined in the job: add one with print(), add_sink(...) or "
+                "execute_and_collect() before execute()"
+            )
+        start = time.perf_counter()
+        metrics = self._run(graph)
+        return JobExecutionResult(name, int((time.perf_counter() - start) * 1000), metrics)
+
+    def execute_and_collect(
+        self, job_execution_name: str | None = None, limit: int | None = None
+    ) -> Any:
+        raise TypeError(
+            "call execute_and_collect() on the DataStream whose elements you want, e.g. "
+            "ds.execute_and_collect()"
+        )
+
+    def _execute_and_collect(self, stream: Any, job_name: str | None) -> list[Any]:
+        collected: list[tuple[Any, Any]] = []
+        node = self._graph.add(
+            Node(
+                "sink",
+                "Collect Sink",
+                [stream._edge()],
+                operator_factory=lambda: CollectSinkOperator(_Collector(collected)),
+                split_local=True,
+            )
+        )
+        node.collect_into = collected  # type: ignore[attr-defined]
+        self.execute(job_name)
+        return [record.value for _, record in sorted(collected, key=_first)]
+
+    def _run(self, graph: JobGraph) -> dict[str, Any]:
+        from sparktide.local.executor import LocalExecutor
+
+        return LocalExecutor(graph, self).run()
+
+
+def _first(item: tuple[Any, Any]) -> Any:
+    return item[0]
+
+
+class _Collector:
+    """Appends ``(position, record)``; the runner sets ``position`` to the record's position."""
+
+    __slots__ = ("out", "position")
+
+    def __init__(self, out: list[tuple[Any, Any]]) -> None:
+        self.out = out
+        self.position: Any = ()
+
+    def __call__(self, record: StreamRecord) -> None:
+        self.out.append((self.position(), record))

@@ -1,0 +1,114 @@
+"""The logical job graph built by the DataStream API and executed by a runner.
+
+A :class:`Node` is one transformation: a source, an operator with one or two inputs, or a sink.
+An :class:`Edge` connects a producer to a consumer and says how records are distributed
+(``forward``: same subtask; ``hash``: by the key group of ``key_selector``; ``rebalance``:
+spread; ``global``: all to subtask 0) and which output of the producer it reads (the main output
+or a side output ``tag``). Nodes are immutable descriptions; runners build operators from their
+``operator_factory`` per subtask.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Edge", "JobGraph", "Node", "copy_function"]
+
+PARTITIONINGS = ("forward", "hash", "rebalance", "global")
+
+
+@dataclass(frozen=True, eq=False)
+class Edge:
+    """How ``source``'s output reaches the consumer's input ``input_index`` (1 or 2)."""
+
+    source: Node
+    partitioning: str = "forward"
+    key_selector: Callable[[Any], Any] | None = None
+    tag: Any = None  # an OutputTag for a side output, None for the main output
+    input_index: int = 1
+
+    def __post_init__(self) -> None:
+        if self.partitioning not in PARTITIONINGS:
+            raise ValueError(
+                f"partitioning must be one of {PARTITIONINGS}, got {self.partitioning!r}"
+            )
+        if (self.partitioning == "hash") != (self.key_selector is not None):
+            raise ValueError("a hash edge needs a key selector, and only a hash edge has one")
+
+
+_ids = itertools.count(1)
+
+
+def copy_function(function: Any) -> Any:
+    """A private copy of a user function for one operator instance (Flink ships each subtask its
+    own deserialized copy, so instance attributes set in ``open`` never leak between subtasks)."""
+    try:
+        return copy.deepcopy(function)
+    except Exception as exc:
+        raise TypeError(
+            f"user function {function!r} cannot be copied for each parallel instance ({exc}); "
+            "keep only picklable values in its attributes and create clients, locks and "
+            "connections in open()"
+        ) from exc
+
+
+@dataclass(eq=False)
+class Node:
+    """One transformation of the job graph."""
+
+    kind: str  # "source" | "operator" | "sink"
+    name: str
+    inputs: list[Edge] = field(default_factory=list)
+    operator_factory: Callable[[], Any] | None = None
+    source: Any = None  # for sources: a Source or a SourceFunction
+    watermark_strategy: Any = None  # for sources created by from_source
+    parallelism: int | None = None  # None: the environment's default
+    max_parallelism: int | None = None
+    output_type: Any = None
+    split_local: bool = False  # stateless one-input operator that may run per source split
+    uid: str | None = None
+    id: int = field(default_factory=lambda: next(_ids))
+
+    @property
+    def is_keyed(self) -> bool:
+        return any(e.partitioning == "hash" for e in self.inputs)
+
+    def __repr__(self) -> str:
+        return f"Node({self.id}, {self.kind}, {self.name!r})"
+
+
+@dataclass(eq=False)
+class JobGraph:
+    """The nodes added since the last execution, in creation order (a topological order)."""
+
+    nodes: list[Node] = field(default_factory=list)
+
+    def add(self, node: Node) -> Node:
+        self.nodes.append(node)
+        return node
+
+    def sinks(self) -> list[Node]:
+        return [n for n in self.nodes if n.kind == "sink"]
+
+    def reachable_from_sinks(self) -> list[Node]:
+        """The nodes a sink depends on, in creation order (unused branches are dropped)."""
+        needed: set[int] = set()
+        stack = list(self.sinks())
+        while stack:
+            node = stack.pop()
+            if node.id in needed:
+                continue
+            needed.add(node.id)
+            stack.extend(e.source for e in node.inputs)
+        return [n for n in self.nodes if n.id in needed]
+
+    def consumers(self, nodes: list[Node]) -> dict[int, list[tuple[Node, Edge]]]:
+        out: dict[int, list[tuple[Node, Edge]]] = {n.id: [] for n in nodes}
+        for n in nodes:
+            for e in n.inputs:
+                out.setdefault(e.source.id, []).append((n, e))
+        return out

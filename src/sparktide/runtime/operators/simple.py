@@ -1,0 +1,189 @@
+"""Stateless one-input operators (map, flat_map, filter, type coercion), keyed reduce, sinks.
+
+Records keep their timestamp through these operators (Flink's ``TimestampedCollector``). A
+record belongs to one chain path, so stateless operators replace its value in place.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from sparktide.datastream.state import ValueStateDescriptor
+from sparktide.runtime.elements import StreamRecord
+from sparktide.runtime.operators.base import AbstractStreamOperator
+
+__all__ = [
+    "CoerceOperator",
+    "CollectSinkOperator",
+    "PrintSinkOperator",
+    "SinkFunctionOperator",
+    "StreamFilter",
+    "StreamFlatMap",
+    "StreamGroupedReduce",
+    "StreamMap",
+    "as_callable",
+]
+
+
+def as_callable(function: Any, method: str, parameter: str) -> Callable[..., Any]:
+    """``function.method`` for a Function object, or ``function`` itself if it is callable."""
+    bound = getattr(function, method, None)
+    if callable(bound) and not isinstance(function, type):
+        return bound  # type: ignore[no-any-return]
+    if callable(function):
+        return function  # type: ignore[no-any-return]
+    raise TypeError(
+        f"{parameter} must be a callable or an object with a {method}() method, got "
+        f"{type(function).__name__}"
+    )
+
+
+class _UserFunctionOperator(AbstractStreamOperator):
+    def __init__(self, function: Any) -> None:
+        super().__init__()
+        self.function = function
+
+    def open(self) -> None:
+        opener = getattr(self.function, "open", None)
+        if callable(opener) and not isinstance(self.function, type):
+            opener(self.runtime_context)
+
+    def close(self) -> None:
+        closer = getattr(self.function, "close", None)
+        if callable(closer) and not isinstance(self.function, type):
+            closer()
+        super().close()
+
+
+class StreamMap(_UserFunctionOperator):
+    def __init__(self, function: Any) -> None:
+        super().__init__(function)
+        self._map = as_callable(function, "map", "map function")
+
+    def process_element(self, record: StreamRecord) -> None:
+        record.value = self._map(record.value)
+        self.output.collect(record)  # type: ignore[union-attr]
+
+
+class StreamFlatMap(_UserFunctionOperator):
+    def __init__(self, function: Any) -> None:
+        super().__init__(function)
+        self._flat_map = as_callable(function, "flat_map", "flat_map function")
+
+    def process_element(self, record: StreamRecord) -> None:
+        results = self._flat_map(record.value)
+        if results is None:
+            return
+        collect = self.output.collect  # type: ignore[union-attr]
+        ts = record.timestamp
+        for value in results:
+            collect(StreamRecord(value, ts))
+
+
+class StreamFilter(_UserFunctionOperator):
+    def __init__(self, function: Any) -> None:
+        super().__init__(function)
+        self._filter = as_callable(function, "filter", "filter function")
+
+    def process_element(self, record: StreamRecord) -> None:
+        if self._filter(record.value):
+            self.output.collect(record)  # type: ignore[union-attr]
+
+
+class CoerceOperator(AbstractStreamOperator):
+    """Gives each value the shape its declared type has (``Types.FLOAT()`` is 32-bit, ...)."""
+
+    def __init__(self, type_info: Any, where: str) -> None:
+        super().__init__()
+        self._coerce = type_info.coerce
+        self._where = where
+
+    def process_element(self, record: StreamRecord) -> None:
+        record.value = self._coerce(record.value, self._where)
+        self.output.collect(record)  # type: ignore[union-attr]
+
+
+class StreamGroupedReduce(_UserFunctionOperator):
+    """Rolling reduce per key: emits the reduced value after every element."""
+
+    def __init__(self, function: Any, type_info: Any = None) -> None:
+        super().__init__(function)
+        self._reduce = as_callable(function, "reduce", "reduce function")
+        self._coerce = getattr(type_info, "coerce", None)
+        self._type_info = type_info
+
+    def open(self) -> None:
+        super().open()
+        self._state = self.runtime_context.get_state(  # type: ignore[union-attr]
+            ValueStateDescriptor("_reduce_state", self._type_info)
+        )
+
+    def process_element(self, record: StreamRecord) -> None:
+        self.keyed_state_backend.set_current_key(self.key_selector(record.value))  # type: ignore[union-attr,misc]
+        self.process_keyed_element(record)
+
+    def process_keyed_element(self, record: StreamRecord) -> None:
+        state = self._state
+        current = state.value()
+        value = record.value if current is None else self._reduce(current, record.value)
+        if self._coerce is not None:
+            value = self._coerce(value, "reduce result")
+        state.update(value)
+        self.output.collect(StreamRecord(value, record.timestamp))  # type: ignore[union-attr]
+
+
+class PrintSinkOperator(AbstractStreamOperator):
+    """Prints ``str(value)`` per record; ``"N> "`` prefixes when the sink runs in parallel."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        super().__init__()
+        self._stream = stream
+
+    def open(self) -> None:
+        info = self.setup_info
+        self._prefix = f"{info.subtask_index + 1}> " if info.parallelism > 1 else ""
+
+    def process_element(self, record: StreamRecord) -> None:
+        (self._stream or sys.stdout).write(f"{self._prefix}{record.value}\n")
+
+
+class CollectSinkOperator(AbstractStreamOperator):
+    """Hands each record to ``sink(record)`` (the runner collects results this way)."""
+
+    def __init__(self, sink: Callable[[StreamRecord], None]) -> None:
+        super().__init__()
+        self._sink = sink
+
+    def process_element(self, record: StreamRecord) -> None:
+        self._sink(record)
+
+
+class SinkFunctionOperator(_UserFunctionOperator):
+    """Calls a user ``SinkFunction.invoke(value, context)`` per record."""
+
+    class _Context:
+        __slots__ = ("_op", "_ts")
+
+        def __init__(self, op: SinkFunctionOperator) -> None:
+            self._op = op
+            self._ts: int | None = None
+
+        def timestamp(self) -> int | None:
+            return self._ts
+
+        def current_watermark(self) -> int:
+            return self._op.current_watermark()
+
+        def current_processing_time(self) -> int:
+            return self._op.processing_time_service.get_current_processing_time()  # type: ignore[no-any-return]
+
+    def __init__(self, function: Any) -> None:
+        super().__init__(function)
+        self._invoke = as_callable(function, "invoke", "sink function")
+        self._ctx = SinkFunctionOperator._Context(self)
+
+    def process_element(self, record: StreamRecord) -> None:
+        self._ctx._ts = record.timestamp
+        self._invoke(record.value, self._ctx)

@@ -1,0 +1,336 @@
+"""Combining the watermarks of several input channels (Flink's ``StatusWatermarkValve``) and of
+the two inputs of a two-input operator.
+
+:class:`StatusWatermarkValve` keeps, per channel, the last watermark, the status (ACTIVE/IDLE)
+and whether the channel is *aligned* (counts for the minimum):
+
+- a watermark is accepted only from an ACTIVE channel and only if it is higher than that
+  channel's last one; the valve then emits the min over the aligned channels when it is higher
+  than the last output (so the output is monotonic);
+- a channel that turns IDLE leaves the min; if it held the min, the new min is emitted;
+- when all channels are idle the valve emits the max of the channel watermarks (if higher than
+  the last output) and then IDLE;
+- a channel that turns ACTIVE again is aligned at once if its watermark is ``>=`` the last output,
+  otherwise once a watermark brings it there; if the valve was idle it emits ACTIVE.
+
+One deliberate difference from Flink: when the last channel turns idle, Flink flushes the max
+only if that channel held the last output; here the max is flushed whenever it is higher (the
+rule as stated — Flink's shortcut misses the case where an unaligned channel is the last to go
+idle while an idle channel holds a higher watermark).
+
+>>> from sparktide.runtime.output import CollectingOutput
+>>> out = CollectingOutput()
+>>> valve = StatusWatermarkValve(2)
+>>> valve.input_watermark(10, 0, out); valve.input_watermark(5, 1, out)
+>>> valve.input_watermark(20, 1, out)
+>>> valve.input_watermark_status(WatermarkStatus.IDLE, 0, out)
+>>> valve.input_watermark_status(WatermarkStatus.IDLE, 1, out)
+>>> out.elements
+[Watermark(5), Watermark(10), Watermark(20), WatermarkStatus.IDLE]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sparktide.runtime.elements import MIN_TIMESTAMP, Watermark, WatermarkStatus
+
+__all__ = ["StatusWatermarkValve", "TwoInputWatermarkCombiner"]
+
+_ACTIVE = WatermarkStatus.ACTIVE
+_IDLE = WatermarkStatus.IDLE
+
+
+def _check_count(value: Any, name: str) -> int:
+    if type(value) is not int:
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} ({value!r})")
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, got {value}")
+    return value
+
+
+def _bad_index(index: Any, count: int, name: str) -> Exception:
+    if type(index) is not int:
+        return TypeError(f"{name} must be an int, got {type(index).__name__} ({index!r})")
+    return ValueError(f"{name} must be in [0, {count}), got {index}")
+
+
+def _bad_timestamp(timestamp: Any) -> Exception:
+    return TypeError(
+        f"timestamp must be an int number of milliseconds, got {type(timestamp).__name__} "
+        f"({timestamp!r}); pass watermark.timestamp for a Watermark"
+    )
+
+
+def _bad_status(status: Any) -> Exception:
+    return TypeError(
+        "status must be WatermarkStatus.ACTIVE or WatermarkStatus.IDLE, got "
+        f"{type(status).__name__} ({status!r})"
+    )
+
+
+class StatusWatermarkValve:
+    """Combines the watermarks and statuses of ``num_channels`` input channels into one output.
+
+    ``output`` needs ``emit_watermark(Watermark)`` and ``emit_watermark_status(status)``. The
+    minimum is recomputed (a scan) only when the last aligned channel holding the current output
+    watermark moves on, so channels advancing in lockstep cost O(n) per step of the output.
+
+    >>> from sparktide.runtime.output import CollectingOutput
+    >>> out = CollectingOutput()
+    >>> v = StatusWatermarkValve(3)
+    >>> for ch, ts in ((0, 7), (1, 3), (2, 9), (1, 8)):
+    ...     v.input_watermark(ts, ch, out)
+    >>> out.elements
+    [Watermark(3), Watermark(7)]
+    >>> v.last_output_watermark
+    7
+    """
+
+    __slots__ = (
+        "_active",
+        "_aligned",
+        "_holders",
+        "_idle",
+        "_last",
+        "_n",
+        "_num_active",
+        "_num_aligned",
+        "_watermarks",
+    )
+
+    def __init__(self, num_channels: int) -> None:
+        n = _check_count(num_channels, "num_channels")
+        self._n = n
+        self._watermarks = [MIN_TIMESTAMP] * n
+        self._active = [True] * n
+        self._aligned = [True] * n
+        self._num_active = n
+        self._num_aligned = n
+        self._last = MIN_TIMESTAMP
+        # aligned channels whose watermark equals the last output: while there is one, the min
+        # over the aligned channels is the last output and nothing needs to be recomputed
+        self._holders = n
+        self._idle = False
+
+    @property
+    def num_channels(self) -> int:
+        return self._n
+
+    @property
+    def last_output_watermark(self) -> int:
+        """The last watermark emitted (``MIN_TIMESTAMP`` before any)."""
+        return self._last
+
+    def is_idle(self) -> bool:
+        """Whether the valve's output is idle (all channels idle)."""
+        return self._idle
+
+    def channel_watermark(self, channel: int) -> int:
+        return self._watermarks[channel]
+
+    def is_channel_active(self, channel: int) -> bool:
+        return self._active[channel]
+
+    def is_channel_aligned(self, channel: int) -> bool:
+        return self._aligned[channel]
+
+    # ------------------------------------------------------------------ input
+
+    def input_watermark(self, timestamp: int, channel: int, output: Any) -> None:
+        """Feed the watermark ``timestamp`` (int ms) of ``channel``."""
+        if type(channel) is not int or not 0 <= channel < self._n:
+            raise _bad_index(channel, self._n, "channel")
+        if type(timestamp) is not int:
+            raise _bad_timestamp(timestamp)
+        if not self._active[channel]:
+            return  # an idle channel's watermark is ignored
+        watermarks = self._watermarks
+        old = watermarks[channel]
+        if timestamp <= old:
+            return  # not higher than that channel's last watermark
+        watermarks[channel] = timestamp
+        last = self._last
+        if self._aligned[channel]:
+            if old == last:
+                self._holders -= 1
+        elif timestamp >= last:  # an unaligned channel has caught up
+            self._aligned[channel] = True
+            self._num_aligned += 1
+            if timestamp == last:
+                self._holders += 1
+        if self._holders == 0:
+            self._emit_min(output)
+
+    def input_watermark_status(self, status: WatermarkStatus, channel: int, output: Any) -> None:
+        """Feed a status change of ``channel`` (a repeated status is ignored)."""
+        if type(channel) is not int or not 0 <= channel < self._n:
+            raise _bad_index(channel, self._n, "channel")
+        if not isinstance(status, WatermarkStatus):
+            raise _bad_status(status)
+        active = self._active
+        watermark = self._watermarks[channel]
+        if status.is_idle():
+            if not active[channel]:
+                return
+            active[channel] = False
+            self._num_active -= 1
+            was_holder = False
+            if self._aligned[channel]:
+                self._aligned[channel] = False
+                self._num_aligned -= 1
+                if watermark == self._last:
+                    self._holders -= 1
+                    was_holder = True
+            if self._num_active == 0:
+                highest = max(self._watermarks)
+                if highest > self._last:
+                    self._last = highest
+                    output.emit_watermark(Watermark(highest))
+                self._idle = True
+                output.emit_watermark_status(_IDLE)
+            elif was_holder and self._holders == 0:
+                self._emit_min(output)
+        else:
+            if active[channel]:
+                return
+            active[channel] = True
+            self._num_active += 1
+            if watermark >= self._last:
+                self._aligned[channel] = True
+                self._num_aligned += 1
+                if watermark == self._last:
+                    self._holders += 1
+            if self._idle:
+                self._idle = False
+                output.emit_watermark_status(_ACTIVE)
+
+    # ------------------------------------------------------------------ internals
+
+    def _emit_min(self, output: Any) -> None:
+        """Recompute the min over the aligned channels; emit it if it is higher."""
+        if self._num_aligned == 0:
+            return
+        watermarks = self._watermarks
+        aligned = self._aligned
+        low = min(watermarks[i] for i in range(self._n) if aligned[i])
+        if low > self._last:
+            self._last = low
+            output.emit_watermark(Watermark(low))
+        self._holders = sum(1 for i in range(self._n) if aligned[i] and watermarks[i] == low)
+
+    def _check(self) -> None:
+        """Assert every invariant (for tests)."""
+        n = self._n
+        wms, active, aligned = self._watermarks, self._active, self._aligned
+        assert len(wms) == len(active) == len(aligned) == n
+        assert self._num_active == sum(active)
+        assert self._num_aligned == sum(aligned)
+        for i in range(n):
+            if aligned[i]:
+                assert active[i], f"channel {i} is aligned but idle"
+                assert wms[i] >= self._last, f"aligned channel {i} is below the output"
+            elif active[i]:
+                assert wms[i] < self._last, f"channel {i} is active, caught up, but unaligned"
+        holders = sum(1 for i in range(n) if aligned[i] and wms[i] == self._last)
+        assert self._holders == holders, (self._holders, holders)
+        assert self._idle == (self._num_active == 0)
+        if self._idle:
+            assert max(wms) <= self._last
+
+    def __repr__(self) -> str:
+        channels = ", ".join(
+            f"{w}{'' if a else ' idle'}{'' if al or not a else ' unaligned'}"
+            for w, a, al in zip(self._watermarks, self._active, self._aligned, strict=True)
+        )
+        state = "idle" if self._idle else "active"
+        return f"StatusWatermarkValve(last={self._last}, {state}, [{channels}])"
+
+
+class TwoInputWatermarkCombiner:
+    """The watermark of a two-input operator: ``min`` of its inputs' watermarks (Flink's
+    ``AbstractStreamOperator.processWatermark1/2`` with ``IndexedCombinedWatermarkStatus``).
+
+    The combined watermark is the min over the non-idle inputs, emitted when it increases; an
+    idle input does not hold the other back; when every input is idle the output is IDLE (no
+    flush of the max, unlike the valve). A watermark on an idle input makes it active again
+    (ACTIVE is emitted first if the output was idle). ``num_inputs`` defaults to 2.
+
+    >>> from sparktide.runtime.output import CollectingOutput
+    >>> out = CollectingOutput()
+    >>> c = TwoInputWatermarkCombiner()
+    >>> c.input_watermark(10, 0, out); c.input_watermark(4, 1, out)
+    >>> c.input_watermark_status(WatermarkStatus.IDLE, 1, out)
+    >>> c.input_watermark_status(WatermarkStatus.IDLE, 0, out)
+    >>> out.elements
+    [Watermark(4), Watermark(10), WatermarkStatus.IDLE]
+    """
+
+    __slots__ = ("_combined", "_idle", "_inputs_idle", "_n", "_watermarks")
+
+    def __init__(self, num_inputs: int = 2) -> None:
+        n = _check_count(num_inputs, "num_inputs")
+        self._n = n
+        self._watermarks = [MIN_TIMESTAMP] * n
+        self._inputs_idle = [False] * n
+        self._combined = MIN_TIMESTAMP
+        self._idle = False
+
+    @property
+    def last_output_watermark(self) -> int:
+        """The combined watermark last emitted (``MIN_TIMESTAMP`` before any)."""
+        return self._combined
+
+    def is_idle(self) -> bool:
+        return self._idle
+
+    def input_watermark(self, timestamp: int, input_index: int, output: Any) -> None:
+        """Feed a watermark of input ``input_index`` (0 or 1)."""
+        if type(input_index) is not int or not 0 <= input_index < self._n:
+            raise _bad_index(input_index, self._n, "input_index")
+        if type(timestamp) is not int:
+            raise _bad_timestamp(timestamp)
+        self._inputs_idle[input_index] = False
+        if timestamp > self._watermarks[input_index]:
+            self._watermarks[input_index] = timestamp
+        self._update(output)
+
+    def input_watermark_status(
+        self, status: WatermarkStatus, input_index: int, output: Any
+    ) -> None:
+        """Feed a status change of input ``input_index``."""
+        if type(input_index) is not int or not 0 <= input_index < self._n:
+            raise _bad_index(input_index, self._n, "input_index")
+        if not isinstance(status, WatermarkStatus):
+            raise _bad_status(status)
+        self._inputs_idle[input_index] = status.is_idle()
+        self._update(output)
+
+    def _update(self, output: Any) -> None:
+        was_idle = self._idle
+        low = None
+        for wm, idle in zip(self._watermarks, self._inputs_idle, strict=True):
+            if not idle and (low is None or wm < low):
+                low = wm
+        if low is None:  # all idle
+            if not was_idle:
+                self._idle = True
+                output.emit_watermark_status(_IDLE)
+            return
+        if was_idle:
+            self._idle = False
+            output.emit_watermark_status(_ACTIVE)
+        if low > self._combined:
+            self._combined = low
+            output.emit_watermark(Watermark(low))
+
+    def _check(self) -> None:
+        """Assert every invariant (for tests)."""
+        assert self._idle == all(self._inputs_idle)
+        active = [w for w, i in zip(self._watermarks, self._inputs_idle, strict=True) if not i]
+        if active:  # the combined watermark never lags the min over the active inputs
+            assert min(active) <= self._combined
+
+    def __repr__(self) -> str:
+        state = "idle" if self._idle else "active"
+        return f"TwoInputWatermarkCombiner(combined={self._combined}, {state})"
