@@ -1,14 +1,15 @@
 """Example job: silent-sensor alerts with keyed state and event-time timers.
 
-A fleet of sensors reports readings out of order. For every sensor a KeyedProcessFunction keeps
-its reading count and maximum in keyed state and (re)arms an event-time timer ``timeout`` after
-the latest reading; when the watermark passes that timer without a newer reading, the sensor is
-reported silent. Watermarks follow ``for_bounded_out_of_orderness``: ``max_ts - delay - 1``,
-emitted every 50 records.
+A fleet of sensors reports readings out of order, from four source splits (partitioned by sensor,
+like the partitions of a message queue). Every split runs its
+own bounded-out-of-orderness watermark generator (``max_ts - 5 s - 1``, emitted every 50 records
+of the split); the keyed operator combines them with ``min``. For every sensor a
+KeyedProcessFunction keeps its reading count and maximum in keyed state and re-arms an event-time
+timer 30 s after its latest reading; when the watermark passes that timer without a newer
+reading, the sensor is reported silent. Readings older than the watermark go to a side output.
 
-The job runs on sparktide's engine driven in-process (one operator subtask on a simulated
-clock); halfway through it takes a snapshot, restores it into three subtasks (rescaling 1 -> 3)
-and finishes there, showing that every timer and state entry moves with its key.
+The job runs on the local runtime at parallelism 1 and 3 and checks that both give the same
+output: rounds and position-ordered exchanges make results independent of parallelism.
 
 Run: ``python examples/keyed_timers.py``
 """
@@ -18,9 +19,15 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-from sparktide.datastream import KeyedProcessFunction, OutputTag, RuntimeContext
+from sparktide.common import Duration, WatermarkStrategy
+from sparktide.datastream import (
+    KeyedProcessFunction,
+    OutputTag,
+    RuntimeContext,
+    StreamExecutionEnvironment,
+)
+from sparktide.datastream.source import GeneratorSource
 from sparktide.datastream.state import ValueStateDescriptor
-from sparktide.testing import for_keyed_process_function
 
 TIMEOUT_MS = 30_000
 OUT_OF_ORDER_MS = 5_000
@@ -33,15 +40,13 @@ class SilentSensorAlert(KeyedProcessFunction):
         self.deadline = runtime_context.get_state(ValueStateDescriptor("deadline", None))
 
     def process_element(self, value, ctx):
-        _sensor, reading = value
         ts = ctx.timestamp()
         if ts <= ctx.timer_service().current_watermark():
             yield LATE, value
             return
         count, peak = self.stats.value() or (0, float("-inf"))
-        self.stats.update((count + 1, max(peak, reading)))
-        old = self.deadline.value()
-        new = ts + TIMEOUT_MS
+        self.stats.update((count + 1, max(peak, value[1])))
+        old, new = self.deadline.value(), ts + TIMEOUT_MS
         if old is None or new > old:
             if old is not None:
                 ctx.timer_service().delete_event_time_timer(old)
@@ -50,14 +55,13 @@ class SilentSensorAlert(KeyedProcessFunction):
 
     def on_timer(self, timestamp, ctx):
         count, peak = self.stats.value()
-        last = timestamp - TIMEOUT_MS
-        key = ctx.get_current_key()
-        yield f"sensor {key} silent after {last} ms ({count} readings, max {peak:.1f})"
         self.deadline.clear()
+        yield ctx.get_current_key(), timestamp - TIMEOUT_MS, count, round(peak, 1)
 
 
-def readings(n: int, seed: int = 7):
-    """Sensors report every ~2 s; some go quiet for a while; arrival is out of order."""
+def readings(n: int, seed: int = 7) -> list[tuple[str, float, int]]:
+    """(sensor, reading, event time ms): every ~2 s per sensor, some sensors go quiet for a
+    while, and arrival is out of order by up to 7 s (so a few arrive after the watermark)."""
     rng = random.Random(seed)
     sensors = [f"s{i:02d}" for i in range(24)]
     quiet = {s: (rng.randrange(0, 400_000), rng.randrange(20_000, 90_000)) for s in sensors}
@@ -66,71 +70,63 @@ def readings(n: int, seed: int = 7):
         s = sensors[i % len(sensors)]
         t = (i // len(sensors)) * 2_000 + rng.randrange(0, 1_500)
         start, length = quiet[s]
-        if start <= t < start + length:
-            continue
-        events.append((t + rng.randrange(0, OUT_OF_ORDER_MS + 2_000), t, s, rng.gauss(20, 5)))
-    events.sort()  # arrival order; a few arrive later than the allowed out-of-orderness
-    return [(s, reading, t) for _, t, s, reading in events]
+        if not start <= t < start + length:
+            arrival = t + rng.randrange(0, OUT_OF_ORDER_MS + 2_000)
+            events.append((arrival, (s, round(rng.gauss(20, 5), 2), t)))
+    events.sort()
+    return [e for _, e in events]
 
 
-def run(harnesses, events, max_ts):
-    for i, (sensor, reading, t) in enumerate(events):
-        for h in harnesses:
-            if sensor in h.owned:
-                h.process_element((sensor, reading), t)
-        max_ts = max(max_ts, t)
-        if i % 50 == 49:
-            for h in harnesses:
-                h.process_watermark(max_ts - OUT_OF_ORDER_MS - 1)
-    return max_ts
+def partitioned(data: list, splits: int = 4) -> GeneratorSource:
+    """Split ``data`` by sensor, keeping arrival order within each split."""
+    return GeneratorSource(
+        lambda k: [r for r in data if int(r[0][1:]) % splits == k], num_splits=splits
+    )
+
+
+def run(parallelism: int, data: list) -> tuple[list, list]:
+    env = StreamExecutionEnvironment.get_execution_environment(runtime="local")
+    env.set_parallelism(parallelism)
+    env.get_config().set_watermark_every(50)
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(
+        Duration.of_millis(OUT_OF_ORDER_MS)
+    ).with_timestamp_assigner(lambda reading, _ts: reading[2])
+    alerts = (
+        env.from_source(partitioned(data), strategy, "sensors")
+        .key_by(lambda reading: reading[0])
+        .process(SilentSensorAlert())
+    )
+    late_env = StreamExecutionEnvironment.get_execution_environment(runtime="local")
+    return list(alerts.execute_and_collect()), _late(late_env, parallelism, data, strategy)
+
+
+def _late(env, parallelism, data, strategy) -> list:
+    env.set_parallelism(parallelism)
+    env.get_config().set_watermark_every(50)
+    stream = (
+        env.from_source(partitioned(data), strategy, "sensors")
+        .key_by(lambda reading: reading[0])
+        .process(SilentSensorAlert())
+    )
+    return list(stream.get_side_output(LATE).execute_and_collect())
 
 
 def main() -> None:
-    from sparktide.runtime.keygroups import assign_to_key_group
-
-    events = readings(12_000)
-    half = len(events) // 2
-    single = for_keyed_process_function(SilentSensorAlert(), lambda v: v[0], max_parallelism=128)
-    single.owned = {s for s, _, _ in events}
-    max_ts = run([single], events[:half], -(2**63))
-    snapshot = single.snapshot()
-    print(
-        f"after {half} readings: {single.num_event_time_timers()} armed timers, "
-        f"{single.num_keyed_state_entries()} state entries, snapshot {len(snapshot):,} bytes"
-    )
-
-    three = []
-    for i in range(3):
-        h = for_keyed_process_function(
-            SilentSensorAlert(),
-            lambda v: v[0],
-            snapshot=snapshot,
-            parallelism=3,
-            subtask_index=i,
-            max_parallelism=128,
-        )
-        rng = h.setup_info.key_group_range
-        h.owned = {s for s, _, _ in events if assign_to_key_group(s, 128) in rng}
-        three.append(h)
-    run(three, events[half:], max_ts)
-    for h in three:
-        h.process_watermark(2**63 - 1)  # end of input fires every remaining timer
-
-    alerts = [v for h in [single, *three] for v in h.extract_output_values()]
-    late = [r for h in [single, *three] for r in h.get_side_output(LATE)]
-    rows = [("p=1, first half", single)] + [(f"p=3, subtask {i}", h) for i, h in enumerate(three)]
-    print(f"\n{'run':<18}{'sensors':>8}{'alerts':>8}{'late':>6}")
-    for name, h in rows:
-        print(
-            f"{name:<18}{len(h.owned):>8}{len(h.extract_output_values()):>8}"
-            f"{len(h.get_side_output(LATE)):>6}"
-        )
-    per_sensor = Counter(a.split()[1] for a in alerts)
-    print(
-        f"\n{len(alerts)} alerts for {len(per_sensor)} sensors, {len(late)} late readings; first 5:"
-    )
-    for a in alerts[:5]:
-        print("  " + a)
+    data = readings(12_000)
+    alerts1, late1 = run(1, data)
+    alerts3, late3 = run(3, data)
+    same = alerts1 == alerts3 and late1 == late3
+    print(f"{len(data):,} readings from 4 splits, 24 sensors")
+    print(f"\n{'parallelism':<12}{'alerts':>8}{'late':>6}")
+    print(f"{1:<12}{len(alerts1):>8}{len(late1):>6}")
+    print(f"{3:<12}{len(alerts3):>8}{len(late3):>6}")
+    print(f"\nidentical output at parallelism 1 and 3: {same}")
+    per_sensor = Counter(sensor for sensor, *_ in alerts1)
+    print(f"sensors that went silent at least once: {len(per_sensor)}; first alerts:")
+    for sensor, since, count, peak in alerts1[:5]:
+        print(f"  {sensor} silent after {since} ms ({count} readings so far, max {peak})")
+    if not same:
+        raise SystemExit("outputs differ between parallelism 1 and 3")
 
 
 if __name__ == "__main__":

@@ -346,3 +346,39 @@ def test_execute_without_sinks_is_an_error():
     env.from_collection([1]).map(lambda v: v)
     with pytest.raises(RuntimeError, match="no sinks"):
         env.execute()
+
+
+def test_batch_mode_reduce_emits_only_final_values():
+    from sparktide.datastream import RuntimeExecutionMode
+
+    env = env_with(parallelism=2)
+    env.set_runtime_mode(RuntimeExecutionMode.BATCH)
+    words = env.from_collection("a b a c b a".split())
+    out = (
+        words.map(lambda w: (w, 1)).key_by(lambda t: t[0]).reduce(lambda x, y: (x[0], x[1] + y[1]))
+    )
+    assert sorted(out.execute_and_collect()) == [("a", 3), ("b", 2), ("c", 1)]
+
+
+def test_second_execute_reruns_shared_sources_for_new_sinks_only():
+    env = env_with()
+    ds = env.from_collection([1, 2, 3])
+    first = ds.map(lambda v: v * 10).execute_and_collect(limit=10)
+    second = ds.filter(lambda v: v > 1).execute_and_collect(limit=10)
+    assert (first, second) == ([10, 20, 30], [2, 3])
+
+
+def test_user_functions_are_copied_per_subtask():
+    class Counter(KeyedProcessFunction):
+        def __init__(self):
+            self.seen = 0
+
+        def process_element(self, value, ctx):
+            self.seen += 1
+            yield ctx.get_current_key(), self.seen
+
+    fn = Counter()
+    env = env_with(parallelism=3)
+    out = env.from_collection(list("abcabc")).key_by(lambda v: v).process(fn).execute_and_collect()
+    assert fn.seen == 0  # the original is never used; each subtask has its own copy
+    assert len(list(out)) == 6

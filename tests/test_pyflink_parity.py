@@ -38,6 +38,7 @@ def _load_oracle() -> ModuleType:
 
 
 oracle = _load_oracle()
+_pyflink_python = functools.cache(oracle.pyflink_python)
 
 
 def _api_available() -> bool:
@@ -118,7 +119,7 @@ def test_port_prints_what_pyflink_printed(name: str) -> None:
 
 @pytest.mark.parametrize("name", EXAMPLE_NAMES)
 def test_port_matches_live_pyflink(name: str) -> None:
-    python = oracle.pyflink_python()
+    python = _pyflink_python()
     if python is None:
         pytest.skip("no Python with apache-flink (set SPARKTIDE_PYFLINK_PYTHON)")
     actual = list(_sparktide_lines(name))

@@ -48,7 +48,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from sparktide.common.types import Row, _create_row
+from sparktide.common.types import Row
 
 __all__ = [
     "BasicArrayTypeInfo",
@@ -356,16 +356,45 @@ for _basic in BasicType:  # PyFlink's constructors: BasicTypeInfo.STRING_TYPE_IN
     setattr(BasicTypeInfo, f"{_basic.name}_TYPE_INFO", staticmethod(partial(_make, _basic)))
 
 
-def _check_naive(type_info: TypeInformation, value: Any, path: str) -> None:
-    if value.tzinfo is not None:
-        raise ValueError(
-            f"{path}: {type_info._decl()} holds a zone-less value, got the zone-aware "
-            f"{_got(value)} (PyFlink would drop the zone and keep the wall-clock time); "
-            "convert it first, e.g. value.astimezone(timezone.utc).replace(tzinfo=None)"
-        )
+class _TemporalTypeInfo(TypeInformation):
+    """Shared by the date and time types; ``_spec()`` says which one."""
+
+    __slots__ = ()
+    # python type, truncate to milliseconds?, Types factory name, repr, arrow type
+    _SPEC: tuple[type, bool, str, str, pa.DataType]
+
+    def _spec(self) -> tuple[type, bool, str, str, pa.DataType]:
+        return self._SPEC
+
+    def _decl(self) -> str:
+        return f"Types.{self._spec()[2]}()"
+
+    def __repr__(self) -> str:
+        return self._spec()[3]
+
+    def to_arrow_type(self) -> pa.DataType:
+        return self._spec()[4]
+
+    def coerce(self, value: Any, path: str = "value") -> Any:
+        wanted, millis = self._spec()[:2]
+        name = f"datetime.{wanted.__name__}"
+        if wanted is _dt.date and isinstance(value, _dt.datetime):
+            fix = "pass value.date() (PyFlink would drop the time of day silently)"
+            raise self._wrong(value, path, f"a {name}", fix)
+        if not isinstance(value, wanted):
+            raise self._wrong(value, path, f"a {name}", f"pass a {name}")
+        if wanted is _dt.date:
+            return value
+        if value.tzinfo is not None:
+            raise ValueError(
+                f"{path}: {self._decl()} holds a zone-less value, got the zone-aware "
+                f"{_got(value)} (PyFlink would drop the zone and keep the wall-clock time); "
+                "convert it first, e.g. value.astimezone(timezone.utc).replace(tzinfo=None)"
+            )
+        return value.replace(microsecond=value.microsecond // 1000 * 1000) if millis else value
 
 
-class DateTypeInfo(TypeInformation):
+class DateTypeInfo(_TemporalTypeInfo):
     """``Types.SQL_DATE()``: a ``datetime.date``.
 
     >>> import datetime
@@ -374,28 +403,10 @@ class DateTypeInfo(TypeInformation):
     """
 
     __slots__ = ()
-
-    def _decl(self) -> str:
-        return "Types.SQL_DATE()"
-
-    def __repr__(self) -> str:
-        return "DateTypeInfo"
-
-    def to_arrow_type(self) -> pa.DataType:
-        return pa.date32()
-
-    def coerce(self, value: Any, path: str = "value") -> Any:
-        if isinstance(value, _dt.date) and not isinstance(value, _dt.datetime):
-            return value
-        fix = (
-            "pass value.date() (PyFlink would drop the time of day silently)"
-            if isinstance(value, _dt.datetime)
-            else "pass a datetime.date"
-        )
-        raise self._wrong(value, path, "a datetime.date", fix)
+    _SPEC = (_dt.date, False, "SQL_DATE", "DateTypeInfo", pa.date32())
 
 
-class TimeTypeInfo(TypeInformation):
+class TimeTypeInfo(_TemporalTypeInfo):
     """``Types.SQL_TIME()``: a zone-less ``datetime.time`` with millisecond precision.
 
     >>> import datetime
@@ -404,24 +415,10 @@ class TimeTypeInfo(TypeInformation):
     """
 
     __slots__ = ()
-
-    def _decl(self) -> str:
-        return "Types.SQL_TIME()"
-
-    def __repr__(self) -> str:
-        return "TimeTypeInfo"
-
-    def to_arrow_type(self) -> pa.DataType:
-        return pa.time32("ms")
-
-    def coerce(self, value: Any, path: str = "value") -> Any:
-        if not isinstance(value, _dt.time):
-            raise self._wrong(value, path, "a datetime.time", "pass a datetime.time")
-        _check_naive(self, value, path)
-        return value.replace(microsecond=value.microsecond // 1000 * 1000)
+    _SPEC = (_dt.time, True, "SQL_TIME", "TimeTypeInfo", pa.time32("ms"))
 
 
-class TimestampTypeInfo(TypeInformation):
+class TimestampTypeInfo(_TemporalTypeInfo):
     """``Types.SQL_TIMESTAMP()``: a zone-less ``datetime.datetime``, millisecond precision.
 
     >>> import datetime
@@ -430,21 +427,7 @@ class TimestampTypeInfo(TypeInformation):
     """
 
     __slots__ = ()
-
-    def _decl(self) -> str:
-        return "Types.SQL_TIMESTAMP()"
-
-    def __repr__(self) -> str:
-        return "TimestampTypeInfo"
-
-    def to_arrow_type(self) -> pa.DataType:
-        return pa.timestamp("ms")
-
-    def coerce(self, value: Any, path: str = "value") -> Any:
-        if not isinstance(value, _dt.datetime):
-            raise self._wrong(value, path, "a datetime.datetime", "pass a datetime.datetime")
-        _check_naive(self, value, path)
-        return value.replace(microsecond=value.microsecond // 1000 * 1000)
+    _SPEC = (_dt.datetime, True, "SQL_TIMESTAMP", "TimestampTypeInfo", pa.timestamp("ms"))
 
 
 class SqlTimeTypeInfo:
@@ -467,11 +450,12 @@ class SqlTimeTypeInfo:
         return TimestampTypeInfo()
 
 
-class LocalTimeTypeInfo(TypeInformation):
+class LocalTimeTypeInfo(_TemporalTypeInfo):
     """``java.time`` local types: ``LOCAL_DATE``, ``LOCAL_TIME``, ``LOCAL_DATE_TIME`` (µs kept).
 
-    >>> Types.LOCAL_DATE_TIME()
-    LocalTimeTypeInfo<LOCAL_DATE_TIME>
+    >>> import datetime
+    >>> Types.LOCAL_DATE_TIME(), Types.LOCAL_TIME().coerce(datetime.time(1, 2, 3, 4567))
+    (LocalTimeTypeInfo<LOCAL_DATE_TIME>, datetime.time(1, 2, 3, 4567))
     """
 
     class TimeType(Enum):
@@ -492,32 +476,14 @@ class LocalTimeTypeInfo(TypeInformation):
     def _args(self) -> tuple[Any, ...]:
         return (self._time_type,)
 
-    def _decl(self) -> str:
-        return f"Types.{self._time_type.name}()"
-
-    def __repr__(self) -> str:
-        return f"LocalTimeTypeInfo<{self._time_type.name}>"
-
-    def to_arrow_type(self) -> pa.DataType:
-        kind = self._time_type
-        if kind is LocalTimeTypeInfo.TimeType.LOCAL_DATE:
-            return pa.date32()
-        if kind is LocalTimeTypeInfo.TimeType.LOCAL_TIME:
-            return pa.time64("us")
-        return pa.timestamp("us")
-
-    def coerce(self, value: Any, path: str = "value") -> Any:
-        kind = self._time_type
-        if kind is LocalTimeTypeInfo.TimeType.LOCAL_DATE:
-            if isinstance(value, _dt.date) and not isinstance(value, _dt.datetime):
-                return value
-            raise self._wrong(value, path, "a datetime.date", "pass a datetime.date")
-        wanted = _dt.time if kind is LocalTimeTypeInfo.TimeType.LOCAL_TIME else _dt.datetime
-        if not isinstance(value, wanted):
-            name = f"datetime.{wanted.__name__}"
-            raise self._wrong(value, path, f"a {name}", f"pass a {name}")
-        _check_naive(self, value, path)
-        return value
+    def _spec(self) -> tuple[type, bool, str, str, pa.DataType]:
+        name = self._time_type.name
+        python, arrow = {
+            "LOCAL_DATE": (_dt.date, pa.date32()),
+            "LOCAL_TIME": (_dt.time, pa.time64("us")),
+            "LOCAL_DATE_TIME": (_dt.datetime, pa.timestamp("us")),
+        }[name]
+        return python, False, name, f"LocalTimeTypeInfo<{name}>", arrow
 
 
 class PickledBytesTypeInfo(TypeInformation):
@@ -722,11 +688,14 @@ class RowTypeInfo(_FieldsTypeInfo):
         kind = None
         if isinstance(value, Row):
             kind = value.get_row_kind()
-            fields = value._fields
-            if fields is None or fields == self.get_field_names():
+            try:
+                by_name: dict[str, Any] | None = value.as_dict()
+            except TypeError:  # a Row without field names: matched by position
+                by_name = None
+            if by_name is None or list(by_name) == self.get_field_names():
                 values = list(value)
             else:
-                values = self._by_name(fields, value.__getitem__, path, value)
+                values = self._by_name(list(by_name), by_name.__getitem__, path, value)
         elif isinstance(value, (tuple, list)):
             values = list(value)
         elif isinstance(value, Mapping):
@@ -742,7 +711,11 @@ class RowTypeInfo(_FieldsTypeInfo):
                 out.append(None)
             else:
                 out.append(t.coerce(v, f"{path}{sep}{name}" if sep else f"{path}[{i}]"))
-        return _create_row(names, out, kind)
+        row = Row(*out)
+        row.set_field_names(names)
+        if kind is not None:
+            row.set_row_kind(kind)
+        return row
 
 
 _PRIMITIVE = (

@@ -144,6 +144,7 @@ class DataStream:
         partitioning: str = "forward",
         key_selector: Any = None,
         split_local: bool = False,
+        coerce_output: bool = True,
     ) -> Node:
         return self._env._graph.add(
             Node(
@@ -152,6 +153,7 @@ class DataStream:
                 [self._edge(partitioning, key_selector)],
                 operator_factory=factory,
                 output_type=output_type,
+                coerce_output=coerce_output,
                 split_local=split_local,
             )
         )
@@ -182,6 +184,7 @@ class DataStream:
             lambda: StreamFilter(copy_function(func)),
             self._node.output_type,
             split_local=True,
+            coerce_output=False,
         )
         return DataStream(self._env, node)
 
@@ -226,7 +229,11 @@ class DataStream:
             )
 
         node = self._one_input(
-            "Timestamps/Watermarks", factory, self._node.output_type, split_local=True
+            "Timestamps/Watermarks",
+            factory,
+            self._node.output_type,
+            split_local=True,
+            coerce_output=False,
         )
         return DataStream(self._env, node)
 
@@ -376,9 +383,16 @@ class KeyedStream(DataStream):
         self._key_type = key_type
         self._origin = stream
 
-    def _keyed(self, name: str, factory: Callable[[], Any], output_type: Any = None) -> Node:
+    def _keyed(
+        self, name: str, factory: Callable[[], Any], output_type: Any = None, coerce: bool = True
+    ) -> Node:
         return self._origin._one_input(
-            name, factory, output_type, partitioning="hash", key_selector=self._key_selector
+            name,
+            factory,
+            output_type,
+            partitioning="hash",
+            key_selector=self._key_selector,
+            coerce_output=coerce,
         )
 
     def process(self, func: Any, output_type: Any = None) -> DataStream:  # type: ignore[override]
@@ -405,15 +419,25 @@ class KeyedStream(DataStream):
 
     def filter(self, func: Any) -> DataStream:
         f = as_callable(func, "filter", "func")
-        return self.process(
-            _FunctionAdapter(func, lambda v: (v,) if f(v) else None), self._node.output_type
+        adapter = _FunctionAdapter(func, lambda v: (v,) if f(v) else None)
+        node = self._keyed(
+            "Filter",
+            lambda: KeyedProcessOperator(copy_function(adapter)),
+            self._node.output_type,
+            coerce=False,
         )
+        return DataStream(self._env, node)
 
     def reduce(self, func: Any) -> DataStream:
         """Rolling reduce per key: emits the running result after every element."""
         as_callable(func, "reduce", "func")
         t = self._node.output_type
-        node = self._keyed("Reduce", lambda: StreamGroupedReduce(copy_function(func), t), t)
+        env = self._env
+
+        def factory() -> StreamGroupedReduce:
+            return StreamGroupedReduce(copy_function(func), t, batch=env._is_batch())
+
+        node = self._keyed("Reduce", factory, t, coerce=False)
         return DataStream(self._env, node)
 
     def sum(self, position_to_sum: int | str = 0) -> DataStream:

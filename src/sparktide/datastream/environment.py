@@ -188,6 +188,9 @@ class StreamExecutionEnvironment:
         self._mode = execution_mode
         return self
 
+    def _is_batch(self) -> bool:
+        return self._mode is RuntimeExecutionMode.BATCH
+
     def get_runtime(self) -> str:
         return self._runtime
 
@@ -266,14 +269,17 @@ class StreamExecutionEnvironment:
     def execute(self, job_name: str | None = None) -> JobExecutionResult:
         """Run every sink defined since the last execution."""
         name = job_name or "sparktide job"
-        graph, self._graph = self._graph, JobGraph()
+        graph = self._graph
         if not graph.sinks():
             raise RuntimeError(
                 "no sinks defined in the job: add one with print(), add_sink(...) or "
                 "execute_and_collect() before execute()"
             )
         start = time.perf_counter()
-        metrics = self._run(graph)
+        try:
+            metrics = self._run(graph)
+        finally:
+            graph.mark_executed()
         return JobExecutionResult(name, int((time.perf_counter() - start) * 1000), metrics)
 
     def execute_and_collect(

@@ -309,7 +309,8 @@ class LocalExecutor:
         for consumer, edge in self.plan.consumers[node.id]:
             target = targets_for(consumer, edge)
             (main if edge.tag is None else side.setdefault(edge.tag, [])).append(target)
-        return _NodeOutput(main, side, node.output_type if node.kind != "source" else None)
+        typed = node.kind != "source" and node.coerce_output
+        return _NodeOutput(main, side, node.output_type if typed else None)
 
     def _build(self) -> None:
         plan = self.plan

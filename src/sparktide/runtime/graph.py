@@ -69,6 +69,7 @@ class Node:
     parallelism: int | None = None  # None: the environment's default
     max_parallelism: int | None = None
     output_type: Any = None
+    coerce_output: bool = True  # False: output_type is inherited, values are already typed
     split_local: bool = False  # stateless one-input operator that may run per source split
     uid: str | None = None
     id: int = field(default_factory=lambda: next(_ids))
@@ -83,16 +84,22 @@ class Node:
 
 @dataclass(eq=False)
 class JobGraph:
-    """The nodes added since the last execution, in creation order (a topological order)."""
+    """Every node of an environment, in creation order (a topological order)."""
 
     nodes: list[Node] = field(default_factory=list)
+    executed: set[int] = field(default_factory=set)
 
     def add(self, node: Node) -> Node:
         self.nodes.append(node)
         return node
 
     def sinks(self) -> list[Node]:
-        return [n for n in self.nodes if n.kind == "sink"]
+        """The sinks not executed yet (a new ``execute()`` runs only these, re-reading sources
+        they share with earlier executions, as Flink does)."""
+        return [n for n in self.nodes if n.kind == "sink" and n.id not in self.executed]
+
+    def mark_executed(self) -> None:
+        self.executed.update(n.id for n in self.sinks())
 
     def reachable_from_sinks(self) -> list[Node]:
         """The nodes a sink depends on, in creation order (unused branches are dropped)."""

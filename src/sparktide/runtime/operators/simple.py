@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from sparktide.datastream.state import ValueStateDescriptor
-from sparktide.runtime.elements import StreamRecord
+from sparktide.runtime.elements import MAX_TIMESTAMP, StreamRecord, Watermark
 from sparktide.runtime.operators.base import AbstractStreamOperator
 
 __all__ = [
@@ -106,18 +106,25 @@ class CoerceOperator(AbstractStreamOperator):
 
 
 class StreamGroupedReduce(_UserFunctionOperator):
-    """Rolling reduce per key: emits the reduced value after every element."""
+    """Rolling reduce per key: emits the reduced value after every element.
 
-    def __init__(self, function: Any, type_info: Any = None) -> None:
+    In BATCH execution mode (``batch=True``) it emits only each key's final value, at the end of
+    input, as Flink's batch runtime does.
+    """
+
+    STATE = "_reduce_state"
+
+    def __init__(self, function: Any, type_info: Any = None, batch: bool = False) -> None:
         super().__init__(function)
         self._reduce = as_callable(function, "reduce", "reduce function")
         self._coerce = getattr(type_info, "coerce", None)
         self._type_info = type_info
+        self._batch = batch
 
     def open(self) -> None:
         super().open()
         self._state = self.runtime_context.get_state(  # type: ignore[union-attr]
-            ValueStateDescriptor("_reduce_state", self._type_info)
+            ValueStateDescriptor(self.STATE, self._type_info)
         )
 
     def process_element(self, record: StreamRecord) -> None:
@@ -131,7 +138,16 @@ class StreamGroupedReduce(_UserFunctionOperator):
         if self._coerce is not None:
             value = self._coerce(value, "reduce result")
         state.update(value)
-        self.output.collect(StreamRecord(value, record.timestamp))  # type: ignore[union-attr]
+        if not self._batch:
+            self.output.collect(StreamRecord(value, record.timestamp))  # type: ignore[union-attr]
+
+    def process_watermark(self, watermark: Watermark) -> None:
+        if self._batch and watermark.timestamp == MAX_TIMESTAMP:
+            backend = self.keyed_state_backend
+            for key in list(backend.get_keys(self.STATE, None)):  # type: ignore[union-attr]
+                backend.set_current_key(key)  # type: ignore[union-attr]
+                self.output.collect(StreamRecord(self._state.value(), None))  # type: ignore[union-attr]
+        super().process_watermark(watermark)
 
 
 class PrintSinkOperator(AbstractStreamOperator):
