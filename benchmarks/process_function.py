@@ -9,8 +9,8 @@ The job (identical on both engines)::
       .filter(lambda v: False).print()   # consume the output
 
 for 10^5 and 10^6 records over 10^3 and 10^5 keys, on sparktide's local runtime; and, when
-apache-flink is installed (``SPARKTIDE_PYFLINK_PYTHON=/path/to/python`` or a ``flinkvenv`` next
-to the repository's parent), on PyFlink in the same run (thread mode, parallelism 1), printing
+apache-flink is installed (``SPARKTIDE_PYFLINK_PYTHON=/path/to/python``, or ``.venv-flink`` made
+by ``tools/install_pyflink.sh``), on PyFlink in the same run (thread mode, parallelism 1), printing
 the ratio. Times are the wall time of ``env.execute()`` (PyFlink's includes job submission).
 
 Usage: ``python benchmarks/process_function.py [--records 100000,1000000] [--keys 1000,100000]
@@ -79,6 +79,7 @@ PYFLINK_MAIN = textwrap.dedent(
     from pyflink.common import Configuration
     cfg = Configuration()
     cfg.set_string("python.execution-mode", "thread")
+    cfg.set_string("python.executable", sys.executable)
     n, keys = int(sys.argv[1]), int(sys.argv[2])
     env = StreamExecutionEnvironment.get_execution_environment(cfg)
     env.set_parallelism(1)
@@ -89,7 +90,7 @@ PYFLINK_MAIN = textwrap.dedent(
 
 def _namespace(pkg: str) -> dict:
     ns: dict = {}
-    exec(ASSIGNER.format(pkg=pkg) + JOB.format(pkg=pkg), ns)  # noqa: S102 - our own job text
+    exec(ASSIGNER.format(pkg=pkg) + JOB.format(pkg=pkg), ns)
     return ns
 
 
@@ -103,8 +104,7 @@ def run_sparktide(n: int, keys: int) -> float:
 
 def pyflink_python() -> str | None:
     candidates = [os.environ.get("SPARKTIDE_PYFLINK_PYTHON")]
-    root = Path(__file__).resolve().parents[2]
-    candidates.append(str(root / "flinkvenv" / "bin" / "python"))
+    candidates.append(str(Path(__file__).resolve().parents[1] / ".venv-flink" / "bin" / "python"))
     for c in candidates:
         if c and Path(c).exists():
             ok = subprocess.run([c, "-c", "import pyflink"], capture_output=True).returncode == 0
@@ -115,8 +115,15 @@ def pyflink_python() -> str | None:
 
 def run_pyflink(python: str, n: int, keys: int) -> float | None:
     script = ASSIGNER.format(pkg="pyflink") + JOB.format(pkg="pyflink") + PYFLINK_MAIN
+    env = dict(os.environ)
+    # thread mode runs the functions in the JVM through this interpreter: put it first on PATH
+    env["PATH"] = f"{Path(python).parent}{os.pathsep}{env.get('PATH', '')}"
     proc = subprocess.run(
-        [python, "-c", script, str(n), str(keys)], capture_output=True, text=True, timeout=3600
+        [python, "-c", script, str(n), str(keys)],
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        env=env,
     )
     for line in reversed(proc.stdout.splitlines()):
         if line.startswith("{"):

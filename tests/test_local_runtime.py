@@ -382,3 +382,23 @@ def test_user_functions_are_copied_per_subtask():
     out = env.from_collection(list("abcabc")).key_by(lambda v: v).process(fn).execute_and_collect()
     assert fn.seen == 0  # the original is never used; each subtask has its own copy
     assert len(list(out)) == 6
+
+
+def test_job_result_reports_rounds_late_drops_and_timers():
+    from sparktide.datastream.window import TumblingEventTimeWindows
+
+    env = env_with(every=3)
+    ds = env.from_source(
+        CollectionSource([("a", t, 1) for t in (5, 50, 7, 8, 90, 2)], 1), strategy(0), "s"
+    )
+    ds.key_by(lambda e: e[0]).window(TumblingEventTimeWindows.of(10)).reduce(
+        lambda x, y: (x[0], x[1], x[2] + y[2])
+    ).print()
+    buf = io.StringIO()
+    with redirect_stdout(buf):
+        result = env.execute("metrics")
+    metrics = result.get_all_accumulator_results()
+    assert metrics["rounds"] == 3
+    # round 0 ends with watermark 49, which closes [0, 10); round 1 brings 8 and 2 into it: late
+    assert metrics["late_records_dropped"] == 2
+    assert metrics["timers_fired"] >= 3

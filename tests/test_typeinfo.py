@@ -14,6 +14,8 @@ from decimal import Decimal
 import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sparktide.common import row_kind
 from sparktide.common.typeinfo import (
@@ -587,3 +589,137 @@ def test_row_equality_and_hash() -> None:
     assert len({Row(1, "a"), Row(1, "a"), Row(2, "a")}) == 2
     with pytest.raises(TypeError):
         hash(Row([1]))
+
+
+# ---------------------------------------------------------------------------- fast paths
+
+# Subclasses of the built-in types skip the exact-type fast paths of ``coerce`` and take the
+# general path; both must give the same value (or the same error).
+
+
+class _Int(int):
+    pass
+
+
+class _Str(str):
+    pass
+
+
+class _Float(float):
+    pass
+
+
+class _Tuple(tuple):
+    pass
+
+
+class _List(list):
+    pass
+
+
+class _Dict(dict):
+    pass
+
+
+def _slow_twin(value):
+    """The same value, with every container and scalar replaced by a subclass instance."""
+    if type(value) is bool or value is None:
+        return value
+    if type(value) is int:
+        return _Int(value)
+    if type(value) is str:
+        return _Str(value)
+    if type(value) is float:
+        return _Float(value)
+    if type(value) is tuple:
+        return _Tuple(_slow_twin(v) for v in value)
+    if type(value) is list:
+        return _List(_slow_twin(v) for v in value)
+    if type(value) is dict:
+        return _Dict({_slow_twin(k): _slow_twin(v) for k, v in value.items()})
+    return value
+
+
+def _outcome(info, value):
+    try:
+        result = info.coerce(value, "value")
+    except (TypeError, ValueError) as error:
+        return type(error).__name__, str(error).replace("_Int ", "int ").replace("_Str ", "str ")
+    return "ok", repr(result), type(result)
+
+
+_FAST_TYPES = [
+    Types.STRING(),
+    Types.LONG(),
+    Types.INT(),
+    Types.BYTE(),
+    Types.FLOAT(),
+    Types.DOUBLE(),
+    Types.BOOLEAN(),
+    Types.TUPLE([Types.STRING(), Types.LONG()]),
+    Types.TUPLE([Types.INT(), Types.FLOAT(), Types.BOOLEAN()]),
+    Types.TUPLE([Types.SHORT()] * 6),
+    Types.ROW_NAMED(["id", "name", "score"], [Types.INT(), Types.STRING(), Types.DOUBLE()]),
+    Types.LIST(Types.INT()),
+    Types.BASIC_ARRAY(Types.STRING()),
+    Types.MAP(Types.STRING(), Types.FLOAT()),
+]
+
+_scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**64), max_value=2**64),
+    st.floats(allow_nan=False, width=64),
+    st.sampled_from([1e300, -1e300, 3.4028235677973366e38, float("inf")]),
+    st.text(max_size=3),
+)
+_values = st.recursive(
+    _scalars,
+    lambda inner: st.one_of(
+        st.tuples(inner, inner),
+        st.tuples(inner, inner, inner),
+        st.lists(inner, max_size=6),
+        st.dictionaries(st.text(max_size=2), inner, max_size=3),
+    ),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(index=st.integers(0, len(_FAST_TYPES) - 1), value=_values)
+def test_fast_paths_agree_with_the_general_path(index: int, value) -> None:
+    info = _FAST_TYPES[index]
+    fast = _outcome(info, value)
+    slow = _outcome(info, _slow_twin(value))
+    assert fast[0] == slow[0]
+    if fast[0] == "ok":
+        assert fast[1] == slow[1]  # the same value (str subclasses pass through unchanged)
+    else:  # the same path, declaration and constraint (the type names of the values differ)
+        assert fast[1].split(", got")[0] == slow[1].split(", got")[0]
+
+
+def test_coercer_is_what_coerce_does() -> None:
+    for info in _FAST_TYPES:
+        coercer = info.coercer()
+        assert callable(coercer)
+    assert Types.LONG().coercer()(5) == 5
+    assert Types.FLOAT().coercer()(110.1) == 110.0999984741211
+    with pytest.raises(TypeError, match=r"^v\[0\]: Types.LONG\(\)"):
+        Types.LONG().coercer()("x", "v[0]")
+    assert Types.PICKLED_BYTE_ARRAY().coercer()([1]) == [1]
+
+
+def test_fast_paths_keep_row_kinds_and_reorder_named_rows() -> None:
+    info = Types.ROW_NAMED(["id", "name"], [Types.INT(), Types.STRING()])
+    row = Row.of_kind(RowKind.UPDATE_AFTER, name="a", id=1)
+    out = info.coerce(row)
+    assert repr(out) == "Row(id=1, name='a')" and out.get_row_kind() is RowKind.UPDATE_AFTER
+    extra = Row(id=1, name="a", more=2)
+    with pytest.raises(ValueError, match=r"not declared \['more'\]"):
+        info.coerce(extra)
+    with pytest.raises(ValueError, match="has 2 fields, got 3 values"):
+        info.coerce(Row(1, "a", 2))
+    big = Types.TUPLE([Types.INT()] * 6)
+    assert big.coerce(list(range(6))) == tuple(range(6))
+    with pytest.raises(ValueError, match="has 6 fields, got 5"):
+        big.coerce(tuple(range(5)))

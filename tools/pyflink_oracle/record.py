@@ -15,7 +15,7 @@ Usage (stdlib only; any Python 3.10+ can run it)::
     python tools/pyflink_oracle/record.py state_access    # only some examples
 
 The PyFlink Python is ``--python``, else ``$SPARKTIDE_PYFLINK_PYTHON``, else
-``/work/flinkvenv/bin/python``. Its ``bin`` directory is put first on ``PATH`` because PyFlink
+``.venv-flink/bin/python`` in the repository (``tools/install_pyflink.sh`` makes it). Its ``bin`` directory is put first on ``PATH`` because PyFlink
 starts its Python workers as ``python`` from ``PATH``.
 
 ``tests/test_pyflink_parity.py`` imports :func:`normalize`, :data:`EXAMPLES` and
@@ -35,7 +35,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 DATA_DIR = REPO / "tests" / "data" / "pyflink"
-DEFAULT_PYTHON = "/work/flinkvenv/bin/python"
+DEFAULT_PYTHON = str(Path(__file__).resolve().parents[2] / ".venv-flink" / "bin" / "python")
 TIMEOUT_S = 600
 
 # Example name -> path relative to pyflink/examples/datastream (and to examples/pyflink).

@@ -21,10 +21,26 @@ from sparktide.datastream.functions import (
 )
 from sparktide.datastream.output_tag import OutputTag
 from sparktide.datastream.timerservice import TimeDomain, TimerService
+from sparktide.datastream.window import (
+    AllWindowFunction,
+    CountWindow,
+    GlobalWindow,
+    MergingWindowAssigner,
+    ProcessAllWindowFunction,
+    ProcessWindowFunction,
+    TimeWindow,
+    Trigger,
+    TriggerResult,
+    Window,
+    WindowAssigner,
+    WindowFunction,
+)
 
 # The stream and environment classes import the runtime, whose operators import the function
 # classes above: load them on first use so that either side can be imported first.
 _LAZY = {
+    "AllWindowedStream": "sparktide.datastream.windowed_stream",
+    "WindowedStream": "sparktide.datastream.windowed_stream",
     "CloseableIterator": "sparktide.datastream.data_stream",
     "ConnectedStreams": "sparktide.datastream.data_stream",
     "DataStream": "sparktide.datastream.data_stream",
@@ -54,30 +70,44 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "AggregateFunction",
+    "AllWindowFunction",
+    "AllWindowedStream",
     "CloseableIterator",
     "CoFlatMapFunction",
     "CoMapFunction",
     "CoProcessFunction",
     "ConnectedStreams",
+    "CountWindow",
     "DataStream",
     "DataStreamSink",
     "ExecutionConfig",
     "FilterFunction",
     "FlatMapFunction",
     "Function",
+    "GlobalWindow",
     "JobExecutionResult",
     "KeySelector",
     "KeyedCoProcessFunction",
     "KeyedProcessFunction",
     "KeyedStream",
     "MapFunction",
+    "MergingWindowAssigner",
     "OutputTag",
+    "ProcessAllWindowFunction",
     "ProcessFunction",
+    "ProcessWindowFunction",
     "ReduceFunction",
     "RuntimeContext",
     "RuntimeExecutionMode",
     "SinkFunction",
     "StreamExecutionEnvironment",
     "TimeDomain",
+    "TimeWindow",
     "TimerService",
+    "Trigger",
+    "TriggerResult",
+    "Window",
+    "WindowAssigner",
+    "WindowFunction",
+    "WindowedStream",
 ]

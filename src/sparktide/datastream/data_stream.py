@@ -44,6 +44,7 @@ from sparktide.runtime.operators.simple import (
 
 if TYPE_CHECKING:
     from sparktide.datastream.environment import StreamExecutionEnvironment
+    from sparktide.datastream.windowed_stream import AllWindowedStream, WindowedStream
 
 __all__ = ["ConnectedStreams", "DataStream", "DataStreamSink", "KeyedStream"]
 
@@ -290,6 +291,21 @@ class DataStream:
         )
         return DataStream(self._env, node)
 
+    def window_all(self, window_assigner: Any) -> AllWindowedStream:
+        """Split the whole (non-keyed) stream into windows of ``window_assigner``; one subtask
+        evaluates them (PyFlink's ``window_all``)."""
+        from sparktide.datastream.windowed_stream import AllWindowedStream
+
+        return AllWindowedStream(self, window_assigner)
+
+    def count_window_all(self, size: int, slide: int = 0) -> AllWindowedStream:
+        """Tumbling (``slide == 0``) or sliding count windows over the whole stream: Flink's
+        ``GlobalWindows`` + ``PurgingTrigger(CountTrigger(size))``, or + ``CountEvictor(size)``
+        + ``CountTrigger(slide)``."""
+        from sparktide.datastream.windowed_stream import count_window_all
+
+        return count_window_all(self, size, slide)
+
     # ------------------------------------------------------------------ sinks
 
     def print(self, sink_identifier: str | None = None) -> DataStreamSink:
@@ -457,6 +473,21 @@ class KeyedStream(DataStream):
 
     def key_by(self, key_selector: Any, key_type: Any = None) -> KeyedStream:
         return KeyedStream(self._origin, _key_selector(key_selector), key_type)
+
+    def window(self, window_assigner: Any) -> WindowedStream:
+        """Split each key's elements into windows of ``window_assigner`` (a WindowAssigner such
+        as ``TumblingEventTimeWindows.of(Time.seconds(5))``)."""
+        from sparktide.datastream.windowed_stream import WindowedStream
+
+        return WindowedStream(self, window_assigner)
+
+    def count_window(self, size: int, slide: int = 0) -> WindowedStream:
+        """Tumbling (``slide == 0``) or sliding count windows per key: Flink's
+        ``GlobalWindows`` + ``PurgingTrigger(CountTrigger(size))``, or + ``CountEvictor(size)``
+        + ``CountTrigger(slide)`` (every ``slide`` elements, the last ``size``)."""
+        from sparktide.datastream.windowed_stream import count_window
+
+        return count_window(self, size, slide)
 
 
 class _FunctionAdapter(KeyedProcessFunction):

@@ -140,6 +140,9 @@ class _ChainInput:
 
     __slots__ = ("collect", "emit_watermark", "emit_watermark_status")
 
+    def collect_side(self, tag: Any, record: StreamRecord) -> None:
+        """A side output nobody reads."""
+
     def __init__(self, op: Any, index: int) -> None:
         if index == 2:
             self.collect = op.process_element2
@@ -216,9 +219,16 @@ class _ExchangeWriter:
                 self._kg_cache[key] = kg
             except TypeError:
                 kg = assign_to_key_group(key, self._maxp)
-            target = kg * self._parallelism // self._maxp
-            self._buffers[target].append(
-                (self._cursor.out(), self._channel, self._index, record, key, kg)
+            c = self._cursor
+            self._buffers[kg * self._parallelism // self._maxp].append(
+                (
+                    c.tag if c.backend is None else c.out(),
+                    self._channel,
+                    self._index,
+                    record,
+                    key,
+                    kg,
+                )
             )
             return
         if part == "global":
@@ -230,8 +240,8 @@ class _ExchangeWriter:
             (self._cursor.out(), self._channel, self._index, record, None, None)
         )
 
-    def collect_side(self, tag: Any, record: StreamRecord) -> None:  # pragma: no cover
-        raise AssertionError("side outputs are routed before the exchange")
+    def collect_side(self, tag: Any, record: StreamRecord) -> None:
+        """A side output nobody reads (read side outputs are routed before the exchange)."""
 
     def emit_watermark(self, watermark: Watermark) -> None:
         entry = (self._cursor.watermark_out(), self._channel, self._index, watermark, None, None)
@@ -310,7 +320,10 @@ class LocalExecutor:
             target = targets_for(consumer, edge)
             (main if edge.tag is None else side.setdefault(edge.tag, [])).append(target)
         typed = node.kind != "source" and node.coerce_output
-        return _NodeOutput(main, side, node.output_type if typed else None)
+        out = _NodeOutput(main, side, node.output_type if typed else None)
+        if len(main) == 1 and not side and out._coerce is None:
+            return main[0]  # the only target: skip the fan-out layer
+        return out
 
     def _build(self) -> None:
         plan = self.plan
@@ -436,7 +449,19 @@ class LocalExecutor:
                 op.close()
             for clock in self._clocks:
                 clock.shutdown()
-        return {"rounds": self.rounds}
+        return self._metrics()
+
+    def _metrics(self) -> dict[str, Any]:
+        """Job metrics: rounds, late records dropped by window operators, timers fired."""
+        late = 0
+        fired = 0
+        for op in self._operators:
+            late += getattr(op, "num_late_records_dropped", 0)
+            manager = op.time_service_manager
+            if manager is not None:
+                for service in manager.services().values():
+                    fired += service.fired_event_time + service.fired_processing_time
+        return {"rounds": self.rounds, "late_records_dropped": late, "timers_fired": fired}
 
     def _run_rounds(self) -> None:
         every = self.config.get_watermark_every()

@@ -26,6 +26,8 @@ __all__ = [
 ]
 
 USER_TIMERS = "user-timers"
+_EVENT_TIME = TimeDomain.EVENT_TIME
+_PROCESSING_TIME = TimeDomain.PROCESSING_TIME
 
 
 def emit_results(operator: AbstractStreamOperator, results: Any, timestamp: int | None) -> None:
@@ -36,7 +38,7 @@ def emit_results(operator: AbstractStreamOperator, results: Any, timestamp: int 
     collect = out.collect  # type: ignore[union-attr]
     try:
         it = iter(results)
-    except TypeError:
+    except TypeError:  # not iterable: name the mistake
         raise TypeError(
             f"a process function must yield its outputs or return an iterable (or None), got "
             f"{type(results).__name__} ({results!r}); write `yield value` instead of "
@@ -45,8 +47,8 @@ def emit_results(operator: AbstractStreamOperator, results: Any, timestamp: int 
     for value in it:
         if type(value) is tuple and len(value) == 2 and isinstance(value[0], OutputTag):
             out.collect_side(value[0], StreamRecord(value[1], timestamp))  # type: ignore[union-attr]
-        else:
-            collect(StreamRecord(value, timestamp))
+            continue
+        collect(StreamRecord(value, timestamp))
 
 
 def _side_output(
@@ -109,6 +111,9 @@ class KeyedProcessOperator(AbstractStreamOperator):
             )
         service = self.get_internal_timer_service(USER_TIMERS, self)
         self._ctx = KeyedContext(self, SimpleTimerService(service))
+        # bound once: these run per record / per timer
+        self._process = self.function.process_element
+        self._on_timer = self.function.on_timer
         self.function.open(self.runtime_context)  # type: ignore[arg-type]
 
     def close(self) -> None:
@@ -125,23 +130,23 @@ class KeyedProcessOperator(AbstractStreamOperator):
         ts = record.timestamp
         ctx._ts = ts  # type: ignore[union-attr]
         ctx._domain = None  # type: ignore[union-attr]
-        results = self.function.process_element(record.value, ctx)  # type: ignore[arg-type]
+        results = self._process(record.value, ctx)
         if results is not None:
             emit_results(self, results, ts)
 
     def on_event_time(self, timestamp: int, key: Any, namespace: Any) -> None:
         ctx = self._ctx
         ctx._ts = timestamp  # type: ignore[union-attr]
-        ctx._domain = TimeDomain.EVENT_TIME  # type: ignore[union-attr]
-        results = self.function.on_timer(timestamp, ctx)  # type: ignore[arg-type]
+        ctx._domain = _EVENT_TIME  # type: ignore[union-attr]
+        results = self._on_timer(timestamp, ctx)
         if results is not None:
             emit_results(self, results, timestamp)
 
     def on_processing_time(self, timestamp: int, key: Any, namespace: Any) -> None:
         ctx = self._ctx
         ctx._ts = None  # type: ignore[union-attr]
-        ctx._domain = TimeDomain.PROCESSING_TIME  # type: ignore[union-attr]
-        results = self.function.on_timer(timestamp, ctx)  # type: ignore[arg-type]
+        ctx._domain = _PROCESSING_TIME  # type: ignore[union-attr]
+        results = self._on_timer(timestamp, ctx)
         if results is not None:
             emit_results(self, results, None)
 

@@ -1,0 +1,94 @@
+"""Windows with PyFlink's names (``pyflink.datastream.window`` → ``sparktide.datastream.window``):
+windows, assigners, triggers, evictors and window functions.
+
+>>> from sparktide.datastream.window import TumblingEventTimeWindows, TimeWindow
+>>> TumblingEventTimeWindows.of(10).assign_windows("x", 23, None)
+(TimeWindow(start=20, end=30),)
+"""
+
+from sparktide.datastream.window.assigners import (
+    DynamicEventTimeSessionWindows,
+    DynamicProcessingTimeSessionWindows,
+    EventTimeSessionWindows,
+    MergingWindowAssigner,
+    ProcessingTimeSessionWindows,
+    SessionWindowTimeGapExtractor,
+    SlidingEventTimeWindows,
+    SlidingProcessingTimeWindows,
+    TumblingEventTimeWindows,
+    TumblingProcessingTimeWindows,
+    WindowAssigner,
+)
+from sparktide.datastream.window.evictors import (
+    CountEvictor,
+    DeltaEvictor,
+    DeltaFunction,
+    Evictor,
+    TimeEvictor,
+    TimestampedValue,
+)
+from sparktide.datastream.window.functions import (
+    AllWindowFunction,
+    KeyedStateStore,
+    ProcessAllWindowFunction,
+    ProcessWindowFunction,
+    WindowFunction,
+)
+from sparktide.datastream.window.global_windows import (
+    CountSlidingWindowAssigner,
+    CountTumblingWindowAssigner,
+    GlobalWindows,
+)
+from sparktide.datastream.window.triggers import (
+    ContinuousEventTimeTrigger,
+    ContinuousProcessingTimeTrigger,
+    CountTrigger,
+    EventTimeTrigger,
+    NeverTrigger,
+    ProcessingTimeTrigger,
+    PurgingTrigger,
+    Trigger,
+    TriggerResult,
+)
+from sparktide.datastream.window.windows import CountWindow, GlobalWindow, TimeWindow, Window
+
+__all__ = [
+    "AllWindowFunction",
+    "ContinuousEventTimeTrigger",
+    "ContinuousProcessingTimeTrigger",
+    "CountEvictor",
+    "CountSlidingWindowAssigner",
+    "CountTrigger",
+    "CountTumblingWindowAssigner",
+    "CountWindow",
+    "DeltaEvictor",
+    "DeltaFunction",
+    "DynamicEventTimeSessionWindows",
+    "DynamicProcessingTimeSessionWindows",
+    "EventTimeSessionWindows",
+    "EventTimeTrigger",
+    "Evictor",
+    "GlobalWindow",
+    "GlobalWindows",
+    "KeyedStateStore",
+    "MergingWindowAssigner",
+    "NeverTrigger",
+    "ProcessAllWindowFunction",
+    "ProcessWindowFunction",
+    "ProcessingTimeSessionWindows",
+    "ProcessingTimeTrigger",
+    "PurgingTrigger",
+    "SessionWindowTimeGapExtractor",
+    "SlidingEventTimeWindows",
+    "SlidingProcessingTimeWindows",
+    "TimeEvictor",
+    "TimeWindow",
+    "TimestampedValue",
+    "Trigger",
+    "TriggerResult",
+    "TumblingEventTimeWindows",
+    "TumblingProcessingTimeWindows",
+    "Window",
+    "WindowAssigner",
+    "WindowFunction",
+]

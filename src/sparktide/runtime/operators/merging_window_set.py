@@ -1,0 +1,142 @@
+"""``MergingWindowSet``: the in-flight windows of one key for a merging assigner (sessions),
+each mapped to the *state window*, the namespace that holds its contents (Flink's
+``MergingWindowSet``).
+
+When windows merge, the contents are not moved: the merge result keeps the state window of one
+of the merged windows (the earliest, by the order the assigner reports them; Flink takes
+"any"), and the other state windows are merged into it. The mapping lives in keyed state (a
+map state ``"merging-window-set"``, void namespace), so it is snapshotted with everything
+else; a set is loaded per element or timer and written back by :meth:`persist` only when it
+changed.
+
+>>> from sparktide.datastream.window import EventTimeSessionWindows, TimeWindow
+>>> class Store(dict):  # stands in for the map state
+...     def items(self): return list(super().items())
+...     def put_all(self, d): self.update(d)
+>>> store = Store()
+>>> s = MergingWindowSet(EventTimeSessionWindows.with_gap(5), store)
+>>> s.add_window(TimeWindow(0, 5), print)
+TimeWindow(start=0, end=5)
+>>> s.add_window(TimeWindow(3, 8), lambda *args: print("merge", *args))
+merge TimeWindow(start=0, end=8) [TimeWindow(start=0, end=5)] TimeWindow(start=0, end=5) []
+TimeWindow(start=0, end=8)
+>>> s.get_state_window(TimeWindow(0, 8))
+TimeWindow(start=0, end=5)
+>>> s.persist(); store
+{TimeWindow(start=0, end=8): TimeWindow(start=0, end=5)}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["MergeFunction", "MergingWindowSet"]
+
+MergeFunction = Callable[[Any, list[Any], Any, list[Any]], None]
+"""``merge(merge_result, merged_windows, state_window_result, merged_state_windows)``."""
+
+
+class MergingWindowSet:
+    """The window -> state window mapping of the current key, loaded from ``state`` (a map
+    state, or anything with ``items()``, ``clear()`` and ``put_all(dict)``)."""
+
+    __slots__ = ("_assigner", "_initial", "_mapping", "_state")
+
+    def __init__(self, assigner: Any, state: Any) -> None:
+        self._assigner = assigner
+        self._state = state
+        self._mapping: dict[Any, Any] = dict(state.items())
+        self._initial = dict(self._mapping)
+
+    def persist(self) -> None:
+        """Write the mapping back to the state if it changed."""
+        if self._mapping != self._initial:
+            self._state.clear()
+            if self._mapping:
+                self._state.put_all(dict(self._mapping))
+            self._initial = dict(self._mapping)
+
+    def get_state_window(self, window: Any) -> Any:
+        """The state window of the in-flight ``window``, or None."""
+        return self._mapping.get(window)
+
+    def retire_window(self, window: Any) -> None:
+        """Forget ``window`` (it was purged or expired); its state must be cleared by the
+        caller."""
+        if self._mapping.pop(window, None) is None:
+            raise KeyError(f"Window {window!r} is not in the in-flight window set")
+
+    def windows(self) -> list[Any]:
+        """The in-flight windows (in insertion order)."""
+        return list(self._mapping)
+
+    def add_window(self, new_window: Any, merge_function: MergeFunction) -> Any:
+        """Add ``new_window`` and merge it (and whatever else the assigner merges); return the
+        window ``new_window`` ended up in.
+
+        ``merge_function(merge_result, merged_windows, state_window_result,
+        merged_state_windows)`` is called per merge, after the mapping was updated:
+        ``merged_windows`` are the in-flight windows that disappeared (``new_window``
+        excluded: it never had state), ``state_window_result`` the state window the result
+        keeps and ``merged_state_windows`` the state windows to merge into it.
+        """
+        mapping = self._mapping
+        results: dict[Any, list[Any]] = {}
+
+        def collect(to_be_merged: Any, merge_result: Any) -> None:
+            results[merge_result] = list(to_be_merged)
+
+        self._assigner.merge_windows([*mapping, new_window], _Callback(collect))
+        result_window = new_window
+        merged_new_window = False
+        for merge_result, merged_windows in results.items():
+            if new_window in merged_windows:
+                merged_windows = [w for w in merged_windows if w != new_window]
+                merged_new_window = True
+                result_window = merge_result
+            if not merged_windows:  # only the new window: nothing held state yet
+                mapping.setdefault(merge_result, merge_result)
+                continue
+            state_window_result = mapping[merged_windows[0]]
+            merged_state_windows = []
+            for w in merged_windows:
+                sw = mapping.pop(w, None)
+                if sw is not None and sw != state_window_result:
+                    merged_state_windows.append(sw)
+            mapping[merge_result] = state_window_result
+            if not (len(merged_windows) == 1 and merged_windows[0] == merge_result):
+                merge_function(
+                    merge_result, merged_windows, state_window_result, merged_state_windows
+                )
+        if not results or (result_window == new_window and not merged_new_window):
+            # Flink re-maps the window to itself even when it is already in flight, which
+            # loses the contents of an equal merged window (possible with dynamic gaps): keep it.
+            mapping.setdefault(result_window, result_window)
+        return result_window
+
+    def _check(self) -> None:
+        """Assert the invariants (for tests): state windows are distinct, and no two in-flight
+        windows would still merge."""
+        values = list(self._mapping.values())
+        assert len(values) == len(set(values)), f"state windows shared: {self._mapping}"
+        pending: list[Any] = []
+        self._assigner.merge_windows(
+            list(self._mapping), _Callback(lambda merged, result: pending.append(result))
+        )
+        assert not pending, f"in-flight windows still merge into {pending}: {self._mapping}"
+
+    def __repr__(self) -> str:
+        return f"MergingWindowSet({self._mapping!r})"
+
+
+class _Callback:
+    """A ``MergeCallback`` around a plain function (assigners may call ``callback.merge``)."""
+
+    __slots__ = ("merge",)
+
+    def __init__(self, merge: Callable[[Any, Any], None]) -> None:
+        self.merge = merge
+
+    def __call__(self, to_be_merged: Any, merge_result: Any) -> None:
+        self.merge(to_be_merged, merge_result)

@@ -1,0 +1,443 @@
+"""``WindowOperator``: keyed windows with assigners, triggers, allowed lateness, late side
+output and merging (sessions) (Flink's ``WindowOperator``).
+
+Per element: the assigner gives the windows; windows already late (event time and
+``cleanup_time(w) <= watermark``) are skipped; for each other window the element is added to
+the window's contents, the trigger's ``on_element`` decides (FIRE / PURGE), and a cleanup timer
+is registered at ``cleanup_time(w)`` (``max_timestamp + allowed_lateness``, saturating at MAX;
+processing time: ``max_timestamp``). An element that lands in no window and is itself late
+(``ts + allowed_lateness <= watermark``) goes to the late side output if one is set, else it is
+counted in ``num_late_records_dropped``. Timers call the trigger; the cleanup timer clears the
+window's contents, trigger state, per-window state and merging state. Results carry the
+timestamp ``window.max_timestamp()``. Timers live only in the ``"window-timers"`` service and
+all state (contents, trigger state, merging sets) only in the keyed state backend, so a
+snapshot holds everything.
+
+**Assign / accumulate / fire.** The operator keeps these as three steps behind small
+interfaces, so a columnar implementation can replace the middle one without touching the rest:
+
+* *assign*: ``assigner.assign_windows`` (for the built-in time windows plain integer arithmetic:
+  ``start = ts - (ts - offset) % size``), then the lateness filter;
+* *accumulate*: the window contents, a :class:`WindowContents` (``set_current_namespace``,
+  ``add``, ``get``, ``clear``, ``merge_namespaces``): by default the backend's internal reducing,
+  aggregating or list state, built by ``contents_factory(backend)``;
+* *fire*: ``contents.get()`` handed to the internal window function, outputs stamped with
+  ``max_timestamp``.
+
+Per record, a tumbling or sliding reduce does only: assign, then per window set the namespace,
+add to the reducing state and call ``trigger.on_element`` (``EventTimeTrigger``: compare with
+the watermark, register a deduplicated timer, which without allowed lateness is also the
+cleanup timer).
+
+A vectorized path for built-in aggregates under event-time triggers plugs in at the
+*accumulate* seam: it assigns windows for a whole Arrow batch with the same arithmetic on
+columns, drops late rows with one comparison, pre-aggregates per (key, window) group with Arrow
+compute (sum / min / max / count), and hands each group's partial to a ``WindowContents`` that
+combines partials (``add`` of a partial is a reduce). The trigger then runs once per (key,
+window) group instead of once per row — equivalent for ``EventTimeTrigger``, whose
+``on_element`` depends only on the window and the watermark — and the fire step is unchanged.
+
+>>> from sparktide.datastream.window import TumblingEventTimeWindows
+>>> from sparktide.runtime.operators.window_builder import WindowOperatorBuilder
+>>> from sparktide.testing import KeyedOneInputStreamOperatorTestHarness
+>>> op = WindowOperatorBuilder(TumblingEventTimeWindows.of(10)).reduce(
+...     lambda a, b: (a[0], a[1] + b[1]))
+>>> h = KeyedOneInputStreamOperatorTestHarness(op, lambda v: v[0]); h.open()
+>>> for v, ts in [(("a", 1), 3), (("a", 2), 7), (("b", 5), 12)]: h.process_element(v, ts)
+>>> h.process_watermark(15)
+>>> h.get_output()
+[StreamRecord(('a', 3), 9), Watermark(15)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from sparktide.datastream.output_tag import OutputTag
+from sparktide.datastream.state import ListStateDescriptor, MapStateDescriptor, StateDescriptor
+from sparktide.datastream.window.triggers import EventTimeTrigger, TriggerResult
+from sparktide.runtime.elements import MAX_TIMESTAMP, StreamRecord
+from sparktide.runtime.operators.base import AbstractStreamOperator
+from sparktide.runtime.operators.merging_window_set import MergingWindowSet
+from sparktide.runtime.operators.process import emit_results
+from sparktide.runtime.operators.window_functions import (
+    AssignerContext,
+    InternalWindowFunction,
+    PassThroughFunction,
+    WindowProcessContext,
+    WindowTriggerContext,
+)
+
+__all__ = ["WINDOW_CONTENTS", "WINDOW_TIMERS", "WindowContents", "WindowOperator"]
+
+WINDOW_TIMERS = "window-timers"
+WINDOW_CONTENTS = "window-contents"
+MERGING_WINDOW_SET = "merging-window-set"
+
+_CONTINUE = TriggerResult.CONTINUE
+_FIRE = TriggerResult.FIRE
+_PURGE = TriggerResult.PURGE
+_FIRE_AND_PURGE = TriggerResult.FIRE_AND_PURGE
+
+
+class WindowContents(Protocol):
+    """The accumulation seam: namespace-scoped contents of the current key's windows."""
+
+    def set_current_namespace(self, namespace: Any) -> None: ...
+
+    def add(self, value: Any) -> None: ...
+
+    def get(self) -> Any: ...
+
+    def clear(self) -> None: ...
+
+    def merge_namespaces(self, target: Any, sources: list[Any]) -> None: ...
+
+
+def _bad_result(trigger: Any, method: str, result: Any) -> TypeError:
+    return TypeError(
+        f"trigger {trigger!r}.{method} returned {result!r} ({type(result).__name__}); it must "
+        "return a TriggerResult: CONTINUE, FIRE, PURGE or FIRE_AND_PURGE"
+    )
+
+
+class WindowOperator(AbstractStreamOperator):
+    """Evaluates keyed windows; see the module docstring.
+
+    ``contents_descriptor`` describes the window contents (a reducing, aggregating or list state
+    descriptor named ``"window-contents"``); ``function`` is an :class:`InternalWindowFunction`.
+    Usually built by ``WindowOperatorBuilder`` / ``WindowedStream``.
+
+    >>> from sparktide.datastream.state import ReducingStateDescriptor
+    >>> from sparktide.datastream.window import (
+    ...     EventTimeTrigger, TimeWindow, TumblingEventTimeWindows)
+    >>> op = WindowOperator(TumblingEventTimeWindows.of(10),
+    ...     ReducingStateDescriptor(WINDOW_CONTENTS, max, None), PassThroughFunction(),
+    ...     EventTimeTrigger.create(), allowed_lateness=5)
+    >>> op.cleanup_time(TimeWindow(0, 10)), op.num_late_records_dropped
+    (14, 0)
+    """
+
+    _evicting = False
+
+    def __init__(
+        self,
+        assigner: Any,
+        contents_descriptor: StateDescriptor | None,
+        function: InternalWindowFunction,
+        trigger: Any,
+        allowed_lateness: int = 0,
+        late_data_output_tag: OutputTag | None = None,
+        *,
+        contents_factory: Callable[[Any], WindowContents] | None = None,
+    ) -> None:
+        super().__init__()
+        if type(allowed_lateness) is not int or allowed_lateness < 0:
+            raise ValueError(f"allowed_lateness must be an int >= 0 (ms), got {allowed_lateness!r}")
+        if late_data_output_tag is not None and not isinstance(late_data_output_tag, OutputTag):
+            raise TypeError(
+                f"late_data_output_tag must be an OutputTag, got "
+                f"{type(late_data_output_tag).__name__}"
+            )
+        self.assigner = assigner
+        self.trigger = trigger
+        self.function = function
+        self.allowed_lateness = allowed_lateness
+        self.late_data_output_tag = late_data_output_tag
+        self._descriptor = contents_descriptor
+        self._contents_factory = contents_factory
+        self._merging = callable(getattr(assigner, "merge_windows", None))
+        self._event_time = bool(assigner.is_event_time())
+        self.num_late_records_dropped = 0
+        """Records dropped as late (no late side output set): Flink's metric."""
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def open(self) -> None:
+        backend = self.keyed_state_backend
+        if backend is None:
+            raise RuntimeError(
+                "window operations need a keyed stream: key_by(...) before window(...), or use "
+                "window_all(...) on a non-keyed stream"
+            )
+        self._timers = self.get_internal_timer_service(WINDOW_TIMERS, self)
+        if self._contents_factory is not None:
+            contents = self._contents_factory(backend)
+        else:
+            contents = backend.get_internal_state(self._descriptor)  # type: ignore[arg-type]
+        if self._merging and not callable(getattr(contents, "merge_namespaces", None)):
+            raise TypeError(
+                "the window uses a merging assigner (sessions), but its contents cannot be "
+                "merged; use reduce, aggregate, apply or process"
+            )
+        self.contents = contents
+        self._set_ns = contents.set_current_namespace
+        self._add = contents.add
+        self._get = contents.get
+        self._clear = contents.clear
+        self._list_contents = isinstance(self._descriptor, ListStateDescriptor)
+        self._trigger_ctx = WindowTriggerContext(backend, self._timers)
+        self._process_ctx = WindowProcessContext(self, self._merging)
+        self._assigner_ctx = AssignerContext(self)
+        self._assign = self.assigner.assign_windows
+        self._on_element = self.trigger.on_element
+        self._pass_through = type(self.function) is PassThroughFunction
+        # EventTimeTrigger.on_element returning CONTINUE has just registered the timer at
+        # max_timestamp; without lateness that is the cleanup timer too: skip registering it again
+        self._trigger_registers_cleanup = (
+            type(self.trigger) is EventTimeTrigger
+            and self._event_time
+            and not self.allowed_lateness
+        )
+        if self._merging:
+            self._merging_state = backend.get_partitioned_state(
+                MapStateDescriptor(MERGING_WINDOW_SET, None, None)
+            )
+        self.function.open(self.runtime_context)
+
+    def close(self) -> None:
+        self.function.close()
+        super().close()
+
+    # ------------------------------------------------------------------ elements
+
+    def process_element(self, record: StreamRecord) -> None:
+        self.keyed_state_backend.set_current_key(self.key_selector(record.value))  # type: ignore[union-attr,misc]
+        self.process_keyed_element(record)
+
+    def process_keyed_element(self, record: StreamRecord) -> None:
+        """Process ``record`` for the key already set in the key context."""
+        value = record.value
+        ts = record.timestamp
+        windows = self._assign(value, ts, self._assigner_ctx)
+        item = (value, ts) if self._evicting else value
+        if self._merging:
+            skipped = self._process_merging(value, ts, windows, item)
+        else:
+            skipped = True
+            event_time = self._event_time
+            lateness = self.allowed_lateness
+            watermark = self._current_watermark
+            set_ns, add = self._set_ns, self._add
+            ctx = self._trigger_ctx
+            on_element = self._on_element
+            register = self._timers.register_event_time_timer
+            cleanup_registered = self._trigger_registers_cleanup
+            for window in windows:
+                max_ts = window.max_timestamp()
+                if event_time:
+                    cleanup = max_ts + lateness
+                    if cleanup > MAX_TIMESTAMP:
+                        cleanup = MAX_TIMESTAMP
+                    if cleanup <= watermark:
+                        continue  # the window is late
+                skipped = False
+                set_ns(window)
+                add(item)
+                ctx.window = window
+                result = on_element(value, ts, window, ctx)
+                if result is _CONTINUE:
+                    if cleanup_registered:
+                        continue
+                else:
+                    if result is _FIRE or result is _FIRE_AND_PURGE:
+                        contents = self._contents_or_none()
+                        if contents is None:
+                            continue
+                        self._emit_window_contents(window, contents)
+                    elif result is not _PURGE:
+                        raise _bad_result(self.trigger, "on_element", result)
+                    if result is _PURGE or result is _FIRE_AND_PURGE:
+                        self._clear()
+                if event_time:
+                    if cleanup != MAX_TIMESTAMP:
+                        register(window, cleanup)
+                elif max_ts != MAX_TIMESTAMP:
+                    self._timers.register_processing_time_timer(window, max_ts)
+        if (
+            skipped
+            and self._event_time
+            and ts is not None
+            and ts + self.allowed_lateness <= self._current_watermark
+        ):
+            tag = self.late_data_output_tag
+            if tag is not None:
+                self.output.collect_side(tag, record)  # type: ignore[union-attr]
+            else:
+                self.num_late_records_dropped += 1
+
+    def _process_merging(self, value: Any, ts: Any, windows: Any, item: Any) -> bool:
+        merging = self._merging_window_set()
+        skipped = True
+        ctx = self._trigger_ctx
+        for window in windows:
+            actual = merging.add_window(window, self._merge)
+            if self._is_window_late(actual):
+                merging.retire_window(actual)
+                continue
+            skipped = False
+            state_window = merging.get_state_window(actual)
+            if state_window is None:  # pragma: no cover - add_window always maps the result
+                raise RuntimeError(f"Window {window!r} is not in the in-flight window set")
+            self._set_ns(state_window)
+            self._add(item)
+            ctx.window = actual
+            result = self._on_element(value, ts, actual, ctx)
+            if result is not _CONTINUE:
+                if result is _FIRE or result is _FIRE_AND_PURGE:
+                    contents = self._contents_or_none()
+                    if contents is None:
+                        continue
+                    self._emit_window_contents(actual, contents)
+                elif result is not _PURGE:
+                    raise _bad_result(self.trigger, "on_element", result)
+                if result is _PURGE or result is _FIRE_AND_PURGE:
+                    self._clear()
+            self._register_cleanup_timer(actual)
+        merging.persist()
+        return skipped
+
+    def _merge(
+        self,
+        merge_result: Any,
+        merged_windows: list[Any],
+        state_window_result: Any,
+        merged_state_windows: list[Any],
+    ) -> None:
+        """The merge function of :meth:`MergingWindowSet.add_window`."""
+        max_ts = merge_result.max_timestamp()
+        if self._event_time:
+            watermark = self._current_watermark
+            if max_ts + self.allowed_lateness <= watermark:
+                raise RuntimeError(
+                    f"The end timestamp of an event-time window cannot become earlier than the "
+                    f"current watermark by merging. Current watermark: {watermark} window: "
+                    f"{merge_result!r}; a merging assigner must merge into a window covering the "
+                    "merged ones"
+                )
+        else:
+            now = self._timers.current_processing_time()
+            if max_ts <= now:
+                raise RuntimeError(
+                    f"The end timestamp of a processing-time window cannot become earlier than "
+                    f"the current processing time by merging. Current processing time: {now} "
+                    f"window: {merge_result!r}"
+                )
+        ctx = self._trigger_ctx
+        ctx.window = merge_result
+        ctx.merged_windows = merged_windows
+        try:
+            self.trigger.on_merge(merge_result, ctx)
+        finally:
+            ctx.merged_windows = None
+        for window in merged_windows:
+            ctx.window = window
+            self.trigger.clear(window, ctx)
+            self._delete_cleanup_timer(window)
+        self.contents.merge_namespaces(state_window_result, merged_state_windows)
+
+    # ------------------------------------------------------------------ timers
+
+    def on_event_time(self, timestamp: int, key: Any, namespace: Any) -> None:
+        self._on_timer(timestamp, namespace, True)
+
+    def on_processing_time(self, timestamp: int, key: Any, namespace: Any) -> None:
+        self._on_timer(timestamp, namespace, False)
+
+    def _on_timer(self, timestamp: int, window: Any, event: bool) -> None:
+        ctx = self._trigger_ctx
+        ctx.window = window
+        merging = None
+        if self._merging:
+            merging = self._merging_window_set()
+            state_window = merging.get_state_window(window)
+            if state_window is None:
+                return  # a timer of a window that is gone (a trigger did not delete it)
+            self._set_ns(state_window)
+        else:
+            self._set_ns(window)
+        trigger = self.trigger
+        if event:
+            result = trigger.on_event_time(timestamp, window, ctx)
+        else:
+            result = trigger.on_processing_time(timestamp, window, ctx)
+        if result is not _CONTINUE:
+            if result is _FIRE or result is _FIRE_AND_PURGE:
+                contents = self._contents_or_none()
+                if contents is not None:
+                    self._emit_window_contents(window, contents)
+            elif result is not _PURGE:
+                method = "on_event_time" if event else "on_processing_time"
+                raise _bad_result(trigger, method, result)
+            if result is _PURGE or result is _FIRE_AND_PURGE:
+                self._clear()
+        if event == self._event_time and self.cleanup_time(window) == timestamp:
+            self._clear_all_state(window, merging)
+        if merging is not None:
+            merging.persist()
+
+    # ------------------------------------------------------------------ helpers
+
+    def _contents_or_none(self) -> Any:
+        contents = self._get()
+        if self._list_contents and not contents:
+            return None
+        return contents
+
+    def _emit_window_contents(self, window: Any, contents: Any) -> None:
+        """The fire step: evaluate ``contents`` of ``window`` and emit at ``max_timestamp``."""
+        ts = window.max_timestamp()
+        if self._pass_through:
+            self.output.collect(StreamRecord(contents, ts))  # type: ignore[union-attr]
+            return
+        ctx = self._process_ctx
+        ctx.current_window = window
+        key = self.keyed_state_backend.current_key  # type: ignore[union-attr]
+        results = self.function.process(key, window, ctx, contents)
+        if results is not None:
+            emit_results(self, results, ts)
+
+    def _clear_all_state(self, window: Any, merging: MergingWindowSet | None) -> None:
+        self._clear()
+        ctx = self._trigger_ctx
+        ctx.window = window
+        self.trigger.clear(window, ctx)
+        pctx = self._process_ctx
+        pctx.current_window = window
+        self.function.clear(window, pctx)
+        if merging is not None:
+            merging.retire_window(window)
+            merging.persist()
+
+    def _merging_window_set(self) -> MergingWindowSet:
+        return MergingWindowSet(self.assigner, self._merging_state)
+
+    def cleanup_time(self, window: Any) -> int:
+        """When the window's state is dropped: ``max_timestamp + allowed_lateness`` (saturating
+        at MAX) for event time, ``max_timestamp`` for processing time."""
+        max_ts = window.max_timestamp()
+        if not self._event_time:
+            return max_ts  # type: ignore[no-any-return]
+        return min(max_ts + self.allowed_lateness, MAX_TIMESTAMP)  # type: ignore[no-any-return]
+
+    def _is_window_late(self, window: Any) -> bool:
+        return self._event_time and self.cleanup_time(window) <= self._current_watermark
+
+    def _register_cleanup_timer(self, window: Any) -> None:
+        t = self.cleanup_time(window)
+        if t == MAX_TIMESTAMP:
+            return
+        if self._event_time:
+            self._timers.register_event_time_timer(window, t)
+        else:
+            self._timers.register_processing_time_timer(window, t)
+
+    def _delete_cleanup_timer(self, window: Any) -> None:
+        t = self.cleanup_time(window)
+        if t == MAX_TIMESTAMP:
+            return
+        if self._event_time:
+            self._timers.delete_event_time_timer(window, t)
+        else:
+            self._timers.delete_processing_time_timer(window, t)
