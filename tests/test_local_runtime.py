@@ -353,7 +353,7 @@ def test_batch_mode_reduce_emits_only_final_values():
 
     env = env_with(parallelism=2)
     env.set_runtime_mode(RuntimeExecutionMode.BATCH)
-    words = env.from_collection("a b a c b a".split())
+    words = env.from_collection(["a", "b", "a", "c", "b", "a"])
     out = (
         words.map(lambda w: (w, 1)).key_by(lambda t: t[0]).reduce(lambda x, y: (x[0], x[1] + y[1]))
     )

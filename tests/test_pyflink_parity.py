@@ -3,8 +3,8 @@
 Each port under ``examples/pyflink/`` runs in a subprocess on the local runtime and must print the
 same multiset of lines as PyFlink 2.3 did (``tests/data/pyflink/<example>.txt``, recorded by
 ``tools/pyflink_oracle/record.py``; see the README there for the normalization). When a Python
-with apache-flink is at hand (``$SPARKTIDE_PYFLINK_PYTHON``, or ``.venv-flink`` made by ``tools/install_pyflink.sh``),
-the original example is also re-run and compared live.
+with apache-flink is at hand (``$SPARKTIDE_PYFLINK_PYTHON``, or ``.venv-flink`` made by
+``tools/install_pyflink.sh``), the original example is also re-run and compared live.
 
 An example whose ``sparktide`` imports do not all resolve yet is skipped with the missing names.
 """

@@ -1,5 +1,5 @@
-"""Common types shared by every API, with PyFlink's names (``pyflink.common`` → ``sparktide.common``):
-time spans, type information, rows and the watermark strategy."""
+"""Common types shared by every API, with PyFlink's names (``pyflink.common`` →
+``sparktide.common``): time spans, type information, rows and the watermark strategy."""
 
 from sparktide.common.row_kind import RowKind
 from sparktide.common.time import Duration, Time
