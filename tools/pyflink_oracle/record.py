@@ -14,9 +14,10 @@ Usage (stdlib only; any Python 3.10+ can run it)::
     python tools/pyflink_oracle/record.py --check         # compare with the recorded files
     python tools/pyflink_oracle/record.py state_access    # only some examples
 
-The PyFlink Python is ``--python``, else ``$SPARKTIDE_PYFLINK_PYTHON``, else ``.venv-
-flink/bin/python`` in the repository (``tools/install_pyflink.sh`` makes it). Its ``bin`` directory
-is put first on ``PATH`` because PyFlink starts its Python workers as ``python`` from ``PATH``.
+The PyFlink Python is ``--python``, else ``$SPARKTIDE_PYFLINK_PYTHON``, else
+``.venv-flink/bin/python`` in the repository (``tools/install_pyflink.sh`` makes it). Its ``bin``
+directory is put first on ``PATH`` because PyFlink starts its Python workers as ``python``
+from ``PATH``.
 
 ``tests/test_pyflink_parity.py`` imports :func:`normalize`, :data:`EXAMPLES` and
 :func:`run_example` from this file, so both sides of a comparison are normalized alike.
