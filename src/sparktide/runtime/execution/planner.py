@@ -1,4 +1,4 @@
-"""Plan a job graph for the local runtime: resolve virtual nodes, chain operators into stages.
+"""Plan a job graph: resolve virtual nodes, chain operators into stages (every runner uses it).
 
 * The **source stage** holds the sources and every split-local operator reachable from them
   through forward edges (map, flat_map, filter, process, timestamp assignment, sinks). It runs

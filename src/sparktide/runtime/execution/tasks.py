@@ -1,0 +1,296 @@
+"""Build the operator instances of a planned job and run its tasks (shared by all runners).
+
+* :class:`SplitTask`: one source split and its chain of split-local operators (the source stage
+  runs once per split). Its driver reads the split's records, assigns timestamps, runs the
+  split's watermark generator and writes to the exchange buffers of the next stages.
+* :class:`SubtaskTask`: one parallel instance of an exchange stage. :meth:`SubtaskTask.process`
+  takes the stage's buffered input, in position order, through the valves into the entry
+  operator; what the stage emits goes to the buffers of the following stages.
+
+A runner decides where tasks run and how buffers move: the local runtime keeps everything in one
+process; the Spark runner builds one task per Spark task and ships buffers through shuffles.
+Channel numbers are computed from the plan alone, so every process agrees on them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from sparktide.runtime.elements import StreamRecord, Watermark
+from sparktide.runtime.execution.planner import Plan, Stage
+from sparktide.runtime.execution.wiring import (
+    NO_KEY,
+    ChainInput,
+    Cursor,
+    ExchangeWriter,
+    NodeOutput,
+    SourceTagger,
+    ValveOutput,
+)
+from sparktide.runtime.graph import Edge, Node
+from sparktide.runtime.operators.base import OperatorSetup
+from sparktide.runtime.operators.simple import CollectSinkOperator
+from sparktide.runtime.valve import StatusWatermarkValve
+
+__all__ = ["JobTasks", "SplitTask", "SubtaskTask", "splits_of"]
+
+
+def splits_of(node: Node) -> list[Any]:
+    """The splits of a source node (a SourceFunction is one split)."""
+    source = node.source
+    if hasattr(source, "run"):
+        return [None]
+    cached = getattr(node, "_splits", None)
+    if cached is None:
+        cached = list(source.get_splits())
+        node._splits = cached  # type: ignore[attr-defined]
+    return cached
+
+
+class SplitTask:
+    """A source split: its driver (SplitReader or SourceFunctionDriver) and tagger."""
+
+    def __init__(self, index: int, driver: Any, tagger: SourceTagger) -> None:
+        self.index = index
+        self.driver = driver
+        self.tagger = tagger
+
+
+class SubtaskTask:
+    """One parallel instance of an exchange stage."""
+
+    def __init__(self, stage: Stage, index: int, cursor: Cursor, channels: dict[int, int]) -> None:
+        self.stage = stage
+        self.index = index
+        self.cursor = cursor
+        self.operators: dict[int, Any] = {}
+        self.entry: Any = None
+        self.mailbox: Any = None
+        self.clock: Any = None
+        self.valve_outputs: dict[int, ValveOutput] = {}
+        self.valves = {
+            i: StatusWatermarkValve(max(1, channels.get(i, 0)))
+            for i in ((1, 2) if stage.two_input else (1,))
+        }
+
+    def process(self, entries: Iterable[tuple]) -> None:
+        """Process ``(position, channel, input, element, key, key_group)`` entries, in order."""
+        cursor = self.cursor
+        op = self.entry
+        backend = op.keyed_state_backend
+        cursor.backend = backend if backend is not None else NO_KEY
+        valves, vouts = self.valves, self.valve_outputs
+        mailbox = self.mailbox
+        stage = self.stage
+        keyed = stage.keyed
+        if keyed:
+            set_key = backend.set_current_key_and_group
+            if stage.two_input:
+                process1, process2 = op.process_keyed_element1, op.process_keyed_element2
+            else:
+                process1 = process2 = op.process_keyed_element
+        elif stage.two_input:
+            process1, process2 = op.process_element1, op.process_element2
+        else:
+            process1 = process2 = op.process_element
+        for tag, channel, index, element, key, kg in entries:
+            cursor.tag = tag
+            if type(element) is StreamRecord:
+                cursor.phase = 0
+                if keyed:
+                    set_key(key, kg)
+                (process1 if index == 1 else process2)(element)
+            elif type(element) is Watermark:
+                cursor.phase = 1
+                valves[index].input_watermark(element.timestamp, channel, vouts[index])
+            else:
+                cursor.phase = 1
+                valves[index].input_watermark_status(element, channel, vouts[index])
+            if mailbox is not None and mailbox.has_mail():
+                cursor.phase = 3
+                while (mail := mailbox.try_take()) is not None:
+                    mail()
+
+    def advance_clock(self, now: int, tag: tuple) -> None:
+        """Move a simulated clock to ``now``, firing due processing-time timers at ``tag``."""
+        cursor = self.cursor
+        cursor.tag = tag
+        cursor.phase = 3
+        cursor.backend = self.entry.keyed_state_backend or NO_KEY
+        if self.clock.get_current_processing_time() < now:
+            self.clock.set_current_time(now)
+
+
+class JobTasks:
+    """Builds tasks of one planned job; ``buffers[stage][subtask]`` receive exchanged entries."""
+
+    def __init__(self, plan: Plan, job_parameters: dict[str, str], source_clock: Any) -> None:
+        self.plan = plan
+        self.job_parameters = job_parameters
+        self.source_clock = source_clock
+        self.cursor = Cursor()
+        self.operators: list[Any] = []
+        self.buffers: dict[int, list[list[tuple]]] = {
+            s.index: [[] for _ in range(s.parallelism)] for s in plan.stages
+        }
+        self.split_counts = [len(splits_of(n)) for n in plan.sources]
+        self.reach = self._split_reach()
+        self._base, self.channels = self._channel_layout()
+
+    # ------------------------------------------------------------------ layout
+
+    @property
+    def num_splits(self) -> int:
+        return sum(self.split_counts)
+
+    def split_location(self, g: int) -> tuple[Node, Any]:
+        """The source node and split of global split index ``g``."""
+        for node, n in zip(self.plan.sources, self.split_counts, strict=True):
+            if g < n:
+                return node, splits_of(node)[g]
+            g -= n
+        raise IndexError(f"no split {g}")
+
+    def _split_reach(self) -> dict[int, list[int]]:
+        """For each source-stage node: the global indexes of the splits that reach it."""
+        plan = self.plan
+        reach: dict[int, list[int]] = {}
+        g = 0
+        for node, n in zip(plan.sources, self.split_counts, strict=True):
+            reach[node.id] = list(range(g, g + n))
+            g += n
+        for node in plan.nodes:
+            if node.id in plan.source_stage and node.kind != "source":
+                seen: list[int] = []
+                for e in plan.edges_in[node.id]:
+                    seen.extend(s for s in reach.get(e.source.id, []) if s not in seen)
+                reach[node.id] = seen
+        return reach
+
+    def _channel_layout(self) -> tuple[dict[tuple[int, int], int], dict[int, dict[int, int]]]:
+        base: dict[tuple[int, int], int] = {}
+        counts: dict[int, dict[int, int]] = {}
+        for stage in self.plan.stages:
+            per_input = counts.setdefault(stage.index, {})
+            for k, edge in enumerate(stage.input_edges):
+                src = edge.source
+                n = (
+                    len(self.reach[src.id])
+                    if src.id in self.plan.source_stage
+                    else self.plan.stage_of[src.id].parallelism
+                )
+                base[(stage.index, k)] = per_input.get(edge.input_index, 0)
+                per_input[edge.input_index] = per_input.get(edge.input_index, 0) + n
+        return base, counts
+
+    def _writer(self, consumer: Node, edge: Edge, upstream_index: int) -> ExchangeWriter:
+        stage = self.plan.stage_of[consumer.id]
+        k = next(i for i, e in enumerate(stage.input_edges) if e is edge)
+        return ExchangeWriter(
+            self.buffers[stage.index],
+            stage.parallelism,
+            stage.max_parallelism,
+            edge,
+            self._base[(stage.index, k)] + upstream_index,
+            self.cursor,
+        )
+
+    # ------------------------------------------------------------------ operators
+
+    def _make_operator(
+        self, node: Node, setup: OperatorSetup, clock: Any, key_selector: Any
+    ) -> Any:
+        op = node.operator_factory()  # type: ignore[misc]
+        op.setup(None, clock, setup, key_selector)
+        if isinstance(op, CollectSinkOperator):
+            op._sink.position = self.cursor.out  # type: ignore[attr-defined]
+        self.operators.append(op)
+        return op
+
+    def _output_for(self, node: Node, target_for: Callable[[Node, Edge], Any]) -> Any:
+        main: list[Any] = []
+        side: dict[Any, list[Any]] = {}
+        for consumer, edge in self.plan.consumers[node.id]:
+            target = target_for(consumer, edge)
+            (main if edge.tag is None else side.setdefault(edge.tag, [])).append(target)
+        typed = node.kind != "source" and node.coerce_output
+        out = NodeOutput(main, side, node.output_type if typed else None)
+        return out if out.needed else main[0]
+
+    def build_split(self, g: int, records: Iterable[Any] | None = None) -> SplitTask:
+        """The task of global split ``g`` (``records`` overrides ``source.read_split``)."""
+        from sparktide.datastream.source import SourceFunctionDriver, SplitReader
+
+        plan = self.plan
+        source, split = self.split_location(g)
+        instances: dict[int, Any] = {}
+        setup = OperatorSetup(name=source.name, subtask_index=0, parallelism=1)
+
+        def target(consumer: Node, edge: Edge) -> Any:
+            if consumer.id in plan.source_stage:
+                op = instances.get(consumer.id)
+                if op is None:
+                    op = self._make_operator(consumer, setup, self.source_clock, None)
+                    instances[consumer.id] = op
+                    op.output = self._output_for(consumer, target)
+                return ChainInput(op, edge.input_index)
+            return self._writer(consumer, edge, self.reach[edge.source.id].index(g))
+
+        tagger = SourceTagger(self.cursor, g, None)
+        tagger.downstream = self._output_for(source, target)
+        if hasattr(source.source, "run"):
+            driver: Any = SourceFunctionDriver(source.source, tagger, self.source_clock)
+        else:
+            driver = SplitReader(
+                iter(source.source.read_split(split) if records is None else records),
+                source.watermark_strategy,
+                self.source_clock,
+                tagger,
+            )
+        return SplitTask(g, driver, tagger)
+
+    def build_subtask(self, stage: Stage, index: int, clock: Any, mailbox: Any) -> SubtaskTask:
+        """Subtask ``index`` of ``stage``, with its processing-time ``clock`` and ``mailbox``."""
+        task = SubtaskTask(stage, index, self.cursor, self.channels.get(stage.index, {}))
+        task.clock, task.mailbox = clock, mailbox
+        setup = OperatorSetup(
+            name=stage.entry.name,
+            subtask_index=index,
+            parallelism=stage.parallelism,
+            max_parallelism=stage.max_parallelism,
+            job_parameters=self.job_parameters,
+        )
+        ks1 = next((e.key_selector for e in stage.input_edges if e.input_index == 1), None)
+        ks2 = next((e.key_selector for e in stage.input_edges if e.input_index == 2), None)
+        for pos, node in enumerate(stage.nodes):
+            keyed_entry = pos == 0 and stage.keyed
+            op = self._make_operator(node, setup, clock, ks1 if keyed_entry else None)
+            if keyed_entry:
+                op.key_selector2 = ks2
+            task.operators[node.id] = op
+        task.entry = task.operators[stage.entry.id]
+
+        def target(consumer: Node, edge: Edge) -> Any:
+            if consumer.id in task.operators:
+                return ChainInput(task.operators[consumer.id], edge.input_index)
+            return self._writer(consumer, edge, index)
+
+        for node in stage.nodes:
+            task.operators[node.id].output = self._output_for(node, target)
+        task.valve_outputs = {i: ValveOutput(ChainInput(task.entry, i)) for i in task.valves}
+        return task
+
+    # ------------------------------------------------------------------ metrics
+
+    def metrics(self) -> dict[str, Any]:
+        """Late records dropped by window operators and timers fired, over built operators."""
+        late = 0
+        fired = 0
+        for op in self.operators:
+            late += getattr(op, "num_late_records_dropped", 0)
+            manager = op.time_service_manager
+            if manager is not None:
+                for service in manager.services().values():
+                    fired += service.fired_event_time + service.fired_processing_time
+        return {"late_records_dropped": late, "timers_fired": fired}
