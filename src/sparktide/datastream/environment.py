@@ -29,7 +29,7 @@ __all__ = [
     "StreamExecutionEnvironment",
 ]
 
-RUNTIMES = ("local",)
+RUNTIMES = ("local", "spark")
 
 
 class RuntimeExecutionMode(Enum):
@@ -292,20 +292,18 @@ class StreamExecutionEnvironment:
 
     def _execute_and_collect(self, stream: Any, job_name: str | None) -> list[Any]:
         collected: list[tuple[Any, Any]] = []
-        node = self._graph.add(
-            Node(
-                "sink",
-                "Collect Sink",
-                [stream._edge()],
-                operator_factory=lambda: CollectSinkOperator(_Collector(collected)),
-                split_local=True,
-            )
-        )
+        node = self._graph.add(Node("sink", "Collect Sink", [stream._edge()], split_local=True))
+        node_id = node.id
+        node.operator_factory = lambda: CollectSinkOperator(_Collector(collected, node_id))
         node.collect_into = collected  # type: ignore[attr-defined]
         self.execute(job_name)
         return [record.value for _, record in sorted(collected, key=_first)]
 
     def _run(self, graph: JobGraph) -> dict[str, Any]:
+        if self._runtime == "spark":
+            from sparktide.spark.executor import SparkExecutor
+
+            return SparkExecutor(graph, self).run()
         from sparktide.local.executor import LocalExecutor
 
         return LocalExecutor(graph, self).run()
@@ -316,12 +314,16 @@ def _first(item: tuple[Any, Any]) -> Any:
 
 
 class _Collector:
-    """Appends ``(position, record)``; the runner sets ``position`` to the record's position."""
+    """Appends ``(position, record)``; the runner sets ``position`` to the record's position.
 
-    __slots__ = ("out", "position")
+    ``out`` is the driver's list on the local runtime, and a worker's copy on Spark (whose
+    runner ships it back tagged with ``node_id``)."""
 
-    def __init__(self, out: list[tuple[Any, Any]]) -> None:
+    __slots__ = ("node_id", "out", "position")
+
+    def __init__(self, out: list[tuple[Any, Any]], node_id: int) -> None:
         self.out = out
+        self.node_id = node_id
         self.position: Any = ()
 
     def __call__(self, record: StreamRecord) -> None:

@@ -1,0 +1,348 @@
+"""Run a planned job on Spark: one Spark task per source split and per stage subtask.
+
+The same tasks as the local runtime (:mod:`sparktide.runtime.execution`) run inside Python
+workers through ``mapInArrow``:
+
+1. **Source stage.** ``spark.range(n_splits)`` with one partition per split; each task runs its
+   split's chain (timestamp assigner and watermark generator per split) in rounds of
+   ``watermark_every`` records, exactly as the local runtime does, and emits exchange entries.
+2. **Exchange stages**, in topological order. The entries for a stage (from the source stage and
+   earlier stages) are shuffled to the partition of their target subtask, sorted by
+   ``(target, position)`` within the partition, and processed by that subtask's operators.
+   Watermarks travel in-band: an exchange writes a copy for every subtask.
+3. **Sinks.** Print and user sinks run in the workers; ``execute_and_collect`` results come back
+   to the driver as rows and are ordered by position.
+
+Rows between steps have the columns ``stage`` (target stage, or -1 for collected results, -2 for
+metrics), ``target`` (subtask), ``pkey`` (a value that Spark's hash partitioning sends to the
+target's partition), ``position`` (sortable bytes) and ``payload`` (the pickled entry). Since
+every subtask processes the same entries in the same order as on the local runtime, the output is
+the same as the local runtime's, at any parallelism.
+"""
+
+from __future__ import annotations
+
+import pickle
+import struct
+from collections.abc import Iterator
+from functools import reduce
+from typing import Any
+
+from sparktide.runtime.execution.planner import Plan, plan_job
+from sparktide.runtime.execution.tasks import JobTasks
+from sparktide.runtime.mailbox import Mailbox
+from sparktide.runtime.operators.simple import CollectSinkOperator
+from sparktide.runtime.processing_time import (
+    ManualProcessingTimeService,
+    SystemProcessingTimeService,
+)
+from sparktide.spark.session import get_spark
+
+__all__ = ["SparkExecutor", "decode_position", "encode_position"]
+
+_OFFSET = 1 << 63
+COLLECTED = -1
+METRICS = -2
+
+
+def encode_position(position: tuple) -> bytes:
+    """Bytes whose lexicographic order is the tuple order of ``position`` (ints in int64).
+
+    >>> encode_position((0, 1)) < encode_position((0, 1, 0)) < encode_position((1,))
+    True
+    """
+    return struct.pack(f">{len(position)}Q", *[v + _OFFSET for v in position])
+
+
+def decode_position(data: bytes) -> tuple:
+    """The inverse of :func:`encode_position`."""
+    n = len(data) // 8
+    return tuple(v - _OFFSET for v in struct.unpack(f">{n}Q", data))
+
+
+def _schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("stage", pa.int32()),
+            ("target", pa.int32()),
+            ("pkey", pa.int64()),
+            ("position", pa.binary()),
+            ("payload", pa.binary()),
+        ]
+    )
+
+
+SPARK_SCHEMA = "stage int, target int, pkey long, position binary, payload binary"
+
+
+def _wall_clock_ms() -> int:
+    import time
+
+    return time.time_ns() // 1_000_000
+
+
+class SparkJob:
+    """What the workers need to run any task of one job (pickled into every task)."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        job_parameters: dict[str, str],
+        watermark_every: int | None,
+        simulated: tuple[int, int] | None,
+        placement: dict[int, list[int]],
+    ) -> None:
+        self.plan = plan
+        self.job_parameters = job_parameters
+        self.every = watermark_every
+        self.simulated = simulated
+        self.placement = placement  # parallelism -> pkey per target subtask
+
+    # ------------------------------------------------------------------ helpers
+
+    def _clock(self) -> tuple[Any, Any]:
+        if self.simulated is not None:
+            return ManualProcessingTimeService(self.simulated[0]), None
+        mailbox = Mailbox()
+        return SystemProcessingTimeService(mailbox), mailbox
+
+    def _source_clock(self) -> Any:
+        if self.simulated is not None:
+            return ManualProcessingTimeService(self.simulated[0])
+        clock = ManualProcessingTimeService(0)
+        clock.get_current_processing_time = _wall_clock_ms  # type: ignore[method-assign]
+        return clock
+
+    def _rows(self, tasks: JobTasks, rounds: int) -> Any:
+        """The task's output: exchange entries, collected results and metrics, as Arrow."""
+        import pyarrow as pa
+
+        stage_col: list[int] = []
+        target_col: list[int] = []
+        pkey_col: list[int] = []
+        pos_col: list[bytes] = []
+        payload_col: list[bytes] = []
+        dumps = pickle.dumps
+        for stage in self.plan.stages:
+            keys = self.placement[stage.parallelism]
+            for target, entries in enumerate(tasks.buffers[stage.index]):
+                for tag, channel, index, element, key, kg in entries:
+                    stage_col.append(stage.index)
+                    target_col.append(target)
+                    pkey_col.append(keys[target])
+                    pos_col.append(encode_position(tag))
+                    payload_col.append(dumps((channel, index, element, key, kg), 5))
+                entries.clear()
+        for op in tasks.operators:
+            if isinstance(op, CollectSinkOperator):
+                node_id = op._sink.node_id  # type: ignore[attr-defined]
+                for tag, record in op._sink.out:  # type: ignore[attr-defined]
+                    stage_col.append(COLLECTED)
+                    target_col.append(node_id)
+                    pkey_col.append(0)
+                    pos_col.append(encode_position(tag))
+                    payload_col.append(dumps(record, 5))
+                op._sink.out.clear()  # type: ignore[attr-defined]
+        stage_col.append(METRICS)
+        target_col.append(0)
+        pkey_col.append(0)
+        pos_col.append(b"")
+        payload_col.append(dumps({"rounds": rounds, **tasks.metrics()}, 5))
+        return pa.RecordBatch.from_arrays(
+            [
+                pa.array(stage_col, pa.int32()),
+                pa.array(target_col, pa.int32()),
+                pa.array(pkey_col, pa.int64()),
+                pa.array(pos_col, pa.binary()),
+                pa.array(payload_col, pa.binary()),
+            ],
+            schema=_schema(),
+        )
+
+    # ------------------------------------------------------------------ source stage
+
+    def run_split(self, g: int) -> Any:
+        clock = self._source_clock()
+        tasks = JobTasks(self.plan, self.job_parameters, clock)
+        task = tasks.build_split(g)
+        for op in tasks.operators:
+            op.open()
+        cursor, tagger, driver = tasks.cursor, task.tagger, task.driver
+        r = 0
+        while True:
+            if self.simulated is not None:
+                now = self.simulated[0] + r * self.simulated[1]
+                if clock.get_current_processing_time() < now:
+                    clock.set_current_time(now)
+            tagger.round, tagger.phase = r, 0
+            cursor.backend = None
+            if self.every is None:
+                while driver.read_up_to(65536) == 65536:
+                    pass
+                done = True
+            else:
+                done = driver.read_up_to(self.every) < self.every
+            cursor.backend = None
+            if done:
+                tagger.phase = 2
+                driver.finish()
+                break
+            tagger.phase = 1
+            driver.emit_periodic()
+            r += 1
+        for op in tasks.operators:
+            op.finish()
+        for op in tasks.operators:
+            op.close()
+        return self._rows(tasks, r + 1)
+
+    def source_task(self, batches: Iterator[Any]) -> Iterator[Any]:
+        for batch in batches:
+            for g in batch.column(0).to_pylist():
+                yield self.run_split(int(g))
+
+    # ------------------------------------------------------------------ exchange stages
+
+    def run_subtask(self, stage_index: int, target: int, rows: list[tuple[bytes, bytes]]) -> Any:
+        stage = self.plan.stages[stage_index]
+        tasks = JobTasks(self.plan, self.job_parameters, self._source_clock())
+        clock, mailbox = self._clock()
+        task = tasks.build_subtask(stage, target, clock, mailbox)
+        for op in tasks.operators:
+            op.open()
+        loads = pickle.loads
+        entries = []
+        for position, payload in rows:
+            channel, index, element, key, kg = loads(payload)
+            entries.append((decode_position(position), channel, index, element, key, kg))
+        last_round = -1
+        if self.simulated is None:
+            task.process(entries)
+            last_round = entries[-1][0][0] if entries else -1
+        else:
+            start, step = self.simulated
+            i = 0
+            while i < len(entries):
+                r = entries[i][0][0]
+                j = i
+                while j < len(entries) and entries[j][0][0] == r:
+                    j += 1
+                for rr in range(last_round + 1, r + 1):  # every round boundary, as locally
+                    task.advance_clock(start + rr * step, (rr, -1, 0, 0, 0))
+                last_round = r
+                task.process(entries[i:j])
+                i = j
+        for op in tasks.operators:
+            op.finish()
+        for op in tasks.operators:
+            op.close()
+        clock.shutdown()
+        return self._rows(tasks, last_round + 1)
+
+    def stage_task(self, stage_index: int) -> Any:
+        def run(batches: Iterator[Any]) -> Iterator[Any]:
+            current: int | None = None
+            rows: list[tuple[bytes, bytes]] = []
+            for batch in batches:
+                targets = batch.column("target").to_pylist()
+                positions = batch.column("position").to_pylist()
+                payloads = batch.column("payload").to_pylist()
+                for t, pos, payload in zip(targets, positions, payloads, strict=True):
+                    if t != current:
+                        if current is not None:
+                            yield self.run_subtask(stage_index, current, rows)
+                        current, rows = t, []
+                    rows.append((pos, payload))
+            if current is not None:
+                yield self.run_subtask(stage_index, current, rows)
+
+        return run
+
+
+class SparkExecutor:
+    """Runs one job graph on a SparkSession (the active one, or an embedded local one)."""
+
+    def __init__(self, graph: Any, env: Any) -> None:
+        self.env = env
+        self.config = env.get_config()
+        self.plan = plan_job(graph, env.get_parallelism(), env.get_max_parallelism())
+        self.spark = get_spark()
+
+    def _placement(self, parallelisms: set[int]) -> dict[int, list[int]]:
+        """For each parallelism p: values whose Spark hash partition is 0, 1, ..., p - 1."""
+        from pyspark.sql import functions as F  # noqa: N812
+
+        out: dict[int, list[int]] = {}
+        for p in sorted(parallelisms):
+            rows = (
+                self.spark.range(0, 64 * p + 64)
+                .select("id", F.expr(f"pmod(hash(id), {p})").alias("part"))
+                .groupBy("part")
+                .agg(F.min("id").alias("id"))
+                .collect()
+            )
+            keys = {r["part"]: r["id"] for r in rows}
+            if len(keys) != p:
+                raise RuntimeError(
+                    f"could not find a placement key for every one of {p} partitions"
+                )
+            out[p] = [keys[i] for i in range(p)]
+        return out
+
+    def run(self) -> dict[str, Any]:
+        from pyspark.sql import functions as F  # noqa: N812
+
+        plan, spark = self.plan, self.spark
+        spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")
+        job = SparkJob(
+            plan,
+            self.config.get_global_job_parameters(),
+            self.config.get_watermark_every(),
+            self.config.get_simulated_processing_time(),
+            self._placement({s.parallelism for s in plan.stages} or {1}),
+        )
+        n_splits = JobTasks(plan, {}, None).num_splits
+        produced = []
+        if n_splits:
+            source = spark.range(0, n_splits, 1, n_splits).mapInArrow(job.source_task, SPARK_SCHEMA)
+            produced.append(source.persist())
+        for stage in plan.stages:
+            inputs = [df.filter(F.col("stage") == stage.index) for df in produced]
+            if not inputs:
+                continue
+            merged = reduce(lambda a, b: a.unionAll(b), inputs)
+            result = (
+                merged.repartition(stage.parallelism, "pkey")
+                .sortWithinPartitions("target", "position")
+                .mapInArrow(job.stage_task(stage.index), SPARK_SCHEMA)
+            )
+            produced.append(result.persist())
+        metrics: dict[str, Any] = {"rounds": 0, "late_records_dropped": 0, "timers_fired": 0}
+        try:
+            if produced:
+                final = reduce(
+                    lambda a, b: a.unionAll(b),
+                    [df.filter(F.col("stage") < 0) for df in produced],
+                )
+                collected = final.collect()
+                self._deliver(collected, metrics)
+        finally:
+            for df in produced:
+                df.unpersist()
+        return metrics
+
+    def _deliver(self, rows: list[Any], metrics: dict[str, Any]) -> None:
+        by_id = {n.id: n for n in self.plan.nodes}
+        for row in rows:
+            if row["stage"] == METRICS:
+                m = pickle.loads(row["payload"])
+                metrics["rounds"] = max(metrics["rounds"], m["rounds"])
+                metrics["late_records_dropped"] += m["late_records_dropped"]
+                metrics["timers_fired"] += m["timers_fired"]
+            else:
+                node = by_id[row["target"]]
+                node.collect_into.append(  # type: ignore[attr-defined]
+                    (decode_position(bytes(row["position"])), pickle.loads(row["payload"]))
+                )
