@@ -93,6 +93,59 @@ def _fields_coercer(coercers: tuple[Coercer, ...]) -> Callable[[Any], tuple[Any,
     return many
 
 
+def _nullable_fields_coercer(coercers: tuple[Coercer, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    """As :func:`_fields_coercer`, for fields that may be None (a row's)."""
+    n = len(coercers)
+    if n == 1:
+        (c0,) = coercers
+
+        def one(value: Any) -> tuple[Any, ...]:
+            (a,) = value
+            return (None if a is None else c0(a),)
+
+        return one
+    if n == 2:
+        c0, c1 = coercers
+
+        def two(value: Any) -> tuple[Any, ...]:
+            a, b = value
+            return (None if a is None else c0(a), None if b is None else c1(b))
+
+        return two
+    if n == 3:
+        c0, c1, c2 = coercers
+
+        def three(value: Any) -> tuple[Any, ...]:
+            a, b, c = value
+            return (
+                None if a is None else c0(a),
+                None if b is None else c1(b),
+                None if c is None else c2(c),
+            )
+
+        return three
+    if n == 4:
+        c0, c1, c2, c3 = coercers
+
+        def four(value: Any) -> tuple[Any, ...]:
+            a, b, c, d = value
+            return (
+                None if a is None else c0(a),
+                None if b is None else c1(b),
+                None if c is None else c2(c),
+                None if d is None else c3(d),
+            )
+
+        return four
+
+    def many(value: Any) -> tuple[Any, ...]:
+        if len(value) != n:
+            raise ValueError("arity")
+        return tuple([None if v is None else c(v) for c, v in zip(coercers, value, strict=False)])
+
+    return many
+
+
 def _int32(value: int) -> int:
     value &= 0xFFFFFFFF
     return value - (1 << 32) if value >> 31 else value
@@ -227,7 +280,7 @@ class RowTypeInfo(_FieldsTypeInfo):
     ('+I[1,None]', '+I[1, null]')
     """
 
-    __slots__ = ("_field_names", "_names")
+    __slots__ = ("_field_names", "_names", "_row_coercer")
 
     def __init__(
         self, field_types: Sequence[TypeInformation], field_names: Sequence[str] | None = None
@@ -257,6 +310,7 @@ class RowTypeInfo(_FieldsTypeInfo):
                     f"field_names must be unique, {dupes} occur more than once; rename them"
                 )
         set_slot(self, "_field_names", names)
+        set_slot(self, "_row_coercer", _nullable_fields_coercer(self._coercers))
         effective = names if names is not None else tuple(f"f{i}" for i in range(self._arity))
         set_slot(self, "_names", list(effective))
 
@@ -311,7 +365,7 @@ class RowTypeInfo(_FieldsTypeInfo):
             )
         return [lookup(n) for n in names]
 
-    def _make_row(self, values: list[Any], kind: RowKind | None) -> Row:
+    def _make_row(self, values: Sequence[Any], kind: RowKind | None) -> Row:
         row = Row(*values)
         row.set_field_names(self._names)
         if kind is not None and kind is not _INSERT:
@@ -332,14 +386,11 @@ class RowTypeInfo(_FieldsTypeInfo):
                 values = None
             if values is not None and len(values) != len(value):
                 values = None
-        if values is not None and len(values) == self._arity:
+        if values is not None:
             try:
-                out = [
-                    None if v is None else c(v)
-                    for c, v in zip(self._coercers, values, strict=False)
-                ]
+                out = self._row_coercer(values)
             except (TypeError, ValueError):
-                pass  # redone below, to name the field in the error
+                pass  # redone below, to name the field (or the arity) in the error
             else:
                 return self._make_row(out, row_kind)
         return self._coerce_general(value, path)

@@ -272,7 +272,7 @@ class SparkExecutor:
 
     def _placement(self, parallelisms: set[int]) -> dict[int, list[int]]:
         """For each parallelism p: values whose Spark hash partition is 0, 1, ..., p - 1."""
-        from pyspark.sql import functions as F  # noqa: N812
+        from pyspark.sql import functions as F
 
         out: dict[int, list[int]] = {}
         for p in sorted(parallelisms):
@@ -292,7 +292,7 @@ class SparkExecutor:
         return out
 
     def run(self) -> dict[str, Any]:
-        from pyspark.sql import functions as F  # noqa: N812
+        from pyspark.sql import functions as F
 
         plan, spark = self.plan, self.spark
         spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")
