@@ -41,6 +41,7 @@ from sparktide.spark.session import get_spark
 __all__ = ["SparkExecutor", "decode_position", "encode_position"]
 
 _OFFSET = 1 << 63
+_PLACEMENTS: dict[tuple[str, int], list[int]] = {}  # (application, parallelism) -> keys
 COLLECTED = -1
 METRICS = -2
 
@@ -275,7 +276,12 @@ class SparkExecutor:
         from pyspark.sql import functions as F
 
         out: dict[int, list[int]] = {}
+        app = self.spark.sparkContext.applicationId
         for p in sorted(parallelisms):
+            cached = _PLACEMENTS.get((app, p))
+            if cached is not None:
+                out[p] = cached
+                continue
             rows = (
                 self.spark.range(0, 64 * p + 64)
                 .select("id", F.expr(f"pmod(hash(id), {p})").alias("part"))
@@ -288,7 +294,7 @@ class SparkExecutor:
                 raise RuntimeError(
                     f"could not find a placement key for every one of {p} partitions"
                 )
-            out[p] = [keys[i] for i in range(p)]
+            out[p] = _PLACEMENTS[(app, p)] = [keys[i] for i in range(p)]
         return out
 
     def run(self) -> dict[str, Any]:
