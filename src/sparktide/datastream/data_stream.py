@@ -309,13 +309,15 @@ class DataStream:
     # ------------------------------------------------------------------ sinks
 
     def print(self, sink_identifier: str | None = None) -> DataStreamSink:
-        """Print every element (``str(value)``), prefixed by ``"N> "`` when run in parallel."""
+        """Print every element as PyFlink does (see ``PrintSinkOperator``), prefixed by
+        ``"N> "`` when run in parallel."""
+        type_info = self._node.output_type
         node = self._env._graph.add(
             Node(
                 "sink",
                 sink_identifier or "Print to Std. Out",
                 [self._edge()],
-                operator_factory=PrintSinkOperator,
+                operator_factory=lambda: PrintSinkOperator(type_info),
                 split_local=True,
             )
         )

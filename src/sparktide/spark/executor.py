@@ -10,12 +10,13 @@ workers through ``mapInArrow``:
    earlier stages) are shuffled to the partition of their target subtask, sorted by
    ``(target, position)`` within the partition, and processed by that subtask's operators.
    Watermarks travel in-band: an exchange writes a copy for every subtask.
-3. **Sinks.** Print and user sinks run in the workers; ``execute_and_collect`` results come back
-   to the driver as rows and are ordered by position.
+3. **Sinks.** User sinks run in the workers; ``execute_and_collect`` results and ``print()``
+   lines come back to the driver as rows and are delivered (printed) in position order.
 
 Rows between steps have the columns ``stage`` (target stage, or -1 for collected results, -2 for
-metrics), ``target`` (subtask), ``pkey`` (a value that Spark's hash partitioning sends to the
-target's partition), ``position`` (sortable bytes) and ``payload`` (the pickled entry). Since
+metrics, -3 for printed lines), ``target`` (subtask), ``pkey`` (a value that Spark's hash
+partitioning sends to the target's partition), ``position`` (sortable bytes) and ``payload``
+(the pickled entry). Since
 every subtask processes the same entries in the same order as on the local runtime, the output is
 the same as the local runtime's, at any parallelism.
 """
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import pickle
 import struct
+import sys
 from collections.abc import Iterator
 from functools import reduce
 from typing import Any
@@ -31,7 +33,7 @@ from typing import Any
 from sparktide.runtime.execution.planner import Plan, plan_job
 from sparktide.runtime.execution.tasks import JobTasks
 from sparktide.runtime.mailbox import Mailbox
-from sparktide.runtime.operators.simple import CollectSinkOperator
+from sparktide.runtime.operators.simple import CollectSinkOperator, PrintSinkOperator
 from sparktide.runtime.processing_time import (
     ManualProcessingTimeService,
     SystemProcessingTimeService,
@@ -44,6 +46,7 @@ _OFFSET = 1 << 63
 _PLACEMENTS: dict[tuple[str, int], list[int]] = {}  # (application, parallelism) -> keys
 COLLECTED = -1
 METRICS = -2
+PRINTED = -3
 
 
 def encode_position(position: tuple) -> bytes:
@@ -146,6 +149,14 @@ class SparkJob:
                     pos_col.append(encode_position(tag))
                     payload_col.append(dumps(record, 5))
                 op._sink.out.clear()  # type: ignore[attr-defined]
+            elif isinstance(op, PrintSinkOperator) and op.shipped:
+                for tag, line in op.shipped:
+                    stage_col.append(PRINTED)
+                    target_col.append(0)
+                    pkey_col.append(0)
+                    pos_col.append(encode_position(tag))
+                    payload_col.append(line.encode("utf-8"))
+                op.shipped.clear()
         stage_col.append(METRICS)
         target_col.append(0)
         pkey_col.append(0)
@@ -166,7 +177,7 @@ class SparkJob:
 
     def run_split(self, g: int) -> Any:
         clock = self._source_clock()
-        tasks = JobTasks(self.plan, self.job_parameters, clock)
+        tasks = JobTasks(self.plan, self.job_parameters, clock, ship_prints=True)
         task = tasks.build_split(g)
         for op in tasks.operators:
             op.open()
@@ -208,7 +219,7 @@ class SparkJob:
 
     def run_subtask(self, stage_index: int, target: int, rows: list[tuple[bytes, bytes]]) -> Any:
         stage = self.plan.stages[stage_index]
-        tasks = JobTasks(self.plan, self.job_parameters, self._source_clock())
+        tasks = JobTasks(self.plan, self.job_parameters, self._source_clock(), ship_prints=True)
         clock, mailbox = self._clock()
         task = tasks.build_subtask(stage, target, clock, mailbox)
         for op in tasks.operators:
@@ -341,8 +352,12 @@ class SparkExecutor:
 
     def _deliver(self, rows: list[Any], metrics: dict[str, Any]) -> None:
         by_id = {n.id: n for n in self.plan.nodes}
+        printed: list[tuple[tuple, str]] = []
         for row in rows:
-            if row["stage"] == METRICS:
+            if row["stage"] == PRINTED:
+                line = bytes(row["payload"]).decode("utf-8")
+                printed.append((decode_position(bytes(row["position"])), line))
+            elif row["stage"] == METRICS:
                 m = pickle.loads(row["payload"])
                 metrics["rounds"] = max(metrics["rounds"], m["rounds"])
                 metrics["late_records_dropped"] += m["late_records_dropped"]
@@ -352,3 +367,7 @@ class SparkExecutor:
                 node.collect_into.append(  # type: ignore[attr-defined]
                     (decode_position(bytes(row["position"])), pickle.loads(row["payload"]))
                 )
+        printed.sort(key=lambda item: item[0])
+        out = sys.stdout
+        for _, line in printed:
+            out.write(line + "\n")

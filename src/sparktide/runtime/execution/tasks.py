@@ -30,7 +30,7 @@ from sparktide.runtime.execution.wiring import (
 )
 from sparktide.runtime.graph import Edge, Node
 from sparktide.runtime.operators.base import OperatorSetup
-from sparktide.runtime.operators.simple import CollectSinkOperator
+from sparktide.runtime.operators.simple import CollectSinkOperator, PrintSinkOperator
 from sparktide.runtime.valve import StatusWatermarkValve
 
 __all__ = ["JobTasks", "SplitTask", "SubtaskTask", "splits_of"]
@@ -125,8 +125,15 @@ class SubtaskTask:
 class JobTasks:
     """Builds tasks of one planned job; ``buffers[stage][subtask]`` receive exchanged entries."""
 
-    def __init__(self, plan: Plan, job_parameters: dict[str, str], source_clock: Any) -> None:
+    def __init__(
+        self,
+        plan: Plan,
+        job_parameters: dict[str, str],
+        source_clock: Any,
+        ship_prints: bool = False,
+    ) -> None:
         self.plan = plan
+        self.ship_prints = ship_prints  # print sinks keep their lines for the runner
         self.job_parameters = job_parameters
         self.source_clock = source_clock
         self.cursor = Cursor()
@@ -205,6 +212,9 @@ class JobTasks:
         op.setup(None, clock, setup, key_selector)
         if isinstance(op, CollectSinkOperator):
             op._sink.position = self.cursor.out  # type: ignore[attr-defined]
+        elif self.ship_prints and isinstance(op, PrintSinkOperator):
+            op.shipped = []
+            op.position_of = self.cursor.out
         self.operators.append(op)
         return op
 

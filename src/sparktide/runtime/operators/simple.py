@@ -151,18 +151,33 @@ class StreamGroupedReduce(_UserFunctionOperator):
 
 
 class PrintSinkOperator(AbstractStreamOperator):
-    """Prints ``str(value)`` per record; ``"N> "`` prefixes when the sink runs in parallel."""
+    """Prints each value as PyFlink does, ``"N> "``-prefixed when the sink runs in parallel.
 
-    def __init__(self, stream: TextIO | None = None) -> None:
+    A value of a stream with a declared type prints the way that type shows it (Java's
+    ``toString``: ``(a,1)``, ``+I[1,a]``, ``110.1``); otherwise ``str(value)``. When a runner
+    sets ``shipped`` (a list), lines are appended there with their position instead (the Spark
+    runner prints them on the driver, in order).
+    """
+
+    def __init__(self, type_info: Any = None, stream: TextIO | None = None) -> None:
         super().__init__()
         self._stream = stream
+        fmt = getattr(type_info, "format_for_print", None)
+        pickled = type(type_info).__name__.startswith("Pickled")
+        self._format: Callable[[Any], str] = fmt if fmt is not None and not pickled else str
+        self.shipped: list[tuple[Any, str]] | None = None
+        self.position_of: Callable[[], Any] = tuple
 
     def open(self) -> None:
         info = self.setup_info
         self._prefix = f"{info.subtask_index + 1}> " if info.parallelism > 1 else ""
 
     def process_element(self, record: StreamRecord) -> None:
-        (self._stream or sys.stdout).write(f"{self._prefix}{record.value}\n")
+        line = f"{self._prefix}{self._format(record.value)}"
+        if self.shipped is not None:
+            self.shipped.append((self.position_of(), line))
+        else:
+            (self._stream or sys.stdout).write(line + "\n")
 
 
 class CollectSinkOperator(AbstractStreamOperator):

@@ -152,7 +152,7 @@ class SinkWriterOperator(AbstractStreamOperator):
         self._writer = self.sink.create_writer(context, self.type_info)
 
     def process_element(self, record: StreamRecord) -> None:
-        self._context.update(record.timestamp, self._current_watermark)
+        self._context.update(record.timestamp, self.current_watermark())
         self._writer.write(record.value, self._context)  # type: ignore[union-attr]
 
     def prepare_checkpoint(self, checkpoint_id: int) -> None:
