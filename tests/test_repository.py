@@ -26,3 +26,11 @@ def test_ci_runs_exactly_the_readme_test_command():
     _, tests = quickstart_commands()
     ci_lines = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert tests in ci_lines
+
+
+def test_readme_python_examples_run():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.+?)\n```", readme, flags=re.S)
+    assert len(blocks) >= 2
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), {})
