@@ -2,6 +2,7 @@
 ``sparktide.common``): time spans, type information, rows and the watermark strategy."""
 
 from sparktide.common.row_kind import RowKind
+from sparktide.common.serialization import Encoder
 from sparktide.common.time import Duration, Time
 from sparktide.common.typeinfo import TypeInformation, Types
 from sparktide.common.types import Row
@@ -13,6 +14,7 @@ from sparktide.common.watermark_strategy import (
 
 __all__ = [
     "Duration",
+    "Encoder",
     "Row",
     "RowKind",
     "Time",

@@ -366,11 +366,7 @@ class RowTypeInfo(_FieldsTypeInfo):
         return [lookup(n) for n in names]
 
     def _make_row(self, values: Sequence[Any], kind: RowKind | None) -> Row:
-        row = Row(*values)
-        row.set_field_names(self._names)
-        if kind is not None and kind is not _INSERT:
-            row.set_row_kind(kind)
-        return row
+        return Row.of_values(values, self._names, kind)
 
     def coerce(self, value: Any, path: str = "value") -> Row:
         kind = type(value)

@@ -92,6 +92,23 @@ class Row:
             self._from_dict = False
         self._row_kind = RowKind.INSERT
 
+    @classmethod
+    def of_values(
+        cls, values: Sequence[Any], field_names: Sequence[str] | None = None, row_kind: Any = None
+    ) -> Row:
+        """A row of ``values`` named by ``field_names`` (fast: no per-field checks).
+
+        >>> Row.of_values([1, 'a'], ['id', 'info'])
+        Row(id=1, info='a')
+        """
+        row = object.__new__(cls)
+        setter = object.__setattr__
+        setter(row, "_values", list(values))
+        setter(row, "_fields", None if field_names is None else list(field_names))
+        setter(row, "_from_dict", False)
+        setter(row, "_row_kind", RowKind.INSERT if row_kind is None else row_kind)
+        return row
+
     # ------------------------------------------------------------------ PyFlink's methods
 
     def as_dict(self, recursive: bool = False) -> dict[str, Any]:

@@ -317,8 +317,26 @@ class DataStream:
                 "sink",
                 sink_identifier or "Print to Std. Out",
                 [self._edge()],
-                operator_factory=lambda: PrintSinkOperator(type_info),
+                operator_factory=lambda: PrintSinkOperator(type_info, identifier=sink_identifier),
                 split_local=True,
+            )
+        )
+        return DataStreamSink(node)
+
+    def sink_to(self, sink: Any) -> DataStreamSink:
+        """Write every element to ``sink`` (e.g. ``FileSink.for_row_format(...).build()``)."""
+        if not callable(getattr(sink, "create_operator", None)):
+            raise TypeError(
+                "sink must be a Sink such as FileSink.for_row_format(path, "
+                f"Encoder.simple_string_encoder()).build(), got {type(sink).__name__}"
+            )
+        type_info = self._node.output_type
+        node = self._env._graph.add(
+            Node(
+                "sink",
+                "Sink: Writer",
+                [self._edge()],
+                operator_factory=lambda: sink.create_operator(type_info),
             )
         )
         return DataStreamSink(node)

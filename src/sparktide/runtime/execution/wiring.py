@@ -99,9 +99,9 @@ class NodeOutput:
     def __init__(self, main: list[Any], side: dict[Any, list[Any]], output_type: Any) -> None:
         self._main = main
         self._side = side
-        coerce = getattr(output_type, "coerce", None)
+        coercer = getattr(output_type, "coercer", None)
         pickled = type(output_type).__name__.startswith("Pickled")
-        self._coerce = coerce if coerce is not None and not pickled else None
+        self._coerce = coercer() if coercer is not None and not pickled else None
         self._where = "output value"
 
     @property

@@ -151,7 +151,8 @@ class StreamGroupedReduce(_UserFunctionOperator):
 
 
 class PrintSinkOperator(AbstractStreamOperator):
-    """Prints each value as PyFlink does, ``"N> "``-prefixed when the sink runs in parallel.
+    """Prints each value as PyFlink does, ``"N> "``-prefixed when the sink runs in parallel
+    (``"id:N> "`` / ``"id> "`` with a sink identifier).
 
     A value of a stream with a declared type prints the way that type shows it (Java's
     ``toString``: ``(a,1)``, ``+I[1,a]``, ``110.1``); otherwise ``str(value)``. When a runner
@@ -159,9 +160,12 @@ class PrintSinkOperator(AbstractStreamOperator):
     runner prints them on the driver, in order).
     """
 
-    def __init__(self, type_info: Any = None, stream: TextIO | None = None) -> None:
+    def __init__(
+        self, type_info: Any = None, stream: TextIO | None = None, identifier: str | None = None
+    ) -> None:
         super().__init__()
         self._stream = stream
+        self._identifier = identifier
         fmt = getattr(type_info, "format_for_print", None)
         pickled = type(type_info).__name__.startswith("Pickled")
         self._format: Callable[[Any], str] = fmt if fmt is not None and not pickled else str
@@ -170,7 +174,12 @@ class PrintSinkOperator(AbstractStreamOperator):
 
     def open(self) -> None:
         info = self.setup_info
-        self._prefix = f"{info.subtask_index + 1}> " if info.parallelism > 1 else ""
+        ident = self._identifier
+        if info.parallelism > 1:
+            n = info.subtask_index + 1
+            self._prefix = f"{ident}:{n}> " if ident else f"{n}> "
+        else:
+            self._prefix = f"{ident}> " if ident else ""
 
     def process_element(self, record: StreamRecord) -> None:
         line = f"{self._prefix}{self._format(record.value)}"
