@@ -112,7 +112,7 @@ class LocalExecutor:
                 cursor.backend = None
                 if i in still:
                     task.tagger.phase = 1
-                    task.driver.emit_periodic()
+                    task.emit_periodic()
                 else:
                     task.tagger.phase = 2
                     task.driver.finish()

@@ -202,7 +202,7 @@ class SparkJob:
                 driver.finish()
                 break
             tagger.phase = 1
-            driver.emit_periodic()
+            task.emit_periodic()
             r += 1
         for op in tasks.operators:
             op.finish()

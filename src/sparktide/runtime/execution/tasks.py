@@ -31,6 +31,7 @@ from sparktide.runtime.execution.wiring import (
 from sparktide.runtime.graph import Edge, Node
 from sparktide.runtime.operators.base import OperatorSetup
 from sparktide.runtime.operators.simple import CollectSinkOperator, PrintSinkOperator
+from sparktide.runtime.operators.timestamps import TimestampsAndWatermarksOperator
 from sparktide.runtime.valve import StatusWatermarkValve
 
 __all__ = ["JobTasks", "SplitTask", "SubtaskTask", "splits_of"]
@@ -49,12 +50,22 @@ def splits_of(node: Node) -> list[Any]:
 
 
 class SplitTask:
-    """A source split: its driver (SplitReader or SourceFunctionDriver) and tagger."""
+    """A source split: its driver (SplitReader or SourceFunctionDriver), tagger and the
+    timestamp/watermark operators chained after it."""
 
     def __init__(self, index: int, driver: Any, tagger: SourceTagger) -> None:
         self.index = index
         self.driver = driver
         self.tagger = tagger
+        self.watermark_operators: list[Any] = []
+
+    def emit_periodic(self) -> None:
+        """End of a round: every watermark generator of the split emits periodically (the
+        source's own, then those of ``assign_timestamps_and_watermarks`` in chain order)."""
+        self.driver.emit_periodic()
+        for op in self.watermark_operators:
+            self.tagger.mark(2)
+            op.emit_periodic()
 
 
 class SubtaskTask:
@@ -96,6 +107,7 @@ class SubtaskTask:
             process1 = process2 = op.process_element
         for tag, channel, index, element, key, kg in entries:
             cursor.tag = tag
+            cursor.n = 0
             if type(element) is StreamRecord:
                 cursor.phase = 0
                 if keyed:
@@ -116,6 +128,7 @@ class SubtaskTask:
         """Move a simulated clock to ``now``, firing due processing-time timers at ``tag``."""
         cursor = self.cursor
         cursor.tag = tag
+        cursor.n = 0
         cursor.phase = 3
         cursor.backend = self.entry.keyed_state_backend or NO_KEY
         if self.clock.get_current_processing_time() < now:
@@ -249,6 +262,7 @@ class JobTasks:
 
         tagger = SourceTagger(self.cursor, g, None)
         tagger.downstream = self._output_for(source, target)
+        chain = [op for _, op in sorted(instances.items())]
         if hasattr(source.source, "run"):
             driver: Any = SourceFunctionDriver(source.source, tagger, self.source_clock)
         else:
@@ -258,7 +272,11 @@ class JobTasks:
                 self.source_clock,
                 tagger,
             )
-        return SplitTask(g, driver, tagger)
+        task = SplitTask(g, driver, tagger)
+        task.watermark_operators = [
+            op for op in chain if isinstance(op, TimestampsAndWatermarksOperator)
+        ]
+        return task
 
     def build_subtask(self, stage: Stage, index: int, clock: Any, mailbox: Any) -> SubtaskTask:
         """Subtask ``index`` of ``stage``, with its processing-time ``clock`` and ``mailbox``."""

