@@ -402,3 +402,12 @@ def test_job_result_reports_rounds_late_drops_and_timers():
     # round 0 ends with watermark 49, which closes [0, 10); round 1 brings 8 and 2 into it: late
     assert metrics["late_records_dropped"] == 2
     assert metrics["timers_fired"] >= 3
+
+
+def test_parallelism_from_the_environment_variable(monkeypatch):
+    monkeypatch.setenv("SPARKTIDE_PARALLELISM", "3")
+    env = StreamExecutionEnvironment.get_execution_environment(runtime="local")
+    assert env.get_parallelism() == 3
+    monkeypatch.setenv("SPARKTIDE_PARALLELISM", "zero")
+    with pytest.raises(ValueError, match="SPARKTIDE_PARALLELISM"):
+        StreamExecutionEnvironment.get_execution_environment(runtime="local")

@@ -155,9 +155,21 @@ class StreamExecutionEnvironment:
     def get_execution_environment(
         configuration: Any = None, runtime: str | None = None
     ) -> StreamExecutionEnvironment:
-        """A new environment; ``runtime`` (or ``SPARKTIDE_RUNTIME``) picks where jobs run."""
+        """A new environment; ``runtime`` (or ``SPARKTIDE_RUNTIME``) picks where jobs run.
+
+        ``SPARKTIDE_PARALLELISM`` (set by ``sparktide run --parallelism``) gives the starting
+        parallelism; ``set_parallelism`` in the job wins.
+        """
         chosen = runtime or os.environ.get("SPARKTIDE_RUNTIME") or "local"
-        return StreamExecutionEnvironment(chosen)
+        env = StreamExecutionEnvironment(chosen)
+        raw = os.environ.get("SPARKTIDE_PARALLELISM", "").strip()
+        if raw:
+            if not raw.isdigit() or int(raw) < 1:
+                raise ValueError(
+                    f"SPARKTIDE_PARALLELISM must be an int >= 1, got {raw!r}; unset it or fix it"
+                )
+            env.set_parallelism(int(raw))
+        return env
 
     # ------------------------------------------------------------------ settings
 
