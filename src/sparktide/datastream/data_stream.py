@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from sparktide.datastream.aggregations import FieldAggregator
 from sparktide.datastream.functions import (
     CoFlatMapFunction,
     CoMapFunction,
@@ -477,19 +478,19 @@ class KeyedStream(DataStream):
         return DataStream(self._env, node)
 
     def sum(self, position_to_sum: int | str = 0) -> DataStream:
-        return self.reduce(_Accumulate(position_to_sum, "sum"))
+        return self.reduce(FieldAggregator(position_to_sum, "sum", in_place=True))
 
     def min(self, position_to_min: int | str = 0) -> DataStream:
-        return self.reduce(_Accumulate(position_to_min, "min"))
+        return self.reduce(FieldAggregator(position_to_min, "min", in_place=True))
 
     def max(self, position_to_max: int | str = 0) -> DataStream:
-        return self.reduce(_Accumulate(position_to_max, "max"))
+        return self.reduce(FieldAggregator(position_to_max, "max", in_place=True))
 
     def min_by(self, position_to_min_by: int | str = 0) -> DataStream:
-        return self.reduce(_Accumulate(position_to_min_by, "min_by"))
+        return self.reduce(FieldAggregator(position_to_min_by, "min_by", in_place=True))
 
     def max_by(self, position_to_max_by: int | str = 0) -> DataStream:
-        return self.reduce(_Accumulate(position_to_max_by, "max_by"))
+        return self.reduce(FieldAggregator(position_to_max_by, "max_by", in_place=True))
 
     def key_by(self, key_selector: Any, key_type: Any = None) -> KeyedStream:
         return KeyedStream(self._origin, _key_selector(key_selector), key_type)
@@ -529,47 +530,6 @@ class _FunctionAdapter(KeyedProcessFunction):
 
     def process_element(self, value: Any, ctx: Any) -> Any:
         return self._body(value)
-
-
-class _Accumulate:
-    """PyFlink's sum/min/max/min_by/max_by over a tuple, list, Row field or a plain value."""
-
-    def __init__(self, position: int | str, kind: str) -> None:
-        if not isinstance(position, (int, str)) or isinstance(position, bool):
-            raise TypeError(
-                f"the field position must be an int or a str (a Row field name), got "
-                f"{type(position).__name__}"
-            )
-        self.position = position
-        self.kind = kind
-
-    def reduce(self, v1: Any, v2: Any) -> Any:
-        pos, kind = self.position, self.kind
-        composite = isinstance(v2, (tuple, list)) or hasattr(v2, "as_dict")
-        if not composite and pos != 0:
-            raise TypeError(
-                f"field {pos!r} selected on a basic type; on a basic type only field 0 (the whole "
-                "value) can be selected"
-            )
-        a, b = (v1[pos], v2[pos]) if composite else (v1, v2)
-        if kind == "min_by":
-            return v2 if b < a else v1
-        if kind == "max_by":
-            return v2 if b > a else v1
-        if kind == "sum":
-            new = a + b
-        elif kind == "min":
-            new = b if b < a else a
-        else:
-            new = b if b > a else a
-        if not composite:
-            return new
-        if isinstance(v1, tuple) and not hasattr(v1, "as_dict"):
-            items = list(v1)
-            items[pos] = new  # type: ignore[index]
-            return tuple(items)
-        v1[pos] = new
-        return v1
 
 
 class ConnectedStreams:

@@ -21,10 +21,10 @@ functions. ``window_all`` windows a non-keyed stream: all elements go to one key
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from sparktide.common.time import to_millis
+from sparktide.datastream.aggregations import FieldAggregator
 from sparktide.datastream.data_stream import DataStream, KeyedStream
 from sparktide.datastream.output_tag import OutputTag
 from sparktide.datastream.window.evictors import CountEvictor
@@ -38,50 +38,6 @@ from sparktide.runtime.operators.window_builder import (
 )
 
 __all__ = ["AllWindowedStream", "WindowedStream", "count_window", "count_window_all"]
-
-
-class _FieldReducer:
-    """sum/min/max/min_by/max_by over a tuple, list or Row field, or a plain value (the
-    semantics of ``KeyedStream.sum`` ...); lists and Rows are copied, never changed in place,
-    since an element may sit in several windows."""
-
-    def __init__(self, position: int | str, kind: str) -> None:
-        if not isinstance(position, (int, str)) or isinstance(position, bool):
-            raise TypeError(
-                f"the field position must be an int or a str (a Row field name), got "
-                f"{type(position).__name__}"
-            )
-        self.position = position
-        self.kind = kind
-
-    def reduce(self, v1: Any, v2: Any) -> Any:
-        pos, kind = self.position, self.kind
-        composite = isinstance(v2, (tuple, list)) or hasattr(v2, "as_dict")
-        if not composite and pos != 0:
-            raise TypeError(
-                f"field {pos!r} selected on a basic type; on a basic type only field 0 (the whole "
-                "value) can be selected"
-            )
-        a, b = (v1[pos], v2[pos]) if composite else (v1, v2)
-        if kind == "min_by":
-            return v2 if b < a else v1
-        if kind == "max_by":
-            return v2 if b > a else v1
-        if kind == "sum":
-            new = a + b
-        elif kind == "min":
-            new = b if b < a else a
-        else:
-            new = b if b > a else a
-        if not composite:
-            return new
-        if isinstance(v1, tuple) and not hasattr(v1, "as_dict"):
-            items = list(v1)
-            items[pos] = new  # type: ignore[index]
-            return tuple(items)
-        out = list(v1) if isinstance(v1, list) else copy.copy(v1)
-        out[pos] = new
-        return out
 
 
 class _NullKeySelector:
@@ -202,23 +158,23 @@ class WindowedStream:
 
     def sum(self, position_to_sum: int | str = 0) -> DataStream:
         """Per window, the element with field ``position_to_sum`` summed."""
-        return self.reduce(_FieldReducer(position_to_sum, "sum"))
+        return self.reduce(FieldAggregator(position_to_sum, "sum"))
 
     def min(self, position_to_min: int | str = 0) -> DataStream:
         """Per window, the first element with field ``position_to_min`` replaced by the minimum."""
-        return self.reduce(_FieldReducer(position_to_min, "min"))
+        return self.reduce(FieldAggregator(position_to_min, "min"))
 
     def max(self, position_to_max: int | str = 0) -> DataStream:
         """Per window, the first element with field ``position_to_max`` replaced by the maximum."""
-        return self.reduce(_FieldReducer(position_to_max, "max"))
+        return self.reduce(FieldAggregator(position_to_max, "max"))
 
     def min_by(self, position_to_min_by: int | str = 0) -> DataStream:
         """Per window, the (first) element with the smallest field ``position_to_min_by``."""
-        return self.reduce(_FieldReducer(position_to_min_by, "min_by"))
+        return self.reduce(FieldAggregator(position_to_min_by, "min_by"))
 
     def max_by(self, position_to_max_by: int | str = 0) -> DataStream:
         """Per window, the (first) element with the largest field ``position_to_max_by``."""
-        return self.reduce(_FieldReducer(position_to_max_by, "max_by"))
+        return self.reduce(FieldAggregator(position_to_max_by, "max_by"))
 
 
 class AllWindowedStream(WindowedStream):
