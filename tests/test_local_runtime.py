@@ -411,3 +411,12 @@ def test_parallelism_from_the_environment_variable(monkeypatch):
     monkeypatch.setenv("SPARKTIDE_PARALLELISM", "zero")
     with pytest.raises(ValueError, match="SPARKTIDE_PARALLELISM"):
         StreamExecutionEnvironment.get_execution_environment(runtime="local")
+
+
+def test_env_execute_and_collect_takes_the_last_stream():
+    env = env_with()
+    env.from_collection([1, 2, 3]).map(lambda v: v + 1)
+    assert env.execute_and_collect(limit=10) == [2, 3, 4]
+    other = env.from_collection(["x"])
+    env.from_collection([9]).map(str)
+    assert list(env.execute_and_collect(stream=other)) == ["x"]

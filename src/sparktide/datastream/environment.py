@@ -295,12 +295,23 @@ class StreamExecutionEnvironment:
         return JobExecutionResult(name, int((time.perf_counter() - start) * 1000), metrics)
 
     def execute_and_collect(
-        self, job_execution_name: str | None = None, limit: int | None = None
+        self, job_execution_name: str | None = None, limit: int | None = None, stream: Any = None
     ) -> Any:
-        raise TypeError(
-            "call execute_and_collect() on the DataStream whose elements you want, e.g. "
-            "ds.execute_and_collect()"
-        )
+        """Run the job and return the elements of ``stream`` (default: the last stream built);
+        an iterator, or a list of at most ``limit`` elements. Same as
+        ``stream.execute_and_collect(...)``."""
+        from sparktide.datastream.data_stream import DataStream
+
+        if stream is None:
+            last = next((n for n in reversed(self._graph.nodes) if n.kind != "sink"), None)
+            if last is None:
+                raise RuntimeError(
+                    "no stream to collect: build one (e.g. env.from_collection(...)) first"
+                )
+            stream = DataStream(self, last)
+        elif not isinstance(stream, DataStream):
+            raise TypeError(f"stream must be a DataStream, got {type(stream).__name__}")
+        return stream.execute_and_collect(job_execution_name, limit)
 
     def _execute_and_collect(self, stream: Any, job_name: str | None) -> list[Any]:
         collected: list[tuple[Any, Any]] = []
