@@ -8,7 +8,9 @@ The job (identical on both engines)::
       .process(CountWithTimeout())      # count in ValueState; timer at ts + 1000 per record
       .filter(lambda v: False).print()   # consume the output
 
-for 10^5 and 10^6 records over 10^3 and 10^5 keys, on sparktide's local runtime; and, when
+for 10^5 and 10^6 records over 10^3 and 10^5 keys, on sparktide's local runtime (periodic
+watermarks every 10,000 records, as PyFlink's 200 ms auto-watermark interval gives every few
+thousand records at its speed; ``--watermark-every 0`` makes it one round); and, when
 apache-flink is installed (``SPARKTIDE_PYFLINK_PYTHON=/path/to/python``, or ``.venv-flink`` made
 by ``tools/install_pyflink.sh``), on PyFlink in the same run (thread mode, parallelism 1), printing
 the ratio. Times are the wall time of ``env.execute()`` (PyFlink's includes job submission).
@@ -94,11 +96,12 @@ def _namespace(pkg: str) -> dict:
     return ns
 
 
-def run_sparktide(n: int, keys: int) -> float:
+def run_sparktide(n: int, keys: int, every: int | None = 10_000) -> float:
     ns = _namespace("sparktide")
     from sparktide.datastream import StreamExecutionEnvironment
 
     env = StreamExecutionEnvironment.get_execution_environment(runtime="local")
+    env.get_config().set_watermark_every(every)
     return ns["run"](n, keys, env)
 
 
@@ -137,6 +140,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--records", default="100000,1000000")
     ap.add_argument("--keys", default="1000,100000")
     ap.add_argument("--no-pyflink", action="store_true")
+    ap.add_argument(
+        "--watermark-every",
+        type=int,
+        default=10_000,
+        help="sparktide: end a round (periodic watermark) every N records (0: one round)",
+    )
     args = ap.parse_args(argv)
     python = None if args.no_pyflink else pyflink_python()
     print(f"Python {sys.version.split()[0]}; PyFlink: {python or 'not installed'}")
@@ -151,7 +160,7 @@ def main(argv: list[str] | None = None) -> None:
             if keys > n:
                 continue
             t0 = time.perf_counter()
-            seconds = run_sparktide(n, keys)
+            seconds = run_sparktide(n, keys, args.watermark_every or None)
             _ = time.perf_counter() - t0
             ours = n / seconds
             theirs = None
