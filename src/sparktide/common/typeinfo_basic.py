@@ -193,6 +193,19 @@ _JAVA_HASH = {
 }
 
 
+def _exact_type_coercer(expected: type, general: Coercer, name: str) -> Coercer:
+    """A coercer that returns a value of exactly type ``expected`` as it is and hands anything
+    else to ``general`` (which converts it or explains why it cannot)."""
+
+    def coerce_exact(value: Any, path: str = "value") -> Any:
+        if type(value) is expected:
+            return value
+        return general(value, path)
+
+    coerce_exact.__name__ = coerce_exact.__qualname__ = name
+    return coerce_exact
+
+
 class BasicTypeInfo(TypeInformation):
     """Numbers, strings, booleans, ``BigInteger``, ``BigDecimal`` and ``Instant``.
 
@@ -266,14 +279,7 @@ class BasicTypeInfo(TypeInformation):
 
             return coerce_int
         if kind is BasicType.STRING:
-            general = self._coerce_str
-
-            def coerce_str(value: Any, path: str = "value") -> Any:
-                if type(value) is str:
-                    return value
-                return general(value, path)
-
-            return coerce_str
+            return _exact_type_coercer(str, self._coerce_str, "coerce_str")
         if kind is BasicType.FLOAT:
             general = self._coerce_float
             pack, unpack, isinf = _FLOAT32.pack, _FLOAT32.unpack, math.isinf
@@ -287,23 +293,9 @@ class BasicTypeInfo(TypeInformation):
 
             return coerce_float32
         if kind is BasicType.DOUBLE:
-            general = self._coerce_float
-
-            def coerce_double(value: Any, path: str = "value") -> Any:
-                if type(value) is float:
-                    return value
-                return general(value, path)
-
-            return coerce_double
+            return _exact_type_coercer(float, self._coerce_float, "coerce_double")
         if kind is BasicType.BOOLEAN:
-            general = self._coerce_bool
-
-            def coerce_bool(value: Any, path: str = "value") -> Any:
-                if value is True or value is False:
-                    return value
-                return general(value, path)
-
-            return coerce_bool
+            return _exact_type_coercer(bool, self._coerce_bool, "coerce_bool")
         if kind is BasicType.CHAR:
             return self._coerce_char
         if kind is BasicType.BIG_DEC:

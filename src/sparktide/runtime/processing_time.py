@@ -223,7 +223,87 @@ def _terminated_error(service: ProcessingTimeService) -> RuntimeError:
     )
 
 
-class ManualProcessingTimeService(ProcessingTimeService, _TimerOwner):
+class _HeapTimerService(ProcessingTimeService, _TimerOwner):
+    """Timer bookkeeping shared by the services: a heap of ``(sort key, sequence, timer)``.
+
+    Cancelled timers stay in the heap until they reach its top (``_stale`` counts them), and
+    the heap is compacted when they make up most of it. Quiesce and shutdown drop every pending
+    timer. Subclasses decide what the sort key is and how due timers fire.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._heap: list[tuple[int, int, ScheduledTimer]] = []
+        self._seq = itertools.count()
+        self._stale = 0  # cancelled entries still in the heap
+        self._quiesced = False
+        self._terminated = False
+
+    def _push(self, timestamp: int, callback: ProcessingTimeCallback, key: int) -> ScheduledTimer:
+        """Register a timer under heap order ``key``; caller holds the lock.
+
+        Raises after shutdown; after quiesce returns a handle that never fires (not queued).
+        """
+        if self._terminated:
+            raise _terminated_error(self)
+        if self._quiesced:
+            return ScheduledTimer(timestamp, None, None, _DROPPED)
+        timer = ScheduledTimer(timestamp, callback, self, _PENDING)
+        heapq.heappush(self._heap, (key, next(self._seq), timer))
+        return timer
+
+    def _num_pending(self) -> int:
+        """Timers in the heap that were not cancelled."""
+        return len(self._heap) - self._stale
+
+    def quiesce(self) -> None:
+        with self._lock:
+            self._quiesced = True
+            self._drop_all()
+
+    def shutdown(self) -> None:
+        with self._lock:
+            self._quiesced = True
+            self._terminated = True
+            self._drop_all()
+
+    def is_quiesced(self) -> bool:
+        return self._quiesced
+
+    def is_terminated(self) -> bool:
+        return self._terminated
+
+    def _drop_all(self) -> None:  # caller holds the lock
+        for _, _, timer in self._heap:
+            if timer._state == _PENDING:
+                timer._state = _DROPPED
+                timer._callback = None
+        self._heap.clear()
+        self._stale = 0
+
+    def _cancel(self, timer: ScheduledTimer) -> bool:
+        with self._lock:
+            state = timer._state
+            if state != _PENDING and state != _QUEUED:
+                return False
+            timer._callback = None
+            if self._quiesced:  # only mailed timers can be left: they would be skipped anyway
+                timer._state = _DROPPED
+                return False
+            timer._state = _CANCELLED
+            if state == _PENDING:
+                # Still in the heap: skipped when it reaches the top. Compact when cancelled
+                # entries make up most of the heap.
+                self._stale += 1
+                heap = self._heap
+                if self._stale > 32 and self._stale * 2 > len(heap):
+                    heap[:] = [entry for entry in heap if entry[2]._state == _PENDING]
+                    heapq.heapify(heap)
+                    self._stale = 0
+            return True
+
+
+class ManualProcessingTimeService(_HeapTimerService):
     """A processing-time service whose clock only moves when told to.
 
     :meth:`set_current_time` and :meth:`advance` set the clock and then fire, synchronously in
@@ -254,13 +334,8 @@ class ManualProcessingTimeService(ProcessingTimeService, _TimerOwner):
 
     def __init__(self, start: int = 0) -> None:
         self._now = check_timestamp(start, "start")
-        self._lock = threading.Lock()
-        self._heap: list[tuple[int, int, ScheduledTimer]] = []
-        self._seq = itertools.count()
-        self._num_pending = 0
+        super().__init__()
         self._firing = False
-        self._quiesced = False
-        self._terminated = False
 
     def get_current_processing_time(self) -> int:
         """The simulated clock (int ms)."""
@@ -271,14 +346,7 @@ class ManualProcessingTimeService(ProcessingTimeService, _TimerOwner):
         timestamp = check_timestamp(timestamp, "timestamp")
         _check_callback(callback)
         with self._lock:
-            if self._terminated:
-                raise _terminated_error(self)
-            if self._quiesced:
-                return ScheduledTimer(timestamp, None, None, _DROPPED)
-            timer = ScheduledTimer(timestamp, callback, self, _PENDING)
-            heapq.heappush(self._heap, (timestamp, next(self._seq), timer))
-            self._num_pending += 1
-        return timer
+            return self._push(timestamp, callback, timestamp)
 
     def set_current_time(self, t: int) -> None:
         """Set the clock to ``t`` and fire every due timer in the calling thread.
@@ -319,30 +387,19 @@ class ManualProcessingTimeService(ProcessingTimeService, _TimerOwner):
 
     def num_registered_timers(self) -> int:
         """How many timers are registered and have neither fired nor been cancelled."""
-        return self._num_pending
+        return self._num_pending()
 
     def quiesce(self) -> None:
         """Drop every pending timer; later registrations never fire."""
-        with self._lock:
-            self._quiesced = True
-            self._drop_all()
+        super().quiesce()
 
     def shutdown(self) -> None:
         """Quiesce; later registrations raise ``RuntimeError``."""
-        with self._lock:
-            self._quiesced = True
-            self._terminated = True
-            self._drop_all()
-
-    def is_quiesced(self) -> bool:
-        return self._quiesced
-
-    def is_terminated(self) -> bool:
-        return self._terminated
+        super().shutdown()
 
     def __repr__(self) -> str:
         return (
-            f"ManualProcessingTimeService(now={self._now}, registered_timers={self._num_pending})"
+            f"ManualProcessingTimeService(now={self._now}, registered_timers={self._num_pending()})"
         )
 
     # -- internals -------------------------------------------------------------------------
@@ -356,8 +413,8 @@ class ManualProcessingTimeService(ProcessingTimeService, _TimerOwner):
                     return
                 timestamp, _, timer = heapq.heappop(heap)
                 if timer._state != _PENDING:
-                    continue  # cancelled; its pending count was already taken back
-                self._num_pending -= 1
+                    self._stale -= 1  # a cancelled entry leaves the heap
+                    continue
                 timer._state = _RUNNING
                 callback = timer._callback
                 timer._callback = None
@@ -366,30 +423,8 @@ class ManualProcessingTimeService(ProcessingTimeService, _TimerOwner):
             finally:
                 timer._state = _DONE
 
-    def _drop_all(self) -> None:  # caller holds the lock
-        for _, _, timer in self._heap:
-            if timer._state == _PENDING:
-                timer._state = _DROPPED
-                timer._callback = None
-        self._heap.clear()
-        self._num_pending = 0
 
-    def _cancel(self, timer: ScheduledTimer) -> bool:
-        with self._lock:
-            if timer._state != _PENDING:
-                return False
-            timer._state = _CANCELLED
-            timer._callback = None
-            self._num_pending -= 1
-            # Cancelled entries stay in the heap until popped; compact if they dominate it.
-            heap = self._heap
-            if len(heap) > 64 and self._num_pending * 2 < len(heap):
-                heap[:] = [entry for entry in heap if entry[2]._state == _PENDING]
-                heapq.heapify(heap)
-            return True
-
-
-class SystemProcessingTimeService(ProcessingTimeService, _TimerOwner):
+class SystemProcessingTimeService(_HeapTimerService):
     """Processing time from a real clock; due timers are handed to the task thread by mail.
 
     ``clock`` returns the current time in int milliseconds (default: the wall clock,
@@ -435,14 +470,9 @@ register timers before shutdown() (after quiesce() they are accepted but never f
             )
         self._mailbox = mailbox
         self._clock: Callable[[], int] = clock if clock is not None else _wall_clock_ms
-        self._lock = threading.Lock()
+        # Heap entries: (deadline in time.monotonic_ns(), registration sequence, timer).
+        super().__init__()
         self._cond = threading.Condition(self._lock)
-        # Entries: (deadline in time.monotonic_ns(), registration sequence, timer).
-        self._heap: list[tuple[int, int, ScheduledTimer]] = []
-        self._seq = itertools.count()
-        self._stale = 0  # cancelled entries still in the heap
-        self._quiesced = False
-        self._terminated = False
         self._thread: threading.Thread | None = None
 
     def get_current_processing_time(self) -> int:
@@ -461,14 +491,9 @@ register timers before shutdown() (after quiesce() they are accepted but never f
             )
         deadline = time.monotonic_ns() + processing_time_delay(timestamp, now) * 1_000_000
         with self._lock:
-            if self._terminated:
-                raise _terminated_error(self)
-            if self._quiesced:
-                return ScheduledTimer(timestamp, None, None, _DROPPED)
-            timer = ScheduledTimer(timestamp, callback, self, _PENDING)
-            entry = (deadline, next(self._seq), timer)
-            heap = self._heap
-            heapq.heappush(heap, entry)
+            timer = self._push(timestamp, callback, deadline)
+            if timer._state == _DROPPED:
+                return timer
             if self._thread is None:
                 self._thread = threading.Thread(
                     target=self._run_scheduler,
@@ -476,42 +501,29 @@ register timers before shutdown() (after quiesce() they are accepted but never f
                     daemon=True,
                 )
                 self._thread.start()
-            elif heap[0] is entry:
+            elif self._heap[0][2] is timer:
                 self._cond.notify()  # a new earliest deadline: wake the scheduler to re-plan
         return timer
 
     def quiesce(self) -> None:
         """Drop pending timers, skip already-mailed ones, let the scheduler thread exit."""
-        with self._lock:
-            self._quiesced = True
-            self._drop_all()
-            self._cond.notify_all()
+        super().quiesce()
 
     def shutdown(self) -> None:
         """Quiesce, refuse further registrations and join the scheduler thread."""
-        with self._lock:
-            self._quiesced = True
-            self._terminated = True
-            self._drop_all()
-            self._cond.notify_all()
-            thread = self._thread
+        super().shutdown()
+        thread = self._thread  # no longer changes: registering now raises
         if thread is not None and thread is not threading.current_thread():
             thread.join(_SHUTDOWN_JOIN_SECONDS)
-
-    def is_quiesced(self) -> bool:
-        return self._quiesced
-
-    def is_terminated(self) -> bool:
-        return self._terminated
 
     def num_scheduled_timers(self) -> int:
         """Timers waiting in the scheduler (not yet due, not cancelled); for diagnostics."""
         with self._lock:
-            return len(self._heap) - self._stale
+            return self._num_pending()
 
     def __repr__(self) -> str:
         state = "terminated" if self._terminated else "quiesced" if self._quiesced else "running"
-        return f"SystemProcessingTimeService({state}, scheduled={len(self._heap) - self._stale})"
+        return f"SystemProcessingTimeService({state}, scheduled={self._num_pending()})"
 
     # -- scheduler thread --------------------------------------------------------------------
 
@@ -577,30 +589,5 @@ register timers before shutdown() (after quiesce() they are accepted but never f
     # -- any thread ---------------------------------------------------------------------------
 
     def _drop_all(self) -> None:  # caller holds the lock
-        for _, _, timer in self._heap:
-            if timer._state == _PENDING:
-                timer._state = _DROPPED
-                timer._callback = None
-        self._heap.clear()
-        self._stale = 0
-
-    def _cancel(self, timer: ScheduledTimer) -> bool:
-        with self._lock:
-            state = timer._state
-            if state != _PENDING and state != _QUEUED:
-                return False
-            timer._callback = None
-            if self._quiesced:  # only mailed timers can be left: they would be skipped anyway
-                timer._state = _DROPPED
-                return False
-            timer._state = _CANCELLED
-            if state == _PENDING:
-                # Still in the heap: the scheduler skips the entry when it reaches the top.
-                # Compact when cancelled entries make up most of the heap.
-                self._stale += 1
-                heap = self._heap
-                if self._stale > 32 and self._stale * 2 > len(heap):
-                    heap[:] = [entry for entry in heap if entry[2]._state == _PENDING]
-                    heapq.heapify(heap)
-                    self._stale = 0
-            return True
+        super()._drop_all()
+        self._cond.notify_all()  # the scheduler thread sees the quiesce and exits

@@ -184,10 +184,37 @@ def default_trigger(assigner: Any, env: Any = None) -> Any:
     return method(env) if takes_env else method()
 
 
+# -------------------------------------------------------------------------------- time domains
+
+
+class _EventTimeAssigner:
+    """Event time: :class:`EventTimeTrigger` by default; watermarks fire and expire windows."""
+
+    __slots__ = ()
+
+    def get_default_trigger(self, env: Any = None) -> Trigger:
+        return EventTimeTrigger()
+
+    def is_event_time(self) -> bool:
+        return True
+
+
+class _ProcessingTimeAssigner:
+    """Processing time: :class:`ProcessingTimeTrigger` by default."""
+
+    __slots__ = ()
+
+    def get_default_trigger(self, env: Any = None) -> Trigger:
+        return ProcessingTimeTrigger()
+
+    def is_event_time(self) -> bool:
+        return False
+
+
 # -------------------------------------------------------------------------------- time windows
 
 
-class TumblingEventTimeWindows(WindowAssigner[Any, TimeWindow]):
+class TumblingEventTimeWindows(_EventTimeAssigner, WindowAssigner[Any, TimeWindow]):
     """Fixed-size, non-overlapping windows by event time: ``[start, start + size)`` with
     ``start = ts - (ts - offset) % size``.
 
@@ -219,12 +246,6 @@ class TumblingEventTimeWindows(WindowAssigner[Any, TimeWindow]):
             pass
         raise no_timestamp_error(self)
 
-    def get_default_trigger(self, env: Any = None) -> Trigger:
-        return EventTimeTrigger()
-
-    def is_event_time(self) -> bool:
-        return True
-
     def get_size(self) -> int:
         return self._size
 
@@ -235,7 +256,7 @@ class TumblingEventTimeWindows(WindowAssigner[Any, TimeWindow]):
         return f"{type(self).__name__}(size={self._size}, offset={self._offset})"
 
 
-class TumblingProcessingTimeWindows(TumblingEventTimeWindows):
+class TumblingProcessingTimeWindows(_ProcessingTimeAssigner, TumblingEventTimeWindows):
     """Tumbling windows by the processing time at which the element is processed.
 
     >>> class Clock:
@@ -251,14 +272,8 @@ class TumblingProcessingTimeWindows(TumblingEventTimeWindows):
         start = now - (now - self._offset) % self._size
         return (new_time_window((start, start + self._size)),)
 
-    def get_default_trigger(self, env: Any = None) -> Trigger:
-        return ProcessingTimeTrigger()
 
-    def is_event_time(self) -> bool:
-        return False
-
-
-class SlidingEventTimeWindows(WindowAssigner[Any, TimeWindow]):
+class SlidingEventTimeWindows(_EventTimeAssigner, WindowAssigner[Any, TimeWindow]):
     """Windows of ``size`` starting every ``slide`` (they overlap when ``slide < size``).
 
     An element goes into every window ``[start, start + size)`` with ``start`` from
@@ -299,12 +314,6 @@ class SlidingEventTimeWindows(WindowAssigner[Any, TimeWindow]):
             raise no_timestamp_error(self)
         return self._windows(int(timestamp))
 
-    def get_default_trigger(self, env: Any = None) -> Trigger:
-        return EventTimeTrigger()
-
-    def is_event_time(self) -> bool:
-        return True
-
     def get_size(self) -> int:
         return self._size
 
@@ -317,7 +326,7 @@ class SlidingEventTimeWindows(WindowAssigner[Any, TimeWindow]):
         )
 
 
-class SlidingProcessingTimeWindows(SlidingEventTimeWindows):
+class SlidingProcessingTimeWindows(_ProcessingTimeAssigner, SlidingEventTimeWindows):
     """Sliding windows by processing time.
 
     >>> class Clock:
@@ -330,12 +339,6 @@ class SlidingProcessingTimeWindows(SlidingEventTimeWindows):
 
     def assign_windows(self, element: Any, timestamp: int | None, context: Any) -> Any:
         return self._windows(context.get_current_processing_time())
-
-    def get_default_trigger(self, env: Any = None) -> Trigger:
-        return ProcessingTimeTrigger()
-
-    def is_event_time(self) -> bool:
-        return False
 
 
 # -------------------------------------------------------------------------------- sessions
@@ -371,7 +374,7 @@ def _dynamic_gap(extract: Callable[[Any], Any], element: Any) -> int:
     return int(gap)
 
 
-class EventTimeSessionWindows(MergingWindowAssigner[Any, TimeWindow]):
+class EventTimeSessionWindows(_EventTimeAssigner, MergingWindowAssigner[Any, TimeWindow]):
     """Sessions by event time: each element opens ``[ts, ts + gap)``; overlapping (or touching)
     windows merge, so a session closes after ``gap`` without elements.
 
@@ -405,12 +408,6 @@ class EventTimeSessionWindows(MergingWindowAssigner[Any, TimeWindow]):
     def merge_windows(self, windows: Iterable[TimeWindow], callback: Any) -> None:
         TimeWindow.merge_windows(windows, callback)
 
-    def get_default_trigger(self, env: Any = None) -> Trigger:
-        return EventTimeTrigger()
-
-    def is_event_time(self) -> bool:
-        return True
-
     def get_session_gap(self) -> int:
         return self._gap
 
@@ -418,7 +415,7 @@ class EventTimeSessionWindows(MergingWindowAssigner[Any, TimeWindow]):
         return f"{type(self).__name__}(gap={self._gap})"
 
 
-class ProcessingTimeSessionWindows(EventTimeSessionWindows):
+class ProcessingTimeSessionWindows(_ProcessingTimeAssigner, EventTimeSessionWindows):
     """Sessions by processing time: each element opens ``[now, now + gap)``.
 
     >>> class Clock:
@@ -437,14 +434,8 @@ class ProcessingTimeSessionWindows(EventTimeSessionWindows):
         now = context.get_current_processing_time()
         return [new_time_window((now, now + self._gap))]
 
-    def get_default_trigger(self, env: Any = None) -> Trigger:
-        return ProcessingTimeTrigger()
 
-    def is_event_time(self) -> bool:
-        return False
-
-
-class DynamicEventTimeSessionWindows(MergingWindowAssigner[Any, TimeWindow]):
+class DynamicEventTimeSessionWindows(_EventTimeAssigner, MergingWindowAssigner[Any, TimeWindow]):
     """Event-time sessions with a gap chosen per element by a
     :class:`SessionWindowTimeGapExtractor` (or a callable ``element -> int ms``).
 
@@ -474,17 +465,11 @@ element 'e'; ...
     def merge_windows(self, windows: Iterable[TimeWindow], callback: Any) -> None:
         TimeWindow.merge_windows(windows, callback)
 
-    def get_default_trigger(self, env: Any = None) -> Trigger:
-        return EventTimeTrigger()
-
-    def is_event_time(self) -> bool:
-        return True
-
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._extractor!r})"
 
 
-class DynamicProcessingTimeSessionWindows(DynamicEventTimeSessionWindows):
+class DynamicProcessingTimeSessionWindows(_ProcessingTimeAssigner, DynamicEventTimeSessionWindows):
     """Processing-time sessions with a gap chosen per element.
 
     >>> class Clock:
@@ -499,9 +484,3 @@ class DynamicProcessingTimeSessionWindows(DynamicEventTimeSessionWindows):
     def assign_windows(self, element: Any, timestamp: int | None, context: Any) -> Any:
         now = context.get_current_processing_time()
         return [new_time_window((now, now + _dynamic_gap(self._extract, element)))]
-
-    def get_default_trigger(self, env: Any = None) -> Trigger:
-        return ProcessingTimeTrigger()
-
-    def is_event_time(self) -> bool:
-        return False

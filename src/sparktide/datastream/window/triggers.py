@@ -175,7 +175,65 @@ def _interval(interval: Any, owner: str) -> int:
     return ms
 
 
-class EventTimeTrigger(Trigger[Any, Any]):
+class _EventTime:
+    """The event-time domain of a trigger: the watermark and event-time timers."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def _current_time(ctx: Any) -> int:
+        return ctx.get_current_watermark()  # type: ignore[no-any-return]
+
+    @staticmethod
+    def _register_timer(ctx: Any, time: int) -> None:
+        ctx.register_event_time_timer(time)
+
+    @staticmethod
+    def _delete_timer(ctx: Any, time: int) -> None:
+        ctx.delete_event_time_timer(time)
+
+
+class _ProcessingTime:
+    """The processing-time domain of a trigger: the task's clock and processing-time timers."""
+
+    __slots__ = ()
+
+    @staticmethod
+    def _current_time(ctx: Any) -> int:
+        return ctx.get_current_processing_time()  # type: ignore[no-any-return]
+
+    @staticmethod
+    def _register_timer(ctx: Any, time: int) -> None:
+        ctx.register_processing_time_timer(time)
+
+    @staticmethod
+    def _delete_timer(ctx: Any, time: int) -> None:
+        ctx.delete_processing_time_timer(time)
+
+
+class _WindowEndTrigger(Trigger[Any, Any]):
+    """Merging and cleanup of a trigger with one timer at the window's ``max_timestamp`` in
+    its time domain (``_current_time``, ``_register_timer``, ``_delete_timer``)."""
+
+    __slots__ = ()
+
+    _current_time: Any
+    _register_timer: Any
+    _delete_timer: Any
+
+    def can_merge(self) -> bool:
+        return True
+
+    def on_merge(self, window: Any, ctx: Any) -> None:
+        max_ts = window.max_timestamp()
+        if max_ts > self._current_time(ctx):
+            self._register_timer(ctx, max_ts)
+
+    def clear(self, window: Any, ctx: Any) -> None:
+        self._delete_timer(ctx, window.max_timestamp())
+
+
+class EventTimeTrigger(_EventTime, _WindowEndTrigger):
     """Fires once the watermark passes the window's end (``max_timestamp``); an element that
     arrives after that (allowed lateness) fires the window at once. The default trigger of
     event-time assigners.
@@ -203,19 +261,8 @@ class EventTimeTrigger(Trigger[Any, Any]):
     def on_event_time(self, time: int, window: Any, ctx: Any) -> TriggerResult:
         return FIRE if time == window.max_timestamp() else CONTINUE
 
-    def can_merge(self) -> bool:
-        return True
 
-    def on_merge(self, window: Any, ctx: Any) -> None:
-        max_ts = window.max_timestamp()
-        if max_ts > ctx.get_current_watermark():
-            ctx.register_event_time_timer(max_ts)
-
-    def clear(self, window: Any, ctx: Any) -> None:
-        ctx.delete_event_time_timer(window.max_timestamp())
-
-
-class ProcessingTimeTrigger(Trigger[Any, Any]):
+class ProcessingTimeTrigger(_ProcessingTime, _WindowEndTrigger):
     """Fires once the processing time reaches the window's ``max_timestamp``. The default
     trigger of processing-time assigners.
 
@@ -238,17 +285,6 @@ class ProcessingTimeTrigger(Trigger[Any, Any]):
 
     def on_event_time(self, time: int, window: Any, ctx: Any) -> TriggerResult:
         return CONTINUE
-
-    def can_merge(self) -> bool:
-        return True
-
-    def on_merge(self, window: Any, ctx: Any) -> None:
-        max_ts = window.max_timestamp()
-        if max_ts > ctx.get_current_processing_time():
-            ctx.register_processing_time_timer(max_ts)
-
-    def clear(self, window: Any, ctx: Any) -> None:
-        ctx.delete_processing_time_timer(window.max_timestamp())
 
 
 class CountTrigger(Trigger[Any, Any]):
@@ -303,7 +339,7 @@ class CountTrigger(Trigger[Any, Any]):
         return f"CountTrigger({self._size})"
 
 
-class ContinuousEventTimeTrigger(Trigger[Any, Any]):
+class ContinuousEventTimeTrigger(_EventTime, Trigger[Any, Any]):
     """Fires every ``interval`` of event time while the window is open, and at its end.
 
     The first firing of a pane is at ``ts - ts % interval + interval`` for the timestamp ``ts``
@@ -342,6 +378,10 @@ class ContinuousEventTimeTrigger(Trigger[Any, Any]):
     def on_event_time(self, time: int, window: Any, ctx: Any) -> TriggerResult:
         if time == window.max_timestamp():
             return FIRE
+        return self._on_timer(time, window, ctx)
+
+    def _on_timer(self, time: int, window: Any, ctx: Any) -> TriggerResult:
+        """FIRE and register the next firing if ``time`` is the pane's next firing time."""
         fire_time = ctx.get_partitioned_state(self._descriptor)
         if fire_time.get() == time:
             fire_time.clear()
@@ -352,7 +392,7 @@ class ContinuousEventTimeTrigger(Trigger[Any, Any]):
     def _register_next(self, time: int, window: Any, ctx: Any, fire_time: Any) -> None:
         next_fire = min(time + self._interval, window.max_timestamp())
         fire_time.add(next_fire)
-        ctx.register_event_time_timer(next_fire)
+        self._register_timer(ctx, next_fire)
 
     def can_merge(self) -> bool:
         return True
@@ -361,13 +401,13 @@ class ContinuousEventTimeTrigger(Trigger[Any, Any]):
         ctx.merge_partitioned_state(self._descriptor)
         next_fire = ctx.get_partitioned_state(self._descriptor).get()
         if next_fire is not None:
-            ctx.register_event_time_timer(next_fire)
+            self._register_timer(ctx, next_fire)
 
     def clear(self, window: Any, ctx: Any) -> None:
         fire_time = ctx.get_partitioned_state(self._descriptor)
         ts = fire_time.get()
         if ts is not None:
-            ctx.delete_event_time_timer(ts)
+            self._delete_timer(ctx, ts)
             fire_time.clear()
 
     def get_interval(self) -> int:
@@ -377,7 +417,7 @@ class ContinuousEventTimeTrigger(Trigger[Any, Any]):
         return f"{type(self).__name__}(interval={self._interval})"
 
 
-class ContinuousProcessingTimeTrigger(ContinuousEventTimeTrigger):
+class ContinuousProcessingTimeTrigger(_ProcessingTime, ContinuousEventTimeTrigger):
     """Fires every ``interval`` of processing time, aligned to multiples of ``interval``
     (the first firing after the first element at ``now - now % interval + interval``).
 
@@ -398,30 +438,7 @@ class ContinuousProcessingTimeTrigger(ContinuousEventTimeTrigger):
         return CONTINUE
 
     def on_processing_time(self, time: int, window: Any, ctx: Any) -> TriggerResult:
-        fire_time = ctx.get_partitioned_state(self._descriptor)
-        if fire_time.get() == time:
-            fire_time.clear()
-            self._register_next(time, window, ctx, fire_time)
-            return FIRE
-        return CONTINUE
-
-    def _register_next(self, time: int, window: Any, ctx: Any, fire_time: Any) -> None:
-        next_fire = min(time + self._interval, window.max_timestamp())
-        fire_time.add(next_fire)
-        ctx.register_processing_time_timer(next_fire)
-
-    def on_merge(self, window: Any, ctx: Any) -> None:
-        ctx.merge_partitioned_state(self._descriptor)
-        next_fire = ctx.get_partitioned_state(self._descriptor).get()
-        if next_fire is not None:
-            ctx.register_processing_time_timer(next_fire)
-
-    def clear(self, window: Any, ctx: Any) -> None:
-        fire_time = ctx.get_partitioned_state(self._descriptor)
-        ts = fire_time.get()
-        if ts is not None:
-            ctx.delete_processing_time_timer(ts)
-            fire_time.clear()
+        return self._on_timer(time, window, ctx)
 
 
 class PurgingTrigger(Trigger[Any, Any]):

@@ -225,13 +225,30 @@ class InternalKvState:
     def get_current_namespace(self) -> Any:
         return self._ns
 
-    def clear(self) -> None:
+    def _slot(self) -> tuple[dict[tuple[Any, Any], Any], tuple[Any, Any]]:
+        """The current key group's dict and the current entry key ``(key, namespace)``.
+
+        Raises the backend's clear error when no key is current.
+        """
         b = self._backend
         try:
-            self._data[b.current_key_group].pop((b.current_key, self._ns), None)
+            return self._data[b.current_key_group], (b.current_key, self._ns)  # type: ignore[index]
         except TypeError:
             b.check_key()
             raise
+
+    def _current(self) -> Any:
+        """The raw value stored for the current key and namespace (``None`` if absent)."""
+        b = self._backend
+        try:
+            return self._data[b.current_key_group].get((b.current_key, self._ns))
+        except TypeError:
+            b.check_key()
+            raise
+
+    def clear(self) -> None:
+        d, k = self._slot()
+        d.pop(k, None)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._table.name!r}, namespace={self._ns!r})"
@@ -248,13 +265,7 @@ class MergingMixin:
     def merge_namespaces(self, target: Any, sources: Iterable[Any]) -> None:
         """Merge the values of ``sources`` into ``target`` for the current key, removing the
         sources. The target's value comes first (list order, reduce/merge argument order)."""
-        b = self._backend  # type: ignore[attr-defined]
-        try:
-            d = self._data[b.current_key_group]  # type: ignore[attr-defined]
-        except TypeError:
-            b.check_key()
-            raise
-        key = b.current_key
+        d, (key, _) = self._slot()  # type: ignore[attr-defined]
         merged = None
         for source in sources:
             if source == target:
@@ -310,6 +321,14 @@ def list_values(values: Iterable[Any], name: str) -> list[Any]:
     return out
 
 
+def check_mapping(dict_value: Any) -> None:
+    """Raise TypeError unless ``dict_value`` is a mapping (the argument of ``put_all``)."""
+    if not isinstance(dict_value, Mapping):
+        raise TypeError(
+            f"dict_value must be a mapping, got {type(dict_value).__name__}; pass a dict"
+        )
+
+
 def check_not_none(value: Any) -> None:
     if value is None:
         raise ValueError(
@@ -324,24 +343,13 @@ class HeapListState(MergingMixin, InternalKvState, ListState):
     __slots__ = ()
 
     def get(self) -> list[Any]:
-        b = self._backend
-        try:
-            lst = self._data[b.current_key_group].get((b.current_key, self._ns))
-        except TypeError:
-            b.check_key()
-            raise
+        lst = self._current()
         return [] if lst is None else lst.copy()
 
     def add(self, value: Any) -> None:
         if value is None:
             check_not_none(value)
-        b = self._backend
-        try:
-            d = self._data[b.current_key_group]
-            k = (b.current_key, self._ns)
-        except TypeError:
-            b.check_key()
-            raise
+        d, k = self._slot()
         lst = d.get(k)
         if lst is None:
             d[k] = [value]
@@ -352,13 +360,7 @@ class HeapListState(MergingMixin, InternalKvState, ListState):
         new = list_values(values, "values")
         if not new:
             return
-        b = self._backend
-        try:
-            d = self._data[b.current_key_group]
-            k = (b.current_key, self._ns)
-        except TypeError:
-            b.check_key()
-            raise
+        d, k = self._slot()
         lst = d.get(k)
         if lst is None:
             d[k] = new
@@ -367,13 +369,7 @@ class HeapListState(MergingMixin, InternalKvState, ListState):
 
     def update(self, values: Iterable[Any]) -> None:
         new = list_values(values, "values")
-        b = self._backend
-        try:
-            d = self._data[b.current_key_group]
-            k = (b.current_key, self._ns)
-        except TypeError:
-            b.check_key()
-            raise
+        d, k = self._slot()
         if new:
             d[k] = new
         else:
@@ -389,26 +385,12 @@ class HeapMapState(InternalKvState, MapState):
 
     __slots__ = ()
 
-    def _map(self) -> dict[Any, Any] | None:
-        b = self._backend
-        try:
-            return self._data[b.current_key_group].get((b.current_key, self._ns))
-        except TypeError:
-            b.check_key()
-            raise
-
     def get(self, key: Any) -> Any:
-        m = self._map()
+        m = self._current()
         return None if m is None else m.get(key)
 
     def put(self, key: Any, value: Any) -> None:
-        b = self._backend
-        try:
-            d = self._data[b.current_key_group]
-            k = (b.current_key, self._ns)
-        except TypeError:
-            b.check_key()
-            raise
+        d, k = self._slot()
         m = d.get(k)
         if m is None:
             d[k] = {key: value}
@@ -416,19 +398,10 @@ class HeapMapState(InternalKvState, MapState):
             m[key] = value
 
     def put_all(self, dict_value: Mapping[Any, Any]) -> None:
-        if not isinstance(dict_value, Mapping):
-            raise TypeError(
-                f"dict_value must be a mapping, got {type(dict_value).__name__}; pass a dict"
-            )
+        check_mapping(dict_value)
         if not dict_value:
             return
-        b = self._backend
-        try:
-            d = self._data[b.current_key_group]
-            k = (b.current_key, self._ns)
-        except TypeError:
-            b.check_key()
-            raise
+        d, k = self._slot()
         m = d.get(k)
         if m is None:
             d[k] = dict(dict_value)
@@ -436,13 +409,7 @@ class HeapMapState(InternalKvState, MapState):
             m.update(dict_value)
 
     def remove(self, key: Any) -> None:
-        b = self._backend
-        try:
-            d = self._data[b.current_key_group]
-            k = (b.current_key, self._ns)
-        except TypeError:
-            b.check_key()
-            raise
+        d, k = self._slot()
         m = d.get(k)
         if m is not None:
             m.pop(key, None)
@@ -450,23 +417,23 @@ class HeapMapState(InternalKvState, MapState):
                 del d[k]
 
     def contains(self, key: Any) -> bool:
-        m = self._map()
+        m = self._current()
         return m is not None and key in m
 
     def items(self) -> list[tuple[Any, Any]]:
-        m = self._map()
+        m = self._current()
         return [] if m is None else list(m.items())
 
     def keys(self) -> list[Any]:
-        m = self._map()
+        m = self._current()
         return [] if m is None else list(m)
 
     def values(self) -> list[Any]:
-        m = self._map()
+        m = self._current()
         return [] if m is None else list(m.values())
 
     def is_empty(self) -> bool:
-        return self._map() is None
+        return self._current() is None
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self.keys())
@@ -488,21 +455,10 @@ class HeapReducingState(MergingMixin, InternalKvState, ReducingState):
         self._reduce = reduce
 
     def get(self) -> Any:
-        b = self._backend
-        try:
-            return self._data[b.current_key_group].get((b.current_key, self._ns))
-        except TypeError:
-            b.check_key()
-            raise
+        return self._current()
 
     def add(self, value: Any) -> None:
-        b = self._backend
-        try:
-            d = self._data[b.current_key_group]
-            k = (b.current_key, self._ns)
-        except TypeError:
-            b.check_key()
-            raise
+        d, k = self._slot()
         if value is None:
             d.pop(k, None)
             return
@@ -525,22 +481,11 @@ class HeapAggregatingState(MergingMixin, InternalKvState, AggregatingState):
         self._agg = agg
 
     def get(self) -> Any:
-        b = self._backend
-        try:
-            acc = self._data[b.current_key_group].get((b.current_key, self._ns))
-        except TypeError:
-            b.check_key()
-            raise
+        acc = self._current()
         return None if acc is None else self._agg.get_result(acc)
 
     def add(self, value: Any) -> None:
-        b = self._backend
-        try:
-            d = self._data[b.current_key_group]
-            k = (b.current_key, self._ns)
-        except TypeError:
-            b.check_key()
-            raise
+        d, k = self._slot()
         if value is None:
             d.pop(k, None)
             return

@@ -46,6 +46,7 @@ from sparktide.runtime.state.heap import (
     InternalKvState,
     MergingMixin,
     StateTable,
+    check_mapping,
     check_not_none,
     checked_reduce,
     list_values,
@@ -96,6 +97,7 @@ class _TtlState(InternalKvState):
             c.ticks -= 1
             if not c.ticks or now < c.high:
                 c.run(now)
+        # InternalKvState._slot() inlined: one call less on every TTL access
         b = self._backend
         try:
             return self._data[b.current_key_group], (b.current_key, self._ns), now  # type: ignore[return-value]
@@ -121,6 +123,17 @@ class _TtlState(InternalKvState):
         if e is None or (not self._return_expired and e[1] + self._ttl <= now):
             return None
         return e[0]
+
+    def _merge_unexpired(self, a: Any, b: Any, combine: Callable[[Any, Any], Any]) -> Any:
+        """Merge entries ``a`` and ``b`` of a single-value state into ``(value, now)``:
+        ``combine`` of their visible values, the one visible value, or ``None`` if neither is."""
+        now = self._time()
+        ua, ub = self._unexpired(a, now), self._unexpired(b, now)
+        if ua is None:
+            return None if ub is None else (ub, now)
+        if ub is None:
+            return (ua, now)
+        return (combine(ua, ub), now)
 
     def clear(self) -> None:
         d, k, _ = self._enter()
@@ -299,10 +312,7 @@ class TtlMapState(_TtlState, MapState):
             m[key] = (value, now)
 
     def put_all(self, dict_value: Mapping[Any, Any]) -> None:
-        if not isinstance(dict_value, Mapping):
-            raise TypeError(
-                f"dict_value must be a mapping, got {type(dict_value).__name__}; pass a dict"
-            )
+        check_mapping(dict_value)
         if not dict_value:
             return
         d, k, now = self._enter()
@@ -382,13 +392,7 @@ class TtlReducingState(MergingMixin, _TtlState, ReducingState):
         d[k] = (value if old is None else checked_reduce(self._reduce, old, value), now)
 
     def _merge_raw(self, a: Any, b: Any) -> Any:
-        now = self._time()
-        ua, ub = self._unexpired(a, now), self._unexpired(b, now)
-        if ua is None:
-            return None if ub is None else (ub, now)
-        if ub is None:
-            return (ua, now)
-        return (checked_reduce(self._reduce, ua, ub), now)
+        return self._merge_unexpired(a, b, lambda x, y: checked_reduce(self._reduce, x, y))
 
 
 class TtlAggregatingState(MergingMixin, _TtlState, AggregatingState):
@@ -426,10 +430,4 @@ class TtlAggregatingState(MergingMixin, _TtlState, AggregatingState):
         d[k] = (acc, now)
 
     def _merge_raw(self, a: Any, b: Any) -> Any:
-        now = self._time()
-        ua, ub = self._unexpired(a, now), self._unexpired(b, now)
-        if ua is None:
-            return None if ub is None else (ub, now)
-        if ub is None:
-            return (ua, now)
-        return (merge_accumulators(self._agg, ua, ub), now)
+        return self._merge_unexpired(a, b, lambda x, y: merge_accumulators(self._agg, x, y))
