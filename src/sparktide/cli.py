@@ -37,7 +37,7 @@ def _runtimes() -> tuple[str, ...]:
 
 
 def default_runtime() -> str:
-    """``spark`` once the Spark runtime is available, else ``local``."""
+    """``spark`` when this sparktide has the Spark runtime, else ``local``."""
     return "spark" if "spark" in _runtimes() else "local"
 
 
@@ -181,8 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--runtime",
         choices=("spark", "local"),
         default=None,
-        help=f"where the jobs run (default: spark once available, else local; now "
-        f"{default_runtime()})",
+        help=f"where the jobs run (default: {default_runtime()}; spark needs Java 17)",
     )
     demo.add_argument(
         "--limit", type=_positive_int, default=None, metavar="N",
