@@ -50,6 +50,7 @@ __all__ = [
     "KeySelector",
     "KeyedCoProcessFunction",
     "KeyedProcessFunction",
+    "KeyedStateStore",
     "MapFunction",
     "ProcessFunction",
     "ReduceFunction",
@@ -62,7 +63,32 @@ OUT = TypeVar("OUT")
 ACC = TypeVar("ACC")
 
 
-class RuntimeContext(ABC):
+class KeyedStateStore(ABC):
+    """Access to keyed state, scoped to the current key (PyFlink's ``KeyedStateStore``).
+
+    A :class:`RuntimeContext` is one; a window function's ``window_state()`` and
+    ``global_state()`` are others.
+    """
+
+    @abstractmethod
+    def get_state(self, state_descriptor: ValueStateDescriptor) -> ValueState: ...
+
+    @abstractmethod
+    def get_list_state(self, state_descriptor: ListStateDescriptor) -> ListState: ...
+
+    @abstractmethod
+    def get_map_state(self, state_descriptor: MapStateDescriptor) -> MapState: ...
+
+    @abstractmethod
+    def get_reducing_state(self, state_descriptor: ReducingStateDescriptor) -> ReducingState: ...
+
+    @abstractmethod
+    def get_aggregating_state(
+        self, state_descriptor: AggregatingStateDescriptor
+    ) -> AggregatingState: ...
+
+
+class RuntimeContext(KeyedStateStore):
     """What a function sees of its subtask: identity, parallelism and keyed state."""
 
     @abstractmethod
@@ -88,23 +114,6 @@ class RuntimeContext(ABC):
 
     def get_job_parameter(self, key: str, default_value: str | None = None) -> str | None:
         return default_value
-
-    @abstractmethod
-    def get_state(self, state_descriptor: ValueStateDescriptor) -> ValueState: ...
-
-    @abstractmethod
-    def get_list_state(self, state_descriptor: ListStateDescriptor) -> ListState: ...
-
-    @abstractmethod
-    def get_map_state(self, state_descriptor: MapStateDescriptor) -> MapState: ...
-
-    @abstractmethod
-    def get_reducing_state(self, state_descriptor: ReducingStateDescriptor) -> ReducingState: ...
-
-    @abstractmethod
-    def get_aggregating_state(
-        self, state_descriptor: AggregatingStateDescriptor
-    ) -> AggregatingState: ...
 
 
 class Function(ABC):  # noqa: B024 - all methods are optional hooks

@@ -223,20 +223,27 @@ class StatusWatermarkValve:
         """Assert every invariant (for tests)."""
         n = self._n
         wms, active, aligned = self._watermarks, self._active, self._aligned
-        assert len(wms) == len(active) == len(aligned) == n
-        assert self._num_active == sum(active)
-        assert self._num_aligned == sum(aligned)
+        if not (len(wms) == len(active) == len(aligned) == n):
+            raise AssertionError("invariant broken: len(wms) == len(active) == len(aligned) == n")
+        if not (self._num_active == sum(active)):
+            raise AssertionError("invariant broken: self._num_active == sum(active)")
+        if not (self._num_aligned == sum(aligned)):
+            raise AssertionError("invariant broken: self._num_aligned == sum(aligned)")
         for i in range(n):
             if aligned[i]:
-                assert active[i], f"channel {i} is aligned but idle"
-                assert wms[i] >= self._last, f"aligned channel {i} is below the output"
-            elif active[i]:
-                assert wms[i] < self._last, f"channel {i} is active, caught up, but unaligned"
+                if not (active[i]):
+                    raise AssertionError(f"channel {i} is aligned but idle")
+                if not (wms[i] >= self._last):
+                    raise AssertionError(f"aligned channel {i} is below the output")
+            elif active[i] and not (wms[i] < self._last):
+                raise AssertionError(f"channel {i} is active, caught up, but unaligned")
         holders = sum(1 for i in range(n) if aligned[i] and wms[i] == self._last)
-        assert self._holders == holders, (self._holders, holders)
-        assert self._idle == (self._num_active == 0)
-        if self._idle:
-            assert max(wms) <= self._last
+        if not (self._holders == holders):
+            raise AssertionError((self._holders, holders))
+        if not (self._idle == (self._num_active == 0)):
+            raise AssertionError("invariant broken: self._idle == (self._num_active == 0)")
+        if self._idle and not (max(wms) <= self._last):
+            raise AssertionError("invariant broken: max(wms) <= self._last")
 
     def __repr__(self) -> str:
         channels = ", ".join(
@@ -326,10 +333,12 @@ class TwoInputWatermarkCombiner:
 
     def _check(self) -> None:
         """Assert every invariant (for tests)."""
-        assert self._idle == all(self._inputs_idle)
+        if not (self._idle == all(self._inputs_idle)):
+            raise AssertionError("invariant broken: self._idle == all(self._inputs_idle)")
         active = [w for w, i in zip(self._watermarks, self._inputs_idle, strict=True) if not i]
-        if active:  # the combined watermark never lags the min over the active inputs
-            assert min(active) <= self._combined
+        # the combined watermark never lags the min over the active inputs
+        if active and min(active) > self._combined:
+            raise AssertionError("invariant broken: min(active) <= self._combined")
 
     def __repr__(self) -> str:
         state = "idle" if self._idle else "active"

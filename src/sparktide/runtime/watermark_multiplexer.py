@@ -224,8 +224,8 @@ class WatermarkOutputMultiplexer:
     def _check(self) -> None:
         """Assert every invariant (for tests; valid right after an update of the combination)."""
         active = [s.watermark for s in self._outputs.values() if not s.idle]
-        if self._idle:
-            assert self._outputs and not active
+        if self._idle and not (self._outputs and not active):
+            raise AssertionError("invariant broken: self._outputs and not active")
 
     def __repr__(self) -> str:
         state = "idle" if self._idle else "active"

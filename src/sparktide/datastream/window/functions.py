@@ -25,22 +25,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from sparktide.datastream.functions import Function
+from sparktide.datastream.functions import Function, KeyedStateStore
 
 if TYPE_CHECKING:
     from sparktide.datastream.output_tag import OutputTag
-    from sparktide.datastream.state import (
-        AggregatingState,
-        AggregatingStateDescriptor,
-        ListState,
-        ListStateDescriptor,
-        MapState,
-        MapStateDescriptor,
-        ReducingState,
-        ReducingStateDescriptor,
-        ValueState,
-        ValueStateDescriptor,
-    )
 
 __all__ = [
     "AllWindowFunction",
@@ -55,33 +43,6 @@ OUT = TypeVar("OUT")
 KEY = TypeVar("KEY")
 W = TypeVar("W")
 W2 = TypeVar("W2")
-
-
-class KeyedStateStore(ABC):
-    """Access to keyed state (``window_state()``: per key and window; ``global_state()``: per
-    key).
-
-    >>> from sparktide.runtime.operators.window_functions import PerWindowStateStore
-    >>> issubclass(PerWindowStateStore, KeyedStateStore)
-    True
-    """
-
-    @abstractmethod
-    def get_state(self, state_descriptor: ValueStateDescriptor) -> ValueState: ...
-
-    @abstractmethod
-    def get_list_state(self, state_descriptor: ListStateDescriptor) -> ListState: ...
-
-    @abstractmethod
-    def get_map_state(self, state_descriptor: MapStateDescriptor) -> MapState: ...
-
-    @abstractmethod
-    def get_reducing_state(self, state_descriptor: ReducingStateDescriptor) -> ReducingState: ...
-
-    @abstractmethod
-    def get_aggregating_state(
-        self, state_descriptor: AggregatingStateDescriptor
-    ) -> AggregatingState: ...
 
 
 class WindowFunction(Function, Generic[IN, OUT, KEY, W]):

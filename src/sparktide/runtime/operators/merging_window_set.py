@@ -119,12 +119,14 @@ class MergingWindowSet:
         """Assert the invariants (for tests): state windows are distinct, and no two in-flight
         windows would still merge."""
         values = list(self._mapping.values())
-        assert len(values) == len(set(values)), f"state windows shared: {self._mapping}"
+        if not (len(values) == len(set(values))):
+            raise AssertionError(f"state windows shared: {self._mapping}")
         pending: list[Any] = []
         self._assigner.merge_windows(
             list(self._mapping), _Callback(lambda merged, result: pending.append(result))
         )
-        assert not pending, f"in-flight windows still merge into {pending}: {self._mapping}"
+        if pending:
+            raise AssertionError(f"in-flight windows still merge into {pending}: {self._mapping}")
 
     def __repr__(self) -> str:
         return f"MergingWindowSet({self._mapping!r})"

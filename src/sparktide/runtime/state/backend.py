@@ -546,16 +546,24 @@ class HeapKeyedStateBackend:
         """Assert every invariant (for tests): entries sit in their key group, no empty
         containers, no ``None`` values, TTL values are ``(value, int ts)``."""
         for name, table in self._tables.items():
-            assert table.name == name
+            if not (table.name == name):
+                raise AssertionError("invariant broken: table.name == name")
             for kg, d in enumerate(table.data):
                 if not self._start <= kg <= self._end:
-                    assert d is None, (name, kg)
+                    if d is not None:
+                        raise AssertionError((name, kg))
                     continue
-                assert isinstance(d, dict)
+                if not (isinstance(d, dict)):
+                    raise AssertionError("invariant broken: isinstance(d, dict)")
                 for (key, _ns), raw in d.items():
-                    assert assign_to_key_group(key, self._max_parallelism) == kg, (name, key, kg)
-                    assert check_raw(table.kind, table.ttl, raw, "raw") == raw, (name, key, raw)
-                    assert raw is not None
+                    if not (assign_to_key_group(key, self._max_parallelism) == kg):
+                        raise AssertionError((name, key, kg))
+                    if not (check_raw(table.kind, table.ttl, raw, "raw") == raw):
+                        raise AssertionError((name, key, raw))
+                    if not (raw is not None):
+                        raise AssertionError("invariant broken: raw is not None")
         for name, state in self._void_states.items():
-            assert self._tables[name].registered
-            assert state.get_current_namespace() is None
+            if not (self._tables[name].registered):
+                raise AssertionError("invariant broken: self._tables[name].registered")
+            if state.get_current_namespace() is not None:
+                raise AssertionError("invariant broken: state.get_current_namespace() is None")

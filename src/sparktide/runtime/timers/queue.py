@@ -217,17 +217,24 @@ class KeyGroupedTimerQueue:
         heap = self._heap
         for i in range(1, len(heap)):
             parent = heap[(i - 1) >> 1]
-            assert parent[:2] < heap[i][:2], f"heap order broken at {i}"
+            if not (parent[:2] < heap[i][:2]):
+                raise AssertionError(f"heap order broken at {i}")
         live_ids = set()
         for idx, m in enumerate(self._maps):
             for tkey, entry in m.items():
-                assert tkey == (entry[0], entry[2], entry[3]), "dedup key does not match entry"
-                assert entry[4] == idx + self._kg_start, "entry in wrong key-group map"
+                if not (tkey == (entry[0], entry[2], entry[3])):
+                    raise AssertionError("dedup key does not match entry")
+                if not (entry[4] == idx + self._kg_start):
+                    raise AssertionError("entry in wrong key-group map")
                 live_ids.add(id(entry))
         in_heap = [id(e) for e in heap if id(e) in live_ids]
-        assert len(in_heap) == len(set(in_heap)), "a live entry is in the heap twice"
-        assert set(in_heap) == live_ids, "a live entry is missing from the heap"
-        assert self._dead == len(heap) - len(live_ids), "dead count is wrong"
-        assert all(e[1] < self._seq for e in heap), "sequence counter went backwards"
-        if heap:
-            assert id(heap[0]) in live_ids, "the head of the heap is a dead entry"
+        if not (len(in_heap) == len(set(in_heap))):
+            raise AssertionError("a live entry is in the heap twice")
+        if not (set(in_heap) == live_ids):
+            raise AssertionError("a live entry is missing from the heap")
+        if not (self._dead == len(heap) - len(live_ids)):
+            raise AssertionError("dead count is wrong")
+        if not (all(e[1] < self._seq for e in heap)):
+            raise AssertionError("sequence counter went backwards")
+        if heap and id(heap[0]) not in live_ids:
+            raise AssertionError("the head of the heap is a dead entry")
