@@ -356,6 +356,23 @@ class DataStream:
         )
         return DataStreamSink(node)
 
+    def to_dataframe(self, ordered: bool = True) -> Any:
+        """This stream's elements as a Spark DataFrame, for any Spark reader or writer.
+
+        Columns follow the stream's type (``output_type``/``Types``): one per field of a named
+        row, ``f0, f1, ...`` for an unnamed row or tuple, one ``value`` column for any other
+        type, and a ``value`` column of pickled bytes when no type is declared. A value that
+        does not fit its field is an error naming the field. On Spark the DataFrame is lazy:
+        the job runs (again) each time an action needs it, and only this stream's part of the
+        job runs (``cache()`` it to reuse). ``ordered`` sorts the rows by their position, so
+        ``collect()`` gives what ``execute_and_collect`` gives; without it, each key's rows
+        still come in order within their partition. Side outputs: ``get_side_output(tag)
+        .to_dataframe()``.
+        """
+        if type(ordered) is not bool:
+            raise TypeError(f"ordered must be a bool, got {type(ordered).__name__}")
+        return self._env._to_dataframe(self, ordered)
+
     def execute_and_collect(
         self, job_execution_name: str | None = None, limit: int | None = None
     ) -> Any:

@@ -1,6 +1,8 @@
 """``StreamExecutionEnvironment``: where a job is built and executed (PyFlink's names).
 
-The in-process runtime is selected with ``runtime="local"`` (or ``SPARKTIDE_RUNTIME=local``).
+Jobs run on Spark by default: the active SparkSession, or an embedded ``local[*]`` one
+(:mod:`sparktide.spark.session`). The in-process runtime, which needs neither Java nor Spark, is
+selected with ``runtime="local"`` (or ``SPARKTIDE_RUNTIME=local``).
 
 >>> env = StreamExecutionEnvironment.get_execution_environment(runtime="local")
 >>> env.set_parallelism(2).get_parallelism()
@@ -30,6 +32,7 @@ __all__ = [
 ]
 
 RUNTIMES = ("local", "spark")
+DEFAULT_RUNTIME = "spark"
 
 
 class RuntimeExecutionMode(Enum):
@@ -141,9 +144,16 @@ class JobExecutionResult:
 class StreamExecutionEnvironment:
     """Builds a job graph from sources and transformations, and runs it."""
 
-    def __init__(self, runtime: str = "local") -> None:
+    def __init__(self, runtime: str = DEFAULT_RUNTIME) -> None:
         if runtime not in RUNTIMES:
-            raise ValueError(f"runtime must be one of {RUNTIMES}, got {runtime!r}")
+            raise ValueError(
+                f"runtime must be one of {RUNTIMES}, got {runtime!r}; use runtime=\"spark\" "
+                'or runtime="local"'
+            )
+        if runtime == "spark":
+            from sparktide.spark.session import check_prerequisites
+
+            check_prerequisites()
         self._runtime = runtime
         self._parallelism = 1
         self._max_parallelism: int | None = None
@@ -155,12 +165,15 @@ class StreamExecutionEnvironment:
     def get_execution_environment(
         configuration: Any = None, runtime: str | None = None
     ) -> StreamExecutionEnvironment:
-        """A new environment; ``runtime`` (or ``SPARKTIDE_RUNTIME``) picks where jobs run.
+        """A new environment; ``runtime`` (or ``SPARKTIDE_RUNTIME``) picks where jobs run:
+        ``"spark"`` (the default; the active SparkSession or an embedded local one) or
+        ``"local"`` (in-process, no Java needed). Without Java or pyspark, ``"spark"`` raises
+        :class:`~sparktide.spark.session.SparkUnavailableError` saying what is missing.
 
         ``SPARKTIDE_PARALLELISM`` (set by ``sparktide run --parallelism``) gives the starting
         parallelism; ``set_parallelism`` in the job wins.
         """
-        chosen = runtime or os.environ.get("SPARKTIDE_RUNTIME") or "local"
+        chosen = runtime or os.environ.get("SPARKTIDE_RUNTIME") or DEFAULT_RUNTIME
         env = StreamExecutionEnvironment(chosen)
         raw = os.environ.get("SPARKTIDE_PARALLELISM", "").strip()
         if raw:
@@ -259,6 +272,53 @@ class StreamExecutionEnvironment:
         )
         return DataStream(self, node)
 
+    def from_dataframe(
+        self,
+        df: Any,
+        watermark_strategy: Any = None,
+        timestamp_column: str | None = None,
+        split_by: str | list[str] | None = None,
+        order_by: str | list[str] | None = None,
+        num_splits: int | None = None,
+        source_name: str = "DataFrame Source",
+    ) -> Any:
+        """A stream of the rows of a Spark DataFrame, as named ``Row`` records typed from its
+        schema (``Types.ROW_NAMED``).
+
+        Each partition of ``df`` is a source split, with its own watermark generator; with
+        ``split_by`` the rows are hash-partitioned by those columns into ``num_splits`` splits
+        (default: as many as ``df`` has partitions). ``order_by`` sorts the rows of each split.
+        ``timestamp_column`` (epoch milliseconds, or a timestamp column) gives the records
+        their event time unless ``watermark_strategy`` has its own timestamp assigner; the
+        default strategy is ``WatermarkStrategy.no_watermarks()``. On Spark the partitions are
+        read where they live; the local runtime reads the DataFrame through Arrow.
+        """
+        from sparktide.common.watermark_strategy import WatermarkStrategy
+        from sparktide.spark.dataframe_source import DataFrameSource
+        from sparktide.spark.frames import ColumnTimestampAssigner
+
+        source = DataFrameSource(df, split_by, order_by, num_splits)
+        strategy = WatermarkStrategy.no_watermarks() if watermark_strategy is None else (
+            watermark_strategy
+        )
+        if not isinstance(strategy, WatermarkStrategy):
+            raise TypeError(
+                "watermark_strategy must be a WatermarkStrategy (e.g. WatermarkStrategy."
+                f"for_bounded_out_of_orderness(...)), got {type(watermark_strategy).__name__}"
+            )
+        if timestamp_column is not None:
+            if timestamp_column not in source.columns:
+                raise ValueError(
+                    f"timestamp_column: the DataFrame has no column {timestamp_column!r}; its "
+                    f"columns are {source.columns}"
+                )
+            if strategy._assigner is None:  # noqa: SLF001 - the strategy's own assigner wins
+                index = source.columns.index(timestamp_column)
+                strategy = strategy.with_timestamp_assigner(
+                    ColumnTimestampAssigner(index, timestamp_column)
+                )
+        return self.from_source(source, strategy, source_name, source.type_info)
+
     def add_source(
         self, source_func: Any, source_name: str = "Custom Source", type_info: Any = None
     ) -> Any:
@@ -321,6 +381,29 @@ class StreamExecutionEnvironment:
         node.collect_into = collected  # type: ignore[attr-defined]
         self.execute(job_name)
         return [record.value for _, record in sorted(collected, key=_first)]
+
+    def _to_dataframe(self, stream: Any, ordered: bool) -> Any:
+        """A Spark DataFrame of ``stream``'s elements (see ``DataStream.to_dataframe``)."""
+        from sparktide.spark.frames import spark_schema_of, to_record_batch
+        from sparktide.spark.session import get_spark
+
+        graph = JobGraph(nodes=[n for n in self._graph.nodes if n.kind != "sink"])
+        collected: list[tuple[Any, Any]] = []
+        node = graph.add(Node("sink", "DataFrame Sink", [stream._edge()], split_local=True))
+        node_id = node.id
+        node.operator_factory = lambda: CollectSinkOperator(_Collector(collected, node_id))
+        type_info = stream.get_type()
+        if self._runtime == "spark":
+            from sparktide.spark.executor import SparkExecutor
+
+            return SparkExecutor(graph, self).frame(node_id, type_info, ordered)
+        spark = get_spark()  # before running: no Spark, no DataFrame
+        self._run(graph)
+        values = [record.value for _, record in sorted(collected, key=_first)]
+        batch = to_record_batch(values, type_info)
+        import pyarrow as pa
+
+        return spark.createDataFrame(pa.Table.from_batches([batch]), spark_schema_of(type_info))
 
     def _run(self, graph: JobGraph) -> dict[str, Any]:
         if self._runtime == "spark":

@@ -26,7 +26,7 @@ from __future__ import annotations
 import pickle
 import struct
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from functools import reduce
 from typing import Any
 
@@ -38,6 +38,7 @@ from sparktide.runtime.processing_time import (
     ManualProcessingTimeService,
     SystemProcessingTimeService,
 )
+from sparktide.spark.pickling import check_picklable
 from sparktide.spark.session import get_spark
 
 __all__ = ["SparkExecutor", "decode_position", "encode_position"]
@@ -103,6 +104,7 @@ class SparkJob:
         self.every = watermark_every
         self.simulated = simulated
         self.placement = placement  # parallelism -> pkey per target subtask
+        self.range_splits: list[int] = []  # global indexes of the splits run by spark.range
 
     # ------------------------------------------------------------------ helpers
 
@@ -175,10 +177,10 @@ class SparkJob:
 
     # ------------------------------------------------------------------ source stage
 
-    def run_split(self, g: int) -> Any:
+    def run_split(self, g: int, records: Iterable[Any] | None = None) -> Any:
         clock = self._source_clock()
         tasks = JobTasks(self.plan, self.job_parameters, clock, ship_prints=True)
-        task = tasks.build_split(g)
+        task = tasks.build_split(g, records)
         for op in tasks.operators:
             op.open()
         cursor, tagger, driver = tasks.cursor, task.tagger, task.driver
@@ -211,9 +213,23 @@ class SparkJob:
         return self._rows(tasks, r + 1)
 
     def source_task(self, batches: Iterator[Any]) -> Iterator[Any]:
+        """Runs the splits listed in ``self.range_splits`` (one per ``spark.range`` row)."""
         for batch in batches:
-            for g in batch.column(0).to_pylist():
-                yield self.run_split(int(g))
+            for i in batch.column(0).to_pylist():
+                yield self.run_split(self.range_splits[int(i)])
+
+    def frame_source_task(self, first_split: int, node_id: int) -> Any:
+        """Runs split ``first_split + partition`` of a DataFrame source on its partition."""
+
+        def run(batches: Iterator[Any]) -> Iterator[Any]:
+            from pyspark import TaskContext
+
+            context = TaskContext.get()
+            partition = context.partitionId() if context is not None else 0
+            node = next(n for n in self.plan.sources if n.id == node_id)
+            yield self.run_split(first_split + partition, node.source.records(batches))
+
+        return run
 
     # ------------------------------------------------------------------ exchange stages
 
@@ -273,6 +289,21 @@ class SparkJob:
         return run
 
 
+class _FrameDecoder:
+    """Turns pickled sink records into Arrow batches of the stream's columns."""
+
+    def __init__(self, type_info: Any) -> None:
+        self.type_info = type_info
+
+    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        from sparktide.spark.frames import to_record_batch
+
+        loads = pickle.loads
+        for batch in batches:
+            values = [loads(p).value for p in batch.column(0).to_pylist()]
+            yield to_record_batch(values, self.type_info)
+
+
 class SparkExecutor:
     """Runs one job graph on a SparkSession (the active one, or an embedded local one)."""
 
@@ -280,7 +311,9 @@ class SparkExecutor:
         self.env = env
         self.config = env.get_config()
         self.plan = plan_job(graph, env.get_parallelism(), env.get_max_parallelism())
+        check_picklable(self.plan)
         self.spark = get_spark()
+        self.tasks = JobTasks(self.plan, {}, None)  # the split layout (computed on the driver)
 
     def _placement(self, parallelisms: set[int]) -> dict[int, list[int]]:
         """For each parallelism p: values whose Spark hash partition is 0, 1, ..., p - 1."""
@@ -308,24 +341,44 @@ class SparkExecutor:
             out[p] = _PLACEMENTS[(app, p)] = [keys[i] for i in range(p)]
         return out
 
-    def run(self) -> dict[str, Any]:
-        from pyspark.sql import functions as F
-
-        plan, spark = self.plan, self.spark
-        spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")
-        job = SparkJob(
+    def _job(self) -> SparkJob:
+        plan = self.plan
+        return SparkJob(
             plan,
             self.config.get_global_job_parameters(),
             self.config.get_watermark_every(),
             self.config.get_simulated_processing_time(),
             self._placement({s.parallelism for s in plan.stages} or {1}),
         )
-        n_splits = JobTasks(plan, {}, None).num_splits
-        produced = []
-        if n_splits:
-            source = spark.range(0, n_splits, 1, n_splits).mapInArrow(job.source_task, SPARK_SCHEMA)
-            produced.append(source.persist())
-        for stage in plan.stages:
+
+    def _source_frames(self, job: SparkJob) -> list[Any]:
+        """The source stage: DataFrame sources run on their own partitions, every other split
+        as one row of ``spark.range``."""
+        from sparktide.spark.dataframe_source import DataFrameSource
+
+        frames = []
+        g = 0
+        for node, n in zip(self.plan.sources, self.tasks.split_counts, strict=True):
+            if isinstance(node.source, DataFrameSource):
+                prepared = node.source.prepared()
+                frames.append(prepared.mapInArrow(job.frame_source_task(g, node.id), SPARK_SCHEMA))
+            else:
+                job.range_splits.extend(range(g, g + n))
+            g += n
+        if job.range_splits:
+            k = len(job.range_splits)
+            frames.insert(0, self.spark.range(0, k, 1, k).mapInArrow(job.source_task, SPARK_SCHEMA))
+        return frames
+
+    def build(self, keep: Callable[[Any], Any] = lambda df: df) -> list[Any]:
+        """The job as lazy DataFrames of rows, one per source frame and per stage (``keep`` is
+        applied to each as it is built, e.g. ``persist``)."""
+        from pyspark.sql import functions as F
+
+        self.spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")
+        job = self._job()
+        produced = [keep(df) for df in self._source_frames(job)]
+        for stage in self.plan.stages:
             inputs = [df.filter(F.col("stage") == stage.index) for df in produced]
             if not inputs:
                 continue
@@ -335,7 +388,13 @@ class SparkExecutor:
                 .sortWithinPartitions("target", "position")
                 .mapInArrow(job.stage_task(stage.index), SPARK_SCHEMA)
             )
-            produced.append(result.persist())
+            produced.append(keep(result))
+        return produced
+
+    def run(self) -> dict[str, Any]:
+        from pyspark.sql import functions as F
+
+        produced = self.build(lambda df: df.persist())
         metrics: dict[str, Any] = {"rounds": 0, "late_records_dropped": 0, "timers_fired": 0}
         try:
             if produced:
@@ -349,6 +408,28 @@ class SparkExecutor:
             for df in produced:
                 df.unpersist()
         return metrics
+
+    def frame(self, node_id: int, type_info: Any, ordered: bool = True) -> Any:
+        """A lazy DataFrame of what collect sink ``node_id`` receives, in columns of
+        ``type_info`` (:mod:`sparktide.spark.frames`); ``ordered``: sorted by position, so a
+        ``collect()`` gives ``execute_and_collect``'s order."""
+        from pyspark.sql import functions as F
+
+        from sparktide.spark.frames import spark_schema_of
+
+        produced = self.build()
+        rows = reduce(
+            lambda a, b: a.unionAll(b),
+            [
+                df.filter((F.col("stage") == COLLECTED) & (F.col("target") == node_id))
+                for df in produced
+            ],
+        )
+        if ordered:
+            rows = rows.orderBy("position")
+        return rows.select("payload").mapInArrow(
+            _FrameDecoder(type_info), spark_schema_of(type_info)
+        )
 
     def _deliver(self, rows: list[Any], metrics: dict[str, Any]) -> None:
         by_id = {n.id: n for n in self.plan.nodes}

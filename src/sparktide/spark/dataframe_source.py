@@ -1,0 +1,142 @@
+"""A Spark DataFrame as a split-aware source: one split per partition.
+
+The splits are the partitions of the *prepared* DataFrame: the DataFrame itself, or, with
+``split_by``, the DataFrame hash-partitioned by those columns into ``num_splits`` partitions; with
+``order_by`` each partition is sorted by those columns. Every split runs its own timestamp
+assigner and watermark generator, as any source split does.
+
+* On Spark the source stage runs ``mapInArrow`` over the prepared DataFrame: each partition is read
+  where it lives, and nothing is collected to the driver.
+* On the local runtime the prepared DataFrame is read once through Arrow and cut into the same
+  splits, with the rows of each split in the same order, so both runtimes see the same input.
+
+The DataFrame itself stays on the driver: pickling the source (to ship a job to Spark's workers)
+keeps only what the workers need to turn Arrow batches into records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from sparktide.datastream.source import Source, SourceSplit
+from sparktide.spark.frames import records_of_batch, type_info_of_schema
+
+__all__ = ["DataFrameSource"]
+
+_SPLIT = "__sparktide_split"
+
+
+def _names(value: str | Sequence[str] | None, parameter: str, columns: list[str]) -> list[str]:
+    if value is None:
+        return []
+    names = [value] if isinstance(value, str) else list(value)
+    for name in names:
+        if not isinstance(name, str):
+            raise TypeError(
+                f"{parameter} must be a column name or a list of column names, got "
+                f"{type(name).__name__} ({name!r})"
+            )
+        if name not in columns:
+            raise ValueError(
+                f"{parameter}: the DataFrame has no column {name!r}; its columns are {columns}"
+            )
+    return names
+
+
+class DataFrameSource(Source):
+    """The rows of a Spark DataFrame as :class:`~sparktide.common.types.Row` records.
+
+    ``split_by``: column(s) to hash-partition by (into ``num_splits`` splits, default the
+    DataFrame's partition count); ``order_by``: column(s) that order the rows of each split.
+    """
+
+    def __init__(
+        self,
+        df: Any,
+        split_by: str | Sequence[str] | None = None,
+        order_by: str | Sequence[str] | None = None,
+        num_splits: int | None = None,
+    ) -> None:
+        from pyspark.sql import DataFrame
+
+        if not isinstance(df, DataFrame):
+            raise TypeError(
+                f"df must be a pyspark.sql.DataFrame, got {type(df).__name__}; build one with "
+                "spark.createDataFrame(...) or spark.read..."
+            )
+        self.columns: list[str] = list(df.columns)
+        if _SPLIT in self.columns:
+            raise ValueError(f"df: the column name {_SPLIT!r} is reserved; rename that column")
+        self.split_by = _names(split_by, "split_by", self.columns)
+        self.order_by = _names(order_by, "order_by", self.columns)
+        if num_splits is not None:
+            if type(num_splits) is not int or num_splits < 1:
+                raise ValueError(f"num_splits must be an int >= 1, got {num_splits!r}")
+            if not self.split_by:
+                raise ValueError(
+                    "num_splits needs split_by: the splits are the DataFrame's own partitions "
+                    "unless split_by names the columns to partition by; pass split_by=... or "
+                    "repartition the DataFrame yourself"
+                )
+        self.type_info = type_info_of_schema(df.schema)
+        self._df = df
+        self._prepared: Any = None
+        self._num_splits = num_splits
+        self._by_split: dict[int, Any] | None = None
+
+    # ------------------------------------------------------------------ the prepared frame
+
+    def prepared(self) -> Any:
+        """The DataFrame whose partitions are the splits (driver side only)."""
+        if self._prepared is None:
+            df = self._df
+            if df is None:
+                raise RuntimeError("the DataFrame of a DataFrameSource stays on the driver")
+            if self.split_by:
+                n = self._num_splits or df.rdd.getNumPartitions()
+                df = df.repartition(n, *self.split_by)
+            if self.order_by:
+                df = df.sortWithinPartitions(*self.order_by)
+            self._prepared = df
+        return self._prepared
+
+    def get_splits(self) -> list[SourceSplit]:
+        n = self.prepared().rdd.getNumPartitions()
+        return [SourceSplit(str(i), i) for i in range(n)]
+
+    # ------------------------------------------------------------------ reading
+
+    def records(self, batches: Iterable[Any]) -> Iterator[Any]:
+        """The records of one split from its Arrow batches, in order."""
+        for batch in batches:
+            yield from records_of_batch(batch, self.columns)
+
+    def read_split(self, split: SourceSplit) -> Iterable[Any]:
+        """The rows of ``split`` (local runtime: the prepared frame is read once via Arrow)."""
+        if self._by_split is None:
+            import pyarrow.compute as pc
+            from pyspark.sql import functions as F
+
+            table = (
+                self.prepared()
+                .select(F.spark_partition_id().alias(_SPLIT), *[F.col(f"`{c}`") for c in self.columns])
+                .toArrow()
+            )
+            split_ids = table.column(_SPLIT)
+            self._by_split = {
+                i: table.filter(pc.equal(split_ids, i)).drop_columns([_SPLIT])
+                for i in range(len(self.get_splits()))
+            }
+        return self.records(self._by_split[split.payload].to_batches())
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_df"] = state["_prepared"] = state["_by_split"] = None
+        return state
+
+    def __repr__(self) -> str:
+        return (
+            f"DataFrameSource(columns={self.columns}, split_by={self.split_by}, "
+            f"order_by={self.order_by})"
+        )

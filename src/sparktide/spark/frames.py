@@ -1,0 +1,239 @@
+"""Spark DataFrames in and out of streams: schemas, records from Arrow batches, Arrow batches
+from records.
+
+A DataFrame row becomes a :class:`~sparktide.common.types.Row` named by the DataFrame's columns,
+typed by :func:`type_info_of_schema` (so ``print()`` and typed operators see PyFlink's types).
+A stream becomes DataFrame columns by its type (:func:`arrow_schema_of`): a named row → one
+column per field, an unnamed row or tuple → ``f0, f1, ...``, any other declared type → one
+column ``value``, and a stream without a declared type → one ``value`` column of pickled bytes.
+
+>>> from sparktide.common import Types
+>>> arrow_schema_of(Types.ROW_NAMED(["word", "n"], [Types.STRING(), Types.LONG()]))
+word: string
+n: int64
+>>> arrow_schema_of(None)
+value: binary
+>>> batch = to_record_batch([("a", 1), ("b", 2)], Types.TUPLE([Types.STRING(), Types.INT()]))
+>>> batch.to_pydict()
+{'f0': ['a', 'b'], 'f1': [1, 2]}
+>>> [tuple(r) for r in records_of_batch(batch)]
+[('a', 1), ('b', 2)]
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import pickle
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from sparktide.common.typeinfo import Types
+from sparktide.common.typeinfo_base import TypeInformation
+from sparktide.common.typeinfo_composite import RowTypeInfo, TupleTypeInfo
+from sparktide.common.types import Row
+
+__all__ = [
+    "ColumnTimestampAssigner",
+    "arrow_schema_of",
+    "records_of_batch",
+    "spark_schema_of",
+    "to_record_batch",
+    "type_info_of_schema",
+]
+
+_EPOCH = _dt.datetime(1970, 1, 1)
+_MS = _dt.timedelta(milliseconds=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# DataFrame → stream
+
+
+def _type_info_of(data_type: Any) -> TypeInformation:
+    """The sparktide type of a Spark SQL data type (``PICKLED_BYTE_ARRAY`` for the rest)."""
+    from pyspark.sql import types as T
+
+    simple = {
+        T.LongType: Types.LONG,
+        T.IntegerType: Types.INT,
+        T.ShortType: Types.SHORT,
+        T.ByteType: Types.BYTE,
+        T.BooleanType: Types.BOOLEAN,
+        T.FloatType: Types.FLOAT,
+        T.DoubleType: Types.DOUBLE,
+        T.StringType: Types.STRING,
+        T.DecimalType: Types.BIG_DEC,
+        T.DateType: Types.LOCAL_DATE,
+        T.TimestampType: Types.LOCAL_DATE_TIME,
+        T.TimestampNTZType: Types.LOCAL_DATE_TIME,
+    }
+    for spark_type, make in simple.items():
+        if isinstance(data_type, spark_type):
+            return make()
+    if isinstance(data_type, T.BinaryType):
+        return Types.PRIMITIVE_ARRAY(Types.BYTE())
+    if isinstance(data_type, T.ArrayType):
+        return Types.LIST(_type_info_of(data_type.elementType))
+    if isinstance(data_type, T.MapType):
+        return Types.MAP(_type_info_of(data_type.keyType), _type_info_of(data_type.valueType))
+    if isinstance(data_type, T.StructType):
+        return type_info_of_schema(data_type)
+    return Types.PICKLED_BYTE_ARRAY()
+
+
+def type_info_of_schema(schema: Any) -> RowTypeInfo:
+    """``Types.ROW_NAMED`` for a Spark ``StructType`` (nested structs become nested rows)."""
+    return Types.ROW_NAMED(
+        [f.name for f in schema.fields], [_type_info_of(f.dataType) for f in schema.fields]
+    )
+
+
+def _python_column(column: pa.Array | pa.ChunkedArray) -> list[Any]:
+    """The Python values of an Arrow column, as a stream holds them: zone-aware timestamps
+    become zone-less UTC, structs become rows, maps become dicts."""
+    t = column.type
+    if pa.types.is_timestamp(t) and t.tz is not None:
+        column = column.cast(pa.timestamp(t.unit))
+        return column.to_pylist()
+    if pa.types.is_struct(t) or pa.types.is_map(t) or pa.types.is_list(t):
+        return [_python_value(v, t) for v in column.to_pylist()]
+    return column.to_pylist()
+
+
+def _python_value(value: Any, t: pa.DataType) -> Any:
+    if value is None:
+        return None
+    if pa.types.is_struct(t):
+        fields = [t.field(i) for i in range(t.num_fields)]
+        return Row.of_values(
+            [_python_value(value[f.name], f.type) for f in fields], [f.name for f in fields]
+        )
+    if pa.types.is_map(t):
+        return {
+            _python_value(k, t.key_type): _python_value(v, t.item_type) for k, v in value
+        }
+    if pa.types.is_list(t):
+        return [_python_value(v, t.value_type) for v in value]
+    if pa.types.is_timestamp(t) and t.tz is not None:
+        return value.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+    return value
+
+
+def records_of_batch(batch: pa.RecordBatch, names: Sequence[str] | None = None) -> Iterator[Row]:
+    """The rows of an Arrow batch as named :class:`Row` values (``names``: the columns to
+    keep, in order; default all)."""
+    names = list(batch.schema.names) if names is None else list(names)
+    columns = [_python_column(batch.column(name)) for name in names]
+    of_values = Row.of_values
+    for values in zip(*columns, strict=True):
+        yield of_values(values, names)
+
+
+class ColumnTimestampAssigner:
+    """Takes a record's event time from its field ``index``: epoch milliseconds for an integer
+    column, and the UTC instant for a timestamp column.
+
+    >>> import datetime as dt
+    >>> ColumnTimestampAssigner(0, "ts").extract_timestamp(Row(dt.datetime(1970, 1, 1, 0, 0, 1)), 0)
+    1000
+    >>> ColumnTimestampAssigner(0, "ts").extract_timestamp(Row(None), 0)
+    Traceback (most recent call last):
+    ...
+    ValueError: from_dataframe: the timestamp column 'ts' holds null; filter those rows out or fill them (e.g. df.na.drop(subset=['ts']))
+    """
+
+    def __init__(self, index: int, column: str) -> None:
+        self.index = index
+        self.column = column
+
+    def extract_timestamp(self, value: Any, record_timestamp: int) -> int:
+        ts = value[self.index]
+        if type(ts) is int:
+            return ts
+        if isinstance(ts, _dt.datetime):
+            return (ts - _EPOCH) // _MS
+        if ts is None:
+            raise ValueError(
+                f"from_dataframe: the timestamp column {self.column!r} holds null; filter those "
+                f"rows out or fill them (e.g. df.na.drop(subset=[{self.column!r}]))"
+            )
+        raise TypeError(
+            f"from_dataframe: the timestamp column {self.column!r} must hold integers (epoch "
+            f"milliseconds) or timestamps, got {type(ts).__name__} ({ts!r})"
+        )
+
+    def __repr__(self) -> str:
+        return f"ColumnTimestampAssigner({self.index}, {self.column!r})"
+
+
+# ---------------------------------------------------------------------------------------------
+# stream → DataFrame
+
+
+def _columns_of(type_info: TypeInformation | None) -> list[tuple[str, TypeInformation | None]]:
+    if isinstance(type_info, RowTypeInfo):
+        names = type_info.get_field_names()
+        return list(zip(names, type_info.get_field_types(), strict=True))
+    if isinstance(type_info, TupleTypeInfo):
+        return [(f"f{i}", t) for i, t in enumerate(type_info.get_field_types())]
+    return [("value", type_info)]
+
+
+def arrow_schema_of(type_info: TypeInformation | None) -> pa.Schema:
+    """The Arrow schema of a stream's DataFrame (see the module docstring)."""
+    return pa.schema(
+        [
+            pa.field(name, pa.binary() if t is None else t.to_arrow_type(), nullable=True)
+            for name, t in _columns_of(type_info)
+        ]
+    )
+
+
+def spark_schema_of(type_info: TypeInformation | None) -> Any:
+    """The Spark ``StructType`` of a stream's DataFrame."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(arrow_schema_of(type_info))
+
+
+def _field_error(name: str, t: TypeInformation, values: list[Any], cause: Exception) -> Exception:
+    coerce = t.coercer()
+    for value in values:
+        if value is None:
+            continue
+        try:
+            coerce(value, name)
+        except (TypeError, ValueError) as exc:
+            return TypeError(
+                f"to_dataframe: field {name!r} is declared {t} but got a "
+                f"{type(value).__name__} ({value!r}): {exc}; fix the function that produces it "
+                "or declare the right output_type"
+            )
+    return TypeError(f"to_dataframe: field {name!r} ({t}) cannot be stored in Arrow: {cause}")
+
+
+def to_record_batch(values: Sequence[Any], type_info: TypeInformation | None) -> pa.RecordBatch:
+    """An Arrow batch of stream values in the columns of :func:`arrow_schema_of`.
+
+    A value that does not fit its field raises ``TypeError`` naming the field and the value's
+    type; nothing becomes null silently.
+    """
+    schema = arrow_schema_of(type_info)
+    columns = _columns_of(type_info)
+    if type_info is None:
+        dumps = pickle.dumps
+        arrays = [pa.array([dumps(v, 5) for v in values], pa.binary())]
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+    arrays = []
+    for i, ((name, t), field) in enumerate(zip(columns, schema, strict=True)):
+        if len(columns) == 1 and not isinstance(type_info, RowTypeInfo | TupleTypeInfo):
+            raw = list(values)
+        else:
+            raw = [None if v is None else v[i] for v in values]
+        try:
+            arrays.append(pa.array(raw, field.type))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as exc:
+            raise _field_error(name, t, raw, exc) from None  # type: ignore[arg-type]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
