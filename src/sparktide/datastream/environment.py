@@ -312,7 +312,7 @@ class StreamExecutionEnvironment:
                     f"timestamp_column: the DataFrame has no column {timestamp_column!r}; its "
                     f"columns are {source.columns}"
                 )
-            if strategy._assigner is None:  # noqa: SLF001 - the strategy's own assigner wins
+            if strategy._assigner is None:
                 index = source.columns.index(timestamp_column)
                 strategy = strategy.with_timestamp_assigner(
                     ColumnTimestampAssigner(index, timestamp_column)

@@ -120,7 +120,10 @@ class DataFrameSource(Source):
 
             table = (
                 self.prepared()
-                .select(F.spark_partition_id().alias(_SPLIT), *[F.col(f"`{c}`") for c in self.columns])
+                .select(
+                    F.spark_partition_id().alias(_SPLIT),
+                    *[F.col(f"`{c}`") for c in self.columns],
+                )
                 .toArrow()
             )
             split_ids = table.column(_SPLIT)

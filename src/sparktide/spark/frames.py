@@ -141,7 +141,7 @@ class ColumnTimestampAssigner:
     >>> ColumnTimestampAssigner(0, "ts").extract_timestamp(Row(None), 0)
     Traceback (most recent call last):
     ...
-    ValueError: from_dataframe: the timestamp column 'ts' holds null; filter those rows out or fill them (e.g. df.na.drop(subset=['ts']))
+    ValueError: from_dataframe: the timestamp column 'ts' holds null; ...
     """
 
     def __init__(self, index: int, column: str) -> None:

@@ -16,7 +16,7 @@ Spark, the error names the operator and the function:
 >>> check_picklable(plan_job(env._graph, 1, None))
 Traceback (most recent call last):
 ...
-TypeError: the function guarded of operator 'Map' cannot be pickled to ship it to Spark's workers (TypeError: cannot pickle '_thread.lock' object); ...
+TypeError: the function guarded of operator 'Map' cannot be pickled to ship it to Spark's ...
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def _culprit(factory: Any) -> Any:
     for value in cells:
         try:
             _dumps(value)
-        except Exception:  # noqa: BLE001 - any failure marks the culprit
+        except Exception:
             return value
     return factory
 
@@ -64,7 +64,7 @@ def check_picklable(plan: Any) -> None:
                 continue
             try:
                 _dumps(value)
-            except Exception as exc:  # noqa: BLE001 - pickling raises many kinds
+            except Exception as exc:
                 culprit = _culprit(value) if what == "function" else value
                 raise TypeError(
                     f"the {what} {_name(culprit)} of operator {node.name!r} cannot be pickled "
