@@ -338,6 +338,9 @@ class DataStream:
                 "Sink: Writer",
                 [self._edge()],
                 operator_factory=lambda: sink.create_operator(type_info),
+                output_type=type_info,
+                # on Spark, a sink that Spark's writers serve gets the stream as a DataFrame
+                frame_writer=getattr(sink, "write_dataframe", None),
             )
         )
         return DataStreamSink(node)

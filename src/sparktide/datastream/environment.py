@@ -20,9 +20,8 @@ from collections.abc import Iterable
 from enum import Enum
 from typing import Any
 
-from sparktide.runtime.elements import StreamRecord
 from sparktide.runtime.graph import JobGraph, Node
-from sparktide.runtime.operators.simple import CollectSinkOperator
+from sparktide.runtime.operators.simple import CollectSinkOperator, RecordCollector
 
 __all__ = [
     "ExecutionConfig",
@@ -377,7 +376,7 @@ class StreamExecutionEnvironment:
         collected: list[tuple[Any, Any]] = []
         node = self._graph.add(Node("sink", "Collect Sink", [stream._edge()], split_local=True))
         node_id = node.id
-        node.operator_factory = lambda: CollectSinkOperator(_Collector(collected, node_id))
+        node.operator_factory = lambda: CollectSinkOperator(RecordCollector(collected, node_id))
         node.collect_into = collected  # type: ignore[attr-defined]
         self.execute(job_name)
         return [record.value for _, record in sorted(collected, key=_first)]
@@ -391,7 +390,7 @@ class StreamExecutionEnvironment:
         collected: list[tuple[Any, Any]] = []
         node = graph.add(Node("sink", "DataFrame Sink", [stream._edge()], split_local=True))
         node_id = node.id
-        node.operator_factory = lambda: CollectSinkOperator(_Collector(collected, node_id))
+        node.operator_factory = lambda: CollectSinkOperator(RecordCollector(collected, node_id))
         type_info = stream.get_type()
         if self._runtime == "spark":
             from sparktide.spark.executor import SparkExecutor
@@ -417,20 +416,3 @@ class StreamExecutionEnvironment:
 
 def _first(item: tuple[Any, Any]) -> Any:
     return item[0]
-
-
-class _Collector:
-    """Appends ``(position, record)``; the runner sets ``position`` to the record's position.
-
-    ``out`` is the driver's list on the local runtime, and a worker's copy on Spark (whose
-    runner ships it back tagged with ``node_id``)."""
-
-    __slots__ = ("node_id", "out", "position")
-
-    def __init__(self, out: list[tuple[Any, Any]], node_id: int) -> None:
-        self.out = out
-        self.node_id = node_id
-        self.position: Any = ()
-
-    def __call__(self, record: StreamRecord) -> None:
-        self.out.append((self.position(), record))

@@ -179,7 +179,7 @@ class SparkJob:
 
     def run_split(self, g: int, records: Iterable[Any] | None = None) -> Any:
         clock = self._source_clock()
-        tasks = JobTasks(self.plan, self.job_parameters, clock, ship_prints=True)
+        tasks = JobTasks(self.plan, self.job_parameters, clock, ship_prints=True, frame_sinks=True)
         task = tasks.build_split(g, records)
         for op in tasks.operators:
             op.open()
@@ -235,7 +235,9 @@ class SparkJob:
 
     def run_subtask(self, stage_index: int, target: int, rows: list[tuple[bytes, bytes]]) -> Any:
         stage = self.plan.stages[stage_index]
-        tasks = JobTasks(self.plan, self.job_parameters, self._source_clock(), ship_prints=True)
+        tasks = JobTasks(
+            self.plan, self.job_parameters, self._source_clock(), ship_prints=True, frame_sinks=True
+        )
         clock, mailbox = self._clock()
         task = tasks.build_subtask(stage, target, clock, mailbox)
         for op in tasks.operators:
@@ -392,18 +394,28 @@ class SparkExecutor:
         return produced
 
     def run(self) -> dict[str, Any]:
+        """Run every sink: user sinks in the workers, Spark-written sinks through their
+        ``frame_writer``, collected results and printed lines back to the driver."""
         from pyspark.sql import functions as F
 
         produced = self.build(lambda df: df.persist())
+        written = [n for n in self.plan.nodes if n.frame_writer is not None]
         metrics: dict[str, Any] = {"rounds": 0, "late_records_dropped": 0, "timers_fired": 0}
         try:
             if produced:
+                to_driver = F.col("stage") < 0
+                if written:
+                    to_driver &= ~(
+                        (F.col("stage") == COLLECTED)
+                        & F.col("target").isin([n.id for n in written])
+                    )
                 final = reduce(
-                    lambda a, b: a.unionAll(b),
-                    [df.filter(F.col("stage") < 0) for df in produced],
+                    lambda a, b: a.unionAll(b), [df.filter(to_driver) for df in produced]
                 )
-                collected = final.collect()
-                self._deliver(collected, metrics)
+                self._deliver(final.collect(), metrics)
+                for node in written:
+                    frame = self._frame(produced, node.id, node.output_type, ordered=False)
+                    node.frame_writer(frame)  # type: ignore[misc]
         finally:
             for df in produced:
                 df.unpersist()
@@ -413,11 +425,13 @@ class SparkExecutor:
         """A lazy DataFrame of what collect sink ``node_id`` receives, in columns of
         ``type_info`` (:mod:`sparktide.spark.frames`); ``ordered``: sorted by position, so a
         ``collect()`` gives ``execute_and_collect``'s order."""
+        return self._frame(self.build(), node_id, type_info, ordered)
+
+    def _frame(self, produced: list[Any], node_id: int, type_info: Any, ordered: bool) -> Any:
         from pyspark.sql import functions as F
 
         from sparktide.spark.frames import spark_schema_of
 
-        produced = self.build()
         rows = reduce(
             lambda a, b: a.unionAll(b),
             [
@@ -425,7 +439,7 @@ class SparkExecutor:
                 for df in produced
             ],
         )
-        if ordered:
+        if ordered:  # else each partition holds one subtask's records, already in order
             rows = rows.orderBy("position")
         return rows.select("payload").mapInArrow(
             _FrameDecoder(type_info), spark_schema_of(type_info)

@@ -30,7 +30,11 @@ from sparktide.runtime.execution.wiring import (
 )
 from sparktide.runtime.graph import Edge, Node
 from sparktide.runtime.operators.base import OperatorSetup
-from sparktide.runtime.operators.simple import CollectSinkOperator, PrintSinkOperator
+from sparktide.runtime.operators.simple import (
+    CollectSinkOperator,
+    PrintSinkOperator,
+    RecordCollector,
+)
 from sparktide.runtime.operators.timestamps import TimestampsAndWatermarksOperator
 from sparktide.runtime.valve import StatusWatermarkValve
 
@@ -144,9 +148,11 @@ class JobTasks:
         job_parameters: dict[str, str],
         source_clock: Any,
         ship_prints: bool = False,
+        frame_sinks: bool = False,
     ) -> None:
         self.plan = plan
         self.ship_prints = ship_prints  # print sinks keep their lines for the runner
+        self.frame_sinks = frame_sinks  # sinks with a frame_writer collect for the runner
         self.job_parameters = job_parameters
         self.source_clock = source_clock
         self.cursor = Cursor()
@@ -221,7 +227,10 @@ class JobTasks:
     def _make_operator(
         self, node: Node, setup: OperatorSetup, clock: Any, key_selector: Any
     ) -> Any:
-        op = node.operator_factory()  # type: ignore[misc]
+        if self.frame_sinks and node.frame_writer is not None:
+            op = CollectSinkOperator(RecordCollector([], node.id))
+        else:
+            op = node.operator_factory()  # type: ignore[misc]
         op.setup(None, clock, setup, key_selector)
         if isinstance(op, CollectSinkOperator):
             op._sink.position = self.cursor.out  # type: ignore[attr-defined]

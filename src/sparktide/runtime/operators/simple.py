@@ -189,6 +189,24 @@ class PrintSinkOperator(AbstractStreamOperator):
             (self._stream or sys.stdout).write(line + "\n")
 
 
+class RecordCollector:
+    """Appends ``(position, record)`` to ``out``; the runner sets ``position`` (a callable
+    giving the current record's position).
+
+    ``out`` is the driver's list on the local runtime, and a worker's copy on Spark (whose
+    runner ships it back tagged with ``node_id``)."""
+
+    __slots__ = ("node_id", "out", "position")
+
+    def __init__(self, out: list[tuple[Any, Any]], node_id: int) -> None:
+        self.out = out
+        self.node_id = node_id
+        self.position: Any = tuple
+
+    def __call__(self, record: StreamRecord) -> None:
+        self.out.append((self.position(), record))
+
+
 class CollectSinkOperator(AbstractStreamOperator):
     """Hands each record to ``sink(record)`` (the runner collects results this way)."""
 
