@@ -146,7 +146,7 @@ class StreamExecutionEnvironment:
     def __init__(self, runtime: str = DEFAULT_RUNTIME) -> None:
         if runtime not in RUNTIMES:
             raise ValueError(
-                f"runtime must be one of {RUNTIMES}, got {runtime!r}; use runtime=\"spark\" "
+                f'runtime must be one of {RUNTIMES}, got {runtime!r}; use runtime="spark" '
                 'or runtime="local"'
             )
         if runtime == "spark":
@@ -297,8 +297,10 @@ class StreamExecutionEnvironment:
         from sparktide.spark.frames import ColumnTimestampAssigner
 
         source = DataFrameSource(df, split_by, order_by, num_splits)
-        strategy = WatermarkStrategy.no_watermarks() if watermark_strategy is None else (
-            watermark_strategy
+        strategy = (
+            WatermarkStrategy.no_watermarks()
+            if watermark_strategy is None
+            else (watermark_strategy)
         )
         if not isinstance(strategy, WatermarkStrategy):
             raise TypeError(

@@ -439,8 +439,9 @@ class SparkExecutor:
                 for df in produced
             ],
         )
-        if ordered:  # else each partition holds one subtask's records, already in order
-            rows = rows.orderBy("position")
+        if ordered:  # one sorted partition (a global orderBy would sample: run the job twice)
+            rows = rows.repartition(1).sortWithinPartitions("position")
+        # else each partition holds one subtask's records, already in position order
         return rows.select("payload").mapInArrow(
             _FrameDecoder(type_info), spark_schema_of(type_info)
         )

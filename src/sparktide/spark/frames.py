@@ -111,9 +111,7 @@ def _python_value(value: Any, t: pa.DataType) -> Any:
             [_python_value(value[f.name], f.type) for f in fields], [f.name for f in fields]
         )
     if pa.types.is_map(t):
-        return {
-            _python_value(k, t.key_type): _python_value(v, t.item_type) for k, v in value
-        }
+        return {_python_value(k, t.key_type): _python_value(v, t.item_type) for k, v in value}
     if pa.types.is_list(t):
         return [_python_value(v, t.value_type) for v in value]
     if pa.types.is_timestamp(t) and t.tz is not None:
