@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from sparktide.common import Duration, Time
@@ -23,6 +25,8 @@ from sparktide.datastream.window import (
 from sparktide.spark.session import SparkUnavailableError, get_spark
 
 LATE = OutputTag("late")
+REPO = Path(__file__).resolve().parents[1]
+PARALLELISMS = (1, 2, 4)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -211,3 +215,34 @@ def test_simulated_processing_time_on_spark():
     expected = run(job, "local", 1, 9)
     assert any(r[0] == "timer" for r in expected)
     assert run(job, "spark", 3, 9) == expected
+
+
+# ------------------------------------------------------------------------------ the examples
+
+EXAMPLES = sorted(
+    str(p.relative_to(REPO))
+    for p in (REPO / "examples").rglob("*.py")
+    if p.name != "__init__.py"
+)
+
+
+def _run_example(script: str, runtime: str, parallelism: int, monkeypatch, capsys) -> str:
+    import runpy
+    import sys
+
+    monkeypatch.setenv("SPARKTIDE_RUNTIME", runtime)
+    monkeypatch.setenv("SPARKTIDE_PARALLELISM", str(parallelism))
+    monkeypatch.setattr(sys, "argv", [script])
+    monkeypatch.syspath_prepend(str((REPO / script).parent))
+    capsys.readouterr()
+    runpy.run_path(str(REPO / script), run_name="__main__")
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("parallelism", PARALLELISMS)
+@pytest.mark.parametrize("script", EXAMPLES)
+def test_example_prints_the_same_on_spark(script, parallelism, monkeypatch, capsys) -> None:
+    local = _run_example(script, "local", parallelism, monkeypatch, capsys)
+    on_spark = _run_example(script, "spark", parallelism, monkeypatch, capsys)
+    assert local.strip(), f"{script} printed nothing"
+    assert on_spark == local

@@ -21,6 +21,7 @@ from typing import Any
 from sparktide.runtime.execution.planner import Plan, plan_job
 from sparktide.runtime.execution.tasks import JobTasks, SubtaskTask
 from sparktide.runtime.mailbox import Mailbox
+from sparktide.runtime.operators.simple import flush_printed
 from sparktide.runtime.processing_time import (
     ManualProcessingTimeService,
     SystemProcessingTimeService,
@@ -61,7 +62,9 @@ class LocalExecutor:
         else:
             source_clock = ManualProcessingTimeService(0)
             source_clock.get_current_processing_time = _wall_clock_ms  # type: ignore[method-assign]
-        self.tasks = JobTasks(self.plan, self.config.get_global_job_parameters(), source_clock)
+        self.tasks = JobTasks(
+            self.plan, self.config.get_global_job_parameters(), source_clock, ship_prints=True
+        )
         self.subtasks: dict[int, list[SubtaskTask]] = {}
         for stage in self.plan.stages:
             subtasks = []
@@ -80,6 +83,7 @@ class LocalExecutor:
             self._run_rounds()
             for op in operators:
                 op.finish()
+            flush_printed(operators)
         finally:
             for op in operators:
                 op.close()
@@ -117,6 +121,7 @@ class LocalExecutor:
                     task.tagger.phase = 2
                     task.driver.finish()
             self._run_stages()
+            flush_printed(self.tasks.operators)
             active = still
             r += 1
         self.rounds = r

@@ -156,8 +156,9 @@ class PrintSinkOperator(AbstractStreamOperator):
 
     A value of a stream with a declared type prints the way that type shows it (Java's
     ``toString``: ``(a,1)``, ``+I[1,a]``, ``110.1``); otherwise ``str(value)``. When a runner
-    sets ``shipped`` (a list), lines are appended there with their position instead (the Spark
-    runner prints them on the driver, in order).
+    sets ``shipped`` (a list), lines are appended there with their position instead, and the
+    runner prints them in position order (:func:`flush_printed`): the local runtime at the end
+    of every round, the Spark runner on the driver.
     """
 
     def __init__(
@@ -187,6 +188,19 @@ class PrintSinkOperator(AbstractStreamOperator):
             self.shipped.append((self.position_of(), line))
         else:
             (self._stream or sys.stdout).write(line + "\n")
+
+
+def flush_printed(operators: list[Any]) -> None:
+    """Write the lines the print sinks among ``operators`` shipped, in position order (one order
+    for all print sinks, whatever subtask printed), and empty their lists."""
+    lines: list[tuple[Any, str, TextIO | None]] = []
+    for op in operators:
+        if isinstance(op, PrintSinkOperator) and op.shipped:
+            lines.extend((position, line, op._stream) for position, line in op.shipped)
+            op.shipped.clear()
+    lines.sort(key=lambda item: item[0])
+    for _, line, stream in lines:
+        (stream or sys.stdout).write(line + "\n")
 
 
 class RecordCollector:
