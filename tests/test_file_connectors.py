@@ -465,3 +465,74 @@ def test_rows_and_maps_are_written_as_java_prints_them(tmp_path: Path) -> None:
     run.finish()
     [part] = committed(tmp_path)
     assert part.read_text() == "+I[1, {a=1, b=2}]\n"
+
+
+# ------------------------------------------------------------------------------ word_count.py
+
+WORD_COUNT = Path(__file__).resolve().parents[1] / "examples" / "pyflink" / "word_count.py"
+BUCKET = re.compile(r"^\d{4}-\d{2}-\d{2}--\d{2}$")
+
+
+def run_word_count(runtime: str, monkeypatch, capsys, *args: str) -> list[str]:
+    """Run PyFlink's word_count.py port in this process; its printed lines."""
+    import runpy
+    import sys
+
+    monkeypatch.setenv("SPARKTIDE_RUNTIME", runtime)
+    monkeypatch.setattr(sys, "argv", [str(WORD_COUNT), *args])
+    capsys.readouterr()
+    runpy.run_path(str(WORD_COUNT), run_name="__main__")
+    return [line for line in capsys.readouterr().out.splitlines() if line.strip()]
+
+
+def word_count_files(monkeypatch, capsys, runtime: str, tmp_path: Path) -> tuple[list[str], str]:
+    """word_count.py --input/--output on ``runtime``: (its output lines, what it printed)."""
+    import runpy
+
+    data = runpy.run_path(str(WORD_COUNT))["word_count_data"]
+    text = tmp_path / "input.txt"
+    text.write_text("\n".join(data) + "\n")
+    out = tmp_path / f"out-{runtime}"
+    args = ("--input", str(text), "--output", str(out))
+    printed = run_word_count(runtime, monkeypatch, capsys, *args)
+    buckets = list(out.iterdir())
+    assert len(buckets) == 1 and BUCKET.match(buckets[0].name), buckets
+    parts = list(buckets[0].iterdir())
+    assert len(parts) == 1 and PART.match(parts[0].name), parts
+    assert PART.match(parts[0].name).group("prefix", "counter", "suffix") == ("prefix", "0", ".ext")
+    return parts[0].read_text().splitlines(), "\n".join(printed)
+
+
+def test_word_count_on_the_local_runtime(monkeypatch, capsys, tmp_path: Path) -> None:
+    printed = run_word_count("local", monkeypatch, capsys)
+    assert printed[:3] == [
+        "Executing word_count example with default input data set.",
+        "Use --input to specify file input.",
+        "Printing result to stdout. Use --output to specify output path.",
+    ]
+    counts = printed[3:]
+    assert "(to,7)" in counts and "(the,15)" in counts  # as PyFlink 2.3 printed
+    lines, text = word_count_files(monkeypatch, capsys, "local", tmp_path)
+    assert sorted(lines) == sorted(counts)  # the same words from the file as from the collection
+    assert text == ""
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from sparktide.spark.session import SparkUnavailableError, get_spark
+
+    try:
+        return get_spark("local[2]")
+    except SparkUnavailableError as exc:  # pragma: no cover - depends on the machine
+        pytest.skip(str(exc))
+
+
+def test_word_count_on_spark_matches_the_local_runtime(
+    spark, monkeypatch, capsys, tmp_path: Path
+) -> None:
+    assert run_word_count("spark", monkeypatch, capsys) == run_word_count(
+        "local", monkeypatch, capsys
+    )
+    spark_lines, _ = word_count_files(monkeypatch, capsys, "spark", tmp_path)
+    local_lines, _ = word_count_files(monkeypatch, capsys, "local", tmp_path)
+    assert spark_lines == local_lines

@@ -96,3 +96,15 @@ class SimpleStringEncoder(Encoder):
 
     def __repr__(self) -> str:
         return f"SimpleStringEncoder({self._charset_name!r})"
+
+
+_BULK_WRITERS = ("BulkWriterFactory", "RowDataBulkWriterFactory")
+
+
+def __getattr__(name: str) -> Any:
+    """PyFlink keeps the bulk writer factories here; they live with the file sink."""
+    if name in _BULK_WRITERS:
+        from sparktide.datastream.connectors import bulk_format
+
+        return getattr(bulk_format, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -260,6 +260,8 @@ class StreamExecutionEnvironment:
                 "WatermarkStrategy.no_watermarks()), got "
                 f"{type(watermark_strategy).__name__}"
             )
+        if type_info is None:  # a source that knows its records' type (e.g. a typed file format)
+            type_info = getattr(source, "type_info", None)
         node = self._graph.add(
             Node(
                 "source",
@@ -318,7 +320,7 @@ class StreamExecutionEnvironment:
                 strategy = strategy.with_timestamp_assigner(
                     ColumnTimestampAssigner(index, timestamp_column)
                 )
-        return self.from_source(source, strategy, source_name, source.type_info)
+        return self.from_source(source, strategy, source_name)
 
     def add_source(
         self, source_func: Any, source_name: str = "Custom Source", type_info: Any = None

@@ -3,7 +3,8 @@
 The same tasks as the local runtime (:mod:`sparktide.runtime.execution`) run inside Python
 workers through ``mapInArrow``:
 
-1. **Source stage.** ``spark.range(n_splits)`` with one partition per split; each task runs its
+1. **Source stage.** A DataFrame source runs on the DataFrame's own partitions (one split each);
+   every other split is a row of ``spark.range`` with one partition per split. Each task runs its
    split's chain (timestamp assigner and watermark generator per split) in rounds of
    ``watermark_every`` records, exactly as the local runtime does, and emits exchange entries.
 2. **Exchange stages**, in topological order. The entries for a stage (from the source stage and
@@ -48,6 +49,11 @@ _PLACEMENTS: dict[tuple[str, int], list[int]] = {}  # (application, parallelism)
 COLLECTED = -1
 METRICS = -2
 PRINTED = -3
+CHUNK = 8192  # items per shipped row
+
+
+def _first(item: tuple) -> Any:
+    return item[0]
 
 
 def encode_position(position: tuple) -> bytes:
@@ -122,57 +128,39 @@ class SparkJob:
         return clock
 
     def _rows(self, tasks: JobTasks, rounds: int) -> Any:
-        """The task's output: exchange entries, collected results and metrics, as Arrow."""
+        """The task's output as Arrow rows: its exchange entries for each (stage, subtask), its
+        collected records and printed lines, in chunks of at most ``CHUNK`` items (a pickled
+        list of ``(position, ...)`` tuples, each chunk in position order), and its metrics."""
         import pyarrow as pa
 
-        stage_col: list[int] = []
-        target_col: list[int] = []
-        pkey_col: list[int] = []
-        pos_col: list[bytes] = []
-        payload_col: list[bytes] = []
-        dumps = pickle.dumps
+        columns: tuple[list[Any], ...] = ([], [], [], [], [])
+
+        def add(stage: int, target: int, pkey: int, items: list[Any]) -> None:
+            for i in range(0, len(items), CHUNK):
+                chunk = items[i : i + CHUNK]
+                for column, value in zip(
+                    columns,
+                    (stage, target, pkey, encode_position(chunk[0][0]), pickle.dumps(chunk, 5)),
+                    strict=True,
+                ):
+                    column.append(value)
+            items.clear()
+
         for stage in self.plan.stages:
             keys = self.placement[stage.parallelism]
             for target, entries in enumerate(tasks.buffers[stage.index]):
-                for tag, channel, index, element, key, kg in entries:
-                    stage_col.append(stage.index)
-                    target_col.append(target)
-                    pkey_col.append(keys[target])
-                    pos_col.append(encode_position(tag))
-                    payload_col.append(dumps((channel, index, element, key, kg), 5))
-                entries.clear()
+                add(stage.index, target, keys[target], entries)
         for op in tasks.operators:
             if isinstance(op, CollectSinkOperator):
-                node_id = op._sink.node_id  # type: ignore[attr-defined]
-                for tag, record in op._sink.out:  # type: ignore[attr-defined]
-                    stage_col.append(COLLECTED)
-                    target_col.append(node_id)
-                    pkey_col.append(0)
-                    pos_col.append(encode_position(tag))
-                    payload_col.append(dumps(record, 5))
-                op._sink.out.clear()  # type: ignore[attr-defined]
+                add(COLLECTED, op._sink.node_id, 0, op._sink.out)  # type: ignore[attr-defined]
             elif isinstance(op, PrintSinkOperator) and op.shipped:
-                for tag, line in op.shipped:
-                    stage_col.append(PRINTED)
-                    target_col.append(0)
-                    pkey_col.append(0)
-                    pos_col.append(encode_position(tag))
-                    payload_col.append(line.encode("utf-8"))
-                op.shipped.clear()
-        stage_col.append(METRICS)
-        target_col.append(0)
-        pkey_col.append(0)
-        pos_col.append(b"")
-        payload_col.append(dumps({"rounds": rounds, **tasks.metrics()}, 5))
+                add(PRINTED, 0, 0, op.shipped)
+        metrics = {"rounds": rounds, **tasks.metrics()}
+        for column, value in zip(columns, (METRICS, 0, 0, b"", pickle.dumps(metrics)), strict=True):
+            column.append(value)
+        types = (pa.int32(), pa.int32(), pa.int64(), pa.binary(), pa.binary())
         return pa.RecordBatch.from_arrays(
-            [
-                pa.array(stage_col, pa.int32()),
-                pa.array(target_col, pa.int32()),
-                pa.array(pkey_col, pa.int64()),
-                pa.array(pos_col, pa.binary()),
-                pa.array(payload_col, pa.binary()),
-            ],
-            schema=_schema(),
+            [pa.array(c, t) for c, t in zip(columns, types, strict=True)], schema=_schema()
         )
 
     # ------------------------------------------------------------------ source stage
@@ -233,7 +221,8 @@ class SparkJob:
 
     # ------------------------------------------------------------------ exchange stages
 
-    def run_subtask(self, stage_index: int, target: int, rows: list[tuple[bytes, bytes]]) -> Any:
+    def run_subtask(self, stage_index: int, target: int, chunks: list[bytes]) -> Any:
+        """Subtask ``target`` of a stage: its input chunks are merged in position order."""
         stage = self.plan.stages[stage_index]
         tasks = JobTasks(
             self.plan, self.job_parameters, self._source_clock(), ship_prints=True, frame_sinks=True
@@ -242,11 +231,10 @@ class SparkJob:
         task = tasks.build_subtask(stage, target, clock, mailbox)
         for op in tasks.operators:
             op.open()
-        loads = pickle.loads
-        entries = []
-        for position, payload in rows:
-            channel, index, element, key, kg = loads(payload)
-            entries.append((decode_position(position), channel, index, element, key, kg))
+        entries: list[tuple] = []
+        for chunk in chunks:
+            entries.extend(pickle.loads(chunk))
+        entries.sort(key=_first)
         last_round = -1
         if self.simulated is None:
             task.process(entries)
@@ -274,36 +262,41 @@ class SparkJob:
     def stage_task(self, stage_index: int) -> Any:
         def run(batches: Iterator[Any]) -> Iterator[Any]:
             current: int | None = None
-            rows: list[tuple[bytes, bytes]] = []
+            chunks: list[bytes] = []
             for batch in batches:
                 targets = batch.column("target").to_pylist()
-                positions = batch.column("position").to_pylist()
                 payloads = batch.column("payload").to_pylist()
-                for t, pos, payload in zip(targets, positions, payloads, strict=True):
+                for t, payload in zip(targets, payloads, strict=True):
                     if t != current:
                         if current is not None:
-                            yield self.run_subtask(stage_index, current, rows)
-                        current, rows = t, []
-                    rows.append((pos, payload))
+                            yield self.run_subtask(stage_index, current, chunks)
+                        current, chunks = t, []
+                    chunks.append(payload)
             if current is not None:
-                yield self.run_subtask(stage_index, current, rows)
+                yield self.run_subtask(stage_index, current, chunks)
 
         return run
 
 
 class _FrameDecoder:
-    """Turns pickled sink records into Arrow batches of the stream's columns."""
+    """Turns chunks of collected records into Arrow batches of the stream's columns;
+    ``ordered``: the partition holds every chunk, merged here in position order."""
 
-    def __init__(self, type_info: Any) -> None:
+    def __init__(self, type_info: Any, ordered: bool) -> None:
         self.type_info = type_info
+        self.ordered = ordered
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
         from sparktide.spark.frames import to_record_batch
 
         loads = pickle.loads
-        for batch in batches:
-            values = [loads(p).value for p in batch.column(0).to_pylist()]
-            yield to_record_batch(values, self.type_info)
+        chunks = (loads(p) for batch in batches for p in batch.column(0).to_pylist())
+        if self.ordered:
+            merged = [item for chunk in chunks for item in chunk]
+            merged.sort(key=_first)
+            chunks = (merged[i : i + CHUNK] for i in range(0, len(merged), CHUNK))
+        for chunk in chunks:
+            yield to_record_batch([record.value for _, record in chunk], self.type_info)
 
 
 class SparkExecutor:
@@ -398,6 +391,10 @@ class SparkExecutor:
         ``frame_writer``, collected results and printed lines back to the driver."""
         from pyspark.sql import functions as F
 
+        conf = self.spark.conf
+        adaptive = conf.get("spark.sql.adaptive.enabled", "true")
+        # one Spark job for the whole run (adaptive execution would submit a job per shuffle)
+        conf.set("spark.sql.adaptive.enabled", "false")
         produced = self.build(lambda df: df.persist())
         written = [n for n in self.plan.nodes if n.frame_writer is not None]
         metrics: dict[str, Any] = {"rounds": 0, "late_records_dropped": 0, "timers_fired": 0}
@@ -417,6 +414,7 @@ class SparkExecutor:
                     frame = self._frame(produced, node.id, node.output_type, ordered=False)
                     node.frame_writer(frame)  # type: ignore[misc]
         finally:
+            conf.set("spark.sql.adaptive.enabled", adaptive)
             for df in produced:
                 df.unpersist()
         return metrics
@@ -439,11 +437,11 @@ class SparkExecutor:
                 for df in produced
             ],
         )
-        if ordered:  # one sorted partition (a global orderBy would sample: run the job twice)
-            rows = rows.repartition(1).sortWithinPartitions("position")
+        if ordered:  # one partition, merged there (a global orderBy would run the job twice)
+            rows = rows.repartition(1)
         # else each partition holds one subtask's records, already in position order
         return rows.select("payload").mapInArrow(
-            _FrameDecoder(type_info), spark_schema_of(type_info)
+            _FrameDecoder(type_info, ordered), spark_schema_of(type_info)
         )
 
     def _deliver(self, rows: list[Any], metrics: dict[str, Any]) -> None:
@@ -451,8 +449,7 @@ class SparkExecutor:
         printed: list[tuple[tuple, str]] = []
         for row in rows:
             if row["stage"] == PRINTED:
-                line = bytes(row["payload"]).decode("utf-8")
-                printed.append((decode_position(bytes(row["position"])), line))
+                printed.extend(pickle.loads(row["payload"]))
             elif row["stage"] == METRICS:
                 m = pickle.loads(row["payload"])
                 metrics["rounds"] = max(metrics["rounds"], m["rounds"])
@@ -460,10 +457,8 @@ class SparkExecutor:
                 metrics["timers_fired"] += m["timers_fired"]
             else:
                 node = by_id[row["target"]]
-                node.collect_into.append(  # type: ignore[attr-defined]
-                    (decode_position(bytes(row["position"])), pickle.loads(row["payload"]))
-                )
-        printed.sort(key=lambda item: item[0])
+                node.collect_into.extend(pickle.loads(row["payload"]))  # type: ignore[attr-defined]
+        printed.sort(key=_first)
         out = sys.stdout
         for _, line in printed:
             out.write(line + "\n")

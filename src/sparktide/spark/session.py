@@ -1,25 +1,59 @@
 """The SparkSession a job runs on: the active one, or an embedded ``local[*]`` one.
 
-The embedded session has its UI off, quiet logs, and workers that use the driver's Python. For
+The embedded session has its UI off, quiet logs, and workers that use the driver's Python. In a
+driver started by ``spark-submit``, a new session takes spark-submit's master and settings. For
 any session, adaptive coalescing of shuffle partitions is turned off while sparktide runs: a
 keyed stage's subtasks must stay in their own partitions.
+
+On a master other than ``local``/``local[...]`` (``local-cluster[...]``, ``spark://``, ``yarn``,
+``k8s://``) the executors run their Python workers in processes (or on machines) of their own,
+which may not have sparktide installed: :func:`ship_package` ships the installed ``sparktide``
+package to them as a zip with ``SparkContext.addPyFile``, once per SparkContext.
+:func:`get_spark` does so for every session it returns (unless the driver itself imports
+sparktide from an archive, such as a zip given to ``spark-submit --py-files``). The zip holds
+sparktide only: its dependencies (pyarrow, numpy, pandas) must already be installed in the
+workers' Python, which must be the same Python version as the driver's.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import shutil
+import stat
 import sys
+import tempfile
+import threading
+import zipfile
+from pathlib import Path
 from typing import Any
 
-__all__ = ["SparkUnavailableError", "get_spark"]
+__all__ = [
+    "SparkUnavailableError",
+    "check_prerequisites",
+    "get_spark",
+    "is_local_master",
+    "package_zip",
+    "ship_package",
+]
+
+_COALESCE_PARTITIONS = "spark.sql.adaptive.coalescePartitions.enabled"
+_LOCAL_MASTER = re.compile(r"local(\[[^\]]*\])?")
+_SKIPPED_DIRS = frozenset({"__pycache__"})
+_SKIPPED_SUFFIXES = (".pyc", ".pyo")
+_ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # fixed timestamps: the same sources give the same zip
+
+_lock = threading.Lock()
+_shipped: dict[str, Path] = {}  # SparkContext application id -> the zip it got
 
 
 class SparkUnavailableError(RuntimeError):
     """Spark cannot start here (no pyspark, or no Java)."""
 
 
-def _check_prerequisites() -> None:
+def check_prerequisites() -> None:
+    """Raise :class:`SparkUnavailableError` when pyspark or Java is missing."""
     try:
         import pyspark  # noqa: F401
     except ImportError:
@@ -35,13 +69,38 @@ def _check_prerequisites() -> None:
 
 
 def get_spark(master: str | None = None) -> Any:
-    """The active SparkSession, or a new embedded one (``master`` defaults to ``local[*]``)."""
-    _check_prerequisites()
+    """The active SparkSession, or a new one (on ``local[*]`` unless told otherwise).
+
+    Without ``master``, the active session is returned when there is one. Otherwise a session
+    is built on ``master``, else on the master in the environment variable ``SPARKTIDE_MASTER``,
+    else on ``local[*]`` -- or, in a driver started by ``spark-submit`` (whose JVM already runs),
+    on spark-submit's master and settings. Unless the session's master is ``local`` or
+    ``local[...]``, sparktide is shipped to its executors (:func:`ship_package`).
+    """
+    check_prerequisites()
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
+        ship_package(active)
         return active
+    master = master or os.environ.get("SPARKTIDE_MASTER") or None
+    if "PYSPARK_GATEWAY_PORT" in os.environ:
+        # spark-submit (or a shell) started the JVM with its own master and settings
+        builder = SparkSession.builder.config(_COALESCE_PARTITIONS, "false")
+        if master is not None:
+            builder = builder.master(master)
+        spark = builder.getOrCreate()
+    else:
+        spark = _embedded(master or "local[*]")
+    ship_package(spark)
+    return spark
+
+
+def _embedded(master: str) -> Any:
+    """A session of its own JVM on ``master``: UI off, quiet logs, the driver's Python."""
+    from pyspark.sql import SparkSession
+
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     # embedded workers import what the driver imports (job modules next to the driver script)
@@ -49,14 +108,142 @@ def get_spark(master: str | None = None) -> Any:
     current = os.environ.get("PYTHONPATH", "")
     os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([*paths, *current.split(os.pathsep)]))
     builder = (
-        SparkSession.builder.master(master or os.environ.get("SPARKTIDE_MASTER") or "local[*]")
+        SparkSession.builder.master(master)
         .appName("sparktide")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.adaptive.coalescePartitions.enabled", "false")
+        .config(_COALESCE_PARTITIONS, "false")
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "10000")
         .config("spark.driver.extraJavaOptions", "-Dlog4j2.level=ERROR")
     )
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+# ---------------------------------------------------------------------------------------------
+# Shipping the package to the executors
+
+
+def is_local_master(master: str) -> bool:
+    """Whether ``master`` runs the executor in the driver's JVM: ``local`` or ``local[...]``.
+
+    >>> [is_local_master(m) for m in ("local", "local[*]", "local[4, 2]", "local-cluster[2,1,1]")]
+    [True, True, True, False]
+    >>> is_local_master("spark://host:7077"), is_local_master("yarn")
+    (False, False)
+    """
+    return _LOCAL_MASTER.fullmatch(master.strip()) is not None
+
+
+def _package_dir() -> Path:
+    import sparktide
+
+    return Path(sparktide.__file__).resolve().parent
+
+
+def _package_files(directory: Path) -> list[Path]:
+    """The files of the package under ``directory``, sorted, without bytecode caches."""
+    files = []
+    for root, dirs, names in os.walk(directory):
+        dirs[:] = sorted(d for d in dirs if d not in _SKIPPED_DIRS)
+        files.extend(
+            Path(root, name) for name in sorted(names) if not name.endswith(_SKIPPED_SUFFIXES)
+        )
+    return files
+
+
+def _cache_dir() -> Path:
+    """A directory of this user's own in the temp dir (nobody else may plant zips in it)."""
+    owner = os.getuid() if hasattr(os, "getuid") else os.environ.get("USERNAME", "user")
+    path = Path(tempfile.gettempdir(), f"sparktide-py-files-{owner}")
+    path.mkdir(mode=0o700, exist_ok=True)
+    if hasattr(os, "getuid"):
+        info = path.lstat()
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+            raise PermissionError(
+                f"cannot cache sparktide's zip in {path}: it is not a directory owned by this "
+                "user; remove it, or point TMPDIR at a directory of your own"
+            )
+        if info.st_mode & 0o022:  # writable by others: make it ours alone
+            path.chmod(0o700)
+    return path
+
+
+def package_zip() -> Path:
+    """A zip of the installed ``sparktide`` package, for ``addPyFile`` or ``--py-files``.
+
+    The zip holds the package directory ``sparktide`` is imported from as ``sparktide/...``
+    (without bytecode caches). It is cached in the temp dir under a name made of the version
+    and a hash of the package's files, so it is rebuilt only when they change.
+    """
+    import sparktide
+
+    source = _package_dir()
+    if not (source / "__init__.py").is_file():
+        raise FileNotFoundError(
+            f"sparktide is imported from {source}, not from a package directory (an archive?): "
+            "there is nothing to zip; install sparktide (pip install sparktide) to build the zip"
+        )
+    files = _package_files(source)
+    digest = hashlib.sha256()
+    for file in files:
+        relative = file.relative_to(source).as_posix().encode("utf-8")
+        digest.update(len(relative).to_bytes(8, "big") + relative)
+        content = file.read_bytes()
+        digest.update(len(content).to_bytes(8, "big") + content)
+    name = f"sparktide-{sparktide.__version__}-{digest.hexdigest()[:16]}.zip"
+    target = _cache_dir() / name
+    if target.is_file():
+        return target
+    # written next to the target and renamed: concurrent builders never see a partial zip
+    fd, partial = tempfile.mkstemp(prefix=name + ".", suffix=".part", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as out, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
+            for file in files:
+                arcname = "sparktide/" + file.relative_to(source).as_posix()
+                info = zipfile.ZipInfo(arcname, date_time=_ZIP_TIME)
+                info.compress_type = zipfile.ZIP_DEFLATED
+                info.external_attr = 0o644 << 16
+                zf.writestr(info, file.read_bytes())
+        os.replace(partial, target)
+    except BaseException:
+        Path(partial).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def ship_package(spark: Any) -> Path | None:
+    """Ship sparktide to the executors of ``spark`` (a SparkSession) with ``addPyFile``.
+
+    Ships the zip of :func:`package_zip` at most once per SparkContext, and returns it. Ships
+    nothing, and returns None, on a ``local``/``local[...]`` master (its Python workers import
+    sparktide as the driver does) and when the driver imports sparktide from an archive rather
+    than a directory (e.g. a zip given to ``spark-submit --py-files``, which the executors get
+    that way). A zip of the same name the context already has (``--py-files``) is not added
+    again.
+
+    The zip holds sparktide only: pyarrow, numpy and pandas must be installed in the Python the
+    workers run (``PYSPARK_PYTHON``), which must be the same Python version as the driver's.
+    Modules of the job itself (functions and classes defined outside ``__main__``) must be
+    shipped too, e.g. with ``spark.sparkContext.addPyFile`` or ``spark-submit --py-files``.
+    """
+    try:
+        context = spark.sparkContext
+    except Exception as exc:  # Spark Connect sessions have no SparkContext
+        raise SparkUnavailableError(
+            f"cannot ship sparktide to this session's executors: it has no SparkContext "
+            f"({exc.__class__.__name__}); the Spark runner needs a classic (non-Connect) "
+            "SparkSession"
+        ) from exc
+    if is_local_master(context.master) or not _package_dir().is_dir():
+        return None
+    app = context.applicationId
+    with _lock:
+        shipped = _shipped.get(app)
+        if shipped is None:
+            shipped = package_zip()
+            if shipped.name not in (getattr(context, "_python_includes", None) or ()):
+                context.addPyFile(str(shipped))
+            _shipped[app] = shipped
+    return shipped

