@@ -63,8 +63,10 @@ class ProgressBar:
         stream: TextIO | None = None,
         width: int = 30,
         interactive: bool | None = None,
+        unit: str = "items",
     ) -> None:
         self.label = label
+        self.unit = unit
         self.stream = stream if stream is not None else sys.stderr
         self.width = width
         self.interactive = (
@@ -80,6 +82,12 @@ class ProgressBar:
     def start(self, total: int) -> None:
         self.total = max(total, 1)
         self._started = time.perf_counter()
+
+    def report(self, done: int, total: int) -> None:
+        """Set both counts (a listener for ``ExecutionConfig.set_progress_listener``)."""
+        if total != self.total:
+            self.total = max(total, 1)
+        self.update(done)
 
     def advance(self, items: int) -> None:
         """Count ``items`` more as done."""
@@ -98,7 +106,7 @@ class ProgressBar:
     def _draw(self, percent: int) -> None:
         filled = self.width * self.done // self.total
         bar = "#" * filled + "." * (self.width - filled)
-        line = f"{self.label} [{bar}] {percent:>3}%  {self.done:,}/{self.total:,} items"
+        line = f"{self.label} [{bar}] {percent:>3}%  {self.done:,}/{self.total:,} {self.unit}"
         if self.interactive:
             elapsed = time.perf_counter() - self._started
             self.stream.write(f"\r{line}  {elapsed:.1f} s")
@@ -301,8 +309,14 @@ def run_demo(args: argparse.Namespace) -> int:
     env = StreamExecutionEnvironment.get_execution_environment(runtime=runtime)
     if args.parallelism is not None:
         env.set_parallelism(args.parallelism)
-    bar: ProgressBar = (_NoProgress if args.no_progress else ProgressBar)("replaying")
-    results = run_jobs(env, flights, settings, progress=bar.advance, total=bar.start)
+    bar_type = _NoProgress if args.no_progress else ProgressBar
+    if runtime == "spark":  # records are read in Spark's workers: show Spark's task progress
+        bar: ProgressBar = bar_type("running on Spark", unit="tasks")
+        env.get_config().set_progress_listener(bar.report)
+        results = run_jobs(env, flights, settings)
+    else:
+        bar = bar_type("replaying")
+        results = run_jobs(env, flights, settings, progress=bar.advance, total=bar.start)
     bar.finish()
     out = Path(args.out)
     written = write_tables(results, out)

@@ -48,6 +48,7 @@ class ExecutionConfig:
         self._watermark_every: int | None = None
         self._simulated_clock: tuple[int, int | None] | None = None
         self._job_parameters: dict[str, str] = {}
+        self._progress_listener: Any = None
 
     def set_auto_watermark_interval(self, interval: int) -> ExecutionConfig:
         """Periodic watermark interval in ms of processing time (0 disables; default 200)."""
@@ -104,6 +105,22 @@ class ExecutionConfig:
 
     def get_global_job_parameters(self) -> dict[str, str]:
         return dict(self._job_parameters)
+
+    def set_progress_listener(self, listener: Any) -> ExecutionConfig:
+        """Call ``listener(done, total)`` as a job runs on Spark: completed and total Spark
+        tasks (source splits and stage subtasks), from Spark's status tracker, whenever they
+        change. The local runtime runs in the caller's thread and does not call it (a source
+        can report its own progress there). ``None`` removes it."""
+        if listener is not None and not callable(listener):
+            raise TypeError(
+                "listener must be a callable taking (done, total) or None, got "
+                f"{type(listener).__name__}"
+            )
+        self._progress_listener = listener
+        return self
+
+    def get_progress_listener(self) -> Any:
+        return self._progress_listener
 
     def enable_object_reuse(self) -> ExecutionConfig:
         return self

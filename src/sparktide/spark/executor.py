@@ -40,6 +40,7 @@ from sparktide.runtime.processing_time import (
     SystemProcessingTimeService,
 )
 from sparktide.spark.pickling import check_picklable
+from sparktide.spark.progress import SparkProgress
 from sparktide.spark.session import get_spark
 
 __all__ = ["SparkExecutor", "decode_position", "encode_position"]
@@ -409,7 +410,13 @@ class SparkExecutor:
                 final = reduce(
                     lambda a, b: a.unionAll(b), [df.filter(to_driver) for df in produced]
                 )
-                self._deliver(final.collect(), metrics)
+                listener = self.config.get_progress_listener()
+                if listener is None:
+                    collected = final.collect()
+                else:
+                    with SparkProgress(self.spark.sparkContext, listener):
+                        collected = final.collect()
+                self._deliver(collected, metrics)
                 for node in written:
                     frame = self._frame(produced, node.id, node.output_type, ordered=False)
                     node.frame_writer(frame)  # type: ignore[misc]
