@@ -19,18 +19,10 @@ from sparktide.datastream import (
 from sparktide.datastream.state import ValueStateDescriptor
 from sparktide.datastream.window import TumblingEventTimeWindows
 from sparktide.spark import session as spark_session
-from sparktide.spark.session import SparkUnavailableError, get_spark
+from sparktide.spark.session import SparkUnavailableError
 
 EVENT = Types.ROW_NAMED(["key", "ts", "v"], [Types.STRING(), Types.LONG(), Types.LONG()])
 LATE = OutputTag("late", EVENT)
-
-
-@pytest.fixture(scope="module")
-def spark():
-    try:
-        return get_spark("local[2]")
-    except SparkUnavailableError as exc:  # pragma: no cover - depends on the machine
-        pytest.skip(str(exc))
 
 
 def _rows(n: int = 300, keys: int = 6, seed: int = 5) -> list[tuple[str, int, int]]:

@@ -517,16 +517,6 @@ def test_word_count_on_the_local_runtime(monkeypatch, capsys, tmp_path: Path) ->
     assert text == ""
 
 
-@pytest.fixture(scope="module")
-def spark():
-    from sparktide.spark.session import SparkUnavailableError, get_spark
-
-    try:
-        return get_spark("local[2]")
-    except SparkUnavailableError as exc:  # pragma: no cover - depends on the machine
-        pytest.skip(str(exc))
-
-
 def test_word_count_on_spark_matches_the_local_runtime(
     spark, monkeypatch, capsys, tmp_path: Path
 ) -> None:

@@ -150,16 +150,6 @@ def part_files(out: Path) -> list[Path]:
     return sorted(p for p in out.rglob("*") if p.is_file())
 
 
-@pytest.fixture(scope="module")
-def spark():
-    from sparktide.spark.session import SparkUnavailableError, get_spark
-
-    try:
-        return get_spark("local[2]")
-    except SparkUnavailableError as exc:  # pragma: no cover - depends on the machine
-        pytest.skip(str(exc))
-
-
 # ------------------------------------------------------------------------------ local runtime
 
 

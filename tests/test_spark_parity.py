@@ -22,7 +22,6 @@ from sparktide.datastream.window import (
     SlidingEventTimeWindows,
     TumblingEventTimeWindows,
 )
-from sparktide.spark.session import SparkUnavailableError, get_spark
 
 LATE = OutputTag("late")
 REPO = Path(__file__).resolve().parents[1]
@@ -30,11 +29,8 @@ PARALLELISMS = (1, 2, 4)
 
 
 @pytest.fixture(scope="module", autouse=True)
-def spark():
-    try:
-        return get_spark("local[2]")
-    except SparkUnavailableError as exc:  # pragma: no cover - depends on the machine
-        pytest.skip(str(exc))
+def _spark_session(spark):
+    return spark
 
 
 def events(n: int = 240, keys: int = 5, seed: int = 11) -> list[tuple[str, int, int]]:

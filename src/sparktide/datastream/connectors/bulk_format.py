@@ -28,7 +28,7 @@ TypeError: record.n: Types.INT() holds an int, got str '3'; pass an int
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, BinaryIO
 
 from sparktide.common.typeinfo_base import TypeInformation
@@ -62,6 +62,20 @@ def coerce_record(value: Any, row_type: RowTypeInfo) -> Row:
     if fields is not None and set(fields) != set(row_type.get_field_names()):
         value = tuple(value)
     return row_type.coerce(value, "record")  # type: ignore[no-any-return]
+
+
+def numbered_rows(
+    row: Callable[[list[Any], str, int], Row], batches: Iterable[Any], path: str
+) -> Iterator[Row]:
+    """``row(values, path, n)`` for the n-th record (from 1) of Arrow batches of ``path``
+    (``row`` checks and converts the values, naming the file and record in its errors)."""
+    from sparktide.spark.frames import records_of_batch
+
+    n = 0
+    for batch in batches:
+        for record in records_of_batch(batch):
+            n += 1
+            yield row(list(record), path, n)
 
 
 class FrameFormat(ABC):

@@ -40,6 +40,7 @@ from sparktide.datastream.connectors.bulk_format import (
     FrameFormat,
     RowDataBulkWriterFactory,
     check_row_type,
+    numbered_rows,
 )
 from sparktide.datastream.connectors.file_paths import open_decompressed
 from sparktide.datastream.connectors.file_source import StreamFormat
@@ -112,14 +113,7 @@ class JsonLinesFormat(StreamFormat, FrameFormat):
         return spark.read.schema(wire).options(mode="FAILFAST").json(path)
 
     def records_of_batches(self, batches: Iterable[Any], path: str) -> Iterator[Row]:
-        from sparktide.spark.frames import records_of_batch
-
-        row = self._reader.row
-        n = 0
-        for batch in batches:
-            for record in records_of_batch(batch):
-                n += 1
-                yield row(list(record), path, n)
+        return numbered_rows(self._reader.row, batches, path)
 
     def __repr__(self) -> str:
         return f"JsonLinesFormat.for_row_type({self.row_type._decl()})"

@@ -39,6 +39,7 @@ from sparktide.datastream.connectors.bulk_format import (
     FrameFormat,
     RowDataBulkWriterFactory,
     check_row_type,
+    numbered_rows,
 )
 from sparktide.datastream.connectors.file_source import BulkFormat
 from sparktide.datastream.formats.row_values import RowReader
@@ -153,14 +154,7 @@ class ParquetColumnarRowInputFormat(BulkFormat, FrameFormat):
         return spark.read.schema(spark_schema_of(self.row_type)).parquet(path)
 
     def records_of_batches(self, batches: Iterable[Any], path: str) -> Iterator[Row]:
-        from sparktide.spark.frames import records_of_batch
-
-        row = self._reader.row
-        n = 0
-        for batch in batches:
-            for record in records_of_batch(batch):
-                n += 1
-                yield row(list(record), path, n)
+        return numbered_rows(self._reader.row, batches, path)
 
     def __repr__(self) -> str:
         return f"ParquetColumnarRowInputFormat({self.row_type._decl()})"
