@@ -333,7 +333,7 @@ def test_records_that_do_not_fit_the_writer_are_errors(tmp_path: Path) -> None:
 def test_spark_hash_placement_matches_spark(spark) -> None:
     from pyspark.sql import functions as F
 
-    from sparktide.datastream.connectors.spark_files import placement_keys, spark_hash_long
+    from sparktide.spark.placement import placement_keys, spark_hash_long
 
     rows = spark.range(-20, 200).select("id", F.hash("id").alias("h")).collect()
     assert all(spark_hash_long(r["id"]) == r["h"] for r in rows)

@@ -15,11 +15,13 @@ workers through ``mapInArrow``:
    lines come back to the driver as rows and are delivered (printed) in position order.
 
 Rows between steps have the columns ``stage`` (target stage, or -1 for collected results, -2 for
-metrics, -3 for printed lines), ``target`` (subtask), ``pkey`` (a value that Spark's hash
-partitioning sends to the target's partition), ``position`` (sortable bytes) and ``payload``
-(the pickled entry). Since
-every subtask processes the same entries in the same order as on the local runtime, the output is
-the same as the local runtime's, at any parallelism.
+metrics, -3 for printed lines), ``target`` (subtask, or the collecting sink's node id),
+``pkey`` (a value that Spark's hash partitioning sends to the target's partition), ``position``
+(the first position of the row, as sortable bytes) and ``payload``: a pickled chunk of up to
+``CHUNK`` items for that target, each with its position, in position order. A subtask merges its
+chunks by position before it processes them. The whole run is one Spark job (adaptive execution
+is off while it runs). Since every subtask processes the same entries in the same order as on
+the local runtime, the output is the same as the local runtime's, at any parallelism.
 """
 
 from __future__ import annotations
@@ -40,13 +42,13 @@ from sparktide.runtime.processing_time import (
     SystemProcessingTimeService,
 )
 from sparktide.spark.pickling import check_picklable
+from sparktide.spark.placement import placement_keys
 from sparktide.spark.progress import SparkProgress
 from sparktide.spark.session import get_spark
 
 __all__ = ["SparkExecutor", "decode_position", "encode_position"]
 
 _OFFSET = 1 << 63
-_PLACEMENTS: dict[tuple[str, int], list[int]] = {}  # (application, parallelism) -> keys
 COLLECTED = -1
 METRICS = -2
 PRINTED = -3
@@ -311,32 +313,6 @@ class SparkExecutor:
         self.spark = get_spark()
         self.tasks = JobTasks(self.plan, {}, None)  # the split layout (computed on the driver)
 
-    def _placement(self, parallelisms: set[int]) -> dict[int, list[int]]:
-        """For each parallelism p: values whose Spark hash partition is 0, 1, ..., p - 1."""
-        from pyspark.sql import functions as F
-
-        out: dict[int, list[int]] = {}
-        app = self.spark.sparkContext.applicationId
-        for p in sorted(parallelisms):
-            cached = _PLACEMENTS.get((app, p))
-            if cached is not None:
-                out[p] = cached
-                continue
-            rows = (
-                self.spark.range(0, 64 * p + 64)
-                .select("id", F.expr(f"pmod(hash(id), {p})").alias("part"))
-                .groupBy("part")
-                .agg(F.min("id").alias("id"))
-                .collect()
-            )
-            keys = {r["part"]: r["id"] for r in rows}
-            if len(keys) != p:
-                raise RuntimeError(
-                    f"could not find a placement key for every one of {p} partitions"
-                )
-            out[p] = _PLACEMENTS[(app, p)] = [keys[i] for i in range(p)]
-        return out
-
     def _job(self) -> SparkJob:
         plan = self.plan
         return SparkJob(
@@ -344,7 +320,7 @@ class SparkExecutor:
             self.config.get_global_job_parameters(),
             self.config.get_watermark_every(),
             self.config.get_simulated_processing_time(),
-            self._placement({s.parallelism for s in plan.stages} or {1}),
+            {s.parallelism: placement_keys(s.parallelism) for s in plan.stages},
         )
 
     def _source_frames(self, job: SparkJob) -> list[Any]:

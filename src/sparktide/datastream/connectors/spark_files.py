@@ -4,9 +4,9 @@ writing a DataFrame into Flink-named part files with Spark's writers.
 **Reading.** Spark's file readers pack small files into one partition and cut large files into
 several, and a union of single-partition frames collapses into one partition, so neither gives
 "partition ``i`` is file ``i``". :func:`one_partition_per_file` tags the rows of file ``i`` with
-a key whose Spark hash partition is ``i`` (:func:`placement_keys`, Spark's Murmur3 computed
-here), hash-partitions by it into ``n`` partitions, and sorts each partition by the position of
-the row in its file (the file block's start offset, then the row's
+a key whose Spark hash partition is ``i`` (:func:`~sparktide.spark.placement.placement_keys`),
+hash-partitions by it into ``n`` partitions, and sorts each partition by the position of the row
+in its file (the file block's start offset, then the row's
 ``monotonically_increasing_id`` within the block's scan task, which follows file order). An
 empty file is an empty partition.
 
@@ -16,10 +16,6 @@ then moves every non-empty file it wrote to ``<prefix>-<uuid>-0<suffix>`` in the
 directory (Flink's part-file names, a fresh uuid per file), and removes the staging directory.
 Files already in the target directory are never touched, as with Flink's ``FileSink``.
 
->>> [placement_keys(n) for n in (1, 2, 3)]
-[[0], [2, 0], [3, 0, 1]]
->>> spark_hash_long(0), spark_hash_long(1)
-(-1670924195, -1712319331)
 """
 
 from __future__ import annotations
@@ -28,55 +24,19 @@ import uuid
 from functools import reduce
 from typing import Any
 
+from sparktide.spark.placement import placement_keys
+
 __all__ = [
     "local_path",
     "one_partition_per_file",
-    "placement_keys",
-    "spark_hash_long",
     "write_part_files",
 ]
 
-_MASK = 0xFFFFFFFF
-_SEED = 42  # the seed of Spark's hash() and of its hash partitioning
 _FILE = "__sparktide_file"
 _BLOCK = "__sparktide_block"
 _ROW = "__sparktide_row"
 
 
-def _mix_k1(k1: int) -> int:
-    k1 = (k1 * 0xCC9E2D51) & _MASK
-    k1 = ((k1 << 15) | (k1 >> 17)) & _MASK
-    return (k1 * 0x1B873593) & _MASK
-
-
-def _mix_h1(h1: int, k1: int) -> int:
-    h1 ^= k1
-    h1 = ((h1 << 13) | (h1 >> 19)) & _MASK
-    return (h1 * 5 + 0xE6546B64) & _MASK
-
-
-def spark_hash_long(value: int) -> int:
-    """Spark's ``hash()`` of a long (Murmur3 x86 32-bit, seed 42), as a signed int."""
-    h1 = _mix_h1(_SEED, _mix_k1(value & _MASK))
-    h1 = _mix_h1(h1, _mix_k1((value >> 32) & _MASK))
-    h1 ^= 8
-    h1 ^= h1 >> 16
-    h1 = (h1 * 0x85EBCA6B) & _MASK
-    h1 ^= h1 >> 13
-    h1 = (h1 * 0xC2B2AE35) & _MASK
-    h1 ^= h1 >> 16
-    return h1 - (1 << 32) if h1 >= 1 << 31 else h1
-
-
-def placement_keys(n: int) -> list[int]:
-    """For each partition ``i < n``: the smallest long that Spark's ``repartition(n, key)``
-    sends to partition ``i``."""
-    keys: dict[int, int] = {}
-    candidate = 0
-    while len(keys) < n:
-        keys.setdefault(spark_hash_long(candidate) % n, candidate)
-        candidate += 1
-    return [keys[i] for i in range(n)]
 
 
 def one_partition_per_file(spark: Any, frames: list[Any]) -> Any:
