@@ -242,3 +242,17 @@ def test_spark_is_the_default_runtime(monkeypatch) -> None:
     assert StreamExecutionEnvironment.get_execution_environment().get_runtime() == "spark"
     monkeypatch.setenv("SPARKTIDE_RUNTIME", "local")
     assert StreamExecutionEnvironment.get_execution_environment().get_runtime() == "local"
+
+
+def test_several_sources_in_one_job(spark) -> None:
+    first = spark.createDataFrame([(i,) for i in range(7)], "x long").repartition(3)
+    second = spark.createDataFrame([(i,) for i in range(100, 104)], "x long").repartition(2)
+    results = {}
+    for runtime in ("local", "spark"):
+        env = _env(runtime, 2)
+        a = env.from_dataframe(first).map(lambda r: r.x, Types.LONG())
+        b = env.from_dataframe(second).map(lambda r: r.x, Types.LONG())
+        c = env.from_collection([1000, 1001], Types.LONG())
+        results[runtime] = _collect(c.union(a, b).to_dataframe())
+    assert sorted(v for (v,) in results["spark"]) == [*range(7), *range(100, 104), 1000, 1001]
+    assert results["spark"] == results["local"]

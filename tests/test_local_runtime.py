@@ -420,3 +420,17 @@ def test_env_execute_and_collect_takes_the_last_stream():
     other = env.from_collection(["x"])
     env.from_collection([9]).map(str)
     assert list(env.execute_and_collect(stream=other)) == ["x"]
+
+
+def test_fan_out_gives_each_branch_its_own_record() -> None:
+    # map reuses the record it receives: the second branch must still see the source value
+    for parallelism in (1, 2):
+        env = StreamExecutionEnvironment.get_execution_environment(runtime="local")
+        env.set_parallelism(parallelism)
+        numbers = env.from_collection([1, 2, 3])
+        tens = numbers.map(lambda v: v * 10)
+        plus_one = numbers.map(lambda v: v + 1)
+        late = numbers.filter(lambda v: v > 1)
+        assert sorted(tens.union(plus_one, late).execute_and_collect()) == [
+            2, 2, 3, 3, 4, 10, 20, 30,
+        ]  # fmt: skip

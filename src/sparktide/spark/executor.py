@@ -333,7 +333,10 @@ class SparkExecutor:
         for node, n in zip(self.plan.sources, self.tasks.split_counts, strict=True):
             if isinstance(node.source, DataFrameSource):
                 prepared = node.source.prepared()
-                frames.append(prepared.mapInArrow(job.frame_source_task(g, node.id), SPARK_SCHEMA))
+                task = prepared.mapInArrow(job.frame_source_task(g, node.id), SPARK_SCHEMA)
+                # an exchange right above the task: it runs in the map stage of that exchange,
+                # whose task i reads partition i (in a union, task ids would be shifted)
+                frames.append(task.repartition(n))
             else:
                 job.range_splits.extend(range(g, g + n))
             g += n

@@ -107,6 +107,15 @@ class SourceTagger:
         self.downstream.emit_watermark_status(status)
 
 
+def _fan_out(targets: list[Any], record: StreamRecord) -> None:
+    """Each target gets a record of its own (an operator may reuse the one it receives, as
+    ``map`` does): copies taken before any target runs, the original for the last."""
+    value, timestamp = record.value, record.timestamp
+    last = len(targets) - 1
+    for i, target in enumerate(targets):
+        target.collect(record if i == last else StreamRecord(value, timestamp))
+
+
 class NodeOutput:
     """The output of one operator instance: main targets, side-output targets, coercion."""
 
@@ -132,15 +141,13 @@ class NodeOutput:
         if len(main) == 1:
             main[0].collect(record)
             return
-        for i, target in enumerate(main):
-            target.collect(record if i == 0 else StreamRecord(record.value, record.timestamp))
+        _fan_out(main, record)
 
     def collect_side(self, tag: Any, record: StreamRecord) -> None:
         targets = self._side.get(tag)
         if not targets:
             return
-        for i, target in enumerate(targets):
-            target.collect(record if i == 0 else StreamRecord(record.value, record.timestamp))
+        _fan_out(targets, record)
 
     def emit_watermark(self, watermark: Watermark) -> None:
         for target in self._main:
