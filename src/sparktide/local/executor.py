@@ -29,7 +29,7 @@ from sparktide.runtime.processing_time import (
 
 __all__ = ["LocalExecutor"]
 
-_by_tag = itemgetter(0)
+_by_tag = itemgetter(0, 1)  # position, then channel (ties: the outputs of two operators)
 
 
 def _wall_clock_ms() -> int:

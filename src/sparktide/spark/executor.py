@@ -31,6 +31,7 @@ import struct
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from functools import reduce
+from operator import itemgetter
 from typing import Any
 
 from sparktide.runtime.execution.planner import Plan, plan_job
@@ -57,6 +58,9 @@ CHUNK = 8192  # items per shipped row
 
 def _first(item: tuple) -> Any:
     return item[0]
+
+
+_by_position_and_channel = itemgetter(0, 1)  # as the local runtime orders a stage's input
 
 
 def encode_position(position: tuple) -> bytes:
@@ -237,7 +241,7 @@ class SparkJob:
         entries: list[tuple] = []
         for chunk in chunks:
             entries.extend(pickle.loads(chunk))
-        entries.sort(key=_first)
+        entries.sort(key=_by_position_and_channel)
         last_round = -1
         if self.simulated is None:
             task.process(entries)

@@ -114,6 +114,7 @@ class SubtaskTask:
             cursor.n = 0
             if type(element) is StreamRecord:
                 cursor.phase = 0
+                cursor.channel = channel
                 if keyed:
                     set_key(key, kg)
                 (process1 if index == 1 else process2)(element)

@@ -42,26 +42,44 @@ class Cursor:
     """The position of the element being processed; outputs are tagged from it.
 
     Whoever sets ``tag`` resets ``n``; each output takes the next ``n``, so several outputs of
-    one input (a flat_map, the timers one watermark fires) keep their order even when an
-    exchange spreads them over several subtasks.
+    one input (a flat_map) keep their order even when an exchange spreads them over several
+    subtasks. Outputs of timers (``phase`` 1 or 2) are numbered per key group instead, so their
+    positions do not depend on which other key groups share the subtask: the same at any
+    parallelism. Outputs of a record (phase 0) carry the record's input ``channel``: when two
+    operators emitted records at equal positions (their outputs meet in a union), the channel
+    keeps them apart, in the order of the inputs (the upstream operators' channels are numbered
+    in that order, at any parallelism).
     """
 
-    __slots__ = ("backend", "n", "phase", "tag")
+    __slots__ = ("backend", "channel", "kg_n", "kg_tag", "n", "phase", "tag")
 
     def __init__(self) -> None:
         self.tag: tuple = ()
         self.phase = 0
         self.n = 0
         self.backend: Any = None  # None in the source stage, else a backend or NO_KEY
+        self.kg_tag: tuple | None = None  # the tag kg_n counts for
+        self.kg_n: dict[int, int] = {}
+        self.channel = 0  # the input channel of the record being processed
 
     def out(self) -> tuple:
-        n = self.n
-        self.n = n + 1
         backend = self.backend
         if backend is None:
+            n = self.n
+            self.n = n + 1
             return (*self.tag, n)
-        kg = backend.current_key_group if self.phase else 0
-        return (*self.tag, self.phase, kg or 0, n)
+        if not self.phase:
+            n = self.n
+            self.n = n + 1
+            return (*self.tag, 0, self.channel, n)
+        kg = backend.current_key_group or 0
+        counts = self.kg_n
+        if self.kg_tag is not self.tag:
+            counts.clear()
+            self.kg_tag = self.tag
+        n = counts.get(kg, 0)
+        counts[kg] = n + 1
+        return (*self.tag, self.phase, kg, n)
 
     def watermark_out(self) -> tuple:
         if self.backend is None:
