@@ -45,6 +45,7 @@ from sparktide.runtime.operators.simple import (
 
 if TYPE_CHECKING:
     from sparktide.datastream.environment import StreamExecutionEnvironment
+    from sparktide.datastream.join import CoGroupedStreams, IntervalJoin, JoinedStreams
     from sparktide.datastream.windowed_stream import AllWindowedStream, WindowedStream
 
 __all__ = ["ConnectedStreams", "DataStream", "DataStreamSink", "KeyedStream"]
@@ -263,6 +264,27 @@ class DataStream:
         if not isinstance(ds, DataStream):
             raise TypeError(f"connect takes a DataStream, got {type(ds).__name__}")
         return ConnectedStreams(self, ds)
+
+    def join(self, other_stream: DataStream) -> JoinedStreams:
+        """Window join with ``other_stream``: ``.where(key1).equal_to(key2).window(assigner)
+        .apply(join_function)`` (see :mod:`sparktide.datastream.join`)."""
+        from sparktide.datastream.join import JoinedStreams
+
+        return JoinedStreams(self, other_stream)
+
+    def co_group(self, other_stream: DataStream) -> CoGroupedStreams:
+        """Window co-group with ``other_stream``: ``.where(key1).equal_to(key2)
+        .window(assigner).apply(co_group_function)`` (see :mod:`sparktide.datastream.join`)."""
+        from sparktide.datastream.join import CoGroupedStreams
+
+        return CoGroupedStreams(self, other_stream)
+
+    def interval_join(self, other_stream: DataStream) -> IntervalJoin:
+        """Interval joins are for keyed streams (see ``KeyedStream.interval_join``)."""
+        raise TypeError(
+            "an interval join needs two keyed streams: key_by(...) both, then "
+            "left.interval_join(right).between(lower, upper).process(ProcessJoinFunction)"
+        )
 
     def get_side_output(self, output_tag: OutputTag) -> DataStream:
         """The stream of what this operator sent to ``output_tag``."""
@@ -521,6 +543,15 @@ class KeyedStream(DataStream):
         from sparktide.datastream.windowed_stream import WindowedStream
 
         return WindowedStream(self, window_assigner)
+
+    def interval_join(self, other_stream: DataStream) -> IntervalJoin:
+        """Join with the keyed ``other_stream`` on event time: ``.between(lower, upper)``
+        pairs each record ``l`` with the records ``r`` of the same key and ``l.ts + lower <=
+        r.ts <= l.ts + upper``; ``.process(ProcessJoinFunction)`` handles the pairs (see
+        :mod:`sparktide.datastream.join`)."""
+        from sparktide.datastream.join import IntervalJoin
+
+        return IntervalJoin(self, other_stream)  # type: ignore[arg-type]
 
     def count_window(self, size: int, slide: int = 0) -> WindowedStream:
         """Tumbling (``slide == 0``) or sliding count windows per key: Flink's

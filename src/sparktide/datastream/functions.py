@@ -42,17 +42,20 @@ if TYPE_CHECKING:
 __all__ = [
     "AggregateFunction",
     "CoFlatMapFunction",
+    "CoGroupFunction",
     "CoMapFunction",
     "CoProcessFunction",
     "FilterFunction",
     "FlatMapFunction",
     "Function",
+    "JoinFunction",
     "KeySelector",
     "KeyedCoProcessFunction",
     "KeyedProcessFunction",
     "KeyedStateStore",
     "MapFunction",
     "ProcessFunction",
+    "ProcessJoinFunction",
     "ReduceFunction",
     "RuntimeContext",
     "SinkFunction",
@@ -307,3 +310,80 @@ class KeyedCoProcessFunction(Function):
         self, timestamp: int, ctx: KeyedCoProcessFunction.OnTimerContext
     ) -> Iterable[Any] | None:
         """Called when a timer registered by this key fires."""
+
+
+class ProcessJoinFunction(Function):
+    """Processes each pair an interval join emits (``KeyedStream.interval_join``).
+
+    ``process_element(left, right, ctx)`` yields the outputs; they carry the pair's timestamp,
+    the larger of the two records' timestamps. ``ctx`` gives both timestamps, the result's, and
+    side outputs (``yield tag, value`` or ``ctx.output(tag, value)``).
+
+    >>> class Gap(ProcessJoinFunction):
+    ...     def process_element(self, left, right, ctx):
+    ...         yield left, right, ctx.get_right_timestamp() - ctx.get_left_timestamp()
+    >>> class Ctx(ProcessJoinFunction.Context):
+    ...     def get_left_timestamp(self): return 10
+    ...     def get_right_timestamp(self): return 13
+    ...     def get_timestamp(self): return 13
+    ...     def output(self, output_tag, value): pass
+    >>> list(Gap().process_element("l", "r", Ctx()))
+    [('l', 'r', 3)]
+    """
+
+    class Context(ABC):
+        @abstractmethod
+        def get_left_timestamp(self) -> int:
+            """The timestamp of the pair's left record."""
+
+        @abstractmethod
+        def get_right_timestamp(self) -> int:
+            """The timestamp of the pair's right record."""
+
+        @abstractmethod
+        def get_timestamp(self) -> int:
+            """The pair's timestamp: the larger of the left and the right timestamp."""
+
+        @abstractmethod
+        def output(self, output_tag: OutputTag, value: Any) -> None:
+            """Emit ``value`` to the side output ``output_tag`` (with the pair's timestamp)."""
+
+    @abstractmethod
+    def process_element(
+        self, left: Any, right: Any, ctx: ProcessJoinFunction.Context
+    ) -> Iterable[Any] | None:
+        """Yield zero or more outputs for the joined pair (``yield tag, value`` for side
+        outputs)."""
+
+
+class JoinFunction(Function):
+    """Joins two elements of a window join into one output (``DataStream.join``): called once
+    per pair of a left and a right element with the same key in the same window.
+
+    >>> class Pair(JoinFunction):
+    ...     def join(self, first, second):
+    ...         return first[0], first[1], second[1]
+    >>> Pair().join(("a", 1), ("a", 2))
+    ('a', 1, 2)
+    """
+
+    @abstractmethod
+    def join(self, first: Any, second: Any) -> Any:
+        """The output for one pair (one output per pair)."""
+
+
+class CoGroupFunction(Function):
+    """Evaluates one key's window of a co-group (``DataStream.co_group``): ``first`` and
+    ``second`` are the window's elements of each input (either may be empty); return or yield
+    the outputs.
+
+    >>> class Count(CoGroupFunction):
+    ...     def co_group(self, first, second):
+    ...         yield len(list(first)), len(list(second))
+    >>> list(Count().co_group([1, 2], []))
+    [(2, 0)]
+    """
+
+    @abstractmethod
+    def co_group(self, first: Iterable[Any], second: Iterable[Any]) -> Iterable[Any] | None:
+        """The outputs for the elements ``first`` (left input) and ``second`` (right input)."""
