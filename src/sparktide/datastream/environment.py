@@ -311,15 +311,52 @@ class StreamExecutionEnvironment:
         default strategy is ``WatermarkStrategy.no_watermarks()``. On Spark the partitions are
         read where they live; the local runtime reads the DataFrame through Arrow.
         """
-        from sparktide.common.watermark_strategy import WatermarkStrategy
         from sparktide.spark.dataframe_source import DataFrameSource
-        from sparktide.spark.frames import ColumnTimestampAssigner
 
         source = DataFrameSource(df, split_by, order_by, num_splits)
+        strategy = self._frame_strategy(source.columns, watermark_strategy, timestamp_column)
+        return self.from_source(source, strategy, source_name)
+
+    def from_stream(
+        self,
+        streaming_df: Any,
+        watermark_strategy: Any = None,
+        timestamp_column: str | None = None,
+        split_by: str | list[str] | None = None,
+        order_by: str | list[str] | None = None,
+        num_splits: int | None = None,
+        source_name: str = "Stream Source",
+    ) -> Any:
+        """An unbounded stream of the rows of a Structured Streaming DataFrame (``spark.
+        readStream...``), as named ``Row`` records; each micro-batch is one round.
+
+        ``split_by`` hash-partitions every micro-batch into ``num_splits`` splits (required
+        with ``split_by``, and fixed for the life of the checkpoint), each with its own
+        watermark generator, kept across batches; without it a batch is one split.
+        ``order_by``, ``timestamp_column`` and ``watermark_strategy`` work as in
+        :meth:`from_dataframe`. Run the job with ``execute(checkpoint_location=...)`` or
+        ``execute_async(...)`` (see :mod:`sparktide.spark.streaming`); sinks:
+        ``sink_to(ForeachBatchSink(fn))``, ``sink_to(ParquetBatchSink(path))``, ``print()``.
+        """
+        from sparktide.spark.streaming import StreamSource
+
+        if self._runtime != "spark":
+            raise ValueError(
+                'from_stream needs runtime="spark": a Structured Streaming DataFrame is read '
+                "by Spark micro-batches; use from_dataframe(...) for a bounded DataFrame"
+            )
+        source = StreamSource(streaming_df, split_by, order_by, num_splits)
+        strategy = self._frame_strategy(source.columns, watermark_strategy, timestamp_column)
+        return self.from_source(source, strategy, source_name)
+
+    def _frame_strategy(
+        self, columns: list[str], watermark_strategy: Any, timestamp_column: str | None
+    ) -> Any:
+        from sparktide.common.watermark_strategy import WatermarkStrategy
+        from sparktide.spark.frames import ColumnTimestampAssigner
+
         strategy = (
-            WatermarkStrategy.no_watermarks()
-            if watermark_strategy is None
-            else (watermark_strategy)
+            WatermarkStrategy.no_watermarks() if watermark_strategy is None else watermark_strategy
         )
         if not isinstance(strategy, WatermarkStrategy):
             raise TypeError(
@@ -327,17 +364,17 @@ class StreamExecutionEnvironment:
                 f"for_bounded_out_of_orderness(...)), got {type(watermark_strategy).__name__}"
             )
         if timestamp_column is not None:
-            if timestamp_column not in source.columns:
+            if timestamp_column not in columns:
                 raise ValueError(
                     f"timestamp_column: the DataFrame has no column {timestamp_column!r}; its "
-                    f"columns are {source.columns}"
+                    f"columns are {columns}"
                 )
             if strategy._assigner is None:
-                index = source.columns.index(timestamp_column)
+                index = columns.index(timestamp_column)
                 strategy = strategy.with_timestamp_assigner(
                     ColumnTimestampAssigner(index, timestamp_column)
                 )
-        return self.from_source(source, strategy, source_name)
+        return strategy
 
     def add_source(
         self, source_func: Any, source_name: str = "Custom Source", type_info: Any = None
@@ -358,8 +395,19 @@ class StreamExecutionEnvironment:
 
     # ------------------------------------------------------------------ execution
 
-    def execute(self, job_name: str | None = None) -> JobExecutionResult:
-        """Run every sink defined since the last execution."""
+    def execute(
+        self,
+        job_name: str | None = None,
+        *,
+        checkpoint_location: str | None = None,
+        trigger: str | None = None,
+    ) -> JobExecutionResult:
+        """Run every sink defined since the last execution.
+
+        A job reading :meth:`from_stream` runs until its query stops (``trigger=
+        "available_now"``: once every available micro-batch is processed; ``"once"``: one
+        batch; ``None``: until stopped), keeping its state in ``checkpoint_location``.
+        """
         name = job_name or "sparktide job"
         graph = self._graph
         if not graph.sinks():
@@ -368,11 +416,58 @@ class StreamExecutionEnvironment:
                 "execute_and_collect() before execute()"
             )
         start = time.perf_counter()
+        if self._is_streaming():
+            client = self.execute_async(
+                name, checkpoint_location=checkpoint_location, trigger=trigger
+            )
+            client.await_termination()
+            elapsed = int((time.perf_counter() - start) * 1000)
+            return JobExecutionResult(name, elapsed, client.metrics())
+        if checkpoint_location is not None or trigger is not None:
+            raise ValueError(
+                "checkpoint_location and trigger apply to jobs reading env.from_stream(...); "
+                "this job has no streaming source: leave them unset"
+            )
         try:
             metrics = self._run(graph)
         finally:
             graph.mark_executed()
         return JobExecutionResult(name, int((time.perf_counter() - start) * 1000), metrics)
+
+    def _is_streaming(self) -> bool:
+        from sparktide.spark.streaming import has_stream_source
+
+        return self._runtime == "spark" and has_stream_source(self._graph.reachable_from_sinks())
+
+    def execute_async(
+        self,
+        job_name: str | None = None,
+        *,
+        checkpoint_location: str | None = None,
+        trigger: str | None = None,
+    ) -> Any:
+        """Start a job reading :meth:`from_stream` and return its
+        :class:`~sparktide.spark.streaming.StreamingJobClient` (``await_termination(timeout)``,
+        ``stop()``, ``recent_progress``); see :meth:`execute` for the arguments."""
+        from sparktide.spark.streaming import start_stream
+
+        if not self._is_streaming():
+            raise ValueError(
+                "execute_async() runs jobs reading env.from_stream(...); this job is bounded: "
+                "use execute()"
+            )
+        graph = self._graph
+        if not graph.sinks():
+            raise RuntimeError(
+                "no sinks defined in the job: add one with sink_to(ForeachBatchSink(fn)), "
+                "sink_to(ParquetBatchSink(path)) or print() before execute_async()"
+            )
+        try:
+            return start_stream(
+                graph, self, job_name or "sparktide job", checkpoint_location, trigger
+            )
+        finally:
+            graph.mark_executed()
 
     def execute_and_collect(
         self, job_execution_name: str | None = None, limit: int | None = None, stream: Any = None
