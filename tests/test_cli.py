@@ -61,7 +61,7 @@ def test_demo_writes_tables_png_and_summary(tmp_path: Path, capsys):
     code = main(["demo", "--runtime", "local", "--limit", "20000", "--out", str(out)])
     captured = capsys.readouterr()
     assert code == 0, captured.err
-    for name in ("windows", "late", "sessions", "alerts"):
+    for name in ("windows", "late", "sessions", "alerts", "weather"):
         table = pd.read_parquet(out / f"{name}.parquet")
         assert len(table) > 0, name
     windows = pd.read_parquet(out / "windows.parquet")

@@ -1,4 +1,4 @@
-"""The flights demo: the replay (order, event times, pacing) and the three jobs against naive
+"""The flights demo: the replays (order, event times, pacing) and the four jobs against naive
 models computed directly from the data, on samples of the real dataset."""
 
 from __future__ import annotations
@@ -18,14 +18,20 @@ from sparktide.demo.flights import (
     Flight,
     FlightReplay,
     Tick,
+    Weather,
+    WeatherReplay,
     departure_timestamp,
     flights_csv_path,
     is_flight,
+    is_weather,
     load_flights,
+    load_weather,
     prepare_flights,
+    prepare_weather,
+    weather_timestamp,
 )
 from sparktide.demo.jobs import DemoSettings, run_jobs
-from sparktide.demo.report import summary_rows
+from sparktide.demo.report import format_summary, summary_rows, weather_summary
 
 NYC = ZoneInfo("America/New_York")
 MIN, MAX = -(2**63), 2**63 - 1
@@ -53,10 +59,20 @@ def storm(raw: pd.DataFrame) -> pd.DataFrame:
     return prepare_flights(raw[(date >= STORM[0]) & (date <= STORM[1])])
 
 
-def run(flights: pd.DataFrame, parallelism: int = 1, settings: DemoSettings = SETTINGS):
-    env = StreamExecutionEnvironment.get_execution_environment(runtime="local")
+@pytest.fixture(scope="module")
+def weather() -> pd.DataFrame:
+    return load_weather()
+
+
+def run(
+    flights: pd.DataFrame,
+    parallelism: int = 1,
+    settings: DemoSettings = SETTINGS,
+    runtime: str = "local",
+):
+    env = StreamExecutionEnvironment.get_execution_environment(runtime=runtime)
     env.set_parallelism(parallelism)
-    return run_jobs(env, flights, settings)
+    return run_jobs(env, flights, settings, weather=load_weather())
 
 
 @pytest.fixture(scope="module")
@@ -156,6 +172,47 @@ def test_replay_and_settings_errors_name_the_fix(year: pd.DataFrame):
         DemoSettings(day="June 15")
     with pytest.raises(ValueError, match="missing the columns"):
         prepare_flights(pd.DataFrame({"year": [2013]}))
+    with pytest.raises(ValueError, match="missing the columns"):
+        prepare_weather(pd.DataFrame({"origin": ["JFK"]}))
+    with pytest.raises(TypeError, match="FlightReplay to keep step with"):
+        WeatherReplay(year.iloc[:0], year)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="weather_minutes must be an int >= 1"):
+        DemoSettings(weather_minutes=0)
+
+
+def test_weather_times_checked_by_hand(weather: pd.DataFrame):
+    assert len(weather) == 26_115 and set(weather["origin"]) == set(AIRPORTS)
+    first = weather[weather["origin"] == "EWR"].iloc[0]  # hour 1 local on 1 January (EST)
+    assert first.time_ms == ms(2013, 1, 1, 1, 0) == 1357020000000
+    summer = weather[(weather["origin"] == "JFK") & (weather["time_ms"] == ms(2013, 7, 6, 5, 0))]
+    assert len(summer) == 1 and (weather["time_ms"] % 3_600_000 == 0).all()
+    for _, part in weather.groupby("origin"):
+        assert part["time_ms"].is_monotonic_increasing and part["time_ms"].is_unique
+
+
+def test_weather_replay_keeps_step_with_the_flights(storm: pd.DataFrame, weather: pd.DataFrame):
+    flights = FlightReplay(storm, departed_only=True)
+    replay = WeatherReplay(weather, flights)
+    slot_ms = 10 * 60_000
+    assert [s.split_id for s in replay.get_splits()] == list(AIRPORTS)
+    paced = [slot for slot, count in flights.plan for _ in range(count)]  # slot of item i
+    lo, hi = flights.first_ms - 3_600_000, flights.last_ms
+    for split in replay.get_splits():
+        items = list(replay.read_split(split))
+        obs = [w for w in items if is_weather(w)]
+        expected = weather[(weather["origin"] == split.split_id) & (weather["time_ms"] > lo)
+                           & (weather["time_ms"] <= hi)]  # fmt: skip
+        assert [w.time_ms for w in obs] == expected["time_ms"].tolist()
+        assert all(type(w) is Weather and w.origin == split.split_id for w in obs)
+        assert len(items) >= len(paced)
+        for i, item in enumerate(items[: len(paced)]):
+            if type(item) is Tick:  # a heartbeat lies in the flights' slot ...
+                assert item.at_ms == paced[i] * slot_ms
+            else:  # ... an observation in its own slot or, at night, the next one with flights
+                assert item.time_ms // slot_ms <= paced[i]
+    assert replay.num_observations == sum(
+        1 for s in replay.get_splits() for w in replay.read_split(s) if is_weather(w)
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -163,18 +220,24 @@ def test_replay_and_settings_errors_name_the_fix(year: pd.DataFrame):
 
 
 def naive_watermarks(replay: FlightReplay, every: int, delay_ms: int) -> list[list[int]]:
-    """The combined watermarks emitted at the end of each round. Per split: ``max ts so far -
-    delay - 1`` at the end of every round it read a full share in, ``MAX`` once it ran short.
-    The splits' watermarks arrive in split order; the combined one is their min, emitted each
-    time it increases (so one round may emit several)."""
-    streams = [[departure_timestamp(i, 0) for i in replay.read_split(s)]
+    """The combined watermarks of the departures source emitted at the end of each round."""
+    streams = [([departure_timestamp(i, 0) for i in replay.read_split(s)], delay_ms)
                for s in replay.get_splits()]  # fmt: skip
-    rounds = max(len(ts) // every + 1 for ts in streams)
+    return naive_combined_watermarks(streams, every)
+
+
+def naive_combined_watermarks(streams: list[tuple[list[int], int]], every: int) -> list[list[int]]:
+    """The combined watermarks emitted at the end of each round, for splits given as
+    ``(timestamps, delay)``. Per split: ``max ts so far - delay - 1`` at the end of every round
+    it read a full share in, ``MAX`` once it ran short. The splits' watermarks arrive in split
+    order; the combined one is their min, emitted each time it increases (so one round may emit
+    several)."""
+    rounds = max(len(ts) // every + 1 for ts, _ in streams)
     channels = [MIN] * len(streams)
     emitted, current = [], MIN
     for r in range(rounds):
         steps = []
-        for c, ts in enumerate(streams):
+        for c, (ts, delay_ms) in enumerate(streams):
             done = len(ts) - r * every < every
             mark = MAX if done else max(ts[: (r + 1) * every]) - delay_ms - 1
             channels[c] = max(channels[c], mark)
@@ -331,12 +394,59 @@ def test_alerts_are_the_flights_not_departed_in_time(storm, storm_results):
     assert not set(on_deadline["key"]) & set(alerts["key"])
 
 
+def test_weather_join_matches_the_naive_model(storm, storm_results, weather):
+    """Job d: the departures behind the join's watermark (the min over the flight and the
+    weather splits) go to the late output; every other departure meets exactly the
+    observations of its origin in ``(dep - 1 h, dep]``."""
+    s = SETTINGS
+    flights = FlightReplay(storm, departed_only=True, pace_minutes=s.pace_minutes)
+    replay = WeatherReplay(weather, flights)
+    bound = s.out_of_orderness_minutes * 60_000
+    streams = [([departure_timestamp(i, 0) for i in flights.read_split(sp)], bound)
+               for sp in flights.get_splits()]  # fmt: skip
+    streams += [([weather_timestamp(i, 0) for i in replay.read_split(sp)], 0)
+                for sp in replay.get_splits()]  # fmt: skip
+    marks = naive_combined_watermarks(streams, s.watermark_every)
+    arrivals, _ = naive_arrivals(flights, s.watermark_every, bound)
+    hours = defaultdict(list)
+    for row in weather.itertuples():
+        hours[row.origin].append(row.time_ms)
+    late, pairs = set(), set()
+    for flight, r, _ in arrivals:
+        if flight.dep_ms < seen(marks, r):
+            late.add(flight.key)
+            continue
+        for t in hours[flight.origin]:
+            if flight.dep_ms - 3_600_000 < t <= flight.dep_ms:
+                pairs.add((flight.key, t))
+    got = storm_results.tables["weather"]
+    assert set(zip(got.key, got.weather_ms, strict=True)) == pairs and len(got) == len(pairs)
+    assert set(storm_results.tables["weather_late"]["key"]) == late
+    assert got["key"].is_unique, "hourly observations: at most one per departure"
+    # fewer than for the windows: the weather's watermark (the schedule clock) holds the
+    # join's watermark back when delayed departures push the flights' watermark ahead
+    assert 5 < len(late) < len(storm_results.tables["late"])
+    summary = weather_summary(storm_results)
+    assert summary["joined"] + summary["late"] + summary["without"] == len(arrivals)
+    assert summary["without"] == len(arrivals) - len(late) - len({k for k, _ in pairs})
+    # the joined row carries the observation and the departure
+    by_time = weather.set_index(["origin", "time_ms"])
+    row = got.iloc[len(got) // 2]
+    observed = by_time.loc[(row.origin, row.weather_ms)]
+    assert (row.temp, row.visib) == (observed.temp, observed.visib)
+    flight = by_key(storm, row.key)
+    assert row.delay_minutes == (row.dep_ms - flight.sched_ms) // 60_000
+    assert "d. weather at departure" in format_summary(storm_results, "local")
+
+
 ORDER = {  # per table: the key, and the columns that order a key's rows
     "windows": ("origin", ["start_ms", "firing"]),
     "late": ("origin", ["index"]),
     "trace": ("origin", ["index"]),
     "sessions": ("tailnum", ["start_ms"]),
     "alerts": ("key", ["deadline_ms"]),
+    "weather": ("origin", ["dep_ms", "key", "weather_ms"]),
+    "weather_late": ("origin", ["dep_ms", "key"]),
 }
 
 
@@ -351,9 +461,11 @@ def per_key(table: pd.DataFrame, key: str, sort: list[str] | None):
         yield value, rows.reset_index(drop=True)
 
 
-def test_same_output_at_parallelism_1_and_3(storm_results, storm_results_p3):
-    for name, table in storm_results.tables.items():
-        other = storm_results_p3.tables[name]
+def assert_same_tables(expected, got) -> None:
+    """Every table of two runs, per key in a canonical order."""
+    assert sorted(got.tables) == sorted(expected.tables) == sorted(ORDER)
+    for name, table in expected.tables.items():
+        other = got.tables[name]
         key, sort = ORDER[name]
         assert len(other) == len(table), name
         for (k1, mine), (k2, theirs) in zip(
@@ -361,7 +473,21 @@ def test_same_output_at_parallelism_1_and_3(storm_results, storm_results_p3):
         ):
             assert k1 == k2
             pd.testing.assert_frame_equal(theirs, mine, obj=f"{name}[{k1}]")
-    assert storm_results_p3.session_late == storm_results.session_late
+    assert got.session_late == expected.session_late
+
+
+def test_same_output_at_parallelism_1_and_3(storm_results, storm_results_p3):
+    assert_same_tables(storm_results, storm_results_p3)
+
+
+def test_same_output_on_spark_and_local(spark, year):
+    """All the jobs, the weather join included, on the first 1,000 flights (Spark: ~25 s,
+    mostly fixed cost)."""
+    first = year.iloc[:1_000]
+    settings = DemoSettings(airport="EWR", day="2013-01-01")
+    local = run(first, settings=settings)
+    assert len(local.tables["weather"]) > 900 and len(local.tables["windows"]) > 50
+    assert_same_tables(local, run(first, parallelism=2, settings=settings, runtime="spark"))
 
 
 def test_same_order_per_key_at_parallelism_1_and_3(storm_results, storm_results_p3):

