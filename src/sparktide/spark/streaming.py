@@ -301,14 +301,13 @@ def _apply(obj: Any, captured: dict[str, Any]) -> None:
 
 def _restore_watermark(op: Any, watermark: int, services: dict[str, int]) -> None:
     """Put an operator (and its timer services) back at the watermark it had reached; the
-    restored valve forwards only higher watermarks. The operator and service classes have no
-    public setter yet, so this sets their current-watermark fields directly."""
-    op._current_watermark = watermark
+    restored valve forwards only higher watermarks."""
+    op.restore_watermark(watermark)
     manager = op.time_service_manager
     if manager is not None:
         for name, service in manager.services().items():
             if name in services:
-                service._current_watermark = services[name]
+                service.restore_watermark(services[name])
 
 
 class _Discard:

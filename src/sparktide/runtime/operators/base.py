@@ -230,6 +230,11 @@ class AbstractStreamOperator:
     def current_watermark(self) -> int:
         return self._current_watermark
 
+    def restore_watermark(self, watermark: int) -> None:
+        """Put the operator back at the watermark it had reached (restoring a checkpoint):
+        records below it are late again, and nothing fires or is forwarded."""
+        self._current_watermark = watermark
+
     def set_current_key(self, key: Any) -> None:
         self.keyed_state_backend.set_current_key(key)  # type: ignore[union-attr]
 

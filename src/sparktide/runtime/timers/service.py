@@ -96,6 +96,11 @@ class InternalTimerService:
     def current_watermark(self) -> int:
         return self._current_watermark
 
+    def restore_watermark(self, watermark: int) -> None:
+        """Put the service back at the watermark it had reached (restoring a checkpoint);
+        timers are not fired: those at or below it were fired before the checkpoint."""
+        self._current_watermark = watermark
+
     # ------------------------------------------------------------------ registration
 
     def register_event_time_timer(self, namespace: Any, time: int) -> None:
