@@ -261,3 +261,27 @@ def test_example_prints_the_same_on_spark(script, parallelism, monkeypatch, caps
     on_spark = _run_example(script, "spark", parallelism, monkeypatch, capsys)
     assert local.strip(), f"{script} printed nothing"
     assert on_spark == local
+
+
+def job_order_seen(env):
+    # one key sees every record and watermark of three splits: its output is the exact order
+    class Seen(KeyedProcessFunction):
+        def process_element(self, value, ctx):
+            yield value[2], ctx.timer_service().current_watermark()
+
+    return source(env).key_by(lambda e: 0).process(Seen())
+
+
+@pytest.mark.parametrize(
+    "job", [job_order_seen, job_union_of_keyed_operators, job_sessions, job_timers_late]
+)
+def test_small_chunks_and_early_flushes_change_nothing(job, monkeypatch):
+    # a task ships its output every few items and merges its input chunk by chunk: the paths
+    # that keep a worker's memory bounded on large inputs
+    from sparktide.spark.executor import SparkExecutor
+
+    expected = run(job, "local", 1, 7)
+    monkeypatch.setattr(SparkExecutor, "chunk_items", 3)
+    monkeypatch.setattr(SparkExecutor, "flush_items", 5)
+    assert run(job, "spark", 2, 7) == expected
+    assert run(job, "spark", 3, None) == run(job, "local", 3, None)

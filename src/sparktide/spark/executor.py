@@ -29,8 +29,10 @@ from __future__ import annotations
 import pickle
 import struct
 import sys
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from functools import reduce
+from itertools import groupby
 from operator import itemgetter
 from typing import Any
 
@@ -54,6 +56,7 @@ COLLECTED = -1
 METRICS = -2
 PRINTED = -3
 CHUNK = 8192  # items per shipped row
+FLUSH = 65536  # items a task holds before it ships them
 
 
 def _first(item: tuple) -> Any:
@@ -111,12 +114,16 @@ class SparkJob:
         watermark_every: int | None,
         simulated: tuple[int, int] | None,
         placement: dict[int, list[int]],
+        chunk: int = CHUNK,
+        flush: int = FLUSH,
     ) -> None:
         self.plan = plan
         self.job_parameters = job_parameters
         self.every = watermark_every
         self.simulated = simulated
         self.placement = placement  # parallelism -> pkey per target subtask
+        self.chunk = chunk  # items per shipped row
+        self.flush = flush  # items a task holds before it ships them
         self.range_splits: list[int] = []  # global indexes of the splits run by spark.range
 
     # ------------------------------------------------------------------ helpers
@@ -134,7 +141,7 @@ class SparkJob:
         clock.get_current_processing_time = _wall_clock_ms  # type: ignore[method-assign]
         return clock
 
-    def _rows(self, tasks: JobTasks, rounds: int) -> Any:
+    def _rows(self, tasks: JobTasks, rounds: int, final: bool = True) -> Any:
         """The task's output as Arrow rows: its exchange entries for each (stage, subtask), its
         collected records and printed lines, in chunks of at most ``CHUNK`` items (a pickled
         list of ``(position, ...)`` tuples, each chunk in position order), and its metrics."""
@@ -143,8 +150,8 @@ class SparkJob:
         columns: tuple[list[Any], ...] = ([], [], [], [], [])
 
         def add(stage: int, target: int, pkey: int, items: list[Any]) -> None:
-            for i in range(0, len(items), CHUNK):
-                chunk = items[i : i + CHUNK]
+            for i in range(0, len(items), self.chunk):
+                chunk = items[i : i + self.chunk]
                 for column, value in zip(
                     columns,
                     (stage, target, pkey, encode_position(chunk[0][0]), pickle.dumps(chunk, 5)),
@@ -162,9 +169,11 @@ class SparkJob:
                 add(COLLECTED, op._sink.node_id, 0, op._sink.out)  # type: ignore[attr-defined]
             elif isinstance(op, PrintSinkOperator) and op.shipped:
                 add(PRINTED, 0, 0, op.shipped)
-        metrics = {"rounds": rounds, **tasks.metrics()}
-        for column, value in zip(columns, (METRICS, 0, 0, b"", pickle.dumps(metrics)), strict=True):
-            column.append(value)
+        if final:
+            metrics = {"rounds": rounds, **tasks.metrics()}
+            row = (METRICS, 0, 0, b"", pickle.dumps(metrics))
+            for column, value in zip(columns, row, strict=True):
+                column.append(value)
         types = (pa.int32(), pa.int32(), pa.int64(), pa.binary(), pa.binary())
         return pa.RecordBatch.from_arrays(
             [pa.array(c, t) for c, t in zip(columns, types, strict=True)], schema=_schema()
@@ -172,7 +181,23 @@ class SparkJob:
 
     # ------------------------------------------------------------------ source stage
 
-    def run_split(self, g: int, records: Iterable[Any] | None = None) -> Any:
+    def _buffered(self, tasks: JobTasks) -> int:
+        """How many items the task holds for shipping."""
+        n = sum(len(entries) for per_stage in tasks.buffers.values() for entries in per_stage)
+        for op in tasks.operators:
+            if isinstance(op, CollectSinkOperator):
+                n += len(op._sink.out)  # type: ignore[attr-defined]
+            elif isinstance(op, PrintSinkOperator) and op.shipped:
+                n += len(op.shipped)
+        return n
+
+    def _flush(self, tasks: JobTasks) -> Iterator[Any]:
+        """Ship what the task holds once it reaches ``flush`` items (bounded worker memory)."""
+        if self._buffered(tasks) >= self.flush:
+            yield self._rows(tasks, 0, final=False)
+
+    def run_split(self, g: int, records: Iterable[Any] | None = None) -> Iterator[Any]:
+        """Source split ``g``: its rounds, shipping its output as it grows."""
         clock = self._source_clock()
         tasks = JobTasks(self.plan, self.job_parameters, clock, ship_prints=True, frame_sinks=True)
         task = tasks.build_split(g, records)
@@ -188,8 +213,8 @@ class SparkJob:
             tagger.round, tagger.phase = r, 0
             cursor.backend = None
             if self.every is None:
-                while driver.read_up_to(65536) == 65536:
-                    pass
+                while driver.read_up_to(self.flush) == self.flush:
+                    yield from self._flush(tasks)
                 done = True
             else:
                 done = driver.read_up_to(self.every) < self.every
@@ -200,18 +225,19 @@ class SparkJob:
                 break
             tagger.phase = 1
             task.emit_periodic()
+            yield from self._flush(tasks)
             r += 1
         for op in tasks.operators:
             op.finish()
         for op in tasks.operators:
             op.close()
-        return self._rows(tasks, r + 1)
+        yield self._rows(tasks, r + 1)
 
     def source_task(self, batches: Iterator[Any]) -> Iterator[Any]:
         """Runs the splits listed in ``self.range_splits`` (one per ``spark.range`` row)."""
         for batch in batches:
             for i in batch.column(0).to_pylist():
-                yield self.run_split(self.range_splits[int(i)])
+                yield from self.run_split(self.range_splits[int(i)])
 
     def frame_source_task(self, first_split: int, node_id: int) -> Any:
         """Runs split ``first_split + partition`` of a DataFrame source on its partition."""
@@ -222,14 +248,19 @@ class SparkJob:
             context = TaskContext.get()
             partition = context.partitionId() if context is not None else 0
             node = next(n for n in self.plan.sources if n.id == node_id)
-            yield self.run_split(first_split + partition, node.source.records(batches))
+            yield from self.run_split(first_split + partition, node.source.records(batches))
 
         return run
 
     # ------------------------------------------------------------------ exchange stages
 
-    def run_subtask(self, stage_index: int, target: int, chunks: list[bytes]) -> Any:
-        """Subtask ``target`` of a stage: its input chunks are merged in position order."""
+    def run_subtask(
+        self, stage_index: int, target: int, rows: Iterable[tuple[bytes, bytes]]
+    ) -> Iterator[Any]:
+        """Subtask ``target`` of a stage. ``rows``: its input chunks ``(first position,
+        payload)`` sorted by first position; they are merged by position and processed as soon
+        as no later chunk can precede them, and the output is shipped as it grows, so a worker
+        holds about ``flush`` entries at a time, not the whole input and output."""
         stage = self.plan.stages[stage_index]
         tasks = JobTasks(
             self.plan, self.job_parameters, self._source_clock(), ship_prints=True, frame_sinks=True
@@ -238,52 +269,73 @@ class SparkJob:
         task = tasks.build_subtask(stage, target, clock, mailbox)
         for op in tasks.operators:
             op.open()
-        entries: list[tuple] = []
-        for chunk in chunks:
-            entries.extend(pickle.loads(chunk))
-        entries.sort(key=_by_position_and_channel)
-        last_round = -1
-        if self.simulated is None:
-            task.process(entries)
-            last_round = entries[-1][0][0] if entries else -1
-        else:
-            start, step = self.simulated
-            i = 0
-            while i < len(entries):
-                r = entries[i][0][0]
-                j = i
-                while j < len(entries) and entries[j][0][0] == r:
-                    j += 1
-                for rr in range(last_round + 1, r + 1):  # every round boundary, as locally
-                    task.advance_clock(start + rr * step, (rr, -1, 0, 0, 0))
-                last_round = r
-                task.process(entries[i:j])
-                i = j
+        rounds = _Rounds(task, self.simulated)
+        pool: list[tuple] = []
+        for first, payload in rows:
+            if len(pool) >= self.flush:  # process what no chunk from here on can precede
+                pool.sort(key=_by_position_and_channel)
+                limit = decode_position(first)
+                cut = bisect_left(pool, limit, key=_first)
+                rounds.process(pool[:cut])
+                del pool[:cut]
+                yield from self._flush(tasks)
+            pool.extend(pickle.loads(payload))
+        pool.sort(key=_by_position_and_channel)
+        rounds.process(pool)
+        pool.clear()
         for op in tasks.operators:
             op.finish()
         for op in tasks.operators:
             op.close()
         clock.shutdown()
-        return self._rows(tasks, last_round + 1)
+        yield self._rows(tasks, rounds.last + 1)
 
     def stage_task(self, stage_index: int) -> Any:
         def run(batches: Iterator[Any]) -> Iterator[Any]:
-            current: int | None = None
-            chunks: list[bytes] = []
-            for batch in batches:
-                targets = batch.column("target").to_pylist()
-                payloads = batch.column("payload").to_pylist()
-                for t, payload in zip(targets, payloads, strict=True):
-                    if t != current:
-                        if current is not None:
-                            yield self.run_subtask(stage_index, current, chunks)
-                        current, chunks = t, []
-                    chunks.append(payload)
-            if current is not None:
-                yield self.run_subtask(stage_index, current, chunks)
+            def rows() -> Iterator[tuple[int, bytes, bytes]]:
+                for batch in batches:
+                    yield from zip(
+                        batch.column("target").to_pylist(),
+                        batch.column("position").to_pylist(),
+                        batch.column("payload").to_pylist(),
+                        strict=True,
+                    )
+
+            for target, group in groupby(rows(), key=_first):
+                yield from self.run_subtask(stage_index, target, (row[1:] for row in group))
 
         return run
 
+
+class _Rounds:
+    """Feeds a subtask its entries in position order, moving a simulated clock at every round
+    boundary on the way, as the local runtime does."""
+
+    def __init__(self, task: Any, simulated: tuple[int, int] | None) -> None:
+        self.task = task
+        self.simulated = simulated
+        self.last = -1  # the last round seen
+
+    def process(self, entries: list[tuple]) -> None:
+        if not entries:
+            return
+        task = self.task
+        if self.simulated is None:
+            task.process(entries)
+            self.last = entries[-1][0][0]
+            return
+        start, step = self.simulated
+        i = 0
+        while i < len(entries):
+            r = entries[i][0][0]
+            j = i
+            while j < len(entries) and entries[j][0][0] == r:
+                j += 1
+            for rr in range(self.last + 1, r + 1):  # every round boundary
+                task.advance_clock(start + rr * step, (rr, -1, 0, 0, 0))
+            self.last = max(self.last, r)
+            task.process(entries[i:j])
+            i = j
 
 class _FrameDecoder:
     """Turns chunks of collected records into Arrow batches of the stream's columns;
@@ -309,6 +361,9 @@ class _FrameDecoder:
 class SparkExecutor:
     """Runs one job graph on a SparkSession (the active one, or an embedded local one)."""
 
+    chunk_items = CHUNK  # items per shipped row
+    flush_items = FLUSH  # items a task holds before it ships them
+
     def __init__(self, graph: Any, env: Any) -> None:
         self.env = env
         self.config = env.get_config()
@@ -325,6 +380,8 @@ class SparkExecutor:
             self.config.get_watermark_every(),
             self.config.get_simulated_processing_time(),
             {s.parallelism: placement_keys(s.parallelism) for s in plan.stages},
+            self.chunk_items,
+            self.flush_items,
         )
 
     def _source_frames(self, job: SparkJob) -> list[Any]:
