@@ -81,7 +81,7 @@ def decode_position(data: bytes) -> tuple:
     return tuple(v - _OFFSET for v in struct.unpack(f">{n}Q", data))
 
 
-def _schema() -> Any:
+def arrow_row_schema() -> Any:
     import pyarrow as pa
 
     return pa.schema(
@@ -176,7 +176,7 @@ class SparkJob:
                 column.append(value)
         types = (pa.int32(), pa.int32(), pa.int64(), pa.binary(), pa.binary())
         return pa.RecordBatch.from_arrays(
-            [pa.array(c, t) for c, t in zip(columns, types, strict=True)], schema=_schema()
+            [pa.array(c, t) for c, t in zip(columns, types, strict=True)], schema=arrow_row_schema()
         )
 
     # ------------------------------------------------------------------ source stage

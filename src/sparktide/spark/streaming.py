@@ -53,6 +53,7 @@ from sparktide.spark.executor import (
     SPARK_SCHEMA,
     SparkExecutor,
     SparkJob,
+    arrow_row_schema,
 )
 from sparktide.spark.frames import records_of_batch, type_info_of_schema
 
@@ -393,22 +394,9 @@ class StreamingJob(SparkJob):
                     "payload": state_bytes,
                 }
             ],
-            schema=self._rows_schema(),
+            schema=arrow_row_schema(),
         )
 
-    @staticmethod
-    def _rows_schema() -> Any:
-        import pyarrow as pa
-
-        return pa.schema(
-            [
-                ("stage", pa.int32()),
-                ("target", pa.int32()),
-                ("pkey", pa.int64()),
-                ("position", pa.binary()),
-                ("payload", pa.binary()),
-            ]
-        )
 
     def stream_source_task(self, node_id: int) -> Callable[[Iterator[Any]], Iterator[Any]]:
         def run(batches: Iterator[Any]) -> Iterator[Any]:

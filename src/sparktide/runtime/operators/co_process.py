@@ -154,7 +154,26 @@ class CoProcessOperator(AbstractTwoInputOperator):
         )
 
 
-class KeyedCoProcessOperator(AbstractTwoInputOperator):
+class KeyedTwoInputOperator(AbstractTwoInputOperator):
+    """A keyed two-input operator: each input's key selector sets the key context, then
+    ``process_keyed_element1``/``2`` (which runners call directly with the key set) runs."""
+
+    def process_element1(self, record: StreamRecord) -> None:
+        self.keyed_state_backend.set_current_key(self.key_selector(record.value))  # type: ignore[union-attr,misc]
+        self.process_keyed_element1(record)
+
+    def process_element2(self, record: StreamRecord) -> None:
+        self.keyed_state_backend.set_current_key(self.key_selector2(record.value))  # type: ignore[union-attr]
+        self.process_keyed_element2(record)
+
+    def process_keyed_element1(self, record: StreamRecord) -> None:
+        raise NotImplementedError
+
+    def process_keyed_element2(self, record: StreamRecord) -> None:
+        raise NotImplementedError
+
+
+class KeyedCoProcessOperator(KeyedTwoInputOperator):
     """Runs a KeyedCoProcessFunction: shared keyed state and timers for both inputs."""
 
     def __init__(self, function: Any) -> None:
@@ -174,14 +193,6 @@ class KeyedCoProcessOperator(AbstractTwoInputOperator):
     def close(self) -> None:
         self.function.close()
         super().close()
-
-    def process_element1(self, record: StreamRecord) -> None:
-        self.keyed_state_backend.set_current_key(self.key_selector(record.value))  # type: ignore[union-attr,misc]
-        self.process_keyed_element1(record)
-
-    def process_element2(self, record: StreamRecord) -> None:
-        self.keyed_state_backend.set_current_key(self.key_selector2(record.value))  # type: ignore[union-attr]
-        self.process_keyed_element2(record)
 
     def process_keyed_element1(self, record: StreamRecord) -> None:
         ctx = self._ctx

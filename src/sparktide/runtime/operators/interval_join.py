@@ -57,7 +57,7 @@ from sparktide.datastream.functions import ProcessJoinFunction
 from sparktide.datastream.output_tag import OutputTag
 from sparktide.datastream.state import MapStateDescriptor
 from sparktide.runtime.elements import MAX_TIMESTAMP, StreamRecord
-from sparktide.runtime.operators.co_process import AbstractTwoInputOperator
+from sparktide.runtime.operators.co_process import KeyedTwoInputOperator
 from sparktide.runtime.operators.process import emit_results
 
 __all__ = [
@@ -207,7 +207,7 @@ def _check_tag(tag: Any, name: str) -> OutputTag | None:
     return tag
 
 
-class IntervalJoinOperator(AbstractTwoInputOperator):
+class IntervalJoinOperator(KeyedTwoInputOperator):
     """Joins two keyed inputs on event time; see the module docstring.
 
     ``lower_bound``/``upper_bound`` are the user's bounds in ms (``lower_bound <=
@@ -279,14 +279,6 @@ class IntervalJoinOperator(AbstractTwoInputOperator):
         super().close()
 
     # ------------------------------------------------------------------ elements
-
-    def process_element1(self, record: StreamRecord) -> None:
-        self.keyed_state_backend.set_current_key(self.key_selector(record.value))  # type: ignore[union-attr,misc]
-        self.process_keyed_element1(record)
-
-    def process_element2(self, record: StreamRecord) -> None:
-        self.keyed_state_backend.set_current_key(self.key_selector2(record.value))  # type: ignore[union-attr]
-        self.process_keyed_element2(record)
 
     def process_keyed_element1(self, record: StreamRecord) -> None:
         """A left record, for the key already set in the key context."""
