@@ -30,19 +30,19 @@ The jobs, per dataset::
                   .count().write.format("noop").mode("overwrite").save()
 
 sparktide runs on Spark (``runtime="spark"``, ``--parallelism`` subtasks) and, for context, on
-its in-process local runtime (``runtime="local"``, same parallelism; on a slice of
-``--local-records`` records of the synthetic set: the first records of each partition, same
-keys and density). Spark has no counterpart of the timer job: its row is compared with Spark's
-tumbling count on the same data (said in the table). Spark's shuffles use
-``--shuffle-partitions`` partitions (default: the parallelism; sparktide's session turns
-adaptive coalescing off, which would otherwise leave Spark with 200 tiny tasks).
+its in-process local runtime (``runtime="local"``, same parallelism). On the synthetic set the
+local runtime runs on a slice of ``--local-records`` records (default 10^6), marked ``(slice)``:
+the first records of each partition (same keys, same density in event time; compare records/s,
+not seconds). ``--sparktide-records`` slices the synthetic set for sparktide on Spark too.
+Spark has no counterpart of the timer job: its row is compared with Spark's tumbling count on
+all the data (said in the table). Spark's shuffles use ``--shuffle-partitions`` partitions
+(default: the parallelism; sparktide's session turns adaptive coalescing off, which would
+otherwise leave Spark with 200 tiny tasks).
 
-The driver gets ``--driver-memory`` (default 4g, set through ``PYSPARK_SUBMIT_ARGS`` unless
-that is set): each task of sparktide's Spark runner hands its whole output to the JVM as one
-Arrow batch (~150 bytes per record: ~760 MB for a split of 5 * 10^6 records), and with Spark's
-default 1g (whose direct memory is as large as the heap) the JVM runs out of direct memory and
-dies at 10^7 records and parallelism 2. A contender that fails is printed as ``failed`` with the
-reason, and the table goes on.
+``--driver-memory`` (e.g. ``4g``; passed through ``PYSPARK_SUBMIT_ARGS`` unless that is set)
+sets the driver's heap, and with it the JVM's direct memory, which receives the Python workers'
+Arrow batches; the default is Spark's own (1g). A contender that fails is printed as ``failed``
+with the reason, and the table goes on.
 
 Times are wall times from building the job to the end of the noop write (no result reaches the
 driver), best of ``--repeat`` (default 3 for flights, 1 for the synthetic set), after one
@@ -155,19 +155,24 @@ def flights_frame(spark: Any, limit: int | None = None) -> tuple[Any, int]:
 
     table = load_flights(limit=limit)
     table = table[table["dep_ms"].notna()]
-    parts = []
-    for airport in AIRPORTS:
-        part = table[table["origin"] == airport]
-        pdf = part[["origin", "dep_ms", "sched_ms"]].rename(
-            columns={"origin": "key", "dep_ms": "ts"}
+    splits = [
+        list(
+            zip(
+                part["origin"].tolist(),
+                part["dep_ms"].astype("int64").tolist(),
+                part["sched_ms"].astype("int64").tolist(),
+                strict=True,
+            )
         )
-        pdf = pdf.astype({"ts": "int64", "sched_ms": "int64"})
-        # coalesce(1) keeps the order of the rows: the partition is the airport's split
-        parts.append(spark.createDataFrame(pdf, "key string, ts long, sched_ms long").coalesce(1))
-    df = parts[0]
-    for part in parts[1:]:
-        df = df.unionAll(part)
-    return _cached(df)
+        for part in (table[table["origin"] == airport] for airport in AIRPORTS)
+    ]
+    # one slice per airport, its rows in scheduled order: partition i is airport i's split
+    rdd = spark.sparkContext.parallelize(splits, len(splits)).flatMap(_rows_of_split)
+    return _cached(spark.createDataFrame(rdd, "key string, ts long, sched_ms long"))
+
+
+def _rows_of_split(rows: list[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+    return rows
 
 
 def synthetic_frame(
@@ -271,16 +276,14 @@ def _row(
 
 
 def run_dataset(
-    spark: Any,
     data: Dataset,
-    local_df: Any,
-    local_records: int,
-    spark_df: Any,
-    spark_records: int,
+    inputs: dict[tuple[str, str], tuple[Any, int]],
     warm_df: Any,
     args: argparse.Namespace,
     repeat: int,
 ) -> None:
+    """One table: Spark's tumbling count on all of ``data``; then sparktide's jobs, each on the
+    ``(frame, records)`` of ``inputs[job, runtime]``."""
     p, every = args.parallelism, args.watermark_every
     print()
     print(f"{data.name}: {data.describe}")
@@ -306,10 +309,8 @@ def run_dataset(
     print(_row("Spark (native)", "tumbling count", n, native_s, native_rate), flush=True)
     sliced = False
     for job, label in (("window", "tumbling count"), ("timers", "timers *")):
-        for runtime, df, records in (
-            ("spark", spark_df, spark_records),
-            ("local", local_df, local_records),
-        ):
+        for runtime in ("spark", "local"):
+            df, records = inputs[job, runtime]
             seconds = timed(
                 lambda j=job, r=runtime, d=df: sparktide_frame(data, d, j, r, p, every), repeat
             )
@@ -345,7 +346,7 @@ def main(argv: list[str] | None = None) -> None:
         "--sparktide-records",
         type=int,
         default=None,
-        help="synthetic records for sparktide on Spark (default: --records; less: a slice)",
+        help="synthetic records for sparktide on Spark (default: --records)",
     )
     ap.add_argument(
         "--local-records",
@@ -362,8 +363,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--watermark-every", type=int, default=100_000, help="records per split")
     ap.add_argument(
         "--driver-memory",
-        default="4g",
-        help="Spark driver memory (default 4g; '' for Spark's default, 1g)",
+        default="",
+        help="Spark driver memory, e.g. 4g (default: Spark's, 1g)",
     )
     args = ap.parse_args(argv)
     for name in ("records", "keys", "local_records", "parallelism", "watermark_every"):
@@ -371,9 +372,8 @@ def main(argv: list[str] | None = None) -> None:
             ap.error(f"--{name.replace('_', '-')} must be >= 1")
     if args.repeat is not None and args.repeat < 1:
         ap.error("--repeat must be >= 1")
-    spark_records = args.sparktide_records or args.records
-    if not 1 <= spark_records <= args.records or args.local_records > args.records:
-        ap.error("--sparktide-records and --local-records must be in [1, --records]")
+    if args.sparktide_records is not None and args.sparktide_records < 1:
+        ap.error("--sparktide-records must be >= 1")
 
     from sparktide.spark.session import get_spark
 
@@ -411,7 +411,8 @@ def main(argv: list[str] | None = None) -> None:
             f"{n:,} departed NYC flights of 2013 (of 336,776; cancelled ones have no event "
             "time), 3 splits (one per origin, scheduled order), key = origin (3 keys)",
         )
-        run_dataset(spark, data, df, n, df, n, warm, args, args.repeat or 3)
+        inputs = {(j, r): (df, n) for j in ("window", "timers") for r in ("spark", "local")}
+        run_dataset(data, inputs, warm, args, args.repeat or 3)
         for frame in (df, warm):
             frame.unpersist()
 
@@ -419,16 +420,17 @@ def main(argv: list[str] | None = None) -> None:
         p = args.parallelism
         df, n = synthetic_frame(spark, args.records, args.keys, p)
         warm, _ = synthetic_frame(spark, args.records, args.keys, p, limit=WARMUP_RECORDS)
-        local_df, local_n = df, n
-        if args.local_records < n:
-            local_df, local_n = synthetic_frame(
-                spark, args.records, args.keys, p, limit=args.local_records
-            )
-        spark_df, spark_n = df, n
-        if spark_records < n:
-            spark_df, spark_n = synthetic_frame(
-                spark, args.records, args.keys, p, limit=spark_records
-            )
+        frames = {n: (df, n)}  # records -> (cached frame, its row count)
+        sizes = {
+            ("window", "spark"): min(args.sparktide_records or n, n),
+            ("timers", "spark"): min(args.sparktide_records or n, n),
+            ("window", "local"): min(args.local_records, n),
+            ("timers", "local"): min(args.local_records, n),
+        }
+        for size in sizes.values():
+            if size not in frames:
+                frames[size] = synthetic_frame(spark, n, args.keys, p, limit=size)
+        inputs = {key: frames[size] for key, size in sizes.items()}
         data = Dataset(
             "synthetic",
             df,
@@ -440,7 +442,7 @@ def main(argv: list[str] | None = None) -> None:
             f"{n:,} records, {args.keys:,} keys, {p} interleaved splits, "
             f"{SYNTH_WINDOWS} windows per key, ts moved back by up to {SYNTH_DISORDER_MS} ms",
         )
-        run_dataset(spark, data, local_df, local_n, spark_df, spark_n, warm, args, args.repeat or 1)
+        run_dataset(data, inputs, warm, args, args.repeat or 1)
     print()
     print(f"total {time.perf_counter() - started:.0f} s; load average now {os.getloadavg()[0]:.1f}")
     sys.stdout.flush()
