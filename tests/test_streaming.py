@@ -149,7 +149,7 @@ def test_stream_equals_bounded_run_with_rounds_per_batch(spark, tmp_path, job) -
     assert result.metrics["rounds"] == 4
 
 
-def test_restart_continues_with_state_and_timers(spark, tmp_path) -> None:
+def test_restart_continues_with_state_and_timers(spark, tmp_path, capsys) -> None:
     batches = _records(5)
     _write_files(tmp_path / "in", batches[:2])
     first, _ = _stream(spark, tmp_path / "in", "timers", 2, tmp_path / "ckpt")
@@ -170,6 +170,17 @@ def test_restart_continues_with_state_and_timers(spark, tmp_path) -> None:
     assert sum(s["state_entries"] for s in stage["subtasks"]) == len(keys)
     pending = sum(s["event_timers"] for s in stage["subtasks"])
     assert pending == len(_reference("timers", batches)) - len(expected)
+    # the same view from the command line
+    from sparktide.cli import main
+
+    assert main(["inspect", str(tmp_path / "ckpt")]) == 0
+    text = capsys.readouterr().out
+    assert "committed batch 4" in text
+    rows = [line.split() for line in text.splitlines()[2:] if line.strip()[:1].isdigit()]
+    assert [r[2] for r in rows] == ["0-42", "43-85", "86-127"]
+    assert sum(int(r[4]) for r in rows) == pending
+    assert main(["inspect", str(tmp_path / "no-such-checkpoint"), "--json"]) == 0
+    assert '"committed_batch": null' in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("sink_class", [ParquetBatchSink, JsonBatchSink])

@@ -243,6 +243,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--parallelism", type=_positive_int, default=None, metavar="N",
         help="default parallelism of the job (SPARKTIDE_PARALLELISM)",
     )  # fmt: skip
+    inspect = commands.add_parser(
+        "inspect",
+        help="show what a streaming job's checkpoint holds: state and pending timers",
+        description=(
+            "Read the last committed version of a sparktide checkpoint (a local path or any "
+            "pyarrow.fs URI) and show, per stage subtask, its key groups, state entries and "
+            "pending event-time and processing-time timers (count and earliest), with the "
+            "batch's processing time and metrics."
+        ),
+    )
+    inspect.add_argument("checkpoint", metavar="CHECKPOINT", help="the checkpoint location")
+    inspect.add_argument("--json", action="store_true", help="print the summary as JSON")
     return parser
 
 
@@ -337,6 +349,57 @@ def run_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def format_checkpoint(summary: dict[str, Any]) -> str:
+    """A text view of :meth:`CheckpointStore.describe`'s summary.
+
+    >>> print(format_checkpoint({"location": "/ckpt", "committed_batch": None}))
+    /ckpt: no committed batch yet
+    """
+    location, batch = summary["location"], summary["committed_batch"]
+    if batch is None:
+        return f"{location}: no committed batch yet"
+    lines = [
+        f"{location}: committed batch {batch}, processing time {summary.get('processing_time')}",
+    ]
+    metrics = summary.get("metrics") or {}
+    if metrics:
+        lines.append("  metrics: " + ", ".join(f"{k}={v}" for k, v in sorted(metrics.items())))
+    header = (
+        f"  {'stage':>5} {'subtask':>7} {'key groups':>11} {'state':>7} "
+        f"{'event timers':>12} {'next event':>14} {'proc timers':>11} {'next proc':>14}"
+    )
+    lines.append(header)
+    for stage in summary.get("stages", []):
+        for sub in stage["subtasks"]:
+            groups = sub.get("key_groups")
+            span = f"{groups[0]}-{groups[1]}" if groups else "-"
+            lines.append(
+                f"  {stage['stage']:>5} {sub['subtask']:>7} {span:>11} "
+                f"{sub.get('state_entries', '-'):>7} {sub.get('event_timers', '-'):>12} "
+                f"{_or_dash(sub.get('next_event_timer')):>14} "
+                f"{sub.get('processing_timers', '-'):>11} "
+                f"{_or_dash(sub.get('next_processing_timer')):>14}"
+            )
+    return "\n".join(lines)
+
+
+def _or_dash(value: Any) -> str:
+    return "-" if value is None else str(value)
+
+
+def inspect_checkpoint(args: argparse.Namespace) -> int:
+    import json
+
+    from sparktide.spark.checkpoint import CheckpointError, CheckpointStore
+
+    try:
+        summary = CheckpointStore(args.checkpoint).describe()
+    except (CheckpointError, OSError, ValueError) as exc:
+        return _fail(f"cannot read the checkpoint {args.checkpoint!r}: {exc}")
+    print(json.dumps(summary, indent=2, default=str) if args.json else format_checkpoint(summary))
+    return 0
+
+
 def run_job(args: argparse.Namespace) -> int:
     job = Path(args.job)
     if not job.is_file():
@@ -380,6 +443,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.job_args = extra
     if args.command == "demo":
         return run_demo(args)
+    if args.command == "inspect":
+        return inspect_checkpoint(args)
     if args.command == "run":
         return run_job(args)
     parser.print_help()
