@@ -256,3 +256,18 @@ def test_several_sources_in_one_job(spark) -> None:
         results[runtime] = _collect(c.union(a, b).to_dataframe())
     assert sorted(v for (v,) in results["spark"]) == [*range(7), *range(100, 104), 1000, 1001]
     assert results["spark"] == results["local"]
+
+
+def test_to_dataframe_runs_each_function_once(spark, tmp_path) -> None:
+    calls = tmp_path / "calls.txt"
+
+    def noted(value):
+        with open(calls, "a", encoding="utf-8") as out:  # a side effect per call
+            out.write(f"{value}\n")
+        return value
+
+    env = _env("spark", 2)
+    numbers = env.from_collection(list(range(20)), Types.INT()).map(noted, Types.INT())
+    summed = numbers.key_by(lambda v: v % 3).reduce(lambda a, b: a + b)
+    assert len(_collect(summed.to_dataframe())) == 20
+    assert sorted(int(line) for line in calls.read_text().split()) == list(range(20))

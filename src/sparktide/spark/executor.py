@@ -414,6 +414,7 @@ class SparkExecutor:
         self.spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")
         job = self._job()
         produced = [keep(df) for df in self._source_frames(job)]
+        self.origins: list[int | None] = [None] * len(produced)  # None: the source stage
         for stage in self.plan.stages:
             inputs = [df.filter(F.col("stage") == stage.index) for df in produced]
             if not inputs:
@@ -425,6 +426,7 @@ class SparkExecutor:
                 .mapInArrow(job.stage_task(stage.index), SPARK_SCHEMA)
             )
             produced.append(keep(result))
+            self.origins.append(stage.index)
         return produced
 
     def run(self) -> dict[str, Any]:
@@ -470,7 +472,13 @@ class SparkExecutor:
         """A lazy DataFrame of what collect sink ``node_id`` receives, in columns of
         ``type_info`` (:mod:`sparktide.spark.frames`); ``ordered``: sorted by position, so a
         ``collect()`` gives ``execute_and_collect``'s order."""
-        return self._frame(self.build(), node_id, type_info, ordered)
+        produced = self.build()
+        plan = self.plan
+        origin = None if node_id in plan.source_stage else plan.stage_of[node_id].index
+        # only the frames of the sink's own stage: the lazy plan then computes every other
+        # frame once, as the input of the stage that needs it (user functions run once)
+        own = [df for df, o in zip(produced, self.origins, strict=True) if o == origin]
+        return self._frame(own or produced, node_id, type_info, ordered)
 
     def _frame(self, produced: list[Any], node_id: int, type_info: Any, ordered: bool) -> Any:
         from pyspark.sql import functions as F
