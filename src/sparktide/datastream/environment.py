@@ -310,6 +310,11 @@ class StreamExecutionEnvironment:
         their event time unless ``watermark_strategy`` has its own timestamp assigner; the
         default strategy is ``WatermarkStrategy.no_watermarks()``. On Spark the partitions are
         read where they live; the local runtime reads the DataFrame through Arrow.
+
+        The splits are whatever partitions Spark gives ``df``, and Spark may merge them (a
+        union of ``coalesce(1)`` frames can become one partition): a split whose rows mix
+        several independent event-time sequences makes records late. Say what a split is with
+        ``split_by`` (e.g. the column of the device, file or Kafka partition) and ``order_by``.
         """
         from sparktide.spark.dataframe_source import DataFrameSource
 
