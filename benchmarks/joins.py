@@ -56,6 +56,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from common import result_cells, spark_versions
+
 from sparktide.datastream import ProcessJoinFunction
 
 START_MS = 1_700_000_000_000
@@ -167,23 +169,8 @@ def _line(cols: tuple[str, ...]) -> str:
 
 
 def _row(engine: str, records: int, seconds: float | str, native_rate: float | None) -> str:
-    if isinstance(seconds, str):  # the run failed: say why under the row
-        return _line((engine, f"{records:,}", "failed", "-", "-")) + f"\n    {seconds}"
-    rate = records / seconds
-    ratio = f"{rate / native_rate:.3g}x" if native_rate else "-"
-    return _line((engine, f"{records:,}", f"{seconds:.2f}", f"{rate:,.0f}", ratio))
-
-
-def _versions(spark: Any) -> str:
-    import pyspark
-
-    import sparktide
-
-    java = spark.sparkContext._jvm.System.getProperty("java.version")
-    return (
-        f"Python {platform.python_version()}, PySpark {pyspark.__version__}, Java {java}, "
-        f"sparktide {sparktide.__version__}"
-    )
+    line = _line((engine, *result_cells(records, seconds, native_rate)))
+    return line + (f"\n    {seconds}" if isinstance(seconds, str) else "")  # why it failed
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -217,7 +204,7 @@ def main(argv: list[str] | None = None) -> None:
     spark.conf.set("spark.sql.shuffle.partitions", args.parallelism)
     p = args.parallelism
     span = max(1, args.right // args.keys) * 1000  # a right record per key and second
-    print(_versions(spark))
+    print(spark_versions(spark))
     print(
         f"{platform.machine()}, {os.cpu_count()} cores, load average "
         f"{os.getloadavg()[0]:.1f}; Spark master {spark.sparkContext.master}, shuffle "

@@ -30,6 +30,8 @@ import textwrap
 import time
 from pathlib import Path
 
+from common import pyflink_python
+
 JOB = textwrap.dedent(
     """
     import json, sys, time
@@ -103,17 +105,6 @@ def run_sparktide(n: int, keys: int, every: int | None = 10_000) -> float:
     env = StreamExecutionEnvironment.get_execution_environment(runtime="local")
     env.get_config().set_watermark_every(every)
     return ns["run"](n, keys, env)
-
-
-def pyflink_python() -> str | None:
-    candidates = [os.environ.get("SPARKTIDE_PYFLINK_PYTHON")]
-    candidates.append(str(Path(__file__).resolve().parents[1] / ".venv-flink" / "bin" / "python"))
-    for c in candidates:
-        if c and Path(c).exists():
-            ok = subprocess.run([c, "-c", "import pyflink"], capture_output=True).returncode == 0
-            if ok:
-                return c
-    return None
 
 
 def run_pyflink(python: str, n: int, keys: int) -> float | None:

@@ -67,6 +67,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from common import result_cells, spark_versions
+
 from sparktide.datastream import KeyedProcessFunction
 
 FLIGHTS_OUT_OF_ORDER_MS = 2 * 3_600_000  # the demo's bound
@@ -268,11 +270,8 @@ def _line(cols: tuple[str, ...]) -> str:
 def _row(
     engine: str, job: str, records: int, seconds: float | str, native_rate: float | None
 ) -> str:
-    if isinstance(seconds, str):  # the run failed: say why under the row
-        return _line((engine, job, f"{records:,}", "failed", "-", "-")) + f"\n    {seconds}"
-    rate = records / seconds
-    ratio = f"{rate / native_rate:.3g}x" if native_rate else "-"
-    return _line((engine, job, f"{records:,}", f"{seconds:.2f}", f"{rate:,.0f}", ratio))
+    line = _line((engine, job, *result_cells(records, seconds, native_rate)))
+    return line + (f"\n    {seconds}" if isinstance(seconds, str) else "")  # why it failed
 
 
 def run_dataset(
@@ -326,18 +325,6 @@ def run_dataset(
         )
 
 
-def _versions(spark: Any) -> str:
-    import pyspark
-
-    import sparktide
-
-    java = spark.sparkContext._jvm.System.getProperty("java.version")
-    return (
-        f"Python {platform.python_version()}, PySpark {pyspark.__version__}, Java {java}, "
-        f"sparktide {sparktide.__version__}"
-    )
-
-
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--records", type=int, default=10_000_000, help="synthetic records")
@@ -384,7 +371,7 @@ def main(argv: list[str] | None = None) -> None:
     spark = get_spark(args.master)
     spark.conf.set("spark.sql.shuffle.partitions", args.shuffle_partitions or args.parallelism)
     conf = spark.sparkContext.getConf()
-    print(_versions(spark))
+    print(spark_versions(spark))
     print(
         f"{platform.machine()}, {os.cpu_count()} cores, load average "
         f"{os.getloadavg()[0]:.1f}; Spark master {spark.sparkContext.master} "

@@ -43,6 +43,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from common import pyflink_python
+
 JOBS = ("tumbling", "sliding", "session")
 
 # window size (ms) per job: the out-of-orderness (and watermark bound) is 5% of it
@@ -145,17 +147,6 @@ def run_sparktide(job: str, n: int, keys: int, watermark_every: int | None) -> f
     env = StreamExecutionEnvironment.get_execution_environment(runtime="local")
     env.get_config().set_watermark_every(watermark_every)
     return ns["run"](job, n, keys, WINDOW_MS[job], env)  # type: ignore[no-any-return]
-
-
-def pyflink_python() -> str | None:
-    candidates = [os.environ.get("SPARKTIDE_PYFLINK_PYTHON")]
-    candidates.append(str(Path(__file__).resolve().parents[1] / ".venv-flink" / "bin" / "python"))
-    for c in candidates:
-        if c and Path(c).exists():
-            ok = subprocess.run([c, "-c", "import pyflink"], capture_output=True).returncode == 0
-            if ok:
-                return c
-    return None
 
 
 def run_pyflink(python: str, job: str, n: int, keys: int) -> float | None:
