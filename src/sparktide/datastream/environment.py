@@ -343,7 +343,7 @@ class StreamExecutionEnvironment:
         ``execute_async(...)`` (see :mod:`sparktide.spark.streaming`); sinks:
         ``sink_to(ForeachBatchSink(fn))``, ``sink_to(ParquetBatchSink(path))``, ``print()``.
         """
-        from sparktide.spark.streaming import StreamSource
+        from sparktide.spark.stream_source import StreamSource
 
         if self._runtime != "spark":
             raise ValueError(
@@ -440,7 +440,7 @@ class StreamExecutionEnvironment:
         return JobExecutionResult(name, int((time.perf_counter() - start) * 1000), metrics)
 
     def _is_streaming(self) -> bool:
-        from sparktide.spark.streaming import has_stream_source
+        from sparktide.spark.stream_source import has_stream_source
 
         return self._runtime == "spark" and has_stream_source(self._graph.reachable_from_sinks())
 

@@ -337,6 +337,7 @@ class _Rounds:
             task.process(entries[i:j])
             i = j
 
+
 class _FrameDecoder:
     """Turns chunks of collected records into Arrow batches of the stream's columns;
     ``ordered``: the partition holds every chunk, merged here in position order."""

@@ -1,6 +1,7 @@
 """Run a job over a Spark Structured Streaming DataFrame: one round per micro-batch.
 
-``env.from_stream(streaming_df, ...)`` makes a :class:`StreamSource`; executing a job that reads
+``env.from_stream(streaming_df, ...)`` makes a :class:`~sparktide.spark.stream_source.StreamSource`;
+executing a job that reads
 one starts a streaming query ``streaming_df.writeStream.foreachBatch(...)``. For each micro-batch
 ``v`` (the batch id is the round number):
 
@@ -25,8 +26,10 @@ one starts a streaming query ``streaming_df.writeStream.foreachBatch(...)``. For
    overwrites; a batch replayed after the commit is skipped. With idempotent sinks the output
    is exactly once.
 
-Each batch writes a full snapshot (see :mod:`sparktide.spark.checkpoint`); state of operators
-that is not keyed state (attributes of user functions) is not checkpointed.
+The worker side of steps 2 and 3 is :mod:`sparktide.spark.stream_job`; the sinks are in
+:mod:`sparktide.spark.stream_sinks`. Each batch writes a full snapshot (see
+:mod:`sparktide.spark.checkpoint`); state of operators that is not keyed state (attributes of
+user functions) is not checkpointed.
 """
 
 from __future__ import annotations
@@ -35,27 +38,19 @@ import pickle
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import reduce
-from operator import itemgetter
 from typing import Any
 
-from sparktide.common.watermark_strategy import WatermarkGenerator
-from sparktide.datastream.source import Source, SourceSplit
-from sparktide.runtime.execution.tasks import JobTasks
-from sparktide.runtime.operators.base import OperatorSetup
-from sparktide.runtime.processing_time import ManualProcessingTimeService
 from sparktide.spark.checkpoint import CheckpointError, CheckpointStore
-from sparktide.spark.executor import (
-    COLLECTED,
-    METRICS,
-    PRINTED,
-    SPARK_SCHEMA,
-    SparkExecutor,
-    SparkJob,
-    arrow_row_schema,
+from sparktide.spark.executor import COLLECTED, METRICS, PRINTED, SPARK_SCHEMA, SparkExecutor
+from sparktide.spark.stream_job import SPLIT_STATE, StreamingJob
+from sparktide.spark.stream_sinks import (
+    ForeachBatchSink,
+    JsonBatchSink,
+    ParquetBatchSink,
+    batch_sink_of,
 )
-from sparktide.spark.frames import records_of_batch, type_info_of_schema
+from sparktide.spark.stream_source import StreamSource, has_stream_source
 
 __all__ = [
     "ForeachBatchSink",
@@ -67,7 +62,6 @@ __all__ = [
     "start_stream",
 ]
 
-SPLIT_STATE = -4
 _NO_ADAPTIVE = ("spark.sql.adaptive.enabled", "spark.sql.adaptive.coalescePartitions.enabled")
 _TRIGGERS = ("available_now", "once")
 
@@ -76,445 +70,8 @@ def _first(item: tuple) -> Any:
     return item[0]
 
 
-_by_position_and_channel = itemgetter(0, 1)
-
-
 def _wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-# ---------------------------------------------------------------------------------------------
-# the source
-
-
-def _names(value: str | Sequence[str] | None, parameter: str, columns: list[str]) -> list[str]:
-    if value is None:
-        return []
-    names = [value] if isinstance(value, str) else list(value)
-    for name in names:
-        if not isinstance(name, str) or name not in columns:
-            raise ValueError(
-                f"{parameter}: the streaming DataFrame has no column {name!r}; its columns are "
-                f"{columns}"
-            )
-    return names
-
-
-class StreamSource(Source):
-    """The rows of a Structured Streaming DataFrame, as named ``Row`` records.
-
-    The splits are fixed for the life of the checkpoint: with ``split_by`` the rows of each
-    micro-batch are hash-partitioned by those columns into ``num_splits`` splits (required, since
-    a split's watermark generator must see the same rows in every batch); without it the whole
-    batch is one split. ``order_by`` sorts each split's rows within a batch.
-    """
-
-    def __init__(
-        self,
-        df: Any,
-        split_by: str | Sequence[str] | None = None,
-        order_by: str | Sequence[str] | None = None,
-        num_splits: int | None = None,
-    ) -> None:
-        from pyspark.sql import DataFrame
-
-        if not isinstance(df, DataFrame) or not df.isStreaming:
-            raise TypeError(
-                "streaming_df must be a streaming pyspark.sql.DataFrame (from spark.readStream"
-                f"...); got {type(df).__name__}. For a bounded DataFrame use from_dataframe()"
-            )
-        self.columns: list[str] = list(df.columns)
-        self.split_by = _names(split_by, "split_by", self.columns)
-        self.order_by = _names(order_by, "order_by", self.columns)
-        if num_splits is not None and (type(num_splits) is not int or num_splits < 1):
-            raise ValueError(f"num_splits must be an int >= 1, got {num_splits!r}")
-        if self.split_by and num_splits is None:
-            raise ValueError(
-                "num_splits is required with split_by: the number of splits must stay the same "
-                "for the life of the checkpoint; pass e.g. num_splits=4"
-            )
-        if not self.split_by and num_splits not in (None, 1):
-            raise ValueError(
-                "num_splits needs split_by: without it every micro-batch is one split; pass "
-                "split_by=... (e.g. a Kafka 'partition' column) or leave num_splits unset"
-            )
-        self.num_splits = num_splits or 1
-        self.type_info = type_info_of_schema(df.schema)
-        self.df = df
-
-    def get_splits(self) -> list[SourceSplit]:
-        return [SourceSplit(str(i), i) for i in range(self.num_splits)]
-
-    def read_split(self, split: SourceSplit) -> Iterable[Any]:
-        raise RuntimeError(
-            "a streaming source runs on Spark only: use runtime='spark' (the default) and "
-            "execute() or execute_async()"
-        )
-
-    def prepare(self, batch_df: Any) -> Any:
-        """A micro-batch's DataFrame with one partition per split, sorted by ``order_by``."""
-        df = (
-            batch_df.repartition(self.num_splits, *self.split_by)
-            if self.split_by
-            else batch_df.coalesce(1)
-        )
-        return df.sortWithinPartitions(*self.order_by) if self.order_by else df
-
-    def records(self, batches: Iterable[Any]) -> Iterator[Any]:
-        for batch in batches:
-            yield from records_of_batch(batch, self.columns)
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state["df"] = None
-        return state
-
-    def __repr__(self) -> str:
-        return (
-            f"StreamSource(columns={self.columns}, split_by={self.split_by}, "
-            f"num_splits={self.num_splits}, order_by={self.order_by})"
-        )
-
-
-def has_stream_source(nodes: Iterable[Any]) -> bool:
-    return any(n.kind == "source" and isinstance(n.source, StreamSource) for n in nodes)
-
-
-# ---------------------------------------------------------------------------------------------
-# sinks
-
-
-class ForeachBatchSink:
-    """Calls ``fn(batch_df, batch_id)`` with each micro-batch's output (a DataFrame of the
-    stream's columns, in position order). ``fn`` may be called again with the same batch id
-    after a failure: make what it does idempotent per batch id (e.g. overwrite a partition).
-
-    >>> sink = ForeachBatchSink(lambda df, batch_id: None)
-    """
-
-    def __init__(self, fn: Callable[[Any, int], None]) -> None:
-        if not callable(fn):
-            raise TypeError(f"fn must be a callable (batch_df, batch_id), got {type(fn).__name__}")
-        self.fn = fn
-
-    def create_operator(self, type_info: Any) -> Any:
-        raise RuntimeError(
-            f"{type(self).__name__} is a streaming sink: it runs on Spark for a stream made by "
-            "env.from_stream(...)"
-        )
-
-    @property
-    def write_dataframe(self) -> Callable[[Any], None]:
-        return self._write_once
-
-    def _write_once(self, df: Any) -> None:
-        self.write_batch(df, 0)
-
-    def write_batch(self, df: Any, batch_id: int) -> None:
-        self.fn(df, batch_id)
-
-
-class ParquetBatchSink(ForeachBatchSink):
-    """Writes each micro-batch's output as Parquet into ``<path>/batch=<id>/`` (overwritten
-    when the batch is replayed, so the sink is idempotent per batch id). Read the whole output
-    back with ``spark.read.parquet(path)`` (``batch`` becomes a column).
-
-    >>> ParquetBatchSink("/tmp/out").path
-    '/tmp/out'
-    """
-
-    format = "parquet"
-
-    def __init__(self, path: str) -> None:
-        if not isinstance(path, str) or not path:
-            raise TypeError(f"path must be a non-empty str (a directory or URI), got {path!r}")
-        super().__init__(self._write)
-        self.path = path
-
-    def _write(self, df: Any, batch_id: int) -> None:
-        target = f"{self.path.rstrip('/')}/batch={batch_id}"
-        df.write.mode("overwrite").format(self.format).save(target)
-
-
-class JsonBatchSink(ParquetBatchSink):
-    """Like :class:`ParquetBatchSink`, in JSON lines (``spark.read.json(path)`` reads it).
-
-    >>> JsonBatchSink("/tmp/out").format
-    'json'
-    """
-
-    format = "json"
-
-
-def _batch_sink(writer: Any) -> Any:
-    owner = getattr(writer, "__self__", None)
-    return owner if isinstance(owner, ForeachBatchSink) else None
-
-
-# ---------------------------------------------------------------------------------------------
-# state of splits and subtasks
-
-
-def _attribute_names(obj: Any) -> list[str]:
-    names: list[str] = []
-    for cls in type(obj).__mro__:
-        slots = cls.__dict__.get("__slots__", ())
-        names.extend([slots] if isinstance(slots, str) else slots)
-    names.extend(getattr(obj, "__dict__", {}))
-    return names
-
-
-def _is_clock(value: Any) -> bool:
-    return hasattr(value, "current_processing_time") or hasattr(
-        value, "get_current_processing_time"
-    )
-
-
-def _capture(obj: Any) -> dict[str, Any]:
-    """The picklable data attributes of a watermark generator (nested generators included;
-    clocks and functions are left out: the fresh generator keeps its own)."""
-    out: dict[str, Any] = {}
-    for name in _attribute_names(obj):
-        try:
-            value = getattr(obj, name)
-        except AttributeError:
-            continue
-        if isinstance(value, WatermarkGenerator):
-            out[name] = ("generator", _capture(value))
-        elif callable(value) or _is_clock(value):
-            continue
-        else:
-            try:
-                pickle.dumps(value)
-            except Exception:
-                continue
-            out[name] = ("value", value)
-    return out
-
-
-def _apply(obj: Any, captured: dict[str, Any]) -> None:
-    for name, (kind, value) in captured.items():
-        if kind == "generator":
-            _apply(getattr(obj, name), value)
-        else:
-            setattr(obj, name, value)
-
-
-def _restore_watermark(op: Any, watermark: int, services: dict[str, int]) -> None:
-    """Put an operator (and its timer services) back at the watermark it had reached; the
-    restored valve forwards only higher watermarks."""
-    op.restore_watermark(watermark)
-    manager = op.time_service_manager
-    if manager is not None:
-        for name, service in manager.services().items():
-            if name in services:
-                service.restore_watermark(services[name])
-
-
-class _Discard:
-    def emit_watermark(self, watermark: Any) -> None:
-        pass
-
-    def emit_watermark_status(self, status: Any) -> None:
-        pass
-
-
-class StreamingJob(SparkJob):
-    """What the workers need to run one micro-batch (``version`` = batch id)."""
-
-    def __init__(
-        self,
-        base: SparkJob,
-        store: CheckpointStore,
-        version: int,
-        now: int,
-        previous_now: int,
-        previous: dict[str, Any] | None,
-        split_states: dict[int, bytes],
-    ) -> None:
-        super().__init__(base.plan, base.job_parameters, None, None, base.placement)
-        self.store = store
-        self.version = version
-        self.now = now
-        self.previous_now = previous_now
-        self.previous = previous  # the commit info of version - 1 (None: a fresh start)
-        self.split_states = split_states
-
-    # ------------------------------------------------------------------ source stage
-
-    def run_stream_split(self, g: int, records: Iterable[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-
-        clock = ManualProcessingTimeService(self.now)
-        tasks = JobTasks(self.plan, self.job_parameters, clock, ship_prints=True, frame_sinks=True)
-        task = tasks.build_split(g, records)
-        if task.watermark_operators:
-            raise ValueError(
-                "assign_timestamps_and_watermarks(...) right after from_stream(...) is not "
-                "supported yet on a streaming run; pass the strategy as "
-                "from_stream(..., watermark_strategy=...)"
-            )
-        driver, tagger = task.driver, task.tagger
-        emitter = driver.watermark_output
-        saved = self.split_states.get(g)
-        if saved is not None:
-            state = pickle.loads(saved)
-            _apply(driver.generator, state["generator"])
-            emitter.current_watermark = state["watermark"]
-            emitter.idle = state["idle"]
-            tagger.seq = state["seq"]
-        for op in tasks.operators:
-            op.open()
-        tagger.round, tagger.phase = self.version, 0
-        tasks.cursor.backend = None
-        while driver.read_up_to(65536) == 65536:
-            pass
-        tasks.cursor.backend = None
-        tagger.phase = 1
-        task.emit_periodic()
-        for op in tasks.operators:
-            op.close()
-        yield self._rows(tasks, 1)
-        state_bytes = pickle.dumps(
-            {
-                "generator": _capture(driver.generator),
-                "watermark": emitter.current_watermark,
-                "idle": emitter.idle,
-                "seq": tagger.seq,
-                "records": driver.records_read,
-            }
-        )
-        yield pa.RecordBatch.from_pylist(
-            [
-                {
-                    "stage": SPLIT_STATE,
-                    "target": g,
-                    "pkey": 0,
-                    "position": b"",
-                    "payload": state_bytes,
-                }
-            ],
-            schema=arrow_row_schema(),
-        )
-
-
-    def stream_source_task(self, node_id: int) -> Callable[[Iterator[Any]], Iterator[Any]]:
-        def run(batches: Iterator[Any]) -> Iterator[Any]:
-            from pyspark import TaskContext
-
-            context = TaskContext.get()
-            partition = context.partitionId() if context is not None else 0
-            node = next(n for n in self.plan.sources if n.id == node_id)
-            yield from self.run_stream_split(partition, node.source.records(batches))
-
-        return run
-
-    # ------------------------------------------------------------------ exchange stages
-
-    def _restore_subtask(self, task: Any, stage: Any, target: int) -> dict[int, Any]:
-        """Restore keyed state, timers and valves of ``task``; returns the operators'
-        watermarks to apply once they are open."""
-        previous = self.previous
-        if previous is None:
-            return {}
-        old_p = int(previous["parallelism"][str(stage.index)])
-        entry = task.entry
-        mine = entry.setup_info.key_group_range if entry.keyed_state_backend is not None else None
-        snapshots: list[bytes] = []
-        parts0: dict[str, bytes] = {}
-        for i in range(old_p):
-            if i != 0 and mine is not None:
-                old = OperatorSetup(
-                    subtask_index=i, parallelism=old_p, max_parallelism=stage.max_parallelism
-                ).key_group_range
-                if old.end < mine.start or old.start > mine.end:
-                    continue
-            elif i != 0:
-                break
-            _, parts = self.store.read_subtask(self.version - 1, stage.index, i)
-            if i == 0:
-                parts0 = parts
-            if mine is not None and "keyed" in parts:
-                snapshots.append(parts["keyed"])
-        if snapshots:
-            entry.initialize_state(snapshots)
-        valves = pickle.loads(parts0["valves"]) if "valves" in parts0 else {}
-        for index, valve in valves.items():
-            current = task.valves[index]
-            if valve.num_channels == current.num_channels:
-                task.valves[index] = valve
-            else:  # the upstream parallelism changed: every channel starts at the old output
-                last = valve.last_output_watermark
-                for channel in range(current.num_channels):
-                    current.input_watermark(last, channel, _Discard())
-        return pickle.loads(parts0["watermarks"]) if "watermarks" in parts0 else {}
-
-    def _save_subtask(self, task: Any, stage: Any, target: int) -> None:
-        entry = task.entry
-        parts: dict[str, bytes] = {}
-        if entry.keyed_state_backend is not None:
-            parts["keyed"] = entry.snapshot_state().to_bytes()
-        parts["valves"] = pickle.dumps(task.valves)
-        watermarks = {}
-        for node_id, op in task.operators.items():
-            manager = op.time_service_manager
-            services = (
-                {n: s.current_watermark() for n, s in manager.services().items()}
-                if manager is not None
-                else {}
-            )
-            watermarks[node_id] = (op.current_watermark(), services)
-        parts["watermarks"] = pickle.dumps(watermarks)
-        meta = {"stage": stage.index, "subtask": target, "parallelism": stage.parallelism}
-        self.store.write_subtask(self.version, stage.index, target, meta, parts)
-
-    def run_stream_subtask(self, stage_index: int, target: int, chunks: list[bytes]) -> Any:
-        stage = self.plan.stages[stage_index]
-        tasks = JobTasks(
-            self.plan,
-            self.job_parameters,
-            ManualProcessingTimeService(self.now),
-            ship_prints=True,
-            frame_sinks=True,
-        )
-        clock = ManualProcessingTimeService(self.previous_now)
-        task = tasks.build_subtask(stage, target, clock, None)
-        watermarks = self._restore_subtask(task, stage, target)
-        for op in tasks.operators:
-            op.open()
-        for node_id, (watermark, services) in watermarks.items():
-            op = task.operators.get(node_id)
-            if op is not None:
-                _restore_watermark(op, watermark, services)
-        entries: list[tuple] = []
-        for chunk in chunks:
-            entries.extend(pickle.loads(chunk))
-        entries.sort(key=_by_position_and_channel)  # as the bounded runners order them
-        task.advance_clock(self.now, (self.version, -1, 0, 0, 0))
-        task.process(entries)
-        self._save_subtask(task, stage, target)
-        for op in tasks.operators:
-            op.close()
-        clock.shutdown()
-        return self._rows(tasks, 1)
-
-    def stream_stage_task(self, stage_index: int) -> Callable[[Iterator[Any]], Iterator[Any]]:
-        def run(batches: Iterator[Any]) -> Iterator[Any]:
-            current: int | None = None
-            chunks: list[bytes] = []
-            for batch in batches:
-                targets = batch.column("target").to_pylist()
-                payloads = batch.column("payload").to_pylist()
-                for t, payload in zip(targets, payloads, strict=True):
-                    if t != current:
-                        if current is not None:
-                            yield self.run_stream_subtask(stage_index, current, chunks)
-                        current, chunks = t, []
-                    chunks.append(payload)
-            if current is not None:
-                yield self.run_stream_subtask(stage_index, current, chunks)
-
-        return run
 
 
 # ---------------------------------------------------------------------------------------------
@@ -744,7 +301,7 @@ class _StreamRunner:
                 print(line)
             for node in written:
                 frame = self.executor._frame(produced, node.id, node.output_type, ordered=True)
-                sink = _batch_sink(node.frame_writer)
+                sink = batch_sink_of(node.frame_writer)
                 if sink is not None:
                     sink.write_batch(frame, batch_id)
                 else:

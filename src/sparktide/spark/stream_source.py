@@ -1,0 +1,108 @@
+"""The streaming source: a Spark Structured Streaming DataFrame read as named ``Row`` records.
+
+``env.from_stream(streaming_df, ...)`` makes a :class:`StreamSource`; the driver of a streaming
+run (:mod:`sparktide.spark.streaming`) splits each micro-batch with :meth:`StreamSource.prepare`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from sparktide.datastream.source import Source, SourceSplit
+from sparktide.spark.frames import records_of_batch, type_info_of_schema
+
+__all__ = ["StreamSource", "has_stream_source"]
+
+
+def _names(value: str | Sequence[str] | None, parameter: str, columns: list[str]) -> list[str]:
+    if value is None:
+        return []
+    names = [value] if isinstance(value, str) else list(value)
+    for name in names:
+        if not isinstance(name, str) or name not in columns:
+            raise ValueError(
+                f"{parameter}: the streaming DataFrame has no column {name!r}; its columns are "
+                f"{columns}"
+            )
+    return names
+
+
+class StreamSource(Source):
+    """The rows of a Structured Streaming DataFrame, as named ``Row`` records.
+
+    The splits are fixed for the life of the checkpoint: with ``split_by`` the rows of each
+    micro-batch are hash-partitioned by those columns into ``num_splits`` splits (required, since
+    a split's watermark generator must see the same rows in every batch); without it the whole
+    batch is one split. ``order_by`` sorts each split's rows within a batch.
+    """
+
+    def __init__(
+        self,
+        df: Any,
+        split_by: str | Sequence[str] | None = None,
+        order_by: str | Sequence[str] | None = None,
+        num_splits: int | None = None,
+    ) -> None:
+        from pyspark.sql import DataFrame
+
+        if not isinstance(df, DataFrame) or not df.isStreaming:
+            raise TypeError(
+                "streaming_df must be a streaming pyspark.sql.DataFrame (from spark.readStream"
+                f"...); got {type(df).__name__}. For a bounded DataFrame use from_dataframe()"
+            )
+        self.columns: list[str] = list(df.columns)
+        self.split_by = _names(split_by, "split_by", self.columns)
+        self.order_by = _names(order_by, "order_by", self.columns)
+        if num_splits is not None and (type(num_splits) is not int or num_splits < 1):
+            raise ValueError(f"num_splits must be an int >= 1, got {num_splits!r}")
+        if self.split_by and num_splits is None:
+            raise ValueError(
+                "num_splits is required with split_by: the number of splits must stay the same "
+                "for the life of the checkpoint; pass e.g. num_splits=4"
+            )
+        if not self.split_by and num_splits not in (None, 1):
+            raise ValueError(
+                "num_splits needs split_by: without it every micro-batch is one split; pass "
+                "split_by=... (e.g. a Kafka 'partition' column) or leave num_splits unset"
+            )
+        self.num_splits = num_splits or 1
+        self.type_info = type_info_of_schema(df.schema)
+        self.df = df
+
+    def get_splits(self) -> list[SourceSplit]:
+        return [SourceSplit(str(i), i) for i in range(self.num_splits)]
+
+    def read_split(self, split: SourceSplit) -> Iterable[Any]:
+        raise RuntimeError(
+            "a streaming source runs on Spark only: use runtime='spark' (the default) and "
+            "execute() or execute_async()"
+        )
+
+    def prepare(self, batch_df: Any) -> Any:
+        """A micro-batch's DataFrame with one partition per split, sorted by ``order_by``."""
+        df = (
+            batch_df.repartition(self.num_splits, *self.split_by)
+            if self.split_by
+            else batch_df.coalesce(1)
+        )
+        return df.sortWithinPartitions(*self.order_by) if self.order_by else df
+
+    def records(self, batches: Iterable[Any]) -> Iterator[Any]:
+        for batch in batches:
+            yield from records_of_batch(batch, self.columns)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["df"] = None
+        return state
+
+    def __repr__(self) -> str:
+        return (
+            f"StreamSource(columns={self.columns}, split_by={self.split_by}, "
+            f"num_splits={self.num_splits}, order_by={self.order_by})"
+        )
+
+
+def has_stream_source(nodes: Iterable[Any]) -> bool:
+    return any(n.kind == "source" and isinstance(n.source, StreamSource) for n in nodes)
