@@ -235,9 +235,7 @@ def test_simulated_processing_time_on_spark():
 # ------------------------------------------------------------------------------ the examples
 
 EXAMPLES = sorted(
-    str(p.relative_to(REPO))
-    for p in (REPO / "examples").rglob("*.py")
-    if p.name != "__init__.py"
+    str(p.relative_to(REPO)) for p in (REPO / "examples").rglob("*.py") if p.name != "__init__.py"
 )
 
 

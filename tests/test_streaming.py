@@ -21,6 +21,7 @@ from sparktide.datastream import KeyedProcessFunction, StreamExecutionEnvironmen
 from sparktide.datastream.state import ValueStateDescriptor
 from sparktide.datastream.window import TumblingEventTimeWindows
 from sparktide.spark.checkpoint import CheckpointError, CheckpointStore, pack_parts, unpack_parts
+from sparktide.spark.checkpoint_inspect import describe_checkpoint
 from sparktide.spark.session import SparkUnavailableError, get_spark
 from sparktide.spark.streaming import ForeachBatchSink, JsonBatchSink, ParquetBatchSink
 
@@ -161,7 +162,7 @@ def test_restart_continues_with_state_and_timers(spark, tmp_path, capsys) -> Non
     reference = _reference("timers", batches)
     expected = _fired_before_end("timers", reference, _final_watermark(batches))
     assert _flatten(first) + _flatten(second) == expected
-    summary = CheckpointStore(str(tmp_path / "ckpt")).describe()
+    summary = describe_checkpoint(CheckpointStore(str(tmp_path / "ckpt")))
     assert summary["committed_batch"] == 4
     [stage] = summary["stages"]
     assert stage["parallelism"] == 3

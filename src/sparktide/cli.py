@@ -391,9 +391,10 @@ def inspect_checkpoint(args: argparse.Namespace) -> int:
     import json
 
     from sparktide.spark.checkpoint import CheckpointError, CheckpointStore
+    from sparktide.spark.checkpoint_inspect import describe_checkpoint
 
     try:
-        summary = CheckpointStore(args.checkpoint).describe()
+        summary = describe_checkpoint(CheckpointStore(args.checkpoint))
     except (CheckpointError, OSError, ValueError) as exc:
         return _fail(f"cannot read the checkpoint {args.checkpoint!r}: {exc}")
     print(json.dumps(summary, indent=2, default=str) if args.json else format_checkpoint(summary))

@@ -159,51 +159,6 @@ class CheckpointStore:
     def __getstate__(self) -> dict[str, Any]:
         return {"location": self.location, "fingerprint": self.fingerprint}
 
-    def describe(self) -> dict[str, Any]:
-        """A summary of the last committed version, for people and tools (``sparktide
-        inspect``): its batch id, processing time and metrics, and per stage subtask its key
-        groups, state entries and pending timers (counts and the earliest per domain)."""
-        from sparktide.runtime.snapshot import KeyedOperatorSnapshot, SnapshotFormatError
-
-        version = self.committed_version()
-        out: dict[str, Any] = {"location": self.location, "committed_batch": version}
-        if version is None:
-            return out
-        info = self.commit_info(version)
-        out["processing_time"] = info.get("processing_time")
-        out["metrics"] = info.get("metrics", {})
-        stages = []
-        for stage, parallelism in sorted(info["parallelism"].items(), key=lambda kv: int(kv[0])):
-            subtasks = []
-            for i in range(int(parallelism)):
-                _, parts = self.read_subtask(version, int(stage), i)
-                entry: dict[str, Any] = {"subtask": i}
-                if "keyed" in parts:
-                    try:
-                        snap = KeyedOperatorSnapshot.from_bytes(parts["keyed"])
-                    except SnapshotFormatError as exc:
-                        path = self.subtask_path(version, int(stage), i)
-                        raise CheckpointError(f"{path}: {exc}") from None
-                    entry["key_groups"] = [snap.key_group_range.start, snap.key_group_range.end]
-                    entry["state_entries"] = sum(
-                        len(e) for per in snap.state.values() for e in per.values()
-                    )
-                    for d, domain in enumerate(("event", "processing")):
-                        stamps = [
-                            t[0]
-                            for per in snap.timers.values()
-                            for pair in per.values()
-                            for t in pair[d]
-                        ]
-                        entry[f"{domain}_timers"] = len(stamps)
-                        entry[f"next_{domain}_timer"] = min(stamps, default=None)
-                subtasks.append(entry)
-            stages.append(
-                {"stage": int(stage), "parallelism": int(parallelism), "subtasks": subtasks}
-            )
-        out["stages"] = stages
-        return out
-
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.location = state["location"]
         self.fingerprint = state["fingerprint"]

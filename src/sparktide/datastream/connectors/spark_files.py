@@ -37,8 +37,6 @@ _BLOCK = "__sparktide_block"
 _ROW = "__sparktide_row"
 
 
-
-
 def one_partition_per_file(spark: Any, frames: list[Any]) -> Any:
     """One DataFrame whose partition ``i`` holds the rows of ``frames[i]`` (a DataFrame read
     from one file) in file order (see the module docstring)."""

@@ -174,9 +174,7 @@ class CsvSchemaBuilder:
 
     def set_any_property_name(self, name: str) -> CsvSchemaBuilder:
         """Not supported: every column must be declared."""
-        raise ValueError(
-            "set_any_property_name is not supported: declare every column of the file"
-        )
+        raise ValueError("set_any_property_name is not supported: declare every column of the file")
 
     def disable_array_element_separator(self) -> CsvSchemaBuilder:
         """No array element separator by default (array columns added without one keep theirs)."""

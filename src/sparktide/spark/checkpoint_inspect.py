@@ -1,0 +1,58 @@
+"""What a streaming checkpoint holds, for people and tools (``sparktide inspect CHECKPOINT``).
+
+>>> import tempfile
+>>> store = CheckpointStore(tempfile.mkdtemp())
+>>> describe_checkpoint(store)["committed_batch"] is None
+True
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sparktide.runtime.snapshot import KeyedOperatorSnapshot, SnapshotFormatError
+from sparktide.spark.checkpoint import CheckpointError, CheckpointStore
+
+__all__ = ["describe_checkpoint"]
+
+
+def describe_checkpoint(store: CheckpointStore) -> dict[str, Any]:
+    """A summary of the last committed version, for people and tools (``sparktide
+    inspect``): its batch id, processing time and metrics, and per stage subtask its key
+    groups, state entries and pending timers (counts and the earliest per domain)."""
+    version = store.committed_version()
+    out: dict[str, Any] = {"location": store.location, "committed_batch": version}
+    if version is None:
+        return out
+    info = store.commit_info(version)
+    out["processing_time"] = info.get("processing_time")
+    out["metrics"] = info.get("metrics", {})
+    stages = []
+    for stage, parallelism in sorted(info["parallelism"].items(), key=lambda kv: int(kv[0])):
+        subtasks = []
+        for i in range(int(parallelism)):
+            _, parts = store.read_subtask(version, int(stage), i)
+            entry: dict[str, Any] = {"subtask": i}
+            if "keyed" in parts:
+                try:
+                    snap = KeyedOperatorSnapshot.from_bytes(parts["keyed"])
+                except SnapshotFormatError as exc:
+                    path = store.subtask_path(version, int(stage), i)
+                    raise CheckpointError(f"{path}: {exc}") from None
+                entry["key_groups"] = [snap.key_group_range.start, snap.key_group_range.end]
+                entry["state_entries"] = sum(
+                    len(e) for per in snap.state.values() for e in per.values()
+                )
+                for d, domain in enumerate(("event", "processing")):
+                    stamps = [
+                        t[0]
+                        for per in snap.timers.values()
+                        for pair in per.values()
+                        for t in pair[d]
+                    ]
+                    entry[f"{domain}_timers"] = len(stamps)
+                    entry[f"next_{domain}_timer"] = min(stamps, default=None)
+            subtasks.append(entry)
+        stages.append({"stage": int(stage), "parallelism": int(parallelism), "subtasks": subtasks})
+    out["stages"] = stages
+    return out
