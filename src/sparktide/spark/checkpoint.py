@@ -4,29 +4,42 @@ A streaming run (:mod:`sparktide.spark.streaming`) keeps everything it needs to 
 directory, given as a local path or any URI :func:`pyarrow.fs.FileSystem.from_uri` understands::
 
     <root>/
-      commits/<v>.json                 one per committed batch id v (the manifest of version v)
+      commits/<v>.json                 one per committed batch id v: the manifest of version v
       batches/<v>.json                 the processing time of batch v, recorded at its first attempt
       splits/<v>.bin                   per source split: watermark generator, emitter, sequence
-      state/<v>/stage-<s>/sub-<i>.bin  per stage subtask: keyed state and timers of its key
-                                       groups (the format of :mod:`sparktide.runtime.snapshot`),
-                                       its valves and its operators' watermarks
+      state/<v>/stage-<s>/sub-<i>.bin  a full snapshot of a stage subtask: keyed state and timers
+                                       of its key groups (the format of
+                                       :mod:`sparktide.runtime.snapshot`), its valves and its
+                                       operators' watermarks
+      state/<v>/stage-<s>/sub-<i>.log  a changelog of a stage subtask: per key group, the state
+                                       entries and timers put or deleted since version v - 1
+                                       (:mod:`sparktide.spark.changelog`), its valves and watermarks
       spark/                           Spark's own checkpointLocation (offsets and commits)
 
-**Versions.** Every batch writes a *full* snapshot of every subtask as version ``v`` (no
-changelog yet). Version ``v`` only counts once ``commits/<v>.json`` exists; that file is written
-(to a temporary name, then moved) after the batch's sinks have written, so the highest commit
-file names the last committed batch. A replayed, uncommitted batch reads version ``v - 1`` and
-overwrites the files of version ``v``.
+**Versions.** Batch ``v`` writes, per stage subtask, a full snapshot every ``snapshot_every``
+batches (and after a change of the stage's parallelism), else a changelog. The state of a
+subtask at version ``v`` is its *chain*: the newest full snapshot ``<= v`` plus the changelogs
+after it, applied in order; the manifest names every subtask's chain (``"chains": {stage:
+[{"snapshot": v0, "changelogs": [v1, ...]}, ...]}``, see :meth:`CheckpointStore.plan_chain`),
+so a restart and ``sparktide inspect`` never guess. :meth:`CheckpointStore.read_subtask` returns
+the materialized full state whatever the layout. Version ``v`` only counts once
+``commits/<v>.json`` exists; that file is written (to a temporary name, then moved) after the
+batch's sinks have written, so the highest commit file names the last committed batch. A
+replayed, uncommitted batch reads version ``v - 1`` and overwrites the files of version ``v``.
+After a commit, the manifests of the last three batches are kept, with every state file their
+chains name (so a replay of the next batch still finds version ``v - 1``); the rest is deleted.
 
 **Integrity.** Every file of this module starts with a magic string and a format version and
-carries CRC32 checksums of its parts; the snapshots inside carry their own. A truncated or
-corrupt file raises :class:`CheckpointError` naming the file. Each commit records a fingerprint
-of the job graph (stages, operator names and uids, max parallelism, split count); a checkpoint
-written by another job raises :class:`CheckpointError` instead of restoring the wrong state.
+carries CRC32 checksums of its parts (a changelog: one part per key group); the snapshots inside
+carry their own. A truncated or corrupt file raises :class:`CheckpointError` naming the file.
+Each commit records a fingerprint of the job graph (stages, operator names and uids, max
+parallelism, split count); a checkpoint written by another job raises :class:`CheckpointError`
+naming the differences instead of restoring the wrong state.
 
-**Rescaling.** A subtask reads every file of the previous version whose key-group range
-intersects its own and keeps only its key groups, so a restart with another parallelism
-redistributes the key groups.
+**Rescaling.** Key groups are the unit: a subtask reads the chain of every old subtask whose
+key-group range intersects its own and keeps only its key groups (of snapshots and changelogs
+alike), so a restart with another parallelism redistributes the key groups; the first batch
+after it writes full snapshots, which start the new subtasks' chains.
 
 >>> import tempfile
 >>> store = CheckpointStore(tempfile.mkdtemp(), {"stages": []})
@@ -46,15 +59,35 @@ import uuid
 import zlib
 from typing import Any
 
+from sparktide.runtime.keygroups import KeyGroupRange, compute_key_group_range_for_operator_index
+from sparktide.runtime.snapshot import KeyedOperatorSnapshot, SnapshotFormatError
+from sparktide.spark.changelog import (
+    Digests,
+    Flat,
+    apply_changes,
+    decode_changes,
+    diff,
+    digests,
+    encode_changes,
+    flatten,
+    rebuild,
+)
+
 __all__ = [
     "CHECKPOINT_FORMAT_VERSION",
+    "DEFAULT_SNAPSHOT_EVERY",
     "CheckpointError",
     "CheckpointStore",
+    "LoadedSubtask",
+    "chains_of",
+    "check_snapshot_every",
+    "describe_difference",
     "pack_parts",
     "unpack_parts",
 ]
 
 CHECKPOINT_FORMAT_VERSION = 1
+DEFAULT_SNAPSHOT_EVERY = 10
 _MAGIC = b"\x89STKCKP\n"
 _PREFIX = struct.Struct(">8sII")
 
@@ -147,21 +180,34 @@ class CheckpointStore:
 
     ``fingerprint``: a JSON-able description of the job graph; a commit written with another
     fingerprint raises :class:`CheckpointError` when this store reads it (``None``: read any
-    job's checkpoint, e.g. to inspect it). The store is picklable (it keeps the location, not
-    the filesystem object), so workers open it too.
+    job's checkpoint, e.g. to inspect it). ``snapshot_every``: a full snapshot of each subtask
+    every that many batches, changelogs in between (``None``: 10; 1: full snapshots only). The
+    store is picklable (it keeps the location, not the filesystem object), so workers open it
+    too.
     """
 
-    def __init__(self, location: str, fingerprint: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        location: str,
+        fingerprint: dict[str, Any] | None = None,
+        snapshot_every: int | None = None,
+    ) -> None:
         self.location = location
         self.fingerprint = fingerprint
+        self.snapshot_every = check_snapshot_every(snapshot_every)
         self._fs, self.root = _filesystem(location)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"location": self.location, "fingerprint": self.fingerprint}
+        return {
+            "location": self.location,
+            "fingerprint": self.fingerprint,
+            "snapshot_every": self.snapshot_every,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.location = state["location"]
         self.fingerprint = state["fingerprint"]
+        self.snapshot_every = state.get("snapshot_every", DEFAULT_SNAPSHOT_EVERY)
         self._fs, self.root = _filesystem(self.location)
 
     # ------------------------------------------------------------------ paths and raw I/O
@@ -216,17 +262,21 @@ class CheckpointStore:
     def committed_version(self) -> int | None:
         """The last committed batch id (``None``: nothing committed yet); checks that the
         commit was written by the same job graph."""
-        versions = sorted(int(n[:-5]) for n in self._list(self.path("commits")) if n[:-5].isdigit())
+        versions = self._commit_versions()
         if not versions:
             return None
         info = self.commit_info(versions[-1])
-        if self.fingerprint is not None and info.get("fingerprint") != self.fingerprint:
+        stored = info.get("fingerprint")
+        if self.fingerprint is not None and stored != self.fingerprint:
             raise CheckpointError(
-                f"the checkpoint at {self.location!r} was written by another job graph "
-                f"(stored fingerprint {info.get('fingerprint')}, this job "
-                f"{self.fingerprint}); use a new checkpoint directory for a changed job"
+                f"the checkpoint at {self.location!r} was written by another job graph: "
+                f"{describe_difference(stored, self.fingerprint)}; use a new checkpoint "
+                "directory for a changed job (or run the job that wrote it)"
             )
         return versions[-1]
+
+    def _commit_versions(self) -> list[int]:
+        return sorted(int(n[:-5]) for n in self._list(self.path("commits")) if n[:-5].isdigit())
 
     def commit_info(self, version: int) -> dict[str, Any]:
         """The manifest of committed ``version``."""
@@ -244,13 +294,30 @@ class CheckpointStore:
         if body.get("format_version") != CHECKPOINT_FORMAT_VERSION:
             raise CheckpointError(
                 f"{path}: checkpoint format version {body.get('format_version')} is not "
-                f"supported; this sparktide reads version {CHECKPOINT_FORMAT_VERSION}"
+                f"supported; this sparktide reads version {CHECKPOINT_FORMAT_VERSION} (resume "
+                "with the sparktide version that wrote it, or start from an empty directory)"
             )
         return body
 
     def commit(self, version: int, info: dict[str, Any], retain: int = 2) -> None:
-        """Mark ``version`` committed (atomically), then delete versions older than the last
-        ``retain``."""
+        """Mark ``version`` committed (atomically), then delete what the last ``retain``
+        committed versions (and the one before, for a replay) no longer need.
+
+        The manifest names, per stage subtask, the files that make up its state (``chains``,
+        computed with :meth:`plan_chain` unless ``info`` has them)."""
+        if "chains" not in info:
+            previous = None
+            if self._exists(self.path("commits", f"{version - 1}.json")):
+                previous = self.commit_info(version - 1)
+            info = {
+                **info,
+                "chains": {
+                    str(s): [
+                        self.plan_chain(previous, int(s), i, int(p), version) for i in range(int(p))
+                    ]
+                    for s, p in info.get("parallelism", {}).items()
+                },
+            }
         body = {
             **info,
             "format_version": CHECKPOINT_FORMAT_VERSION,
@@ -264,33 +331,96 @@ class CheckpointStore:
             json.dumps(manifest, sort_keys=True).encode("utf-8"),
             atomic=True,
         )
-        self._cleanup(version - retain)
+        self._cleanup(version, version - retain)
 
-    def _cleanup(self, older_than: int) -> None:
-        if older_than < 0:
-            return
+    def _cleanup(self, version: int, older_than: int) -> None:
+        """Delete commits, splits and batch times older than ``older_than``, then every state
+        version up to ``version`` that no remaining commit's chains name."""
+        if older_than > 0:
+            for folder, suffix in (("splits", ".bin"), ("commits", ".json"), ("batches", ".json")):
+                for name in self._list(self.path(folder)):
+                    stem = name[: -len(suffix)] if name.endswith(suffix) else ""
+                    if stem.isdigit() and int(stem) < older_than:
+                        self._fs.delete_file(self.path(folder, name))
+        needed: set[int] = set()
+        for v in self._commit_versions():
+            try:
+                info = self.commit_info(v)
+            except CheckpointError:
+                return  # cannot tell what an unreadable manifest needs: delete no state
+            for chains in chains_of(info).values():
+                for chain in chains:
+                    needed.add(chain["snapshot"])
+                    needed.update(chain["changelogs"])
         for name in self._list(self.path("state")):
-            if name.isdigit() and int(name) < older_than:
+            if name.isdigit() and int(name) <= version and int(name) not in needed:
                 self._delete_dir(self.path("state", name))
-        for folder, suffix in (("splits", ".bin"), ("commits", ".json"), ("batches", ".json")):
-            for name in self._list(self.path(folder)):
-                stem = name[: -len(suffix)] if name.endswith(suffix) else ""
-                if stem.isdigit() and int(stem) < older_than:
-                    self._fs.delete_file(self.path(folder, name))
+
+    def plan_chain(
+        self,
+        previous: dict[str, Any] | None,
+        stage: int,
+        subtask: int,
+        parallelism: int,
+        version: int,
+    ) -> dict[str, Any]:
+        """The files that make up the state of a stage subtask at ``version``, given the
+        manifest of ``version - 1`` (``previous``): ``{"snapshot": v0, "changelogs": [...]}``.
+
+        A full snapshot when there is no previous version, the stage's parallelism changed (the
+        key groups of the subtask moved) or the chain already holds ``snapshot_every`` files;
+        else the previous chain plus a changelog at ``version``. Workers and the driver both
+        call this, so they agree on what a batch writes.
+
+        >>> import tempfile
+        >>> store = CheckpointStore(tempfile.mkdtemp(), snapshot_every=2)
+        >>> store.plan_chain(None, 0, 0, 1, 0)
+        {'snapshot': 0, 'changelogs': []}
+        >>> info = {"version": 0, "parallelism": {"0": 1}, "chains": {"0": [
+        ...     {"snapshot": 0, "changelogs": []}]}}
+        >>> store.plan_chain(info, 0, 0, 1, 1)
+        {'snapshot': 0, 'changelogs': [1]}
+        >>> store.plan_chain(info, 0, 0, 2, 1)  # rescaled: a full snapshot
+        {'snapshot': 1, 'changelogs': []}
+        """
+        full = {"snapshot": version, "changelogs": []}
+        if previous is None or int(previous["parallelism"].get(str(stage), -1)) != parallelism:
+            return full
+        chain = chains_of(previous)[str(stage)][subtask]
+        if len(chain["changelogs"]) + 1 >= self.snapshot_every:
+            return full
+        return {"snapshot": chain["snapshot"], "changelogs": [*chain["changelogs"], version]}
 
     # ------------------------------------------------------------------ batches
 
-    def batch_processing_time(self, version: int, now: int) -> int:
-        """The processing time of batch ``version``: recorded at its first attempt (``now``),
-        so that a replay sees the same time."""
+    def _batch_record(self, version: int) -> dict[str, Any] | None:
         path = self.path("batches", f"{version}.json")
-        if self._exists(path):
-            try:
-                return int(json.loads(self.read(path).decode("utf-8"))["processing_time"])
-            except (ValueError, KeyError, TypeError):
-                pass  # a torn first attempt: record it again
-        self.write(path, json.dumps({"processing_time": now}).encode("utf-8"), atomic=True)
+        if not self._exists(path):
+            return None
+        try:
+            record = json.loads(self.read(path).decode("utf-8"))
+            int(record["processing_time"])
+        except (ValueError, KeyError, TypeError):
+            return None  # a torn first attempt: recorded again
+        return record
+
+    def batch_processing_time(self, version: int, now: int, spark_batch: int | None = None) -> int:
+        """The processing time of batch ``version``: recorded at its first attempt (``now``),
+        so that a replay sees the same time. ``spark_batch``: Spark's micro-batch id behind
+        the version (``None``: a batch without new data); a record of another attempt (an
+        interrupted batch without data, now taken by a Spark batch) is recorded again."""
+        record = self._batch_record(version)
+        if record is not None and record.get("spark_batch") == spark_batch:
+            return int(record["processing_time"])
+        body = {"processing_time": now, "spark_batch": spark_batch}
+        self.write(self.path("batches", f"{version}.json"), json.dumps(body).encode(), atomic=True)
         return now
+
+    def pending_spark_batch(self, version: int) -> bool:
+        """Whether a Spark micro-batch attempted ``version`` without committing it (Spark
+        replays it: the version is its)."""
+        record = self._batch_record(version)
+        return record is not None and record.get("spark_batch") is not None
 
     # ------------------------------------------------------------------ splits
 
@@ -306,15 +436,272 @@ class CheckpointStore:
     # ------------------------------------------------------------------ subtask state
 
     def subtask_path(self, version: int, stage: int, subtask: int) -> str:
+        """The full snapshot file of a stage subtask at ``version``."""
         return self.path("state", str(version), f"stage-{stage}", f"sub-{subtask}.bin")
 
+    def changelog_path(self, version: int, stage: int, subtask: int) -> str:
+        """The changelog file of a stage subtask at ``version``."""
+        return self.path("state", str(version), f"stage-{stage}", f"sub-{subtask}.log")
+
     def write_subtask(
-        self, version: int, stage: int, subtask: int, meta: dict[str, Any], parts: dict[str, bytes]
-    ) -> None:
-        self.write(self.subtask_path(version, stage, subtask), pack_parts(parts, meta))
+        self,
+        version: int,
+        stage: int,
+        subtask: int,
+        meta: dict[str, Any],
+        parts: dict[str, bytes],
+        changelog: bool = False,
+    ) -> int:
+        """Write a full snapshot (or, ``changelog``, a changelog) file; returns its size."""
+        path = (self.changelog_path if changelog else self.subtask_path)(version, stage, subtask)
+        data = pack_parts(parts, {**meta, "kind": "changelog" if changelog else "snapshot"})
+        self.write(path, data)
+        return len(data)
+
+    def chain(self, version: int, stage: int, subtask: int) -> dict[str, Any]:
+        """The chain of files of a stage subtask at committed ``version`` (as its manifest
+        names it; an uncommitted version: its full snapshot file)."""
+        if not self._exists(self.path("commits", f"{version}.json")):
+            return {"snapshot": version, "changelogs": []}
+        chains = chains_of(self.commit_info(version))
+        try:
+            return chains[str(stage)][subtask]
+        except (KeyError, IndexError):
+            raise CheckpointError(
+                f"the manifest of version {version} names no subtask {subtask} of stage {stage}"
+            ) from None
+
+    def load_chain(
+        self,
+        chain: dict[str, Any],
+        stage: int,
+        subtask: int,
+        key_groups: KeyGroupRange | None = None,
+    ) -> LoadedSubtask:
+        """Read a chain: its full snapshot, then its changelogs applied in order (only the key
+        groups in ``key_groups``). Every file is checked; a bad one raises
+        :class:`CheckpointError` naming it."""
+        path = self.subtask_path(chain["snapshot"], stage, subtask)
+        _, parts = unpack_parts(self.read(path), path)
+        loaded = LoadedSubtask(None, {}, {}, parts.get("valves"), parts.get("watermarks"))
+        if "keyed" in parts:
+            try:
+                snap = KeyedOperatorSnapshot.from_bytes(parts["keyed"])
+            except SnapshotFormatError as exc:
+                raise CheckpointError(f"{path}: {exc}") from None
+            loaded.header = (snap.operator, snap.max_parallelism, snap.key_group_range)
+            loaded.state_meta = dict(snap.state_meta)
+            loaded.flat = flatten(snap, key_groups)
+        for v in chain["changelogs"]:
+            path = self.changelog_path(v, stage, subtask)
+            meta, parts = unpack_parts(self.read(path), path)
+            if meta.get("kind") != "changelog":
+                raise CheckpointError(f"{path}: not a changelog file (kind {meta.get('kind')!r})")
+            if loaded.header is not None:
+                try:
+                    apply_changes(loaded.flat, decode_changes(parts, path, key_groups))
+                except ValueError as exc:
+                    raise CheckpointError(str(exc)) from None
+                loaded.state_meta = dict(meta.get("state_meta", loaded.state_meta))
+            loaded.valves = parts.get("valves", loaded.valves)
+            loaded.watermarks = parts.get("watermarks", loaded.watermarks)
+        return loaded
+
+    def write_version(
+        self,
+        version: int,
+        stage: int,
+        subtask: int,
+        plan: dict[str, Any],
+        snapshot: KeyedOperatorSnapshot | None,
+        previous: Digests,
+        parts: dict[str, bytes],
+    ) -> tuple[int, Digests]:
+        """Write version ``version`` of a stage subtask as ``plan`` (:meth:`plan_chain`) says:
+        a full snapshot, or a changelog of ``snapshot`` against the digests of the previous
+        version (``previous``). ``parts``: the other parts (valves, watermarks). Returns the
+        file's size and the digests of ``snapshot`` (for the next version)."""
+        changelog = plan["snapshot"] != version
+        meta: dict[str, Any] = {"stage": stage, "subtask": subtask}
+        parts = dict(parts)
+        new: Digests = {}
+        if snapshot is not None:
+            flat = flatten(snapshot)
+            if changelog:
+                changes, new = diff(previous, flat)
+                parts.update(encode_changes(changes))
+                meta["state_meta"] = snapshot.state_meta
+                kgs = snapshot.key_group_range
+                meta["key_group_range"] = [kgs.start, kgs.end]
+            else:
+                parts["keyed"] = snapshot.to_bytes()
+                if self.snapshot_every > 1:
+                    new = digests(flat)
+        return self.write_subtask(version, stage, subtask, meta, parts, changelog), new
+
+    def restore_range(
+        self,
+        previous: dict[str, Any],
+        stage: int,
+        subtask: int,
+        max_parallelism: int,
+        key_groups: KeyGroupRange | None,
+    ) -> LoadedSubtask:
+        """The state of ``key_groups`` at the version of manifest ``previous``, read from
+        every old subtask whose key-group range intersects them (key groups are the unit, so
+        this works for any old parallelism); valves and watermarks come from old subtask
+        ``subtask`` (old subtask 0 if there was none; they are the same in every subtask)."""
+        old_p = int(previous["parallelism"][str(stage)])
+        chains = chains_of(previous)[str(stage)]
+        source = subtask if subtask < old_p else 0
+        out = LoadedSubtask(None, {}, {}, None, None)
+        for i in range(old_p):
+            if i != source:
+                if key_groups is None:
+                    continue
+                old = compute_key_group_range_for_operator_index(max_parallelism, old_p, i)
+                if old.end < key_groups.start or old.start > key_groups.end:
+                    continue
+            loaded = self.load_chain(chains[i], stage, i, key_groups)
+            if i == source:
+                out.valves, out.watermarks = loaded.valves, loaded.watermarks
+            if key_groups is not None and loaded.header is not None:
+                out.header = (loaded.header[0], loaded.header[1], key_groups)
+                out.state_meta.update(loaded.state_meta)
+                out.flat.update(loaded.flat)
+        return out
 
     def read_subtask(
         self, version: int, stage: int, subtask: int
     ) -> tuple[dict[str, Any], dict[str, bytes]]:
-        path = self.subtask_path(version, stage, subtask)
-        return unpack_parts(self.read(path), path)
+        """The full state of a stage subtask at ``version``, materialized from the files its
+        manifest names: ``(meta, parts)`` with parts ``"keyed"`` (the bytes of a
+        :class:`~sparktide.runtime.snapshot.KeyedOperatorSnapshot`; keyed stages only),
+        ``"valves"`` and ``"watermarks"``."""
+        chain = self.chain(version, stage, subtask)
+        loaded = self.load_chain(chain, stage, subtask)
+        parts: dict[str, bytes] = {}
+        snap = loaded.snapshot()
+        if snap is not None:
+            parts["keyed"] = snap.to_bytes()
+        if loaded.valves is not None:
+            parts["valves"] = loaded.valves
+        if loaded.watermarks is not None:
+            parts["watermarks"] = loaded.watermarks
+        return {"stage": stage, "subtask": subtask, "chain": chain}, parts
+
+
+class LoadedSubtask:
+    """The state of a stage subtask read from a chain of files: the flat view of its keyed
+    state and timers (:mod:`sparktide.spark.changelog`), plus its pickled valves and operator
+    watermarks."""
+
+    def __init__(
+        self,
+        header: tuple[str, int, KeyGroupRange] | None,
+        state_meta: dict[str, Any],
+        flat: Flat,
+        valves: bytes | None,
+        watermarks: bytes | None,
+    ) -> None:
+        self.header = header  # (operator, max_parallelism, key-group range); None: not keyed
+        self.state_meta = state_meta
+        self.flat = flat
+        self.valves = valves
+        self.watermarks = watermarks
+
+    def snapshot(self, key_groups: KeyGroupRange | None = None) -> KeyedOperatorSnapshot | None:
+        """The keyed snapshot (``None``: not a keyed subtask)."""
+        if self.header is None:
+            return None
+        operator, maxp, kgs = self.header
+        return rebuild(operator, maxp, key_groups or kgs, self.state_meta, self.flat)
+
+
+def chains_of(info: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """The chains a manifest names, per stage (a manifest without them: full snapshots)."""
+    chains = info.get("chains")
+    if chains is not None:
+        return chains
+    version = info["version"]
+    return {
+        s: [{"snapshot": version, "changelogs": []} for _ in range(int(p))]
+        for s, p in info.get("parallelism", {}).items()
+    }
+
+
+def check_snapshot_every(snapshot_every: Any) -> int:
+    """``snapshot_every`` validated (``None``: the default, 10).
+
+    >>> check_snapshot_every(None), check_snapshot_every(3)
+    (10, 3)
+    >>> check_snapshot_every(0)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: snapshot_every must be an int >= 1 (a full snapshot every that many batches, ...
+    """
+    if snapshot_every is None:
+        return DEFAULT_SNAPSHOT_EVERY
+    if type(snapshot_every) is not int or snapshot_every < 1:
+        raise ValueError(
+            "snapshot_every must be an int >= 1 (a full snapshot every that many batches, "
+            "changelogs in between; 1: full snapshots only) or None for the default "
+            f"{DEFAULT_SNAPSHOT_EVERY}, got {snapshot_every!r}"
+        )
+    return snapshot_every
+
+
+def _op(op: Any) -> str:
+    name, uid = [*list(op), None, None][:2]
+    return f"{name!r}" + (f" (uid {uid!r})" if uid is not None else "")
+
+
+def describe_difference(stored: Any, here: Any, limit: int = 5) -> str:
+    """What differs between the job-graph fingerprint of a checkpoint and this job's.
+
+    >>> a = {"sources": [["flights", None, 3]], "stages": [
+    ...     {"operators": [["map", None], ["window", "w"]], "max_parallelism": 128}]}
+    >>> b = {"sources": [["flights", None, 4]], "stages": [
+    ...     {"operators": [["map", None], ["reduce", None]], "max_parallelism": 256}]}
+    >>> for line in describe_difference(a, b).split("; "): print(line)
+    source 'flights' had 3 splits, now 4
+    stage 0 operator 1 is 'window' (uid 'w') in the checkpoint but 'reduce' here
+    stage 0 max_parallelism 128 in the checkpoint vs 256 here
+    """
+    if not isinstance(stored, dict) or not isinstance(here, dict):
+        return f"the checkpoint has no usable job fingerprint ({stored!r})"
+    out: list[str] = []
+    old_src, new_src = stored.get("sources", []), here.get("sources", [])
+    if len(old_src) != len(new_src):
+        out.append(f"the checkpoint has {len(old_src)} source(s), this job {len(new_src)}")
+    for i, (a, b) in enumerate(zip(old_src, new_src, strict=False)):
+        if list(a[:2]) != list(b[:2]):
+            out.append(f"source {i} is {_op(a)} in the checkpoint but {_op(b)} here")
+        elif a[2:] != b[2:]:
+            out.append(f"source {a[0]!r} had {a[2]} splits, now {b[2]}")
+    old_st, new_st = stored.get("stages", []), here.get("stages", [])
+    if len(old_st) != len(new_st):
+        out.append(f"the checkpoint has {len(old_st)} stage(s), this job {len(new_st)}")
+    for s, (a, b) in enumerate(zip(old_st, new_st, strict=False)):
+        ops_a, ops_b = a.get("operators", []), b.get("operators", [])
+        for o, (x, y) in enumerate(zip(ops_a, ops_b, strict=False)):
+            if list(x) != list(y):
+                out.append(
+                    f"stage {s} operator {o} is {_op(x)} in the checkpoint but {_op(y)} here"
+                )
+        if len(ops_a) != len(ops_b):
+            extra = ops_a[len(ops_b) :] or ops_b[len(ops_a) :]
+            where = "the checkpoint" if len(ops_a) > len(ops_b) else "this job"
+            out.append(
+                f"stage {s} has {len(ops_a)} operator(s) in the checkpoint, {len(ops_b)} here "
+                f"(only in {where}: {', '.join(_op(x) for x in extra)})"
+            )
+        for field in ("max_parallelism", "keyed"):
+            if a.get(field) != b.get(field):
+                out.append(
+                    f"stage {s} {field} {a.get(field)} in the checkpoint vs {b.get(field)} here"
+                )
+    if not out:
+        return f"stored fingerprint {stored}, this job {here}"
+    more = f"; and {len(out) - limit} more difference(s)" if len(out) > limit else ""
+    return "; ".join(out[:limit]) + more

@@ -419,17 +419,25 @@ class HeapKeyedStateBackend:
         self,
         meta: Mapping[str, Mapping[str, Any]],
         per_key_group: Mapping[int, Mapping[str, Any]],
+        *,
+        trusted: bool = False,
     ) -> None:
         """Add the entries of a snapshot for the key groups in this backend's range (others are
         ignored), so several snapshots can be restored into one backend when rescaling.
 
         Everything is validated first: on bad input a ValueError names the culprit and the
         backend is unchanged. States without a registered descriptor are kept raw until one is
-        registered (which must then match kind and TTL setting).
+        registered (which must then match kind and TTL setting). ``trusted``: the entries come
+        from :meth:`snapshot_state` of a backend of this process with the same max parallelism
+        (a streaming worker's cache), so only ``meta`` is checked and entries are taken as they
+        are (the raw containers are not copied: do not use them afterwards).
         """
         if self._disposed:
             raise RuntimeError("the keyed state backend was disposed; create a new one")
         kinds = self._check_meta(meta)
+        if trusted:
+            self._restore_trusted(kinds, per_key_group)
+            return
         if not isinstance(per_key_group, Mapping):
             raise ValueError(
                 f"per_key_group must be a dict {{key_group: {{state_name: [entries]}}}}, got "
@@ -490,6 +498,25 @@ class HeapKeyedStateBackend:
             cleanup = self._tables[name].cleanup
             if cleanup is not None:
                 cleanup.reset()  # restored values may be old: drop the "nothing expires" bound
+
+    def _restore_trusted(
+        self, kinds: dict[str, tuple[str, bool]], per_key_group: Mapping[int, Mapping[str, Any]]
+    ) -> None:
+        for name, (kind, ttl) in kinds.items():
+            if name not in self._tables:
+                self._tables[name] = StateTable(name, kind, ttl, self._max_parallelism, self._range)
+        start, end = self._start, self._end
+        for kg, by_name in per_key_group.items():
+            if not start <= kg <= end:
+                continue
+            for name, entries in by_name.items():
+                data = self._tables[name].data[kg]
+                for key, ns, raw in entries:
+                    data[(key, ns)] = raw  # type: ignore[index]
+        for name in kinds:
+            cleanup = self._tables[name].cleanup
+            if cleanup is not None:
+                cleanup.reset()
 
     def _check_meta(self, meta: Any) -> dict[str, tuple[str, bool]]:
         if not isinstance(meta, Mapping):

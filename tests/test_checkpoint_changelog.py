@@ -1,0 +1,482 @@
+"""Changelog checkpoints: a full snapshot every ``snapshot_every`` batches, changelogs between.
+
+The store-level tests drive :class:`CheckpointStore` with a naive model of keyed state and
+timers (the state a full snapshot would hold); the end-to-end test runs a streaming job with
+changelogs and a rescale and compares it with a run that writes full snapshots only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import zlib
+
+import pytest
+
+from sparktide.runtime.keygroups import (
+    KeyGroupRange,
+    assign_to_key_group,
+    compute_key_group_range_for_operator_index,
+)
+from sparktide.spark.changelog import digests, flatten, rebuild
+from sparktide.spark.checkpoint import CheckpointError, CheckpointStore
+
+MAXP = 16
+META = {"count": {"kind": "value", "ttl": False}, "seen": {"kind": "list", "ttl": False}}
+PARTS = {"valves": b"v", "watermarks": b"w"}
+
+
+class Model:
+    """Keyed state and timers as plain dicts: what a full snapshot holds."""
+
+    def __init__(self, maxp: int = MAXP) -> None:
+        self.maxp = maxp
+        self.state: dict[tuple, object] = {}  # (name, key, ns) -> value
+        self.timers: dict[tuple, int] = {}  # (service, domain, ts, key, ns) -> seq
+        self.seq = 0
+
+    def step(self, rng: random.Random, n_keys: int, ops: int) -> None:
+        for _ in range(ops):
+            key = f"k{rng.randrange(n_keys)}"
+            op = rng.random()
+            if op < 0.35:
+                self.state[("count", key, None)] = rng.randrange(1000)
+            elif op < 0.5:
+                self.state.setdefault(("seen", key, "w1"), []).append(rng.randrange(9))
+            elif op < 0.65:
+                self.state.pop(("count", key, None), None)
+                self.state.pop(("seen", key, "w1"), None)
+            elif op < 0.85:
+                item = ("user-timers", rng.randrange(2), rng.randrange(50), key, None)
+                if item not in self.timers:
+                    self.timers[item] = self.seq
+                    self.seq += 1
+            elif self.timers:
+                self.timers.pop(rng.choice(sorted(self.timers, key=repr)))
+
+    def flat(self, kgs: KeyGroupRange) -> dict:
+        out: dict = {}
+        for (name, key, ns), value in self.state.items():
+            kg = assign_to_key_group(key, self.maxp)
+            if kg in kgs:
+                value = list(value) if isinstance(value, list) else value
+                out.setdefault(kg, {})[(0, name, key, ns)] = value
+        for (service, d, ts, key, ns), seq in self.timers.items():
+            kg = assign_to_key_group(key, self.maxp)
+            if kg in kgs:
+                out.setdefault(kg, {})[(1, service, d, ts, key, ns)] = seq
+        return out
+
+    def snapshot(self, kgs: KeyGroupRange):
+        return rebuild("op", self.maxp, kgs, META, self.flat(kgs))
+
+
+def _write_batch(store, model, version, parallelism, warm, rng) -> None:
+    previous = store.commit_info(version - 1) if version > 0 else None
+    for i in range(parallelism):
+        kgs = compute_key_group_range_for_operator_index(MAXP, parallelism, i)
+        plan = store.plan_chain(previous, 0, i, parallelism, version)
+        cached = warm.get((i, parallelism))
+        if previous is None or plan["snapshot"] == version:
+            prev_digests = {}
+        elif cached is not None and cached[0] == version - 1 and rng.random() < 0.5:
+            prev_digests = cached[1]  # as the worker cache would
+        else:  # as a restore from disk would
+            loaded = store.restore_range(previous, 0, i, MAXP, kgs)
+            prev_digests = digests(loaded.flat)
+        _, new = store.write_version(version, 0, i, plan, model.snapshot(kgs), prev_digests, PARTS)
+        warm[(i, parallelism)] = (version, new)
+    store.commit(version, {"processing_time": version, "parallelism": {"0": parallelism}})
+
+
+def _restored(store, version, parallelism) -> dict:
+    """The state of every key group at ``version``, read as subtasks of ``parallelism``."""
+    info = store.commit_info(version)
+    out: dict = {}
+    for i in range(parallelism):
+        kgs = compute_key_group_range_for_operator_index(MAXP, parallelism, i)
+        loaded = store.restore_range(info, 0, i, MAXP, kgs)
+        assert loaded.valves == b"v" and loaded.watermarks == b"w"
+        out.update(loaded.flat)
+    return out
+
+
+@pytest.mark.parametrize("snapshot_every", [1, 2, 3])
+@pytest.mark.parametrize("seed", range(4))
+def test_snapshot_plus_changelogs_equals_the_full_state(tmp_path, snapshot_every, seed) -> None:
+    rng = random.Random(seed * 10 + snapshot_every)
+    store = CheckpointStore(str(tmp_path / "a"), {"job": 1}, snapshot_every=snapshot_every)
+    full = CheckpointStore(str(tmp_path / "b"), {"job": 1}, snapshot_every=1)
+    model = Model()
+    warm: dict = {}
+    parallelism = 2
+    for version in range(9):
+        if rng.random() < 0.25:
+            parallelism = rng.choice([1, 2, 3])  # a restart with another parallelism
+        model.step(rng, n_keys=40, ops=rng.randrange(0, 25))
+        _write_batch(store, model, version, parallelism, warm, rng)
+        _write_batch(full, model, version, parallelism, {}, rng)
+        expected = model.flat(KeyGroupRange(0, MAXP - 1))
+        for reader in (1, 2, 3):  # any parallelism reads it back
+            assert _restored(store, version, reader) == expected
+        assert _restored(full, version, parallelism) == expected
+        for i in range(parallelism):  # what inspect reads: the materialized full snapshot
+            _, parts = store.read_subtask(version, 0, i)
+            _, ref = full.read_subtask(version, 0, i)
+            from sparktide.runtime.snapshot import KeyedOperatorSnapshot as Snap
+
+            mine, theirs = Snap.from_bytes(parts["keyed"]), Snap.from_bytes(ref["keyed"])
+            assert flatten(mine) == flatten(theirs) and mine.state_meta == theirs.state_meta
+        chains = store.commit_info(version)["chains"]["0"]
+        assert all(len(c["changelogs"]) < snapshot_every for c in chains)
+
+
+def _big_store(tmp_path, keys: int = 10_000):
+    store = CheckpointStore(str(tmp_path / "ckpt"), {"job": 1}, snapshot_every=10)
+    model = Model(maxp=128)
+    for k in range(keys):
+        model.state[("count", f"k{k}", None)] = k
+        model.timers[("user-timers", 0, 1_000 + k, f"k{k}", None)] = k
+    model.seq = keys
+    return store, model
+
+
+def _write_one(store, model, version, new_digests):
+    kgs = KeyGroupRange(0, 127)
+    previous = store.commit_info(version - 1) if version else None
+    plan = store.plan_chain(previous, 0, 0, 1, version)
+    snap = rebuild("op", 128, kgs, META, model.flat(kgs))
+    size, new = store.write_version(version, 0, 0, plan, snap, new_digests, PARTS)
+    store.commit(version, {"processing_time": 0, "parallelism": {"0": 1}})
+    return size, new
+
+
+def test_a_changelog_is_proportional_to_the_touched_entries(tmp_path) -> None:
+    store, model = _big_store(tmp_path)
+    full_size, d = _write_one(store, model, 0, {})
+    for k in range(0, 10_000, 1_000):  # 10 of 10,000 keys: a new value and a new timer
+        model.state[("count", f"k{k}", None)] = -k
+        model.timers[("user-timers", 0, 50_000 + k, f"k{k}", None)] = model.seq
+        model.seq += 1
+    del model.state[("count", "k5", None)]
+    log_size, _ = _write_one(store, model, 1, d)
+    assert os.path.exists(store.changelog_path(1, 0, 0))
+    assert not os.path.exists(store.subtask_path(1, 0, 0))
+    assert log_size * 100 < full_size, (log_size, full_size)
+    loaded = store.restore_range(store.commit_info(1), 0, 0, 128, KeyGroupRange(0, 127))
+    assert loaded.flat == model.flat(KeyGroupRange(0, 127))
+
+
+def test_a_corrupt_or_truncated_changelog_is_an_error_naming_the_file(tmp_path) -> None:
+    store, model = _big_store(tmp_path, keys=200)
+    _, d = _write_one(store, model, 0, {})
+    model.state[("count", "k1", None)] = 77
+    _write_one(store, model, 1, d)
+    path = store.changelog_path(1, 0, 0)
+    with open(path, "rb") as f:
+        good = f.read()
+    for bad in (good[:-2], good[:-1] + bytes([good[-1] ^ 0xFF])):
+        with open(path, "wb") as f:
+            f.write(bad)
+        with pytest.raises(CheckpointError, match=r"sub-0\.log.*(truncated|corrupt)"):
+            store.read_subtask(1, 0, 0)
+    os.remove(path)
+    with pytest.raises(CheckpointError, match=r"sub-0\.log: missing"):
+        store.read_subtask(1, 0, 0)
+
+
+def test_cleanup_keeps_every_file_a_retained_version_needs(tmp_path) -> None:
+    rng = random.Random(3)
+    store = CheckpointStore(str(tmp_path / "ckpt"), {"job": 1}, snapshot_every=3)
+    model = Model()
+    states = []
+    for version in range(8):
+        model.step(rng, 30, 10)
+        states.append(model.flat(KeyGroupRange(0, MAXP - 1)))
+        _write_batch(store, model, version, 2, {}, rng)
+    kept = sorted(int(n) for n in os.listdir(tmp_path / "ckpt" / "state"))
+    # commits 5, 6, 7 remain: chains {3: [4, 5]}, {6: []}, {6: [7]}
+    assert kept == [3, 4, 5, 6, 7]
+    assert sorted(os.listdir(tmp_path / "ckpt" / "commits")) == ["5.json", "6.json", "7.json"]
+    # killed between writing version 8 and committing it: the replay reloads version 7
+    model.step(rng, 30, 10)
+    info = store.commit_info(7)
+    for i in range(2):
+        plan = store.plan_chain(info, 0, i, 2, 8)
+        kgs = compute_key_group_range_for_operator_index(MAXP, 2, i)
+        store.write_version(8, 0, i, plan, model.snapshot(kgs), {}, PARTS)  # torn: wrong digests
+    assert store.committed_version() == 7
+    assert _restored(store, 7, 2) == states[7]
+    _write_batch(store, model, 8, 2, {}, rng)  # the replay overwrites version 8
+    assert _restored(store, 8, 3) == model.flat(KeyGroupRange(0, MAXP - 1))
+
+
+def _fingerprint(op="window", uid="w", splits=3, maxp=128):
+    return {
+        "sources": [["flights", None, splits]],
+        "stages": [
+            {"operators": [["map", None], [op, uid]], "max_parallelism": maxp, "keyed": True}
+        ],
+    }
+
+
+def test_another_job_graph_is_refused_naming_the_difference(tmp_path) -> None:
+    CheckpointStore(str(tmp_path), _fingerprint()).commit(0, {"parallelism": {}})
+    cases = {
+        "stage 0 operator 1 is 'window' \\(uid 'w'\\) in the checkpoint but 'reduce' here": {
+            "op": "reduce",
+            "uid": None,
+        },
+        "source 'flights' had 3 splits, now 4": {"splits": 4},
+        "stage 0 max_parallelism 128 in the checkpoint vs 256 here": {"maxp": 256},
+    }
+    for message, change in cases.items():
+        with pytest.raises(CheckpointError, match=message):
+            CheckpointStore(str(tmp_path), _fingerprint(**change)).committed_version()
+    assert CheckpointStore(str(tmp_path), _fingerprint()).committed_version() == 0
+
+
+def test_a_commit_of_another_format_version_names_both_versions(tmp_path) -> None:
+    store = CheckpointStore(str(tmp_path), None)
+    body = {"format_version": 7, "version": 0, "parallelism": {}, "fingerprint": None}
+    encoded = json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    store.write(
+        store.path("commits", "0.json"),
+        json.dumps({"body": body, "crc32": zlib.crc32(encoded)}).encode("utf-8"),
+    )
+    with pytest.raises(CheckpointError, match=r"format version 7 is not supported.*version 1"):
+        store.committed_version()
+
+
+def test_snapshot_every_is_validated(tmp_path) -> None:
+    for bad in (0, -1, 2.5, "3", True):
+        with pytest.raises(ValueError, match="snapshot_every must be an int >= 1"):
+            CheckpointStore(str(tmp_path), None, snapshot_every=bad)
+    assert CheckpointStore(str(tmp_path), None).snapshot_every == 10
+
+
+# ------------------------------------------------------------------------------ worker cache
+
+
+def _alarm_job(spark, parallelism: int = 1):
+    from sparktide.common import Row, Types
+    from sparktide.datastream import StreamExecutionEnvironment
+    from sparktide.spark.executor import SparkExecutor
+
+    env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
+    env.set_parallelism(parallelism)
+    env.set_max_parallelism(128)
+    event = Types.ROW_NAMED(["key", "ts", "v"], [Types.STRING(), Types.LONG(), Types.LONG()])
+    stream = env.from_collection([Row(key="a", ts=1, v=1)], type_info=event)
+    stream.key_by(lambda r: r.key).process(_Alarm(), output_type=event).print()
+    return SparkExecutor(env._graph, env)._job()
+
+
+def _alarm_class():
+    from sparktide.common import Types
+    from sparktide.datastream import KeyedProcessFunction
+    from sparktide.datastream.state import ValueStateDescriptor
+
+    class Alarm(KeyedProcessFunction):
+        def open(self, runtime_context):
+            self.count = runtime_context.get_state(ValueStateDescriptor("count", Types.LONG()))
+
+        def process_element(self, value, ctx):
+            self.count.update((self.count.value() or 0) + 1)
+            ctx.timer_service().register_event_time_timer(ctx.timestamp() + 1_000)
+
+    return Alarm
+
+
+_Alarm = _alarm_class()
+
+
+def test_the_worker_cache_serves_the_next_batch_but_never_a_replay(spark, tmp_path) -> None:
+    import pickle
+
+    from sparktide.spark import stream_job
+    from sparktide.spark.stream_job import CACHE_STATS, StreamingJob, clear_warm_cache
+
+    base = _alarm_job(spark)
+    stage = base.plan.stages[-1]
+    store = CheckpointStore(str(tmp_path / "ckpt"), {"job": "alarm"}, snapshot_every=3)
+    maxp = stage.max_parallelism
+    model = Model(maxp=maxp)
+    for k in range(300):
+        model.state[("count", f"k{k}", None)] = k
+        model.timers[("user-timers", 0, 10_000 + k, f"k{k}", None)] = k
+    meta = {"count": {"kind": "value", "ttl": False}}
+    kgs = KeyGroupRange(0, maxp - 1)
+    seeded = rebuild("op", maxp, kgs, meta, model.flat(kgs))
+    plan = store.plan_chain(None, stage.index, 0, 1, 0)
+    parts = {"valves": pickle.dumps({}), "watermarks": pickle.dumps({})}
+    store.write_version(0, stage.index, 0, plan, seeded, {}, parts)
+    store.commit(0, {"processing_time": 0, "parallelism": {str(stage.index): 1}})
+    expected = flatten(seeded)
+    clear_warm_cache()
+
+    def run(version: int) -> None:
+        previous = store.commit_info(version - 1)
+        job = StreamingJob(base, store, version, version, version - 1, previous, {})
+        job.run_stream_subtask(stage.index, 0, [pickle.dumps([])])
+
+    def commit(version: int) -> None:
+        store.commit(version, {"processing_time": version, "parallelism": {str(stage.index): 1}})
+        _, got = store.read_subtask(version, stage.index, 0)
+        from sparktide.runtime.snapshot import KeyedOperatorSnapshot
+
+        assert flatten(KeyedOperatorSnapshot.from_bytes(got["keyed"])) == expected
+
+    run(1)  # a cold worker: from disk
+    commit(1)
+    run(2)  # the same worker, next batch: from memory
+    commit(2)
+    assert (CACHE_STATS["disk"], CACHE_STATS["warm"]) == (1, 1)
+    run(3)  # batch 3 writes but is not committed (the sink failed) ...
+    assert (CACHE_STATS["disk"], CACHE_STATS["warm"]) == (1, 2)
+    run(3)  # ... its replay needs version 2, not the state the failed attempt left
+    assert (CACHE_STATS["disk"], CACHE_STATS["warm"]) == (2, 2)
+    commit(3)
+    original = store.write_version
+
+    def failing(*args, **kwargs):
+        raise OSError("disk full")
+
+    store.write_version = failing  # batch 4 fails after the cache entry was taken
+    with pytest.raises(OSError):
+        run(4)
+    assert (CACHE_STATS["disk"], CACHE_STATS["warm"]) == (2, 3)
+    store.write_version = original
+    run(4)
+    commit(4)
+    assert (CACHE_STATS["disk"], CACHE_STATS["warm"]) == (3, 3)  # its retry: from disk
+    assert stream_job._WARM  # batch 4 left its state for batch 5
+    clear_warm_cache()
+
+
+# ------------------------------------------------------------------------------ end to end
+
+
+def _write_inputs(directory, files: int, first: int = 0, seed: int = 11) -> None:
+    os.makedirs(directory, exist_ok=True)
+    rng = random.Random(seed)
+    for f in range(files):
+        rows = [
+            {"key": f"k{rng.randrange(40)}", "ts": (first + f) * 3_000 + rng.randrange(2_500)}
+            for _ in range(25)
+        ]
+        path = os.path.join(directory, f"part-{first + f:04d}.json")
+        with open(path, "w") as out:
+            out.write("\n".join(json.dumps({**r, "v": 1}) for r in rows) + "\n")
+        os.utime(path, (1_700_000_000 + first + f, 1_700_000_000 + first + f))
+
+
+def _run(spark, directory, ckpt, parallelism: int, snapshot_every: int) -> dict:
+    from sparktide.common import Duration
+    from sparktide.common.watermark_strategy import WatermarkStrategy
+    from sparktide.datastream import StreamExecutionEnvironment
+    from sparktide.spark.streaming import ForeachBatchSink
+
+    env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
+    env.set_parallelism(parallelism)
+    frame = (
+        spark.readStream.schema("key string, ts long, v long")
+        .option("maxFilesPerTrigger", 1)
+        .json(str(directory))
+    )
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(500))
+    out: dict = {}
+
+    def collect(df, batch_id):
+        out[batch_id] = sorted(tuple(r) for r in df.collect())
+
+    from sparktide.common import Types
+
+    alarm = Types.ROW_NAMED(["key", "ts", "v"], [Types.STRING(), Types.LONG(), Types.LONG()])
+    stream = env.from_stream(frame, strategy, timestamp_column="ts")
+    stream.key_by(lambda r: r.key).process(_Fired(), output_type=alarm).sink_to(
+        ForeachBatchSink(collect)
+    )
+    env.execute(
+        checkpoint_location=str(ckpt), trigger="available_now", snapshot_every=snapshot_every
+    )
+    return out
+
+
+def _fired_class():
+    from sparktide.common import Row
+
+    class Fired(_Alarm):
+        def on_timer(self, timestamp, ctx):
+            yield Row(key=ctx.get_current_key(), ts=timestamp, v=self.count.value())
+
+    return Fired
+
+
+_Fired = _fired_class()
+
+
+def _state_of(ckpt) -> dict:
+    from sparktide.runtime.snapshot import KeyedOperatorSnapshot
+
+    store = CheckpointStore(str(ckpt))
+    version = store.committed_version()
+    info = store.commit_info(version)
+    out: dict = {}
+    for stage, p in info["parallelism"].items():
+        for i in range(int(p)):
+            _, parts = store.read_subtask(version, int(stage), i)
+            out.update(flatten(KeyedOperatorSnapshot.from_bytes(parts["keyed"])))
+    return out
+
+
+def _inputs(directory) -> list[tuple[str, int]]:
+    rows = []
+    for name in sorted(os.listdir(directory)):
+        with open(os.path.join(directory, name)) as f:
+            rows.extend((r["key"], r["ts"]) for r in map(json.loads, f))
+    return rows
+
+
+def test_changelogs_and_a_rescale_keep_the_output_and_state_exact(spark, tmp_path) -> None:
+    _write_inputs(tmp_path / "in", 2)
+    first = _run(spark, tmp_path / "in", tmp_path / "ckpt", 2, snapshot_every=2)
+    _write_inputs(tmp_path / "in", 1, first=2, seed=12)
+    second = _run(spark, tmp_path / "in", tmp_path / "ckpt", 3, snapshot_every=2)
+    assert sorted(first) == [0, 1] and sorted(second) == [2]
+    # the model: a count per key and an event-time timer at ts + 1000 per record, fired
+    # once the watermark (max ts - 500 - 1, at the end of each batch) reaches it
+    rows = _inputs(tmp_path / "in")
+    watermark = max(ts for _, ts in rows) - 501
+    counts: dict = {}
+    for key, _ in rows:
+        counts[key] = counts.get(key, 0) + 1
+    pending = {(ts + 1_000, key) for key, ts in rows if ts + 1_000 > watermark}
+    fired = [row for b in sorted({**first, **second}) for row in {**first, **second}[b]]
+    assert len(fired) == len({(ts + 1_000, key) for key, ts in rows}) - len(pending)
+    state = _state_of(tmp_path / "ckpt")
+    items = [item for per_kg in state.values() for item in per_kg.items()]
+    assert {i[2]: v for i, v in items if i[0] == 0} == counts
+    assert {(i[3], i[4]) for i, _ in items if i[0] == 1} == pending
+    store = CheckpointStore(str(tmp_path / "ckpt"))
+    assert store.commit_info(1)["chains"]["0"] == [{"snapshot": 0, "changelogs": [1]}] * 2
+    assert os.path.exists(tmp_path / "ckpt" / "state" / "1" / "stage-0" / "sub-1.log")
+    # batch 2 rescaled from 2 to 3 subtasks (reading the changelogs): full snapshots
+    assert store.commit_info(2)["chains"]["0"] == [{"snapshot": 2, "changelogs": []}] * 3
+
+
+def test_snapshot_every_is_validated_by_execute(spark, tmp_path) -> None:
+    from sparktide.datastream import StreamExecutionEnvironment
+    from sparktide.spark.streaming import ForeachBatchSink
+
+    os.makedirs(tmp_path / "in")
+    env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
+    frame = spark.readStream.schema("key string, ts long, v long").json(str(tmp_path / "in"))
+    env.from_stream(frame).sink_to(ForeachBatchSink(lambda df, batch_id: None))
+    with pytest.raises(ValueError, match="snapshot_every must be an int >= 1"):
+        env.execute(checkpoint_location=str(tmp_path / "ckpt"), snapshot_every=0)
+    bounded = StreamExecutionEnvironment.get_execution_environment(runtime="local")
+    bounded.from_collection([1, 2]).print()
+    with pytest.raises(ValueError, match="snapshot_every apply to jobs reading"):
+        bounded.execute(snapshot_every=3)
