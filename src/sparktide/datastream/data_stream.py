@@ -367,6 +367,21 @@ class DataStream:
         )
         return DataStreamSink(node)
 
+    def foreach_batch(self, fn: Any, *, idempotent: bool = True) -> DataStreamSink:
+        """On a stream read by ``env.from_stream(...)``: call ``fn(batch_df, batch_id)`` with
+        each micro-batch's output as a Spark DataFrame; the same as ``sink_to(
+        ForeachBatchSink(fn, idempotent=idempotent))`` (see
+        :class:`~sparktide.spark.stream_sinks.ForeachBatchSink`: pass ``idempotent=False``
+        when ``fn`` called twice with one batch id writes twice).
+
+        >>> from sparktide.datastream import StreamExecutionEnvironment
+        >>> env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
+        >>> sink = env.from_collection([1, 2]).foreach_batch(lambda df, batch_id: None)
+        """
+        from sparktide.spark.stream_sinks import ForeachBatchSink
+
+        return self.sink_to(ForeachBatchSink(fn, idempotent=idempotent))
+
     def add_sink(self, sink_func: Any) -> DataStreamSink:
         """Send every element to a SinkFunction (``invoke(value, context)``) or a callable."""
         as_callable(sink_func, "invoke", "sink_func")

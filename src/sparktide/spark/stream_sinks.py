@@ -1,25 +1,70 @@
-"""Streaming sinks: each micro-batch's output handed to Spark as a DataFrame, per batch id."""
+"""Streaming sinks: each micro-batch's output handed to Spark as a DataFrame, per batch id.
+
+A micro-batch that fails before it is committed is replayed from the previous checkpoint
+version, and its output is written again. The output is exactly once only when every sink
+writes idempotently per batch id:
+
+============================  ==========================================================
+sink                          replay of a batch
+============================  ==========================================================
+:class:`ParquetBatchSink`     overwrites ``<path>/batch=<id>/``: exactly once
+:class:`JsonBatchSink`        overwrites ``<path>/batch=<id>/``: exactly once
+:class:`ForeachBatchSink`     calls ``fn`` again with the same batch id: exactly once if
+                              ``fn`` is idempotent per batch id (``idempotent=True``)
+:class:`ConsoleBatchSink`     prints the batch again: at least once
+``print()``                   prints the lines again: at least once
+``add_sink(...)``, other      write the records again: at least once
+``sink_to(...)`` sinks
+============================  ==========================================================
+
+:func:`idempotence_warnings` lists the sinks of a job that are not idempotent; a streaming
+run warns about each one with a :class:`StreamingExactlyOnceWarning` when it starts.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["ForeachBatchSink", "JsonBatchSink", "ParquetBatchSink", "batch_sink_of"]
+__all__ = [
+    "ConsoleBatchSink",
+    "ForeachBatchSink",
+    "JsonBatchSink",
+    "ParquetBatchSink",
+    "StreamingExactlyOnceWarning",
+    "batch_sink_of",
+    "idempotence_warnings",
+]
+
+
+class StreamingExactlyOnceWarning(UserWarning):
+    """A sink of a streaming job is not idempotent per batch id, so the output of a micro-batch
+    replayed after a failure may be written twice: exactly-once does not hold for it."""
 
 
 class ForeachBatchSink:
     """Calls ``fn(batch_df, batch_id)`` with each micro-batch's output (a DataFrame of the
     stream's columns, in position order). ``fn`` may be called again with the same batch id
-    after a failure: make what it does idempotent per batch id (e.g. overwrite a partition).
+    after a failure: make what it does idempotent per batch id (e.g. overwrite a partition,
+    or upsert keyed by batch id). Pass ``idempotent=False`` when it is not (e.g. it appends
+    to a table or sends messages): the job then runs at least once, and starting it warns
+    with a :class:`StreamingExactlyOnceWarning`.
 
     >>> sink = ForeachBatchSink(lambda df, batch_id: None)
+    >>> sink.idempotent, ForeachBatchSink(print, idempotent=False).idempotent
+    (True, False)
     """
 
-    def __init__(self, fn: Callable[[Any, int], None]) -> None:
+    def __init__(self, fn: Callable[[Any, int], None], *, idempotent: bool = True) -> None:
         if not callable(fn):
             raise TypeError(f"fn must be a callable (batch_df, batch_id), got {type(fn).__name__}")
+        if type(idempotent) is not bool:
+            raise TypeError(
+                "idempotent must be a bool: True when fn(batch_df, batch_id) called twice with "
+                f"the same batch id leaves the same result as once; got {idempotent!r}"
+            )
         self.fn = fn
+        self.idempotent = idempotent
 
     def create_operator(self, type_info: Any) -> Any:
         raise RuntimeError(
@@ -36,6 +81,13 @@ class ForeachBatchSink:
 
     def write_batch(self, df: Any, batch_id: int) -> None:
         self.fn(df, batch_id)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # ``fn`` runs on the driver only: it may hold what cannot travel (a progress bar, a
+        # SparkSession, a lock), so the copy shipped with the job graph goes without it
+        state = dict(self.__dict__)
+        state["fn"] = None
+        return state
 
 
 class ParquetBatchSink(ForeachBatchSink):
@@ -70,6 +122,116 @@ class JsonBatchSink(ParquetBatchSink):
     format = "json"
 
 
+class ConsoleBatchSink(ForeachBatchSink):
+    """Prints each micro-batch's output on the driver as Spark's console sink does: a
+    ``Batch: <id>`` header, then ``df.show(num_rows, truncate)``. For development: a batch
+    replayed after a failure is printed again (at least once).
+
+    >>> sink = ConsoleBatchSink(num_rows=5, truncate=False)
+    >>> sink.num_rows, sink.truncate, sink.idempotent
+    (5, False, False)
+    >>> ConsoleBatchSink(num_rows=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: num_rows must be an int >= 1 (the rows shown per batch), got 0
+    """
+
+    def __init__(self, num_rows: int = 20, truncate: bool | int = True) -> None:
+        if type(num_rows) is not int or num_rows < 1:
+            raise ValueError(
+                f"num_rows must be an int >= 1 (the rows shown per batch), got {num_rows!r}"
+            )
+        if not isinstance(truncate, (bool, int)) or (type(truncate) is int and truncate < 1):
+            raise ValueError(
+                "truncate must be a bool (True: cut strings at 20 characters) or an int >= 1 "
+                f"(the characters kept), got {truncate!r}"
+            )
+        super().__init__(self._show, idempotent=False)
+        self.num_rows = num_rows
+        self.truncate = truncate
+
+    def _show(self, df: Any, batch_id: int) -> None:
+        rule = "-" * 43
+        print(f"{rule}\nBatch: {batch_id}\n{rule}")
+        df.show(self.num_rows, self.truncate)
+
+
 def batch_sink_of(writer: Any) -> Any:
     owner = getattr(writer, "__self__", None)
     return owner if isinstance(owner, ForeachBatchSink) else None
+
+
+_INSTEAD = (
+    "for exactly-once output use sink_to(ParquetBatchSink(path)), sink_to(JsonBatchSink(path)) "
+    "or foreach_batch(fn) with an fn that is idempotent per batch id"
+)
+
+
+def _sink_operator(node: Any) -> Any:
+    factory = getattr(node, "operator_factory", None)
+    if factory is None:
+        return None
+    try:
+        return factory()
+    except Exception:  # an unusable sink fails later, where the job builds it
+        return None
+
+
+def idempotence_warnings(plan_or_nodes: Any) -> list[str]:
+    """One message per sink of a streaming job that does not write idempotently per batch id
+    (see the module's table), naming the sink and what to use instead; ``plan_or_nodes``:
+    a plan (its ``nodes``) or the job graph's nodes.
+
+    >>> from sparktide.runtime.graph import Node
+    >>> def sink(name, writer):
+    ...     return Node("sink", name, frame_writer=writer.write_dataframe)
+    >>> idempotence_warnings([sink("out", ParquetBatchSink("/tmp/out"))])
+    []
+    >>> [message] = idempotence_warnings([sink("show", ConsoleBatchSink())])
+    >>> message.split(":")[0]
+    "sink 'show' (ConsoleBatchSink) prints a replayed micro-batch again"
+    """
+    from sparktide.runtime.operators.simple import CollectSinkOperator, PrintSinkOperator
+
+    messages: list[str] = []
+    for node in getattr(plan_or_nodes, "nodes", plan_or_nodes):
+        if node.kind != "sink":
+            continue
+        what = f"sink {node.name!r}"
+        writer = node.frame_writer
+        if writer is not None:
+            sink = batch_sink_of(writer)
+            if sink is None:
+                owner = type(getattr(writer, "__self__", writer)).__name__
+                messages.append(
+                    f"{what} ({owner}) writes each micro-batch as new files, so a replayed "
+                    f"batch is written again: exactly-once does not hold for it; {_INSTEAD}"
+                )
+            elif isinstance(sink, ConsoleBatchSink):
+                messages.append(
+                    f"{what} (ConsoleBatchSink) prints a replayed micro-batch again: "
+                    f"exactly-once does not hold for it; {_INSTEAD}"
+                )
+            elif not sink.idempotent:
+                messages.append(
+                    f"{what} ({type(sink).__name__} with idempotent=False) gets a replayed "
+                    "micro-batch again: exactly-once does not hold for it; make fn idempotent "
+                    "per batch id and pass idempotent=True, or "
+                    + _INSTEAD.removeprefix("for exactly-once output ")
+                )
+            continue
+        operator = _sink_operator(node)
+        if isinstance(operator, CollectSinkOperator):
+            continue  # refused by the streaming run itself
+        if isinstance(operator, PrintSinkOperator):
+            messages.append(
+                f"{what} (print()) prints the lines of a replayed micro-batch again: "
+                f"exactly-once does not hold for it (fine for watching a stream); {_INSTEAD}"
+            )
+        else:
+            kind = type(operator).__name__ if operator is not None else "a record sink"
+            messages.append(
+                f"{what} ({kind}) writes record by record, so the records of a replayed "
+                f"micro-batch are written again: exactly-once does not hold for it; {_INSTEAD}"
+            )
+    return messages

@@ -12,7 +12,58 @@ from typing import Any
 from sparktide.datastream.source import Source, SourceSplit
 from sparktide.spark.frames import records_of_batch, type_info_of_schema
 
-__all__ = ["StreamSource", "has_stream_source"]
+__all__ = ["StreamSource", "has_stream_source", "spark_hash_long", "split_keys"]
+
+
+_MASK = 0xFFFFFFFF
+_INTEGRAL = ("ByteType", "ShortType", "IntegerType", "LongType")
+
+
+def _rotl(x: int, r: int) -> int:
+    return ((x << r) | (x >> (32 - r))) & _MASK
+
+
+def _mix(h1: int, k1: int) -> int:
+    k1 = _rotl((k1 * 0xCC9E2D51) & _MASK, 15) * 0x1B873593 & _MASK
+    return (_rotl(h1 ^ k1, 13) * 5 + 0xE6546B64) & _MASK
+
+
+def spark_hash_long(value: int, seed: int = 42) -> int:
+    """Spark's ``hash()`` of a ``bigint`` (Murmur3 x86 32-bit, seed 42): what hash
+    partitioning (``repartition(n, col)``) takes modulo ``n``.
+
+    >>> spark_hash_long(0), spark_hash_long(1)
+    (-1670924195, -1712319331)
+    """
+    h1 = _mix(_mix(seed, value & _MASK), (value >> 32) & _MASK)
+    h1 ^= 8
+    h1 ^= h1 >> 16
+    h1 = (h1 * 0x85EBCA6B) & _MASK
+    h1 ^= h1 >> 13
+    h1 = (h1 * 0xC2B2AE35) & _MASK
+    h1 ^= h1 >> 16
+    return h1 - (1 << 32) if h1 & 0x80000000 else h1
+
+
+def split_keys(num_splits: int) -> list[int]:
+    """For each split ``s``, a ``bigint`` that Spark's hash partitioning into ``num_splits``
+    partitions sends to partition ``s``; repartitioning by ``keys[v % num_splits]`` puts value
+    ``v`` into split ``v % num_splits`` (hash partitioning by ``v`` itself would put Kafka
+    partitions 0 and 1 into one split of 2).
+
+    >>> keys = split_keys(4)
+    >>> [spark_hash_long(k) % 4 for k in keys]
+    [0, 1, 2, 3]
+    """
+    keys: list[int | None] = [None] * num_splits
+    missing, candidate = num_splits, 0
+    while missing:
+        target = spark_hash_long(candidate) % num_splits
+        if keys[target] is None:
+            keys[target] = candidate
+            missing -= 1
+        candidate += 1
+    return [k for k in keys if k is not None]
 
 
 def _names(value: str | Sequence[str] | None, parameter: str, columns: list[str]) -> list[str]:
@@ -32,9 +83,12 @@ class StreamSource(Source):
     """The rows of a Structured Streaming DataFrame, as named ``Row`` records.
 
     The splits are fixed for the life of the checkpoint: with ``split_by`` the rows of each
-    micro-batch are hash-partitioned by those columns into ``num_splits`` splits (required, since
+    micro-batch are partitioned by those columns into ``num_splits`` splits (required, since
     a split's watermark generator must see the same rows in every batch); without it the whole
-    batch is one split. ``order_by`` sorts each split's rows within a batch.
+    batch is one split. One integral ``split_by`` column (Kafka's ``partition``) puts value
+    ``v`` into split ``v % num_splits``, so with ``num_splits`` equal to the number of Kafka
+    partitions each partition is its own split, as in Flink's Kafka source; other columns are
+    hash-partitioned. ``order_by`` sorts each split's rows within a batch (Kafka: ``offset``).
     """
 
     def __init__(
@@ -67,6 +121,10 @@ class StreamSource(Source):
                 "split_by=... (e.g. a Kafka 'partition' column) or leave num_splits unset"
             )
         self.num_splits = num_splits or 1
+        # one integral split column (Kafka's ``partition``): value v goes to split v % n
+        self.direct = len(self.split_by) == 1 and (
+            type(df.schema[self.split_by[0]].dataType).__name__ in _INTEGRAL
+        )
         self.type_info = type_info_of_schema(df.schema)
         self.df = df
 
@@ -81,11 +139,17 @@ class StreamSource(Source):
 
     def prepare(self, batch_df: Any) -> Any:
         """A micro-batch's DataFrame with one partition per split, sorted by ``order_by``."""
-        df = (
-            batch_df.repartition(self.num_splits, *self.split_by)
-            if self.split_by
-            else batch_df.coalesce(1)
-        )
+        if self.direct:
+            from pyspark.sql import functions as F
+
+            # bigint literals: Spark hashes an int and a bigint differently
+            keys = F.array(*[F.lit(k).cast("bigint") for k in split_keys(self.num_splits)])
+            split = (F.pmod(F.col(self.split_by[0]), F.lit(self.num_splits)) + 1).cast("int")
+            df = batch_df.repartition(self.num_splits, F.element_at(keys, split))
+        elif self.split_by:
+            df = batch_df.repartition(self.num_splits, *self.split_by)
+        else:
+            df = batch_df.coalesce(1)
         return df.sortWithinPartitions(*self.order_by) if self.order_by else df
 
     def records(self, batches: Iterable[Any]) -> Iterator[Any]:
