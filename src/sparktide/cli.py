@@ -11,12 +11,14 @@ sparktide 0.1.0
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as _dt
+import logging
 import os
 import runpy
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -27,6 +29,7 @@ __all__ = ["ProgressBar", "main"]
 DEFAULT_OUT = "./sparktide-demo-out"
 DEFAULT_AIRPORT = "JFK"
 DEFAULT_DAY = "2013-06-15"
+DEFAULT_STREAM_DAYS = 91
 EXIT_USAGE = 2
 
 
@@ -217,6 +220,21 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--no-progress", action="store_true", help="do not show the progress bar on stderr"
     )
+    demo.add_argument(
+        "--days", type=_positive_int, default=None, metavar="N",
+        help="replay only the flights of the first N days of the year (with --stream, default: "
+        f"{DEFAULT_STREAM_DAYS})",
+    )  # fmt: skip
+    demo.add_argument(
+        "--stream", action="store_true",
+        help="replay the flights through a Structured Streaming file source in micro-batches "
+        "(jobs a-c, on Spark) and check that the output equals the bounded run's",
+    )  # fmt: skip
+    demo.add_argument(
+        "--batch-records", type=_positive_int, default=None, metavar="N",
+        help="with --stream: items per split per micro-batch, the bounded run's "
+        "watermark_every (default: about a week of schedule)",
+    )  # fmt: skip
 
     run = commands.add_parser(
         "run",
@@ -298,7 +316,14 @@ def _pick_day(requested: str | None, flights: Any) -> tuple[str, str | None]:
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    runtime = args.runtime or default_runtime()
+    if args.stream and args.runtime == "local":
+        return _fail(
+            "--stream runs on Spark (Structured Streaming): leave out --runtime local, or "
+            "leave out --stream for the in-process runtime"
+        )
+    if args.batch_records is not None and not args.stream:
+        return _fail("--batch-records sets the micro-batch size of --stream; add --stream")
+    runtime = "spark" if args.stream else args.runtime or default_runtime()
     problem = _check_runtime(runtime)
     if problem:
         return _fail(problem)
@@ -316,10 +341,19 @@ def run_demo(args: argparse.Namespace) -> int:
         flights = load_flights(limit=args.limit)
     except (ModuleNotFoundError, FileNotFoundError) as exc:
         return _fail(str(exc))
+    days = args.days
+    if args.stream and days is None and args.limit is None:
+        days = DEFAULT_STREAM_DAYS
+    if days is not None:
+        from sparktide.demo.stream import first_days
+
+        flights = first_days(flights, days)
     day, note = _pick_day(args.day, flights)
-    if note:
+    if note and not args.stream:  # --stream draws no timeline
         print(note, file=sys.stderr)
     settings = DemoSettings(airport=args.airport, day=day, alert_after_minutes=args.alert_after)
+    if args.stream:
+        return _run_stream_demo(args, flights, settings)
     env = StreamExecutionEnvironment.get_execution_environment(runtime=runtime)
     if args.parallelism is not None:
         env.set_parallelism(args.parallelism)
@@ -349,8 +383,46 @@ def run_demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_stream_demo(args: argparse.Namespace, flights: Any, settings: Any) -> int:
+    """``sparktide demo --stream``: see :mod:`sparktide.demo.stream`."""
+    from sparktide.demo.stream import format_stream_report, stream_demo
+    from sparktide.spark.session import SparkUnavailableError, get_spark
+
+    try:
+        spark = get_spark()
+    except SparkUnavailableError as exc:
+        return _fail(f"--stream needs Spark: {exc}")
+
+    bar = (_NoProgress if args.no_progress else ProgressBar)("streaming", unit="micro-batches")
+    finished = [False]
+
+    def finish_bar() -> None:
+        if not finished[0]:
+            bar.finish()
+            finished[0] = True
+
+    def log(text: str) -> None:
+        if bar.total:  # the queries have run: end the bar's line first
+            finish_bar()
+        print(text, file=sys.stderr)
+
+    out = Path(args.out)
+    demo = stream_demo(
+        spark, flights, settings, out, args.batch_records, args.parallelism,
+        log=None if args.no_progress else log, progress=bar.report,
+    )  # fmt: skip
+    finish_bar()
+    print(format_stream_report(demo))
+    print()
+    print(
+        f"written to {out / 'stream'}: " + ", ".join(p.name for p in demo.written.values())
+        + f" (input files and checkpoints under {out})"
+    )  # fmt: skip
+    return 0 if demo.comparison.equal else 1
+
+
 def format_checkpoint(summary: dict[str, Any]) -> str:
-    """A text view of :meth:`CheckpointStore.describe`'s summary.
+    """A text view of :func:`~sparktide.spark.checkpoint_inspect.describe_checkpoint`.
 
     >>> print(format_checkpoint({"location": "/ckpt", "committed_batch": None}))
     /ckpt: no committed batch yet
@@ -361,15 +433,27 @@ def format_checkpoint(summary: dict[str, Any]) -> str:
     lines = [
         f"{location}: committed batch {batch}, processing time {summary.get('processing_time')}",
     ]
+    splits = summary.get("split_watermarks") or {}
+    if splits:
+        lines.append(
+            f"  watermark {_or_dash(summary.get('watermark'))}; splits: "
+            + ", ".join(f"{g}={w}" for g, w in splits.items())
+        )
     metrics = summary.get("metrics") or {}
     if metrics:
-        lines.append("  metrics: " + ", ".join(f"{k}={v}" for k, v in sorted(metrics.items())))
+        lines.append(
+            "  last batch: "
+            + ", ".join(f"{k}={v}" for k, v in sorted(metrics.items()) if not isinstance(v, dict))
+        )
     header = (
         f"  {'stage':>5} {'subtask':>7} {'key groups':>11} {'state':>7} "
-        f"{'event timers':>12} {'next event':>14} {'proc timers':>11} {'next proc':>14}"
+        f"{'event timers':>12} {'earliest':>14} {'latest':>14} "
+        f"{'proc timers':>11} {'earliest':>14} {'latest':>14}"
     )
-    lines.append(header)
     for stage in summary.get("stages", []):
+        operators = " -> ".join(stage.get("operators", []))
+        lines.append(f"  stage {stage['stage']}: {operators} (parallelism {stage['parallelism']})")
+        lines.append(header)
         for sub in stage["subtasks"]:
             groups = sub.get("key_groups")
             span = f"{groups[0]}-{groups[1]}" if groups else "-"
@@ -377,8 +461,10 @@ def format_checkpoint(summary: dict[str, Any]) -> str:
                 f"  {stage['stage']:>5} {sub['subtask']:>7} {span:>11} "
                 f"{sub.get('state_entries', '-'):>7} {sub.get('event_timers', '-'):>12} "
                 f"{_or_dash(sub.get('next_event_timer')):>14} "
+                f"{_or_dash(sub.get('last_event_timer')):>14} "
                 f"{sub.get('processing_timers', '-'):>11} "
-                f"{_or_dash(sub.get('next_processing_timer')):>14}"
+                f"{_or_dash(sub.get('next_processing_timer')):>14} "
+                f"{_or_dash(sub.get('last_processing_timer')):>14}"
             )
     return "\n".join(lines)
 
@@ -424,11 +510,29 @@ def run_job(args: argparse.Namespace) -> int:
     saved_argv, saved_path = sys.argv, list(sys.path)
     sys.argv = [str(job), *job_args]
     sys.path.insert(0, str(job.resolve().parent))
-    try:
-        runpy.run_path(str(job), run_name="__main__")
-    finally:
-        sys.argv, sys.path[:] = saved_argv, saved_path
+    with _streaming_progress_on(sys.stderr):
+        try:
+            runpy.run_path(str(job), run_name="__main__")
+        finally:
+            sys.argv, sys.path[:] = saved_argv, saved_path
     return 0
+
+
+@contextlib.contextmanager
+def _streaming_progress_on(stream: Any) -> Iterator[None]:
+    """Show the per-batch progress lines of streaming jobs (the ``sparktide.streaming``
+    logger) on ``stream`` while a job runs."""
+    logger = logging.getLogger("sparktide.streaming")  # stream_metrics.LOGGER, without pyspark
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter("[sparktide] %(message)s"))
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -6,6 +6,8 @@ event-time jobs (the fourth joins each departure with the weather at its origin)
   (flights and weather);
 - :mod:`sparktide.demo.jobs`: the four jobs, built into one environment;
 - :mod:`sparktide.demo.report`: Parquet tables and the summary;
+- :mod:`sparktide.demo.stream`: ``sparktide demo --stream``, the replay as files read by a
+  Structured Streaming query, checked against the bounded run;
 - :mod:`sparktide.demo.plot` and :mod:`sparktide.demo.raster`: the timeline PNG.
 """
 

@@ -484,6 +484,39 @@ class FlightReplay(_Replay):
             self._splits, self.plan = _paced(parts, pace_minutes * _MINUTE)
         self.num_items = sum(len(v) for v in self._splits.values())
 
+    @property
+    def split_length(self) -> int:
+        """The number of items of the longest split (the splits of a paced replay have equal
+        lengths)."""
+        return max((len(items) for items in self._splits.values()), default=0)
+
+    def padded(self, multiple: int) -> FlightReplay:
+        """A copy whose splits end with :class:`Tick` heartbeats up to the next multiple of
+        ``multiple`` items, timed at the start of the last pacing slot (unpaced: the last
+        scheduled departure). A runtime reading rounds of ``multiple`` items per split then
+        ends every split with a full round and its periodic watermark before the end of input,
+        as a stream of micro-batches of ``multiple`` items does (it reads fewer items in its
+        last round otherwise, and goes straight to the final watermark).
+
+        >>> replay = FlightReplay(load_flights(limit=30)).padded(4)
+        >>> replay.split_length, replay.num_items
+        (16, 48)
+        """
+        if type(multiple) is not int or multiple < 1:
+            raise ValueError(f"multiple must be an int >= 1 (items per round), got {multiple!r}")
+        copy = object.__new__(FlightReplay)
+        copy.__dict__.update(self.__dict__)
+        length = -(-self.split_length // multiple) * multiple
+        copy._splits = {}
+        for origin, items in self._splits.items():
+            if self.plan and self.pace_minutes is not None:
+                last = self.plan[-1][0] * self.pace_minutes * _MINUTE
+            else:
+                last = max((i.sched_ms for i in items if type(i) is Flight), default=0)
+            copy._splits[origin] = items + [Tick(origin, last)] * (length - len(items))
+        copy.num_items = sum(len(v) for v in copy._splits.values())
+        return copy
+
     def __repr__(self) -> str:
         return (
             f"FlightReplay({self.num_flights} flights, splits={list(self._splits)}, "

@@ -448,6 +448,58 @@ class _AroundDay:
         )
 
 
+def departure_jobs(departures: Any, settings: DemoSettings) -> dict[str, Any]:
+    """Add jobs a (with the timeline trace) and b to a stream of departed :class:`Flight`
+    records whose event time is the actual departure; returns the result streams by table
+    name: ``windows``, ``late``, ``trace``, ``sessions``, ``session_late``."""
+    # a. departures per airport and hour
+    arrivals = departures.key_by(origin_of_flight).process(StampArrival())
+    windows = (
+        arrivals.key_by(origin_of_arrival)
+        .window(TumblingEventTimeWindows.of(settings.window_minutes * _MINUTE))
+        .allowed_lateness(settings.allowed_lateness_minutes * _MINUTE)
+        .side_output_late_data(LATE_DEPARTURES)
+        .aggregate(CountDepartures(), HourlyCount())
+    )
+    late = windows.get_side_output(LATE_DEPARTURES)
+    start, end = settings.day_range_ms()
+    trace = arrivals.filter(_AroundDay(settings.airport, start, end + _TRACE_AFTER_DAY))
+
+    # b. plane sessions
+    sessions = (
+        departures.key_by(tailnum_of)
+        .window(EventTimeSessionWindows.with_gap(settings.session_gap_minutes * _MINUTE))
+        .side_output_late_data(LATE_FOR_SESSIONS)
+        .aggregate(SessionSummary(), PlaneSessionResult())
+    )
+    return {
+        "windows": windows,
+        "late": late,
+        "trace": trace,
+        "sessions": sessions,
+        "session_late": sessions.get_side_output(LATE_FOR_SESSIONS),
+    }
+
+
+def alert_job(schedule: Any, settings: DemoSettings) -> Any:
+    """Add job c to a stream of :class:`Flight` records (cancelled ones included) whose event
+    time is the scheduled departure; returns the stream of :class:`Alert` records."""
+    return (
+        schedule.flat_map(expected_and_departed)
+        .key_by(flight_key_of)
+        .process(NotDepartedAlert(settings.alert_after_minutes * _MINUTE))
+    )
+
+
+def tag_results(streams: dict[str, Any]) -> Any:
+    """One stream of ``(table, record)`` pairs: the union of ``streams`` (by table name, in
+    their order), each record tagged with its table's name."""
+    if not streams:
+        raise ValueError("streams must name at least one result stream, got none")
+    tagged = [stream.map(_Tag(name)) for name, stream in streams.items()]
+    return tagged[0].union(*tagged[1:]) if len(tagged) > 1 else tagged[0]
+
+
 def build_jobs(
     env: StreamExecutionEnvironment,
     flights: pd.DataFrame,
@@ -473,37 +525,11 @@ def build_jobs(
         departure_strategy(settings.out_of_orderness_minutes * _MINUTE),
         "flights",
     ).filter(is_flight)
-
-    # a. departures per airport and hour
-    arrivals = departures.key_by(origin_of_flight).process(StampArrival())
-    windows = (
-        arrivals.key_by(origin_of_arrival)
-        .window(TumblingEventTimeWindows.of(settings.window_minutes * _MINUTE))
-        .allowed_lateness(settings.allowed_lateness_minutes * _MINUTE)
-        .side_output_late_data(LATE_DEPARTURES)
-        .aggregate(CountDepartures(), HourlyCount())
-    )
-    late = windows.get_side_output(LATE_DEPARTURES)
-    start, end = settings.day_range_ms()
-    trace = arrivals.filter(_AroundDay(settings.airport, start, end + _TRACE_AFTER_DAY))
-
-    # b. plane sessions
-    sessions = (
-        departures.key_by(tailnum_of)
-        .window(EventTimeSessionWindows.with_gap(settings.session_gap_minutes * _MINUTE))
-        .side_output_late_data(LATE_FOR_SESSIONS)
-        .aggregate(SessionSummary(), PlaneSessionResult())
-    )
-    session_late = sessions.get_side_output(LATE_FOR_SESSIONS)
+    streams = departure_jobs(departures, settings)
 
     # c. not-departed alerts, on the schedule clock
-    alerts = (
-        env.from_source(schedule_replay, schedule_strategy(), "schedule")
-        .filter(is_flight)
-        .flat_map(expected_and_departed)
-        .key_by(flight_key_of)
-        .process(NotDepartedAlert(settings.alert_after_minutes * _MINUTE))
-    )
+    schedule = env.from_source(schedule_replay, schedule_strategy(), "schedule").filter(is_flight)
+    streams["alerts"] = alert_job(schedule, settings)
 
     # d. weather at departure: observations in (dep - 1 h, dep]
     observations = env.from_source(weather_replay, weather_strategy(), "weather").filter(is_weather)
@@ -515,16 +541,9 @@ def build_jobs(
         .side_output_left_late_data(LATE_FOR_WEATHER)
         .process(DepartureWeather())
     )
-    weather_late = joined.get_side_output(LATE_FOR_WEATHER)
-    tagged = windows.map(_Tag("windows")).union(
-        late.map(_Tag("late")),
-        trace.map(_Tag("trace")),
-        sessions.map(_Tag("sessions")),
-        session_late.map(_Tag("session_late")),
-        alerts.map(_Tag("alerts")),
-        joined.map(_Tag("weather")),
-        weather_late.map(_Tag("weather_late")),
-    )
+    streams["weather"] = joined
+    streams["weather_late"] = joined.get_side_output(LATE_FOR_WEATHER)
+    tagged = tag_results(streams)
     items = departures_replay.num_items + schedule_replay.num_items + weather_replay.num_items
     return tagged, items
 
@@ -558,6 +577,29 @@ def _arrival_row(a: Arrival) -> tuple[Any, ...]:
     return (f.key, f.origin, f.sched_ms, f.dep_ms, a.index, a.watermark)
 
 
+def collect_tables(collected: Iterable[tuple[str, Any]]) -> tuple[dict[str, pd.DataFrame], int]:
+    """The result tables (one DataFrame per table, empty for a table with no records) from
+    ``(table, record)`` pairs as :func:`tag_results` makes them, and the number of flights too
+    late for a session (``session_late`` records).
+
+    >>> tables, session_late = collect_tables([])
+    >>> sorted(tables), session_late
+    (['alerts', 'late', 'sessions', 'trace', 'weather', 'weather_late', 'windows'], 0)
+    """
+    rows: dict[str, list[Any]] = {name: [] for name in (*_COLUMNS, "session_late")}
+    for name, record in collected:
+        if type(record) is Arrival:
+            record = _arrival_row(record)
+        elif name == "weather_late":  # a departure too late for the weather join
+            record = (record.key, record.origin, record.sched_ms, record.dep_ms)
+        rows[name].append(record)
+    tables = {name: pd.DataFrame(rows[name], columns=columns) for name, columns in _COLUMNS.items()}
+    for name in ("late", "trace", "alerts", "weather_late"):
+        tables[name]["dep_ms"] = tables[name]["dep_ms"].astype("Int64")
+    tables["alerts"]["delay_minutes"] = tables["alerts"]["delay_minutes"].astype("Int64")
+    return tables, len(rows["session_late"])
+
+
 def run_jobs(
     env: StreamExecutionEnvironment,
     flights: pd.DataFrame,
@@ -582,23 +624,13 @@ def run_jobs(
     started = time.perf_counter()
     collected = list(tagged.execute_and_collect("sparktide flights demo"))
     seconds = time.perf_counter() - started
-    rows: dict[str, list[Any]] = {name: [] for name in (*_COLUMNS, "session_late")}
-    for name, record in collected:
-        if type(record) is Arrival:
-            record = _arrival_row(record)
-        elif name == "weather_late":  # a departure too late for the weather join
-            record = (record.key, record.origin, record.sched_ms, record.dep_ms)
-        rows[name].append(record)
-    tables = {name: pd.DataFrame(rows[name], columns=columns) for name, columns in _COLUMNS.items()}
-    for name in ("late", "trace", "alerts", "weather_late"):
-        tables[name]["dep_ms"] = tables[name]["dep_ms"].astype("Int64")
-    tables["alerts"]["delay_minutes"] = tables["alerts"]["delay_minutes"].astype("Int64")
+    tables, session_late = collect_tables(collected)
     return DemoResults(
         tables=tables,
         settings=settings,
         flights=len(flights),
         departed=int(flights["dep_ms"].notna().sum()),
-        session_late=len(rows["session_late"]),
+        session_late=session_late,
         seconds=seconds,
         items=items,
     )

@@ -7,6 +7,7 @@ in pandas, DuckDB or Spark. Watermarks stay integers: they may be the end-of-inp
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -39,13 +40,20 @@ def _with_local_times(table: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def write_tables(results: DemoResults, out: str | Path) -> dict[str, Path]:
-    """Write windows, late, sessions, alerts and weather as Parquet files into ``out`` (created if
-    missing); returns the paths by table name."""
+def write_tables(
+    results: DemoResults, out: str | Path, names: Iterable[str] | None = None
+) -> dict[str, Path]:
+    """Write windows, late, sessions, alerts and weather (``names``: those of them) as Parquet
+    files into ``out`` (created if missing); returns the paths by table name."""
+    wanted = list(OUTPUT_FILES) if names is None else list(names)
+    unknown = [name for name in wanted if name not in OUTPUT_FILES]
+    if unknown:
+        raise ValueError(f"names: no output table {unknown}; the tables are {list(OUTPUT_FILES)}")
     target = Path(out)
     target.mkdir(parents=True, exist_ok=True)
     written = {}
-    for name, filename in OUTPUT_FILES.items():
+    for name in wanted:
+        filename = OUTPUT_FILES[name]
         path = target / filename
         _with_local_times(results.tables[name]).to_parquet(path, index=False)
         written[name] = path
