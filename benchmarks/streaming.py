@@ -1,0 +1,489 @@
+"""Streaming on Spark: the keyed-timer job with 10^4 .. 10^6 keys in state, sparktide next to
+Spark's own ``transformWithStateInPandas``, on the same micro-batches in the same run.
+
+The job, per key: a count in a ValueState; every record increments it and registers an
+event-time timer at ``ts + delay``; a timer emits ``(key, timer time, count)``::
+
+    sparktide   env.from_stream(files, for_bounded_out_of_orderness(bound), timestamp_column="ts")
+                  .key_by(key).process(Alarm(delay))          # parallelism --parallelism
+                  .sink_to(ForeachBatchSink(noop write))      # execute(trigger="available_now")
+
+    Spark       files.withWatermark("event_time", bound + 1 ms)
+                  .groupBy("key").transformWithStateInPandas(AlarmProcessor(delay),
+                      outputMode="Append", timeMode="EventTime")   # RocksDB state store
+                  .writeStream.format("noop")                     # trigger(availableNow=True)
+
+(Flink's bounded out-of-orderness watermark is ``max ts - bound - 1`` and fires timers
+``<= watermark``; Spark's is ``max ts`` minus the ``withWatermark`` delay, so Spark gets
+``bound + 1`` ms to fire the same timers.) Spark's Python state API needs ``protobuf``
+(``pip install protobuf``); an engine that fails is printed as ``failed`` with the reason.
+
+**Input.** Parquet files ``(key long, ts long)`` written before anything runs, read by a file
+stream with ``maxFilesPerTrigger=1``: one file, one micro-batch, the same files for both engines.
+First ``ceil(keys / warm-up records)`` warm-up files put every key into state (keys in order),
+then ``--settle`` batches let the warm-up's timers fire, then ``--batches`` measured batches.
+Every steady batch holds ``--batch-records`` records over a slice of consecutive keys that moves
+on by ``--batch-records`` keys per batch (wrapping around: with fewer keys than records a batch
+touches every key several times). Batch ``b`` has event times in ``[b s, b s + 500 ms)`` with
+``s = 1000`` ms, shuffled; the bound is 500 ms and the delay 1000 ms, so nothing is late and the
+timers of batch ``b`` all fire two batches later in sparktide (watermark at the end of each
+batch) and three batches later in Spark (a batch fires the timers up to the watermark of the
+batches before it): every steady batch fires about ``--batch-records`` timers.
+
+**Measured**, per engine and key count, over the measured batches only: records/s (their
+records over the sum of their durations), p50 and p99 batch latency (sparktide: the client's
+``recent_progress`` ``duration_ms``, the time of its ``foreachBatch`` function; Spark: the
+query's ``durationMs["triggerExecution"]``, which also holds the planning of the batch), and
+checkpoint bytes per key after the run: sparktide's checkpoint directory without Spark's own
+``spark/`` part, Spark's ``state/`` directory. Each is what the engine keeps on disk, not one
+snapshot: sparktide's retained versions (snapshots and what it logs between them), the RocksDB
+store's ``minBatchesToRetain`` versions (default 100, sharing their SST files); with few keys
+the timers and the per-batch files weigh more per key than with many. The header prints the
+load average: on a busy machine both engines slow down.
+
+**Check.** First both engines run a small input (``--check-keys``; the two halves of the keys
+in turn) and their outputs are compared. Spark fires a timer one batch later than sparktide
+and, within a batch, after it has processed the batch's rows: a timer registered in batch ``b``
+fires after ``b + 2`` in sparktide and after the rows of ``b + 3`` in Spark, which the key is
+not in, so the counts are equal. What sparktide fires in its last batch Spark fires in the
+no-data batch that closes its run; were that batch missing, only the timers up to the
+watermark of the last-but-one batch would be compared (the line says so).
+
+Usage::
+
+    python benchmarks/streaming.py                            # 10^4 and 10^5 keys
+    python benchmarks/streaming.py --keys 10000,100000,1000000
+    python benchmarks/streaming.py --keys 10000 --batch-records 20000 --batches 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from common import spark_versions
+
+from sparktide.datastream import KeyedProcessFunction
+
+STEP_MS = 1_000  # batch b starts at event time b * STEP_MS
+SPREAD_MS = 500  # its records' times are in [b * STEP_MS, b * STEP_MS + SPREAD_MS)
+BOUND_MS = 500  # the watermark's out-of-orderness bound
+DELAY_MS = 1_000  # timer at ts + delay
+START_MS = 1_700_000_000_000
+SCHEMA = "key long, ts long"
+ALARM_SCHEMA = "key long, at long, count long"
+SPARK_STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+
+# ---------------------------------------------------------------------------------------------
+# The job on each engine (pickled into Spark's tasks by value: they live in __main__)
+
+
+class Alarm(KeyedProcessFunction):
+    """Per key: a count in ValueState, an event-time timer at ts + delay per record; a timer
+    emits (key, timer time, count)."""
+
+    def __init__(self, delay_ms: int) -> None:
+        self.delay_ms = delay_ms
+
+    def open(self, runtime_context: Any) -> None:
+        from sparktide.common import Types
+        from sparktide.datastream.state import ValueStateDescriptor
+
+        self.count = runtime_context.get_state(ValueStateDescriptor("count", Types.LONG()))
+
+    def process_element(self, value: Any, ctx: Any) -> None:
+        self.count.update((self.count.value() or 0) + 1)
+        ctx.timer_service().register_event_time_timer(ctx.timestamp() + self.delay_ms)
+
+    def on_timer(self, timestamp: int, ctx: Any) -> Any:
+        from sparktide.common import Row
+
+        yield Row(key=ctx.get_current_key(), at=timestamp, count=self.count.value())
+
+
+def record_key(row: Any) -> int:
+    return row.key
+
+
+def _stateful_processor_class() -> type:
+    """Spark's version of :class:`Alarm` (a function: pyspark imports only when Spark runs)."""
+    from pyspark.sql.streaming.stateful_processor import StatefulProcessor
+
+    class AlarmProcessor(StatefulProcessor):
+        def __init__(self, delay_ms: int) -> None:
+            self.delay_ms = delay_ms
+
+        def init(self, handle: Any) -> None:
+            self.handle = handle
+            self.count = handle.getValueState("count", "count long")
+
+        def handleInputRows(self, key: Any, rows: Iterator[Any], timerValues: Any) -> Any:
+            n = 0
+            stamps: set[int] = set()
+            for frame in rows:
+                n += len(frame)
+                stamps.update(frame["ts"].unique().tolist())
+            previous = self.count.get()
+            self.count.update(((previous[0] if previous else 0) + n,))
+            for ts in stamps:  # one timer per distinct time, as a timer service keeps them
+                self.handle.registerTimer(ts + self.delay_ms)
+            return iter([])
+
+        def handleExpiredTimer(self, key: Any, timerValues: Any, expiredTimerInfo: Any) -> Any:
+            import pandas as pd
+
+            count = self.count.get()
+            yield pd.DataFrame(
+                {
+                    "key": [key[0]],
+                    "at": [expiredTimerInfo.getExpiryTimeInMs()],
+                    "count": [count[0] if count else 0],
+                }
+            )
+
+    return AlarmProcessor
+
+
+# ---------------------------------------------------------------------------------------------
+# Input files
+
+
+class Plan:
+    """The micro-batches of one key count: warm-up, settle and measured batches."""
+
+    def __init__(
+        self, keys: int, batch_records: int, warmup_records: int, settle: int, batches: int
+    ):
+        self.keys = keys
+        self.batch_records = batch_records
+        self.warmup = math.ceil(keys / warmup_records)
+        self.warmup_records = warmup_records
+        self.settle = settle
+        self.batches = batches
+
+    @property
+    def total(self) -> int:
+        return self.warmup + self.settle + self.batches
+
+    @property
+    def measured(self) -> range:
+        """Batch ids of the measured batches."""
+        return range(self.warmup + self.settle, self.total)
+
+    def batch(self, b: int, seed: int = 1) -> tuple[Any, Any]:
+        """``(keys, ts)`` arrays of batch ``b``."""
+        import numpy as np
+
+        rng = np.random.default_rng(seed + b)
+        if b < self.warmup:
+            keys = np.arange(b * self.warmup_records, min((b + 1) * self.warmup_records, self.keys))
+        else:
+            first = (b - self.warmup) * self.batch_records
+            keys = (first + np.arange(self.batch_records)) % self.keys
+        rng.shuffle(keys)
+        ts = START_MS + b * STEP_MS + rng.integers(0, SPREAD_MS, len(keys))
+        return keys.astype("int64"), ts.astype("int64")
+
+
+def write_files(plan: Plan, directory: Path, seed: int = 1) -> int:
+    """One Parquet file per micro-batch, modification times in batch order; the records."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    directory.mkdir(parents=True)
+    records = 0
+    for b in range(plan.total):
+        keys, ts = plan.batch(b, seed)
+        records += len(keys)
+        path = directory / f"part-{b:05d}.parquet"
+        pq.write_table(pa.table({"key": keys, "ts": ts}), path)
+        os.utime(path, (1_700_000_000 + b, 1_700_000_000 + b))  # the file source's order
+    return records
+
+
+# ---------------------------------------------------------------------------------------------
+# Runs
+
+
+class Run:
+    """One engine's run: per batch (id, records, latency ms), output rows if collected, bytes of
+    its state in the checkpoint."""
+
+    def __init__(
+        self,
+        batches: list[tuple[int, int, float]],
+        ckpt_bytes: int,
+        rows: list[tuple[int, int, int]],
+    ) -> None:
+        self.batches = batches
+        self.ckpt_bytes = ckpt_bytes
+        self.rows = rows
+
+
+def _files(spark: Any, directory: Path) -> Any:
+    return spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(directory))
+
+
+def dir_bytes(path: Path, skip: str | None = None) -> int:
+    """Bytes of the files under ``path``, without its subdirectory ``skip``."""
+    total = 0
+    for root, dirs, files in os.walk(path):
+        if skip is not None and Path(root) == path and skip in dirs:
+            dirs.remove(skip)
+        total += sum(os.path.getsize(os.path.join(root, f)) for f in files)
+    return total
+
+
+def run_sparktide(
+    spark: Any, files: Path, ckpt: Path, parallelism: int, collect: bool = False
+) -> Run:
+    from sparktide.common import Duration, Types, WatermarkStrategy
+    from sparktide.datastream import StreamExecutionEnvironment
+    from sparktide.spark.streaming import ForeachBatchSink
+
+    env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
+    env.set_parallelism(parallelism)
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(BOUND_MS))
+    output = Types.ROW_NAMED(["key", "at", "count"], [Types.LONG(), Types.LONG(), Types.LONG()])
+    rows: list[tuple[int, int, int]] = []
+
+    def sink(df: Any, batch_id: int) -> None:
+        if collect:
+            rows.extend(tuple(r) for r in df.collect())
+        else:
+            df.write.format("noop").mode("overwrite").save()
+
+    (
+        env.from_stream(_files(spark, files), strategy, timestamp_column="ts")
+        .key_by(record_key, key_type=Types.LONG())
+        .process(Alarm(DELAY_MS), output_type=output)
+        .sink_to(ForeachBatchSink(sink))
+    )
+    client = env.execute_async(checkpoint_location=str(ckpt), trigger="available_now")
+    client.await_termination()
+    batches = [
+        (p["batch_id"], p["records"], float(p["duration_ms"])) for p in client.recent_progress
+    ]
+    return Run(batches, dir_bytes(ckpt, skip="spark"), rows)
+
+
+def run_spark(spark: Any, files: Path, ckpt: Path, collect: bool = False) -> Run:
+    from pyspark.sql import functions as F
+
+    spark.conf.set("spark.sql.streaming.stateStore.providerClass", SPARK_STATE_STORE)
+    spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")  # every batch
+    processor = _stateful_processor_class()(DELAY_MS)
+    out = (
+        _files(spark, files)
+        .withColumn("event_time", F.timestamp_millis("ts"))
+        .withWatermark("event_time", f"{BOUND_MS + 1} milliseconds")
+        .groupBy("key")
+        .transformWithStateInPandas(
+            statefulProcessor=processor,
+            outputStructType=ALARM_SCHEMA,
+            outputMode="Append",
+            timeMode="EventTime",
+        )
+    )
+    rows: list[tuple[int, int, int]] = []
+    writer = out.writeStream.option("checkpointLocation", str(ckpt)).trigger(availableNow=True)
+    if collect:
+        writer = writer.foreachBatch(lambda df, _: rows.extend(tuple(r) for r in df.collect()))
+    else:
+        writer = writer.format("noop")
+    query = writer.start()
+    query.awaitTermination()
+    # the batches that read a file, numbered as the files (no-data batches left out)
+    with_input = [p for p in query.recentProgress if p["numInputRows"] > 0]
+    batches = [
+        (b, p["numInputRows"], float(p["durationMs"]["triggerExecution"]))
+        for b, p in enumerate(with_input)
+    ]
+    return Run(batches, dir_bytes(ckpt / "state"), rows)
+
+
+# ---------------------------------------------------------------------------------------------
+# The check
+
+
+def check(spark: Any, keys: int, parallelism: int, work: Path) -> str:
+    """Both engines on a small input; what is comparable must be equal."""
+    # halves of the keys in turn (warm-up too): a key is touched every other batch, so never
+    # in the batch after the one in which sparktide fires its timers (two batches after)
+    plan = Plan(keys, keys // 2, keys // 2, 0, 6)
+    files = work / "check-in"
+    write_files(plan, files)
+    ours = run_sparktide(spark, files, work / "check-sparktide", parallelism, collect=True)
+    theirs = run_spark(spark, files, work / "check-spark", collect=True)
+    if sorted(ours.rows) == sorted(theirs.rows):
+        return (
+            f"checked: {len(ours.rows):,} rows equal ({keys:,} keys, {plan.total} batches; Spark "
+            "fires each timer one batch later, the last ones in its closing no-data batch)"
+        )
+    # without Spark's closing no-data batch: compare the timers up to the lowest watermark after
+    # the last-but-one batch (sparktide fires the others in its last batch)
+    comparable = START_MS + (plan.total - 2) * STEP_MS - BOUND_MS - 1
+    a = sorted(r for r in ours.rows if r[1] <= comparable)
+    b = sorted(r for r in theirs.rows if r[1] <= comparable)
+    if a != b:
+        only_a, only_b = sorted(set(a) - set(b)), sorted(set(b) - set(a))
+        raise SystemExit(
+            f"check failed: {len(a)} sparktide rows, {len(b)} Spark rows; only sparktide: "
+            f"{only_a[:5]}, only Spark: {only_b[:5]}"
+        )
+    return (
+        f"checked: {len(a):,} rows equal ({keys:,} keys, {plan.total} batches; timers up to the "
+        f"watermark of the last-but-one batch; sparktide fired {len(ours.rows) - len(a):,} more "
+        f"in its last batch, Spark {len(theirs.rows) - len(b):,})"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Output
+
+
+COLUMNS = (
+    "engine",
+    "keys",
+    "batches",
+    "records/batch",
+    "records/s",
+    "p50 ms",
+    "p99 ms",
+    "ckpt bytes/key",
+)
+
+
+def _line(cols: tuple[str, ...]) -> str:
+    engine, keys, batches, per_batch, rate, p50, p99, per_key = cols
+    return (
+        f"{engine:<20} | {keys:>9} | {batches:>7} | {per_batch:>13} | {rate:>9} | {p50:>7} | "
+        f"{p99:>7} | {per_key:>14}"
+    )
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The ``q`` quantile of ``values`` (linear interpolation, as numpy's default)."""
+    import numpy as np
+
+    return float(np.percentile(values, q * 100))
+
+
+def _row(engine: str, plan: Plan, run: Run | str) -> str:
+    if isinstance(run, str):
+        return _line((engine, f"{plan.keys:,}", "failed", "-", "-", "-", "-", "-")) + f"\n    {run}"
+    measured = set(plan.measured)
+    batches = [(records, ms) for b, records, ms in run.batches if b in measured]
+    records = sum(r for r, _ in batches)
+    seconds = sum(ms for _, ms in batches) / 1000
+    latencies = [ms for _, ms in batches]
+    return _line(
+        (
+            engine,
+            f"{plan.keys:,}",
+            f"{len(batches)}",
+            f"{records // max(len(batches), 1):,}",
+            f"{records / seconds:,.0f}" if seconds else "-",
+            f"{percentile(latencies, 0.5):,.0f}" if latencies else "-",
+            f"{percentile(latencies, 0.99):,.0f}" if latencies else "-",
+            f"{run.ckpt_bytes / plan.keys:,.1f}",
+        )
+    )
+
+
+def _attempt(fn: Callable[[], Run]) -> Run | str:
+    """The run, or why it failed (the table goes on)."""
+    try:
+        return fn()
+    except Exception as exc:  # a failed engine is a result too
+        lines = [x.strip() for x in str(exc).splitlines() if x.strip()]
+        cause = next((x for x in lines if "Error" in x or "Exception" in x), None)
+        return f"{type(exc).__name__}: {(cause or (lines[0] if lines else ''))[:200]}"
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    ap.add_argument("--keys", default="10000,100000", help="key counts, comma-separated")
+    ap.add_argument("--batch-records", type=int, default=10_000, help="records per steady batch")
+    ap.add_argument("--batches", type=int, default=10, help="measured batches per run")
+    ap.add_argument("--settle", type=int, default=3, help="unmeasured steady batches first")
+    ap.add_argument("--warmup-records", type=int, default=100_000, help="records per warm-up batch")
+    ap.add_argument("--check-keys", type=int, default=200, help="keys of the check (0: skip)")
+    ap.add_argument("--engines", default="sparktide,spark", help="which engines run")
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--parallelism", type=int, default=2, help="sparktide's and Spark's shuffle")
+    ap.add_argument("--work-dir", default=None, help="input files and checkpoints (default: tmp)")
+    args = ap.parse_args(argv)
+    try:
+        key_counts = [int(k) for k in args.keys.split(",") if k.strip()]
+    except ValueError:
+        ap.error(f"--keys must be comma-separated integers, got {args.keys!r}")
+    if not key_counts or min(key_counts) < 1:
+        ap.error("--keys needs at least one key count, each >= 1")
+    for name in ("batch_records", "batches", "warmup_records", "parallelism"):
+        if getattr(args, name) < 1:
+            ap.error(f"--{name.replace('_', '-')} must be >= 1")
+    if args.settle < 0 or args.check_keys < 0 or args.check_keys == 1:
+        ap.error("--settle must be >= 0 and --check-keys 0 or >= 2")
+    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    if not engines or set(engines) - {"sparktide", "spark"}:
+        ap.error(f"--engines must name sparktide and/or spark, got {args.engines!r}")
+
+    from sparktide.spark.session import get_spark
+
+    started = time.perf_counter()
+    spark = get_spark(args.master)
+    spark.conf.set("spark.sql.shuffle.partitions", args.parallelism)
+    print(spark_versions(spark))
+    print(
+        f"{platform.machine()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; "
+        f"Spark master {spark.sparkContext.master}; sparktide parallelism {args.parallelism}, "
+        f"Spark shuffle partitions {args.parallelism}, state store RocksDB"
+    )
+    print(
+        f"per steady batch {args.batch_records:,} records, {args.settle} settle + "
+        f"{args.batches} measured batches, warm-up batches of {args.warmup_records:,} records; "
+        f"event time {STEP_MS} ms per batch ({SPREAD_MS} ms spread), out-of-orderness "
+        f"{BOUND_MS} ms, timer delay {DELAY_MS} ms"
+    )
+    work = Path(args.work_dir or tempfile.mkdtemp(prefix="sparktide-streaming-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        if args.check_keys and set(engines) == {"sparktide", "spark"}:
+            print(check(spark, args.check_keys, args.parallelism, work / "check"), flush=True)
+        header = _line(COLUMNS)
+        print(header)
+        print("-" * len(header), flush=True)
+        for keys in key_counts:
+            plan = Plan(keys, args.batch_records, args.warmup_records, args.settle, args.batches)
+            files = work / f"in-{keys}"
+            write_files(plan, files)
+            if "sparktide" in engines:
+                ckpt = work / f"sparktide-{keys}"
+                run = _attempt(partial(run_sparktide, spark, files, ckpt, args.parallelism))
+                print(_row("sparktide", plan, run), flush=True)
+            if "spark" in engines:
+                run = _attempt(partial(run_spark, spark, files, work / f"spark-{keys}"))
+                print(_row("Spark TWS (pandas)", plan, run), flush=True)
+            for name in (f"in-{keys}", f"sparktide-{keys}", f"spark-{keys}"):
+                shutil.rmtree(work / name, ignore_errors=True)
+    finally:
+        if args.work_dir is None:
+            shutil.rmtree(work, ignore_errors=True)
+    print(f"total {time.perf_counter() - started:.0f} s; load average now {os.getloadavg()[0]:.1f}")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
