@@ -339,9 +339,31 @@ class StreamExecutionEnvironment:
         with ``split_by``, and fixed for the life of the checkpoint), each with its own
         watermark generator, kept across batches; without it a batch is one split.
         ``order_by``, ``timestamp_column`` and ``watermark_strategy`` work as in
-        :meth:`from_dataframe`. Run the job with ``execute(checkpoint_location=...)`` or
-        ``execute_async(...)`` (see :mod:`sparktide.spark.streaming`); sinks:
-        ``sink_to(ForeachBatchSink(fn))``, ``sink_to(ParquetBatchSink(path))``, ``print()``.
+        :meth:`from_dataframe` (an integer column of epoch milliseconds or a Spark timestamp
+        column, e.g. the ``timestamp`` of the ``rate`` or Kafka source). One integral
+        ``split_by`` column puts value ``v`` into split ``v % num_splits``. Run the job with
+        ``execute(checkpoint_location=...)`` or ``execute_async(...)`` (see
+        :mod:`sparktide.spark.streaming`); sinks: ``foreach_batch(fn)``,
+        ``sink_to(ParquetBatchSink(path))``, ``sink_to(JsonBatchSink(path))``,
+        ``sink_to(ConsoleBatchSink())``, ``print()``.
+
+        Kafka (with the ``spark-sql-kafka`` connector on the classpath): one split per Kafka
+        partition, read in offset order, each with its own watermark generator::
+
+            frame = (spark.readStream.format("kafka")
+                     .option("kafka.bootstrap.servers", "host:9092")
+                     .option("subscribe", "events").load())
+            stream = env.from_stream(
+                frame,
+                WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(5)),
+                timestamp_column="timestamp",
+                split_by="partition",
+                order_by="offset",
+                num_splits=8,  # the topic's partitions
+            )
+
+        A missing ``split_by``, ``order_by`` or ``timestamp_column`` column is a ``ValueError``
+        naming the parameter, the column and the columns the DataFrame has.
         """
         from sparktide.spark.stream_source import StreamSource
 
@@ -406,12 +428,15 @@ class StreamExecutionEnvironment:
         *,
         checkpoint_location: str | None = None,
         trigger: str | None = None,
+        snapshot_every: int | None = None,
     ) -> JobExecutionResult:
         """Run every sink defined since the last execution.
 
         A job reading :meth:`from_stream` runs until its query stops (``trigger=
         "available_now"``: once every available micro-batch is processed; ``"once"``: one
-        batch; ``None``: until stopped), keeping its state in ``checkpoint_location``.
+        batch; ``None``: until stopped), keeping its state in ``checkpoint_location``: a full
+        snapshot every ``snapshot_every`` batches (default 10; 1: full snapshots only) and a
+        changelog of what changed in the batches between.
         """
         name = job_name or "sparktide job"
         graph = self._graph
@@ -423,14 +448,18 @@ class StreamExecutionEnvironment:
         start = time.perf_counter()
         if self._is_streaming():
             client = self.execute_async(
-                name, checkpoint_location=checkpoint_location, trigger=trigger
+                name,
+                checkpoint_location=checkpoint_location,
+                trigger=trigger,
+                snapshot_every=snapshot_every,
             )
             client.await_termination()
             elapsed = int((time.perf_counter() - start) * 1000)
             return JobExecutionResult(name, elapsed, client.metrics())
-        if checkpoint_location is not None or trigger is not None:
+        if checkpoint_location is not None or trigger is not None or snapshot_every is not None:
             raise ValueError(
-                "checkpoint_location and trigger apply to jobs reading env.from_stream(...); "
+                "checkpoint_location, trigger and snapshot_every apply to jobs reading "
+                "env.from_stream(...); "
                 "this job has no streaming source: leave them unset"
             )
         try:
@@ -450,6 +479,7 @@ class StreamExecutionEnvironment:
         *,
         checkpoint_location: str | None = None,
         trigger: str | None = None,
+        snapshot_every: int | None = None,
     ) -> Any:
         """Start a job reading :meth:`from_stream` and return its
         :class:`~sparktide.spark.streaming.StreamingJobClient` (``await_termination(timeout)``,
@@ -469,7 +499,12 @@ class StreamExecutionEnvironment:
             )
         try:
             return start_stream(
-                graph, self, job_name or "sparktide job", checkpoint_location, trigger
+                graph,
+                self,
+                job_name or "sparktide job",
+                checkpoint_location,
+                trigger,
+                snapshot_every,
             )
         finally:
             graph.mark_executed()

@@ -18,15 +18,20 @@ __all__ = ["describe_checkpoint"]
 
 def describe_checkpoint(store: CheckpointStore) -> dict[str, Any]:
     """A summary of the last committed version, for people and tools (``sparktide
-    inspect``): its batch id, processing time and metrics, and per stage subtask its key
-    groups, state entries and pending timers (counts and the earliest per domain)."""
+    inspect``): its batch id, processing time, the sources' combined watermark and each
+    split's (or ``"idle"``), the batch's metrics, and per stage subtask its key groups, state
+    entries and pending timers per domain (count, earliest and latest)."""
     version = store.committed_version()
     out: dict[str, Any] = {"location": store.location, "committed_batch": version}
     if version is None:
         return out
     info = store.commit_info(version)
     out["processing_time"] = info.get("processing_time")
-    out["metrics"] = info.get("metrics", {})
+    metrics = dict(info.get("metrics", {}))
+    out["watermark"] = metrics.pop("watermark", None)
+    out["split_watermarks"] = metrics.pop("split_watermarks", {})
+    out["metrics"] = metrics
+    graph = (info.get("fingerprint") or {}).get("stages", [])
     stages = []
     for stage, parallelism in sorted(info["parallelism"].items(), key=lambda kv: int(kv[0])):
         subtasks = []
@@ -52,7 +57,17 @@ def describe_checkpoint(store: CheckpointStore) -> dict[str, Any]:
                     ]
                     entry[f"{domain}_timers"] = len(stamps)
                     entry[f"next_{domain}_timer"] = min(stamps, default=None)
+                    entry[f"last_{domain}_timer"] = max(stamps, default=None)
             subtasks.append(entry)
-        stages.append({"stage": int(stage), "parallelism": int(parallelism), "subtasks": subtasks})
+        stages.append(
+            {
+                "stage": int(stage),
+                "operators": [name for name, _ in graph[int(stage)]["operators"]]
+                if int(stage) < len(graph)
+                else [],
+                "parallelism": int(parallelism),
+                "subtasks": subtasks,
+            }
+        )
     out["stages"] = stages
     return out

@@ -54,6 +54,8 @@ __all__ = ["SparkExecutor", "decode_position", "encode_position"]
 _OFFSET = 1 << 63
 COLLECTED = -1
 METRICS = -2
+#: the task metrics (:meth:`JobTasks.metrics`) that add up over tasks
+SUMMED_METRICS = ("late_records_dropped", "late_records_side_output", "timers_fired")
 PRINTED = -3
 CHUNK = 8192  # items per shipped row
 FLUSH = 65536  # items a task holds before it ships them
@@ -441,7 +443,7 @@ class SparkExecutor:
         conf.set("spark.sql.adaptive.enabled", "false")
         produced = self.build(lambda df: df.persist())
         written = [n for n in self.plan.nodes if n.frame_writer is not None]
-        metrics: dict[str, Any] = {"rounds": 0, "late_records_dropped": 0, "timers_fired": 0}
+        metrics: dict[str, Any] = {"rounds": 0, **dict.fromkeys(SUMMED_METRICS, 0)}
         try:
             if produced:
                 to_driver = F.col("stage") < 0
@@ -509,8 +511,8 @@ class SparkExecutor:
             elif row["stage"] == METRICS:
                 m = pickle.loads(row["payload"])
                 metrics["rounds"] = max(metrics["rounds"], m["rounds"])
-                metrics["late_records_dropped"] += m["late_records_dropped"]
-                metrics["timers_fired"] += m["timers_fired"]
+                for name in SUMMED_METRICS:
+                    metrics[name] += m[name]
             else:
                 node = by_id[row["target"]]
                 node.collect_into.extend(pickle.loads(row["payload"]))  # type: ignore[attr-defined]

@@ -5,27 +5,120 @@ A source split restores its watermark generator, emitter and sequence number fro
 version, reads the batch's rows and emits its periodic watermark; a stage subtask restores the
 keyed state, timers, valves and operator watermarks of its key groups from the checkpoint (see
 :mod:`sparktide.spark.checkpoint`), moves its processing-time clock to the batch's time, processes
-the batch's entries in position order and writes the next version.
+the batch's entries in position order and writes the next version (a full snapshot or a
+changelog, :meth:`~sparktide.spark.checkpoint.CheckpointStore.write_version`).
+
+**Worker cache.** Spark reuses Python workers, so after writing version ``v`` a subtask leaves
+its state (snapshot, entry digests, valves, watermarks) in a module-level cache keyed by
+checkpoint location, job fingerprint, stage, subtask and parallelism. The next batch takes the
+entry (it is removed, so a failed attempt can never leave state behind for its retry) and uses
+it only if it holds exactly version ``v - 1`` with the chain the manifest names; anything else (a
+replay of an uncommitted batch, another parallelism, another process) reads the checkpoint.
 """
 
 from __future__ import annotations
 
+import json
 import pickle
 from collections.abc import Callable, Iterable, Iterator
 from operator import itemgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 from sparktide.runtime.execution.tasks import JobTasks
-from sparktide.runtime.operators.base import OperatorSetup
 from sparktide.runtime.processing_time import ManualProcessingTimeService
-from sparktide.spark.checkpoint import CheckpointStore
+from sparktide.spark.changelog import Digests, digests
+from sparktide.spark.checkpoint import CheckpointStore, chains_of
 from sparktide.spark.executor import SparkJob, arrow_row_schema
 from sparktide.spark.split_state import apply_generator_state, capture_generator_state
 
-__all__ = ["SPLIT_STATE", "StreamingJob"]
+__all__ = [
+    "CACHE_STATS",
+    "SPLIT_STATE",
+    "SUBTASK_METRICS",
+    "StreamingJob",
+    "clear_warm_cache",
+    "subtask_metrics",
+]
 
 SPLIT_STATE = -4
+SUBTASK_METRICS = -5
+
+
+def _row(stage: int, target: int, payload: bytes) -> Any:
+    """One Arrow row for the driver (``stage`` < 0 says what the payload is)."""
+    import pyarrow as pa
+
+    row = {"stage": stage, "target": target, "pkey": 0, "position": b"", "payload": payload}
+    return pa.RecordBatch.from_pylist([row], schema=arrow_row_schema())
+
+
+def subtask_metrics(task: Any, stage: int, subtask: int) -> dict[str, Any]:
+    """What a stage subtask holds after a micro-batch: state entries, pending timers per domain
+    (count and earliest) and the lowest watermark of its operators."""
+    out: dict[str, Any] = {"stage": stage, "subtask": subtask, "state_entries": 0}
+    backend = task.entry.keyed_state_backend
+    if backend is not None:
+        out["state_entries"] = backend.num_entries()
+    pending = {"event": [0, None], "processing": [0, None]}
+    watermarks = []
+    for op in task.operators.values():
+        watermarks.append(op.current_watermark())
+        manager = op.time_service_manager
+        if manager is None:
+            continue
+        for service in manager.services().values():
+            for domain, queue in (
+                ("event", service.event_time_timers()),
+                ("processing", service.processing_time_timers()),
+            ):
+                head = queue.peek()
+                count, earliest = pending[domain]
+                pending[domain][0] = count + len(queue)
+                if head is not None and (earliest is None or head[0] < earliest):
+                    pending[domain][1] = head[0]
+    for domain, (count, earliest) in pending.items():
+        out[f"{domain}_timers"] = count
+        out[f"next_{domain}_timer"] = earliest
+    out["watermark"] = min(watermarks, default=None)
+    return out
+
+
 _by_position_and_channel = itemgetter(0, 1)
+_WARM_LIMIT = 64
+
+
+class _Warm(NamedTuple):
+    """What a subtask left in this worker after writing ``version``."""
+
+    version: int
+    chain: dict[str, Any]
+    snapshot: Any  # KeyedOperatorSnapshot | None
+    digests: Digests
+    valves: bytes
+    watermarks: bytes
+
+
+# (location, job fingerprint, stage, subtask, parallelism) -> the state written last
+_WARM: dict[tuple, _Warm] = {}
+CACHE_STATS: dict[str, int] = {"warm": 0, "disk": 0, "bytes_snapshot": 0, "bytes_changelog": 0}
+"""Counters of this process: restores from the worker cache / from disk, bytes written."""
+
+
+def _cache_key(store: CheckpointStore, stage: int, subtask: int, parallelism: int) -> tuple:
+    fp = json.dumps(store.fingerprint, sort_keys=True, default=repr)
+    return (store.location, fp, stage, subtask, parallelism)
+
+
+def clear_warm_cache() -> None:
+    """Forget the state kept warm in this process (the next batch reads the checkpoint) and
+    reset :data:`CACHE_STATS`.
+
+    >>> clear_warm_cache(); CACHE_STATS["warm"]
+    0
+    """
+    _WARM.clear()
+    for name in CACHE_STATS:
+        CACHE_STATS[name] = 0
 
 
 def _restore_watermark(op: Any, watermark: int, services: dict[str, int]) -> None:
@@ -67,12 +160,16 @@ class StreamingJob(SparkJob):
         self.previous_now = previous_now
         self.previous = previous  # the commit info of version - 1 (None: a fresh start)
         self.split_states = split_states
+        self._pending: dict[int, tuple[dict[str, Any], Digests]] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_pending"] = {}
+        return state
 
     # ------------------------------------------------------------------ source stage
 
     def run_stream_split(self, g: int, records: Iterable[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-
         clock = ManualProcessingTimeService(self.now)
         tasks = JobTasks(self.plan, self.job_parameters, clock, ship_prints=True, frame_sinks=True)
         task = tasks.build_split(g, records)
@@ -112,60 +209,69 @@ class StreamingJob(SparkJob):
                 "records": driver.records_read,
             }
         )
-        yield pa.RecordBatch.from_pylist(
-            [
-                {
-                    "stage": SPLIT_STATE,
-                    "target": g,
-                    "pkey": 0,
-                    "position": b"",
-                    "payload": state_bytes,
-                }
-            ],
-            schema=arrow_row_schema(),
-        )
+        yield _row(SPLIT_STATE, g, state_bytes)
 
-    def stream_source_task(self, node_id: int) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    def stream_source_task(
+        self, first_split: int, node_id: int
+    ) -> Callable[[Iterator[Any]], Iterator[Any]]:
+        """Runs split ``first_split + partition`` of the stream source ``node_id``."""
+
         def run(batches: Iterator[Any]) -> Iterator[Any]:
             from pyspark import TaskContext
 
             context = TaskContext.get()
             partition = context.partitionId() if context is not None else 0
             node = next(n for n in self.plan.sources if n.id == node_id)
-            yield from self.run_stream_split(partition, node.source.records(batches))
+            records = node.source.records(batches)
+            yield from self.run_stream_split(first_split + partition, records)
 
         return run
 
     # ------------------------------------------------------------------ exchange stages
 
     def _restore_subtask(self, task: Any, stage: Any, target: int) -> dict[int, Any]:
-        """Restore keyed state, timers and valves of ``task``; returns the operators'
-        watermarks to apply once they are open."""
+        """Restore keyed state, timers and valves of ``task`` from version ``version - 1``
+        (the worker cache when it holds exactly that, else the files the manifest names);
+        returns the operators' watermarks to apply once they are open."""
         previous = self.previous
+        store = self.store
+        plan = store.plan_chain(previous, stage.index, target, stage.parallelism, self.version)
+        key = _cache_key(store, stage.index, target, stage.parallelism)
+        warm = _WARM.pop(key, None)  # taken, never shared: a failed attempt cannot leave it
         if previous is None:
+            self._pending[target] = (plan, {})
             return {}
-        old_p = int(previous["parallelism"][str(stage.index)])
         entry = task.entry
-        mine = entry.setup_info.key_group_range if entry.keyed_state_backend is not None else None
-        snapshots: list[bytes] = []
-        parts0: dict[str, bytes] = {}
-        for i in range(old_p):
-            if i != 0 and mine is not None:
-                old = OperatorSetup(
-                    subtask_index=i, parallelism=old_p, max_parallelism=stage.max_parallelism
-                ).key_group_range
-                if old.end < mine.start or old.start > mine.end:
-                    continue
-            elif i != 0:
-                break
-            _, parts = self.store.read_subtask(self.version - 1, stage.index, i)
-            if i == 0:
-                parts0 = parts
-            if mine is not None and "keyed" in parts:
-                snapshots.append(parts["keyed"])
-        if snapshots:
-            entry.initialize_state(snapshots)
-        valves = pickle.loads(parts0["valves"]) if "valves" in parts0 else {}
+        keyed = entry.keyed_state_backend is not None
+        old_p = int(previous["parallelism"][str(stage.index)])
+        chains = chains_of(previous)[str(stage.index)]
+        if (
+            warm is not None
+            and warm.version == self.version - 1
+            and old_p == stage.parallelism
+            and warm.chain == chains[target]
+        ):
+            CACHE_STATS["warm"] += 1
+            warm_hit = True
+            snap, prev_digests = warm.snapshot, warm.digests
+            valves_bytes, watermarks_bytes = warm.valves, warm.watermarks
+        else:
+            CACHE_STATS["disk"] += 1
+            warm_hit = False
+            mine = entry.setup_info.key_group_range if keyed else None
+            loaded = store.restore_range(previous, stage.index, target, stage.max_parallelism, mine)
+            snap = loaded.snapshot()
+            incremental = plan["snapshot"] != self.version
+            prev_digests = digests(loaded.flat) if keyed and incremental else {}
+            valves_bytes, watermarks_bytes = loaded.valves, loaded.watermarks
+        if keyed and snap is not None and warm_hit:
+            # the snapshot this process took at the end of the previous batch: no validation
+            entry.keyed_state_backend.restore_state(snap.state_meta, snap.state, trusted=True)
+            entry.time_service_manager.restore(snap.timers)
+        elif keyed and snap is not None:
+            entry.initialize_state([snap])
+        self._pending[target] = (plan, prev_digests)
+        valves = pickle.loads(valves_bytes) if valves_bytes is not None else {}
         for index, valve in valves.items():
             current = task.valves[index]
             if valve.num_channels == current.num_channels:
@@ -174,14 +280,14 @@ class StreamingJob(SparkJob):
                 last = valve.last_output_watermark
                 for channel in range(current.num_channels):
                     current.input_watermark(last, channel, _Discard())
-        return pickle.loads(parts0["watermarks"]) if "watermarks" in parts0 else {}
+        return pickle.loads(watermarks_bytes) if watermarks_bytes is not None else {}
 
     def _save_subtask(self, task: Any, stage: Any, target: int) -> None:
+        """Write version ``version`` of this subtask (a full snapshot or a changelog, as
+        :meth:`CheckpointStore.plan_chain` says) and keep it warm in this worker."""
+        plan, prev_digests = self._pending.pop(target)
         entry = task.entry
-        parts: dict[str, bytes] = {}
-        if entry.keyed_state_backend is not None:
-            parts["keyed"] = entry.snapshot_state().to_bytes()
-        parts["valves"] = pickle.dumps(task.valves)
+        snap = entry.snapshot_state() if entry.keyed_state_backend is not None else None
         watermarks = {}
         for node_id, op in task.operators.items():
             manager = op.time_service_manager
@@ -191,9 +297,18 @@ class StreamingJob(SparkJob):
                 else {}
             )
             watermarks[node_id] = (op.current_watermark(), services)
-        parts["watermarks"] = pickle.dumps(watermarks)
-        meta = {"stage": stage.index, "subtask": target, "parallelism": stage.parallelism}
-        self.store.write_subtask(self.version, stage.index, target, meta, parts)
+        parts = {"valves": pickle.dumps(task.valves), "watermarks": pickle.dumps(watermarks)}
+        size, new_digests = self.store.write_version(
+            self.version, stage.index, target, plan, snap, prev_digests, parts
+        )
+        changelog = plan["snapshot"] != self.version
+        CACHE_STATS["bytes_" + ("changelog" if changelog else "snapshot")] += size
+        key = _cache_key(self.store, stage.index, target, stage.parallelism)
+        if len(_WARM) >= _WARM_LIMIT:
+            _WARM.pop(next(iter(_WARM)))
+        _WARM[key] = _Warm(
+            self.version, plan, snap, new_digests, parts["valves"], parts["watermarks"]
+        )
 
     def run_stream_subtask(self, stage_index: int, target: int, chunks: list[bytes]) -> Any:
         stage = self.plan.stages[stage_index]
@@ -220,10 +335,11 @@ class StreamingJob(SparkJob):
         task.advance_clock(self.now, (self.version, -1, 0, 0, 0))
         task.process(entries)
         self._save_subtask(task, stage, target)
+        metrics = subtask_metrics(task, stage.index, target)
         for op in tasks.operators:
             op.close()
         clock.shutdown()
-        return self._rows(tasks, 1)
+        return [self._rows(tasks, 1), _row(SUBTASK_METRICS, target, pickle.dumps(metrics))]
 
     def stream_stage_task(self, stage_index: int) -> Callable[[Iterator[Any]], Iterator[Any]]:
         def run(batches: Iterator[Any]) -> Iterator[Any]:
@@ -235,10 +351,10 @@ class StreamingJob(SparkJob):
                 for t, payload in zip(targets, payloads, strict=True):
                     if t != current:
                         if current is not None:
-                            yield self.run_stream_subtask(stage_index, current, chunks)
+                            yield from self.run_stream_subtask(stage_index, current, chunks)
                         current, chunks = t, []
                     chunks.append(payload)
             if current is not None:
-                yield self.run_stream_subtask(stage_index, current, chunks)
+                yield from self.run_stream_subtask(stage_index, current, chunks)
 
         return run

@@ -1,17 +1,18 @@
 """Run a job over a Spark Structured Streaming DataFrame: one round per micro-batch.
 
-``env.from_stream(streaming_df, ...)`` makes a :class:`~sparktide.spark.stream_source.StreamSource`;
-executing a job that reads
-one starts a streaming query ``streaming_df.writeStream.foreachBatch(...)``. For each micro-batch
-``v`` (the batch id is the round number):
+``env.from_stream(streaming_df, ...)`` makes a
+:class:`~sparktide.spark.stream_source.StreamSource`; executing a job that reads one starts a
+streaming query ``streaming_df.writeStream.foreachBatch(...)``. Each micro-batch becomes
+*version* ``v`` of the job's state (the round number, and the batch id batch sinks are given):
 
 1. The batch's processing time is read from the checkpoint, or recorded there at the batch's first
    attempt, so a replay sees the same time.
 2. **Source stage.** The batch's rows are split (``split_by`` into ``num_splits`` splits, else one
    split) and each split runs its chain as one round: the split's watermark generator, watermark
    emitter and sequence number come from version ``v - 1`` of the checkpoint, the split reads
-   all its rows and emits its periodic watermark (the end of the round). The input never ends,
-   so no split emits ``MAX``.
+   all its rows and emits its periodic watermark (the end of the round). A split without rows
+   in the batch runs too, so its idleness check (``with_idleness``) sees the batch's time. The
+   input never ends, so no split emits ``MAX``.
 3. **Exchange stages**, as in the bounded runner (:mod:`sparktide.spark.executor`), except that
    every subtask runs in every batch (a heartbeat row reaches each one): it restores the keyed
    state, timers, valves and operator watermarks of its key groups from version ``v - 1``,
@@ -21,38 +22,64 @@ one starts a streaming query ``streaming_df.writeStream.foreachBatch(...)``. For
 4. **Sinks.** Streaming sinks (:class:`ForeachBatchSink`, :class:`ParquetBatchSink`,
    :class:`JsonBatchSink`) get the batch's output as a DataFrame; ``print()`` lines are printed
    on the driver.
-5. **Commit.** Then the split states and the commit file of version ``v`` are written. A batch
-   that Spark replays after a failure before the commit reprocesses from ``v - 1`` and
-   overwrites; a batch replayed after the commit is skipped. With idempotent sinks the output
-   is exactly once.
+5. **Commit.** Then the split states and the commit file of version ``v`` are written, naming
+   the last Spark micro-batch id it includes. A Spark batch replayed after a failure before the
+   commit reprocesses from ``v - 1`` and overwrites; one replayed after the commit is skipped.
+   With idempotent sinks the output is exactly once.
+6. **Metrics** of the batch (:mod:`sparktide.spark.stream_metrics`) go into the commit file,
+   ``StreamingJobClient.recent_progress``, the client's listeners and the
+   ``sparktide.streaming`` logger (which ``sparktide run`` shows).
+
+**Batches without new data.** Spark calls ``foreachBatch`` only when data arrived. A query
+that runs until stopped (no ``trigger``) therefore also checks, every auto-watermark interval,
+whether a processing-time timer is due or (with ``with_idleness``) a split that is not idle yet
+has had no batch for the idle timeout; if so it runs a version with an empty batch (its
+``spark_batch`` is ``None``), which fires those timers or marks the split idle. A split
+without records is marked idle by the second such check, as Flink's periodic check does.
+Batches without data wait while a Spark batch is being replayed, and are not run with
+``trigger="available_now"`` or ``"once"`` (those runs end when the available data is done).
 
 The worker side of steps 2 and 3 is :mod:`sparktide.spark.stream_job`; the sinks are in
-:mod:`sparktide.spark.stream_sinks`. Each batch writes a full snapshot (see
-:mod:`sparktide.spark.checkpoint`); state of operators that is not keyed state (attributes of
-user functions) is not checkpointed.
+:mod:`sparktide.spark.stream_sinks`. Each batch writes a changelog, and every
+``snapshot_every`` batches a full snapshot (see :mod:`sparktide.spark.checkpoint`); state of
+operators that is not keyed state (attributes of user functions) is not checkpointed.
 """
 
 from __future__ import annotations
 
+import logging
 import pickle
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from functools import reduce
+from operator import itemgetter
 from typing import Any
 
 from sparktide.spark.checkpoint import CheckpointError, CheckpointStore
-from sparktide.spark.executor import COLLECTED, METRICS, PRINTED, SPARK_SCHEMA, SparkExecutor
-from sparktide.spark.stream_job import SPLIT_STATE, StreamingJob
+from sparktide.spark.executor import (
+    COLLECTED,
+    METRICS,
+    PRINTED,
+    SPARK_SCHEMA,
+    SUMMED_METRICS,
+    SparkExecutor,
+)
+from sparktide.spark.stream_job import SPLIT_STATE, SUBTASK_METRICS, StreamingJob
+from sparktide.spark.stream_metrics import LOGGER, batch_metrics, format_progress
 from sparktide.spark.stream_sinks import (
+    ConsoleBatchSink,
     ForeachBatchSink,
     JsonBatchSink,
     ParquetBatchSink,
     batch_sink_of,
 )
 from sparktide.spark.stream_source import StreamSource, has_stream_source
+from sparktide.spark.stream_union import rows_of_source, union_streams
 
 __all__ = [
+    "ConsoleBatchSink",
     "ForeachBatchSink",
     "JsonBatchSink",
     "ParquetBatchSink",
@@ -98,9 +125,10 @@ class StreamingJobClient:
 
     ``await_termination(timeout)`` waits for the query to end (``True``) or the timeout to pass
     (``False``) and re-raises what failed the job; ``stop()`` stops it after the current batch;
-    ``recent_progress`` holds the metrics of each micro-batch committed by this run:
-    ``batch_id``, ``processing_time`` (the batch's recorded time), ``duration_ms``,
-    ``records`` (read by the source splits), ``timers_fired`` and ``late_records_dropped``.
+    ``recent_progress`` holds the metrics of each micro-batch committed by this run (see
+    :func:`~sparktide.spark.stream_metrics.batch_metrics`: combined and per-split watermarks,
+    late records, timers fired and pending, state entries, duration); ``add_listener(fn)`` calls
+    ``fn(metrics)`` after each committed batch.
     """
 
     def __init__(self, job_name: str, runner: _StreamRunner) -> None:
@@ -122,6 +150,14 @@ class StreamingJobClient:
     def is_active(self) -> bool:
         return bool(self._runner.query.isActive)
 
+    def add_listener(self, listener: Callable[[dict[str, Any]], None]) -> None:
+        """Call ``listener(metrics)`` on the driver after each committed micro-batch."""
+        if not callable(listener):
+            raise TypeError(
+                f"listener must be a callable (metrics) -> None, got {type(listener).__name__}"
+            )
+        self._runner.listeners.append(listener)
+
     def last_committed_batch(self) -> int | None:
         return self._runner.store.committed_version()
 
@@ -138,11 +174,15 @@ class StreamingJobClient:
             if self._runner.error is not None:
                 raise self._runner.error from None
             raise
+        if done:
+            self._runner.stop_idle_batches()
         if self._runner.error is not None:
             raise self._runner.error
         return done
 
     def stop(self) -> None:
+        self._runner.stopping = True
+        self._runner.stop_idle_batches()
         self._runner.query.stop()
 
     def cancel(self) -> None:
@@ -150,86 +190,176 @@ class StreamingJobClient:
 
     def metrics(self) -> dict[str, Any]:
         """Totals over the committed micro-batches of this run."""
-        out: dict[str, Any] = {"rounds": 0, "late_records_dropped": 0, "timers_fired": 0}
+        out: dict[str, Any] = {"rounds": 0, **dict.fromkeys(SUMMED_METRICS, 0)}
         for p in self._runner.progress:
             out["rounds"] += 1
-            out["late_records_dropped"] += p["late_records_dropped"]
-            out["timers_fired"] += p["timers_fired"]
+            for name in SUMMED_METRICS:
+                out[name] += p[name]
         return out
 
 
 class _StreamRunner:
-    """Runs each micro-batch (the ``foreachBatch`` function) and commits it."""
+    """Runs each micro-batch (the ``foreachBatch`` function) and commits it; between Spark's
+    batches, runs batches without new data when processing-time timers or split idleness are
+    due (:meth:`run_due_batch`)."""
 
-    def __init__(self, executor: SparkExecutor, location: str) -> None:
+    def __init__(
+        self, executor: SparkExecutor, location: str, snapshot_every: int | None = None
+    ) -> None:
         from sparktide.runtime.execution.tasks import splits_of
 
         self.executor = executor
         plan = executor.plan
-        streams = [n for n in plan.sources if isinstance(n.source, StreamSource)]
-        if len(streams) != 1 or len(plan.sources) != 1:
+        bounded = [n.name for n in plan.sources if not isinstance(n.source, StreamSource)]
+        if bounded:
             raise ValueError(
-                "a streaming job reads exactly one source, made by env.from_stream(...); this "
-                f"job has {len(plan.sources)} source(s) ({len(streams)} streaming)"
+                "every source of a streaming job must be made by env.from_stream(...); this job "
+                f"also reads the bounded source(s) {bounded}: read them as streams too (e.g. "
+                "spark.readStream on their files) or run the job bounded with from_dataframe"
             )
-        self.node = streams[0]
-        self.source: StreamSource = self.node.source
-        splits_of(self.node)
+        self.nodes = list(plan.sources)
+        self.first_splits = []
+        first = 0
+        for node in self.nodes:
+            self.first_splits.append(first)
+            first += len(splits_of(node))
         self.base = executor._job()
-        self.store = CheckpointStore(location, fingerprint(plan))
+        self.store = CheckpointStore(location, fingerprint(plan), snapshot_every)
         self.store.committed_version()  # fail early on a checkpoint of another job
+        timeouts = [getattr(n.watermark_strategy, "idle_timeout", None) for n in self.nodes]
+        self.idle_timeout: int | None = min((t for t in timeouts if t is not None), default=None)
         self.progress: list[dict[str, Any]] = []
+        self.listeners: list[Callable[[dict[str, Any]], None]] = []
         self.error: BaseException | None = None
+        self.stopping = False
         self.query: Any = None
         self.lock = threading.Lock()
+        self._stop_idle = threading.Event()
+        self._idle_thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ Spark's batches
 
     def on_batch(self, batch_df: Any, batch_id: int) -> None:
         try:
             with self.lock:
-                self._on_batch(batch_df, int(batch_id))
+                self._on_spark_batch(batch_df, int(batch_id))
         except BaseException as exc:
-            self.error = exc
+            # stop() interrupts a running batch: not a failure (it is uncommitted and replayed
+            # by the next run)
+            if not self.stopping:
+                self.error = exc
             raise
 
-    def _heartbeats(self, spark: Any, job: StreamingJob) -> Any:
-        rows = [
-            (stage.index, t, job.placement[stage.parallelism][t], b"", pickle.dumps([]))
-            for stage in self.executor.plan.stages
-            for t in range(stage.parallelism)
-        ]
-        return spark.createDataFrame(rows, SPARK_SCHEMA)
+    def _last(self) -> tuple[int | None, dict[str, Any] | None]:
+        committed = self.store.committed_version()
+        return committed, None if committed is None else self.store.commit_info(committed)
 
-    def _on_batch(self, batch_df: Any, batch_id: int) -> None:
+    def _on_spark_batch(self, batch_df: Any, spark_batch: int) -> None:
+        committed, info = self._last()
+        last_spark = _last_spark_batch(committed, info)
+        if last_spark is not None and spark_batch <= last_spark:
+            return  # committed before a failure: Spark replays it, its output is written
+        expected = 0 if last_spark is None else last_spark + 1
+        if spark_batch != expected:
+            raise CheckpointError(
+                f"micro-batch {spark_batch} does not follow the last committed micro-batch "
+                f"{last_spark} of the checkpoint at {self.store.location!r} (Spark's offsets "
+                f"under {self.store.spark_checkpoint_location!r} do not match sparktide's "
+                "state); use a new checkpoint directory"
+            )
+        if len(self.nodes) == 1:
+            frames = [batch_df]
+        else:
+            frames = [rows_of_source(batch_df, k) for k in range(len(self.nodes))]
+        self._run_version(frames, committed, info, spark_batch)
 
+    # ------------------------------------------------------------------ batches without data
+
+    def start_idle_batches(self, poll_ms: int) -> None:
+        """Check every ``poll_ms`` whether a batch without new data is due, and run it."""
+        self._idle_thread = threading.Thread(
+            target=self._idle_loop,
+            args=(poll_ms / 1000,),
+            name="sparktide-due-batches",
+            daemon=True,
+        )
+        self._idle_thread.start()
+
+    def stop_idle_batches(self) -> None:
+        self._stop_idle.set()
+        thread = self._idle_thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+
+    def _idle_loop(self, poll: float) -> None:
+        while not self._stop_idle.wait(poll):
+            if self.query is not None and not self.query.isActive:
+                return
+            try:
+                self.run_due_batch(_wall_clock_ms())
+            except BaseException as exc:  # the query fails with it, as a failed batch would
+                if not self.stopping:
+                    self.error = exc
+                self._stop_idle.set()
+                self.query.stop()
+                return
+
+    def due(self, info: dict[str, Any] | None, wall: int) -> bool:
+        """Whether a batch without new data would do something at ``wall``: a processing-time
+        timer is due, or idleness is configured, a split is not idle yet and ``idle_timeout``
+        has passed since the last batch."""
+        if info is None:
+            return False
+        metrics = info.get("metrics", {})
+        head = metrics.get("next_processing_timer")
+        if head is not None and head <= wall:
+            return True
+        if self.idle_timeout is None:
+            return False
+        active = any(w != "idle" for w in metrics.get("split_watermarks", {}).values())
+        return active and wall - int(info["processing_time"]) >= self.idle_timeout
+
+    def run_due_batch(self, wall: int) -> bool:
+        """Run a batch without new data if one is due (and no batch is running or waiting to
+        be replayed); returns whether it ran."""
+        if not self.lock.acquire(blocking=False):
+            return False
+        try:
+            committed, info = self._last()
+            if not self.due(info, wall) or self.store.pending_spark_batch(committed + 1):
+                return False
+            frames = [_empty_like(n.source.df) for n in self.nodes]
+            self._run_version(frames, committed, info, None)
+            return True
+        finally:
+            self.lock.release()
+
+    # ------------------------------------------------------------------ one version
+
+    def _run_version(
+        self,
+        frames: list[Any],
+        committed: int | None,
+        previous: dict[str, Any] | None,
+        spark_batch: int | None,
+    ) -> None:
         started = time.perf_counter()
         store = self.store
-        committed = store.committed_version()
-        if committed is not None and batch_id <= committed:
-            return  # committed before a failure: Spark replays it, its output is written
-        expected = 0 if committed is None else committed + 1
-        if batch_id != expected:
-            raise CheckpointError(
-                f"micro-batch {batch_id} does not follow the last committed batch {committed} "
-                f"of the checkpoint at {store.location!r} (Spark's offsets under "
-                f"{store.spark_checkpoint_location!r} do not match sparktide's state); use a new "
-                "checkpoint directory"
-            )
-        previous = None if committed is None else store.commit_info(committed)
+        version = 0 if committed is None else committed + 1
         wall = _wall_clock_ms()
         previous_now = wall if previous is None else int(previous["processing_time"])
         # processing time never goes backwards, even on a restart on a machine whose clock is
         # behind; a replay sees the time recorded by the batch's first attempt
-        now = store.batch_processing_time(batch_id, max(wall, previous_now))
+        now = store.batch_processing_time(version, max(wall, previous_now), spark_batch)
         previous_now = min(previous_now, now)
         split_states = {} if committed is None else store.read_splits(committed)
-        job = StreamingJob(self.base, store, batch_id, now, previous_now, previous, split_states)
-        spark = batch_df.sparkSession
-        conf = spark.conf
+        job = StreamingJob(self.base, store, version, now, previous_now, previous, split_states)
+        conf = frames[0].sparkSession.conf
         saved = {k: conf.get(k, None) for k in _NO_ADAPTIVE}
         for key in _NO_ADAPTIVE:  # each subtask must keep its own shuffle partition
             conf.set(key, "false")
         try:
-            self._run_batch(batch_df, batch_id, job, split_states, now, started)
+            self._run_batch(frames, version, spark_batch, job, split_states, now, started)
         finally:
             for key, value in saved.items():
                 if value is None:
@@ -239,8 +369,9 @@ class _StreamRunner:
 
     def _run_batch(
         self,
-        batch_df: Any,
-        batch_id: int,
+        frames: list[Any],
+        version: int,
+        spark_batch: int | None,
         job: StreamingJob,
         split_states: dict[int, bytes],
         now: int,
@@ -249,12 +380,18 @@ class _StreamRunner:
         from pyspark.sql import functions as F
 
         store = self.store
-        spark = batch_df.sparkSession
+        spark = frames[0].sparkSession
         plan = self.executor.plan
-        source_frame = self.source.prepare(batch_df).mapInArrow(
-            job.stream_source_task(self.node.id), SPARK_SCHEMA
-        )
-        produced = [source_frame.persist()]
+        produced = []
+        for node, first, frame in zip(self.nodes, self.first_splits, frames, strict=True):
+            task = node.source.prepare(frame).mapInArrow(
+                job.stream_source_task(first, node.id), SPARK_SCHEMA
+            )
+            if len(self.nodes) > 1:
+                # an exchange right above the task: it runs in the map stage of that exchange,
+                # whose task i reads partition i (in a union, task ids would be shifted)
+                task = task.repartition(node.source.num_splits)
+            produced.append(task.persist())
         heartbeats = self._heartbeats(spark, job) if plan.stages else None
         for stage in plan.stages:
             inputs = [df.filter(F.col("stage") == stage.index) for df in produced]
@@ -275,19 +412,20 @@ class _StreamRunner:
             rows = reduce(
                 lambda a, b: a.unionAll(b), [df.filter(to_driver) for df in produced]
             ).collect()
-            metrics = {"late_records_dropped": 0, "timers_fired": 0}
+            totals = dict.fromkeys(SUMMED_METRICS, 0)
             printed: list[tuple[tuple, str]] = []
             new_splits = dict(split_states)
-            records = 0
+            subtasks: list[dict[str, Any]] = []
             for row in rows:
                 stage = row["stage"]
                 if stage == SPLIT_STATE:
                     new_splits[row["target"]] = row["payload"]
-                    records += pickle.loads(row["payload"])["records"]
+                elif stage == SUBTASK_METRICS:
+                    subtasks.append(pickle.loads(row["payload"]))
                 elif stage == METRICS:
                     m = pickle.loads(row["payload"])
-                    metrics["late_records_dropped"] += m["late_records_dropped"]
-                    metrics["timers_fired"] += m["timers_fired"]
+                    for name in SUMMED_METRICS:
+                        totals[name] += m[name]
                 elif stage == PRINTED:
                     printed.extend(pickle.loads(row["payload"]))
                 else:
@@ -303,31 +441,81 @@ class _StreamRunner:
                 frame = self.executor._frame(produced, node.id, node.output_type, ordered=True)
                 sink = batch_sink_of(node.frame_writer)
                 if sink is not None:
-                    sink.write_batch(frame, batch_id)
+                    sink.write_batch(frame, version)
                 else:
                     node.frame_writer(frame)  # type: ignore[misc]
-            store.write_splits(batch_id, new_splits)
-            duration = int((time.perf_counter() - started) * 1000)
+            store.write_splits(version, new_splits)
+            splits = {g: _split_summary(g, data, split_states) for g, data in new_splits.items()}
+            subtasks.sort(key=itemgetter("stage", "subtask"))
+            metrics = batch_metrics(
+                version=version,
+                spark_batch=spark_batch,
+                processing_time=now,
+                duration_ms=int((time.perf_counter() - started) * 1000),
+                splits=splits,
+                tasks=totals,
+                subtasks=subtasks,
+            )
             store.commit(
-                batch_id,
+                version,
                 {
                     "processing_time": now,
+                    "spark_batch": spark_batch,
+                    "last_spark_batch": _last_spark_batch_after(job.previous, spark_batch),
                     "parallelism": {str(s.index): s.parallelism for s in plan.stages},
-                    "metrics": {**metrics, "records": records, "duration_ms": duration},
+                    "metrics": metrics,
                 },
             )
-            self.progress.append(
-                {
-                    "batch_id": batch_id,
-                    "processing_time": now,
-                    "duration_ms": duration,
-                    "records": records,
-                    **metrics,
-                }
-            )
+            self._report(metrics)
         finally:
             for df in produced:
                 df.unpersist()
+
+    def _heartbeats(self, spark: Any, job: StreamingJob) -> Any:
+        rows = [
+            (stage.index, t, job.placement[stage.parallelism][t], b"", pickle.dumps([]))
+            for stage in self.executor.plan.stages
+            for t in range(stage.parallelism)
+        ]
+        return spark.createDataFrame(rows, SPARK_SCHEMA)
+
+    def _report(self, metrics: dict[str, Any]) -> None:
+        self.progress.append(metrics)
+        if LOGGER.isEnabledFor(logging.INFO):
+            LOGGER.info(format_progress(metrics))
+        for listener in self.listeners:
+            listener(metrics)
+
+
+def _empty_like(df: Any) -> Any:
+    """An empty DataFrame with the columns of ``df`` (a batch without new data)."""
+    return df.sparkSession.createDataFrame([], df.schema)
+
+
+def _split_summary(g: int, data: bytes, before: dict[int, bytes]) -> dict[str, Any]:
+    """A split's watermark, idleness and the records it read in this batch (none when it did
+    not run and kept its state of the version before)."""
+    state = pickle.loads(data)
+    return {
+        "watermark": state["watermark"],
+        "idle": bool(state["idle"]),
+        "records": state["records"] if data is not before.get(g) else 0,
+    }
+
+
+def _last_spark_batch(committed: int | None, info: dict[str, Any] | None) -> int | None:
+    """The last Spark micro-batch id whose rows are in committed version ``committed``."""
+    if info is None:
+        return None
+    return info.get("last_spark_batch", committed)
+
+
+def _last_spark_batch_after(previous: dict[str, Any] | None, spark_batch: int | None) -> Any:
+    if spark_batch is not None:
+        return spark_batch
+    if previous is None:
+        return None
+    return previous.get("last_spark_batch", previous.get("version"))
 
 
 def start_stream(
@@ -336,6 +524,7 @@ def start_stream(
     job_name: str,
     checkpoint_location: str | None,
     trigger: str | None,
+    snapshot_every: int | None = None,
 ) -> StreamingJobClient:
     """Start the streaming query of ``graph`` (see :meth:`StreamExecutionEnvironment.
     execute_async`)."""
@@ -350,9 +539,18 @@ def start_stream(
             f"trigger must be one of {_TRIGGERS} or None (run micro-batches until stopped), got "
             f"{trigger!r}"
         )
+    import warnings
+
+    from sparktide.spark.stream_sinks import StreamingExactlyOnceWarning, idempotence_warnings
+
     executor = SparkExecutor(graph, env)
-    runner = _StreamRunner(executor, checkpoint_location)
-    writer = runner.source.df.writeStream.foreachBatch(runner.on_batch).option(
+    runner = _StreamRunner(executor, checkpoint_location, snapshot_every)
+    for message in idempotence_warnings(executor.plan):
+        # the user's execute_async() / execute() call
+        warnings.warn(message, StreamingExactlyOnceWarning, stacklevel=3)
+    frames = [n.source.df for n in runner.nodes]
+    stream = frames[0] if len(frames) == 1 else union_streams(frames)
+    writer = stream.writeStream.foreachBatch(runner.on_batch).option(
         "checkpointLocation", runner.store.spark_checkpoint_location
     )
     writer = writer.queryName(f"sparktide-{uuid.uuid4().hex[:8]}")
@@ -361,4 +559,6 @@ def start_stream(
     elif trigger == "once":
         writer = writer.trigger(once=True)
     runner.query = writer.start()
+    if trigger is None:
+        runner.start_idle_batches(env.get_config().get_auto_watermark_interval())
     return StreamingJobClient(job_name, runner)

@@ -322,13 +322,20 @@ class JobTasks:
     # ------------------------------------------------------------------ metrics
 
     def metrics(self) -> dict[str, Any]:
-        """Late records dropped by window operators and timers fired, over built operators."""
+        """Late records dropped or sent to a late-data side output (by window and interval join
+        operators) and timers fired, over built operators."""
         late = 0
+        side = 0
         fired = 0
         for op in self.operators:
             late += getattr(op, "num_late_records_dropped", 0)
+            side += getattr(op, "num_late_records_side_output", 0)
             manager = op.time_service_manager
             if manager is not None:
                 for service in manager.services().values():
                     fired += service.fired_event_time + service.fired_processing_time
-        return {"late_records_dropped": late, "timers_fired": fired}
+        return {
+            "late_records_dropped": late,
+            "late_records_side_output": side,
+            "timers_fired": fired,
+        }

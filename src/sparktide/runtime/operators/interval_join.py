@@ -252,6 +252,7 @@ class IntervalJoinOperator(KeyedTwoInputOperator):
             right_late_data_output_tag, "right_late_data_output_tag"
         )
         self.num_late_records_dropped = 0
+        self.num_late_records_side_output = 0
         self._guard = KeyTypeGuard("interval join")
 
     # ------------------------------------------------------------------ lifecycle
@@ -309,6 +310,7 @@ class IntervalJoinOperator(KeyedTwoInputOperator):
             if tag is None:
                 self.num_late_records_dropped += 1
             else:
+                self.num_late_records_side_output += 1
                 self.output.collect_side(tag, StreamRecord(value, ts))  # type: ignore[union-attr]
             return
         bucket = ours.get(ts)

@@ -150,6 +150,7 @@ class WindowOperator(AbstractStreamOperator):
         self._merging = callable(getattr(assigner, "merge_windows", None))
         self._event_time = bool(assigner.is_event_time())
         self.num_late_records_dropped = 0
+        self.num_late_records_side_output = 0
         """Records dropped as late (no late side output set): Flink's metric."""
 
     # ------------------------------------------------------------------ lifecycle
@@ -263,6 +264,7 @@ class WindowOperator(AbstractStreamOperator):
         ):
             tag = self.late_data_output_tag
             if tag is not None:
+                self.num_late_records_side_output += 1
                 self.output.collect_side(tag, record)  # type: ignore[union-attr]
             else:
                 self.num_late_records_dropped += 1

@@ -1,0 +1,134 @@
+r"""The metrics of one micro-batch of a streaming run, and how they are reported.
+
+The driver of a streaming run (:mod:`sparktide.spark.streaming`) folds what the tasks of a batch
+sent back (per source split its watermark and idleness, per stage subtask its state entries,
+pending timers and watermark, per task its late records and fired timers) into one
+:func:`batch_metrics` dict. The dict goes into the batch's commit file (so ``sparktide inspect``
+shows it), into ``StreamingJobClient.recent_progress``, to the ``sparktide.streaming`` logger at
+``INFO`` as one :func:`format_progress` line, and to the progress listeners of the client.
+
+>>> m = batch_metrics(
+...     version=3, spark_batch=3, processing_time=1000, duration_ms=12,
+...     splits={0: {"watermark": 500, "idle": False, "records": 7},
+...             1: {"watermark": 900, "idle": True, "records": 0}},
+...     tasks={"late_records_dropped": 1, "late_records_side_output": 0, "timers_fired": 2},
+...     subtasks=[{"stage": 0, "subtask": 0, "state_entries": 4, "event_timers": 2,
+...                "next_event_timer": 600, "processing_timers": 0,
+...                "next_processing_timer": None, "watermark": 500}])
+>>> m["watermark"], m["split_watermarks"], m["timers_pending"]
+(500, {'0': 500, '1': 'idle'}, {'event': 2, 'processing': 0})
+>>> print(format_progress(m).replace(", ", ",\n"))
+batch 3: 7 records in 12 ms,
+watermark 500 (splits 0=500 1=idle),
+timers fired 2,
+pending 2 event + 0 processing (next event 600),
+state entries 4,
+late dropped 1
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = ["LOGGER", "batch_metrics", "format_progress"]
+
+#: per-batch progress lines of streaming runs (``INFO``)
+LOGGER = logging.getLogger("sparktide.streaming")
+
+_MIN_WATERMARK = -(2**63)
+
+
+def _combined(splits: dict[int, dict[str, Any]]) -> int | None:
+    """The sources' combined watermark as a valve computes it: the lowest watermark of the
+    splits that are not idle (``None`` when every split is idle or none has one yet)."""
+    active = [s["watermark"] for s in splits.values() if not s["idle"]]
+    if not active or min(active) == _MIN_WATERMARK:
+        return None
+    return min(active)
+
+
+def batch_metrics(
+    *,
+    version: int,
+    spark_batch: int | None,
+    processing_time: int,
+    duration_ms: int,
+    splits: dict[int, dict[str, Any]],
+    tasks: dict[str, int],
+    subtasks: Iterable[dict[str, Any]],
+) -> dict[str, Any]:
+    """One batch's metrics (JSON-able: keys are strings).
+
+    ``batch_id``: the version the batch committed (what batch sinks are given);
+    ``spark_batch``: Spark's micro-batch id, ``None`` for a batch without new data that the
+    runner ran because timers or idleness were due; ``watermark``: the sources' combined
+    watermark, ``split_watermarks``: per split its watermark or ``"idle"``;
+    ``operator_watermarks``: per stage the lowest watermark of its subtasks;
+    ``timers_pending`` per domain and the earliest pending (``next_event_timer``,
+    ``next_processing_timer``); ``state_entries``: keyed state entries over all subtasks.
+    """
+    subtasks = list(subtasks)
+    pending = {"event": 0, "processing": 0}
+    earliest: dict[str, int | None] = {"event": None, "processing": None}
+    stages: dict[str, int] = {}
+    for sub in subtasks:
+        for domain in pending:
+            pending[domain] += sub[f"{domain}_timers"]
+            head = sub[f"next_{domain}_timer"]
+            if head is not None and (earliest[domain] is None or head < earliest[domain]):
+                earliest[domain] = head
+        if sub["watermark"] is not None:
+            key = str(sub["stage"])
+            stages[key] = min(stages.get(key, sub["watermark"]), sub["watermark"])
+    return {
+        "batch_id": version,
+        "spark_batch": spark_batch,
+        "processing_time": processing_time,
+        "duration_ms": duration_ms,
+        "records": sum(s["records"] for s in splits.values()),
+        **tasks,
+        "watermark": _combined(splits),
+        "split_watermarks": {
+            str(g): "idle" if s["idle"] else s["watermark"] for g, s in sorted(splits.items())
+        },
+        "operator_watermarks": stages,
+        "timers_pending": pending,
+        "next_event_timer": earliest["event"],
+        "next_processing_timer": earliest["processing"],
+        "state_entries": sum(s["state_entries"] for s in subtasks),
+    }
+
+
+def _watermark_text(value: Any) -> str:
+    if value is None:
+        return "none"
+    if value == _MIN_WATERMARK:
+        return "min"
+    return str(value)
+
+
+def format_progress(m: dict[str, Any]) -> str:
+    """One line for people: what :func:`batch_metrics` says of a batch."""
+    splits = " ".join(f"{g}={_watermark_text(w)}" for g, w in m["split_watermarks"].items())
+    kind = "" if m["spark_batch"] is not None else " (no new data: timers or idleness due)"
+    pending = m["timers_pending"]
+    nexts = [
+        f"next {d} {m[f'next_{d}_timer']}"
+        for d in ("event", "processing")
+        if m[f"next_{d}_timer"] is not None
+    ]
+    line = (
+        f"batch {m['batch_id']}{kind}: {m['records']} records in {m['duration_ms']} ms, "
+        f"watermark {_watermark_text(m['watermark'])} (splits {splits}), "
+        f"timers fired {m['timers_fired']}, pending {pending['event']} event + "
+        f"{pending['processing']} processing"
+        + (f" ({', '.join(nexts)})" if nexts else "")
+        + f", state entries {m['state_entries']}"
+    )
+    if m["late_records_dropped"]:
+        line += f", late dropped {m['late_records_dropped']}"
+    if m["late_records_side_output"]:
+        line += f", late to side output {m['late_records_side_output']}"
+    return line
