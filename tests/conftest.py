@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -16,3 +18,13 @@ def spark() -> Any:
         return get_spark("local[2]")
     except SparkUnavailableError as exc:  # pragma: no cover - depends on the machine
         pytest.skip(str(exc))
+
+
+def wait_for(condition: Callable[[], Any], seconds: float) -> bool:
+    """Poll ``condition`` every 0.1 s until it holds or ``seconds`` passed; its last value."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return bool(condition())

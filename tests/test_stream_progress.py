@@ -14,10 +14,10 @@ import os
 import random
 import subprocess
 import sys
-import time
 
 import pytest
 
+from conftest import wait_for
 from sparktide.common import Duration, Row, Time, Types
 from sparktide.datastream import (
     KeyedProcessFunction,
@@ -171,15 +171,6 @@ def _rows(df) -> list[tuple]:
     return [tuple(r) for r in df.collect()]
 
 
-def _wait_for(condition, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.1)
-    return condition()
-
-
 def test_processing_time_timers_fire_without_new_data(spark, tmp_path) -> None:
     batches = _records(1)
     _write_files(tmp_path / "in", batches)
@@ -194,7 +185,7 @@ def test_processing_time_timers_fire_without_new_data(spark, tmp_path) -> None:
     )
     client = env.execute_async(checkpoint_location=str(tmp_path / "ckpt"))  # until stopped
     try:
-        assert _wait_for(lambda: any(out.values()), 90), "the timers never fired"
+        assert wait_for(lambda: any(out.values()), 90), "the timers never fired"
     finally:
         client.stop()
     progress = client.recent_progress
@@ -236,9 +227,9 @@ def test_an_idle_split_stops_holding_back_the_watermark(spark, tmp_path) -> None
     assert split_a != split_b, "the test needs the keys in different splits"
     client = env.execute_async(checkpoint_location=str(tmp_path / "ckpt"))
     try:
-        assert _wait_for(lambda: client.recent_progress, 90)
+        assert wait_for(lambda: client.recent_progress, 90)
         _write_files(tmp_path / "in", [[("a", 5_000 + 100 * i, 100 + i) for i in range(10)]], 1)
-        fired = _wait_for(lambda: len([r for rows in out.values() for r in rows]) == 2, 120)
+        fired = wait_for(lambda: len([r for rows in out.values() for r in rows]) == 2, 120)
     finally:
         client.stop()
     progress = client.recent_progress

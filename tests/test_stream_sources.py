@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from conftest import wait_for
 from sparktide.common import Row, Time, Types
 from sparktide.common.watermark_strategy import WatermarkStrategy
 from sparktide.datastream import KeyedProcessFunction, ProcessFunction, StreamExecutionEnvironment
@@ -59,15 +60,6 @@ def _collector() -> tuple[dict[int, list[tuple]], object]:
 
 def _flat(out: dict[int, list[tuple]]) -> list[tuple]:
     return [row for b in sorted(out) for row in out[b]]
-
-
-def _wait_for(condition, seconds: float = DEADLINE) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.1)
-    return condition()
 
 
 def _monotonous() -> WatermarkStrategy:
@@ -147,7 +139,7 @@ def test_execute_runs_until_stopped_from_another_thread(spark, tmp_path) -> None
         def ours():
             return [q for q in spark.streams.active if (q.name or "").startswith("sparktide-")]
 
-        _wait_for(lambda: any(_idle_after(q, 1) for q in ours()))
+        wait_for(lambda: any(_idle_after(q, 1) for q in ours()), DEADLINE)
         for query in ours():  # execute() blocks: stop its query from here
             stopped.append(query.name)
             query.stop()
@@ -293,7 +285,7 @@ def test_socket_source(spark, tmp_path) -> None:
         # socket does not support available_now: run until the lines arrived, then stop
         client = env.execute_async(checkpoint_location=str(tmp_path / "ckpt"))
         try:
-            assert _wait_for(lambda: len(_flat(out)) >= len(rows))
+            assert wait_for(lambda: len(_flat(out)) >= len(rows), DEADLINE)
             assert not client.await_termination(0.2)  # still running: timed out
         finally:
             client.stop()

@@ -362,6 +362,9 @@ class StreamExecutionEnvironment:
                 num_splits=8,  # the topic's partitions
             )
 
+        A job may read several ``from_stream`` sources (e.g. to join two topics): one query
+        reads their union, and each micro-batch is one round of all of them.
+
         A missing ``split_by``, ``order_by`` or ``timestamp_column`` column is a ``ValueError``
         naming the parameter, the column and the columns the DataFrame has.
         """

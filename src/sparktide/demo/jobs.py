@@ -621,8 +621,15 @@ def run_jobs(
     tagged, items = build_jobs(env, flights, settings, progress, weather)
     if total is not None:
         total(items)
+    return run_tagged(tagged, "sparktide flights demo", flights, settings, items)
+
+
+def run_tagged(
+    tagged: Any, job_name: str, flights: pd.DataFrame, settings: DemoSettings, items: int
+) -> DemoResults:
+    """Execute the tagged result stream of :func:`tag_results` and gather its tables."""
     started = time.perf_counter()
-    collected = list(tagged.execute_and_collect("sparktide flights demo"))
+    collected = list(tagged.execute_and_collect(job_name))
     seconds = time.perf_counter() - started
     tables, session_late = collect_tables(collected)
     return DemoResults(

@@ -54,6 +54,7 @@ from sparktide.demo.jobs import (
     alert_job,
     collect_tables,
     departure_jobs,
+    run_tagged,
     tag_results,
 )
 
@@ -495,18 +496,8 @@ def run_bounded(
             settings,
         )
         items += schedule.num_items
-    started = time.perf_counter()
-    collected = list(tag_results(streams).execute_and_collect("sparktide flights demo (bounded)"))
-    seconds = time.perf_counter() - started
-    tables, session_late = collect_tables(collected)
-    return DemoResults(
-        tables=tables,
-        settings=settings,
-        flights=len(flights),
-        departed=int(flights["dep_ms"].notna().sum()),
-        session_late=session_late,
-        seconds=seconds,
-        items=items,
+    return run_tagged(
+        tag_results(streams), "sparktide flights demo (bounded)", flights, settings, items
     )
 
 

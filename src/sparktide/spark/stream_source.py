@@ -11,38 +11,12 @@ from typing import Any
 
 from sparktide.datastream.source import Source, SourceSplit
 from sparktide.spark.frames import records_of_batch, type_info_of_schema
+from sparktide.spark.placement import spark_hash_long
 
-__all__ = ["StreamSource", "has_stream_source", "spark_hash_long", "split_keys"]
+__all__ = ["StreamSource", "has_stream_source", "split_keys"]
 
 
-_MASK = 0xFFFFFFFF
 _INTEGRAL = ("ByteType", "ShortType", "IntegerType", "LongType")
-
-
-def _rotl(x: int, r: int) -> int:
-    return ((x << r) | (x >> (32 - r))) & _MASK
-
-
-def _mix(h1: int, k1: int) -> int:
-    k1 = _rotl((k1 * 0xCC9E2D51) & _MASK, 15) * 0x1B873593 & _MASK
-    return (_rotl(h1 ^ k1, 13) * 5 + 0xE6546B64) & _MASK
-
-
-def spark_hash_long(value: int, seed: int = 42) -> int:
-    """Spark's ``hash()`` of a ``bigint`` (Murmur3 x86 32-bit, seed 42): what hash
-    partitioning (``repartition(n, col)``) takes modulo ``n``.
-
-    >>> spark_hash_long(0), spark_hash_long(1)
-    (-1670924195, -1712319331)
-    """
-    h1 = _mix(_mix(seed, value & _MASK), (value >> 32) & _MASK)
-    h1 ^= 8
-    h1 ^= h1 >> 16
-    h1 = (h1 * 0x85EBCA6B) & _MASK
-    h1 ^= h1 >> 13
-    h1 = (h1 * 0xC2B2AE35) & _MASK
-    h1 ^= h1 >> 16
-    return h1 - (1 << 32) if h1 & 0x80000000 else h1
 
 
 def split_keys(num_splits: int) -> list[int]:
