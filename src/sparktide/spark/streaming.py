@@ -236,6 +236,7 @@ class _StreamRunner:
         self.lock = threading.Lock()
         self._stop_idle = threading.Event()
         self._idle_thread: threading.Thread | None = None
+        self._last_commit: dict[str, Any] | None = None  # what this run committed last
 
     # ------------------------------------------------------------------ Spark's batches
 
@@ -325,6 +326,10 @@ class _StreamRunner:
         if not self.lock.acquire(blocking=False):
             return False
         try:
+            if self._last_commit is None:  # a restart: what the checkpoint holds
+                self._last_commit = self._last()[1]
+            if not self.due(self._last_commit, wall):  # checked without reading the store
+                return False
             committed, info = self._last()
             if not self.due(info, wall) or self.store.pending_spark_batch(committed + 1):
                 return False
@@ -456,16 +461,15 @@ class _StreamRunner:
                 tasks=totals,
                 subtasks=subtasks,
             )
-            store.commit(
-                version,
-                {
-                    "processing_time": now,
-                    "spark_batch": spark_batch,
-                    "last_spark_batch": _last_spark_batch_after(job.previous, spark_batch),
-                    "parallelism": {str(s.index): s.parallelism for s in plan.stages},
-                    "metrics": metrics,
-                },
-            )
+            commit = {
+                "processing_time": now,
+                "spark_batch": spark_batch,
+                "last_spark_batch": _last_spark_batch_after(job.previous, spark_batch),
+                "parallelism": {str(s.index): s.parallelism for s in plan.stages},
+                "metrics": metrics,
+            }
+            store.commit(version, commit)
+            self._last_commit = commit
             self._report(metrics)
         finally:
             for df in produced:
