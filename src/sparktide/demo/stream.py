@@ -16,11 +16,11 @@ bounded run with ``watermark_every=N``, and the streamed output equals the bound
 only the end of the input fires: a bounded run ends with the watermark ``MAX``, which fires
 every window and timer still pending; a stream never ends.
 
-Which jobs. A streaming job reads exactly one source, made by ``env.from_stream``. Jobs a
-(hourly windows, late side output, timeline trace) and b (plane sessions) read the departures;
-job c (not-departed alerts) reads the schedule, a second replay with its own event time (the
-scheduled departure), so it runs as a second streaming query on its own files. Job d, the
-weather join, reads two sources (flights and weather) and is left out of the streaming demo.
+Which jobs. Jobs a (hourly windows, late side output, timeline trace) and b (plane sessions)
+read the departures; job c (not-departed alerts) reads the schedule, a second replay with its
+own event time (the scheduled departure), so it runs as a second streaming query on its own
+files. Job d, the weather join, reads flights and weather and is not part of the streaming
+demo yet.
 
 >>> columns = [field.name for field in STREAM_SCHEMA]
 >>> columns[:4]
@@ -587,8 +587,8 @@ def format_stream_report(demo: StreamDemo) -> str:
                 f"{count} micro-batches in {facts['seconds'][name]:.1f} s"
             )
         lines.append(
-            "   job d (the weather join) is left out: it reads two sources, a streaming job "
-            "reads one"
+            "   job d (the weather join of flights and weather) is not part of the streaming "
+            "demo yet"
         )
         lines.append(
             f"bounded run (local runtime, watermark_every={n:,}, the same replays): "
