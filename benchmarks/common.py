@@ -1,6 +1,6 @@
-"""What the benchmark scripts share: finding PyFlink, the versions line of a Spark run, and the
-records/s and ratio cells of a result row. The scripts import it as ``common`` (Python puts the
-script's directory on ``sys.path``).
+"""What the benchmark scripts share: finding PyFlink, the versions line of a Spark run, the
+records/s and ratio cells of a result row, and the timing of a contender's DataFrame. The
+scripts import it as ``common`` (Python puts the script's directory on ``sys.path``).
 """
 
 from __future__ import annotations
@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -47,3 +49,18 @@ def result_cells(
     rate = records / seconds
     ratio = f"{rate / native_rate:.3g}x" if native_rate else "-"
     return f"{records:,}", f"{seconds:.2f}", f"{rate:,.0f}", ratio
+
+
+def timed(build: Callable[[], Any], repeat: int) -> float | str:
+    """Best wall time of ``repeat`` runs, or why the run failed (the table goes on)."""
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        try:
+            build().write.format("noop").mode("overwrite").save()
+        except Exception as exc:  # a failed contender is a result too
+            lines = [x.strip() for x in str(exc).splitlines() if x.strip()]
+            cause = next((x for x in lines if "Error" in x or "Exception" in x), None)
+            return f"{type(exc).__name__}: {(cause or (lines[0] if lines else ''))[:160]}"
+        best = min(best, time.perf_counter() - start)
+    return best

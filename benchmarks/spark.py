@@ -67,7 +67,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from common import result_cells, spark_versions
+from common import result_cells, spark_versions, timed
 
 from sparktide.datastream import KeyedProcessFunction
 
@@ -238,21 +238,6 @@ def native_frame(data: Dataset, df: Any) -> Any:
 
     size = f"{data.window_ms // 60_000} minutes"
     return df.groupBy("key", F.window(F.timestamp_millis("ts"), size)).count()
-
-
-def timed(build: Callable[[], Any], repeat: int) -> float | str:
-    """Best wall time of ``repeat`` runs, or why the run failed (the table goes on)."""
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        try:
-            build().write.format("noop").mode("overwrite").save()
-        except Exception as exc:  # a failed contender is a result too
-            lines = [x.strip() for x in str(exc).splitlines() if x.strip()]
-            cause = next((x for x in lines if "Error" in x or "Exception" in x), None)
-            return f"{type(exc).__name__}: {(cause or (lines[0] if lines else ''))[:160]}"
-        best = min(best, time.perf_counter() - start)
-    return best
 
 
 # ---------------------------------------------------------------------------------------------

@@ -42,20 +42,11 @@ from sparktide.demo.jobs import (
 from sparktide.demo.stream import first_days, item_of_row
 from sparktide.spark.checkpoint import CheckpointStore
 from sparktide.spark.checkpoint_inspect import describe_checkpoint
-from sparktide.spark.session import SparkUnavailableError, get_spark
 
 MAX = 2**63 - 1
 DAYS = 2
 BATCH = 300  # items per split per micro-batch: 4 micro-batches per query for two days
 MINUTE = 60_000
-
-
-@pytest.fixture(scope="module")
-def spark():
-    try:
-        return get_spark("local[2]")
-    except SparkUnavailableError as exc:  # pragma: no cover - depends on the machine
-        pytest.skip(str(exc))
 
 
 @pytest.fixture(scope="module")

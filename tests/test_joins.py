@@ -789,16 +789,6 @@ def run_job(job, runtime: str, parallelism: int) -> list:
     return list(job(env).execute_and_collect())
 
 
-@pytest.fixture(scope="module")
-def spark():
-    from sparktide.spark.session import SparkUnavailableError, get_spark
-
-    try:
-        return get_spark("local[2]")
-    except SparkUnavailableError as exc:  # pragma: no cover - depends on the machine
-        pytest.skip(str(exc))
-
-
 def by_kind(results: list) -> dict:
     """Results per kind, in order. The union of the outputs of two window operators (join and
     co-group) interleaves them in an order that depends on the parallelism; each operator's

@@ -18,27 +18,17 @@ import pytest
 from sparktide.common import Duration, Row, Time, Types
 from sparktide.common.watermark_strategy import WatermarkStrategy
 from sparktide.datastream import KeyedProcessFunction, StreamExecutionEnvironment
-from sparktide.datastream.state import ValueStateDescriptor
 from sparktide.datastream.window import TumblingEventTimeWindows
 from sparktide.spark.checkpoint import CheckpointError, CheckpointStore, pack_parts, unpack_parts
 from sparktide.spark.checkpoint_inspect import describe_checkpoint
-from sparktide.spark.session import SparkUnavailableError, get_spark
 from sparktide.spark.streaming import ForeachBatchSink, JsonBatchSink, ParquetBatchSink
+from test_dataframes import ALARM, Alarm
 
 EVENT = Types.ROW_NAMED(["key", "ts", "v"], [Types.STRING(), Types.LONG(), Types.LONG()])
-ALARM = Types.ROW_NAMED(["key", "at", "count"], [Types.STRING(), Types.LONG(), Types.LONG()])
 SCHEMA = "key string, ts long, v long"
 PER_FILE = 30
 OUT_OF_ORDER = 500
 WINDOW = 2_000
-
-
-@pytest.fixture(scope="module")
-def spark():
-    try:
-        return get_spark("local[2]")
-    except SparkUnavailableError as exc:  # pragma: no cover - depends on the machine
-        pytest.skip(str(exc))
 
 
 def _records(files: int, seed: int = 7) -> list[list[tuple[str, int, int]]]:
@@ -62,18 +52,6 @@ def _write_files(directory, batches, first: int = 0) -> None:
                 out.write(json.dumps({"key": key, "ts": ts, "v": v}) + "\n")
         os.replace(path + ".tmp", path)
         os.utime(path, (1_700_000_000 + f, 1_700_000_000 + f))  # the file source's order
-
-
-class Alarm(KeyedProcessFunction):
-    def open(self, runtime_context):
-        self.count = runtime_context.get_state(ValueStateDescriptor("count", Types.LONG()))
-
-    def process_element(self, value, ctx):
-        self.count.update((self.count.value() or 0) + 1)
-        ctx.timer_service().register_event_time_timer(ctx.timestamp() + 1_000)
-
-    def on_timer(self, timestamp, ctx):
-        yield Row(key=ctx.get_current_key(), at=timestamp, count=self.count.value())
 
 
 def _strategy() -> WatermarkStrategy:
