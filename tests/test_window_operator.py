@@ -445,6 +445,25 @@ def test_window_function_as_a_plain_callable_and_as_a_class() -> None:
         assert values(h) == [(("a", 5), 9)]
 
 
+def test_continuous_event_time_trigger_takes_a_record_without_timestamp_as_min_timestamp() -> None:
+    # Flink hands the trigger Long.MIN_VALUE for a record without timestamp: the first firing
+    # is at MIN - MIN % 1000 + 1000 with Java's remainder (MIN % 1000 == -808), then every 1000.
+    outputs = []
+    for timestamp in (None, MIN_TIMESTAMP):
+        b = WindowOperatorBuilder(GlobalWindows.create())
+        b.set_trigger(ContinuousEventTimeTrigger.of(1000))
+        h = harness(b.reduce(total))
+        h.process_element(("a", 1), timestamp)
+        h.process_element(("a", 2), timestamp)
+        h.process_watermark(MIN_TIMESTAMP + 1807)
+        assert values(h) == []
+        h.process_watermark(MIN_TIMESTAMP + 4808)  # fires at MIN + 1808, 2808, 3808 and 4808
+        assert values(h) == [(("a", 3), MAX_TIMESTAMP)] * 4
+        assert h.num_event_time_timers() == 2  # the next firing (MIN + 5808) and the window end
+        outputs.append(values(h))
+    assert outputs[0] == outputs[1]
+
+
 # --------------------------------------------------------------------------------- lateness
 
 

@@ -19,6 +19,7 @@ from typing import Any, Generic, TypeVar
 
 from sparktide.common.time import to_millis
 from sparktide.datastream.state import ReducingStateDescriptor, State, StateDescriptor
+from sparktide.runtime.elements import MIN_TIMESTAMP
 
 __all__ = [
     "ContinuousEventTimeTrigger",
@@ -348,6 +349,13 @@ class ContinuousEventTimeTrigger(_EventTime, Trigger[Any, Any]):
     several intervals, each firing registers the next one, which is already due: the window
     fires once per interval within that single watermark advance (a "pane burst").
 
+    A record without a timestamp counts as ``MIN_TIMESTAMP`` (Java's ``Long.MIN_VALUE``), as in
+    Flink: its pane's first firing is one interval past ``MIN_TIMESTAMP`` floored with Java's
+    remainder, so the first watermark fires it once per interval passed since then. A job that
+    ends with the final watermark (``MAX_TIMESTAMP``) on such a pane of a global window would
+    fire it for every interval of the whole time range, exactly as Flink does: give such records
+    timestamps, or use a processing-time or count trigger.
+
     >>> ContinuousEventTimeTrigger.of(30_000)
     ContinuousEventTimeTrigger(interval=30000)
     """
@@ -369,6 +377,8 @@ class ContinuousEventTimeTrigger(_EventTime, Trigger[Any, Any]):
         ctx.register_event_time_timer(max_ts)
         fire_time = ctx.get_partitioned_state(self._descriptor)
         if fire_time.get() is None:
+            if timestamp is None:
+                timestamp = MIN_TIMESTAMP
             self._register_next(_java_floor_to(timestamp, self._interval), window, ctx, fire_time)
         return CONTINUE
 
