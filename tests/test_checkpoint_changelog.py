@@ -480,3 +480,138 @@ def test_snapshot_every_is_validated_by_execute(spark, tmp_path) -> None:
     bounded.from_collection([1, 2]).print()
     with pytest.raises(ValueError, match="snapshot_every apply to jobs reading"):
         bounded.execute(snapshot_every=3)
+
+
+# ------------------------------------------------------------------ timers across restores
+
+
+def _reminder_class():
+    from sparktide.common import Types
+    from sparktide.datastream import KeyedProcessFunction
+    from sparktide.datastream.state import ValueStateDescriptor
+
+    class Reminder(KeyedProcessFunction):
+        """A count per key and one timer 1000 ms after its latest record (the old one goes)."""
+
+        def open(self, runtime_context):
+            descriptor = ValueStateDescriptor("count-and-timer", Types.PICKLED_BYTE_ARRAY())
+            self.state = runtime_context.get_state(descriptor)
+
+        def process_element(self, value, ctx):
+            count, timer = self.state.value() or (0, None)
+            if timer is not None:
+                ctx.timer_service().delete_event_time_timer(timer)
+            timer = ctx.timestamp() + 1_000
+            ctx.timer_service().register_event_time_timer(timer)
+            self.state.update((count + 1, timer))
+            return iter(())
+
+        def on_timer(self, timestamp, ctx):
+            yield ctx.get_current_key(), timestamp, self.state.value()[0]
+
+    return Reminder
+
+
+_Reminder = _reminder_class()
+
+
+def _reminder_job():
+    """The worker side of ``key_by(key).process(Reminder()).print()`` (no Spark needed)."""
+    from sparktide.common import Types
+    from sparktide.datastream import StreamExecutionEnvironment
+    from sparktide.runtime.execution.planner import plan_job
+    from sparktide.spark.executor import CHUNK, FLUSH, SparkJob
+    from sparktide.spark.placement import placement_keys
+
+    env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
+    env.set_parallelism(1)
+    event = Types.TUPLE([Types.STRING(), Types.LONG()])
+    stream = env.from_collection([("k", 0)], type_info=event)
+    stream.key_by(lambda r: r[0]).process(_Reminder()).print()
+    plan = plan_job(env._graph, 1, 128)
+    return SparkJob(plan, {}, None, None, {1: placement_keys(1)}, CHUNK, FLUSH)
+
+
+def _entries(version: int, records: list[tuple[str, int]], watermark: int | None = None) -> list:
+    """Exchange entries of one batch: ``(key, ts)`` records, then a watermark if given."""
+    from sparktide.runtime.elements import StreamRecord, Watermark
+
+    out: list = [
+        ((version, 0, 0, i, 0), 0, 1, StreamRecord((k, ts), ts), k, assign_to_key_group(k, 128))
+        for i, (k, ts) in enumerate(records)
+    ]
+    if watermark is not None:
+        out.append(((version, 1, 0, len(records), 0), 0, 1, Watermark(watermark), None, None))
+    return out
+
+
+def _run_batch(job, store, version: int, entries: list) -> list[str]:
+    """Run and commit batch ``version`` of the job's single subtask; its printed lines."""
+    import pickle
+
+    from sparktide.spark.executor import PRINTED
+    from sparktide.spark.stream_job import StreamingJob
+
+    stage = job.plan.stages[-1]
+    previous = store.commit_info(version - 1) if version > 0 else None
+    worker = StreamingJob(job, store, version, version, max(version - 1, 0), previous, {})
+    rows = worker.run_stream_subtask(stage.index, 0, [pickle.dumps(entries)])[0]
+    store.commit(version, {"processing_time": version, "parallelism": {str(stage.index): 1}})
+    lines: list = []
+    stages, payloads = rows["stage"].to_pylist(), rows["payload"].to_pylist()
+    for stage_id, payload in zip(stages, payloads, strict=True):
+        if stage_id == PRINTED:
+            lines.extend(pickle.loads(payload))
+    return [line for _, line in sorted(lines)]
+
+
+def _changelog_counts(store, version: int) -> dict[str, int]:
+    """Puts and deletes of state entries and timers in the changelog of ``version``."""
+    from sparktide.spark.changelog import decode_changes
+    from sparktide.spark.checkpoint import unpack_parts
+
+    path = store.changelog_path(version, 0, 0)
+    _, parts = unpack_parts(store.read(path), path)
+    counts = {"state puts": 0, "state deletes": 0, "timer puts": 0, "timer deletes": 0}
+    for puts, deletes in decode_changes(parts, path).values():
+        for item, _ in puts:
+            counts[("state" if item[0] == 0 else "timer") + " puts"] += 1
+        for item in deletes:
+            counts[("state" if item[0] == 0 else "timer") + " deletes"] += 1
+    return counts
+
+
+def test_a_changelog_after_a_restore_holds_only_the_touched_timers_and_entries(tmp_path) -> None:
+    from sparktide.spark.stream_job import CACHE_STATS, clear_warm_cache
+
+    rng = random.Random(5)
+    keys = [f"k{i}" for i in range(2_000)]
+    latest = {k: rng.randrange(5_000) for k in keys}  # timers in another order than the keys
+    batches = [[(k, latest[k]) for k in keys]]
+    for _ in range(2):  # 1% of the keys per batch, each with a new timer among the old ones
+        batch = []
+        for k in rng.sample(keys, 20):
+            ts = rng.choice([t for t in range(5_000) if t != latest[k]])
+            latest[k] = ts
+            batch.append((k, ts))
+        batches.append(batch)
+    job = _reminder_job()
+    store = CheckpointStore(str(tmp_path / "ckpt"), {"job": "reminder"}, snapshot_every=10)
+    clear_warm_cache()
+    printed = _run_batch(job, store, 0, _entries(0, batches[0]))
+    clear_warm_cache()  # batch 1 restores from the checkpoint files, batch 2 from the cache
+    printed += _run_batch(job, store, 1, _entries(1, batches[1]))
+    printed += _run_batch(job, store, 2, _entries(2, batches[2]))
+    assert (CACHE_STATS["disk"], CACHE_STATS["warm"]) == (1, 1)
+    touched = {"state puts": 20, "state deletes": 0, "timer puts": 20, "timer deletes": 20}
+    assert _changelog_counts(store, 1) == touched
+    assert _changelog_counts(store, 2) == touched
+    clear_warm_cache()  # the last batch fires every timer, restored from the files again
+    printed += _run_batch(job, store, 3, _entries(3, [], watermark=10_000))
+    # the same records in one batch, without any restore
+    clear_warm_cache()
+    whole = CheckpointStore(str(tmp_path / "whole"), {"job": "reminder"})
+    records = [r for batch in batches for r in batch]
+    expected = _run_batch(job, whole, 0, _entries(0, records, watermark=10_000))
+    clear_warm_cache()
+    assert len(expected) == len(keys) and printed == expected

@@ -154,3 +154,34 @@ def test_restored_entries_keep_their_order():
     r.add_restored(snap)
     r._check()
     assert [(e[0], e[2]) for e in iter(r.poll, None)] == [(1, "x"), (3, "c"), (3, "a"), (3, "b")]
+
+
+def test_restored_timers_keep_their_sequence_numbers():
+    q = KeyGroupedTimerQueue(KeyGroupRange(0, 1))
+    for i, ts in enumerate([30, 10, 20, 10, 30, 20]):
+        q.add(ts, f"k{i}", None, i % 2)
+    q.remove(10, "k1", None, 1)
+    q.poll()  # k3 at 10
+    snap = q.entries_for_key_group(0) + q.entries_for_key_group(1)
+    r = KeyGroupedTimerQueue(KeyGroupRange(0, 1))
+    r.add_restored(snap)
+    r._check()
+    assert sorted(r) == sorted(snap)  # a snapshot after the restore is the one restored
+    r.add(20, "new", None, 0)  # numbered after every restored timer: fires after them at 20
+    r._check()
+    assert max(e[1] for e in r) == max(e[1] for e in snap) + 1
+    assert [e[2] for e in iter(r.poll, None)] == ["k2", "k5", "new", "k0", "k4"]
+
+
+def test_restored_timers_whose_sequence_numbers_collide_are_renumbered_in_order():
+    parts = []
+    for kg, keys in ((0, ["a", "b", "c"]), (1, ["x", "y"])):  # two subtasks: seqs 0, 1, 2
+        q = KeyGroupedTimerQueue(KeyGroupRange(kg, kg))
+        for key in keys:
+            q.add(5, key, None, kg)
+        parts += q.entries_for_key_group(kg)
+    r = KeyGroupedTimerQueue(KeyGroupRange(0, 1))
+    r.add_restored(parts)
+    r._check()
+    assert sorted(e[1] for e in r) == [0, 1, 2, 3, 4]
+    assert [e[2] for e in iter(r.poll, None)] == ["a", "x", "b", "y", "c"]  # (ts, seq, group)

@@ -11,9 +11,11 @@ domain 0 = event time, 1 = processing time).
 keeps a *digest* per item (the timer's sequence number, or a 64-bit hash of the pickled state
 value). The next version diffs the subtask's current state against those digests: items whose
 digest changed are *puts*, items that disappeared are *deletes*. So the bytes written per batch
-are proportional to the entries the batch touched (at entry granularity), while the state
-backend and timer services stay untouched (the local runtime pays nothing; nothing can forget to
-mark a write, including in-place changes of mutable values). The cost is one pickle per entry
+are proportional to the entries the batch touched (at entry granularity): a restored timer keeps
+its sequence number (:meth:`~sparktide.runtime.timers.queue.KeyGroupedTimerQueue.add_restored`),
+so only the timers the batch registered or removed differ. The state backend and timer services
+stay untouched (the local runtime pays nothing; nothing can forget to mark a write, including
+in-place changes of mutable values). The cost is one pickle per entry
 per batch on the worker, which a full snapshot paid anyway. Digests live only in memory (the
 worker cache of :mod:`sparktide.spark.stream_job`, or recomputed after a restore from disk), so
 the per-process salt of ``hash`` does not matter.

@@ -45,6 +45,12 @@ TimerEntry = tuple  # (timestamp, seq, key, namespace, key_group)
 _COMPACT_MIN_DEAD = 64
 
 
+def _distinct_int_sequences(entries: list[tuple[int, int, Any, Any, int]]) -> bool:
+    """Whether the sequence numbers of ``entries`` are ints, each used once."""
+    seqs = {e[1] for e in entries}
+    return len(seqs) == len(entries) and all(type(q) is int for q in seqs)
+
+
 class KeyGroupedTimerQueue:
     """A set of timers ordered by ``(timestamp, insertion order)``, deduplicated per key group."""
 
@@ -177,12 +183,41 @@ class KeyGroupedTimerQueue:
     # ------------------------------------------------------------------ restore
 
     def add_restored(self, entries: list[tuple[int, int, Any, Any, int]]) -> None:
-        """Add restored timers ``(timestamp, old_seq, key, namespace, key_group)``.
+        """Add restored timers ``(timestamp, seq, key, namespace, key_group)``.
 
-        They are re-sequenced in ``(timestamp, old_seq, key_group)`` order, so a restore at the
-        same parallelism reproduces the original firing order exactly, and any restore gives a
-        deterministic one. Timers already present are kept once.
+        Into an empty queue, timers with distinct sequence numbers keep them, and new timers
+        are numbered after the highest: a snapshot taken after the restore holds the same
+        ``seq`` for every timer that did not change, so a changelog against the previous
+        snapshot holds only the timers that did. Otherwise (timers from several snapshots whose
+        numbers collide, as after a rescale, or a queue that already holds timers) they are
+        re-sequenced in ``(timestamp, seq, key_group)`` order. Both give the same firing order:
+        ``(timestamp, seq)`` among the restored timers, restored before new ones at a
+        timestamp, so a restore at the same parallelism reproduces the original order exactly
+        and any restore gives a deterministic one. Timers already present are kept once.
         """
+        if self._heap or not _distinct_int_sequences(entries):
+            self._resequence(entries)
+            return
+        maps, start, end = self._maps, self._kg_start, self._kg_end
+        top = self._seq - 1
+        for entry in entries:
+            ts, seq, key, ns, kg = entry
+            if kg < start or kg > end:
+                self._raise_out_of_range(kg, key)
+            m = maps[kg - start]
+            tkey = (ts, key, ns)
+            kept = m.get(tkey)
+            if kept is None or seq < kept[1]:
+                m[tkey] = (ts, seq, key, ns, kg)
+            if seq > top:
+                top = seq
+        heap = [e for m in maps for e in m.values()]
+        heapify(heap)
+        self._heap = heap
+        self._seq = top + 1
+
+    def _resequence(self, entries: list[tuple[int, int, Any, Any, int]]) -> None:
+        """Add ``entries`` with new sequence numbers, in ``(timestamp, seq, key_group)`` order."""
         for ts, _old, key, ns, kg in sorted(entries, key=lambda e: (e[0], e[1], e[4])):
             self.add(ts, key, ns, kg)
 
