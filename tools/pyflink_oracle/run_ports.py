@@ -6,7 +6,10 @@ runtime with one JVM instead of one per example. Each script runs as ``__main__`
 set to the script alone, the root logger's handlers removed first (so the script's own
 ``logging.basicConfig`` takes effect, writing to the script's captured stdout as it would in a
 process of its own), and ``sys.stdout`` captured. The environment (``SPARKTIDE_RUNTIME`` ...) is
-the process's.
+the process's. After the last script, the root logger writes INFO records to the process's own
+stdout, as each script's own configuration would until its exit: whatever is logged when the
+interpreter exits (py4j closes its gateway connections then) shows up in that stdout, which
+should stay empty.
 
 Usage::
 
@@ -65,6 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("scripts", nargs="+", help="the scripts to run, in this order")
     args = parser.parse_args(argv)
     results = {script: run_script(Path(script).resolve()) for script in args.scripts}
+    logging.basicConfig(stream=sys.stdout, level=logging.INFO, format="%(message)s")
     Path(args.out).write_text(json.dumps(results, indent=1), encoding="utf-8")
     return 0
 
