@@ -6,6 +6,12 @@ same multiset of lines as PyFlink 2.3 did (``tests/data/pyflink/<example>.txt``,
 with apache-flink is at hand (``$SPARKTIDE_PYFLINK_PYTHON``, or ``.venv-flink`` made by
 ``tools/install_pyflink.sh``), the original example is also re-run and compared live.
 
+Each port also runs on the Spark runtime and must print the same multiset of lines there as on
+the local runtime and as PyFlink. To start one JVM rather than ten, every port runs in one Python
+process (``tools/pyflink_oracle/run_ports.py``: each as ``__main__``, in a scratch directory, with
+its stdout captured and its own ``logging.basicConfig`` in effect); that process's own stdout,
+where nothing may land, is checked to be empty.
+
 An example whose ``sparktide`` imports do not all resolve yet is skipped with the missing names.
 """
 
@@ -16,8 +22,11 @@ import collections
 import functools
 import importlib
 import importlib.util
+import json
 import os
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from types import ModuleType
 
@@ -25,6 +34,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PORTS = REPO / "examples" / "pyflink"
+RUN_PORTS = REPO / "tools" / "pyflink_oracle" / "run_ports.py"
 
 
 def _load_oracle() -> ModuleType:
@@ -78,14 +88,56 @@ def _port(name: str) -> Path:
     return script
 
 
+def _environment(runtime: str) -> dict[str, str]:
+    return {
+        "SPARKTIDE_RUNTIME": runtime,
+        "PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    }
+
+
 @functools.cache
 def _sparktide_lines(name: str) -> tuple[str, ...]:
-    src = str(REPO / "src")
-    extra = {
-        "SPARKTIDE_RUNTIME": "local",
-        "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", ""),
-    }
+    extra = _environment("local")
     return tuple(oracle.normalize(oracle.run_example(sys.executable, _port(name), extra)))
+
+
+@functools.cache
+def _spark_runs() -> dict[str, dict[str, str | None]]:
+    """Every port whose imports resolve, run on the Spark runtime in one process: per example
+    name its stdout and error (None when it ran through)."""
+    runnable = {
+        name: PORTS / relative
+        for name, relative in oracle.EXAMPLES.items()
+        if not _missing_imports(PORTS / relative)
+    }
+    env = {**os.environ, **_environment("spark")}
+    env.pop("SPARKTIDE_MASTER", None)
+    env.pop("SPARKTIDE_PARALLELISM", None)
+    with tempfile.TemporaryDirectory(prefix="sparktide-ports-") as cwd:
+        out = Path(cwd) / "runs.json"
+        done = subprocess.run(
+            [sys.executable, str(RUN_PORTS), "--out", str(out), *map(str, runnable.values())],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=oracle.TIMEOUT_S,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"run_ports.py exited with {done.returncode}\n{done.stderr[-6000:]}")
+        if done.stdout:
+            raise AssertionError(f"the ports' process wrote to its own stdout: {done.stdout!r}")
+        runs = json.loads(out.read_text(encoding="utf-8"))
+    return {name: runs[str(script)] for name, script in runnable.items()}
+
+
+def _spark_lines(name: str) -> list[str]:
+    _port(name)  # skips a port whose imports do not resolve
+    run = _spark_runs()[name]
+    if run["error"] is not None:
+        raise AssertionError(f"{name} failed on the Spark runtime:\n{run['error']}")
+    return oracle.normalize(run["stdout"] or "")
 
 
 def _explain(expected: list[str], actual: list[str]) -> str:
@@ -126,3 +178,34 @@ def test_port_matches_live_pyflink(name: str) -> None:
     original = oracle.shipped_examples_dir(python) / oracle.EXAMPLES[name]
     expected = oracle.normalize(oracle.run_example(python, original))
     assert actual == expected, _explain(expected, actual)
+
+
+@pytest.mark.parametrize("name", EXAMPLE_NAMES)
+def test_port_on_spark_prints_what_local_and_pyflink_print(name: str) -> None:
+    pytest.importorskip("pyspark")
+    on_spark = _spark_lines(name)
+    local = list(_sparktide_lines(name))
+    assert on_spark == local, "Spark vs local runtime:\n" + _explain(local, on_spark)
+    recorded = oracle.recorded(name)
+    assert on_spark == recorded, "Spark vs PyFlink:\n" + _explain(recorded, on_spark)
+
+
+def test_the_ports_are_pyflinks_examples_without_table_api_connectors_or_async_io() -> None:
+    python = _pyflink_python()
+    if python is None:
+        pytest.skip("no Python with apache-flink (set SPARKTIDE_PYFLINK_PYTHON)")
+    shipped_dir = oracle.shipped_examples_dir(python)
+    shipped = sorted(
+        p.relative_to(shipped_dir).as_posix()
+        for p in shipped_dir.rglob("*.py")
+        if p.name != "__init__.py"
+    )
+    assert len(shipped) == 19, shipped
+    # connectors/ talk to Kafka, Pulsar or Elasticsearch, asyncio/ does async I/O
+    self_contained = [
+        relative
+        for relative in shipped
+        if relative.split("/")[0] not in ("connectors", "asyncio")
+        and "pyflink.table" not in (shipped_dir / relative).read_text(encoding="utf-8")
+    ]
+    assert sorted(self_contained) == sorted(oracle.EXAMPLES.values())

@@ -29,6 +29,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from sparktide.spark import logs
+
 __all__ = [
     "SparkUnavailableError",
     "check_prerequisites",
@@ -80,6 +82,7 @@ def get_spark(master: str | None = None) -> Any:
     check_prerequisites()
     from pyspark.sql import SparkSession
 
+    logs.keep_off_stdout()
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
         ship_package(active)
@@ -98,7 +101,8 @@ def get_spark(master: str | None = None) -> Any:
 
 
 def _embedded(master: str) -> Any:
-    """A session of its own JVM on ``master``: UI off, quiet logs, the driver's Python."""
+    """A session of its own JVM on ``master``: UI off, logs on stderr at
+    :func:`~sparktide.spark.logs.log_level`, the driver's Python."""
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -114,10 +118,10 @@ def _embedded(master: str) -> Any:
         .config("spark.ui.showConsoleProgress", "false")
         .config(_COALESCE_PARTITIONS, "false")
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "10000")
-        .config("spark.driver.extraJavaOptions", "-Dlog4j2.level=ERROR")
+        .config("spark.driver.extraJavaOptions", logs.driver_java_options())
     )
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    spark.sparkContext.setLogLevel(logs.log_level())
     return spark
 
 

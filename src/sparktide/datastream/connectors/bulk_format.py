@@ -34,6 +34,7 @@ from typing import Any, BinaryIO
 from sparktide.common.typeinfo_base import TypeInformation
 from sparktide.common.typeinfo_composite import RowTypeInfo
 from sparktide.common.types import Row
+from sparktide.table.types import RowType
 
 __all__ = [
     "BulkWriter",
@@ -46,12 +47,15 @@ __all__ = [
 
 
 def check_row_type(row_type: Any, name: str = "row_type") -> RowTypeInfo:
-    """``row_type`` if it is a row type with field names, else a clear error."""
+    """``row_type`` if it is a row type with field names (``Types.ROW_NAMED``, or PyFlink's
+    ``DataTypes.ROW`` of :mod:`sparktide.table`, as ``Types``), else a clear error."""
+    if isinstance(row_type, RowType):
+        row_type = row_type.to_type_info()
     if not isinstance(row_type, RowTypeInfo):
         raise TypeError(
             f"{name} must be a row type, got {type(row_type).__name__} ({row_type!r}); declare "
-            "it as Types.ROW_NAMED(['id', 'name'], [Types.INT(), Types.STRING()]) (sparktide "
-            "has no Table API DataTypes: its row types are Types.ROW_NAMED)"
+            "it as Types.ROW_NAMED(['id', 'name'], [Types.INT(), Types.STRING()]) or "
+            "DataTypes.ROW([DataTypes.FIELD('id', DataTypes.INT()), ...]) (sparktide.table)"
         )
     return row_type
 

@@ -4,7 +4,8 @@
 :mod:`.json` (``JsonLinesFormat``, ``JsonLinesBulkWriters``: sparktide's own JSON lines file
 format; PyFlink has none).
 
-Row types are ``Types.ROW_NAMED`` (PyFlink takes Table API ``DataTypes.ROW``). Field types:
+Row types are ``Types.ROW_NAMED`` or, as in PyFlink, ``DataTypes.ROW`` (:mod:`sparktide.table`,
+whose ``DataTypes`` stand for the ``Types`` listed there). Field types:
 ``Types.STRING, BOOLEAN, BYTE, SHORT, INT, LONG, FLOAT, DOUBLE, BIG_DEC, LOCAL_DATE, SQL_DATE,
 LOCAL_DATE_TIME, SQL_TIMESTAMP`` and lists of them.
 

@@ -4,8 +4,9 @@
 separator, quote, escape and null literal; :meth:`CsvReaderFormat.for_schema` reads rows of it
 (a stream format for ``FileSource.for_record_stream_format``) and
 :meth:`CsvBulkWriters.for_schema` writes them (for ``FileSink.for_bulk_format``). Records are
-``Row`` values named by the columns. Column types are sparktide ``Types`` where PyFlink takes
-Table API ``DataTypes`` (``number_type=Types.INT()``).
+``Row`` values named by the columns. Column types are sparktide ``Types``
+(``number_type=Types.INT()``) or, as in PyFlink, ``DataTypes`` from :mod:`sparktide.table`
+(``number_type=DataTypes.INT()``).
 
 On the local runtime Python reads and writes the files; on Spark, Spark's CSV reader splits the
 fields (every column read as a string) and Spark's CSV writer writes them. Both runtimes parse

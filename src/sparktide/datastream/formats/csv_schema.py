@@ -4,6 +4,13 @@
 >>> from sparktide.common.typeinfo import Types
 >>> CsvSchema.builder().add_string_column("a").add_number_column("n", Types.INT()).build()
 CsvSchema([a: Types.STRING(), n: Types.INT()], separator=',')
+
+PyFlink's ``DataTypes`` (from :mod:`sparktide.table`) are accepted where PyFlink takes them:
+
+>>> from sparktide.table import DataTypes
+>>> CsvSchema.builder().add_number_column("n", number_type=DataTypes.INT()).add_array_column(
+...     "tags", ",", element_type=DataTypes.STRING()).build()
+CsvSchema([n: Types.INT(), tags: Types.LIST(Types.STRING())], separator=',')
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from sparktide.common.typeinfo_base import TypeInformation
 from sparktide.common.typeinfo_composite import RowTypeInfo
 from sparktide.datastream.formats.csv_text import CsvDialect
 from sparktide.datastream.formats.row_values import field_kinds
+from sparktide.table.types import DataType, to_type_info
 
 __all__ = ["CsvSchema", "CsvSchemaBuilder"]
 
@@ -122,24 +130,38 @@ class CsvSchemaBuilder:
         return self
 
     def add_array_column(
-        self, name: str, separator: str = ";", element_type: TypeInformation | None = None
+        self,
+        name: str,
+        separator: str = ";",
+        element_type: TypeInformation | DataType | None = None,
     ) -> CsvSchemaBuilder:
         """An array column (``Types.LIST(element_type)``, default elements ``Types.STRING()``),
-        its elements separated by ``separator``."""
+        its elements separated by ``separator``. ``element_type`` is a ``Types`` or, as in
+        PyFlink, a ``DataTypes`` type (:mod:`sparktide.table`)."""
         if not isinstance(separator, str) or not separator:
             raise ValueError(f"separator must be a non-empty str, got {separator!r}; e.g. ';'")
-        return self._add(name, Types.LIST(element_type or Types.STRING()), separator)  # type: ignore[no-any-return]
+        element = (
+            Types.STRING()
+            if element_type is None
+            else to_type_info(element_type, f"element_type of column {name!r}")
+        )
+        return self._add(name, Types.LIST(element), separator)  # type: ignore[no-any-return]
 
     def add_boolean_column(self, name: str) -> CsvSchemaBuilder:
         """A ``Types.BOOLEAN()`` column (``true`` / ``false``)."""
         return self._add(name, Types.BOOLEAN())  # type: ignore[no-any-return]
 
     def add_number_column(
-        self, name: str, number_type: TypeInformation | None = None
+        self, name: str, number_type: TypeInformation | DataType | None = None
     ) -> CsvSchemaBuilder:
         """A number column of ``number_type`` (default ``Types.LONG()``, PyFlink's BIGINT):
-        ``Types.BYTE/SHORT/INT/LONG/FLOAT/DOUBLE/BIG_DEC()``."""
-        number_type = number_type or Types.LONG()
+        ``Types.BYTE/SHORT/INT/LONG/FLOAT/DOUBLE/BIG_DEC()`` or, as in PyFlink,
+        ``DataTypes.TINYINT/SMALLINT/INT/BIGINT/FLOAT/DOUBLE/DECIMAL()``."""
+        number_type = (
+            Types.LONG()
+            if number_type is None
+            else to_type_info(number_type, f"number_type of column {name!r}")
+        )
         if number_type._decl() not in {f"Types.{n}()" for n in _NUMBER_TYPES}:
             raise ValueError(
                 f"number_type of column {name!r} must be a number type, got {number_type!r}; "
@@ -151,9 +173,10 @@ class CsvSchemaBuilder:
         """A ``Types.STRING()`` column."""
         return self._add(name, Types.STRING())  # type: ignore[no-any-return]
 
-    def add_column(self, name: str, type_info: TypeInformation) -> CsvSchemaBuilder:
+    def add_column(self, name: str, type_info: TypeInformation | DataType) -> CsvSchemaBuilder:
         """A column of any type a file format supports, e.g. ``Types.LOCAL_DATE()`` or
-        ``Types.LOCAL_DATE_TIME()`` (sparktide's addition)."""
+        ``Types.LOCAL_DATE_TIME()`` (or ``DataTypes.DATE()``; sparktide's addition)."""
+        type_info = to_type_info(type_info, f"the type of column {name!r}")
         field_kinds(Types.ROW_NAMED([name], [type_info]), "CsvSchema")
         return self._add(name, type_info)  # type: ignore[no-any-return]
 

@@ -52,6 +52,7 @@ from sparktide.datastream.formats.row_values import (
     json_text,
     spark_wire_type,
 )
+from sparktide.table.types import RowType
 
 __all__ = ["JsonLinesBulkWriters", "JsonLinesFormat"]
 
@@ -60,14 +61,14 @@ class JsonLinesFormat(StreamFormat, FrameFormat):
     """Reads rows of ``row_type`` from JSON lines files (UTF-8; ``.gz``, ``.bz2`` and
     ``.deflate`` files are decompressed); sparktide's own format. Blank lines are skipped."""
 
-    def __init__(self, row_type: RowTypeInfo) -> None:
+    def __init__(self, row_type: RowTypeInfo | RowType) -> None:
         super().__init__("UTF-8")
         self.row_type = check_row_type(row_type)
         self._reader = RowReader(self.row_type, "json", format_name="JsonLinesFormat")
         self._names = self.row_type.get_field_names()
 
     @staticmethod
-    def for_row_type(row_type: RowTypeInfo) -> JsonLinesFormat:
+    def for_row_type(row_type: RowTypeInfo | RowType) -> JsonLinesFormat:
         """A format reading rows of ``row_type`` (a ``Types.ROW_NAMED``)."""
         return JsonLinesFormat(row_type)
 
@@ -158,7 +159,7 @@ class JsonLinesBulkWriters:
     """Writer factories of JSON lines files (sparktide's own)."""
 
     @staticmethod
-    def for_row_type(row_type: RowTypeInfo) -> BulkWriterFactory:
+    def for_row_type(row_type: RowTypeInfo | RowType) -> BulkWriterFactory:
         """A factory writing rows of ``row_type`` as one JSON object per line (UTF-8); records
         are matched to the row type by field name (a ``Row`` named like it) or by position."""
         factory = _JsonWriterFactory(row_type)

@@ -2,9 +2,9 @@
 
 :class:`ParquetColumnarRowInputFormat` reads rows of a row type from Parquet files (a bulk format
 for ``FileSource.for_bulk_file_format``); :meth:`ParquetBulkWriters.for_row_type` writes them
-(a writer factory for ``FileSink.for_bulk_format``). The row type is a ``Types.ROW_NAMED`` (where
-PyFlink takes a Table API ``DataTypes.ROW``). On the local runtime pyarrow reads and writes the
-files; on Spark, Spark's Parquet reader and writer do.
+(a writer factory for ``FileSink.for_bulk_format``). The row type is a ``Types.ROW_NAMED`` or, as
+in PyFlink, a ``DataTypes.ROW`` from :mod:`sparktide.table`. On the local runtime pyarrow reads and
+writes the files; on Spark, Spark's Parquet reader and writer do.
 
 >>> import tempfile
 >>> from sparktide.common.typeinfo import Types
@@ -43,6 +43,7 @@ from sparktide.datastream.connectors.bulk_format import (
 )
 from sparktide.datastream.connectors.file_source import BulkFormat
 from sparktide.datastream.formats.row_values import RowReader
+from sparktide.table.types import RowType
 
 __all__ = ["ParquetBulkWriters", "ParquetColumnarRowInputFormat"]
 
@@ -89,7 +90,7 @@ class ParquetColumnarRowInputFormat(BulkFormat, FrameFormat):
 
     def __init__(
         self,
-        row_type: RowTypeInfo,
+        row_type: RowTypeInfo | RowType,
         hadoop_config: Any = None,
         batch_size: int = 2048,
         is_utc_timestamp: bool = False,
@@ -208,7 +209,7 @@ class ParquetBulkWriters:
 
     @staticmethod
     def for_row_type(
-        row_type: RowTypeInfo, hadoop_config: Any = None, utc_timestamp: bool = False
+        row_type: RowTypeInfo | RowType, hadoop_config: Any = None, utc_timestamp: bool = False
     ) -> BulkWriterFactory:
         """A factory writing rows of ``row_type`` (a ``Types.ROW_NAMED``) into Parquet files,
         one column per field; records are matched to the row type by field name (a ``Row``
