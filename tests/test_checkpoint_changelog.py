@@ -216,7 +216,11 @@ def _fingerprint(op="window", uid="w", splits=3, maxp=128):
     return {
         "sources": [["flights", None, splits]],
         "stages": [
-            {"operators": [["map", None], [op, uid]], "max_parallelism": maxp, "keyed": True}
+            {
+                "operators": [["map", None, "m"], [op, uid, f"{op}-{uid}"]],
+                "max_parallelism": maxp,
+                "keyed": True,
+            }
         ],
     }
 
@@ -224,12 +228,12 @@ def _fingerprint(op="window", uid="w", splits=3, maxp=128):
 def test_another_job_graph_is_refused_naming_the_difference(tmp_path) -> None:
     CheckpointStore(str(tmp_path), _fingerprint()).commit(0, {"parallelism": {}})
     cases = {
-        "stage 0 operator 1 is 'window' \\(uid 'w'\\) in the checkpoint but 'reduce' here": {
+        "state of operator\\(s\\) this job does not have: 'window' \\(uid 'w'\\) of stage 0": {
             "op": "reduce",
             "uid": None,
         },
         "source 'flights' had 3 splits, now 4": {"splits": 4},
-        "stage 0 max_parallelism 128 in the checkpoint vs 256 here": {"maxp": 256},
+        "operator 'map' has max_parallelism 128 in the checkpoint vs 256 here": {"maxp": 256},
     }
     for message, change in cases.items():
         with pytest.raises(CheckpointError, match=message):
@@ -478,7 +482,7 @@ def test_snapshot_every_is_validated_by_execute(spark, tmp_path) -> None:
         env.execute(checkpoint_location=str(tmp_path / "ckpt"), snapshot_every=0)
     bounded = StreamExecutionEnvironment.get_execution_environment(runtime="local")
     bounded.from_collection([1, 2]).print()
-    with pytest.raises(ValueError, match="snapshot_every apply to jobs reading"):
+    with pytest.raises(ValueError, match="allow_non_restored_state apply to jobs reading"):
         bounded.execute(snapshot_every=3)
 
 

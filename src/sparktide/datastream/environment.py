@@ -432,6 +432,7 @@ class StreamExecutionEnvironment:
         checkpoint_location: str | None = None,
         trigger: str | None = None,
         snapshot_every: int | None = None,
+        allow_non_restored_state: bool = False,
     ) -> JobExecutionResult:
         """Run every sink defined since the last execution.
 
@@ -440,6 +441,13 @@ class StreamExecutionEnvironment:
         batch; ``None``: until stopped), keeping its state in ``checkpoint_location``: a full
         snapshot every ``snapshot_every`` batches (default 10; 1: full snapshots only) and a
         changelog of what changed in the batches between.
+
+        On a restart, each operator's state is restored by its ``uid(...)``, or else by its
+        place in the job graph (kind, name, inputs, position among siblings). If the
+        checkpoint holds state of an operator this job does not have (removed, or renamed or
+        moved without a uid), the run stops with an error naming it;
+        ``allow_non_restored_state=True`` (Flink's ``--allowNonRestoredState``) drops that
+        state instead.
         """
         name = job_name or "sparktide job"
         graph = self._graph
@@ -455,13 +463,20 @@ class StreamExecutionEnvironment:
                 checkpoint_location=checkpoint_location,
                 trigger=trigger,
                 snapshot_every=snapshot_every,
+                allow_non_restored_state=allow_non_restored_state,
             )
             client.await_termination()
             elapsed = int((time.perf_counter() - start) * 1000)
             return JobExecutionResult(name, elapsed, client.metrics())
-        if checkpoint_location is not None or trigger is not None or snapshot_every is not None:
+        if (
+            checkpoint_location is not None
+            or trigger is not None
+            or snapshot_every is not None
+            or allow_non_restored_state
+        ):
             raise ValueError(
-                "checkpoint_location, trigger and snapshot_every apply to jobs reading "
+                "checkpoint_location, trigger, snapshot_every and allow_non_restored_state "
+                "apply to jobs reading "
                 "env.from_stream(...); "
                 "this job has no streaming source: leave them unset"
             )
@@ -483,6 +498,7 @@ class StreamExecutionEnvironment:
         checkpoint_location: str | None = None,
         trigger: str | None = None,
         snapshot_every: int | None = None,
+        allow_non_restored_state: bool = False,
     ) -> Any:
         """Start a job reading :meth:`from_stream` and return its
         :class:`~sparktide.spark.streaming.StreamingJobClient` (``await_termination(timeout)``,
@@ -508,6 +524,7 @@ class StreamExecutionEnvironment:
                 checkpoint_location,
                 trigger,
                 snapshot_every,
+                allow_non_restored_state,
             )
         finally:
             graph.mark_executed()

@@ -52,11 +52,13 @@ True
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import struct
 import uuid
 import zlib
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from sparktide.runtime.keygroups import KeyGroupRange, compute_key_group_range_for_operator_index
@@ -78,6 +80,7 @@ __all__ = [
     "DEFAULT_SNAPSHOT_EVERY",
     "CheckpointError",
     "CheckpointStore",
+    "FileRecord",
     "LoadedSubtask",
     "chains_of",
     "check_snapshot_every",
@@ -153,6 +156,78 @@ def unpack_parts(data: bytes, where: str) -> tuple[dict[str, Any], dict[str, byt
     return header["meta"], parts
 
 
+def file_digest(data: bytes) -> str:
+    """The digest a manifest records of a file's bytes.
+
+    >>> file_digest(b"x")[:16]
+    'blake2b:3a5a6e7a'
+    """
+    return "blake2b:" + hashlib.blake2b(data, digest_size=32).hexdigest()
+
+
+def _header_meta(data: bytes) -> dict[str, Any] | None:
+    """The JSON meta of :func:`pack_parts` bytes, read without checking the parts (``None``:
+    no readable header)."""
+    try:
+        _, _, head_len = _PREFIX.unpack_from(data)
+        start = _PREFIX.size
+        return json.loads(bytes(data[start : start + head_len]).decode("utf-8"))["meta"]
+    except Exception:
+        return None
+
+
+_BINDING = ("version", "operator", "stage", "subtask", "key_groups", "kind")
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    """What a manifest records of one file it names: the digest and size of its bytes and the
+    slot it belongs to (checkpoint version, operator identity of the stage's entry, stage
+    index, subtask, key-group range ``[start, end]`` or ``None``, kind)."""
+
+    digest: str
+    size: int
+    version: int
+    operator: str | None
+    stage: int | None
+    subtask: int | None
+    key_groups: list[int] | None
+    kind: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> FileRecord:
+        return cls(**{name: raw.get(name) for name in cls.__dataclass_fields__})
+
+    @classmethod
+    def of(cls, data: bytes, meta: dict[str, Any]) -> FileRecord:
+        """The record of ``data`` whose header meta is ``meta``."""
+        return cls(
+            digest=file_digest(data),
+            size=len(data),
+            **{name: meta.get(name) for name in _BINDING},
+        )
+
+
+def _differences(record: FileRecord, data: bytes) -> str:
+    """What differs between the file ``data`` and the ``record`` of its slot."""
+    out = []
+    if len(data) != record.size:
+        out.append(f"it has {len(data)} bytes where the manifest records {record.size}")
+    meta = _header_meta(data) or {}
+    for name in _BINDING:
+        if name in meta and meta[name] != getattr(record, name):
+            out.append(
+                f"its header says {name} {meta[name]!r} where the manifest expects "
+                f"{getattr(record, name)!r}"
+            )
+    if not out:
+        out.append(f"its digest is not the {record.digest} the manifest records")
+    return "; ".join(out)
+
+
 # ---------------------------------------------------------------------------------------------
 # the store
 
@@ -191,10 +266,18 @@ class CheckpointStore:
         location: str,
         fingerprint: dict[str, Any] | None = None,
         snapshot_every: int | None = None,
+        allow_non_restored_state: bool = False,
     ) -> None:
+        if not isinstance(allow_non_restored_state, bool):
+            raise TypeError(
+                "allow_non_restored_state must be a bool (True: drop the checkpointed state of "
+                f"operators this job does not have), got {allow_non_restored_state!r}"
+            )
         self.location = location
         self.fingerprint = fingerprint
         self.snapshot_every = check_snapshot_every(snapshot_every)
+        self.allow_non_restored_state = allow_non_restored_state
+        self.records: dict[str, FileRecord] = {}  # files this object wrote, by relative path
         self._fs, self.root = _filesystem(location)
 
     def __getstate__(self) -> dict[str, Any]:
@@ -202,18 +285,48 @@ class CheckpointStore:
             "location": self.location,
             "fingerprint": self.fingerprint,
             "snapshot_every": self.snapshot_every,
+            "allow_non_restored_state": self.allow_non_restored_state,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.location = state["location"]
         self.fingerprint = state["fingerprint"]
         self.snapshot_every = state.get("snapshot_every", DEFAULT_SNAPSHOT_EVERY)
+        self.allow_non_restored_state = state.get("allow_non_restored_state", False)
+        self.records = {}
         self._fs, self.root = _filesystem(self.location)
 
     # ------------------------------------------------------------------ paths and raw I/O
 
     def path(self, *parts: str) -> str:
         return "/".join([self.root.rstrip("/"), *parts])
+
+    def relative(self, path: str) -> str:
+        """``path`` relative to the checkpoint root (how a manifest names files)."""
+        return path[len(self.root.rstrip("/")) + 1 :]
+
+    def read_bound(self, path: str, files: dict[str, Any] | None) -> bytes:
+        """The bytes of ``path``, checked against the record of manifest ``files`` (``None``:
+        unchecked, an uncommitted version): its size, digest and slot (version, operator,
+        subtask, key groups). A file in the wrong slot (another subtask's, another version's)
+        or changed in any way raises :class:`CheckpointError` naming it and what differs."""
+        data = self.read(path)
+        if files is None:
+            return data
+        raw = files.get(self.relative(path))
+        if raw is None:
+            raise CheckpointError(
+                f"{path}: the manifest records no such file; the checkpoint is inconsistent: "
+                "restore the directory from a backup or start from an empty one"
+            )
+        record = FileRecord.from_json(raw)
+        if len(data) != record.size or file_digest(data) != record.digest:
+            raise CheckpointError(
+                f"{path}: this is not the file the manifest names for its slot: "
+                f"{_differences(record, data)}; files were moved, copied or changed in the "
+                "checkpoint directory: restore it from a backup or start from an empty one"
+            )
+        return data
 
     @property
     def spark_checkpoint_location(self) -> str:
@@ -234,6 +347,16 @@ class CheckpointStore:
                 f"{path}: missing from the checkpoint; the directory is incomplete (files were "
                 "deleted?): restore it or start from an empty one"
             ) from None
+
+    def write_recorded(
+        self, path: str, data: bytes, meta: dict[str, Any], atomic: bool = False
+    ) -> FileRecord:
+        """Write a :func:`pack_parts` file whose header meta is ``meta`` and keep its
+        :class:`FileRecord` for the manifest (in :attr:`records`)."""
+        self.write(path, data, atomic=atomic)
+        record = FileRecord.of(data, meta)
+        self.records[self.relative(path)] = record
+        return record
 
     def write(self, path: str, data: bytes, atomic: bool = False) -> None:
         """Write ``data`` to ``path`` (``atomic``: to a temporary name, then moved there)."""
@@ -260,20 +383,28 @@ class CheckpointStore:
     # ------------------------------------------------------------------ commits
 
     def committed_version(self) -> int | None:
-        """The last committed batch id (``None``: nothing committed yet); checks that the
-        commit was written by the same job graph."""
+        """The last committed batch id (``None``: nothing committed yet); checks that this
+        job can restore it (:func:`~sparktide.spark.restore_match.check_restorable`)."""
+        from sparktide.spark.restore_match import check_restorable
+
         versions = self._commit_versions()
         if not versions:
             return None
         info = self.commit_info(versions[-1])
         stored = info.get("fingerprint")
         if self.fingerprint is not None and stored != self.fingerprint:
-            raise CheckpointError(
-                f"the checkpoint at {self.location!r} was written by another job graph: "
-                f"{describe_difference(stored, self.fingerprint)}; use a new checkpoint "
-                "directory for a changed job (or run the job that wrote it)"
-            )
+            check_restorable(stored, self.fingerprint, self.allow_non_restored_state, self.location)
         return versions[-1]
+
+    def previous_stage(self, previous: dict[str, Any], stage: int) -> int | None:
+        """The stage of manifest ``previous`` whose state stage ``stage`` of this job restores
+        (matched by the identity of its entry operator; ``None``: none, it starts empty)."""
+        from sparktide.spark.restore_match import stage_mapping
+
+        stored = previous.get("fingerprint")
+        if self.fingerprint is None or stored == self.fingerprint:
+            return stage if str(stage) in previous.get("parallelism", {}) else None
+        return stage_mapping(stored, self.fingerprint).get(stage)
 
     def _commit_versions(self) -> list[int]:
         return sorted(int(n[:-5]) for n in self._list(self.path("commits")) if n[:-5].isdigit())
@@ -320,6 +451,7 @@ class CheckpointStore:
             }
         body = {
             **info,
+            "files": self._file_records(version, info),
             "format_version": CHECKPOINT_FORMAT_VERSION,
             "version": version,
             "fingerprint": self.fingerprint,
@@ -332,6 +464,32 @@ class CheckpointStore:
             atomic=True,
         )
         self._cleanup(version, version - retain)
+
+    def _file_records(self, version: int, info: dict[str, Any]) -> dict[str, Any]:
+        """The record of every file manifest ``version`` names (its chains and split file):
+        from ``info["files"]`` (written by workers), this object's :attr:`records`, the
+        previous manifest, or else read from the file."""
+        known: dict[str, Any] = {}
+        previous = self.path("commits", f"{version - 1}.json")
+        if version > 0 and self._exists(previous):
+            known.update(self.commit_info(version - 1).get("files", {}))
+        known.update({p: r.to_json() for p, r in self.records.items()})
+        known.update(info.get("files", {}))
+        paths = [self.path("splits", f"{version}.bin")]
+        for s, chains in info["chains"].items():
+            for i, chain in enumerate(chains):
+                paths.append(self.subtask_path(chain["snapshot"], int(s), i))
+                paths.extend(self.changelog_path(v, int(s), i) for v in chain["changelogs"])
+        out: dict[str, Any] = {}
+        for path in paths:
+            rel = self.relative(path)
+            if rel not in known:
+                if not self._exists(path):
+                    continue  # e.g. no split file: nothing to bind
+                data = self.read(path)
+                known[rel] = FileRecord.of(data, _header_meta(data) or {}).to_json()
+            out[rel] = known[rel]
+        return out
 
     def _cleanup(self, version: int, older_than: int) -> None:
         """Delete commits, splits and batch times older than ``older_than``, then every state
@@ -384,7 +542,11 @@ class CheckpointStore:
         {'snapshot': 1, 'changelogs': []}
         """
         full = {"snapshot": version, "changelogs": []}
-        if previous is None or int(previous["parallelism"].get(str(stage), -1)) != parallelism:
+        # a chain continues only in the same stage directory: a stage restored from another
+        # index (the job's stages were built in another order) starts a new chain
+        if previous is None or self.previous_stage(previous, stage) != stage:
+            return full
+        if int(previous["parallelism"].get(str(stage), -1)) != parallelism:
             return full
         chain = chains_of(previous)[str(stage)][subtask]
         if len(chain["changelogs"]) + 1 >= self.snapshot_every:
@@ -426,11 +588,16 @@ class CheckpointStore:
 
     def write_splits(self, version: int, states: dict[int, bytes]) -> None:
         parts = {str(g): data for g, data in sorted(states.items())}
-        self.write(self.path("splits", f"{version}.bin"), pack_parts(parts), atomic=True)
+        meta = {"version": version, "kind": "splits"}
+        self.write_recorded(
+            self.path("splits", f"{version}.bin"), pack_parts(parts, meta), meta, atomic=True
+        )
 
-    def read_splits(self, version: int) -> dict[int, bytes]:
+    def read_splits(self, version: int, files: dict[str, Any] | None = None) -> dict[int, bytes]:
+        """The split states of ``version``, checked against manifest ``files`` (see
+        :meth:`read_bound`)."""
         path = self.path("splits", f"{version}.bin")
-        _, parts = unpack_parts(self.read(path), path)
+        _, parts = unpack_parts(self.read_bound(path, files), path)
         return {int(g): data for g, data in parts.items()}
 
     # ------------------------------------------------------------------ subtask state
@@ -452,11 +619,19 @@ class CheckpointStore:
         parts: dict[str, bytes],
         changelog: bool = False,
     ) -> int:
-        """Write a full snapshot (or, ``changelog``, a changelog) file; returns its size."""
+        """Write a full snapshot (or, ``changelog``, a changelog) file; returns its size (its
+        :class:`FileRecord` is kept in :attr:`records`)."""
         path = (self.changelog_path if changelog else self.subtask_path)(version, stage, subtask)
-        data = pack_parts(parts, {**meta, "kind": "changelog" if changelog else "snapshot"})
-        self.write(path, data)
-        return len(data)
+        meta = {
+            "version": version,
+            "stage": stage,
+            "subtask": subtask,
+            "operator": None,
+            "key_groups": None,
+            **meta,
+            "kind": "changelog" if changelog else "snapshot",
+        }
+        return self.write_recorded(path, pack_parts(parts, meta), meta).size
 
     def chain(self, version: int, stage: int, subtask: int) -> dict[str, Any]:
         """The chain of files of a stage subtask at committed ``version`` (as its manifest
@@ -477,12 +652,14 @@ class CheckpointStore:
         stage: int,
         subtask: int,
         key_groups: KeyGroupRange | None = None,
+        files: dict[str, Any] | None = None,
     ) -> LoadedSubtask:
         """Read a chain: its full snapshot, then its changelogs applied in order (only the key
-        groups in ``key_groups``). Every file is checked; a bad one raises
-        :class:`CheckpointError` naming it."""
+        groups in ``key_groups``). Every file is checked (against the manifest's records
+        ``files`` too, see :meth:`read_bound`); a bad one raises :class:`CheckpointError`
+        naming it."""
         path = self.subtask_path(chain["snapshot"], stage, subtask)
-        _, parts = unpack_parts(self.read(path), path)
+        _, parts = unpack_parts(self.read_bound(path, files), path)
         loaded = LoadedSubtask(None, {}, {}, parts.get("valves"), parts.get("watermarks"))
         if "keyed" in parts:
             try:
@@ -494,7 +671,7 @@ class CheckpointStore:
             loaded.flat = flatten(snap, key_groups)
         for v in chain["changelogs"]:
             path = self.changelog_path(v, stage, subtask)
-            meta, parts = unpack_parts(self.read(path), path)
+            meta, parts = unpack_parts(self.read_bound(path, files), path)
             if meta.get("kind") != "changelog":
                 raise CheckpointError(f"{path}: not a changelog file (kind {meta.get('kind')!r})")
             if loaded.header is not None:
@@ -516,13 +693,19 @@ class CheckpointStore:
         snapshot: KeyedOperatorSnapshot | None,
         previous: Digests,
         parts: dict[str, bytes],
+        operator: str | None = None,
     ) -> tuple[int, Digests]:
         """Write version ``version`` of a stage subtask as ``plan`` (:meth:`plan_chain`) says:
         a full snapshot, or a changelog of ``snapshot`` against the digests of the previous
-        version (``previous``). ``parts``: the other parts (valves, watermarks). Returns the
-        file's size and the digests of ``snapshot`` (for the next version)."""
+        version (``previous``). ``parts``: the other parts (valves, watermarks).
+        ``operator``: the identity of the stage's entry operator (recorded in the file and the
+        manifest). Returns the file's size and the digests of ``snapshot`` (for the next
+        version)."""
         changelog = plan["snapshot"] != version
-        meta: dict[str, Any] = {"stage": stage, "subtask": subtask}
+        meta: dict[str, Any] = {"stage": stage, "subtask": subtask, "operator": operator}
+        if snapshot is not None:
+            kgs = snapshot.key_group_range
+            meta["key_groups"] = [kgs.start, kgs.end]
         parts = dict(parts)
         new: Digests = {}
         if snapshot is not None:
@@ -550,11 +733,17 @@ class CheckpointStore:
         """The state of ``key_groups`` at the version of manifest ``previous``, read from
         every old subtask whose key-group range intersects them (key groups are the unit, so
         this works for any old parallelism); valves and watermarks come from old subtask
-        ``subtask`` (old subtask 0 if there was none; they are the same in every subtask)."""
+        ``subtask`` (old subtask 0 if there was none; they are the same in every subtask).
+        ``stage`` is this job's stage: the state comes from the stage of ``previous`` it
+        matches (:meth:`previous_stage`; none: empty state)."""
+        out = LoadedSubtask(None, {}, {}, None, None)
+        old_stage = self.previous_stage(previous, stage)
+        if old_stage is None:
+            return out
+        stage = old_stage
         old_p = int(previous["parallelism"][str(stage)])
         chains = chains_of(previous)[str(stage)]
         source = subtask if subtask < old_p else 0
-        out = LoadedSubtask(None, {}, {}, None, None)
         for i in range(old_p):
             if i != source:
                 if key_groups is None:
@@ -562,7 +751,7 @@ class CheckpointStore:
                 old = compute_key_group_range_for_operator_index(max_parallelism, old_p, i)
                 if old.end < key_groups.start or old.start > key_groups.end:
                     continue
-            loaded = self.load_chain(chains[i], stage, i, key_groups)
+            loaded = self.load_chain(chains[i], stage, i, key_groups, previous.get("files"))
             if i == source:
                 out.valves, out.watermarks = loaded.valves, loaded.watermarks
             if key_groups is not None and loaded.header is not None:
@@ -579,7 +768,9 @@ class CheckpointStore:
         :class:`~sparktide.runtime.snapshot.KeyedOperatorSnapshot`; keyed stages only),
         ``"valves"`` and ``"watermarks"``."""
         chain = self.chain(version, stage, subtask)
-        loaded = self.load_chain(chain, stage, subtask)
+        committed = self._exists(self.path("commits", f"{version}.json"))
+        files = self.commit_info(version).get("files") if committed else None
+        loaded = self.load_chain(chain, stage, subtask, files=files)
         parts: dict[str, bytes] = {}
         snap = loaded.snapshot()
         if snap is not None:

@@ -62,7 +62,7 @@ def describe_checkpoint(store: CheckpointStore) -> dict[str, Any]:
         stages.append(
             {
                 "stage": int(stage),
-                "operators": [name for name, _ in graph[int(stage)]["operators"]]
+                "operators": [op[0] for op in graph[int(stage)]["operators"]]
                 if int(stage) < len(graph)
                 else [],
                 "parallelism": int(parallelism),

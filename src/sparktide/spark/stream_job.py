@@ -25,6 +25,7 @@ from operator import itemgetter
 from typing import Any, NamedTuple
 
 from sparktide.runtime.execution.tasks import JobTasks
+from sparktide.runtime.operator_identity import operator_identities
 from sparktide.runtime.processing_time import ManualProcessingTimeService
 from sparktide.spark.changelog import Digests, digests
 from sparktide.spark.checkpoint import CheckpointStore, chains_of
@@ -98,13 +99,13 @@ class _Warm(NamedTuple):
     watermarks: bytes
 
 
-# (location, job fingerprint, stage, subtask, parallelism) -> the state written last
+# (location, job fingerprint, stage entry identity, subtask, parallelism) -> the state written last
 _WARM: dict[tuple, _Warm] = {}
 CACHE_STATS: dict[str, int] = {"warm": 0, "disk": 0, "bytes_snapshot": 0, "bytes_changelog": 0}
 """Counters of this process: restores from the worker cache / from disk, bytes written."""
 
 
-def _cache_key(store: CheckpointStore, stage: int, subtask: int, parallelism: int) -> tuple:
+def _cache_key(store: CheckpointStore, stage: str, subtask: int, parallelism: int) -> tuple:
     fp = json.dumps(store.fingerprint, sort_keys=True, default=repr)
     return (store.location, fp, stage, subtask, parallelism)
 
@@ -160,11 +161,15 @@ class StreamingJob(SparkJob):
         self.previous_now = previous_now
         self.previous = previous  # the commit info of version - 1 (None: a fresh start)
         self.split_states = split_states
+        # operator identities (what operator watermarks are saved and restored by)
+        self.identities = operator_identities(self.plan.nodes)
         self._pending: dict[int, tuple[dict[str, Any], Digests]] = {}
+        self._written: dict[int, tuple[str, dict[str, Any]]] = {}  # target -> file, record
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_pending"] = {}
+        state["_written"] = {}
         return state
 
     # ------------------------------------------------------------------ source stage
@@ -236,18 +241,20 @@ class StreamingJob(SparkJob):
         previous = self.previous
         store = self.store
         plan = store.plan_chain(previous, stage.index, target, stage.parallelism, self.version)
-        key = _cache_key(store, stage.index, target, stage.parallelism)
+        key = _cache_key(store, self.identities[stage.entry.id], target, stage.parallelism)
         warm = _WARM.pop(key, None)  # taken, never shared: a failed attempt cannot leave it
-        if previous is None:
+        old_stage = None if previous is None else store.previous_stage(previous, stage.index)
+        if old_stage is None:  # a fresh start, or a stage the checkpoint does not have
             self._pending[target] = (plan, {})
             return {}
         entry = task.entry
         keyed = entry.keyed_state_backend is not None
-        old_p = int(previous["parallelism"][str(stage.index)])
-        chains = chains_of(previous)[str(stage.index)]
+        old_p = int(previous["parallelism"][str(old_stage)])
+        chains = chains_of(previous)[str(old_stage)]
         if (
             warm is not None
             and warm.version == self.version - 1
+            and old_stage == stage.index
             and old_p == stage.parallelism
             and warm.chain == chains[target]
         ):
@@ -290,20 +297,29 @@ class StreamingJob(SparkJob):
         snap = entry.snapshot_state() if entry.keyed_state_backend is not None else None
         watermarks = {}
         for node_id, op in task.operators.items():
+            identity = self.identities[node_id]
             manager = op.time_service_manager
             services = (
                 {n: s.current_watermark() for n, s in manager.services().items()}
                 if manager is not None
                 else {}
             )
-            watermarks[node_id] = (op.current_watermark(), services)
+            watermarks[identity] = (op.current_watermark(), services)
         parts = {"valves": pickle.dumps(task.valves), "watermarks": pickle.dumps(watermarks)}
+        identity = self.identities[stage.entry.id]
         size, new_digests = self.store.write_version(
-            self.version, stage.index, target, plan, snap, prev_digests, parts
+            self.version, stage.index, target, plan, snap, prev_digests, parts, identity
         )
         changelog = plan["snapshot"] != self.version
+        path = (self.store.changelog_path if changelog else self.store.subtask_path)(
+            self.version, stage.index, target
+        )
+        self._written[target] = (
+            self.store.relative(path),
+            self.store.records[self.store.relative(path)].to_json(),
+        )
         CACHE_STATS["bytes_" + ("changelog" if changelog else "snapshot")] += size
-        key = _cache_key(self.store, stage.index, target, stage.parallelism)
+        key = _cache_key(self.store, self.identities[stage.entry.id], target, stage.parallelism)
         if len(_WARM) >= _WARM_LIMIT:
             _WARM.pop(next(iter(_WARM)))
         _WARM[key] = _Warm(
@@ -324,8 +340,9 @@ class StreamingJob(SparkJob):
         watermarks = self._restore_subtask(task, stage, target)
         for op in tasks.operators:
             op.open()
-        for node_id, (watermark, services) in watermarks.items():
-            op = task.operators.get(node_id)
+        by_identity = {self.identities[node_id]: op for node_id, op in task.operators.items()}
+        for identity, (watermark, services) in watermarks.items():
+            op = by_identity.get(identity)  # None: an operator this job no longer has
             if op is not None:
                 _restore_watermark(op, watermark, services)
         entries: list[tuple] = []
@@ -336,6 +353,7 @@ class StreamingJob(SparkJob):
         task.process(entries)
         self._save_subtask(task, stage, target)
         metrics = subtask_metrics(task, stage.index, target)
+        metrics["file"] = self._written.pop(target)  # for the manifest
         for op in tasks.operators:
             op.close()
         clock.shutdown()

@@ -57,6 +57,7 @@ from functools import reduce
 from operator import itemgetter
 from typing import Any
 
+from sparktide.runtime.operator_identity import operator_identities
 from sparktide.spark.checkpoint import CheckpointError, CheckpointStore
 from sparktide.spark.executor import (
     COLLECTED,
@@ -106,12 +107,15 @@ def _wall_clock_ms() -> int:
 
 
 def fingerprint(plan: Any) -> dict[str, Any]:
-    """What must not change between runs on one checkpoint (parallelism may)."""
+    """What a restore checks against the checkpoint (parallelism may change): the sources, and
+    per stage its operators as ``[name, uid, identity]`` (state is matched by identity, see
+    :mod:`sparktide.spark.restore_match`), its max parallelism and whether it is keyed."""
+    identities = operator_identities(plan.nodes)
     return {
         "sources": [[n.name, n.uid, len(n.source.get_splits())] for n in plan.sources],
         "stages": [
             {
-                "operators": [[n.name, n.uid] for n in s.nodes],
+                "operators": [[n.name, n.uid, identities[n.id]] for n in s.nodes],
                 "max_parallelism": s.max_parallelism,
                 "keyed": s.keyed,
             }
@@ -204,7 +208,11 @@ class _StreamRunner:
     due (:meth:`run_due_batch`)."""
 
     def __init__(
-        self, executor: SparkExecutor, location: str, snapshot_every: int | None = None
+        self,
+        executor: SparkExecutor,
+        location: str,
+        snapshot_every: int | None = None,
+        allow_non_restored_state: bool = False,
     ) -> None:
         from sparktide.runtime.execution.tasks import splits_of
 
@@ -224,7 +232,9 @@ class _StreamRunner:
             self.first_splits.append(first)
             first += len(splits_of(node))
         self.base = executor._job()
-        self.store = CheckpointStore(location, fingerprint(plan), snapshot_every)
+        self.store = CheckpointStore(
+            location, fingerprint(plan), snapshot_every, allow_non_restored_state
+        )
         self.store.committed_version()  # fail early on a checkpoint of another job
         timeouts = [getattr(n.watermark_strategy, "idle_timeout", None) for n in self.nodes]
         self.idle_timeout: int | None = min((t for t in timeouts if t is not None), default=None)
@@ -357,7 +367,9 @@ class _StreamRunner:
         # behind; a replay sees the time recorded by the batch's first attempt
         now = store.batch_processing_time(version, max(wall, previous_now), spark_batch)
         previous_now = min(previous_now, now)
-        split_states = {} if committed is None else store.read_splits(committed)
+        split_states = (
+            {} if committed is None else store.read_splits(committed, previous.get("files"))
+        )
         job = StreamingJob(self.base, store, version, now, previous_now, previous, split_states)
         conf = frames[0].sparkSession.conf
         saved = {k: conf.get(k, None) for k in _NO_ADAPTIVE}
@@ -421,12 +433,16 @@ class _StreamRunner:
             printed: list[tuple[tuple, str]] = []
             new_splits = dict(split_states)
             subtasks: list[dict[str, Any]] = []
+            files: dict[str, Any] = {}  # the records of the state files the subtasks wrote
             for row in rows:
                 stage = row["stage"]
                 if stage == SPLIT_STATE:
                     new_splits[row["target"]] = row["payload"]
                 elif stage == SUBTASK_METRICS:
-                    subtasks.append(pickle.loads(row["payload"]))
+                    sub = pickle.loads(row["payload"])
+                    path, record = sub.pop("file")
+                    files[path] = record
+                    subtasks.append(sub)
                 elif stage == METRICS:
                     m = pickle.loads(row["payload"])
                     for name in SUMMED_METRICS:
@@ -467,6 +483,7 @@ class _StreamRunner:
                 "last_spark_batch": _last_spark_batch_after(job.previous, spark_batch),
                 "parallelism": {str(s.index): s.parallelism for s in plan.stages},
                 "metrics": metrics,
+                "files": files,
             }
             store.commit(version, commit)
             self._last_commit = commit
@@ -529,6 +546,7 @@ def start_stream(
     checkpoint_location: str | None,
     trigger: str | None,
     snapshot_every: int | None = None,
+    allow_non_restored_state: bool = False,
 ) -> StreamingJobClient:
     """Start the streaming query of ``graph`` (see :meth:`StreamExecutionEnvironment.
     execute_async`)."""
@@ -548,7 +566,7 @@ def start_stream(
     from sparktide.spark.stream_sinks import StreamingExactlyOnceWarning, idempotence_warnings
 
     executor = SparkExecutor(graph, env)
-    runner = _StreamRunner(executor, checkpoint_location, snapshot_every)
+    runner = _StreamRunner(executor, checkpoint_location, snapshot_every, allow_non_restored_state)
     for message in idempotence_warnings(executor.plan):
         # the user's execute_async() / execute() call
         warnings.warn(message, StreamingExactlyOnceWarning, stacklevel=3)

@@ -1,0 +1,126 @@
+"""Checkpoint metadata is data, not code: manifests, valves, operator watermarks and split
+positions are JSON with a format version; only user values are pickled. ``sparktide inspect``
+shows the structure without unpickling anything, and user values only with ``--values``; a
+checkpoint of another format version is refused naming both versions."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import zlib
+
+import pytest
+
+from sparktide.cli import main
+from sparktide.spark.checkpoint import (
+    CHECKPOINT_FORMAT_VERSION,
+    CheckpointError,
+    CheckpointStore,
+    unpack_parts,
+)
+from sparktide.spark.checkpoint_inspect import describe_checkpoint
+from test_checkpoint_identity import _run, _write
+
+JOB = [("w", 2_000, None, "windows")]
+
+
+@pytest.fixture(scope="module")
+def checkpoint(spark, tmp_path_factory):
+    """A checkpoint of two batches of a keyed window job, parallelism 2."""
+    tmp_path = tmp_path_factory.mktemp("meta")
+    _write(tmp_path / "in", 0)
+    _write(tmp_path / "in", 1)
+    _run(spark, tmp_path, JOB)
+    return tmp_path / "ckpt"
+
+
+def _no_unpickling(monkeypatch) -> None:
+    def refuse(*args, **kwargs):
+        raise AssertionError("unpickled something")
+
+    monkeypatch.setattr(pickle, "loads", refuse)
+    monkeypatch.setattr(pickle, "load", refuse)
+    monkeypatch.setattr(pickle, "Unpickler", refuse)
+
+
+def test_inspect_shows_the_structure_without_unpickling(checkpoint, monkeypatch, capsys) -> None:
+    _no_unpickling(monkeypatch)
+    summary = describe_checkpoint(CheckpointStore(str(checkpoint)))
+    assert summary["committed_batch"] == 1
+    [stage] = summary["stages"]
+    assert stage["operators"][0].startswith("Window") and stage["parallelism"] == 2
+    subtasks = stage["subtasks"]
+    assert [s["key_groups"] for s in subtasks] == [[0, 63], [64, 127]]
+    # keys a and b hold one window each ([0, 2000) fired, then one left per key), one timer each
+    assert sum(s["state_entries"] for s in subtasks) == sum(s["event_timers"] for s in subtasks)
+    assert all(s["size_bytes"] > 0 for s in subtasks)
+    assert all(s["watermarks"]["Window(TumblingEventTimeWindows)"] == 12_499 for s in subtasks)
+    assert summary["splits"]["0"]["watermark"] == 12_499
+    assert main(["inspect", str(checkpoint)]) == 0
+    text = capsys.readouterr().out
+    assert "committed batch 1" in text and "0-63" in text and "12499" in text
+
+
+def test_inspect_values_shows_the_state_values(checkpoint, capsys) -> None:
+    assert main(["inspect", str(checkpoint), "--values"]) == 0
+    text = capsys.readouterr().out
+    assert "Row(key='b', ts=13000, v=5)" in text
+
+
+def test_inspect_help_says_what_values_means(capsys) -> None:
+    with pytest.raises(SystemExit):
+        main(["inspect", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--values" in text and "runs code" in text and "trust" in text
+
+
+def _is_pickle(data: bytes) -> bool:
+    return data[:1] == b"\x80" and data[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05")
+
+
+def test_metadata_files_and_parts_hold_no_pickle(checkpoint) -> None:
+    for path in (checkpoint / "commits").glob("*.json"):
+        manifest = json.loads(path.read_text())
+        assert manifest["body"]["format_version"] == CHECKPOINT_FORMAT_VERSION
+    for path in (checkpoint / "batches").glob("*.json"):
+        json.loads(path.read_text())
+    for path in (checkpoint / "splits").glob("*.bin"):
+        _, parts = unpack_parts(path.read_bytes(), str(path))
+        for data in parts.values():  # per split: JSON meta, the generator's values pickled
+            meta, inner = unpack_parts(data, str(path))
+            assert {"watermark", "idle", "seq", "records"} <= set(meta)
+            assert set(inner) <= {"generator"}
+    state_files = list((checkpoint / "state").rglob("sub-*.*"))
+    assert state_files
+    for path in state_files:
+        meta, parts = unpack_parts(path.read_bytes(), str(path))
+        for name in ("valves", "watermarks"):
+            assert not _is_pickle(parts[name])
+            json.loads(parts[name])
+        assert set(parts) - {"valves", "watermarks", "keyed"} == {
+            p for p in parts if p.startswith("kg-")
+        }
+
+
+def _rewrite_manifest(store: CheckpointStore, version: int, format_version: int) -> None:
+    path = store.path("commits", f"{version}.json")
+    body = json.loads(store.read(path))["body"]
+    body["format_version"] = format_version
+    encoded = json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    store.write(path, json.dumps({"body": body, "crc32": zlib.crc32(encoded)}).encode())
+
+
+def test_an_older_format_version_is_refused_naming_both(checkpoint, tmp_path) -> None:
+    import shutil
+
+    old = tmp_path / "old"
+    shutil.copytree(checkpoint, old)
+    store = CheckpointStore(str(old))
+    for version in (0, 1):  # the layout of format version 1 in every manifest
+        _rewrite_manifest(store, version, 1)
+    with pytest.raises(CheckpointError) as info:
+        store.committed_version()
+    message = str(info.value)
+    assert "format version 1" in message and f"reads version {CHECKPOINT_FORMAT_VERSION}" in message
+    assert "empty checkpoint directory" in message
+    assert main(["inspect", str(old)]) != 0
