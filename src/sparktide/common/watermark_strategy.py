@@ -153,7 +153,7 @@ def check_extracted_timestamp(result: Any, assigner: Any) -> int:
     Traceback (most recent call last):
     ...
     TypeError: the timestamp returned by timestamp assigner 'my_assigner' must be an int number \
-of milliseconds, got float (5.0); convert it with int(...)
+of milliseconds, got float (5.0); convert it with int(...) (milliseconds, not seconds)
     """
     if result is None:
         raise TypeError(

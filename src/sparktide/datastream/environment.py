@@ -319,7 +319,9 @@ class StreamExecutionEnvironment:
         from sparktide.spark.dataframe_source import DataFrameSource
 
         source = DataFrameSource(df, split_by, order_by, num_splits)
-        strategy = self._frame_strategy(source.columns, watermark_strategy, timestamp_column)
+        strategy = self._frame_strategy(
+            source.columns, watermark_strategy, timestamp_column, "from_dataframe"
+        )
         return self.from_source(source, strategy, source_name)
 
     def from_stream(
@@ -376,11 +378,17 @@ class StreamExecutionEnvironment:
                 "by Spark micro-batches; use from_dataframe(...) for a bounded DataFrame"
             )
         source = StreamSource(streaming_df, split_by, order_by, num_splits)
-        strategy = self._frame_strategy(source.columns, watermark_strategy, timestamp_column)
+        strategy = self._frame_strategy(
+            source.columns, watermark_strategy, timestamp_column, "from_stream"
+        )
         return self.from_source(source, strategy, source_name)
 
     def _frame_strategy(
-        self, columns: list[str], watermark_strategy: Any, timestamp_column: str | None
+        self,
+        columns: list[str],
+        watermark_strategy: Any,
+        timestamp_column: str | None,
+        method: str,
     ) -> Any:
         from sparktide.common.watermark_strategy import WatermarkStrategy
         from sparktide.spark.frames import ColumnTimestampAssigner
@@ -396,13 +404,14 @@ class StreamExecutionEnvironment:
         if timestamp_column is not None:
             if timestamp_column not in columns:
                 raise ValueError(
-                    f"timestamp_column: the DataFrame has no column {timestamp_column!r}; its "
+                    f"{method}: timestamp_column: the DataFrame has no column "
+                    f"{timestamp_column!r}; its "
                     f"columns are {columns}"
                 )
             if strategy._assigner is None:
                 index = columns.index(timestamp_column)
                 strategy = strategy.with_timestamp_assigner(
-                    ColumnTimestampAssigner(index, timestamp_column)
+                    ColumnTimestampAssigner(index, timestamp_column, method)
                 )
         return strategy
 

@@ -12,11 +12,13 @@ True
 >>> check_timestamp(3.0, "ts")
 Traceback (most recent call last):
 ...
-TypeError: ts must be an int number of milliseconds, got float (3.0); convert it with int(...)
+TypeError: ts must be an int number of milliseconds, got float (3.0); convert it with int(...) \
+(milliseconds, not seconds)
 """
 
 from __future__ import annotations
 
+import datetime as _dt
 import numbers
 from functools import total_ordering
 from typing import Any
@@ -28,6 +30,7 @@ __all__ = [
     "Watermark",
     "WatermarkStatus",
     "check_timestamp",
+    "timestamp_advice",
 ]
 
 MIN_TIMESTAMP: int = -(2**63)
@@ -61,8 +64,37 @@ def check_timestamp(value: Any, name: str) -> int:
         )
     raise TypeError(
         f"{name} must be an int number of milliseconds, got {type(value).__name__} "
-        f"({value!r}); convert it with int(...)"
+        f"({value!r}); {timestamp_advice(value)}"
     )
+
+
+def timestamp_advice(value: Any) -> str:
+    """How to turn ``value`` (not an int) into epoch milliseconds: advice that fits its type.
+
+    >>> import datetime as dt
+    >>> timestamp_advice(dt.datetime(2024, 1, 1))
+    'convert it with int(dt.timestamp() * 1000) (a naive datetime is read in local time: ...'
+    >>> timestamp_advice("2024-01-01T00:00:00")
+    'parse the string first, e.g. int(datetime.fromisoformat(s).timestamp() * 1000)...'
+    """
+    if isinstance(value, _dt.datetime):
+        return (
+            "convert it with int(dt.timestamp() * 1000) (a naive datetime is read in local "
+            "time: give it a zone first, e.g. dt.replace(tzinfo=datetime.timezone.utc))"
+        )
+    if isinstance(value, _dt.date):
+        return (
+            "a date has no time of day: make it a datetime first, e.g. int(datetime.datetime("
+            "d.year, d.month, d.day, tzinfo=datetime.timezone.utc).timestamp() * 1000)"
+        )
+    if isinstance(value, (str, bytes)):
+        return (
+            "parse the string first, e.g. int(datetime.fromisoformat(s).timestamp() * 1000) "
+            "for an ISO-8601 time, or int(s) if it holds epoch milliseconds as digits"
+        )
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return "convert it with int(...) (milliseconds, not seconds)"
+    return "return epoch milliseconds as an int"
 
 
 _KEEP: Any = object()

@@ -23,6 +23,7 @@ value: binary
 from __future__ import annotations
 
 import datetime as _dt
+import decimal as _decimal
 import pickle
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -131,20 +132,22 @@ def records_of_batch(batch: pa.RecordBatch, names: Sequence[str] | None = None) 
 
 class ColumnTimestampAssigner:
     """Takes a record's event time from its field ``index``: epoch milliseconds for an integer
-    column, and the UTC instant for a timestamp column.
+    column, and the UTC instant for a timestamp column. ``source`` is the method the user
+    called (``from_dataframe`` or ``from_stream``); errors name it.
 
     >>> import datetime as dt
     >>> ColumnTimestampAssigner(0, "ts").extract_timestamp(Row(dt.datetime(1970, 1, 1, 0, 0, 1)), 0)
     1000
-    >>> ColumnTimestampAssigner(0, "ts").extract_timestamp(Row(None), 0)
+    >>> ColumnTimestampAssigner(0, "ts", "from_stream").extract_timestamp(Row(None), 0)
     Traceback (most recent call last):
     ...
-    ValueError: from_dataframe: the timestamp column 'ts' holds null; ...
+    ValueError: from_stream: the timestamp column 'ts' holds null; ...
     """
 
-    def __init__(self, index: int, column: str) -> None:
+    def __init__(self, index: int, column: str, source: str = "from_dataframe") -> None:
         self.index = index
         self.column = column
+        self.source = source
 
     def extract_timestamp(self, value: Any, record_timestamp: int) -> int:
         ts = value[self.index]
@@ -154,16 +157,35 @@ class ColumnTimestampAssigner:
             return (ts - _EPOCH) // _MS
         if ts is None:
             raise ValueError(
-                f"from_dataframe: the timestamp column {self.column!r} holds null; filter those "
+                f"{self.source}: the timestamp column {self.column!r} holds null; filter those "
                 f"rows out or fill them (e.g. df.na.drop(subset=[{self.column!r}]))"
             )
         raise TypeError(
-            f"from_dataframe: the timestamp column {self.column!r} must hold integers (epoch "
-            f"milliseconds) or timestamps, got {type(ts).__name__} ({ts!r})"
+            f"{self.source}: the timestamp column {self.column!r} must hold integers (epoch "
+            f"milliseconds) or timestamps, got {type(ts).__name__} ({ts!r}); "
+            f"{_column_advice(ts, self.column)}"
         )
 
     def __repr__(self) -> str:
-        return f"ColumnTimestampAssigner({self.index}, {self.column!r})"
+        return f"ColumnTimestampAssigner({self.index}, {self.column!r}, {self.source!r})"
+
+
+def _column_advice(value: Any, column: str) -> str:
+    """How to make a DataFrame column of ``value``'s type an event-time column."""
+    c = repr(column)
+    if isinstance(value, str):
+        return (
+            f"parse the strings into a timestamp column first, e.g. df.withColumn({c}, "
+            f"F.to_timestamp({c})) (with a format argument if they are not ISO-8601)"
+        )
+    if isinstance(value, _dt.date):
+        return f"make it a timestamp column, e.g. df.withColumn({c}, F.col({c}).cast('timestamp'))"
+    if isinstance(value, (float, _decimal.Decimal)):
+        return (
+            f"make it integral milliseconds, e.g. df.withColumn({c}, F.col({c}).cast('long')) "
+            "(times 1000 first if it holds seconds)"
+        )
+    return "make it a timestamp column (e.g. with F.to_timestamp) or a long of epoch milliseconds"
 
 
 # ---------------------------------------------------------------------------------------------
