@@ -33,8 +33,11 @@ from sparktide.spark import logs
 
 __all__ = [
     "SparkUnavailableError",
+    "WorkerPythonError",
     "check_prerequisites",
+    "check_workers",
     "get_spark",
+    "is_connect",
     "is_local_master",
     "package_zip",
     "ship_package",
@@ -47,11 +50,18 @@ _SKIPPED_SUFFIXES = (".pyc", ".pyo")
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # fixed timestamps: the same sources give the same zip
 
 _lock = threading.Lock()
-_shipped: dict[str, Path] = {}  # SparkContext application id -> the zip it got
+_shipped: dict[str, Path] = {}  # session key (see _session_key) -> the zip it got
+_checked: set[str] = set()  # session keys whose Python workers can run sparktide
+#: what sparktide's tasks import in the Python workers
+WORKER_MODULES = ("sparktide", "pyarrow", "pandas", "numpy")
 
 
 class SparkUnavailableError(RuntimeError):
     """Spark cannot start here (no pyspark, or no Java)."""
+
+
+class WorkerPythonError(SparkUnavailableError):
+    """The session's Python workers cannot run sparktide (see :func:`check_workers`)."""
 
 
 def check_prerequisites() -> None:
@@ -86,6 +96,7 @@ def get_spark(master: str | None = None) -> Any:
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
         ship_package(active)
+        check_workers(active)
         return active
     master = master or os.environ.get("SPARKTIDE_MASTER") or None
     if "PYSPARK_GATEWAY_PORT" in os.environ:
@@ -96,7 +107,10 @@ def get_spark(master: str | None = None) -> Any:
         spark = builder.getOrCreate()
     else:
         spark = _embedded(master or "local[*]")
+        if os.environ.get("PYSPARK_PYTHON") == sys.executable:
+            _checked.add(_session_key(spark))  # its workers run the driver's Python
     ship_package(spark)
+    check_workers(spark)
     return spark
 
 
@@ -217,37 +231,175 @@ def package_zip() -> Path:
     return target
 
 
-def ship_package(spark: Any) -> Path | None:
-    """Ship sparktide to the executors of ``spark`` (a SparkSession) with ``addPyFile``.
+def is_connect(spark: Any) -> bool:
+    """Whether ``spark`` is a Spark Connect session (``SparkSession.builder.remote(...)``)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
 
-    Ships the zip of :func:`package_zip` at most once per SparkContext, and returns it. Ships
-    nothing, and returns None, on a ``local``/``local[...]`` master (its Python workers import
-    sparktide as the driver does) and when the driver imports sparktide from an archive rather
-    than a directory (e.g. a zip given to ``spark-submit --py-files``, which the executors get
-    that way). A zip of the same name the context already has (``--py-files``) is not added
-    again.
+
+def _session_key(spark: Any) -> str:
+    """What identifies the workers' environment of ``spark``: the application of a classic
+    session, the server-side session of a Connect one (its artifacts are its own)."""
+    if is_connect(spark):
+        return f"connect:{spark.session_id}"
+    return f"classic:{spark.sparkContext.applicationId}"
+
+
+def ship_package(spark: Any, force: bool = False) -> Path | None:
+    """Ship sparktide to the Python workers of ``spark`` (a SparkSession).
+
+    A classic session gets the zip of :func:`package_zip` with ``SparkContext.addPyFile``, a
+    Spark Connect session with ``spark.addArtifacts(zip, pyfile=True)``; at most once per
+    SparkContext (Connect: per session). Returns the zip shipped, or None when nothing was
+    shipped: on a classic ``local``/``local[...]`` master (its Python workers import sparktide
+    as the driver does, unless ``force``) and when the driver imports sparktide from an archive
+    rather than a directory (e.g. a zip given to ``spark-submit --py-files``, which the
+    executors get that way). A zip of the same name the context already has (``--py-files``) is
+    not added again.
 
     The zip holds sparktide only: pyarrow, numpy and pandas must be installed in the Python the
     workers run (``PYSPARK_PYTHON``), which must be the same Python version as the driver's.
     Modules of the job itself (functions and classes defined outside ``__main__``) must be
-    shipped too, e.g. with ``spark.sparkContext.addPyFile`` or ``spark-submit --py-files``.
+    shipped too, e.g. with ``spark.sparkContext.addPyFile`` (Connect: ``spark.addArtifacts``)
+    or ``spark-submit --py-files``.
     """
-    try:
-        context = spark.sparkContext
-    except Exception as exc:  # Spark Connect sessions have no SparkContext
-        raise SparkUnavailableError(
-            f"cannot ship sparktide to this session's executors: it has no SparkContext "
-            f"({exc.__class__.__name__}); the Spark runner needs a classic (non-Connect) "
-            "SparkSession"
-        ) from exc
-    if is_local_master(context.master) or not _package_dir().is_dir():
+    if not _package_dir().is_dir():
         return None
-    app = context.applicationId
+    connect = is_connect(spark)
+    if not connect and not force and is_local_master(spark.sparkContext.master):
+        return None
+    key = _session_key(spark)
     with _lock:
-        shipped = _shipped.get(app)
+        shipped = _shipped.get(key)
         if shipped is None:
             shipped = package_zip()
-            if shipped.name not in (getattr(context, "_python_includes", None) or ()):
-                context.addPyFile(str(shipped))
-            _shipped[app] = shipped
+            if connect:
+                spark.addArtifacts(str(shipped), pyfile=True)
+            else:
+                context = spark.sparkContext
+                if shipped.name not in (getattr(context, "_python_includes", None) or ()):
+                    context.addPyFile(str(shipped))
+            _shipped[key] = shipped
     return shipped
+
+
+# ---------------------------------------------------------------------------------------------
+# Checking the Python workers
+
+# The probe runs in the workers before sparktide is importable there, so it must travel by
+# value: it is compiled in a module namespace that no worker could import by name.
+_PROBE_SOURCE = r"""
+def probe(_):
+    import importlib
+    import sys
+
+    lines = [sys.executable, "%d.%d.%d" % tuple(sys.version_info[:3])]
+    for name in MODULES:
+        try:
+            importlib.import_module(name)
+        except BaseException as exc:
+            lines.append("%s\t%s: %s" % (name, type(exc).__name__, exc))
+    return "\n".join(lines)
+"""
+
+
+def _probe_function() -> Any:
+    namespace: dict[str, Any] = {"__name__": "sparktide_worker_probe", "MODULES": WORKER_MODULES}
+    exec(compile(_PROBE_SOURCE, "<sparktide worker probe>", "exec"), namespace)
+    return namespace["probe"]
+
+
+def _probe(spark: Any) -> tuple[str, str, dict[str, str]]:
+    """(executable, version, {module: import error}) of a Python worker of ``spark``."""
+    from pyspark.sql import functions as F
+
+    probe = F.udf(_probe_function(), "string", useArrow=False)
+    row = spark.range(1).select(probe(F.col("id")).alias("probe")).collect()[0]
+    executable, version, *failures = row["probe"].split("\n")
+    missing = dict(line.split("\t", 1) for line in failures)
+    return executable, version, missing
+
+
+def _worker_python(spark: Any) -> str:
+    """The Python the session starts its workers with, as configured."""
+    if not is_connect(spark):  # what PySpark gives every Python function it sends
+        return str(spark.sparkContext.pythonExec)
+    try:
+        configured = spark.conf.get("spark.pyspark.python", None)
+    except Exception:  # a Connect server may keep its configuration to itself
+        configured = None
+    return configured or "the server's PYSPARK_PYTHON"
+
+
+def _fix_advice() -> str:
+    python = sys.executable
+    return (
+        f"point Spark at a Python that has them, e.g. this one: run os.environ['PYSPARK_PYTHON'] "
+        f"= sys.executable (or set PYSPARK_PYTHON={python}) before the SparkSession is built; "
+        "with spark-submit or on a Spark Connect server, set spark.pyspark.python; on a cluster, "
+        "install them in the executors' Python, or ship a packed environment with spark.archives "
+        "(--archives) and point spark.pyspark.python at the python inside it"
+    )
+
+
+def check_workers(spark: Any) -> None:
+    """Make sure the Python workers of ``spark`` can run sparktide, before any job runs.
+
+    Once per session (classic: per SparkContext), a one-row probe runs in a Python worker and
+    reports its interpreter and which of sparktide, pyarrow, pandas and numpy it cannot import.
+    When only sparktide is missing, sparktide is shipped to the workers (:func:`ship_package`)
+    and probed again. Raises :class:`WorkerPythonError`, naming the workers' Python and how to
+    point Spark at another one (``PYSPARK_PYTHON``, ``spark.pyspark.python``, ``spark.archives``
+    on a cluster), when the workers cannot import what sparktide needs or cannot start.
+    """
+    key = _session_key(spark)
+    if key in _checked:
+        return
+    try:
+        executable, version, missing = _probe(spark)
+        if set(missing) == {"sparktide"}:
+            ship_package(spark, force=True)
+            executable, version, missing = _probe(spark)
+    except Exception as exc:
+        raise WorkerPythonError(
+            f"Spark's Python workers ({_worker_python(spark)}) failed to start or run: "
+            f"{_cause(exc)}. sparktide's tasks need Python {_driver_version()} with pyspark, "
+            f"sparktide, pyarrow, pandas and numpy in the workers: {_fix_advice()}"
+        ) from None
+    driver = _driver_version()
+    problems = []
+    if missing:
+        first = next(iter(missing.values()))
+        problems.append(f"cannot import {', '.join(missing)} ({first.split(': ', 1)[-1]})")
+    if not version.startswith(driver + "."):
+        problems.append(f"is not the driver's Python version ({driver})")
+    if problems:
+        configured = _worker_python(spark)
+        named = executable if configured == executable else f"{configured} ({executable})"
+        raise WorkerPythonError(
+            f"Spark's Python workers run {named}, Python {version}, which "
+            f"{' and '.join(problems)}. sparktide's tasks need Python {driver} with sparktide, "
+            f"pyarrow, pandas and numpy in the workers: {_fix_advice()}"
+        )
+    _checked.add(key)
+
+
+def _driver_version() -> str:
+    return f"{sys.version_info[0]}.{sys.version_info[1]}"
+
+
+_CAUSES = (
+    re.compile(r"(?:ModuleNotFoundError|ImportError): .*"),
+    re.compile(r"Python in worker has different version.*"),
+    re.compile(r"Cannot run program .*"),
+)
+
+
+def _cause(exc: BaseException) -> str:
+    """The line of a failed probe's error that says why (not Spark's stack trace)."""
+    text = str(exc)
+    for pattern in _CAUSES:
+        found = pattern.search(text)
+        if found:
+            return found.group(0).strip()[:300]
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    return f"{type(exc).__name__}: {first.strip()[:300]}"
