@@ -510,9 +510,14 @@ def run_job(args: argparse.Namespace) -> int:
     saved_argv, saved_path = sys.argv, list(sys.path)
     sys.argv = [str(job), *job_args]
     sys.path.insert(0, str(job.resolve().parent))
+    from sparktide.spark.checkpoint import CheckpointError
+
     with _streaming_progress_on(sys.stderr):
         try:
             runpy.run_path(str(job), run_name="__main__")
+        except CheckpointError as exc:  # a checkpoint the job cannot use: the message says why
+            print(f"sparktide: error: {exc}", file=sys.stderr)
+            return 1
         finally:
             sys.argv, sys.path[:] = saved_argv, saved_path
     return 0

@@ -333,6 +333,17 @@ class CheckpointStore:
         """Where Spark keeps the query's offsets and commits (``<location>/spark``)."""
         return self.location.rstrip("/") + "/spark"
 
+    @property
+    def is_local(self) -> bool:
+        """Whether the checkpoint is on the local file system (``root`` is a local path)."""
+        from pyarrow import fs
+
+        return isinstance(self._fs, fs.LocalFileSystem)
+
+    def names(self, *parts: str) -> list[str]:
+        """The names in the folder ``<location>/<parts...>`` (none if it does not exist)."""
+        return self._list(self.path(*parts))
+
     def _exists(self, path: str) -> bool:
         from pyarrow import fs
 

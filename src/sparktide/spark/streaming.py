@@ -67,6 +67,7 @@ from sparktide.spark.executor import (
     SUMMED_METRICS,
     SparkExecutor,
 )
+from sparktide.spark.offset_log import check_spark_log
 from sparktide.spark.stream_job import SPLIT_STATE, SUBTASK_METRICS, StreamingJob
 from sparktide.spark.stream_metrics import LOGGER, batch_metrics, format_progress
 from sparktide.spark.stream_sinks import (
@@ -567,6 +568,8 @@ def start_stream(
 
     executor = SparkExecutor(graph, env)
     runner = _StreamRunner(executor, checkpoint_location, snapshot_every, allow_non_restored_state)
+    committed, info = runner._last()
+    check_spark_log(runner.store, committed, _last_spark_batch(committed, info))
     for message in idempotence_warnings(executor.plan):
         # the user's execute_async() / execute() call
         warnings.warn(message, StreamingExactlyOnceWarning, stacklevel=3)
