@@ -20,6 +20,7 @@ from typing import Any
 
 from sparktide.runtime.execution.planner import Plan, plan_job
 from sparktide.runtime.execution.tasks import JobTasks, SubtaskTask
+from sparktide.runtime.failures import add_context, user_traceback
 from sparktide.runtime.mailbox import Mailbox
 from sparktide.runtime.operators.simple import flush_printed
 from sparktide.runtime.processing_time import (
@@ -84,6 +85,13 @@ class LocalExecutor:
             for op in operators:
                 op.finish()
             flush_printed(operators)
+        except Exception as exc:
+            context = self.tasks.describe(exc)
+            if context is None:
+                raise
+            # the user's exception, with what was being processed, from the user's frames
+            add_context(exc, context)
+            raise exc.with_traceback(user_traceback(exc.__traceback__)) from exc.__cause__
         finally:
             for op in operators:
                 op.close()

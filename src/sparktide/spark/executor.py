@@ -44,12 +44,13 @@ from sparktide.runtime.processing_time import (
     ManualProcessingTimeService,
     SystemProcessingTimeService,
 )
+from sparktide.spark.failures import UPSTREAM_FAILED, failure_payload, raise_first_failure
 from sparktide.spark.pickling import check_picklable
 from sparktide.spark.placement import placement_keys
 from sparktide.spark.progress import SparkProgress
 from sparktide.spark.session import get_spark
 
-__all__ = ["SparkExecutor", "decode_position", "encode_position"]
+__all__ = ["FAILED", "SparkExecutor", "decode_position", "encode_position"]
 
 _OFFSET = 1 << 63
 COLLECTED = -1
@@ -57,6 +58,7 @@ METRICS = -2
 #: the task metrics (:meth:`JobTasks.metrics`) that add up over tasks
 SUMMED_METRICS = ("late_records_dropped", "late_records_side_output", "timers_fired")
 PRINTED = -3
+FAILED = -6  # a task's user function raised: a RemoteFailure for the driver
 CHUNK = 8192  # items per shipped row
 FLUSH = 65536  # items a task holds before it ships them
 
@@ -181,6 +183,35 @@ class SparkJob:
             [pa.array(c, t) for c, t in zip(columns, types, strict=True)], schema=arrow_row_schema()
         )
 
+    # ------------------------------------------------------------------ failures
+
+    def failure_batch(self) -> int | None:
+        """The micro-batch a failure is reported in (``None``: a bounded run)."""
+        return None
+
+    def _failed(self, tasks: JobTasks, exc: Exception, stage_index: int) -> Iterator[Any]:
+        """The rows of a task whose user function raised ``exc`` (see
+        :mod:`sparktide.spark.failures`): the failure for the driver, and a mark for every
+        subtask of the later stages, which then process nothing. What the task holds is
+        dropped. An exception raised outside the operators is raised as it is."""
+        import pyarrow as pa
+
+        context = tasks.describe(exc, self.failure_batch())
+        if context is None:
+            raise exc
+        rows = [(FAILED, 0, 0, encode_position(tasks.cursor.tag), failure_payload(exc, context))]
+        for stage in self.plan.stages:
+            if stage.index > stage_index:
+                keys = self.placement[stage.parallelism]
+                rows.extend(
+                    (stage.index, t, keys[t], b"", UPSTREAM_FAILED)
+                    for t in range(stage.parallelism)
+                )
+        yield pa.RecordBatch.from_pylist(
+            [dict(zip(arrow_row_schema().names, row, strict=True)) for row in rows],
+            schema=arrow_row_schema(),
+        )
+
     # ------------------------------------------------------------------ source stage
 
     def _buffered(self, tasks: JobTasks) -> int:
@@ -202,6 +233,14 @@ class SparkJob:
         """Source split ``g``: its rounds, shipping its output as it grows."""
         clock = self._source_clock()
         tasks = JobTasks(self.plan, self.job_parameters, clock, ship_prints=True, frame_sinks=True)
+        try:
+            yield from self._run_split(tasks, clock, g, records)
+        except Exception as exc:
+            yield from self._failed(tasks, exc, -1)
+
+    def _run_split(
+        self, tasks: JobTasks, clock: Any, g: int, records: Iterable[Any] | None
+    ) -> Iterator[Any]:
         task = tasks.build_split(g, records)
         for op in tasks.operators:
             op.open()
@@ -263,10 +302,18 @@ class SparkJob:
         payload)`` sorted by first position; they are merged by position and processed as soon
         as no later chunk can precede them, and the output is shipped as it grows, so a worker
         holds about ``flush`` entries at a time, not the whole input and output."""
-        stage = self.plan.stages[stage_index]
         tasks = JobTasks(
             self.plan, self.job_parameters, self._source_clock(), ship_prints=True, frame_sinks=True
         )
+        try:
+            yield from self._run_subtask(tasks, stage_index, target, rows)
+        except Exception as exc:
+            yield from self._failed(tasks, exc, stage_index)
+
+    def _run_subtask(
+        self, tasks: JobTasks, stage_index: int, target: int, rows: Iterable[tuple[bytes, bytes]]
+    ) -> Iterator[Any]:
+        stage = self.plan.stages[stage_index]
         clock, mailbox = self._clock()
         task = tasks.build_subtask(stage, target, clock, mailbox)
         for op in tasks.operators:
@@ -274,6 +321,9 @@ class SparkJob:
         rounds = _Rounds(task, self.simulated)
         pool: list[tuple] = []
         for first, payload in rows:
+            if payload == UPSTREAM_FAILED:  # sorted first: nothing was processed yet
+                clock.shutdown()
+                return
             if len(pool) >= self.flush:  # process what no chunk from here on can precede
                 pool.sort(key=_by_position_and_channel)
                 limit = decode_position(first)
@@ -352,7 +402,16 @@ class _FrameDecoder:
         from sparktide.spark.frames import to_record_batch
 
         loads = pickle.loads
-        chunks = (loads(p) for batch in batches for p in batch.column(0).to_pylist())
+
+        def payloads() -> Iterator[bytes]:
+            for batch in batches:
+                stages = batch.column(0).to_pylist()
+                for stage, payload in zip(stages, batch.column(1).to_pylist(), strict=True):
+                    if stage == FAILED:  # the stream's input is incomplete: no frame of it
+                        raise_first_failure([(b"", payload)])
+                    yield payload
+
+        chunks = (loads(p) for p in payloads())
         if self.ordered:
             merged = [item for chunk in chunks for item in chunk]
             merged.sort(key=_first)
@@ -491,18 +550,22 @@ class SparkExecutor:
         rows = reduce(
             lambda a, b: a.unionAll(b),
             [
-                df.filter((F.col("stage") == COLLECTED) & (F.col("target") == node_id))
+                df.filter(
+                    ((F.col("stage") == COLLECTED) & (F.col("target") == node_id))
+                    | (F.col("stage") == FAILED)
+                )
                 for df in produced
             ],
         )
         if ordered:  # one partition, merged there (a global orderBy would run the job twice)
             rows = rows.repartition(1)
         # else each partition holds one subtask's records, already in position order
-        return rows.select("payload").mapInArrow(
+        return rows.select("stage", "payload").mapInArrow(
             _FrameDecoder(type_info, ordered), spark_schema_of(type_info)
         )
 
     def _deliver(self, rows: list[Any], metrics: dict[str, Any]) -> None:
+        raise_first_failure([(r["position"], r["payload"]) for r in rows if r["stage"] == FAILED])
         by_id = {n.id: n for n in self.plan.nodes}
         printed: list[tuple[tuple, str]] = []
         for row in rows:

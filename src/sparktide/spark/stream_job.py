@@ -30,6 +30,7 @@ from sparktide.runtime.processing_time import ManualProcessingTimeService
 from sparktide.spark.changelog import Digests, digests
 from sparktide.spark.checkpoint import CheckpointStore, chains_of
 from sparktide.spark.executor import SparkJob, arrow_row_schema
+from sparktide.spark.failures import UPSTREAM_FAILED
 from sparktide.spark.split_state import apply_generator_state, capture_generator_state
 
 __all__ = [
@@ -172,11 +173,20 @@ class StreamingJob(SparkJob):
         state["_written"] = {}
         return state
 
+    def failure_batch(self) -> int | None:
+        return self.version
+
     # ------------------------------------------------------------------ source stage
 
     def run_stream_split(self, g: int, records: Iterable[Any]) -> Iterator[Any]:
         clock = ManualProcessingTimeService(self.now)
         tasks = JobTasks(self.plan, self.job_parameters, clock, ship_prints=True, frame_sinks=True)
+        try:
+            yield from self._run_stream_split(tasks, g, records)
+        except Exception as exc:
+            yield from self._failed(tasks, exc, -1)
+
+    def _run_stream_split(self, tasks: JobTasks, g: int, records: Iterable[Any]) -> Iterator[Any]:
         task = tasks.build_split(g, records)
         if task.watermark_operators:
             raise ValueError(
@@ -327,7 +337,8 @@ class StreamingJob(SparkJob):
         )
 
     def run_stream_subtask(self, stage_index: int, target: int, chunks: list[bytes]) -> Any:
-        stage = self.plan.stages[stage_index]
+        if UPSTREAM_FAILED in chunks:  # the batch failed upstream: no state, no output
+            return []
         tasks = JobTasks(
             self.plan,
             self.job_parameters,
@@ -335,6 +346,15 @@ class StreamingJob(SparkJob):
             ship_prints=True,
             frame_sinks=True,
         )
+        try:
+            return self._run_stream_subtask(tasks, stage_index, target, chunks)
+        except Exception as exc:
+            return list(self._failed(tasks, exc, stage_index))
+
+    def _run_stream_subtask(
+        self, tasks: JobTasks, stage_index: int, target: int, chunks: list[bytes]
+    ) -> Any:
+        stage = self.plan.stages[stage_index]
         clock = ManualProcessingTimeService(self.previous_now)
         task = tasks.build_subtask(stage, target, clock, None)
         watermarks = self._restore_subtask(task, stage, target)

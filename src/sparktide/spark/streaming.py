@@ -57,16 +57,19 @@ from functools import reduce
 from operator import itemgetter
 from typing import Any
 
+from sparktide.runtime.failures import is_described
 from sparktide.runtime.operator_identity import operator_identities
 from sparktide.spark.checkpoint import CheckpointError, CheckpointStore
 from sparktide.spark.executor import (
     COLLECTED,
+    FAILED,
     METRICS,
     PRINTED,
     SPARK_SCHEMA,
     SUMMED_METRICS,
     SparkExecutor,
 )
+from sparktide.spark.failures import quiet_query_failure_log, raise_first_failure
 from sparktide.spark.offset_log import check_spark_log
 from sparktide.spark.stream_job import SPLIT_STATE, SUBTASK_METRICS, StreamingJob
 from sparktide.spark.stream_metrics import LOGGER, batch_metrics, format_progress
@@ -176,10 +179,15 @@ class StreamingJobClient:
             else:
                 done = bool(self._runner.query.awaitTermination(timeout))
         except Exception:
-            if self._runner.error is not None:
-                raise self._runner.error from None
+            error = self._runner.error
+            if error is not None:
+                self._runner.restore_log()
+                if is_described(error):  # the user's frames are in its note
+                    raise error.with_traceback(None) from error.__cause__
+                raise error from None
             raise
         if done:
+            self._runner.restore_log()
             self._runner.stop_idle_batches()
         if self._runner.error is not None:
             raise self._runner.error
@@ -242,6 +250,7 @@ class _StreamRunner:
         self.progress: list[dict[str, Any]] = []
         self.listeners: list[Callable[[dict[str, Any]], None]] = []
         self.error: BaseException | None = None
+        self.restore_log: Callable[[], None] = lambda: None
         self.stopping = False
         self.query: Any = None
         self.lock = threading.Lock()
@@ -260,6 +269,9 @@ class _StreamRunner:
             # by the next run)
             if not self.stopping:
                 self.error = exc
+                if is_described(exc):  # a user function's error: raised by await_termination
+                    # (without py4j's frames), and not logged by Spark as well
+                    self.restore_log = quiet_query_failure_log(self.executor.spark)
             raise
 
     def _last(self) -> tuple[int | None, dict[str, Any] | None]:
@@ -434,6 +446,10 @@ class _StreamRunner:
             printed: list[tuple[tuple, str]] = []
             new_splits = dict(split_states)
             subtasks: list[dict[str, Any]] = []
+            # a user function raised: the batch is not committed, the user's error is raised
+            raise_first_failure(
+                [(r["position"], r["payload"]) for r in rows if r["stage"] == FAILED]
+            )
             files: dict[str, Any] = {}  # the records of the state files the subtasks wrote
             for row in rows:
                 stage = row["stage"]

@@ -28,6 +28,7 @@ from sparktide.runtime.execution.wiring import (
     SourceTagger,
     ValveOutput,
 )
+from sparktide.runtime.failures import FailureContext, describe_failure
 from sparktide.runtime.graph import Edge, Node
 from sparktide.runtime.operators.base import OperatorSetup
 from sparktide.runtime.operators.simple import (
@@ -158,6 +159,7 @@ class JobTasks:
         self.source_clock = source_clock
         self.cursor = Cursor()
         self.operators: list[Any] = []
+        self.names: dict[int, str] = {}  # id of each operator and split reader -> its name
         self.buffers: dict[int, list[list[tuple]]] = {
             s.index: [[] for _ in range(s.parallelism)] for s in plan.stages
         }
@@ -239,6 +241,7 @@ class JobTasks:
             op.shipped = []
             op.position_of = self.cursor.out
         self.operators.append(op)
+        self.names[id(op)] = node.name
         return op
 
     def _output_for(self, node: Node, target_for: Callable[[Node, Edge], Any]) -> Any:
@@ -282,6 +285,7 @@ class JobTasks:
                 self.source_clock,
                 tagger,
             )
+        self.names[id(driver)] = source.name
         task = SplitTask(g, driver, tagger)
         task.watermark_operators = [
             op for op in chain if isinstance(op, TimestampsAndWatermarksOperator)
@@ -318,6 +322,19 @@ class JobTasks:
             task.operators[node.id].output = self._output_for(node, target)
         task.valve_outputs = {i: ValveOutput(ChainInput(task.entry, i)) for i in task.valves}
         return task
+
+    # ------------------------------------------------------------------ failures
+
+    def describe(self, exc: BaseException, batch: int | None = None) -> FailureContext | None:
+        """What this job's tasks were doing when ``exc`` was raised (see
+        :func:`~sparktide.runtime.failures.describe_failure`)."""
+        cursor = self.cursor
+
+        def key_of() -> Any:
+            backend = cursor.backend
+            return None if backend is None or backend is NO_KEY else backend.current_key
+
+        return describe_failure(exc, self.names, key_of, batch=batch)
 
     # ------------------------------------------------------------------ metrics
 
