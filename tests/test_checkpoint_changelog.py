@@ -249,7 +249,7 @@ def test_a_commit_of_another_format_version_names_both_versions(tmp_path) -> Non
         store.path("commits", "0.json"),
         json.dumps({"body": body, "crc32": zlib.crc32(encoded)}).encode("utf-8"),
     )
-    with pytest.raises(CheckpointError, match=r"format version 7 is not supported.*version 1"):
+    with pytest.raises(CheckpointError, match=r"format version 7 is not supported.*version 2"):
         store.committed_version()
 
 
