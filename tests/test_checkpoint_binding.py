@@ -24,7 +24,7 @@ def _snapshot(kgs: KeyGroupRange, version: int):
     return rebuild("op", MAXP, kgs, META, flat)
 
 
-def _store(tmp_path, versions: int = 2, snapshot_every: int = 1) -> CheckpointStore:
+def _store(tmp_path, versions: int = 2, snapshot_every: int = 1, offset: int = 0):
     """Versions ``0 .. versions - 1`` of a keyed stage with two subtasks."""
     store = CheckpointStore(str(tmp_path), None, snapshot_every=snapshot_every)
     for version in range(versions):
@@ -33,7 +33,7 @@ def _store(tmp_path, versions: int = 2, snapshot_every: int = 1) -> CheckpointSt
             kgs = compute_key_group_range_for_operator_index(MAXP, 2, i)
             plan = store.plan_chain(previous, 0, i, 2, version)
             store.write_version(
-                version, 0, i, plan, _snapshot(kgs, version), {}, PARTS, operator="uid:w"
+                version, 0, i, plan, _snapshot(kgs, version + offset), {}, PARTS, operator="uid:w"
             )
         store.commit(version, {"processing_time": version, "parallelism": {"0": 2}})
     return store
@@ -88,6 +88,17 @@ def test_an_older_changelog_is_refused(tmp_path) -> None:
         _restore(store, 2, 0)
 
 
+def test_a_file_of_another_job_with_valid_checksums_is_refused(tmp_path) -> None:
+    store = _store(tmp_path / "a")
+    _store(tmp_path / "b", offset=100)  # the same slots, other contents
+    same_slot = ("state", "1", "stage-0", "sub-0.bin")
+    (tmp_path / "a").joinpath(*same_slot).write_bytes(
+        (tmp_path / "b").joinpath(*same_slot).read_bytes()
+    )
+    with pytest.raises(CheckpointError, match=r"sub-0\.bin: this is not the file the manifest"):
+        _restore(store, 1, 0)
+
+
 def test_a_truncated_or_changed_file_is_refused(tmp_path) -> None:
     store = _store(tmp_path)
     path = tmp_path / "state" / "1" / "stage-0" / "sub-0.bin"
@@ -95,8 +106,11 @@ def test_a_truncated_or_changed_file_is_refused(tmp_path) -> None:
     path.write_bytes(good + b"\0")
     with pytest.raises(CheckpointError, match=rf"has {len(good) + 1} bytes where the manifest"):
         _restore(store, 1, 0)
-    path.write_bytes(good[:-1] + bytes([good[-1] ^ 1]))  # same size, same header, other bytes
-    with pytest.raises(CheckpointError, match=r"sub-0\.bin.*its digest is not the blake2b:"):
+    path.write_bytes(good[:-1])
+    with pytest.raises(CheckpointError, match=r"sub-0\.bin.*truncated"):
+        _restore(store, 1, 0)
+    path.write_bytes(good[:-1] + bytes([good[-1] ^ 1]))  # same size, other bytes
+    with pytest.raises(CheckpointError, match=r"sub-0\.bin.*corrupt"):
         _restore(store, 1, 0)
     path.write_bytes(good)
     assert _restore(store, 1, 0).snapshot().state[0]["count"] == [("k0", None, 1)]

@@ -249,7 +249,7 @@ def test_a_commit_of_another_format_version_names_both_versions(tmp_path) -> Non
         store.path("commits", "0.json"),
         json.dumps({"body": body, "crc32": zlib.crc32(encoded)}).encode("utf-8"),
     )
-    with pytest.raises(CheckpointError, match=r"format version 7 is not supported.*version 1"):
+    with pytest.raises(CheckpointError, match=r"format version 7 is not supported.*version 2"):
         store.committed_version()
 
 
@@ -314,7 +314,7 @@ def test_the_worker_cache_serves_the_next_batch_but_never_a_replay(spark, tmp_pa
     kgs = KeyGroupRange(0, maxp - 1)
     seeded = rebuild("op", maxp, kgs, meta, model.flat(kgs))
     plan = store.plan_chain(None, stage.index, 0, 1, 0)
-    parts = {"valves": pickle.dumps({}), "watermarks": pickle.dumps({})}
+    parts = {"valves": b"{}", "watermarks": b"{}"}  # JSON: no valve or watermark yet
     store.write_version(0, stage.index, 0, plan, seeded, {}, parts)
     store.commit(0, {"processing_time": 0, "parallelism": {str(stage.index): 1}})
     expected = flatten(seeded)

@@ -273,6 +273,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     inspect.add_argument("checkpoint", metavar="CHECKPOINT", help="the checkpoint location")
     inspect.add_argument("--json", action="store_true", help="print the summary as JSON")
+    inspect.add_argument(
+        "--values", action="store_true",
+        help=(
+            "also show keyed state values (the first 20 per subtask). This unpickles them: "
+            "unpickling runs code stored in the checkpoint directory, so use it only on a "
+            "directory you trust as you trust code. Without it nothing is unpickled."
+        ),
+    )  # fmt: skip
     return parser
 
 
@@ -466,6 +474,21 @@ def format_checkpoint(summary: dict[str, Any]) -> str:
                 f"{_or_dash(sub.get('next_processing_timer')):>14} "
                 f"{_or_dash(sub.get('last_processing_timer')):>14}"
             )
+        for sub in stage["subtasks"]:
+            marks = sub.get("watermarks") or {}
+            lines.append(
+                f"  subtask {sub['subtask']}: {sub.get('size_bytes', 0)} bytes in "
+                f"{sub.get('files', 0)} file(s); watermarks "
+                + (", ".join(f"{name}={_or_dash(w)}" for name, w in marks.items()) or "-")
+            )
+    for sub in summary.get("values", []):
+        lines.append(f"  values of stage {sub['stage']} subtask {sub['subtask']}:")
+        lines.extend(
+            f"    kg {e['key_group']} {e['state']} key={e['key']} ns={e['namespace']}: {e['value']}"
+            for e in sub["entries"]
+        )
+        if sub["more"]:
+            lines.append(f"    ... and {sub['more']} more")
     return "\n".join(lines)
 
 
@@ -477,10 +500,13 @@ def inspect_checkpoint(args: argparse.Namespace) -> int:
     import json
 
     from sparktide.spark.checkpoint import CheckpointError, CheckpointStore
-    from sparktide.spark.checkpoint_inspect import describe_checkpoint
+    from sparktide.spark.checkpoint_inspect import describe_checkpoint, describe_values
 
     try:
-        summary = describe_checkpoint(CheckpointStore(args.checkpoint))
+        store = CheckpointStore(args.checkpoint)
+        summary = describe_checkpoint(store)
+        if args.values:  # unpickles: the user asked for it
+            summary["values"] = describe_values(store)
     except (CheckpointError, OSError, ValueError) as exc:
         return _fail(f"cannot read the checkpoint {args.checkpoint!r}: {exc}")
     print(json.dumps(summary, indent=2, default=str) if args.json else format_checkpoint(summary))

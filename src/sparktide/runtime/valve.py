@@ -117,6 +117,49 @@ class StatusWatermarkValve:
     def num_channels(self) -> int:
         return self._n
 
+    def to_json(self) -> dict[str, Any]:
+        """The valve's state as JSON-able data (what a checkpoint stores; no pickle).
+
+        >>> from sparktide.runtime.output import CollectingOutput
+        >>> v = StatusWatermarkValve(2)
+        >>> v.input_watermark(4, 0, CollectingOutput()); v.input_watermark(7, 1, CollectingOutput())
+        >>> w = StatusWatermarkValve.from_json(v.to_json())
+        >>> w.to_json() == v.to_json(), w.last_output_watermark
+        (True, 4)
+        """
+        return {
+            "channels": self._n,
+            "watermarks": list(self._watermarks),
+            "active": list(self._active),
+            "aligned": list(self._aligned),
+            "num_active": self._num_active,
+            "num_aligned": self._num_aligned,
+            "last": self._last,
+            "holders": self._holders,
+            "idle": self._idle,
+        }
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> StatusWatermarkValve:
+        """The valve :meth:`to_json` describes; malformed data raises ``ValueError``."""
+        try:
+            valve = cls(int(raw["channels"]))
+            n = valve._n
+            watermarks = [int(w) for w in raw["watermarks"]]
+            active = [bool(a) for a in raw["active"]]
+            aligned = [bool(a) for a in raw["aligned"]]
+            if not len(watermarks) == len(active) == len(aligned) == n:
+                raise ValueError(f"per-channel lists of another length than {n} channels")
+            valve._watermarks, valve._active, valve._aligned = watermarks, active, aligned
+            valve._num_active = int(raw["num_active"])
+            valve._num_aligned = int(raw["num_aligned"])
+            valve._last = int(raw["last"])
+            valve._holders = int(raw["holders"])
+            valve._idle = bool(raw["idle"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not the state of a watermark valve: {exc!r}") from None
+        return valve
+
     @property
     def last_output_watermark(self) -> int:
         """The last watermark emitted (``MIN_TIMESTAMP`` before any)."""

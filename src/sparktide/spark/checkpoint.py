@@ -6,11 +6,12 @@ directory, given as a local path or any URI :func:`pyarrow.fs.FileSystem.from_ur
     <root>/
       commits/<v>.json                 one per committed batch id v: the manifest of version v
       batches/<v>.json                 the processing time of batch v, recorded at its first attempt
-      splits/<v>.bin                   per source split: watermark generator, emitter, sequence
+      splits/<v>.bin                   per source split: its watermark, idleness and sequence
+                                       number (JSON) and its watermark generator's attributes
       state/<v>/stage-<s>/sub-<i>.bin  a full snapshot of a stage subtask: keyed state and timers
                                        of its key groups (the format of
                                        :mod:`sparktide.runtime.snapshot`), its valves and its
-                                       operators' watermarks
+                                       operators' watermarks (JSON, by operator identity)
       state/<v>/stage-<s>/sub-<i>.log  a changelog of a stage subtask: per key group, the state
                                        entries and timers put or deleted since version v - 1
                                        (:mod:`sparktide.spark.changelog`), its valves and watermarks
@@ -32,9 +33,21 @@ chains name (so a replay of the next batch still finds version ``v - 1``); the r
 **Integrity.** Every file of this module starts with a magic string and a format version and
 carries CRC32 checksums of its parts (a changelog: one part per key group); the snapshots inside
 carry their own. A truncated or corrupt file raises :class:`CheckpointError` naming the file.
-Each commit records a fingerprint of the job graph (stages, operator names and uids, max
-parallelism, split count); a checkpoint written by another job raises :class:`CheckpointError`
-naming the differences instead of restoring the wrong state.
+Each manifest binds every file it names to its slot (``"files"``: per path a BLAKE2b digest, the
+size, the version, the operator identity of the stage's entry, the stage, the subtask and the
+key-group range, :class:`FileRecord`; the file's own header repeats the slot), and a restore
+refuses a file that is not the one recorded, naming it and what differs
+(:meth:`CheckpointStore.read_bound`). Each commit records a fingerprint of the job graph
+(sources, per stage its operators' names, uids and identities, max parallelism, keying); a
+restore matches the job's stages to the checkpoint's by operator identity and refuses state it
+cannot place (:mod:`sparktide.spark.restore_match`).
+
+**Data, not code.** Manifests, batch times, file headers, valves, operator watermarks and split
+positions are JSON; only user values are pickled (state contents, timer keys and namespaces,
+changelog entries, a watermark generator's attributes). A file or manifest of another format
+version (:data:`CHECKPOINT_FORMAT_VERSION`; 1 pickled valves, watermarks and split states) is
+refused with an error naming both versions, never read. Restoring a checkpoint unpickles its
+user values, so a checkpoint directory must be trusted like code.
 
 **Rescaling.** Key groups are the unit: a subtask reads the chain of every old subtask whose
 key-group range intersects its own and keeps only its key groups (of snapshots and changelogs
@@ -89,7 +102,7 @@ __all__ = [
     "unpack_parts",
 ]
 
-CHECKPOINT_FORMAT_VERSION = 1
+CHECKPOINT_FORMAT_VERSION = 2  # 1: valves, watermarks and split states were pickled
 DEFAULT_SNAPSHOT_EVERY = 10
 _MAGIC = b"\x89STKCKP\n"
 _PREFIX = struct.Struct(">8sII")
@@ -101,6 +114,19 @@ class CheckpointError(ValueError):
 
 # ---------------------------------------------------------------------------------------------
 # the container format of state and split files
+
+
+def format_version_error(where: str, version: Any) -> CheckpointError:
+    """The error for a file of another checkpoint format version (never read: a version's
+    metadata may mean something else in another)."""
+    older = isinstance(version, int) and version < CHECKPOINT_FORMAT_VERSION
+    who = "an older" if older else "another"
+    return CheckpointError(
+        f"{where}: checkpoint format version {version} is not supported; this sparktide "
+        f"reads version {CHECKPOINT_FORMAT_VERSION} (the checkpoint was written by {who} "
+        "sparktide): resume the query with the sparktide version that wrote it, or start from "
+        "an empty checkpoint directory (its state is then not restored)"
+    )
 
 
 def pack_parts(parts: dict[str, bytes], meta: dict[str, Any] | None = None) -> bytes:
@@ -131,11 +157,7 @@ def unpack_parts(data: bytes, where: str) -> tuple[dict[str, Any], dict[str, byt
         )
     _, version, head_len = _PREFIX.unpack_from(data)
     if version != CHECKPOINT_FORMAT_VERSION:
-        raise CheckpointError(
-            f"{where}: checkpoint format version {version} is not supported; this sparktide "
-            f"reads version {CHECKPOINT_FORMAT_VERSION} (resume with the sparktide version that "
-            "wrote it, or start from an empty checkpoint directory)"
-        )
+        raise format_version_error(where, version)
     start = _PREFIX.size
     end = start + head_len
     if end + 4 > len(data):
@@ -321,6 +343,7 @@ class CheckpointStore:
             )
         record = FileRecord.from_json(raw)
         if len(data) != record.size or file_digest(data) != record.digest:
+            unpack_parts(data, path)  # a truncated or corrupt file says so first
             raise CheckpointError(
                 f"{path}: this is not the file the manifest names for its slot: "
                 f"{_differences(record, data)}; files were moved, copied or changed in the "
@@ -434,11 +457,7 @@ class CheckpointStore:
         if zlib.crc32(encoded) != crc:
             raise CheckpointError(f"{path}: the commit file is corrupt (checksum mismatch)")
         if body.get("format_version") != CHECKPOINT_FORMAT_VERSION:
-            raise CheckpointError(
-                f"{path}: checkpoint format version {body.get('format_version')} is not "
-                f"supported; this sparktide reads version {CHECKPOINT_FORMAT_VERSION} (resume "
-                "with the sparktide version that wrote it, or start from an empty directory)"
-            )
+            raise format_version_error(path, body.get("format_version"))
         return body
 
     def commit(self, version: int, info: dict[str, Any], retain: int = 2) -> None:
@@ -467,6 +486,7 @@ class CheckpointStore:
             "version": version,
             "fingerprint": self.fingerprint,
         }
+        self.records = {p: r for p, r in self.records.items() if p in body["files"]}
         encoded = json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")
         manifest = {"body": body, "crc32": zlib.crc32(encoded)}
         self.write(
@@ -717,6 +737,7 @@ class CheckpointStore:
         if snapshot is not None:
             kgs = snapshot.key_group_range
             meta["key_groups"] = [kgs.start, kgs.end]
+            meta["summary"] = summarize(snapshot)
         parts = dict(parts)
         new: Digests = {}
         if snapshot is not None:
@@ -818,6 +839,36 @@ class LoadedSubtask:
             return None
         operator, maxp, kgs = self.header
         return rebuild(operator, maxp, key_groups or kgs, self.state_meta, self.flat)
+
+
+def summarize(snapshot: KeyedOperatorSnapshot) -> dict[str, Any]:
+    """What ``sparktide inspect`` shows of a subtask's keyed state without unpickling it
+    (stored in the header of each state file): state entries, and per timer domain the count,
+    earliest and latest timestamp of the pending timers.
+
+    >>> from sparktide.runtime.keygroups import KeyGroupRange
+    >>> snap = KeyedOperatorSnapshot("op", 128, KeyGroupRange(0, 127), {},
+    ...     {3: {"n": [("a", None, 1)]}}, {3: {"t": ([(10, 0, "a", None, 3)], [])}})
+    >>> summarize(snap)["state_entries"], summarize(snap)["next_event_timer"]
+    (1, 10)
+    """
+    out: dict[str, Any] = {
+        "state_entries": sum(len(e) for per in snapshot.state.values() for e in per.values())
+    }
+    for d, domain in enumerate(("event", "processing")):
+        count, first, last = 0, None, None
+        for per in snapshot.timers.values():
+            for pair in per.values():
+                entries = pair[d]
+                if entries:
+                    count += len(entries)
+                    lo, hi = min(e[0] for e in entries), max(e[0] for e in entries)
+                    first = lo if first is None else min(first, lo)
+                    last = hi if last is None else max(last, hi)
+        out[f"{domain}_timers"] = count
+        out[f"next_{domain}_timer"] = first
+        out[f"last_{domain}_timer"] = last
+    return out
 
 
 def chains_of(info: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:

@@ -1,5 +1,10 @@
 """What a streaming checkpoint holds, for people and tools (``sparktide inspect CHECKPOINT``).
 
+:func:`describe_checkpoint` reads only metadata (the manifest, file headers, the JSON valves and
+operator watermarks, split states): it never unpickles anything, so it is safe on a checkpoint
+directory you do not trust. :func:`describe_values` shows the keyed state values, which means
+unpickling them (running code stored in the directory).
+
 >>> import tempfile
 >>> store = CheckpointStore(tempfile.mkdtemp())
 >>> describe_checkpoint(store)["committed_batch"] is None
@@ -8,66 +13,127 @@ True
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot, SnapshotFormatError
-from sparktide.spark.checkpoint import CheckpointError, CheckpointStore
+from sparktide.spark.checkpoint import (
+    CheckpointError,
+    CheckpointStore,
+    chains_of,
+    unpack_parts,
+)
 
-__all__ = ["describe_checkpoint"]
+__all__ = ["describe_checkpoint", "describe_values"]
+
+
+def _operator_names(stage_fp: dict[str, Any]) -> dict[str, str]:
+    """Operator identity -> a name for people (the name, made unique with the identity)."""
+    ops = stage_fp.get("operators", [])
+    names = [op[0] for op in ops]
+    out = {}
+    for op in ops:
+        if len(op) > 2:
+            out[op[2]] = op[0] if names.count(op[0]) == 1 else f"{op[0]} [{op[2]}]"
+    return out
+
+
+def _subtask(
+    store: CheckpointStore,
+    info: dict[str, Any],
+    stage: int,
+    subtask: int,
+    names: dict[str, str],
+) -> dict[str, Any]:
+    files = info.get("files")
+    chain = chains_of(info)[str(stage)][subtask]
+    paths = [store.subtask_path(chain["snapshot"], stage, subtask)]
+    paths.extend(store.changelog_path(v, stage, subtask) for v in chain["changelogs"])
+    newest = paths[-1]
+    meta, parts = unpack_parts(store.read_bound(newest, files), newest)  # checksums, no pickle
+    entry: dict[str, Any] = {"subtask": subtask}
+    if meta.get("key_groups") is not None:
+        entry["key_groups"] = list(meta["key_groups"])
+        entry.update(meta.get("summary", {}))
+    records = files or {}
+    entry["size_bytes"] = sum(records.get(store.relative(p), {}).get("size", 0) for p in paths)
+    entry["files"] = len(paths)
+    if "watermarks" in parts:
+        raw = json.loads(parts["watermarks"].decode("utf-8"))
+        entry["watermarks"] = {names.get(ident, ident): wm[0] for ident, wm in raw.items()}
+    return entry
 
 
 def describe_checkpoint(store: CheckpointStore) -> dict[str, Any]:
     """A summary of the last committed version, for people and tools (``sparktide
-    inspect``): its batch id, processing time, the sources' combined watermark and each
-    split's (or ``"idle"``), the batch's metrics, and per stage subtask its key groups, state
-    entries and pending timers per domain (count, earliest and latest)."""
+    inspect``), read without unpickling anything: its batch id, processing time, the sources'
+    combined watermark and each split's (or ``"idle"``) with its state, the batch's metrics,
+    and per stage its operators and per subtask its key groups, state entries, pending timers
+    per domain (count, earliest and latest), operator watermarks and the bytes of its files."""
     version = store.committed_version()
     out: dict[str, Any] = {"location": store.location, "committed_batch": version}
     if version is None:
         return out
     info = store.commit_info(version)
+    out["format_version"] = info.get("format_version")
     out["processing_time"] = info.get("processing_time")
     metrics = dict(info.get("metrics", {}))
     out["watermark"] = metrics.pop("watermark", None)
     out["split_watermarks"] = metrics.pop("split_watermarks", {})
     out["metrics"] = metrics
+    files = info.get("files")
+    if store.relative(store.path("splits", f"{version}.bin")) in (files or {}):
+        out["splits"] = {
+            str(g): unpack_parts(data, f"split {g}")[0]
+            for g, data in sorted(store.read_splits(version, files).items())
+        }
     graph = (info.get("fingerprint") or {}).get("stages", [])
     stages = []
     for stage, parallelism in sorted(info["parallelism"].items(), key=lambda kv: int(kv[0])):
-        subtasks = []
-        for i in range(int(parallelism)):
-            _, parts = store.read_subtask(version, int(stage), i)
-            entry: dict[str, Any] = {"subtask": i}
-            if "keyed" in parts:
-                try:
-                    snap = KeyedOperatorSnapshot.from_bytes(parts["keyed"])
-                except SnapshotFormatError as exc:
-                    path = store.subtask_path(version, int(stage), i)
-                    raise CheckpointError(f"{path}: {exc}") from None
-                entry["key_groups"] = [snap.key_group_range.start, snap.key_group_range.end]
-                entry["state_entries"] = sum(
-                    len(e) for per in snap.state.values() for e in per.values()
-                )
-                for d, domain in enumerate(("event", "processing")):
-                    stamps = [
-                        t[0]
-                        for per in snap.timers.values()
-                        for pair in per.values()
-                        for t in pair[d]
-                    ]
-                    entry[f"{domain}_timers"] = len(stamps)
-                    entry[f"next_{domain}_timer"] = min(stamps, default=None)
-                    entry[f"last_{domain}_timer"] = max(stamps, default=None)
-            subtasks.append(entry)
+        fp = graph[int(stage)] if int(stage) < len(graph) else {}
+        names = _operator_names(fp)
+        subtasks = [_subtask(store, info, int(stage), i, names) for i in range(int(parallelism))]
         stages.append(
             {
                 "stage": int(stage),
-                "operators": [op[0] for op in graph[int(stage)]["operators"]]
-                if int(stage) < len(graph)
-                else [],
+                "operators": [op[0] for op in fp.get("operators", [])],
+                "uids": [op[1] for op in fp.get("operators", [])],
                 "parallelism": int(parallelism),
                 "subtasks": subtasks,
             }
         )
     out["stages"] = stages
+    return out
+
+
+def describe_values(store: CheckpointStore, limit: int = 20) -> list[dict[str, Any]]:
+    """The keyed state values of the last committed version, at most ``limit`` entries per
+    stage subtask, as ``repr`` strings. **This unpickles the values: it runs code stored in the
+    checkpoint directory**, so use it only on a directory you trust."""
+    version = store.committed_version()
+    if version is None:
+        return []
+    info = store.commit_info(version)
+    out = []
+    for stage, parallelism in sorted(info["parallelism"].items(), key=lambda kv: int(kv[0])):
+        for i in range(int(parallelism)):
+            _, parts = store.read_subtask(version, int(stage), i)
+            if "keyed" not in parts:
+                continue
+            try:
+                snap = KeyedOperatorSnapshot.from_bytes(parts["keyed"])
+            except SnapshotFormatError as exc:
+                path = store.subtask_path(version, int(stage), i)
+                raise CheckpointError(f"{path}: {exc}") from None
+            entries = [
+                {"key_group": kg, "state": name, "key": repr(key), "namespace": repr(ns),
+                 "value": repr(value)}
+                for kg in sorted(snap.state)
+                for name, rows in sorted(snap.state[kg].items())
+                for key, ns, value in rows
+            ]  # fmt: skip
+            out.append(
+                {"stage": int(stage), "subtask": i, "entries": entries[:limit],
+                 "more": max(0, len(entries) - limit)}
+            )  # fmt: skip
     return out

@@ -27,8 +27,15 @@ from typing import Any, NamedTuple
 from sparktide.runtime.execution.tasks import JobTasks
 from sparktide.runtime.operator_identity import operator_identities
 from sparktide.runtime.processing_time import ManualProcessingTimeService
+from sparktide.runtime.valve import StatusWatermarkValve
 from sparktide.spark.changelog import Digests, digests
-from sparktide.spark.checkpoint import CheckpointStore, chains_of
+from sparktide.spark.checkpoint import (
+    CheckpointError,
+    CheckpointStore,
+    chains_of,
+    pack_parts,
+    unpack_parts,
+)
 from sparktide.spark.executor import SparkJob, arrow_row_schema
 from sparktide.spark.failures import UPSTREAM_FAILED
 from sparktide.spark.split_state import apply_generator_state, capture_generator_state
@@ -134,6 +141,31 @@ def _restore_watermark(op: Any, watermark: int, services: dict[str, int]) -> Non
                 service.restore_watermark(services[name])
 
 
+def _split_state(driver: Any, emitter: Any, tagger: Any) -> bytes:
+    """A split's state after a batch: its watermark, idleness, record sequence number and
+    records read as JSON, and the data attributes of the user's watermark generator (user
+    values: pickled) in a part of their own."""
+    state = {
+        "watermark": int(emitter.current_watermark),
+        "idle": bool(emitter.idle),
+        "seq": int(tagger.seq),
+        "records": int(driver.records_read),
+    }
+    generator = pickle.dumps(capture_generator_state(driver.generator), protocol=5)
+    return pack_parts({"generator": generator}, state)
+
+
+def _json(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode("utf-8")
+
+
+def _load_json(data: bytes, what: str) -> Any:
+    try:
+        return json.loads(data.decode("utf-8"))
+    except ValueError as exc:
+        raise CheckpointError(f"the {what} of a stage subtask are not JSON: {exc}") from None
+
+
 class _Discard:
     def emit_watermark(self, watermark: Any) -> None:
         pass
@@ -198,11 +230,12 @@ class StreamingJob(SparkJob):
         emitter = driver.watermark_output
         saved = self.split_states.get(g)
         if saved is not None:
-            state = pickle.loads(saved)
-            apply_generator_state(driver.generator, state["generator"])
-            emitter.current_watermark = state["watermark"]
-            emitter.idle = state["idle"]
-            tagger.seq = state["seq"]
+            state, user = unpack_parts(saved, f"the state of source split {g}")
+            if "generator" in user:  # the user's watermark generator: user values, pickled
+                apply_generator_state(driver.generator, pickle.loads(user["generator"]))
+            emitter.current_watermark = int(state["watermark"])
+            emitter.idle = bool(state["idle"])
+            tagger.seq = int(state["seq"])
         for op in tasks.operators:
             op.open()
         tagger.round, tagger.phase = self.version, 0
@@ -215,16 +248,7 @@ class StreamingJob(SparkJob):
         for op in tasks.operators:
             op.close()
         yield self._rows(tasks, 1)
-        state_bytes = pickle.dumps(
-            {
-                "generator": capture_generator_state(driver.generator),
-                "watermark": emitter.current_watermark,
-                "idle": emitter.idle,
-                "seq": tagger.seq,
-                "records": driver.records_read,
-            }
-        )
-        yield _row(SPLIT_STATE, g, state_bytes)
+        yield _row(SPLIT_STATE, g, _split_state(driver, emitter, tagger))
 
     def stream_source_task(
         self, first_split: int, node_id: int
@@ -288,7 +312,11 @@ class StreamingJob(SparkJob):
         elif keyed and snap is not None:
             entry.initialize_state([snap])
         self._pending[target] = (plan, prev_digests)
-        valves = pickle.loads(valves_bytes) if valves_bytes is not None else {}
+        raw = _load_json(valves_bytes, "valves") if valves_bytes is not None else {}
+        try:
+            valves = {int(i): StatusWatermarkValve.from_json(v) for i, v in raw.items()}
+        except ValueError as exc:
+            raise CheckpointError(f"the valves of stage {stage.index}: {exc}") from None
         for index, valve in valves.items():
             current = task.valves[index]
             if valve.num_channels == current.num_channels:
@@ -297,7 +325,9 @@ class StreamingJob(SparkJob):
                 last = valve.last_output_watermark
                 for channel in range(current.num_channels):
                     current.input_watermark(last, channel, _Discard())
-        return pickle.loads(watermarks_bytes) if watermarks_bytes is not None else {}
+        if watermarks_bytes is None:
+            return {}
+        return _load_json(watermarks_bytes, "operator watermarks")
 
     def _save_subtask(self, task: Any, stage: Any, target: int) -> None:
         """Write version ``version`` of this subtask (a full snapshot or a changelog, as
@@ -314,8 +344,11 @@ class StreamingJob(SparkJob):
                 if manager is not None
                 else {}
             )
-            watermarks[identity] = (op.current_watermark(), services)
-        parts = {"valves": pickle.dumps(task.valves), "watermarks": pickle.dumps(watermarks)}
+            watermarks[identity] = [op.current_watermark(), services]
+        parts = {
+            "valves": _json({str(i): v.to_json() for i, v in task.valves.items()}),
+            "watermarks": _json(watermarks),
+        }
         identity = self.identities[stage.entry.id]
         size, new_digests = self.store.write_version(
             self.version, stage.index, target, plan, snap, prev_digests, parts, identity

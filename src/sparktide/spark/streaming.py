@@ -59,7 +59,7 @@ from typing import Any
 
 from sparktide.runtime.failures import is_described
 from sparktide.runtime.operator_identity import operator_identities
-from sparktide.spark.checkpoint import CheckpointError, CheckpointStore
+from sparktide.spark.checkpoint import CheckpointError, CheckpointStore, unpack_parts
 from sparktide.spark.executor import (
     COLLECTED,
     FAILED,
@@ -533,7 +533,7 @@ def _empty_like(df: Any) -> Any:
 def _split_summary(g: int, data: bytes, before: dict[int, bytes]) -> dict[str, Any]:
     """A split's watermark, idleness and the records it read in this batch (none when it did
     not run and kept its state of the version before)."""
-    state = pickle.loads(data)
+    state, _ = unpack_parts(data, f"the state of source split {g}")  # JSON: nothing unpickled
     return {
         "watermark": state["watermark"],
         "idle": bool(state["idle"]),
