@@ -16,6 +16,8 @@ directory, given as a local path or any URI :func:`pyarrow.fs.FileSystem.from_ur
                                        entries and timers put or deleted since version v - 1
                                        (:mod:`sparktide.spark.changelog`), its valves and watermarks
       spark/                           Spark's own checkpointLocation (offsets and commits)
+      writer.lock                      the lock of the query writing the directory
+                                       (:mod:`sparktide.spark.checkpoint_lock`)
 
 **Versions.** Batch ``v`` writes, per stage subtask, a full snapshot every ``snapshot_every``
 batches (and after a change of the stage's parallelism), else a changelog. The state of a

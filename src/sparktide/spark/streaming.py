@@ -60,6 +60,7 @@ from typing import Any
 from sparktide.runtime.failures import is_described
 from sparktide.runtime.operator_identity import operator_identities
 from sparktide.spark.checkpoint import CheckpointError, CheckpointStore, unpack_parts
+from sparktide.spark.checkpoint_lock import CheckpointLock
 from sparktide.spark.executor import (
     COLLECTED,
     FAILED,
@@ -179,6 +180,7 @@ class StreamingJobClient:
             else:
                 done = bool(self._runner.query.awaitTermination(timeout))
         except Exception:
+            self._runner.end()  # the query failed
             error = self._runner.error
             if error is not None:
                 self._runner.restore_log()
@@ -188,7 +190,7 @@ class StreamingJobClient:
             raise
         if done:
             self._runner.restore_log()
-            self._runner.stop_idle_batches()
+            self._runner.end()
         if self._runner.error is not None:
             raise self._runner.error
         return done
@@ -197,6 +199,7 @@ class StreamingJobClient:
         self._runner.stopping = True
         self._runner.stop_idle_batches()
         self._runner.query.stop()
+        self._runner.end()
 
     def cancel(self) -> None:
         self.stop()
@@ -257,6 +260,42 @@ class _StreamRunner:
         self._stop_idle = threading.Event()
         self._idle_thread: threading.Thread | None = None
         self._last_commit: dict[str, Any] | None = None  # what this run committed last
+        self.writer_lock: CheckpointLock | None = None
+
+    # ------------------------------------------------------------------ the query's lifetime
+
+    def start(self, writer: Any) -> None:
+        """Start the query of ``writer`` holding the checkpoint directory's lock
+        (:mod:`sparktide.spark.checkpoint_lock`), once Spark's logs agree with the last commit
+        (:mod:`sparktide.spark.offset_log`); the lock is released when the query ends."""
+        self.writer_lock = CheckpointLock.acquire(self.store)
+        try:
+            committed, info = self._last()
+            check_spark_log(self.store, committed, _last_spark_batch(committed, info))
+            self.query = writer.start()
+        except BaseException:
+            self.writer_lock.release()
+            raise
+        threading.Thread(
+            target=self._end_with_query, name="sparktide-query-end", daemon=True
+        ).start()
+
+    def end(self) -> None:
+        """The query has ended: stop the batches without data, release the checkpoint's lock
+        (idempotent)."""
+        self.stop_idle_batches()
+        if self.writer_lock is not None:
+            self.writer_lock.release()
+
+    def _end_with_query(self) -> None:
+        """Call :meth:`end` when the query ends, also when nobody awaits it."""
+        while self.writer_lock is not None and self.writer_lock.held:
+            try:
+                if self.query.awaitTermination(1.0):
+                    break
+            except Exception:  # the query failed (its error goes to await_termination)
+                break
+        self.end()
 
     # ------------------------------------------------------------------ Spark's batches
 
@@ -584,8 +623,6 @@ def start_stream(
 
     executor = SparkExecutor(graph, env)
     runner = _StreamRunner(executor, checkpoint_location, snapshot_every, allow_non_restored_state)
-    committed, info = runner._last()
-    check_spark_log(runner.store, committed, _last_spark_batch(committed, info))
     for message in idempotence_warnings(executor.plan):
         # the user's execute_async() / execute() call
         warnings.warn(message, StreamingExactlyOnceWarning, stacklevel=3)
@@ -599,7 +636,7 @@ def start_stream(
         writer = writer.trigger(availableNow=True)
     elif trigger == "once":
         writer = writer.trigger(once=True)
-    runner.query = writer.start()
+    runner.start(writer)
     if trigger is None:
         runner.start_idle_batches(env.get_config().get_auto_watermark_interval())
     return StreamingJobClient(job_name, runner)
