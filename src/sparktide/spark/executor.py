@@ -56,7 +56,12 @@ _OFFSET = 1 << 63
 COLLECTED = -1
 METRICS = -2
 #: the task metrics (:meth:`JobTasks.metrics`) that add up over tasks
-SUMMED_METRICS = ("late_records_dropped", "late_records_side_output", "timers_fired")
+SUMMED_METRICS = (
+    "late_records_dropped",
+    "late_records_side_output",
+    "timers_fired",
+    "failed_records",
+)
 PRINTED = -3
 FAILED = -6  # a task's user function raised: a RemoteFailure for the driver
 CHUNK = 8192  # items per shipped row
