@@ -62,7 +62,7 @@ def _describe(f):
 def test_failed_record_goes_to_the_side_output_and_is_rolled_back(runtime, request) -> None:
     if runtime == "spark":
         request.getfixturevalue("spark")
-    env, main = _job(runtime, policy=True)
+    _, main = _job(runtime, policy=True)
     side = main.get_side_output(FAILED).map(_describe)
     out = sorted(main.union(side).execute_and_collect(), key=repr)
     assert out == sorted(
@@ -98,12 +98,12 @@ def test_spark_metrics_count_failed_records(spark) -> None:
 def test_default_stays_fail_fast(runtime, request) -> None:
     if runtime == "spark":
         request.getfixturevalue("spark")
-    env, main = _job(runtime, policy=False)
+    _, main = _job(runtime, policy=False)
     with pytest.raises(ValueError, match="bad record bad"):
         main.execute_and_collect()
 
 
 def test_with_failed_records_needs_an_output_tag() -> None:
-    env, main = _job("local", policy=False)
+    _, main = _job("local", policy=False)
     with pytest.raises(TypeError, match="OutputTag"):
         main.with_failed_records("failed")
