@@ -107,3 +107,30 @@ def test_with_failed_records_needs_an_output_tag() -> None:
     _, main = _job("local", policy=False)
     with pytest.raises(TypeError, match="OutputTag"):
         main.with_failed_records("failed")
+
+
+def test_spark_streaming_routes_failed_records_and_commits(spark, tmp_path) -> None:
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.csv").write_text("k,ts\na,1000\nbad,2000\nb,3000\n")
+    reader = spark.readStream.schema("k string, ts long").option("header", True)
+    frame = reader.csv(str(tmp_path / "in"))
+    env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
+    stream = env.from_stream(frame, timestamp_column="ts").map(
+        lambda r: (r.k, r.ts), output_type=Types.TUPLE([Types.STRING(), Types.LONG()])
+    )
+    main = stream.key_by(lambda v: "k").process(CountAndTimer()).name("counter")
+    main = main.with_failed_records(FAILED)
+    seen: dict[int, list] = {}
+    failed: dict[int, list] = {}
+    main.map(repr, output_type=Types.STRING()).foreach_batch(
+        lambda df, b: seen.setdefault(b, []).extend(r[0] for r in df.collect())
+    )
+    main.get_side_output(FAILED).map(
+        lambda f: f"{f.value} {f.error_type}", output_type=Types.STRING()
+    ).foreach_batch(lambda df, b: failed.setdefault(b, []).extend(r[0] for r in df.collect()))
+    client = env.execute_async(checkpoint_location=str(tmp_path / "ckpt"), trigger="available_now")
+    client.await_termination()
+    assert failed == {0: ["('bad', 2000) ValueError"]}
+    assert sorted(seen[0]) == ["('seen', 'a', 1)", "('seen', 'b', 2)"]
+    assert client.last_committed_batch() == 0
+    assert client.recent_progress[0]["failed_records"] == 1
