@@ -118,6 +118,15 @@ def test_spark_batch_error_that_cannot_travel_names_its_type(spark) -> None:
     assert "operator 'Map'" in notes(caught.value)[0]
 
 
+def test_spark_to_dataframe_of_a_failed_job_fails_not_empty(spark) -> None:
+    # the failure is in the source stage; the frame is read from the keyed stage after it
+    env = _env("spark", 2)
+    stream = env.from_collection([1, 2, 3, 4]).map(parse).key_by(lambda v: v % 2).map(str)
+    frame = stream.to_dataframe()
+    with pytest.raises(Exception, match="bad value 3"):
+        frame.collect()
+
+
 # ------------------------------------------------------------------------------ Spark streaming
 
 
