@@ -134,3 +134,40 @@ def test_spark_streaming_routes_failed_records_and_commits(spark, tmp_path) -> N
     assert sorted(seen[0]) == ["('seen', 'a', 1)", "('seen', 'b', 2)"]
     assert client.last_committed_batch() == 0
     assert client.recent_progress[0]["failed_records"] == 1
+
+
+def test_a_stateless_map_routes_its_failed_records() -> None:
+    env = StreamExecutionEnvironment.get_execution_environment(runtime="local")
+    parsed = env.from_collection(["1", "x", "3"]).map(int).with_failed_records(FAILED)
+    side = parsed.get_side_output(FAILED).map(lambda f: (f.value, f.key, f.error_type))
+    out = parsed.map(lambda v: ("ok", v)).union(side).execute_and_collect()
+    assert sorted(out, key=repr) == [("ok", 1), ("ok", 3), ("x", None, "ValueError")]
+
+
+def test_a_window_reduce_that_raises_leaves_the_window_as_it_was() -> None:
+    from sparktide.common import Time
+    from sparktide.datastream.window import TumblingEventTimeWindows
+
+    def add(a, b):
+        if b[1] < 0:
+            raise ValueError("negative")
+        return (a[0], a[1] + b[1], max(a[2], b[2]))
+
+    env = StreamExecutionEnvironment.get_execution_environment(runtime="local")
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(
+        lambda v, previous: v[2]
+    )
+    records = [("k", 1, 100), ("k", -5, 200), ("k", 2, 300), ("k", 4, 1500)]
+    summed = (
+        env.from_collection(records)
+        .assign_timestamps_and_watermarks(strategy)
+        .key_by(lambda v: v[0])
+        .window(TumblingEventTimeWindows.of(Time.seconds(1)))
+        .reduce(add)
+        .with_failed_records(FAILED)
+    )
+    failed = summed.get_side_output(FAILED).map(lambda f: ("failed", f.value))
+    out = summed.union(failed).execute_and_collect()
+    assert sorted(out, key=repr) == sorted(
+        [("k", 3, 300), ("k", 4, 1500), ("failed", ("k", -5, 200))], key=repr
+    )
