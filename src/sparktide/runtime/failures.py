@@ -121,8 +121,12 @@ def notes(exc: BaseException) -> list[str]:
     return list(getattr(exc, "__notes__", ()) or ())
 
 
-def _add_note(exc: BaseException, text: str) -> None:
-    if hasattr(exc, "add_note"):
+def _add_note(exc: BaseException, text: str, printed: bool | None = None) -> None:
+    """Add ``text`` as a note; where tracebacks do not print notes (``printed`` False, Python
+    3.10 by default) also make it the ``__cause__`` (unless the exception has one)."""
+    if printed is None:
+        printed = python_supports_notes()
+    if printed:
         exc.add_note(text)
         return
     existing = getattr(exc, "__notes__", None)  # Python 3.10: same attribute, not printed
