@@ -63,3 +63,14 @@ def test_from_dataframe_string_column_advises_to_timestamp(spark) -> None:
     message = str(caught.value)
     assert "F.to_timestamp('at')" in message
     assert "int(" not in message
+
+
+def test_a_from_stream_job_with_a_null_timestamp_fails_naming_from_stream(spark, tmp_path) -> None:
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.csv").write_text("k,ts\na,1\nb,\n")
+    frame = spark.readStream.schema("k string, ts long").option("header", True)
+    frame = frame.csv(str(tmp_path / "in"))
+    env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
+    env.from_stream(frame, timestamp_column="ts").foreach_batch(lambda df, b: None)
+    with pytest.raises(ValueError, match=r"^from_stream: the timestamp column 'ts' holds null"):
+        env.execute(checkpoint_location=str(tmp_path / "ckpt"), trigger="available_now")

@@ -118,6 +118,15 @@ def test_spark_batch_error_that_cannot_travel_names_its_type(spark) -> None:
     assert "operator 'Map'" in notes(caught.value)[0]
 
 
+def test_spark_to_dataframe_of_a_failed_job_fails_not_empty(spark) -> None:
+    # the failure is in the source stage; the frame is read from the keyed stage after it
+    env = _env("spark", 2)
+    stream = env.from_collection([1, 2, 3, 4]).map(parse).key_by(lambda v: v % 2).map(str)
+    frame = stream.to_dataframe()
+    with pytest.raises(Exception, match="bad value 3"):
+        frame.collect()
+
+
 # ------------------------------------------------------------------------------ Spark streaming
 
 
@@ -182,3 +191,24 @@ def test_row_records_in_notes_are_readable() -> None:
     with pytest.raises(ZeroDivisionError) as caught:
         env.execute()
     assert "record Row(k='a', v=1)" in notes(caught.value)[0]
+
+
+def test_without_printed_notes_the_note_is_the_cause() -> None:
+    # Python 3.10 prints no notes: the note also becomes the exception's cause
+    from sparktide.runtime.failures import UserFunctionFailure, _add_note
+
+    exc = ValueError("bad value 3")
+    _add_note(exc, "sparktide: raised by operator 'Map'", printed=False)
+    assert notes(exc) == ["sparktide: raised by operator 'Map'"]
+    assert isinstance(exc.__cause__, UserFunctionFailure)
+    assert "operator 'Map'" in "".join(traceback.format_exception(exc))
+
+
+def test_sparktide_run_prints_the_error_once(tmp_path) -> None:
+    script = tmp_path / "job.py"
+    script.write_text(textwrap.dedent(_SCRIPT.format(runtime="local")))
+    cli = [sys.executable, "-m", "sparktide.cli", "run", "--runtime", "local", str(script)]
+    done = subprocess.run(cli, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1
+    assert done.stderr.count("ValueError: bad value 3") == 1, done.stderr
+    assert done.stderr.count("sparktide: raised by operator") == 1, done.stderr

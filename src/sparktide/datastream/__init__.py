@@ -2,6 +2,7 @@
 
 from typing import Any
 
+from sparktide.datastream.failed_records import FailedRecord
 from sparktide.datastream.functions import (
     AggregateFunction,
     CoFlatMapFunction,
@@ -90,6 +91,7 @@ __all__ = [
     "DataStream",
     "DataStreamSink",
     "ExecutionConfig",
+    "FailedRecord",
     "FilterFunction",
     "FlatMapFunction",
     "Function",

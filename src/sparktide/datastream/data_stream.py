@@ -94,6 +94,37 @@ class DataStream:
     def set_uid_hash(self, uid_hash: str) -> DataStream:
         return self
 
+    def with_failed_records(self, output_tag: OutputTag) -> DataStream:
+        """Send the records whose user function raised in this operator to ``output_tag``
+        instead of failing the job; read them with ``get_side_output(output_tag)``.
+
+        Each is a :class:`~sparktide.datastream.failed_records.FailedRecord` (the record's
+        value and timestamp, the operator, the key, the exception's type and message), counted
+        in the job's ``failed_records`` metric. The keyed state and timers of the record's key
+        are rolled back to what they were before the record (a state update or timer made
+        before the function raised is not visible afterwards), and what the call emitted
+        before it raised is dropped. Without this (the default) the first error fails the
+        job. Errors in timers (``on_timer``, window firings) still fail the job. Applies to
+        the operator that made this stream, on both runtimes::
+
+            failed = OutputTag("failed")
+            parsed = stream.key_by(key).process(Parse()).with_failed_records(failed)
+            parsed.get_side_output(failed).print()
+        """
+        if not isinstance(output_tag, OutputTag):
+            raise TypeError(
+                f"output_tag must be an OutputTag, got {type(output_tag).__name__}; create one "
+                "with OutputTag('failed')"
+            )
+        node = self._node
+        if node.kind != "operator" or node.operator_factory is None:
+            raise ValueError(
+                f"with_failed_records() applies to an operator that runs a user function "
+                f"(map, process, ...); {node.name!r} is a {node.kind}"
+            )
+        node.failed_records = output_tag
+        return self
+
     def set_parallelism(self, parallelism: int) -> DataStream:
         if type(parallelism) is not int or parallelism < 1:
             raise ValueError(f"parallelism must be an int >= 1, got {parallelism!r}")

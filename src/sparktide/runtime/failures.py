@@ -20,6 +20,7 @@ user's exception raised by the user's function.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 import reprlib
 import sys
@@ -121,8 +122,12 @@ def notes(exc: BaseException) -> list[str]:
     return list(getattr(exc, "__notes__", ()) or ())
 
 
-def _add_note(exc: BaseException, text: str) -> None:
-    if hasattr(exc, "add_note"):
+def _add_note(exc: BaseException, text: str, printed: bool | None = None) -> None:
+    """Add ``text`` as a note; where tracebacks do not print notes (``printed`` False, Python
+    3.10 by default) also make it the ``__cause__`` (unless the exception has one)."""
+    if printed is None:
+        printed = python_supports_notes()
+    if printed:
         exc.add_note(text)
         return
     existing = getattr(exc, "__notes__", None)  # Python 3.10: same attribute, not printed
@@ -191,20 +196,24 @@ def describe_failure(
     one that called the user's code. ``key_of()`` gives the current key (``None``: no key).
     ``None`` if no such frame exists (the failure is not in a task's processing).
     """
-    found = None
+    found_tb = None
     for tb in _frames(exc.__traceback__):
         owner = tb.tb_frame.f_locals.get("self")
         if owner is not None and id(owner) in names:
-            found = tb.tb_frame
-    if found is None:
+            found_tb = tb
+    if found_tb is None:
         return None
+    found = found_tb.tb_frame
     owner = found.f_locals["self"]
+    inner = found_tb.tb_next
+    reading = inner is not None and bool(inner.tb_frame.f_code.co_flags & inspect.CO_GENERATOR)
     record = None
     timer = None
     local = found.f_locals
     if isinstance(local.get("record"), StreamRecord):
         record = truncated_repr(local["record"].value)
-    elif "value" in local and found.f_code.co_name.startswith("read"):
+    elif "value" in local and found.f_code.co_name.startswith("read") and not reading:
+        # (reading: the source's iterator raised; ``value`` is the record before)
         record = truncated_repr(local["value"])
     elif found.f_code.co_name in ("on_event_time", "on_processing_time"):
         t = local.get("timestamp")

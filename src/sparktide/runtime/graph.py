@@ -72,6 +72,7 @@ class Node:
     coerce_output: bool = True  # False: output_type is inherited, values are already typed
     split_local: bool = False  # stateless one-input operator that may run per source split
     uid: str | None = None
+    failed_records: Any = None  # an OutputTag: records whose function raised go there
     # sinks that Spark's writers can serve: called with the sink's DataFrame on Spark
     frame_writer: Callable[[Any], None] | None = None
     id: int = field(default_factory=lambda: next(_ids))

@@ -44,7 +44,12 @@ from sparktide.runtime.processing_time import (
     ManualProcessingTimeService,
     SystemProcessingTimeService,
 )
-from sparktide.spark.failures import UPSTREAM_FAILED, failure_payload, raise_first_failure
+from sparktide.spark.failures import (
+    failure_of_mark,
+    failure_payload,
+    raise_first_failure,
+    upstream_failed,
+)
 from sparktide.spark.pickling import check_picklable
 from sparktide.spark.placement import placement_keys
 from sparktide.spark.progress import SparkProgress
@@ -56,7 +61,12 @@ _OFFSET = 1 << 63
 COLLECTED = -1
 METRICS = -2
 #: the task metrics (:meth:`JobTasks.metrics`) that add up over tasks
-SUMMED_METRICS = ("late_records_dropped", "late_records_side_output", "timers_fired")
+SUMMED_METRICS = (
+    "late_records_dropped",
+    "late_records_side_output",
+    "timers_fired",
+    "failed_records",
+)
 PRINTED = -3
 FAILED = -6  # a task's user function raised: a RemoteFailure for the driver
 CHUNK = 8192  # items per shipped row
@@ -191,25 +201,29 @@ class SparkJob:
 
     def _failed(self, tasks: JobTasks, exc: Exception, stage_index: int) -> Iterator[Any]:
         """The rows of a task whose user function raised ``exc`` (see
-        :mod:`sparktide.spark.failures`): the failure for the driver, and a mark for every
-        subtask of the later stages, which then process nothing. What the task holds is
-        dropped. An exception raised outside the operators is raised as it is."""
-        import pyarrow as pa
-
+        :mod:`sparktide.spark.failures`); what the task holds is dropped. An exception raised
+        outside the operators is raised as it is."""
         context = tasks.describe(exc, self.failure_batch())
         if context is None:
             raise exc
-        rows = [(FAILED, 0, 0, encode_position(tasks.cursor.tag), failure_payload(exc, context))]
+        position = encode_position(tasks.cursor.tag)
+        yield self.failure_rows(stage_index, position, failure_payload(exc, context))
+
+    def failure_rows(self, stage_index: int, position: bytes, payload: bytes) -> Any:
+        """The failure for the driver, and for every subtask of the stages after
+        ``stage_index`` a mark that carries it (:func:`upstream_failed`): such a subtask
+        processes nothing and passes the failure on, so every frame of the job holds it."""
+        import pyarrow as pa
+
+        rows = [(FAILED, 0, 0, position, payload)]
+        mark = upstream_failed(position, payload)
         for stage in self.plan.stages:
             if stage.index > stage_index:
                 keys = self.placement[stage.parallelism]
-                rows.extend(
-                    (stage.index, t, keys[t], b"", UPSTREAM_FAILED)
-                    for t in range(stage.parallelism)
-                )
-        yield pa.RecordBatch.from_pylist(
-            [dict(zip(arrow_row_schema().names, row, strict=True)) for row in rows],
-            schema=arrow_row_schema(),
+                rows.extend((stage.index, t, keys[t], b"", mark) for t in range(stage.parallelism))
+        names = arrow_row_schema().names
+        return pa.RecordBatch.from_pylist(
+            [dict(zip(names, row, strict=True)) for row in rows], schema=arrow_row_schema()
         )
 
     # ------------------------------------------------------------------ source stage
@@ -321,8 +335,10 @@ class SparkJob:
         rounds = _Rounds(task, self.simulated)
         pool: list[tuple] = []
         for first, payload in rows:
-            if payload == UPSTREAM_FAILED:  # sorted first: nothing was processed yet
+            failed = failure_of_mark(payload)
+            if failed is not None:  # sorted first: nothing was processed yet
                 clock.shutdown()
+                yield self.failure_rows(stage_index, *failed)
                 return
             if len(pool) >= self.flush:  # process what no chunk from here on can precede
                 pool.sort(key=_by_position_and_channel)

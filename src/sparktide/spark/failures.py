@@ -4,11 +4,13 @@ A worker task that fails in a user function does not fail the Spark task: Spark 
 worker's traceback, retry the task, and raise a ``PythonException`` wrapper with ~140 lines of
 its own frames on the driver. Instead the task ships a :class:`RemoteFailure` (the exception,
 pickled, with the user's frames formatted and what the task was processing) as a row for the
-driver, and tells every later stage that its input is incomplete (:data:`UPSTREAM_FAILED`), so
-no later operator or sink works on partial input. The driver raises the user's own exception
-(:meth:`RemoteFailure.exception`), with a note naming the operator, key, record and batch and
-holding the user's frames. An exception that cannot be pickled (e.g. an ``__init__`` that does
-not accept its ``args``) arrives as a :class:`UserFunctionError` naming its type.
+driver, and tells every later stage that its input is incomplete (:func:`upstream_failed`), so
+no later operator or sink works on partial input; those stages pass the failure on, so every
+frame of the job (e.g. the one ``to_dataframe()`` reads) carries it. The driver raises the
+user's own exception (:meth:`RemoteFailure.exception`), with a note naming the operator, key,
+record and batch and holding the user's frames. An exception that cannot be pickled (e.g. an
+``__init__`` that does not accept its ``args``) arrives as a :class:`UserFunctionError` naming
+its type.
 """
 
 from __future__ import annotations
@@ -19,10 +21,33 @@ from typing import Any
 
 from sparktide.runtime.failures import FailureContext, add_context, format_user_frames
 
-__all__ = ["UPSTREAM_FAILED", "RemoteFailure", "UserFunctionError"]
+__all__ = [
+    "UPSTREAM_FAILED",
+    "RemoteFailure",
+    "UserFunctionError",
+    "failure_of_mark",
+    "failure_payload",
+    "quiet_query_failure_log",
+    "raise_first_failure",
+    "upstream_failed",
+]
 
-#: the payload a failed task sends to every subtask of the later stages
-UPSTREAM_FAILED = b"sparktide:upstream-task-failed"
+#: how the payload a failed task sends to every subtask of the later stages starts
+UPSTREAM_FAILED = b"sparktide:upstream-task-failed:"
+
+
+def upstream_failed(position: bytes, payload: bytes) -> bytes:
+    """The mark telling a subtask that its input is incomplete, carrying the failure (its
+    position and :class:`RemoteFailure` payload) for the subtask to pass on."""
+    return UPSTREAM_FAILED + pickle.dumps((position, payload))
+
+
+def failure_of_mark(payload: bytes) -> tuple[bytes, bytes] | None:
+    """``(position, payload)`` of an :func:`upstream_failed` mark; ``None`` for other rows."""
+    if not payload.startswith(UPSTREAM_FAILED):
+        return None
+    position, failure = pickle.loads(payload[len(UPSTREAM_FAILED) :])
+    return position, failure
 
 
 class UserFunctionError(RuntimeError):

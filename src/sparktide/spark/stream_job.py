@@ -37,7 +37,7 @@ from sparktide.spark.checkpoint import (
     unpack_parts,
 )
 from sparktide.spark.executor import SparkJob, arrow_row_schema
-from sparktide.spark.failures import UPSTREAM_FAILED
+from sparktide.spark.failures import failure_of_mark
 from sparktide.spark.split_state import apply_generator_state, capture_generator_state
 
 __all__ = [
@@ -370,8 +370,10 @@ class StreamingJob(SparkJob):
         )
 
     def run_stream_subtask(self, stage_index: int, target: int, chunks: list[bytes]) -> Any:
-        if UPSTREAM_FAILED in chunks:  # the batch failed upstream: no state, no output
-            return []
+        for chunk in chunks:
+            failed = failure_of_mark(chunk)
+            if failed is not None:  # the batch failed upstream: no state, no output
+                return [self.failure_rows(stage_index, *failed)]
         tasks = JobTasks(
             self.plan,
             self.job_parameters,

@@ -191,8 +191,11 @@ class StreamingJobClient:
         if done:
             self._runner.restore_log()
             self._runner.end()
-        if self._runner.error is not None:
-            raise self._runner.error
+        error = self._runner.error
+        if error is not None:
+            if is_described(error):
+                raise error.with_traceback(None) from error.__cause__
+            raise error
         return done
 
     def stop(self) -> None:

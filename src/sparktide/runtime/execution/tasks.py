@@ -28,6 +28,7 @@ from sparktide.runtime.execution.wiring import (
     SourceTagger,
     ValveOutput,
 )
+from sparktide.runtime.failed_records import install as install_failed_records
 from sparktide.runtime.failures import FailureContext, describe_failure
 from sparktide.runtime.graph import Edge, Node
 from sparktide.runtime.operators.base import OperatorSetup
@@ -235,6 +236,8 @@ class JobTasks:
         else:
             op = node.operator_factory()  # type: ignore[misc]
         op.setup(None, clock, setup, key_selector)
+        if node.failed_records is not None:
+            install_failed_records(op, node.failed_records, node.name)
         if isinstance(op, CollectSinkOperator):
             op._sink.position = self.cursor.out  # type: ignore[attr-defined]
         elif self.ship_prints and isinstance(op, PrintSinkOperator):
@@ -340,11 +343,14 @@ class JobTasks:
 
     def metrics(self) -> dict[str, Any]:
         """Late records dropped or sent to a late-data side output (by window and interval join
-        operators) and timers fired, over built operators."""
+        operators), timers fired, and records sent to a failed-records side output, over built
+        operators."""
         late = 0
         side = 0
         fired = 0
+        failed = 0
         for op in self.operators:
+            failed += getattr(op, "num_failed_records", 0)
             late += getattr(op, "num_late_records_dropped", 0)
             side += getattr(op, "num_late_records_side_output", 0)
             manager = op.time_service_manager
@@ -355,4 +361,5 @@ class JobTasks:
             "late_records_dropped": late,
             "late_records_side_output": side,
             "timers_fired": fired,
+            "failed_records": failed,
         }

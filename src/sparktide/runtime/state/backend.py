@@ -25,6 +25,7 @@ service), the state tables of every registered state, and snapshot/restore per k
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -346,6 +347,36 @@ class HeapKeyedStateBackend:
         """The number of (state, key, namespace) entries holding a value (TTL: including expired
         values not yet cleaned up)."""
         return sum(t.num_entries() for t in self._tables.values())
+
+    def key_entries(self, key: Any, key_group: int) -> dict[str, dict[tuple[Any, Any], Any]]:
+        """Copies of every entry of ``key`` (all states, all namespaces), to roll back to with
+        :meth:`reset_key_entries`; values are deep-copied where they can be, so changes made
+        in place are rolled back too. O(entries of the key group)."""
+        out: dict[str, dict[tuple[Any, Any], Any]] = {}
+        for name, table in self._tables.items():
+            data = table.data[key_group]
+            if not data:
+                continue
+            mine = {k: v for k, v in data.items() if k[0] == key}
+            if mine:
+                try:
+                    out[name] = copy.deepcopy(mine)
+                except Exception:  # values that cannot be copied: their containers are
+                    out[name] = {k: copy_raw(table.kind, v) for k, v in mine.items()}
+        return out
+
+    def reset_key_entries(
+        self, key: Any, key_group: int, saved: dict[str, dict[tuple[Any, Any], Any]]
+    ) -> None:
+        """Make the entries of ``key`` exactly ``saved`` (from :meth:`key_entries`)."""
+        for name, table in self._tables.items():
+            data = table.data[key_group]
+            if data is None:
+                continue
+            old = saved.get(name, {})
+            for k in [k for k in data if k[0] == key and k not in old]:
+                del data[k]
+            data.update(old)
 
     def get_keys(self, state_name: str, namespace: Any) -> Iterator[Any]:
         """The keys with an entry of ``state_name`` in ``namespace`` (a snapshot: state may be

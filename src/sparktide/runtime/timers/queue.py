@@ -180,6 +180,28 @@ class KeyGroupedTimerQueue:
             return []
         return sorted(e[0] for e in self._maps[idx].values() if e[2] == key and e[3] == namespace)
 
+    def key_timers(self, key: Any, key_group: int) -> list[TimerEntry]:
+        """The live entries of ``key`` (O(timers of its key group))."""
+        idx = key_group - self._kg_start
+        if idx < 0 or key_group > self._kg_end:
+            return []
+        return [e for e in self._maps[idx].values() if e[2] == key]
+
+    def reset_key_timers(self, key: Any, key_group: int, saved: list[TimerEntry]) -> None:
+        """Make the timers of ``key`` exactly ``saved`` (entries :meth:`key_timers` returned
+        earlier), with their original sequence numbers: their firing order is unchanged."""
+        keep = {(e[0], e[2], e[3]): e for e in saved}
+        for e in self.key_timers(key, key_group):
+            if keep.get((e[0], e[2], e[3])) is not e:
+                self.remove(e[0], e[2], e[3], key_group)
+        m = self._maps[key_group - self._kg_start]
+        for tkey, entry in keep.items():
+            if tkey not in m:
+                # a new tuple: a dead copy of the old one may still sit in the heap
+                fresh = (entry[0], entry[1], entry[2], entry[3], entry[4])
+                m[tkey] = fresh
+                heappush(self._heap, fresh)
+
     # ------------------------------------------------------------------ restore
 
     def add_restored(self, entries: list[tuple[int, int, Any, Any, int]]) -> None:

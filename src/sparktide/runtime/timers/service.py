@@ -204,6 +204,19 @@ class InternalTimerService:
         self._triggerable = triggerable
         self._register_processing_head()
 
+    def key_timers(self, key: Any, key_group: int) -> tuple[list[TimerEntry], list[TimerEntry]]:
+        """The event-time and processing-time timers of ``key`` (to roll back to later)."""
+        return self._event.key_timers(key, key_group), self._proc.key_timers(key, key_group)
+
+    def reset_key_timers(
+        self, key: Any, key_group: int, saved: tuple[list[TimerEntry], list[TimerEntry]]
+    ) -> None:
+        """Put the timers of ``key`` back to ``saved`` (from :meth:`key_timers`)."""
+        self._event.reset_key_timers(key, key_group, saved[0])
+        self._proc.reset_key_timers(key, key_group, saved[1])
+        if self._triggerable is not None:
+            self._register_processing_head()
+
     def restore(self, event: list[TimerEntry], processing: list[TimerEntry]) -> None:
         """Add restored timers and re-register the processing-time head (seed 002)."""
         self._event.add_restored(event)
