@@ -28,7 +28,6 @@ from typing import Any
 
 import pytest
 
-from sparktide.common import Duration
 from sparktide.common.watermark_strategy import WatermarkStrategy
 from sparktide.datastream import StreamExecutionEnvironment
 
@@ -117,13 +116,15 @@ def test_user_session_whose_workers_lack_sparktide(tmp_path: Path) -> None:
     bare = _bare_venv(tmp_path / "bare", [])
     site = [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
     with_dependencies = _bare_venv(tmp_path / "deps", list(dict.fromkeys(site)))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARKTIDE_", "PYSPARK_"))}
+    env.pop("PYTHONPATH", None)
     check = subprocess.run(
         [str(with_dependencies), "-c", "import pyarrow, pandas, pyspark\nimport sparktide"],
         capture_output=True,
         text=True,
+        env=env,
     )
     assert "No module named 'sparktide'" in check.stderr, check.stderr  # the premise
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARKTIDE_", "PYSPARK_"))}
     import sparktide
 
     # the driver imports the sparktide this test imports (the workers see it only if shipped)
@@ -139,7 +140,6 @@ def test_user_session_whose_workers_lack_sparktide(tmp_path: Path) -> None:
     )
     assert done.returncode == 0 and out.is_file(), done.stderr[-6000:]
     report = json.loads(out.read_text())
-    print(report["bare"].get("printed"))
 
     # no sparktide, pyarrow or pandas in the workers: one short error before the job runs
     bare_run = report["bare"]

@@ -27,6 +27,28 @@ __all__ = ["DataFrameSource"]
 _SPLIT = "__sparktide_split"
 
 
+def num_partitions(df: Any) -> int:
+    """The partition count of ``df``: its RDD's on a classic session; on Spark Connect (no RDD
+    API) one row per partition from a ``mapInArrow`` over no rows, partition by partition."""
+    from sparktide.spark.session import is_connect
+
+    if not is_connect(df.sparkSession):
+        return int(df.rdd.getNumPartitions())
+    from pyspark.sql import functions as F
+
+    nothing = df.filter(F.spark_partition_id() < 0)  # not folded away: keeps the partitioning
+    return int(nothing.mapInArrow(_one_row, "partition int").count())
+
+
+def _one_row(batches: Iterator[Any]) -> Iterator[Any]:
+    """One row for the partition (see :func:`num_partitions`)."""
+    import pyarrow as pa
+
+    for _ in batches:
+        pass
+    yield pa.RecordBatch.from_pydict({"partition": pa.array([0], pa.int32())})
+
+
 def _names(value: str | Sequence[str] | None, parameter: str, columns: list[str]) -> list[str]:
     if value is None:
         return []
@@ -94,7 +116,7 @@ class DataFrameSource(Source):
             if df is None:
                 raise RuntimeError("the DataFrame of a DataFrameSource stays on the driver")
             if self.split_by:
-                n = self._num_splits or df.rdd.getNumPartitions()
+                n = self._num_splits or num_partitions(df)
                 df = df.repartition(n, *self.split_by)
             if self.order_by:
                 df = df.sortWithinPartitions(*self.order_by)
@@ -102,7 +124,7 @@ class DataFrameSource(Source):
         return self._prepared
 
     def get_splits(self) -> list[SourceSplit]:
-        n = self.prepared().rdd.getNumPartitions()
+        n = num_partitions(self.prepared())
         return [SourceSplit(str(i), i) for i in range(n)]
 
     # ------------------------------------------------------------------ reading

@@ -53,7 +53,7 @@ from sparktide.spark.failures import (
 from sparktide.spark.pickling import check_picklable
 from sparktide.spark.placement import placement_keys
 from sparktide.spark.progress import SparkProgress
-from sparktide.spark.session import get_spark
+from sparktide.spark.session import get_spark, is_connect
 
 __all__ = ["FAILED", "SparkExecutor", "decode_position", "encode_position"]
 
@@ -450,6 +450,13 @@ class SparkExecutor:
         self.spark = get_spark()
         self.tasks = JobTasks(self.plan, {}, None)  # the split layout (computed on the driver)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """What a streaming job's ``foreachBatch`` function needs where Spark Connect runs it
+        (on the server): the plan, without the session and the environment of the client."""
+        state = dict(self.__dict__)
+        state["spark"] = state["env"] = state["config"] = None
+        return state
+
     def _job(self) -> SparkJob:
         plan = self.plan
         return SparkJob(
@@ -531,7 +538,7 @@ class SparkExecutor:
                     lambda a, b: a.unionAll(b), [df.filter(to_driver) for df in produced]
                 )
                 listener = self.config.get_progress_listener()
-                if listener is None:
+                if listener is None or is_connect(self.spark):  # Connect: no status tracker
                     collected = final.collect()
                 else:
                     with SparkProgress(self.spark.sparkContext, listener):

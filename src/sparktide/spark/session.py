@@ -13,6 +13,12 @@ package to them as a zip with ``SparkContext.addPyFile``, once per SparkContext.
 sparktide from an archive, such as a zip given to ``spark-submit --py-files``). The zip holds
 sparktide only: its dependencies (pyarrow, numpy, pandas) must already be installed in the
 workers' Python, which must be the same Python version as the driver's.
+
+A Spark Connect session (``SparkSession.builder.remote(...)``) has no SparkContext: it gets the
+zip as a session artifact (``spark.addArtifacts(zip, pyfile=True)``). The Python workers of any
+session sparktide did not build itself are checked once before the first job
+(:func:`check_workers`): a job stops before it runs, with one :class:`WorkerPythonError` naming
+the workers' Python and how to change it, when they cannot run sparktide.
 """
 
 from __future__ import annotations
@@ -87,10 +93,15 @@ def get_spark(master: str | None = None) -> Any:
     is built on ``master``, else on the master in the environment variable ``SPARKTIDE_MASTER``,
     else on ``local[*]`` -- or, in a driver started by ``spark-submit`` (whose JVM already runs),
     on spark-submit's master and settings. Unless the session's master is ``local`` or
-    ``local[...]``, sparktide is shipped to its executors (:func:`ship_package`).
+    ``local[...]``, sparktide is shipped to its executors (:func:`ship_package`); a Spark
+    Connect session gets it as an artifact. The Python workers of a session sparktide did not
+    build are checked once (:func:`check_workers`).
     """
-    check_prerequisites()
-    from pyspark.sql import SparkSession
+    try:
+        from pyspark.sql import SparkSession
+    except ImportError:
+        check_prerequisites()  # says what is missing
+        raise
 
     logs.keep_off_stdout()
     active = SparkSession.getActiveSession()
@@ -98,6 +109,7 @@ def get_spark(master: str | None = None) -> Any:
         ship_package(active)
         check_workers(active)
         return active
+    check_prerequisites()
     master = master or os.environ.get("SPARKTIDE_MASTER") or None
     if "PYSPARK_GATEWAY_PORT" in os.environ:
         # spark-submit (or a shell) started the JVM with its own master and settings

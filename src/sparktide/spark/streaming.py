@@ -61,6 +61,7 @@ from sparktide.runtime.failures import is_described
 from sparktide.runtime.operator_identity import operator_identities
 from sparktide.spark.checkpoint import CheckpointError, CheckpointStore, unpack_parts
 from sparktide.spark.checkpoint_lock import CheckpointLock
+from sparktide.spark.connect_batches import connect_batch_function
 from sparktide.spark.executor import (
     COLLECTED,
     FAILED,
@@ -72,6 +73,7 @@ from sparktide.spark.executor import (
 )
 from sparktide.spark.failures import quiet_query_failure_log, raise_first_failure
 from sparktide.spark.offset_log import check_spark_log
+from sparktide.spark.session import is_connect
 from sparktide.spark.stream_job import SPLIT_STATE, SUBTASK_METRICS, StreamingJob
 from sparktide.spark.stream_metrics import LOGGER, batch_metrics, format_progress
 from sparktide.spark.stream_sinks import (
@@ -299,6 +301,35 @@ class _StreamRunner:
             except Exception:  # the query failed (its error goes to await_termination)
                 break
         self.end()
+        self.watching = False  # Spark Connect: the client reports the server's commits
+        self.watched: int | None = None  # the last commit reported
+        self.watch_lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """What runs the batches where Spark Connect calls ``foreachBatch`` (on the server):
+        without the client's query handle, threads, listeners and progress."""
+        state = dict(self.__dict__)
+        client_only = ("lock", "watch_lock", "writer_lock", "restore_log", "_stop_idle")
+        for name in (*client_only, "_idle_thread", "query", "error"):
+            state[name] = None
+        state["listeners"], state["progress"] = [], []
+        # a batch sink's function stays on the driver when the plan is shipped to the workers;
+        # here it must travel with the runner
+        sinks = ((n.id, batch_sink_of(n.frame_writer)) for n in self.executor.plan.nodes)
+        state["sink_functions"] = {i: sink.fn for i, sink in sinks if sink is not None}
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        functions = state.pop("sink_functions", {})
+        self.__dict__.update(state)
+        for node in self.executor.plan.nodes:
+            sink = batch_sink_of(node.frame_writer)
+            if sink is not None and node.id in functions:
+                sink.fn = functions[node.id]
+        self.lock = threading.Lock()
+        self.watch_lock = threading.Lock()
+        self._stop_idle = threading.Event()
+        self.restore_log = lambda: None
 
     # ------------------------------------------------------------------ Spark's batches
 
@@ -356,6 +387,44 @@ class _StreamRunner:
         thread = self._idle_thread
         if thread is not None and thread is not threading.current_thread():
             thread.join()
+        if self.watching:
+            self._report_new_commits()  # the commits of the last batches
+
+    # ------------------------------------------------------------------ Spark Connect
+
+    def start_watching_commits(self, poll_ms: int) -> None:
+        """Spark Connect runs the batches on the server: report each version committed there
+        (its metrics, from the checkpoint) every ``poll_ms``."""
+        self.watched = self.store.committed_version()
+        self.watching = True
+        self._idle_thread = threading.Thread(
+            target=self._watch_loop,
+            args=(poll_ms / 1000,),
+            name="sparktide-commits",
+            daemon=True,
+        )
+        self._idle_thread.start()
+
+    def _watch_loop(self, poll: float) -> None:
+        while not self._stop_idle.wait(poll):
+            try:
+                self._report_new_commits()
+            except Exception:  # the query itself reports what failed
+                return
+
+    def _report_new_commits(self) -> None:
+        with self.watch_lock:
+            committed = self.store.committed_version()
+            if committed is None:
+                return
+            first = 0 if self.watched is None else self.watched + 1
+            for version in range(first, committed + 1):
+                try:
+                    info = self.store.commit_info(version)
+                except CheckpointError:  # cleaned up already (more commits than retained)
+                    continue
+                self._report(info["metrics"])
+                self.watched = version
 
     def _idle_loop(self, poll: float) -> None:
         while not self._stop_idle.wait(poll):
@@ -631,7 +700,9 @@ def start_stream(
         warnings.warn(message, StreamingExactlyOnceWarning, stacklevel=3)
     frames = [n.source.df for n in runner.nodes]
     stream = frames[0] if len(frames) == 1 else union_streams(frames)
-    writer = stream.writeStream.foreachBatch(runner.on_batch).option(
+    connect = is_connect(executor.spark)
+    on_batch = connect_batch_function(runner) if connect else runner.on_batch
+    writer = stream.writeStream.foreachBatch(on_batch).option(
         "checkpointLocation", runner.store.spark_checkpoint_location
     )
     writer = writer.queryName(f"sparktide-{uuid.uuid4().hex[:8]}")
@@ -640,6 +711,9 @@ def start_stream(
     elif trigger == "once":
         writer = writer.trigger(once=True)
     runner.start(writer)
-    if trigger is None:
-        runner.start_idle_batches(env.get_config().get_auto_watermark_interval())
+    poll_ms = env.get_config().get_auto_watermark_interval()
+    if connect:  # the server runs the batches (see docs/spark.md)
+        runner.start_watching_commits(poll_ms)
+    elif trigger is None:
+        runner.start_idle_batches(poll_ms)
     return StreamingJobClient(job_name, runner)

@@ -44,7 +44,7 @@ def one_partition_per_file(spark: Any, frames: list[Any]) -> Any:
     from pyspark.sql import types as T
 
     if not frames:
-        return spark.createDataFrame(spark.sparkContext.emptyRDD(), T.StructType([]))
+        return spark.createDataFrame([], T.StructType([]))
     keys = placement_keys(len(frames))
     tagged = [
         frame.select(
@@ -77,6 +77,15 @@ class _HadoopFiles:
     """The Hadoop filesystem of a directory, through the driver's JVM."""
 
     def __init__(self, spark: Any, directory: str) -> None:
+        from sparktide.spark.session import is_connect
+
+        if is_connect(spark):
+            raise NotImplementedError(
+                f"cannot write part files to {directory!r} on a Spark Connect session: file "
+                "sinks (FileSink) move their part files through the driver's Hadoop "
+                "filesystem, which Spark Connect does not expose; use a classic SparkSession, "
+                "or write the stream with to_dataframe(...).write / ParquetBatchSink"
+            )
         jvm = spark._jvm
         self._path = jvm.org.apache.hadoop.fs.Path
         self.fs = self._path(directory).getFileSystem(spark._jsc.hadoopConfiguration())
