@@ -1,4 +1,4 @@
-"""The three demo jobs on the flights replay, built into one environment and run together.
+"""The four demo jobs on the flights replay, built into one environment and run together.
 
 a. **Departures per airport and hour**: event time = actual departure, a bounded-out-of-orderness
    watermark per split (airport), 1-hour tumbling event-time windows per origin with allowed
@@ -129,7 +129,7 @@ class DemoSettings:
     watermark_every: int = 6
     pace_minutes: int | None = 10
     airport: str = "JFK"
-    day: str = "2013-06-15"
+    day: str = "2013-06-13"
 
     def __post_init__(self) -> None:
         for name in (
