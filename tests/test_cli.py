@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -74,6 +75,12 @@ def test_demo_writes_tables_png_and_summary(tmp_path: Path, capsys):
     assert "replaying [" in captured.err and "100%" in captured.err
     # the default day is outside the first 20,000 flights: the command says which day it drew
     assert "the timeline shows 2013-01-" in captured.err
+    # and how late that day's flights came
+    assert re.search(
+        r"^timeline of JFK on 2013-01-\d\d: (no late flights that day|[\d,]+ flights too late)",
+        captured.out,
+        flags=re.M,
+    )
 
 
 def test_run_sets_the_environment_and_passes_arguments(tmp_path: Path, capsys, clean_env):

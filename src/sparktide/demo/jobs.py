@@ -1,4 +1,4 @@
-"""The three demo jobs on the flights replay, built into one environment and run together.
+"""The four demo jobs on the flights replay, built into one environment and run together.
 
 a. **Departures per airport and hour**: event time = actual departure, a bounded-out-of-orderness
    watermark per split (airport), 1-hour tumbling event-time windows per origin with allowed
@@ -129,7 +129,7 @@ class DemoSettings:
     watermark_every: int = 6
     pace_minutes: int | None = 10
     airport: str = "JFK"
-    day: str = "2013-06-15"
+    day: str = "2013-06-13"
 
     def __post_init__(self) -> None:
         for name in (
@@ -491,12 +491,13 @@ def alert_job(schedule: Any, settings: DemoSettings) -> Any:
     )
 
 
-def tag_results(streams: dict[str, Any]) -> Any:
+def tag_results(streams: dict[str, Any], output_type: Any = None) -> Any:
     """One stream of ``(table, record)`` pairs: the union of ``streams`` (by table name, in
-    their order), each record tagged with its table's name."""
+    their order), each record tagged with its table's name; ``output_type``: the pairs' type
+    (``Types.PICKLED_BYTE_ARRAY()`` for a DataFrame of pickled pairs)."""
     if not streams:
         raise ValueError("streams must name at least one result stream, got none")
-    tagged = [stream.map(_Tag(name)) for name, stream in streams.items()]
+    tagged = [stream.map(_Tag(name), output_type=output_type) for name, stream in streams.items()]
     return tagged[0].union(*tagged[1:]) if len(tagged) > 1 else tagged[0]
 
 

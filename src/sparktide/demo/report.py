@@ -14,9 +14,16 @@ from typing import Any
 import pandas as pd
 
 from sparktide.demo.flights import NYC_TIMEZONE
-from sparktide.demo.jobs import DemoResults
+from sparktide.demo.jobs import DemoResults, DemoSettings
 
-__all__ = ["OUTPUT_FILES", "format_summary", "summary_rows", "weather_summary", "write_tables"]
+__all__ = [
+    "OUTPUT_FILES",
+    "format_summary",
+    "summary_rows",
+    "timeline_lateness",
+    "weather_summary",
+    "write_tables",
+]
 
 OUTPUT_FILES = {
     "windows": "windows.parquet",
@@ -170,6 +177,27 @@ def format_summary(results: DemoResults, runtime: str) -> str:
         f"{_percent(w['delayed_good_visibility'])} of the others",
     ]
     return "\n".join(lines)
+
+
+def timeline_lateness(results: DemoResults, settings: DemoSettings) -> str:
+    """What the timeline's day had of lateness: the flights of ``settings.airport`` scheduled
+    that day that came too late for their window (the late side output) and the late firings
+    of that day's windows."""
+    start, end = settings.day_range_ms()
+    late, windows = results.tables["late"], results.tables["windows"]
+    dropped = late[(late["origin"] == settings.airport) & late["sched_ms"].between(start, end - 1)]
+    refired = windows[
+        (windows["origin"] == settings.airport)
+        & windows["start_ms"].between(start, end - 1)
+        & windows["late_firing"]
+    ]
+    where = f"{settings.airport} on {settings.day}"
+    if dropped.empty and refired.empty:
+        return f"timeline of {where}: no late flights that day (choose a stormier --day)"
+    return (
+        f"timeline of {where}: {len(dropped):,} flights too late for their window (red), "
+        f"{len(refired):,} late firings (orange flights)"
+    )
 
 
 def _shorten(text: str, width: int) -> str:

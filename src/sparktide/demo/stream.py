@@ -46,6 +46,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from sparktide.common.typeinfo import Types
 from sparktide.common.watermark_strategy import WatermarkStrategy
 from sparktide.demo.flights import Flight, FlightReplay, Tick, is_flight
 from sparktide.demo.jobs import (
@@ -309,7 +310,8 @@ def stream_departure_jobs(
     else:
         streams = {"alerts": alert_job(flights, settings)}
     collect = _Collector(on_batch)
-    tag_results(streams).sink_to(ForeachBatchSink(collect))
+    # each micro-batch reaches the driver as a DataFrame of pickled (table, record) pairs
+    tag_results(streams, Types.PICKLED_BYTE_ARRAY()).sink_to(ForeachBatchSink(collect))
     started = time.perf_counter()
     env.execute(f"sparktide flights demo ({jobs} stream)", checkpoint_location=str(checkpoint),
                 trigger="available_now")  # fmt: skip

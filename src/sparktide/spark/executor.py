@@ -54,6 +54,7 @@ from sparktide.spark.pickling import check_picklable
 from sparktide.spark.placement import placement_keys
 from sparktide.spark.progress import SparkProgress
 from sparktide.spark.session import get_spark, is_connect
+from sparktide.spark.stream_sinks import batch_sink_of
 
 __all__ = ["FAILED", "SparkExecutor", "decode_position", "encode_position"]
 
@@ -406,6 +407,50 @@ class _Rounds:
             i = j
 
 
+class _ShapeScanner:
+    """Describes the values of a partition's collected chunks: one row (pickled
+    :class:`~sparktide.spark.frame_types.Shape` or the reason there is none, count)."""
+
+    def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow as pa
+
+        from sparktide.spark.frame_types import NotInferableError, merge, shape_of
+
+        loads = pickle.loads
+        shape, error, count = None, None, 0
+        try:
+            for batch in batches:
+                for payload in batch.column(0).to_pylist():
+                    for _, record in loads(payload):
+                        shape = merge(shape, shape_of(record.value))
+                        count += 1
+        except NotInferableError as exc:
+            error = str(exc)
+        yield pa.RecordBatch.from_pydict(
+            {"shape": [pickle.dumps(shape)], "error": [error], "records": [count]},
+            schema=_shape_schema(),
+        )
+
+
+def _shape_schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema([("shape", pa.binary()), ("error", pa.string()), ("records", pa.int64())])
+
+
+def _inferred_type(rows: Any, caller: str) -> Any:
+    """The type of the records in the collected ``rows`` (one Spark job over them)."""
+    from sparktide.spark.frame_types import type_of_shapes
+
+    described = rows.select("payload").mapInArrow(
+        _ShapeScanner(), "shape binary, error string, records long"
+    )
+    return type_of_shapes(
+        [(pickle.loads(r["shape"]), r["error"], r["records"]) for r in described.collect()],
+        caller,
+    )
+
+
 class _FrameDecoder:
     """Turns chunks of collected records into Arrow batches of the stream's columns;
     ``ordered``: the partition holds every chunk, merged here in position order."""
@@ -545,7 +590,12 @@ class SparkExecutor:
                         collected = final.collect()
                 self._deliver(collected, metrics)
                 for node in written:
-                    frame = self._frame(produced, node.id, node.output_type, ordered=False)
+                    # sinks that write the stream's own columns need them typed (FileSink
+                    # turns records into its row type: pickled values are its transport)
+                    infer = (
+                        None if batch_sink_of(node.frame_writer) is None else f"sink {node.name!r}"
+                    )
+                    frame = self._frame(produced, node.id, node.output_type, False, infer)
                     node.frame_writer(frame)  # type: ignore[misc]
         finally:
             conf.set("spark.sql.adaptive.enabled", adaptive)
@@ -563,9 +613,25 @@ class SparkExecutor:
         # only the frames of the sink's own stage: the lazy plan then computes every other
         # frame once, as the input of the stage that needs it (user functions run once)
         own = [df for df, o in zip(produced, self.origins, strict=True) if o == origin]
+        if type_info is None:
+            # the records decide the columns: the job runs now, once, and what the sink
+            # collected is kept (truncating the plan) for the inference and the DataFrame
+            checkpointed = [df.localCheckpoint() for df in own or produced]
+            return self._frame(checkpointed, node_id, None, ordered, "to_dataframe()")
         return self._frame(own or produced, node_id, type_info, ordered)
 
-    def _frame(self, produced: list[Any], node_id: int, type_info: Any, ordered: bool) -> Any:
+    def _frame(
+        self,
+        produced: list[Any],
+        node_id: int,
+        type_info: Any,
+        ordered: bool,
+        infer_for: str | None = None,
+    ) -> Any:
+        """The DataFrame of collect sink ``node_id`` in the columns of ``type_info``; without
+        one, of the type inferred from the records (:mod:`sparktide.spark.frame_types`) when
+        ``infer_for`` names what the user called, else one column of pickled values (the
+        transport of sinks that turn records into their own row type)."""
         from pyspark.sql import functions as F
 
         from sparktide.spark.frames import spark_schema_of
@@ -580,6 +646,8 @@ class SparkExecutor:
                 for df in produced
             ],
         )
+        if type_info is None and infer_for is not None:
+            type_info = _inferred_type(rows, infer_for)
         if ordered:  # one partition, merged there (a global orderBy would run the job twice)
             rows = rows.repartition(1)
         # else each partition holds one subtask's records, already in position order

@@ -5,7 +5,11 @@ A DataFrame row becomes a :class:`~sparktide.common.types.Row` named by the Data
 typed by :func:`type_info_of_schema` (so ``print()`` and typed operators see PyFlink's types).
 A stream becomes DataFrame columns by its type (:func:`arrow_schema_of`): a named row → one
 column per field, an unnamed row or tuple → ``f0, f1, ...``, any other declared type → one
-column ``value``, and a stream without a declared type → one ``value`` column of pickled bytes.
+column ``value``; ``Types.PICKLED_BYTE_ARRAY()`` → one ``value`` column of pickled values. Where a
+stream has no declared type, ``to_dataframe()`` and the sinks that write its columns infer the type
+from the records (:mod:`sparktide.spark.frame_types`); the runner's own transport of untyped
+records to sinks that convert them to a row type of their own is a pickled ``value`` column
+(``type_info=None`` here).
 
 >>> from sparktide.common import Types
 >>> arrow_schema_of(Types.ROW_NAMED(["word", "n"], [Types.STRING(), Types.LONG()]))
@@ -32,6 +36,7 @@ import pyarrow as pa
 
 from sparktide.common.typeinfo import Types
 from sparktide.common.typeinfo_base import TypeInformation
+from sparktide.common.typeinfo_basic import PickledBytesTypeInfo
 from sparktide.common.typeinfo_composite import RowTypeInfo, TupleTypeInfo
 from sparktide.common.types import Row
 
@@ -242,7 +247,7 @@ def to_record_batch(values: Sequence[Any], type_info: TypeInformation | None) ->
     """
     schema = arrow_schema_of(type_info)
     columns = _columns_of(type_info)
-    if type_info is None:
+    if type_info is None or isinstance(type_info, PickledBytesTypeInfo):
         dumps = pickle.dumps
         arrays = [pa.array([dumps(v, 5) for v in values], pa.binary())]
         return pa.RecordBatch.from_arrays(arrays, schema=schema)

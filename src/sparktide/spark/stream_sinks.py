@@ -33,6 +33,7 @@ __all__ = [
     "ParquetBatchSink",
     "StreamingExactlyOnceWarning",
     "batch_sink_of",
+    "check_declared_types",
     "idempotence_warnings",
 ]
 
@@ -235,3 +236,32 @@ def idempotence_warnings(plan_or_nodes: Any) -> list[str]:
                 f"micro-batch are written again: exactly-once does not hold for it; {_INSTEAD}"
             )
     return messages
+
+
+def check_declared_types(plan_or_nodes: Any) -> None:
+    """Refuses a streaming job whose batch sinks (``ParquetBatchSink``, ``JsonBatchSink``,
+    ``foreach_batch``, ``ConsoleBatchSink``) get a stream without a declared type: every
+    micro-batch must be written in the same columns, which one batch's records cannot fix (a
+    batch may even have none), so the type is declared instead of inferred.
+
+    >>> from sparktide.common.typeinfo import Types
+    >>> from sparktide.runtime.graph import Node
+    >>> def sink(output_type):
+    ...     writer = ParquetBatchSink("/tmp/out").write_dataframe
+    ...     return Node("sink", "out", output_type=output_type, frame_writer=writer)
+    >>> check_declared_types([sink(Types.LONG())])
+    >>> check_declared_types([sink(None)])
+    Traceback (most recent call last):
+    ...
+    TypeError: sink 'out' (ParquetBatchSink) writes each micro-batch in the columns of its input's type, but that stream has no declared type; declare it where the stream is made (e.g. .map(f, output_type=Types.ROW_NAMED(['id', 'name'], [Types.LONG(), Types.STRING()]))), or output_type=Types.PICKLED_BYTE_ARRAY() for a column of pickled values
+    """  # noqa: E501
+    for node in getattr(plan_or_nodes, "nodes", plan_or_nodes):
+        sink = batch_sink_of(node.frame_writer) if node.kind == "sink" else None
+        if sink is not None and node.output_type is None:
+            raise TypeError(
+                f"sink {node.name!r} ({type(sink).__name__}) writes each micro-batch in the "
+                "columns of its input's type, but that stream has no declared type; declare it "
+                "where the stream is made (e.g. .map(f, output_type=Types.ROW_NAMED(['id', "
+                "'name'], [Types.LONG(), Types.STRING()]))), or "
+                "output_type=Types.PICKLED_BYTE_ARRAY() for a column of pickled values"
+            )

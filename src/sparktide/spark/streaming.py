@@ -691,9 +691,14 @@ def start_stream(
         )
     import warnings
 
-    from sparktide.spark.stream_sinks import StreamingExactlyOnceWarning, idempotence_warnings
+    from sparktide.spark.stream_sinks import (
+        StreamingExactlyOnceWarning,
+        check_declared_types,
+        idempotence_warnings,
+    )
 
     executor = SparkExecutor(graph, env)
+    check_declared_types(executor.plan)
     runner = _StreamRunner(executor, checkpoint_location, snapshot_every, allow_non_restored_state)
     for message in idempotence_warnings(executor.plan):
         # the user's execute_async() / execute() call
