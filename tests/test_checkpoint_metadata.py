@@ -123,3 +123,26 @@ def test_an_older_format_version_is_refused_naming_both(checkpoint, tmp_path) ->
     assert "format version 1" in message and f"reads version {CHECKPOINT_FORMAT_VERSION}" in message
     assert "empty checkpoint directory" in message
     assert main(["inspect", str(old)]) != 0
+
+
+def test_a_streaming_runs_manifest_binds_every_file_to_its_slot(checkpoint, tmp_path) -> None:
+    import shutil
+
+    body = json.loads((checkpoint / "commits" / "1.json").read_text())["body"]
+    files = body["files"]
+    assert files["splits/1.bin"]["kind"] == "splits"
+    subs = {p: r for p, r in files.items() if p.startswith("state/1/")}
+    assert sorted((r["subtask"], tuple(r["key_groups"])) for r in subs.values()) == [
+        (0, (0, 63)),
+        (1, (64, 127)),
+    ]
+    assert {r["operator"] for r in subs.values()} == {"uid:windows"}
+    # subtask 0's file where subtask 1's belongs: the next run refuses it
+    copy = tmp_path / "copy"
+    shutil.copytree(checkpoint, copy)
+    state = copy / "state" / "1" / "stage-0"
+    [name0] = [p.name for p in state.glob("sub-0.*")]
+    shutil.copy(state / name0, state / name0.replace("sub-0", "sub-1"))
+    store = CheckpointStore(str(copy))
+    with pytest.raises(CheckpointError, match="its header says subtask 0 where the manifest"):
+        store.read_subtask(1, 0, 1)
