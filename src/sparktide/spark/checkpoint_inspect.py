@@ -1,7 +1,12 @@
 """What a streaming checkpoint holds, for people and tools (``sparktide inspect CHECKPOINT``).
 
->>> import tempfile
+>>> import os, tempfile
 >>> store = CheckpointStore(tempfile.mkdtemp())
+>>> describe_checkpoint(store)  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+sparktide.spark.checkpoint_inspect.NotACheckpointError: ... is not a sparktide checkpoint: ...
+>>> os.mkdir(store.path("spark"))  # a query started on it
 >>> describe_checkpoint(store)["committed_batch"] is None
 True
 """
@@ -13,7 +18,35 @@ from typing import Any
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot, SnapshotFormatError
 from sparktide.spark.checkpoint import CheckpointError, CheckpointStore
 
-__all__ = ["describe_checkpoint"]
+__all__ = ["NotACheckpointError", "check_is_checkpoint", "describe_checkpoint"]
+
+# what a checkpoint directory holds once a streaming query has started on it
+_ENTRIES = ("commits", "state", "splits", "batches", "spark", "writer.lock")
+
+
+class NotACheckpointError(CheckpointError):
+    """The location is not a checkpoint directory of a streaming job."""
+
+
+def check_is_checkpoint(store: CheckpointStore) -> None:
+    """Raise :class:`NotACheckpointError` unless the location of ``store`` is a directory a
+    streaming query has started on (it may have no committed batch yet)."""
+    try:
+        names = set(store.names())
+    except NotADirectoryError:
+        reason = "it is a file, not a directory"
+    else:
+        if names & set(_ENTRIES):
+            return
+        reason = (
+            "the directory has none of commits/, state/, spark/"
+            if names
+            else "no such directory, or it is empty"
+        )
+    raise NotACheckpointError(
+        f"{store.location!r} is not a sparktide checkpoint: {reason}; pass the "
+        "checkpoint_location a streaming job was executed with"
+    )
 
 
 def describe_checkpoint(store: CheckpointStore) -> dict[str, Any]:
@@ -21,6 +54,7 @@ def describe_checkpoint(store: CheckpointStore) -> dict[str, Any]:
     inspect``): its batch id, processing time, the sources' combined watermark and each
     split's (or ``"idle"``), the batch's metrics, and per stage subtask its key groups, state
     entries and pending timers per domain (count, earliest and latest)."""
+    check_is_checkpoint(store)
     version = store.committed_version()
     out: dict[str, Any] = {"location": store.location, "committed_batch": version}
     if version is None:
