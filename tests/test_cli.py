@@ -1,8 +1,11 @@
-"""The ``sparktide`` command line: --version, --help, demo, run."""
+"""The ``sparktide`` command line: --version, --help, demo, run, inspect."""
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -10,7 +13,7 @@ import pandas as pd
 import pytest
 
 import sparktide
-from sparktide.cli import main
+from sparktide.cli import format_checkpoint, main
 
 ENV_VARS = ("SPARKTIDE_RUNTIME", "SPARKTIDE_MASTER", "SPARKTIDE_PARALLELISM")
 
@@ -122,3 +125,110 @@ def test_run_job_errors_propagate(tmp_path: Path, clean_env):
     job.write_text("raise RuntimeError('boom')\n")
     with pytest.raises(RuntimeError, match="boom"):
         main(["run", "--runtime", "local", str(job)])
+
+
+# ------------------------------------------------------------------------------ inspect
+
+
+def _checkpoint(directory: Path) -> Path:
+    """A checkpoint with one committed batch (no stages: nothing Spark needs to write)."""
+    from sparktide.spark.checkpoint import CheckpointStore
+
+    store = CheckpointStore(str(directory), {"stages": []})
+    metrics = {
+        "batch_id": 0,
+        "processing_time": 1_371_301_200_000,
+        "next_event_timer": 1_371_301_260_000,
+        "next_processing_timer": None,
+        "records": 3,
+        "watermark": 1_371_301_199_999,
+        "split_watermarks": {"0": 1_371_301_199_999, "1": "idle"},
+    }
+    store.commit(0, {"processing_time": 1_371_301_200_000, "parallelism": {}, "metrics": metrics})
+    return directory
+
+
+@pytest.mark.parametrize("kind", ["missing", "empty", "other files", "a file"])
+def test_inspect_of_a_path_that_is_not_a_checkpoint_is_exit_code_2(tmp_path, capsys, kind):
+    path = tmp_path / "x"
+    if kind == "empty":
+        path.mkdir()
+    elif kind == "other files":
+        path.mkdir()
+        (path / "data.csv").write_text("a,b\n")
+    elif kind == "a file":
+        path.write_text("a,b\n")
+    for json_flag in ([], ["--json"]):
+        assert main(["inspect", str(path), *json_flag]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert f"{str(path)!r} is not a sparktide checkpoint" in captured.err
+        assert "pass the checkpoint_location a streaming job was executed with" in captured.err
+
+
+def test_inspect_of_a_checkpoint_without_a_committed_batch(tmp_path, capsys):
+    (tmp_path / "ckpt" / "spark").mkdir(parents=True)  # a query started, nothing committed
+    assert main(["inspect", str(tmp_path / "ckpt")]) == 0
+    assert capsys.readouterr().out.strip() == f"{tmp_path / 'ckpt'}: no committed batch yet"
+
+
+def test_inspect_shows_times_in_iso_utc_and_json_in_epoch_ms(tmp_path, capsys):
+    ckpt = str(_checkpoint(tmp_path / "ckpt"))
+    assert main(["inspect", ckpt]) == 0
+    text = capsys.readouterr().out
+    assert f"{ckpt}: committed batch 0, processing time 2013-06-15T13:00:00.000Z" in text
+    assert "watermark 2013-06-15T12:59:59.999Z; splits: 0=2013-06-15T12:59:59.999Z, 1=idle" in text
+    assert "next_event_timer=2013-06-15T13:01:00.000Z" in text
+    assert "next_processing_timer=-" in text and "records=3" in text
+    assert main(["inspect", ckpt, "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["processing_time"] == 1_371_301_200_000
+    assert summary["watermark"] == 1_371_301_199_999
+    assert summary["metrics"]["next_event_timer"] == 1_371_301_260_000
+
+
+def test_inspect_shows_timer_times_in_iso_utc():
+    summary = {
+        "location": "/ckpt",
+        "committed_batch": 3,
+        "processing_time": 0,
+        "stages": [
+            {
+                "stage": 0,
+                "operators": ["process"],
+                "parallelism": 1,
+                "subtasks": [
+                    {
+                        "subtask": 0,
+                        "key_groups": [0, 127],
+                        "state_entries": 2,
+                        "event_timers": 2,
+                        "next_event_timer": 1_000,
+                        "last_event_timer": 2**63 - 1,
+                        "processing_timers": 0,
+                        "next_processing_timer": None,
+                        "last_processing_timer": None,
+                    }
+                ],
+            }
+        ],
+    }
+    text = format_checkpoint(summary)
+    assert "processing time 1970-01-01T00:00:00.000Z" in text
+    [row] = [line.split() for line in text.splitlines() if line.split()[:2] == ["0", "0"]]
+    assert row == ["0", "0", "0-127", "2", "2", "1970-01-01T00:00:01.000Z", "max", "0", "-", "-"]
+
+
+@pytest.mark.parametrize("flags", [["--json"], []])
+def test_inspect_into_a_closed_pipe_ends_quietly(tmp_path, flags):
+    ckpt = str(_checkpoint(tmp_path / "ckpt"))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sparktide.cli", "inspect", ckpt, *flags],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    proc.stdout.close()  # the reader is gone before anything is written (`| head -0`)
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert proc.wait(60) == 141  # as a command killed by SIGPIPE
+    assert err == ""

@@ -18,6 +18,7 @@ import sys
 import pytest
 
 from conftest import wait_for
+from sparktide.cli import format_time
 from sparktide.common import Duration, Row, Time, Types
 from sparktide.datastream import (
     KeyedProcessFunction,
@@ -290,4 +291,6 @@ def test_sparktide_run_shows_progress_and_inspect_shows_watermarks(tmp_path) -> 
         if sub["event_timers"]:
             assert sub["next_event_timer"] <= sub["last_event_timer"]
     text = subprocess.run(inspect[:-1], capture_output=True, text=True, env=env, timeout=120).stdout
-    assert f"watermark {last_ts - 501}; splits: 0={last_ts - 501}" in text
+    watermark = format_time(last_ts - 501)  # ISO-8601 UTC in the text view
+    assert watermark.startswith("1970-01-01T00:00:") and watermark.endswith("Z")
+    assert f"watermark {watermark}; splits: 0={watermark}" in text

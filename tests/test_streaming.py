@@ -158,8 +158,8 @@ def test_restart_continues_with_state_and_timers(spark, tmp_path, capsys) -> Non
     rows = [line.split() for line in text.splitlines()[2:] if line.strip()[:1].isdigit()]
     assert [r[2] for r in rows] == ["0-42", "43-85", "86-127"]
     assert sum(int(r[4]) for r in rows) == pending
-    assert main(["inspect", str(tmp_path / "no-such-checkpoint"), "--json"]) == 0
-    assert '"committed_batch": null' in capsys.readouterr().out
+    assert main(["inspect", str(tmp_path / "no-such-checkpoint"), "--json"]) == 2
+    assert "is not a sparktide checkpoint" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("sink_class", [ParquetBatchSink, JsonBatchSink])

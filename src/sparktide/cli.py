@@ -272,7 +272,11 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     inspect.add_argument("checkpoint", metavar="CHECKPOINT", help="the checkpoint location")
-    inspect.add_argument("--json", action="store_true", help="print the summary as JSON")
+    inspect.add_argument(
+        "--json", action="store_true",
+        help="print the summary as JSON (times in epoch milliseconds; the text view shows them "
+        "in ISO-8601 UTC)",
+    )  # fmt: skip
     inspect.add_argument(
         "--values", action="store_true",
         help=(
@@ -431,8 +435,36 @@ def _run_stream_demo(args: argparse.Namespace, flights: Any, settings: Any) -> i
     return 0 if demo.comparison.equal else 1
 
 
+_EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
+_TIME_METRICS = ("processing_time", "next_event_timer", "next_processing_timer")
+
+
+def format_time(value: Any) -> str:
+    """Epoch milliseconds as ISO-8601 UTC; ``-`` for none, ``min``/``max`` for Java's
+    ``Long.MIN_VALUE``/``MAX_VALUE``, other values (``idle``) as they are.
+
+    >>> format_time(1_371_301_200_000), format_time(-1), format_time(-(2**63)), format_time(None)
+    ('2013-06-15T13:00:00.000Z', '1969-12-31T23:59:59.999Z', 'min', '-')
+    """
+    if value is None:
+        return "-"
+    if not isinstance(value, int) or isinstance(value, bool):
+        return str(value)
+    if value <= _LONG_MIN:
+        return "min"
+    if value >= _LONG_MAX:
+        return "max"
+    try:
+        moment = _EPOCH + _dt.timedelta(milliseconds=value)
+    except OverflowError:
+        return str(value)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
 def format_checkpoint(summary: dict[str, Any]) -> str:
-    """A text view of :func:`~sparktide.spark.checkpoint_inspect.describe_checkpoint`.
+    """A text view of :func:`~sparktide.spark.checkpoint_inspect.describe_checkpoint`; times
+    in ISO-8601 UTC (``--json`` keeps epoch milliseconds).
 
     >>> print(format_checkpoint({"location": "/ckpt", "committed_batch": None}))
     /ckpt: no committed batch yet
@@ -441,24 +473,29 @@ def format_checkpoint(summary: dict[str, Any]) -> str:
     if batch is None:
         return f"{location}: no committed batch yet"
     lines = [
-        f"{location}: committed batch {batch}, processing time {summary.get('processing_time')}",
+        f"{location}: committed batch {batch}, processing time "
+        f"{format_time(summary.get('processing_time'))}",
     ]
     splits = summary.get("split_watermarks") or {}
     if splits:
         lines.append(
-            f"  watermark {_or_dash(summary.get('watermark'))}; splits: "
-            + ", ".join(f"{g}={w}" for g, w in splits.items())
+            f"  watermark {format_time(summary.get('watermark'))}; splits: "
+            + ", ".join(f"{g}={format_time(w)}" for g, w in splits.items())
         )
     metrics = summary.get("metrics") or {}
     if metrics:
         lines.append(
             "  last batch: "
-            + ", ".join(f"{k}={v}" for k, v in sorted(metrics.items()) if not isinstance(v, dict))
+            + ", ".join(
+                f"{k}={format_time(v) if k in _TIME_METRICS else v}"
+                for k, v in sorted(metrics.items())
+                if not isinstance(v, dict)
+            )
         )
     header = (
         f"  {'stage':>5} {'subtask':>7} {'key groups':>11} {'state':>7} "
-        f"{'event timers':>12} {'earliest':>14} {'latest':>14} "
-        f"{'proc timers':>11} {'earliest':>14} {'latest':>14}"
+        f"{'event timers':>12} {'earliest':>24} {'latest':>24} "
+        f"{'proc timers':>11} {'earliest':>24} {'latest':>24}"
     )
     for stage in summary.get("stages", []):
         operators = " -> ".join(stage.get("operators", []))
@@ -470,18 +507,18 @@ def format_checkpoint(summary: dict[str, Any]) -> str:
             lines.append(
                 f"  {stage['stage']:>5} {sub['subtask']:>7} {span:>11} "
                 f"{sub.get('state_entries', '-'):>7} {sub.get('event_timers', '-'):>12} "
-                f"{_or_dash(sub.get('next_event_timer')):>14} "
-                f"{_or_dash(sub.get('last_event_timer')):>14} "
+                f"{format_time(sub.get('next_event_timer')):>24} "
+                f"{format_time(sub.get('last_event_timer')):>24} "
                 f"{sub.get('processing_timers', '-'):>11} "
-                f"{_or_dash(sub.get('next_processing_timer')):>14} "
-                f"{_or_dash(sub.get('last_processing_timer')):>14}"
+                f"{format_time(sub.get('next_processing_timer')):>24} "
+                f"{format_time(sub.get('last_processing_timer')):>24}"
             )
         for sub in stage["subtasks"]:
             marks = sub.get("watermarks") or {}
             lines.append(
                 f"  subtask {sub['subtask']}: {sub.get('size_bytes', 0)} bytes in "
                 f"{sub.get('files', 0)} file(s); watermarks "
-                + (", ".join(f"{name}={_or_dash(w)}" for name, w in marks.items()) or "-")
+                + (", ".join(f"{name}={format_time(w)}" for name, w in marks.items()) or "-")
             )
     for sub in summary.get("values", []):
         lines.append(f"  values of stage {sub['stage']} subtask {sub['subtask']}:")
@@ -492,10 +529,6 @@ def format_checkpoint(summary: dict[str, Any]) -> str:
         if sub["more"]:
             lines.append(f"    ... and {sub['more']} more")
     return "\n".join(lines)
-
-
-def _or_dash(value: Any) -> str:
-    return "-" if value is None else str(value)
 
 
 def inspect_checkpoint(args: argparse.Namespace) -> int:
@@ -569,7 +602,27 @@ def _streaming_progress_on(stream: Any) -> Iterator[None]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``sparktide`` command; returns the exit code."""
+    """Entry point of the ``sparktide`` command; returns the exit code (141, as a command
+    killed by SIGPIPE, when the reader of its output went away, e.g. ``| head -1``)."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # a closed pipe shows here rather than at the exit
+    except BrokenPipeError:
+        return _stdout_closed()
+    return code
+
+
+def _stdout_closed() -> int:
+    """End quietly after the reader of stdout went away: the rest of the output goes to
+    /dev/null, so that the flush at the interpreter's exit does not fail again."""
+    with contextlib.suppress(AttributeError, OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    return 128 + 13  # SIGPIPE
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     try:
         args, extra = parser.parse_known_args(argv)

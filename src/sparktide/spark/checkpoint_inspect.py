@@ -5,8 +5,13 @@ operator watermarks, split states): it never unpickles anything, so it is safe o
 directory you do not trust. :func:`describe_values` shows the keyed state values, which means
 unpickling them (running code stored in the directory).
 
->>> import tempfile
+>>> import os, tempfile
 >>> store = CheckpointStore(tempfile.mkdtemp())
+>>> describe_checkpoint(store)  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+sparktide.spark.checkpoint_inspect.NotACheckpointError: ... is not a sparktide checkpoint: ...
+>>> os.mkdir(store.path("spark"))  # a query started on it
 >>> describe_checkpoint(store)["committed_batch"] is None
 True
 """
@@ -24,8 +29,40 @@ from sparktide.spark.checkpoint import (
     unpack_parts,
 )
 
-__all__ = ["describe_checkpoint", "describe_values"]
+__all__ = [
+    "NotACheckpointError",
+    "check_is_checkpoint",
+    "describe_checkpoint",
+    "describe_values",
+]
 
+# what a checkpoint directory holds once a streaming query has started on it
+_ENTRIES = ("commits", "state", "splits", "batches", "spark", "writer.lock")
+
+
+class NotACheckpointError(CheckpointError):
+    """The location is not a checkpoint directory of a streaming job."""
+
+
+def check_is_checkpoint(store: CheckpointStore) -> None:
+    """Raise :class:`NotACheckpointError` unless the location of ``store`` is a directory a
+    streaming query has started on (it may have no committed batch yet)."""
+    try:
+        names = set(store.names())
+    except NotADirectoryError:
+        reason = "it is a file, not a directory"
+    else:
+        if names & set(_ENTRIES):
+            return
+        reason = (
+            "the directory has none of commits/, state/, spark/"
+            if names
+            else "no such directory, or it is empty"
+        )
+    raise NotACheckpointError(
+        f"{store.location!r} is not a sparktide checkpoint: {reason}; pass the "
+        "checkpoint_location a streaming job was executed with"
+    )
 
 def _operator_names(stage_fp: dict[str, Any]) -> dict[str, str]:
     """Operator identity -> a name for people (the name, made unique with the identity)."""
@@ -70,6 +107,7 @@ def describe_checkpoint(store: CheckpointStore) -> dict[str, Any]:
     combined watermark and each split's (or ``"idle"``) with its state, the batch's metrics,
     and per stage its operators and per subtask its key groups, state entries, pending timers
     per domain (count, earliest and latest), operator watermarks and the bytes of its files."""
+    check_is_checkpoint(store)
     version = store.committed_version()
     out: dict[str, Any] = {"location": store.location, "committed_batch": version}
     if version is None:
