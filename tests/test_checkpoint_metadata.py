@@ -58,7 +58,7 @@ def test_inspect_shows_the_structure_without_unpickling(checkpoint, monkeypatch,
     assert summary["splits"]["0"]["watermark"] == 12_499
     assert main(["inspect", str(checkpoint)]) == 0
     text = capsys.readouterr().out
-    assert "committed batch 1" in text and "0-63" in text and "12499" in text
+    assert "committed batch 1" in text and "0-63" in text and "1970-01-01T00:00:12.499Z" in text
 
 
 def test_inspect_values_shows_the_state_values(checkpoint, capsys) -> None:

@@ -266,6 +266,9 @@ class _StreamRunner:
         self._idle_thread: threading.Thread | None = None
         self._last_commit: dict[str, Any] | None = None  # what this run committed last
         self.writer_lock: CheckpointLock | None = None
+        self.watching = False  # Spark Connect: the client reports the server's commits
+        self.watched: int | None = None  # the last commit reported
+        self.watch_lock = threading.Lock()
 
     # ------------------------------------------------------------------ the query's lifetime
 
@@ -301,9 +304,6 @@ class _StreamRunner:
             except Exception:  # the query failed (its error goes to await_termination)
                 break
         self.end()
-        self.watching = False  # Spark Connect: the client reports the server's commits
-        self.watched: int | None = None  # the last commit reported
-        self.watch_lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, Any]:
         """What runs the batches where Spark Connect calls ``foreachBatch`` (on the server):
