@@ -146,7 +146,9 @@ def test_user_session_whose_workers_lack_sparktide(tmp_path: Path) -> None:
     message = lines[-1]
     assert message.startswith("sparktide.spark.session.WorkerPythonError: Spark's Python workers")
     assert str(bare) in message  # the workers' Python, by the name it was given
-    assert "cannot import sparktide, pyarrow, pandas (No module named 'sparktide')" in message, message
+    assert "cannot import sparktide, pyarrow, pandas, numpy (No module named 'sparktide')" in (
+        message
+    )
     assert f"PYSPARK_PYTHON={sys.executable}" in message and "spark.pyspark.python" in message
     assert "spark.archives" in message
     for noise in ("Py4J", "PythonException", "org.apache.spark", "During handling"):
