@@ -117,7 +117,7 @@ def test_user_session_whose_workers_lack_sparktide(tmp_path: Path) -> None:
     site = [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
     with_dependencies = _bare_venv(tmp_path / "deps", list(dict.fromkeys(site)))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARKTIDE_", "PYSPARK_"))}
-    env.pop("PYTHONPATH", None)
+    env.pop("PYTHONPATH", None)  # the driver imports sparktide as installed, the workers cannot
     check = subprocess.run(
         [str(with_dependencies), "-c", "import pyarrow, pandas, pyspark\nimport sparktide"],
         capture_output=True,
@@ -125,10 +125,6 @@ def test_user_session_whose_workers_lack_sparktide(tmp_path: Path) -> None:
         env=env,
     )
     assert "No module named 'sparktide'" in check.stderr, check.stderr  # the premise
-    import sparktide
-
-    # the driver imports the sparktide this test imports (the workers see it only if shipped)
-    env["PYTHONPATH"] = str(Path(sparktide.__file__).resolve().parent.parent)
     out = tmp_path / "report.json"
     done = subprocess.run(
         [sys.executable, __file__, str(out), str(bare), str(with_dependencies)],
@@ -150,7 +146,9 @@ def test_user_session_whose_workers_lack_sparktide(tmp_path: Path) -> None:
     message = lines[-1]
     assert message.startswith("sparktide.spark.session.WorkerPythonError: Spark's Python workers")
     assert str(bare) in message  # the workers' Python, by the name it was given
-    assert "cannot import sparktide, pyarrow, pandas" in message
+    assert "cannot import sparktide, pyarrow, pandas, numpy (No module named 'sparktide')" in (
+        message
+    )
     assert f"PYSPARK_PYTHON={sys.executable}" in message and "spark.pyspark.python" in message
     assert "spark.archives" in message
     for noise in ("Py4J", "PythonException", "org.apache.spark", "During handling"):

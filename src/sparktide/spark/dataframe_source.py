@@ -106,6 +106,7 @@ class DataFrameSource(Source):
         self._prepared: Any = None
         self._num_splits = num_splits
         self._by_split: dict[int, Any] | None = None
+        self._split_count: int | None = None
 
     # ------------------------------------------------------------------ the prepared frame
 
@@ -124,8 +125,9 @@ class DataFrameSource(Source):
         return self._prepared
 
     def get_splits(self) -> list[SourceSplit]:
-        n = num_partitions(self.prepared())
-        return [SourceSplit(str(i), i) for i in range(n)]
+        if self._split_count is None:  # counted once (a Spark job on Spark Connect)
+            self._split_count = num_partitions(self.prepared())
+        return [SourceSplit(str(i), i) for i in range(self._split_count)]
 
     # ------------------------------------------------------------------ reading
 

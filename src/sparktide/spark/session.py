@@ -71,7 +71,8 @@ class WorkerPythonError(SparkUnavailableError):
 
 
 def check_prerequisites() -> None:
-    """Raise :class:`SparkUnavailableError` when pyspark or Java is missing."""
+    """Raise :class:`SparkUnavailableError` when pyspark or Java is missing (a Spark Connect
+    client needs no Java)."""
     try:
         import pyspark  # noqa: F401
     except ImportError:
@@ -79,11 +80,18 @@ def check_prerequisites() -> None:
             "pyspark is not installed: install sparktide's dependencies (pip install sparktide), "
             'or run on the in-process runtime: get_execution_environment(runtime="local")'
         ) from None
-    if not (os.environ.get("JAVA_HOME") or shutil.which("java")):
+    if not (os.environ.get("JAVA_HOME") or shutil.which("java") or _connect_mode()):
         raise SparkUnavailableError(
             "Java was not found (no JAVA_HOME and no java on PATH): Spark needs Java 17; install "
             'it, or run on the in-process runtime: get_execution_environment(runtime="local")'
         )
+
+
+def _connect_mode() -> bool:
+    """Whether this process talks to Spark through Spark Connect (no JVM of its own needed)."""
+    from pyspark.sql.utils import is_remote
+
+    return bool(is_remote())
 
 
 def get_spark(master: str | None = None) -> Any:
