@@ -233,15 +233,17 @@ def test_batch_sinks_write_inferred_columns_not_pickles(spark, tmp_path) -> None
 def test_streaming_batch_sink_of_an_untyped_stream_is_refused_at_start(spark, tmp_path) -> None:
     from sparktide.spark.stream_sinks import ParquetBatchSink
 
-    rates = spark.readStream.format("rate").option("rowsPerSecond", 1).load()
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.csv").write_text("v\n1\n2\n", encoding="utf-8")
+    rows = spark.readStream.schema("v long").option("header", True).csv(str(tmp_path / "in"))
     env = _env("spark", 1)
-    env.from_stream(rates).map(lambda r: r.value).sink_to(ParquetBatchSink(str(tmp_path / "o")))
+    env.from_stream(rows).map(lambda r: r.v).sink_to(ParquetBatchSink(str(tmp_path / "o")))
     refused = (
         r"ParquetBatchSink\) writes each micro-batch in the columns of its input's type, but "
         "that stream has no declared type"
     )
     with pytest.raises(TypeError, match=refused):
-        env.execute(checkpoint_location=str(tmp_path / "ck"))
+        env.execute(checkpoint_location=str(tmp_path / "ck"), trigger="available_now")
     assert not (tmp_path / "o").exists()
 
 
