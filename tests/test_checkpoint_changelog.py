@@ -20,7 +20,7 @@ from sparktide.runtime.keygroups import (
     compute_key_group_range_for_operator_index,
 )
 from sparktide.spark.changelog import digests, flatten, rebuild
-from sparktide.spark.checkpoint import CheckpointError, CheckpointStore
+from sparktide.spark.checkpoint import CHECKPOINT_FORMAT_VERSION, CheckpointError, CheckpointStore
 
 MAXP = 16
 META = {"count": {"kind": "value", "ttl": False}, "seen": {"kind": "list", "ttl": False}}
@@ -249,7 +249,8 @@ def test_a_commit_of_another_format_version_names_both_versions(tmp_path) -> Non
         store.path("commits", "0.json"),
         json.dumps({"body": body, "crc32": zlib.crc32(encoded)}).encode("utf-8"),
     )
-    with pytest.raises(CheckpointError, match=r"format version 7 is not supported.*version 2"):
+    expected = rf"format version 7 is not supported.*version {CHECKPOINT_FORMAT_VERSION}"
+    with pytest.raises(CheckpointError, match=expected):
         store.committed_version()
 
 

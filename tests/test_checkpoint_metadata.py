@@ -56,6 +56,10 @@ def test_inspect_shows_the_structure_without_unpickling(checkpoint, monkeypatch,
     assert all(s["size_bytes"] > 0 for s in subtasks)
     assert all(s["watermarks"]["Window(TumblingEventTimeWindows)"] == 12_499 for s in subtasks)
     assert summary["splits"]["0"]["watermark"] == 12_499
+    # batch 1 (a changelog): key b's window [10000, 12000) fired, its timer and state deleted,
+    # and its window [12000, 14000) put with a new timer
+    changed = [s["changed"] for s in subtasks]
+    assert sum(c["timer_puts"] for c in changed) == sum(c["timer_deletes"] for c in changed) == 1
     assert main(["inspect", str(checkpoint)]) == 0
     text = capsys.readouterr().out
     assert "committed batch 1" in text and "0-63" in text and "1970-01-01T00:00:12.499Z" in text
@@ -99,6 +103,22 @@ def test_metadata_files_and_parts_hold_no_pickle(checkpoint) -> None:
         assert set(parts) - {"valves", "watermarks", "keyed"} == {
             p for p in parts if p.startswith("kg-")
         }
+    changelogs = list((checkpoint / "state").rglob("sub-*.log"))
+    timers = 0
+    for path in changelogs:  # per key group: JSON structure, int64 timers, user values pickled
+        _, parts = unpack_parts(path.read_bytes(), str(path))
+        for name, data in parts.items():
+            if not name.startswith("kg-"):
+                continue
+            meta, inner = unpack_parts(data, f"{path} {name}")
+            assert meta["key_group"] == int(name[3:])
+            assert set(inner) <= {"timers", "values"}
+            assert not _is_pickle(inner.get("timers", b""))
+            timer_sections = [s for s in meta["sections"] if s["type"] == "timers"]
+            numbers = sum(2 * s["puts"] + s["deletes"] for s in timer_sections)
+            assert len(inner.get("timers", b"")) == 8 * numbers
+            timers += sum(s["puts"] + s["deletes"] for s in timer_sections)
+    assert changelogs and timers > 0  # batch 1 moved key b's window timer
 
 
 def _rewrite_manifest(store: CheckpointStore, version: int, format_version: int) -> None:
@@ -115,14 +135,16 @@ def test_an_older_format_version_is_refused_naming_both(checkpoint, tmp_path) ->
     old = tmp_path / "old"
     shutil.copytree(checkpoint, old)
     store = CheckpointStore(str(old))
-    for version in (0, 1):  # the layout of format version 1 in every manifest
-        _rewrite_manifest(store, version, 1)
-    with pytest.raises(CheckpointError) as info:
-        store.committed_version()
-    message = str(info.value)
-    assert "format version 1" in message and f"reads version {CHECKPOINT_FORMAT_VERSION}" in message
-    assert "empty checkpoint directory" in message
-    assert main(["inspect", str(old)]) != 0
+    for older in range(1, CHECKPOINT_FORMAT_VERSION):  # the layouts of older format versions
+        for version in (0, 1):
+            _rewrite_manifest(store, version, older)
+        with pytest.raises(CheckpointError) as info:
+            store.committed_version()
+        message = str(info.value)
+        assert f"format version {older} is not supported" in message
+        assert f"reads version {CHECKPOINT_FORMAT_VERSION}" in message
+        assert "empty checkpoint directory" in message
+        assert main(["inspect", str(old)]) != 0
 
 
 def test_a_streaming_runs_manifest_binds_every_file_to_its_slot(checkpoint, tmp_path) -> None:

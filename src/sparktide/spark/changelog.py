@@ -20,9 +20,24 @@ per batch on the worker, which a full snapshot paid anyway. Digests live only in
 worker cache of :mod:`sparktide.spark.stream_job`, or recomputed after a restore from disk), so
 the per-process salt of ``hash`` does not matter.
 
-A changelog keeps one pickled ``(puts, deletes)`` per changed key group, each with its own CRC
-(the container of :func:`~sparktide.spark.checkpoint.pack_parts`, parts ``kg-<n>``), so key
-groups stay the unit of rescaling: a reader takes only the key groups of its own range.
+A changelog keeps one part ``kg-<n>`` per changed key group, each with its own CRC (the
+container of :func:`~sparktide.spark.checkpoint.pack_parts`), so key groups stay the unit of
+rescaling: a reader takes only the key groups of its own range. **Only user values are
+pickled**, as in a full snapshot (:mod:`sparktide.runtime.snapshot`): each part is itself a
+:func:`~sparktide.spark.checkpoint.pack_parts` container whose JSON meta holds the structure and
+whose two parts hold the rest::
+
+    meta      {"key_group": kg, "sections": [
+                 {"type": "state", "state": name, "puts": n, "deletes": m},
+                 {"type": "timers", "service": name, "domain": "event"|"processing",
+                  "puts": n, "deletes": m}, ...]}
+    "timers"  little-endian int64, per timer section in order: its puts as (timestamp,
+              sequence number) pairs, then its deletes' timestamps
+    "values"  a pickle of one list, per section in order: state puts (key, namespace, value),
+              state deletes (key, namespace), timer puts and deletes (key, namespace)
+
+so timer timestamps and sequence numbers are readable without unpickling anything (``sparktide
+inspect`` counts them from the meta); a part without timers or values leaves that part out.
 
 >>> from sparktide.runtime.keygroups import KeyGroupRange
 >>> from sparktide.runtime.snapshot import KeyedOperatorSnapshot
@@ -38,11 +53,17 @@ groups stay the unit of rescaling: a reader takes only the key groups of its own
 >>> apply_changes(flat, changes)
 >>> rebuild("op", 128, KeyGroupRange(0, 127), meta, flat) == new
 True
+>>> section_meta, parts = encode_key_group(*changes[7])
+>>> section_meta["sections"][1]
+{'type': 'timers', 'service': 't', 'domain': 'event', 'puts': 0, 'deletes': 1}
+>>> decode_key_group(section_meta, parts) == changes[7]
+True
 """
 
 from __future__ import annotations
 
 import pickle
+import struct
 from typing import Any
 
 from sparktide.runtime.keygroups import KeyGroupRange
@@ -54,9 +75,11 @@ __all__ = [
     "Flat",
     "apply_changes",
     "decode_changes",
+    "decode_key_group",
     "diff",
     "digests",
     "encode_changes",
+    "encode_key_group",
     "flatten",
     "rebuild",
 ]
@@ -168,9 +191,100 @@ def apply_changes(flat: Flat, changes: Changes, key_groups: KeyGroupRange | None
             del flat[kg]
 
 
+_DOMAINS = ("event", "processing")
+
+
+def encode_key_group(
+    puts: list[tuple[tuple, Any]], deletes: list[tuple]
+) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """``(meta, parts)`` of one key group's changes: the structure (which state entries and
+    timers, timer domains, timestamps, sequence numbers) as JSON ``meta`` and int64 ``"timers"``,
+    only the user values pickled (``"values"``); see the module docstring."""
+    groups: dict[tuple, tuple[list, list]] = {}
+    for item, value in puts:
+        groups.setdefault(_section_of(item), ([], []))[0].append((item, value))
+    for item in deletes:
+        groups.setdefault(_section_of(item), ([], []))[1].append(item)
+    sections: list[dict[str, Any]] = []
+    numbers: list[int] = []
+    values: list[tuple] = []
+    for section, (section_puts, section_deletes) in groups.items():
+        if section[0] == 0:
+            sections.append({"type": "state", "state": section[1]})
+            values.extend((item[2], item[3], value) for item, value in section_puts)
+            values.extend((item[2], item[3]) for item in section_deletes)
+        else:
+            sections.append({"type": "timers", "service": section[1], "domain": section[2]})
+            for item, seq in section_puts:
+                numbers += (item[3], seq)
+            numbers.extend(item[3] for item in section_deletes)
+            values.extend((item[4], item[5]) for item, _ in section_puts)
+            values.extend((item[4], item[5]) for item in section_deletes)
+        sections[-1].update(puts=len(section_puts), deletes=len(section_deletes))
+    parts: dict[str, bytes] = {}
+    if numbers:
+        parts["timers"] = struct.pack(f"<{len(numbers)}q", *numbers)
+    if values:
+        parts["values"] = pickle.dumps(values, protocol=5)
+    return {"sections": sections}, parts
+
+
+def _section_of(item: tuple) -> tuple:
+    """``(0, state)`` or ``(1, service, domain name)``: the section an item belongs to."""
+    return (0, item[1]) if item[0] == 0 else (1, item[1], _DOMAINS[item[2]])
+
+
+def decode_key_group(
+    meta: dict[str, Any], parts: dict[str, bytes]
+) -> tuple[list[tuple[tuple, Any]], list[tuple]]:
+    """The ``(puts, deletes)`` of :func:`encode_key_group`'s ``(meta, parts)``; raises
+    ``ValueError`` (or ``KeyError``, ``TypeError``, ``struct.error``) if they do not agree."""
+    sections = meta["sections"]
+    timers = [s for s in sections if s["type"] == "timers"]
+    n_numbers = sum(2 * s["puts"] + s["deletes"] for s in timers)
+    raw = parts.get("timers", b"")
+    if len(raw) != 8 * n_numbers:
+        raise ValueError(f"{len(raw)} bytes of timer timestamps where {8 * n_numbers} belong")
+    numbers = struct.unpack(f"<{n_numbers}q", raw)
+    n_values = sum(s["puts"] + s["deletes"] for s in sections)
+    values = pickle.loads(parts["values"]) if "values" in parts else []
+    if len(values) != n_values:
+        raise ValueError(f"{len(values)} values where the sections name {n_values}")
+    puts: list[tuple[tuple, Any]] = []
+    deletes: list[tuple] = []
+    at = 0  # next value
+    nat = 0  # next number
+    for s in sections:
+        n, m = s["puts"], s["deletes"]
+        if s["type"] == "state":
+            name = s["state"]
+            puts.extend(((0, name, k, ns), v) for k, ns, v in values[at : at + n])
+            deletes.extend((0, name, k, ns) for k, ns in values[at + n : at + n + m])
+        elif s["type"] == "timers":
+            service, d = s["service"], _DOMAINS.index(s["domain"])
+            for i, (k, ns) in enumerate(values[at : at + n]):
+                ts, seq = numbers[nat + 2 * i], numbers[nat + 2 * i + 1]
+                puts.append(((1, service, d, ts, k, ns), seq))
+            nat += 2 * n
+            for i, (k, ns) in enumerate(values[at + n : at + n + m]):
+                deletes.append((1, service, d, numbers[nat + i], k, ns))
+            nat += m
+        else:
+            raise ValueError(f"unknown section type {s['type']!r}")
+        at += n + m
+    return puts, deletes
+
+
 def encode_changes(changes: Changes) -> dict[str, bytes]:
-    """Container parts ``kg-<n>`` of ``changes`` (one pickle per key group)."""
-    return {f"kg-{kg}": pickle.dumps(changes[kg], protocol=5) for kg in sorted(changes)}
+    """Container parts ``kg-<n>`` of ``changes`` (one :func:`encode_key_group` container per
+    key group)."""
+    from sparktide.spark.checkpoint import pack_parts  # the checkpoint module imports this one
+
+    out = {}
+    for kg in sorted(changes):
+        meta, parts = encode_key_group(*changes[kg])
+        out[f"kg-{kg}"] = pack_parts(parts, {"key_group": kg, **meta})
+    return out
 
 
 def decode_changes(
@@ -178,6 +292,8 @@ def decode_changes(
 ) -> Changes:
     """The changes of the ``kg-<n>`` parts (only the key groups in ``key_groups``); a part that
     does not decode raises ``ValueError`` naming ``where`` and the key group."""
+    from sparktide.spark.checkpoint import unpack_parts  # the checkpoint module imports this one
+
     out: Changes = {}
     for name, data in parts.items():
         if not name.startswith("kg-"):
@@ -185,11 +301,14 @@ def decode_changes(
         kg = int(name[3:])
         if key_groups is not None and kg not in key_groups:
             continue
+        what = f"{where} (key group {kg})"
+        meta, inner = unpack_parts(data, what)
         try:
-            puts, deletes = pickle.loads(data)
+            if meta.get("key_group") != kg:
+                raise ValueError(f"the part says key group {meta.get('key_group')}")
+            out[kg] = decode_key_group(meta, inner)
         except Exception as exc:
             raise ValueError(
                 f"{where}: the changelog of key group {kg} is corrupt: {exc!r}"
             ) from None
-        out[kg] = (puts, deletes)
     return out

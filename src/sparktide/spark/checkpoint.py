@@ -45,10 +45,12 @@ restore matches the job's stages to the checkpoint's by operator identity and re
 cannot place (:mod:`sparktide.spark.restore_match`).
 
 **Data, not code.** Manifests, batch times, file headers, valves, operator watermarks and split
-positions are JSON; only user values are pickled (state contents, timer keys and namespaces,
-changelog entries, a watermark generator's attributes). A file or manifest of another format
-version (:data:`CHECKPOINT_FORMAT_VERSION`; 1 pickled valves, watermarks and split states) is
-refused with an error naming both versions, never read. Restoring a checkpoint unpickles its
+positions are JSON, a changelog's structure (which entries and timers, timer timestamps and
+sequence numbers) JSON and int64; only user values are pickled (state contents and keys, timer
+keys and namespaces, a watermark generator's attributes). A file or manifest of another format
+version (:data:`CHECKPOINT_FORMAT_VERSION`; 1 pickled valves, watermarks and split states, 2 a
+changelog's timer timestamps and sequence numbers) is refused with an error naming both
+versions, never read. Restoring a checkpoint unpickles its
 user values, so a checkpoint directory must be trusted like code.
 
 **Rescaling.** Key groups are the unit: a subtask reads the chain of every old subtask whose
@@ -104,7 +106,9 @@ __all__ = [
     "unpack_parts",
 ]
 
-CHECKPOINT_FORMAT_VERSION = 2  # 1: valves, watermarks and split states were pickled
+CHECKPOINT_FORMAT_VERSION = 3
+# 1: valves, watermarks and split states were pickled; 2: a changelog's key groups were one
+# pickle each (timer timestamps and sequence numbers with the user values)
 DEFAULT_SNAPSHOT_EVERY = 10
 _MAGIC = b"\x89STKCKP\n"
 _PREFIX = struct.Struct(">8sII")

@@ -95,10 +95,25 @@ def _subtask(
     records = files or {}
     entry["size_bytes"] = sum(records.get(store.relative(p), {}).get("size", 0) for p in paths)
     entry["files"] = len(paths)
+    if meta.get("kind") == "changelog":
+        entry["changed"] = _changed(parts, newest)
     if "watermarks" in parts:
         raw = json.loads(parts["watermarks"].decode("utf-8"))
         entry["watermarks"] = {names.get(ident, ident): wm[0] for ident, wm in raw.items()}
     return entry
+
+
+def _changed(parts: dict[str, bytes], where: str) -> dict[str, int]:
+    """What a changelog put and deleted, counted from the JSON meta of its key-group parts
+    (:mod:`sparktide.spark.changelog`): state entries and timers."""
+    out = {"state_puts": 0, "state_deletes": 0, "timer_puts": 0, "timer_deletes": 0}
+    for name, data in parts.items():
+        if name.startswith("kg-"):
+            for section in unpack_parts(data, f"{where} ({name})")[0]["sections"]:
+                kind = "state" if section["type"] == "state" else "timer"
+                out[f"{kind}_puts"] += section["puts"]
+                out[f"{kind}_deletes"] += section["deletes"]
+    return out
 
 
 def describe_checkpoint(store: CheckpointStore) -> dict[str, Any]:
@@ -106,7 +121,8 @@ def describe_checkpoint(store: CheckpointStore) -> dict[str, Any]:
     inspect``), read without unpickling anything: its batch id, processing time, the sources'
     combined watermark and each split's (or ``"idle"``) with its state, the batch's metrics,
     and per stage its operators and per subtask its key groups, state entries, pending timers
-    per domain (count, earliest and latest), operator watermarks and the bytes of its files."""
+    per domain (count, earliest and latest), operator watermarks and the bytes of its files,
+    and, when its newest file is a changelog, what that changelog put and deleted."""
     check_is_checkpoint(store)
     version = store.committed_version()
     out: dict[str, Any] = {"location": store.location, "committed_batch": version}
