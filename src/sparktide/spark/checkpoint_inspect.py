@@ -64,6 +64,7 @@ def check_is_checkpoint(store: CheckpointStore) -> None:
         "checkpoint_location a streaming job was executed with"
     )
 
+
 def _operator_names(stage_fp: dict[str, Any]) -> dict[str, str]:
     """Operator identity -> a name for people (the name, made unique with the identity)."""
     ops = stage_fp.get("operators", [])
