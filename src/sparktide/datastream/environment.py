@@ -404,8 +404,7 @@ class StreamExecutionEnvironment:
         if timestamp_column is not None:
             if timestamp_column not in columns:
                 raise ValueError(
-                    f"{method}: timestamp_column: the DataFrame has no column "
-                    f"{timestamp_column!r}; its "
+                    f"timestamp_column: the DataFrame has no column {timestamp_column!r}; its "
                     f"columns are {columns}"
                 )
             if strategy._assigner is None:
