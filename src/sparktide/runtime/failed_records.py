@@ -1,5 +1,5 @@
 """The failed-records policy of an operator: a record whose user function raised goes to a side
-output as a :class:`~sparktide.datastream.failed_records.FailedRecord` instead of failing the job.
+output as a :class:`FailedRecord` instead of failing the job.
 
 :func:`install` wraps the operator's record inputs. Each guarded call first saves the current
 key's keyed state (every state, every namespace; values deep-copied where possible) and its
@@ -14,12 +14,33 @@ paid only by operators that opt in.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from sparktide.datastream.failed_records import FailedRecord
 from sparktide.runtime.elements import StreamRecord
 
-__all__ = ["FailedRecordsGuard", "install"]
+__all__ = ["FailedRecord", "FailedRecordsGuard", "install"]
+
+
+@dataclass(frozen=True)
+class FailedRecord:
+    """A record whose user function raised, routed to a side output instead of failing the job.
+
+    ``value`` and ``timestamp`` are the record as the operator received it; ``operator`` is the
+    operator's name, ``key`` its key (``None`` on a non-keyed stream), ``error_type`` the
+    exception's qualified class name and ``error_message`` its text.
+
+    >>> FailedRecord(3, 1000, "parse", None, "ValueError", "bad value 3").error_type
+    'ValueError'
+    """
+
+    value: Any
+    timestamp: int | None
+    operator: str
+    key: Any
+    error_type: str
+    error_message: str
+
 
 _INPUTS = (
     "process_element",
