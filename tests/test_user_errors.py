@@ -13,7 +13,7 @@ import traceback
 
 import pytest
 
-from sparktide.common import Row
+from sparktide.common import Row, Types
 from sparktide.datastream import KeyedProcessFunction, StreamExecutionEnvironment
 
 
@@ -122,9 +122,11 @@ def test_spark_to_dataframe_of_a_failed_job_fails_not_empty(spark) -> None:
     # the failure is in the source stage; the frame is read from the keyed stage after it
     env = _env("spark", 2)
     stream = env.from_collection([1, 2, 3, 4]).map(parse).key_by(lambda v: v % 2).map(str)
-    frame = stream.to_dataframe()
+    with pytest.raises(ValueError, match="bad value 3"):  # inferring its columns runs the job
+        stream.to_dataframe().collect()
+    typed = stream.map(str, output_type=Types.STRING()).to_dataframe()  # runs when it is read
     with pytest.raises(Exception, match="bad value 3"):
-        frame.collect()
+        typed.collect()
 
 
 # ------------------------------------------------------------------------------ Spark streaming
@@ -138,7 +140,8 @@ def test_spark_streaming_raises_the_users_error_with_the_batch(spark, tmp_path) 
     env = _env("spark")
     seen: list[int] = []
     stream = env.from_stream(frame, timestamp_column="ts").key_by(lambda r: r.k)
-    stream.process(Boom()).name("boom").foreach_batch(lambda df, b: seen.append(b))
+    processed = stream.process(Boom(), output_type=Types.LONG()).name("boom")
+    processed.foreach_batch(lambda df, b: seen.append(b))
     with pytest.raises(ValueError, match=r"^bad v 3") as caught:
         env.execute(checkpoint_location=str(tmp_path / "ckpt"), trigger="available_now")
     [note] = notes(caught.value)

@@ -59,6 +59,7 @@ LOG_NOISE = (
     re.compile(r"^Using Any for unsupported type: "),
     re.compile(r"^No module named google\.cloud\.bigquery_storage_v1\. "),
     re.compile(r"^PYFLINK_CYTHON_ENABLED: "),
+    re.compile(r"^Failed to import GCSFileSystem; "),
 )
 
 SUBTASK_PREFIX = re.compile(r"^\d+> ")

@@ -409,7 +409,8 @@ class _Rounds:
 
 class _ShapeScanner:
     """Describes the values of a partition's collected chunks: one row (pickled
-    :class:`~sparktide.spark.frame_types.Shape` or the reason there is none, count)."""
+    :class:`~sparktide.spark.frame_types.Shape` or the reason there is none, count), and one row
+    per failure of the job (its pickled ``RemoteFailure``)."""
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
@@ -418,16 +419,26 @@ class _ShapeScanner:
 
         loads = pickle.loads
         shape, error, count = None, None, 0
+        failures: list[bytes] = []
         try:
             for batch in batches:
-                for payload in batch.column(0).to_pylist():
+                stages = batch.column(0).to_pylist()
+                for stage, payload in zip(stages, batch.column(1).to_pylist(), strict=True):
+                    if stage == FAILED:
+                        failures.append(payload)
+                        continue
                     for _, record in loads(payload):
                         shape = merge(shape, shape_of(record.value))
                         count += 1
         except NotInferableError as exc:
             error = str(exc)
         yield pa.RecordBatch.from_pydict(
-            {"shape": [pickle.dumps(shape)], "error": [error], "records": [count]},
+            {
+                "shape": [pickle.dumps(shape), *(None for _ in failures)],
+                "error": [error, *(None for _ in failures)],
+                "records": [count, *(0 for _ in failures)],
+                "failure": [None, *failures],
+            },
             schema=_shape_schema(),
         )
 
@@ -435,18 +446,28 @@ class _ShapeScanner:
 def _shape_schema() -> Any:
     import pyarrow as pa
 
-    return pa.schema([("shape", pa.binary()), ("error", pa.string()), ("records", pa.int64())])
+    return pa.schema(
+        [
+            ("shape", pa.binary()),
+            ("error", pa.string()),
+            ("records", pa.int64()),
+            ("failure", pa.binary()),
+        ]
+    )
 
 
 def _inferred_type(rows: Any, caller: str) -> Any:
-    """The type of the records in the collected ``rows`` (one Spark job over them)."""
+    """The type of the records in the collected ``rows`` (one Spark job over them); the user's
+    error if a function of the job raised."""
     from sparktide.spark.frame_types import type_of_shapes
 
-    described = rows.select("payload").mapInArrow(
-        _ShapeScanner(), "shape binary, error string, records long"
-    )
+    described = rows.select("stage", "payload").mapInArrow(
+        _ShapeScanner(), "shape binary, error string, records long, failure binary"
+    ).collect()
+    # a user function raised: its error, not a frame of partial input
+    raise_first_failure([(b"", r["failure"]) for r in described if r["failure"] is not None])
     return type_of_shapes(
-        [(pickle.loads(r["shape"]), r["error"], r["records"]) for r in described.collect()],
+        [(pickle.loads(r["shape"]), r["error"], r["records"]) for r in described],
         caller,
     )
 
