@@ -20,6 +20,14 @@ def spark() -> Any:
         pytest.skip(str(exc))
 
 
+def csv_stream(spark: Any, folder: Any, schema: str, text: str) -> Any:
+    """A streaming DataFrame reading ``folder`` (made here), which holds one CSV file with a
+    header line: ``text``."""
+    folder.mkdir()
+    (folder / "a.csv").write_text(text)
+    return spark.readStream.schema(schema).option("header", True).csv(str(folder))
+
+
 def wait_for(condition: Callable[[], Any], seconds: float) -> bool:
     """Poll ``condition`` every 0.1 s until it holds or ``seconds`` passed; its last value."""
     deadline = time.monotonic() + seconds

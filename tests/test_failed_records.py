@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import csv_stream
 from sparktide.common import Types
 from sparktide.common.watermark_strategy import WatermarkStrategy
 from sparktide.datastream import (
@@ -110,10 +111,9 @@ def test_with_failed_records_needs_an_output_tag() -> None:
 
 
 def test_spark_streaming_routes_failed_records_and_commits(spark, tmp_path) -> None:
-    (tmp_path / "in").mkdir()
-    (tmp_path / "in" / "a.csv").write_text("k,ts\na,1000\nbad,2000\nb,3000\n")
-    reader = spark.readStream.schema("k string, ts long").option("header", True)
-    frame = reader.csv(str(tmp_path / "in"))
+    frame = csv_stream(
+        spark, tmp_path / "in", "k string, ts long", "k,ts\na,1000\nbad,2000\nb,3000\n"
+    )
     env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
     stream = env.from_stream(frame, timestamp_column="ts").map(
         lambda r: (r.k, r.ts), output_type=Types.TUPLE([Types.STRING(), Types.LONG()])

@@ -8,6 +8,7 @@ import datetime as dt
 
 import pytest
 
+from conftest import csv_stream
 from sparktide.common import Row
 from sparktide.common.watermark_strategy import WatermarkStrategy
 from sparktide.datastream import StreamExecutionEnvironment
@@ -43,10 +44,7 @@ def test_a_string_timestamp_is_parsed_never_int_of_a_string() -> None:
 
 
 def test_from_stream_null_timestamp_names_from_stream(spark, tmp_path) -> None:
-    (tmp_path / "in").mkdir()
-    (tmp_path / "in" / "a.csv").write_text("k,ts\na,\n")
-    frame = spark.readStream.schema("k string, ts long").option("header", True)
-    frame = frame.csv(str(tmp_path / "in"))
+    frame = csv_stream(spark, tmp_path / "in", "k string, ts long", "k,ts\na,\n")
     env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
     stream = env.from_stream(frame, timestamp_column="ts")
     assigner = stream._node.watermark_strategy.create_timestamp_assigner(None)
@@ -66,10 +64,7 @@ def test_from_dataframe_string_column_advises_to_timestamp(spark) -> None:
 
 
 def test_a_from_stream_job_with_a_null_timestamp_fails_naming_from_stream(spark, tmp_path) -> None:
-    (tmp_path / "in").mkdir()
-    (tmp_path / "in" / "a.csv").write_text("k,ts\na,1\nb,\n")
-    frame = spark.readStream.schema("k string, ts long").option("header", True)
-    frame = frame.csv(str(tmp_path / "in"))
+    frame = csv_stream(spark, tmp_path / "in", "k string, ts long", "k,ts\na,1\nb,\n")
     env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
     env.from_stream(frame, timestamp_column="ts").foreach_batch(lambda df, b: None)
     with pytest.raises(ValueError, match=r"^from_stream: the timestamp column 'ts' holds null"):

@@ -13,6 +13,7 @@ import traceback
 
 import pytest
 
+from conftest import csv_stream
 from sparktide.common import Row, Types
 from sparktide.datastream import KeyedProcessFunction, StreamExecutionEnvironment
 
@@ -133,10 +134,9 @@ def test_spark_to_dataframe_of_a_failed_job_fails_not_empty(spark) -> None:
 
 
 def test_spark_streaming_raises_the_users_error_with_the_batch(spark, tmp_path) -> None:
-    (tmp_path / "in").mkdir()
-    (tmp_path / "in" / "a.csv").write_text("k,ts,v\na,1,1\nb,2,2\na,3,3\n")
-    reader = spark.readStream.schema("k string, ts long, v long").option("header", True)
-    frame = reader.csv(str(tmp_path / "in"))
+    frame = csv_stream(
+        spark, tmp_path / "in", "k string, ts long, v long", "k,ts,v\na,1,1\nb,2,2\na,3,3\n"
+    )
     env = _env("spark")
     seen: list[int] = []
     stream = env.from_stream(frame, timestamp_column="ts").key_by(lambda r: r.k)
