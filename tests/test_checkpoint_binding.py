@@ -12,6 +12,7 @@ import pytest
 from sparktide.runtime.keygroups import KeyGroupRange, compute_key_group_range_for_operator_index
 from sparktide.spark.changelog import rebuild
 from sparktide.spark.checkpoint import CheckpointError, CheckpointStore
+from sparktide.spark.checkpoint_meta import BatchCommit
 
 MAXP = 16
 META = {"count": {"kind": "value", "ttl": False}}
@@ -35,7 +36,7 @@ def _store(tmp_path, versions: int = 2, snapshot_every: int = 1, offset: int = 0
             store.write_version(
                 version, 0, i, plan, _snapshot(kgs, version + offset), {}, PARTS, operator="uid:w"
             )
-        store.commit(version, {"processing_time": version, "parallelism": {"0": 2}})
+        store.commit(version, BatchCommit(processing_time=version, parallelism={0: 2}))
     return store
 
 
@@ -46,11 +47,11 @@ def _restore(store: CheckpointStore, version: int, subtask: int):
 
 def test_the_manifest_records_each_file_and_its_slot(tmp_path) -> None:
     store = _store(tmp_path)
-    files = store.commit_info(1)["files"]
+    files = store.commit_info(1).files
     record = files["state/1/stage-0/sub-1.bin"]
-    assert record["digest"].startswith("blake2b:") and record["size"] > 0
-    assert (record["version"], record["stage"], record["subtask"]) == (1, 0, 1)
-    assert record["operator"] == "uid:w" and record["key_groups"] == [8, 15]
+    assert record.digest.startswith("blake2b:") and record.size > 0
+    assert (record.version, record.stage, record.subtask) == (1, 0, 1)
+    assert record.operator == "uid:w" and record.key_groups == (8, 15)
     assert "splits/1.bin" not in files  # no split file written by this store
     loaded = _restore(store, 1, 1)
     assert loaded.snapshot().state[8]["count"] == [("k8", None, 1)]

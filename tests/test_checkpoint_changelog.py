@@ -21,6 +21,7 @@ from sparktide.runtime.keygroups import (
 )
 from sparktide.spark.changelog import digests, flatten, rebuild
 from sparktide.spark.checkpoint import CHECKPOINT_FORMAT_VERSION, CheckpointError, CheckpointStore
+from sparktide.spark.checkpoint_meta import BatchCommit, Chain, JobFingerprint
 
 MAXP = 16
 META = {"count": {"kind": "value", "ttl": False}, "seen": {"kind": "list", "ttl": False}}
@@ -78,7 +79,7 @@ def _write_batch(store, model, version, parallelism, warm, rng) -> None:
         kgs = compute_key_group_range_for_operator_index(MAXP, parallelism, i)
         plan = store.plan_chain(previous, 0, i, parallelism, version)
         cached = warm.get((i, parallelism))
-        if previous is None or plan["snapshot"] == version:
+        if previous is None or plan.snapshot == version:
             prev_digests = {}
         elif cached is not None and cached[0] == version - 1 and rng.random() < 0.5:
             prev_digests = cached[1]  # as the worker cache would
@@ -87,7 +88,7 @@ def _write_batch(store, model, version, parallelism, warm, rng) -> None:
             prev_digests = digests(loaded.flat)
         _, new = store.write_version(version, 0, i, plan, model.snapshot(kgs), prev_digests, PARTS)
         warm[(i, parallelism)] = (version, new)
-    store.commit(version, {"processing_time": version, "parallelism": {"0": parallelism}})
+    store.commit(version, BatchCommit(processing_time=version, parallelism={0: parallelism}))
 
 
 def _restored(store, version, parallelism) -> dict:
@@ -106,8 +107,8 @@ def _restored(store, version, parallelism) -> dict:
 @pytest.mark.parametrize("seed", range(4))
 def test_snapshot_plus_changelogs_equals_the_full_state(tmp_path, snapshot_every, seed) -> None:
     rng = random.Random(seed * 10 + snapshot_every)
-    store = CheckpointStore(str(tmp_path / "a"), {"job": 1}, snapshot_every=snapshot_every)
-    full = CheckpointStore(str(tmp_path / "b"), {"job": 1}, snapshot_every=1)
+    store = CheckpointStore(str(tmp_path / "a"), JobFingerprint(), snapshot_every=snapshot_every)
+    full = CheckpointStore(str(tmp_path / "b"), JobFingerprint(), snapshot_every=1)
     model = Model()
     warm: dict = {}
     parallelism = 2
@@ -128,12 +129,12 @@ def test_snapshot_plus_changelogs_equals_the_full_state(tmp_path, snapshot_every
 
             mine, theirs = Snap.from_bytes(parts["keyed"]), Snap.from_bytes(ref["keyed"])
             assert flatten(mine) == flatten(theirs) and mine.state_meta == theirs.state_meta
-        chains = store.commit_info(version)["chains"]["0"]
-        assert all(len(c["changelogs"]) < snapshot_every for c in chains)
+        chains = store.commit_info(version).chains[0]
+        assert all(len(c.changelogs) < snapshot_every for c in chains)
 
 
 def _big_store(tmp_path, keys: int = 10_000):
-    store = CheckpointStore(str(tmp_path / "ckpt"), {"job": 1}, snapshot_every=10)
+    store = CheckpointStore(str(tmp_path / "ckpt"), JobFingerprint(), snapshot_every=10)
     model = Model(maxp=128)
     for k in range(keys):
         model.state[("count", f"k{k}", None)] = k
@@ -148,7 +149,7 @@ def _write_one(store, model, version, new_digests):
     plan = store.plan_chain(previous, 0, 0, 1, version)
     snap = rebuild("op", 128, kgs, META, model.flat(kgs))
     size, new = store.write_version(version, 0, 0, plan, snap, new_digests, PARTS)
-    store.commit(version, {"processing_time": 0, "parallelism": {"0": 1}})
+    store.commit(version, BatchCommit(processing_time=0, parallelism={0: 1}))
     return size, new
 
 
@@ -188,7 +189,7 @@ def test_a_corrupt_or_truncated_changelog_is_an_error_naming_the_file(tmp_path) 
 
 def test_cleanup_keeps_every_file_a_retained_version_needs(tmp_path) -> None:
     rng = random.Random(3)
-    store = CheckpointStore(str(tmp_path / "ckpt"), {"job": 1}, snapshot_every=3)
+    store = CheckpointStore(str(tmp_path / "ckpt"), JobFingerprint(), snapshot_every=3)
     model = Model()
     states = []
     for version in range(8):
@@ -213,6 +214,10 @@ def test_cleanup_keeps_every_file_a_retained_version_needs(tmp_path) -> None:
 
 
 def _fingerprint(op="window", uid="w", splits=3, maxp=128):
+    return JobFingerprint.from_json(_fingerprint_json(op, uid, splits, maxp), "test")
+
+
+def _fingerprint_json(op, uid, splits, maxp):
     return {
         "sources": [["flights", None, splits]],
         "stages": [
@@ -226,7 +231,7 @@ def _fingerprint(op="window", uid="w", splits=3, maxp=128):
 
 
 def test_another_job_graph_is_refused_naming_the_difference(tmp_path) -> None:
-    CheckpointStore(str(tmp_path), _fingerprint()).commit(0, {"parallelism": {}})
+    CheckpointStore(str(tmp_path), _fingerprint()).commit(0, BatchCommit(0, parallelism={}))
     cases = {
         "state of operator\\(s\\) this job does not have: 'window' \\(uid 'w'\\) of stage 0": {
             "op": "reduce",
@@ -305,7 +310,7 @@ def test_the_worker_cache_serves_the_next_batch_but_never_a_replay(spark, tmp_pa
 
     base = _alarm_job(spark)
     stage = base.plan.stages[-1]
-    store = CheckpointStore(str(tmp_path / "ckpt"), {"job": "alarm"}, snapshot_every=3)
+    store = CheckpointStore(str(tmp_path / "ckpt"), JobFingerprint(), snapshot_every=3)
     maxp = stage.max_parallelism
     model = Model(maxp=maxp)
     for k in range(300):
@@ -317,7 +322,7 @@ def test_the_worker_cache_serves_the_next_batch_but_never_a_replay(spark, tmp_pa
     plan = store.plan_chain(None, stage.index, 0, 1, 0)
     parts = {"valves": b"{}", "watermarks": b"{}"}  # JSON: no valve or watermark yet
     store.write_version(0, stage.index, 0, plan, seeded, {}, parts)
-    store.commit(0, {"processing_time": 0, "parallelism": {str(stage.index): 1}})
+    store.commit(0, BatchCommit(processing_time=0, parallelism={stage.index: 1}))
     expected = flatten(seeded)
     clear_warm_cache()
 
@@ -327,7 +332,7 @@ def test_the_worker_cache_serves_the_next_batch_but_never_a_replay(spark, tmp_pa
         job.run_stream_subtask(stage.index, 0, [pickle.dumps([])])
 
     def commit(version: int) -> None:
-        store.commit(version, {"processing_time": version, "parallelism": {str(stage.index): 1}})
+        store.commit(version, BatchCommit(processing_time=version, parallelism={stage.index: 1}))
         _, got = store.read_subtask(version, stage.index, 0)
         from sparktide.runtime.snapshot import KeyedOperatorSnapshot
 
@@ -429,9 +434,9 @@ def _state_of(ckpt) -> dict:
     version = store.committed_version()
     info = store.commit_info(version)
     out: dict = {}
-    for stage, p in info["parallelism"].items():
-        for i in range(int(p)):
-            _, parts = store.read_subtask(version, int(stage), i)
+    for stage, p in info.parallelism.items():
+        for i in range(p):
+            _, parts = store.read_subtask(version, stage, i)
             out.update(flatten(KeyedOperatorSnapshot.from_bytes(parts["keyed"])))
     return out
 
@@ -465,10 +470,10 @@ def test_changelogs_and_a_rescale_keep_the_output_and_state_exact(spark, tmp_pat
     assert {i[2]: v for i, v in items if i[0] == 0} == counts
     assert {(i[3], i[4]) for i, _ in items if i[0] == 1} == pending
     store = CheckpointStore(str(tmp_path / "ckpt"))
-    assert store.commit_info(1)["chains"]["0"] == [{"snapshot": 0, "changelogs": [1]}] * 2
+    assert store.commit_info(1).chains[0] == (Chain(0, (1,)),) * 2
     assert os.path.exists(tmp_path / "ckpt" / "state" / "1" / "stage-0" / "sub-1.log")
     # batch 2 rescaled from 2 to 3 subtasks (reading the changelogs): full snapshots
-    assert store.commit_info(2)["chains"]["0"] == [{"snapshot": 2, "changelogs": []}] * 3
+    assert store.commit_info(2).chains[0] == (Chain(2, ()),) * 3
 
 
 def test_snapshot_every_is_validated_by_execute(spark, tmp_path) -> None:
@@ -561,7 +566,7 @@ def _run_batch(job, store, version: int, entries: list) -> list[str]:
     previous = store.commit_info(version - 1) if version > 0 else None
     worker = StreamingJob(job, store, version, version, max(version - 1, 0), previous, {})
     rows = worker.run_stream_subtask(stage.index, 0, [pickle.dumps(entries)])[0]
-    store.commit(version, {"processing_time": version, "parallelism": {str(stage.index): 1}})
+    store.commit(version, BatchCommit(processing_time=version, parallelism={stage.index: 1}))
     lines: list = []
     stages, payloads = rows["stage"].to_pylist(), rows["payload"].to_pylist()
     for stage_id, payload in zip(stages, payloads, strict=True):
@@ -601,7 +606,7 @@ def test_a_changelog_after_a_restore_holds_only_the_touched_timers_and_entries(t
             batch.append((k, ts))
         batches.append(batch)
     job = _reminder_job()
-    store = CheckpointStore(str(tmp_path / "ckpt"), {"job": "reminder"}, snapshot_every=10)
+    store = CheckpointStore(str(tmp_path / "ckpt"), JobFingerprint(), snapshot_every=10)
     clear_warm_cache()
     printed = _run_batch(job, store, 0, _entries(0, batches[0]))
     clear_warm_cache()  # batch 1 restores from the checkpoint files, batch 2 from the cache
@@ -615,7 +620,7 @@ def test_a_changelog_after_a_restore_holds_only_the_touched_timers_and_entries(t
     printed += _run_batch(job, store, 3, _entries(3, [], watermark=10_000))
     # the same records in one batch, without any restore
     clear_warm_cache()
-    whole = CheckpointStore(str(tmp_path / "whole"), {"job": "reminder"})
+    whole = CheckpointStore(str(tmp_path / "whole"), JobFingerprint())
     records = [r for batch in batches for r in batch]
     expected = _run_batch(job, whole, 0, _entries(0, records, watermark=10_000))
     clear_warm_cache()

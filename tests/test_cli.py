@@ -133,8 +133,9 @@ def test_run_job_errors_propagate(tmp_path: Path, clean_env):
 def _checkpoint(directory: Path) -> Path:
     """A checkpoint with one committed batch (no stages: nothing Spark needs to write)."""
     from sparktide.spark.checkpoint import CheckpointStore
+    from sparktide.spark.checkpoint_meta import BatchCommit, JobFingerprint
 
-    store = CheckpointStore(str(directory), {"stages": []})
+    store = CheckpointStore(str(directory), JobFingerprint())
     metrics = {
         "batch_id": 0,
         "processing_time": 1_371_301_200_000,
@@ -144,7 +145,7 @@ def _checkpoint(directory: Path) -> Path:
         "watermark": 1_371_301_199_999,
         "split_watermarks": {"0": 1_371_301_199_999, "1": "idle"},
     }
-    store.commit(0, {"processing_time": 1_371_301_200_000, "parallelism": {}, "metrics": metrics})
+    store.commit(0, BatchCommit(1_371_301_200_000, parallelism={}, metrics=metrics))
     return directory
 
 

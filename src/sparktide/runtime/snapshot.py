@@ -43,7 +43,7 @@ from typing import Any
 from sparktide.runtime.keygroups import KeyGroupRange
 from sparktide.runtime.timers.manager import TimerSnapshot
 
-__all__ = ["FORMAT_VERSION", "KeyedOperatorSnapshot", "SnapshotFormatError"]
+__all__ = ["FORMAT_VERSION", "KeyedOperatorSnapshot", "SnapshotFormatError", "StateMeta"]
 
 MAGIC = b"\x89STKSNP\n"
 FORMAT_VERSION = 1
@@ -56,6 +56,8 @@ class SnapshotFormatError(ValueError):
 
 
 StateData = dict[int, dict[str, list[tuple[Any, Any, Any]]]]
+StateMeta = dict[str, dict[str, Any]]
+"""Per state name: its kind and whether it has a TTL (``{"kind": "value", "ttl": False}``)."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,7 @@ class KeyedOperatorSnapshot:
     operator: str
     max_parallelism: int
     key_group_range: KeyGroupRange
-    state_meta: dict[str, dict[str, Any]] = field(default_factory=dict)
+    state_meta: StateMeta = field(default_factory=dict)
     state: StateData = field(default_factory=dict)
     timers: TimerSnapshot = field(default_factory=dict)
 

@@ -21,11 +21,11 @@ worker cache of :mod:`sparktide.spark.stream_job`, or recomputed after a restore
 the per-process salt of ``hash`` does not matter.
 
 A changelog keeps one part ``kg-<n>`` per changed key group, each with its own CRC (the
-container of :func:`~sparktide.spark.checkpoint.pack_parts`), so key groups stay the unit of
+container of :func:`~sparktide.spark.checkpoint_files.pack_parts`), so key groups stay the unit of
 rescaling: a reader takes only the key groups of its own range. **Only user values are
 pickled**, as in a full snapshot (:mod:`sparktide.runtime.snapshot`): each part is itself a
-:func:`~sparktide.spark.checkpoint.pack_parts` container whose JSON meta holds the structure and
-whose two parts hold the rest::
+:func:`~sparktide.spark.checkpoint_files.pack_parts` container whose JSON meta holds the
+structure and whose two parts hold the rest::
 
     meta      {"key_group": kg, "sections": [
                  {"type": "state", "state": name, "puts": n, "deletes": m},
@@ -68,6 +68,7 @@ from typing import Any
 
 from sparktide.runtime.keygroups import KeyGroupRange
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot
+from sparktide.spark.checkpoint_files import pack_parts, unpack_parts
 
 __all__ = [
     "Changes",
@@ -278,8 +279,6 @@ def decode_key_group(
 def encode_changes(changes: Changes) -> dict[str, bytes]:
     """Container parts ``kg-<n>`` of ``changes`` (one :func:`encode_key_group` container per
     key group)."""
-    from sparktide.spark.checkpoint import pack_parts  # the checkpoint module imports this one
-
     out = {}
     for kg in sorted(changes):
         meta, parts = encode_key_group(*changes[kg])
@@ -292,8 +291,6 @@ def decode_changes(
 ) -> Changes:
     """The changes of the ``kg-<n>`` parts (only the key groups in ``key_groups``); a part that
     does not decode raises ``ValueError`` naming ``where`` and the key group."""
-    from sparktide.spark.checkpoint import unpack_parts  # the checkpoint module imports this one
-
     out: Changes = {}
     for name, data in parts.items():
         if not name.startswith("kg-"):

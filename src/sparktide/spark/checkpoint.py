@@ -7,7 +7,7 @@ directory, given as a local path or any URI :func:`pyarrow.fs.FileSystem.from_ur
       commits/<v>.json                 one per committed batch id v: the manifest of version v
       batches/<v>.json                 the processing time of batch v, recorded at its first attempt
       splits/<v>.bin                   per source split: its watermark, idleness and sequence
-                                       number (JSON) and its watermark generator's attributes
+                                       number (JSON) and its watermark generator's state
       state/<v>/stage-<s>/sub-<i>.bin  a full snapshot of a stage subtask: keyed state and timers
                                        of its key groups (the format of
                                        :mod:`sparktide.runtime.snapshot`), its valves and its
@@ -44,12 +44,17 @@ refuses a file that is not the one recorded, naming it and what differs
 restore matches the job's stages to the checkpoint's by operator identity and refuses state it
 cannot place (:mod:`sparktide.spark.restore_match`).
 
-**Data, not code.** Manifests, batch times, file headers, valves, operator watermarks and split
-positions are JSON, a changelog's structure (which entries and timers, timer timestamps and
+**Data, not code.** The metadata is typed (:mod:`sparktide.spark.checkpoint_meta`: the
+:class:`~sparktide.spark.checkpoint_meta.CommitManifest` with its chains, file records and job
+fingerprint, split states, operator watermarks), written as JSON and validated when read: a
+missing or mistyped field is an error naming the file and the field. Manifests, batch times,
+file headers, valves, operator watermarks and split positions are JSON, a changelog's structure
+(which entries and timers, timer timestamps and
 sequence numbers) JSON and int64; only user values are pickled (state contents and keys, timer
-keys and namespaces, a watermark generator's attributes). A file or manifest of another format
+keys and namespaces, a watermark generator's state). A file or manifest of another format
 version (:data:`CHECKPOINT_FORMAT_VERSION`; 1 pickled valves, watermarks and split states, 2 a
-changelog's timer timestamps and sequence numbers) is refused with an error naming both
+changelog's timer timestamps and sequence numbers, 3 the built-in watermark generators'
+attributes) is refused with an error naming both
 versions, never read. Restoring a checkpoint unpickles its
 user values, so a checkpoint directory must be trusted like code.
 
@@ -59,27 +64,26 @@ alike), so a restart with another parallelism redistributes the key groups; the 
 after it writes full snapshots, which start the new subtasks' chains.
 
 >>> import tempfile
->>> store = CheckpointStore(tempfile.mkdtemp(), {"stages": []})
+>>> store = CheckpointStore(tempfile.mkdtemp(), JobFingerprint())
 >>> store.committed_version() is None
 True
->>> store.commit(0, {"processing_time": 5, "parallelism": {}})
->>> store.committed_version(), store.commit_info(0)["processing_time"]
+>>> store.commit(0, BatchCommit(processing_time=5, parallelism={})).version
+0
+>>> store.committed_version(), store.commit_info(0).processing_time
 (0, 5)
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import struct
 import uuid
 import zlib
-from dataclasses import asdict, dataclass
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from sparktide.runtime.keygroups import KeyGroupRange, compute_key_group_range_for_operator_index
-from sparktide.runtime.snapshot import KeyedOperatorSnapshot, SnapshotFormatError
+from sparktide.runtime.snapshot import KeyedOperatorSnapshot, SnapshotFormatError, StateMeta
 from sparktide.spark.changelog import (
     Digests,
     Flat,
@@ -91,6 +95,27 @@ from sparktide.spark.changelog import (
     flatten,
     rebuild,
 )
+from sparktide.spark.checkpoint_files import (
+    CHECKPOINT_FORMAT_VERSION,
+    CheckpointError,
+    JsonObject,
+    file_digest,
+    format_version_error,
+    header_meta,
+    pack_parts,
+    unpack_parts,
+)
+from sparktide.spark.checkpoint_meta import (
+    BatchCommit,
+    Chain,
+    CommitManifest,
+    FileRecord,
+    JobFingerprint,
+    SplitState,
+)
+
+if TYPE_CHECKING:
+    from pyarrow.fs import FileSystem
 
 __all__ = [
     "CHECKPOINT_FORMAT_VERSION",
@@ -99,144 +124,13 @@ __all__ = [
     "CheckpointStore",
     "FileRecord",
     "LoadedSubtask",
-    "chains_of",
     "check_snapshot_every",
-    "describe_difference",
+    "format_version_error",
     "pack_parts",
     "unpack_parts",
 ]
 
-CHECKPOINT_FORMAT_VERSION = 3
-# 1: valves, watermarks and split states were pickled; 2: a changelog's key groups were one
-# pickle each (timer timestamps and sequence numbers with the user values)
 DEFAULT_SNAPSHOT_EVERY = 10
-_MAGIC = b"\x89STKCKP\n"
-_PREFIX = struct.Struct(">8sII")
-
-
-class CheckpointError(ValueError):
-    """A checkpoint that cannot be used: corrupt, truncated, of another job or format."""
-
-
-# ---------------------------------------------------------------------------------------------
-# the container format of state and split files
-
-
-def format_version_error(where: str, version: Any) -> CheckpointError:
-    """The error for a file of another checkpoint format version (never read: a version's
-    metadata may mean something else in another)."""
-    older = isinstance(version, int) and version < CHECKPOINT_FORMAT_VERSION
-    who = "an older" if older else "another"
-    return CheckpointError(
-        f"{where}: checkpoint format version {version} is not supported; this sparktide "
-        f"reads version {CHECKPOINT_FORMAT_VERSION} (the checkpoint was written by {who} "
-        "sparktide): resume the query with the sparktide version that wrote it, or start from "
-        "an empty checkpoint directory (its state is then not restored)"
-    )
-
-
-def pack_parts(parts: dict[str, bytes], meta: dict[str, Any] | None = None) -> bytes:
-    """Bytes holding named binary ``parts`` and JSON ``meta``, each part with its CRC32.
-
-    >>> unpack_parts(pack_parts({"a": b"xyz"}, {"n": 1}), "f")
-    ({'n': 1}, {'a': b'xyz'})
-    """
-    offset = 0
-    refs: dict[str, list[int]] = {}
-    for name, data in parts.items():
-        refs[name] = [offset, len(data), zlib.crc32(data)]
-        offset += len(data)
-    header = {"format_version": CHECKPOINT_FORMAT_VERSION, "meta": meta or {}, "parts": refs}
-    head = json.dumps(header, sort_keys=True, separators=(",", ":")).encode("utf-8")
-    head_crc = struct.pack(">I", zlib.crc32(head))
-    prefix = _PREFIX.pack(_MAGIC, CHECKPOINT_FORMAT_VERSION, len(head))
-    return prefix + head + head_crc + b"".join(parts.values())
-
-
-def unpack_parts(data: bytes, where: str) -> tuple[dict[str, Any], dict[str, bytes]]:
-    """The ``(meta, parts)`` of :func:`pack_parts` bytes, validated; ``where`` names the file
-    in errors."""
-    if len(data) < _PREFIX.size or data[:8] != _MAGIC:
-        raise CheckpointError(
-            f"{where}: not a sparktide checkpoint file (bad magic bytes); the checkpoint is "
-            "corrupt: restore the directory from a backup or start from an empty one"
-        )
-    _, version, head_len = _PREFIX.unpack_from(data)
-    if version != CHECKPOINT_FORMAT_VERSION:
-        raise format_version_error(where, version)
-    start = _PREFIX.size
-    end = start + head_len
-    if end + 4 > len(data):
-        raise CheckpointError(f"{where}: the file is truncated (incomplete header)")
-    head = data[start:end]
-    if struct.unpack(">I", data[end : end + 4])[0] != zlib.crc32(head):
-        raise CheckpointError(f"{where}: the file is corrupt (header checksum mismatch)")
-    header = json.loads(head.decode("utf-8"))
-    area = memoryview(data)[end + 4 :]
-    parts: dict[str, bytes] = {}
-    for name, (off, length, crc) in header["parts"].items():
-        if off + length > len(area):
-            raise CheckpointError(f"{where}: the file is truncated (part {name!r} is incomplete)")
-        chunk = bytes(area[off : off + length])
-        if zlib.crc32(chunk) != crc:
-            raise CheckpointError(f"{where}: the file is corrupt (checksum mismatch in {name!r})")
-        parts[name] = chunk
-    return header["meta"], parts
-
-
-def file_digest(data: bytes) -> str:
-    """The digest a manifest records of a file's bytes.
-
-    >>> file_digest(b"x")[:16]
-    'blake2b:d161d711'
-    """
-    return "blake2b:" + hashlib.blake2b(data, digest_size=32).hexdigest()
-
-
-def _header_meta(data: bytes) -> dict[str, Any] | None:
-    """The JSON meta of :func:`pack_parts` bytes, read without checking the parts (``None``:
-    no readable header)."""
-    try:
-        _, _, head_len = _PREFIX.unpack_from(data)
-        start = _PREFIX.size
-        return json.loads(bytes(data[start : start + head_len]).decode("utf-8"))["meta"]
-    except Exception:
-        return None
-
-
-_BINDING = ("version", "operator", "stage", "subtask", "key_groups", "kind")
-
-
-@dataclass(frozen=True)
-class FileRecord:
-    """What a manifest records of one file it names: the digest and size of its bytes and the
-    slot it belongs to (checkpoint version, operator identity of the stage's entry, stage
-    index, subtask, key-group range ``[start, end]`` or ``None``, kind)."""
-
-    digest: str
-    size: int
-    version: int
-    operator: str | None
-    stage: int | None
-    subtask: int | None
-    key_groups: list[int] | None
-    kind: str
-
-    def to_json(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, raw: dict[str, Any]) -> FileRecord:
-        return cls(**{name: raw.get(name) for name in cls.__dataclass_fields__})
-
-    @classmethod
-    def of(cls, data: bytes, meta: dict[str, Any]) -> FileRecord:
-        """The record of ``data`` whose header meta is ``meta``."""
-        return cls(
-            digest=file_digest(data),
-            size=len(data),
-            **{name: meta.get(name) for name in _BINDING},
-        )
 
 
 def _differences(record: FileRecord, data: bytes) -> str:
@@ -244,12 +138,11 @@ def _differences(record: FileRecord, data: bytes) -> str:
     out = []
     if len(data) != record.size:
         out.append(f"it has {len(data)} bytes where the manifest records {record.size}")
-    meta = _header_meta(data) or {}
-    for name in _BINDING:
-        if name in meta and meta[name] != getattr(record, name):
+    meta = header_meta(data) or {}
+    for name, expected in record.slot().items():
+        if name in meta and meta[name] != expected:
             out.append(
-                f"its header says {name} {meta[name]!r} where the manifest expects "
-                f"{getattr(record, name)!r}"
+                f"its header says {name} {meta[name]!r} where the manifest expects {expected!r}"
             )
     if not out:
         out.append(f"its digest is not the {record.digest} the manifest records")
@@ -260,7 +153,7 @@ def _differences(record: FileRecord, data: bytes) -> str:
 # the store
 
 
-def _filesystem(location: str) -> tuple[Any, str]:
+def _filesystem(location: str) -> tuple[FileSystem, str]:
     from pyarrow import fs
 
     if not isinstance(location, str) or not location:
@@ -271,17 +164,19 @@ def _filesystem(location: str) -> tuple[Any, str]:
     if "://" not in location:
         location = os.path.abspath(location)
     try:
-        return fs.FileSystem.from_uri(location)
+        filesystem, root = fs.FileSystem.from_uri(location)
     except Exception as exc:
         raise ValueError(
             f"checkpoint_location {location!r} is not a path or a URI pyarrow.fs can open: {exc}"
         ) from None
+    return filesystem, root
 
 
 class CheckpointStore:
     """Versioned files of one streaming job under ``location`` (see the module docstring).
 
-    ``fingerprint``: a JSON-able description of the job graph; a commit written with another
+    ``fingerprint``: the job graph
+    (:class:`~sparktide.spark.checkpoint_meta.JobFingerprint`); a commit written with another
     fingerprint raises :class:`CheckpointError` when this store reads it (``None``: read any
     job's checkpoint, e.g. to inspect it). ``snapshot_every``: a full snapshot of each subtask
     every that many batches, changelogs in between (``None``: 10; 1: full snapshots only). The
@@ -292,7 +187,7 @@ class CheckpointStore:
     def __init__(
         self,
         location: str,
-        fingerprint: dict[str, Any] | None = None,
+        fingerprint: JobFingerprint | None = None,
         snapshot_every: int | None = None,
         allow_non_restored_state: bool = False,
     ) -> None:
@@ -308,19 +203,17 @@ class CheckpointStore:
         self.records: dict[str, FileRecord] = {}  # files this object wrote, by relative path
         self._fs, self.root = _filesystem(location)
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {
-            "location": self.location,
-            "fingerprint": self.fingerprint,
-            "snapshot_every": self.snapshot_every,
-            "allow_non_restored_state": self.allow_non_restored_state,
-        }
+    def __getstate__(self) -> tuple[str, JobFingerprint | None, int, bool]:
+        return (
+            self.location,
+            self.fingerprint,
+            self.snapshot_every,
+            self.allow_non_restored_state,
+        )
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.location = state["location"]
-        self.fingerprint = state["fingerprint"]
-        self.snapshot_every = state.get("snapshot_every", DEFAULT_SNAPSHOT_EVERY)
-        self.allow_non_restored_state = state.get("allow_non_restored_state", False)
+    def __setstate__(self, state: tuple[str, JobFingerprint | None, int, bool]) -> None:
+        self.location, self.fingerprint, self.snapshot_every = state[:3]
+        self.allow_non_restored_state = state[3]
         self.records = {}
         self._fs, self.root = _filesystem(self.location)
 
@@ -333,7 +226,7 @@ class CheckpointStore:
         """``path`` relative to the checkpoint root (how a manifest names files)."""
         return path[len(self.root.rstrip("/")) + 1 :]
 
-    def read_bound(self, path: str, files: dict[str, Any] | None) -> bytes:
+    def read_bound(self, path: str, files: Mapping[str, FileRecord] | None) -> bytes:
         """The bytes of ``path``, checked against the record of manifest ``files`` (``None``:
         unchecked, an uncommitted version): its size, digest and slot (version, operator,
         subtask, key groups). A file in the wrong slot (another subtask's, another version's)
@@ -341,13 +234,12 @@ class CheckpointStore:
         data = self.read(path)
         if files is None:
             return data
-        raw = files.get(self.relative(path))
-        if raw is None:
+        record = files.get(self.relative(path))
+        if record is None:
             raise CheckpointError(
                 f"{path}: the manifest records no such file; the checkpoint is inconsistent: "
                 "restore the directory from a backup or start from an empty one"
             )
-        record = FileRecord.from_json(raw)
         if len(data) != record.size or file_digest(data) != record.digest:
             unpack_parts(data, path)  # a truncated or corrupt file says so first
             raise CheckpointError(
@@ -376,12 +268,13 @@ class CheckpointStore:
     def _exists(self, path: str) -> bool:
         from pyarrow import fs
 
-        return self._fs.get_file_info(path).type != fs.FileType.NotFound
+        return bool(self._fs.get_file_info(path).type != fs.FileType.NotFound)
 
     def read(self, path: str) -> bytes:
         try:
             with self._fs.open_input_stream(path) as f:
-                return f.read()
+                data: bytes = f.read()
+                return data
         except FileNotFoundError:
             raise CheckpointError(
                 f"{path}: missing from the checkpoint; the directory is incomplete (files were "
@@ -389,12 +282,12 @@ class CheckpointStore:
             ) from None
 
     def write_recorded(
-        self, path: str, data: bytes, meta: dict[str, Any], atomic: bool = False
+        self, path: str, data: bytes, meta: JsonObject, atomic: bool = False
     ) -> FileRecord:
         """Write a :func:`pack_parts` file whose header meta is ``meta`` and keep its
         :class:`FileRecord` for the manifest (in :attr:`records`)."""
         self.write(path, data, atomic=atomic)
-        record = FileRecord.of(data, meta)
+        record = FileRecord.of(data, meta, path)
         self.records[self.relative(path)] = record
         return record
 
@@ -414,7 +307,7 @@ class CheckpointStore:
         if not self._exists(directory):
             return []
         infos = self._fs.get_file_info(fs.FileSelector(directory, recursive=False))
-        return [i.base_name for i in infos]
+        return [str(i.base_name) for i in infos]
 
     def _delete_dir(self, path: str) -> None:
         if self._exists(path):
@@ -430,26 +323,28 @@ class CheckpointStore:
         versions = self._commit_versions()
         if not versions:
             return None
-        info = self.commit_info(versions[-1])
-        stored = info.get("fingerprint")
+        stored = self.commit_info(versions[-1]).fingerprint
         if self.fingerprint is not None and stored != self.fingerprint:
             check_restorable(stored, self.fingerprint, self.allow_non_restored_state, self.location)
         return versions[-1]
 
-    def previous_stage(self, previous: dict[str, Any], stage: int) -> int | None:
+    def previous_stage(self, previous: CommitManifest, stage: int) -> int | None:
         """The stage of manifest ``previous`` whose state stage ``stage`` of this job restores
         (matched by the identity of its entry operator; ``None``: none, it starts empty)."""
         from sparktide.spark.restore_match import stage_mapping
 
-        stored = previous.get("fingerprint")
-        if self.fingerprint is None or stored == self.fingerprint:
-            return stage if str(stage) in previous.get("parallelism", {}) else None
+        stored = previous.fingerprint
+        if self.fingerprint is None or stored is None or stored == self.fingerprint:
+            return stage if stage in previous.parallelism else None
         return stage_mapping(stored, self.fingerprint).get(stage)
 
     def _commit_versions(self) -> list[int]:
         return sorted(int(n[:-5]) for n in self._list(self.path("commits")) if n[:-5].isdigit())
 
-    def commit_info(self, version: int) -> dict[str, Any]:
+    def _has_commit(self, version: int) -> bool:
+        return self._exists(self.path("commits", f"{version}.json"))
+
+    def commit_info(self, version: int) -> CommitManifest:
         """The manifest of committed ``version``."""
         path = self.path("commits", f"{version}.json")
         raw = self.read(path)
@@ -462,69 +357,73 @@ class CheckpointStore:
         encoded = json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")
         if zlib.crc32(encoded) != crc:
             raise CheckpointError(f"{path}: the commit file is corrupt (checksum mismatch)")
-        if body.get("format_version") != CHECKPOINT_FORMAT_VERSION:
-            raise format_version_error(path, body.get("format_version"))
-        return body
+        return CommitManifest.from_json(body, path)
 
-    def commit(self, version: int, info: dict[str, Any], retain: int = 2) -> None:
+    def commit(self, version: int, batch: BatchCommit, retain: int = 2) -> CommitManifest:
         """Mark ``version`` committed (atomically), then delete what the last ``retain``
-        committed versions (and the one before, for a replay) no longer need.
+        committed versions (and the one before, for a replay) no longer need; returns the
+        manifest written.
 
-        The manifest names, per stage subtask, the files that make up its state (``chains``,
-        computed with :meth:`plan_chain` unless ``info`` has them)."""
-        if "chains" not in info:
-            previous = None
-            if self._exists(self.path("commits", f"{version - 1}.json")):
-                previous = self.commit_info(version - 1)
-            info = {
-                **info,
-                "chains": {
-                    str(s): [
-                        self.plan_chain(previous, int(s), i, int(p), version) for i in range(int(p))
-                    ]
-                    for s, p in info.get("parallelism", {}).items()
-                },
+        The manifest names, per stage subtask, the files that make up its state (its chains,
+        computed with :meth:`plan_chain` unless ``batch`` has them)."""
+        chains = batch.chains
+        if chains is None:
+            previous = self.commit_info(version - 1) if self._has_commit(version - 1) else None
+            chains = {
+                s: tuple(self.plan_chain(previous, s, i, p, version) for i in range(p))
+                for s, p in batch.parallelism.items()
             }
-        body = {
-            **info,
-            "files": self._file_records(version, info),
-            "format_version": CHECKPOINT_FORMAT_VERSION,
-            "version": version,
-            "fingerprint": self.fingerprint,
-        }
-        self.records = {p: r for p, r in self.records.items() if p in body["files"]}
+        files = self._file_records(version, chains, batch.files)
+        manifest = CommitManifest(
+            version=version,
+            processing_time=batch.processing_time,
+            parallelism=dict(batch.parallelism),
+            chains=chains,
+            files=files,
+            fingerprint=self.fingerprint,
+            spark_batch=batch.spark_batch,
+            last_spark_batch=batch.last_spark_batch,
+            metrics=batch.metrics,
+        )
+        self.records = {p: r for p, r in self.records.items() if p in files}
+        body = manifest.to_json()
         encoded = json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")
-        manifest = {"body": body, "crc32": zlib.crc32(encoded)}
+        envelope: JsonObject = {"body": body, "crc32": zlib.crc32(encoded)}
         self.write(
             self.path("commits", f"{version}.json"),
-            json.dumps(manifest, sort_keys=True).encode("utf-8"),
+            json.dumps(envelope, sort_keys=True).encode("utf-8"),
             atomic=True,
         )
         self._cleanup(version, version - retain)
+        return manifest
 
-    def _file_records(self, version: int, info: dict[str, Any]) -> dict[str, Any]:
+    def _file_records(
+        self,
+        version: int,
+        chains: Mapping[int, tuple[Chain, ...]],
+        written: Mapping[str, FileRecord],
+    ) -> dict[str, FileRecord]:
         """The record of every file manifest ``version`` names (its chains and split file):
-        from ``info["files"]`` (written by workers), this object's :attr:`records`, the
-        previous manifest, or else read from the file."""
-        known: dict[str, Any] = {}
-        previous = self.path("commits", f"{version - 1}.json")
-        if version > 0 and self._exists(previous):
-            known.update(self.commit_info(version - 1).get("files", {}))
-        known.update({p: r.to_json() for p, r in self.records.items()})
-        known.update(info.get("files", {}))
+        from ``written`` (by workers), this object's :attr:`records`, the previous manifest,
+        or else read from the file."""
+        known: dict[str, FileRecord] = {}
+        if version > 0 and self._has_commit(version - 1):
+            known.update(self.commit_info(version - 1).files)
+        known.update(self.records)
+        known.update(written)
         paths = [self.path("splits", f"{version}.bin")]
-        for s, chains in info["chains"].items():
-            for i, chain in enumerate(chains):
-                paths.append(self.subtask_path(chain["snapshot"], int(s), i))
-                paths.extend(self.changelog_path(v, int(s), i) for v in chain["changelogs"])
-        out: dict[str, Any] = {}
+        for s, stage_chains in chains.items():
+            for i, chain in enumerate(stage_chains):
+                paths.append(self.subtask_path(chain.snapshot, s, i))
+                paths.extend(self.changelog_path(v, s, i) for v in chain.changelogs)
+        out: dict[str, FileRecord] = {}
         for path in paths:
             rel = self.relative(path)
             if rel not in known:
                 if not self._exists(path):
                     continue  # e.g. no split file: nothing to bind
                 data = self.read(path)
-                known[rel] = FileRecord.of(data, _header_meta(data) or {}).to_json()
+                known[rel] = FileRecord.of(data, header_meta(data) or {}, path)
             out[rel] = known[rel]
         return out
 
@@ -543,24 +442,23 @@ class CheckpointStore:
                 info = self.commit_info(v)
             except CheckpointError:
                 return  # cannot tell what an unreadable manifest needs: delete no state
-            for chains in chains_of(info).values():
+            for chains in info.chains.values():
                 for chain in chains:
-                    needed.add(chain["snapshot"])
-                    needed.update(chain["changelogs"])
+                    needed.update(chain.versions())
         for name in self._list(self.path("state")):
             if name.isdigit() and int(name) <= version and int(name) not in needed:
                 self._delete_dir(self.path("state", name))
 
     def plan_chain(
         self,
-        previous: dict[str, Any] | None,
+        previous: CommitManifest | None,
         stage: int,
         subtask: int,
         parallelism: int,
         version: int,
-    ) -> dict[str, Any]:
+    ) -> Chain:
         """The files that make up the state of a stage subtask at ``version``, given the
-        manifest of ``version - 1`` (``previous``): ``{"snapshot": v0, "changelogs": [...]}``.
+        manifest of ``version - 1`` (``previous``).
 
         A full snapshot when there is no previous version, the stage's parallelism changed (the
         key groups of the subtask moved) or the chain already holds ``snapshot_every`` files;
@@ -570,38 +468,39 @@ class CheckpointStore:
         >>> import tempfile
         >>> store = CheckpointStore(tempfile.mkdtemp(), snapshot_every=2)
         >>> store.plan_chain(None, 0, 0, 1, 0)
-        {'snapshot': 0, 'changelogs': []}
-        >>> info = {"version": 0, "parallelism": {"0": 1}, "chains": {"0": [
-        ...     {"snapshot": 0, "changelogs": []}]}}
+        Chain(snapshot=0, changelogs=())
+        >>> info = CommitManifest(version=0, processing_time=0, parallelism={0: 1},
+        ...     chains={0: (Chain(0),)}, files={}, fingerprint=None)
         >>> store.plan_chain(info, 0, 0, 1, 1)
-        {'snapshot': 0, 'changelogs': [1]}
+        Chain(snapshot=0, changelogs=(1,))
         >>> store.plan_chain(info, 0, 0, 2, 1)  # rescaled: a full snapshot
-        {'snapshot': 1, 'changelogs': []}
+        Chain(snapshot=1, changelogs=())
         """
-        full = {"snapshot": version, "changelogs": []}
+        full = Chain(version)
         # a chain continues only in the same stage directory: a stage restored from another
         # index (the job's stages were built in another order) starts a new chain
         if previous is None or self.previous_stage(previous, stage) != stage:
             return full
-        if int(previous["parallelism"].get(str(stage), -1)) != parallelism:
+        if previous.parallelism.get(stage, -1) != parallelism:
             return full
-        chain = chains_of(previous)[str(stage)][subtask]
-        if len(chain["changelogs"]) + 1 >= self.snapshot_every:
+        chain = previous.chain(stage, subtask)
+        if chain is None or len(chain.changelogs) + 1 >= self.snapshot_every:
             return full
-        return {"snapshot": chain["snapshot"], "changelogs": [*chain["changelogs"], version]}
+        return Chain(chain.snapshot, (*chain.changelogs, version))
 
     # ------------------------------------------------------------------ batches
 
-    def _batch_record(self, version: int) -> dict[str, Any] | None:
+    def _batch_record(self, version: int) -> tuple[int, int | None] | None:
+        """The processing time and Spark micro-batch recorded for batch ``version``."""
         path = self.path("batches", f"{version}.json")
         if not self._exists(path):
             return None
         try:
             record = json.loads(self.read(path).decode("utf-8"))
-            int(record["processing_time"])
-        except (ValueError, KeyError, TypeError):
+            spark_batch = record.get("spark_batch")
+            return int(record["processing_time"]), None if spark_batch is None else int(spark_batch)
+        except (ValueError, KeyError, TypeError, AttributeError):
             return None  # a torn first attempt: recorded again
-        return record
 
     def batch_processing_time(self, version: int, now: int, spark_batch: int | None = None) -> int:
         """The processing time of batch ``version``: recorded at its first attempt (``now``),
@@ -609,8 +508,8 @@ class CheckpointStore:
         the version (``None``: a batch without new data); a record of another attempt (an
         interrupted batch without data, now taken by a Spark batch) is recorded again."""
         record = self._batch_record(version)
-        if record is not None and record.get("spark_batch") == spark_batch:
-            return int(record["processing_time"])
+        if record is not None and record[1] == spark_batch:
+            return record[0]
         body = {"processing_time": now, "spark_batch": spark_batch}
         self.write(self.path("batches", f"{version}.json"), json.dumps(body).encode(), atomic=True)
         return now
@@ -619,23 +518,28 @@ class CheckpointStore:
         """Whether a Spark micro-batch attempted ``version`` without committing it (Spark
         replays it: the version is its)."""
         record = self._batch_record(version)
-        return record is not None and record.get("spark_batch") is not None
+        return record is not None and record[1] is not None
 
     # ------------------------------------------------------------------ splits
 
-    def write_splits(self, version: int, states: dict[int, bytes]) -> None:
-        parts = {str(g): data for g, data in sorted(states.items())}
-        meta = {"version": version, "kind": "splits"}
+    def write_splits(self, version: int, states: Mapping[int, SplitState]) -> None:
+        """Write the state of every source split at ``version``."""
+        parts = {str(g): state.to_bytes() for g, state in sorted(states.items())}
+        meta: JsonObject = {"version": version, "kind": "splits"}
         self.write_recorded(
             self.path("splits", f"{version}.bin"), pack_parts(parts, meta), meta, atomic=True
         )
 
-    def read_splits(self, version: int, files: dict[str, Any] | None = None) -> dict[int, bytes]:
+    def read_splits(
+        self, version: int, files: Mapping[str, FileRecord] | None = None
+    ) -> dict[int, SplitState]:
         """The split states of ``version``, checked against manifest ``files`` (see
-        :meth:`read_bound`)."""
+        :meth:`read_bound`); nothing is unpickled."""
         path = self.path("splits", f"{version}.bin")
         _, parts = unpack_parts(self.read_bound(path, files), path)
-        return {int(g): data for g, data in parts.items()}
+        return {
+            int(g): SplitState.from_bytes(data, f"{path} (split {g})") for g, data in parts.items()
+        }
 
     # ------------------------------------------------------------------ subtask state
 
@@ -652,7 +556,7 @@ class CheckpointStore:
         version: int,
         stage: int,
         subtask: int,
-        meta: dict[str, Any],
+        meta: JsonObject,
         parts: dict[str, bytes],
         changelog: bool = False,
     ) -> int:
@@ -670,32 +574,31 @@ class CheckpointStore:
         }
         return self.write_recorded(path, pack_parts(parts, meta), meta).size
 
-    def chain(self, version: int, stage: int, subtask: int) -> dict[str, Any]:
+    def chain(self, version: int, stage: int, subtask: int) -> Chain:
         """The chain of files of a stage subtask at committed ``version`` (as its manifest
         names it; an uncommitted version: its full snapshot file)."""
-        if not self._exists(self.path("commits", f"{version}.json")):
-            return {"snapshot": version, "changelogs": []}
-        chains = chains_of(self.commit_info(version))
-        try:
-            return chains[str(stage)][subtask]
-        except (KeyError, IndexError):
+        if not self._has_commit(version):
+            return Chain(version)
+        chain = self.commit_info(version).chain(stage, subtask)
+        if chain is None:
             raise CheckpointError(
                 f"the manifest of version {version} names no subtask {subtask} of stage {stage}"
-            ) from None
+            )
+        return chain
 
     def load_chain(
         self,
-        chain: dict[str, Any],
+        chain: Chain,
         stage: int,
         subtask: int,
         key_groups: KeyGroupRange | None = None,
-        files: dict[str, Any] | None = None,
+        files: Mapping[str, FileRecord] | None = None,
     ) -> LoadedSubtask:
         """Read a chain: its full snapshot, then its changelogs applied in order (only the key
         groups in ``key_groups``). Every file is checked (against the manifest's records
         ``files`` too, see :meth:`read_bound`); a bad one raises :class:`CheckpointError`
         naming it."""
-        path = self.subtask_path(chain["snapshot"], stage, subtask)
+        path = self.subtask_path(chain.snapshot, stage, subtask)
         _, parts = unpack_parts(self.read_bound(path, files), path)
         loaded = LoadedSubtask(None, {}, {}, parts.get("valves"), parts.get("watermarks"))
         if "keyed" in parts:
@@ -706,7 +609,7 @@ class CheckpointStore:
             loaded.header = (snap.operator, snap.max_parallelism, snap.key_group_range)
             loaded.state_meta = dict(snap.state_meta)
             loaded.flat = flatten(snap, key_groups)
-        for v in chain["changelogs"]:
+        for v in chain.changelogs:
             path = self.changelog_path(v, stage, subtask)
             meta, parts = unpack_parts(self.read_bound(path, files), path)
             if meta.get("kind") != "changelog":
@@ -716,7 +619,7 @@ class CheckpointStore:
                     apply_changes(loaded.flat, decode_changes(parts, path, key_groups))
                 except ValueError as exc:
                     raise CheckpointError(str(exc)) from None
-                loaded.state_meta = dict(meta.get("state_meta", loaded.state_meta))
+                loaded.state_meta = _state_meta(meta, loaded.state_meta, path)
             loaded.valves = parts.get("valves", loaded.valves)
             loaded.watermarks = parts.get("watermarks", loaded.watermarks)
         return loaded
@@ -726,7 +629,7 @@ class CheckpointStore:
         version: int,
         stage: int,
         subtask: int,
-        plan: dict[str, Any],
+        plan: Chain,
         snapshot: KeyedOperatorSnapshot | None,
         previous: Digests,
         parts: dict[str, bytes],
@@ -738,8 +641,8 @@ class CheckpointStore:
         ``operator``: the identity of the stage's entry operator (recorded in the file and the
         manifest). Returns the file's size and the digests of ``snapshot`` (for the next
         version)."""
-        changelog = plan["snapshot"] != version
-        meta: dict[str, Any] = {"stage": stage, "subtask": subtask, "operator": operator}
+        changelog = plan.snapshot != version
+        meta: JsonObject = {"stage": stage, "subtask": subtask, "operator": operator}
         if snapshot is not None:
             kgs = snapshot.key_group_range
             meta["key_groups"] = [kgs.start, kgs.end]
@@ -751,7 +654,7 @@ class CheckpointStore:
             if changelog:
                 changes, new = diff(previous, flat)
                 parts.update(encode_changes(changes))
-                meta["state_meta"] = snapshot.state_meta
+                meta["state_meta"] = _json_state_meta(snapshot.state_meta)
                 kgs = snapshot.key_group_range
                 meta["key_group_range"] = [kgs.start, kgs.end]
             else:
@@ -762,7 +665,7 @@ class CheckpointStore:
 
     def restore_range(
         self,
-        previous: dict[str, Any],
+        previous: CommitManifest,
         stage: int,
         subtask: int,
         max_parallelism: int,
@@ -779,8 +682,8 @@ class CheckpointStore:
         if old_stage is None:
             return out
         stage = old_stage
-        old_p = int(previous["parallelism"][str(stage)])
-        chains = chains_of(previous)[str(stage)]
+        old_p = previous.parallelism[stage]
+        chains = previous.chains[stage]
         source = subtask if subtask < old_p else 0
         for i in range(old_p):
             if i != source:
@@ -789,7 +692,7 @@ class CheckpointStore:
                 old = compute_key_group_range_for_operator_index(max_parallelism, old_p, i)
                 if old.end < key_groups.start or old.start > key_groups.end:
                     continue
-            loaded = self.load_chain(chains[i], stage, i, key_groups, previous.get("files"))
+            loaded = self.load_chain(chains[i], stage, i, key_groups, previous.files)
             if i == source:
                 out.valves, out.watermarks = loaded.valves, loaded.watermarks
             if key_groups is not None and loaded.header is not None:
@@ -800,14 +703,13 @@ class CheckpointStore:
 
     def read_subtask(
         self, version: int, stage: int, subtask: int
-    ) -> tuple[dict[str, Any], dict[str, bytes]]:
+    ) -> tuple[Chain, dict[str, bytes]]:
         """The full state of a stage subtask at ``version``, materialized from the files its
-        manifest names: ``(meta, parts)`` with parts ``"keyed"`` (the bytes of a
+        manifest names: ``(chain, parts)`` with parts ``"keyed"`` (the bytes of a
         :class:`~sparktide.runtime.snapshot.KeyedOperatorSnapshot`; keyed stages only),
         ``"valves"`` and ``"watermarks"``."""
         chain = self.chain(version, stage, subtask)
-        committed = self._exists(self.path("commits", f"{version}.json"))
-        files = self.commit_info(version).get("files") if committed else None
+        files = self.commit_info(version).files if self._has_commit(version) else None
         loaded = self.load_chain(chain, stage, subtask, files=files)
         parts: dict[str, bytes] = {}
         snap = loaded.snapshot()
@@ -817,7 +719,7 @@ class CheckpointStore:
             parts["valves"] = loaded.valves
         if loaded.watermarks is not None:
             parts["watermarks"] = loaded.watermarks
-        return {"stage": stage, "subtask": subtask, "chain": chain}, parts
+        return chain, parts
 
 
 class LoadedSubtask:
@@ -828,7 +730,7 @@ class LoadedSubtask:
     def __init__(
         self,
         header: tuple[str, int, KeyGroupRange] | None,
-        state_meta: dict[str, Any],
+        state_meta: StateMeta,
         flat: Flat,
         valves: bytes | None,
         watermarks: bytes | None,
@@ -847,7 +749,7 @@ class LoadedSubtask:
         return rebuild(operator, maxp, key_groups or kgs, self.state_meta, self.flat)
 
 
-def summarize(snapshot: KeyedOperatorSnapshot) -> dict[str, Any]:
+def summarize(snapshot: KeyedOperatorSnapshot) -> JsonObject:
     """What ``sparktide inspect`` shows of a subtask's keyed state without unpickling it
     (stored in the header of each state file): state entries, and per timer domain the count,
     earliest and latest timestamp of the pending timers.
@@ -858,11 +760,11 @@ def summarize(snapshot: KeyedOperatorSnapshot) -> dict[str, Any]:
     >>> summarize(snap)["state_entries"], summarize(snap)["next_event_timer"]
     (1, 10)
     """
-    out: dict[str, Any] = {
+    out: JsonObject = {
         "state_entries": sum(len(e) for per in snapshot.state.values() for e in per.values())
     }
     for d, domain in enumerate(("event", "processing")):
-        count, first, last = 0, None, None
+        count, first, last = 0, None, None  # type: int, int | None, int | None
         for per in snapshot.timers.values():
             for pair in per.values():
                 entries = pair[d]
@@ -877,19 +779,27 @@ def summarize(snapshot: KeyedOperatorSnapshot) -> dict[str, Any]:
     return out
 
 
-def chains_of(info: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """The chains a manifest names, per stage (a manifest without them: full snapshots)."""
-    chains = info.get("chains")
-    if chains is not None:
-        return chains
-    version = info["version"]
-    return {
-        s: [{"snapshot": version, "changelogs": []} for _ in range(int(p))]
-        for s, p in info.get("parallelism", {}).items()
-    }
+def _json_state_meta(state_meta: StateMeta) -> JsonObject:
+    return {name: {"kind": str(m["kind"]), "ttl": bool(m["ttl"])} for name, m in state_meta.items()}
 
 
-def check_snapshot_every(snapshot_every: Any) -> int:
+def _state_meta(meta: JsonObject, default: StateMeta, where: str) -> StateMeta:
+    """The state kinds a changelog's header records (``default`` when it records none)."""
+    raw = meta.get("state_meta")
+    if raw is None:
+        return dict(default)
+    if not isinstance(raw, dict) or not all(
+        isinstance(m, dict) and "kind" in m and "ttl" in m for m in raw.values()
+    ):
+        raise CheckpointError(
+            f"{where}: field 'state_meta' must map state names to {{kind, ttl}}, got {raw!r}; "
+            "the checkpoint is corrupt: restore the directory from a backup or start from an "
+            "empty one"
+        )
+    return {name: dict(m) for name, m in raw.items() if isinstance(m, dict)}
+
+
+def check_snapshot_every(snapshot_every: object) -> int:
     """``snapshot_every`` validated (``None``: the default, 10).
 
     >>> check_snapshot_every(None), check_snapshot_every(3)
@@ -908,59 +818,3 @@ def check_snapshot_every(snapshot_every: Any) -> int:
             f"{DEFAULT_SNAPSHOT_EVERY}, got {snapshot_every!r}"
         )
     return snapshot_every
-
-
-def _op(op: Any) -> str:
-    name, uid = [*list(op), None, None][:2]
-    return f"{name!r}" + (f" (uid {uid!r})" if uid is not None else "")
-
-
-def describe_difference(stored: Any, here: Any, limit: int = 5) -> str:
-    """What differs between the job-graph fingerprint of a checkpoint and this job's.
-
-    >>> a = {"sources": [["flights", None, 3]], "stages": [
-    ...     {"operators": [["map", None], ["window", "w"]], "max_parallelism": 128}]}
-    >>> b = {"sources": [["flights", None, 4]], "stages": [
-    ...     {"operators": [["map", None], ["reduce", None]], "max_parallelism": 256}]}
-    >>> for line in describe_difference(a, b).split("; "): print(line)
-    source 'flights' had 3 splits, now 4
-    stage 0 operator 1 is 'window' (uid 'w') in the checkpoint but 'reduce' here
-    stage 0 max_parallelism 128 in the checkpoint vs 256 here
-    """
-    if not isinstance(stored, dict) or not isinstance(here, dict):
-        return f"the checkpoint has no usable job fingerprint ({stored!r})"
-    out: list[str] = []
-    old_src, new_src = stored.get("sources", []), here.get("sources", [])
-    if len(old_src) != len(new_src):
-        out.append(f"the checkpoint has {len(old_src)} source(s), this job {len(new_src)}")
-    for i, (a, b) in enumerate(zip(old_src, new_src, strict=False)):
-        if list(a[:2]) != list(b[:2]):
-            out.append(f"source {i} is {_op(a)} in the checkpoint but {_op(b)} here")
-        elif a[2:] != b[2:]:
-            out.append(f"source {a[0]!r} had {a[2]} splits, now {b[2]}")
-    old_st, new_st = stored.get("stages", []), here.get("stages", [])
-    if len(old_st) != len(new_st):
-        out.append(f"the checkpoint has {len(old_st)} stage(s), this job {len(new_st)}")
-    for s, (a, b) in enumerate(zip(old_st, new_st, strict=False)):
-        ops_a, ops_b = a.get("operators", []), b.get("operators", [])
-        for o, (x, y) in enumerate(zip(ops_a, ops_b, strict=False)):
-            if list(x) != list(y):
-                out.append(
-                    f"stage {s} operator {o} is {_op(x)} in the checkpoint but {_op(y)} here"
-                )
-        if len(ops_a) != len(ops_b):
-            extra = ops_a[len(ops_b) :] or ops_b[len(ops_a) :]
-            where = "the checkpoint" if len(ops_a) > len(ops_b) else "this job"
-            out.append(
-                f"stage {s} has {len(ops_a)} operator(s) in the checkpoint, {len(ops_b)} here "
-                f"(only in {where}: {', '.join(_op(x) for x in extra)})"
-            )
-        for field in ("max_parallelism", "keyed"):
-            if a.get(field) != b.get(field):
-                out.append(
-                    f"stage {s} {field} {a.get(field)} in the checkpoint vs {b.get(field)} here"
-                )
-    if not out:
-        return f"stored fingerprint {stored}, this job {here}"
-    more = f"; and {len(out) - limit} more difference(s)" if len(out) > limit else ""
-    return "; ".join(out[:limit]) + more

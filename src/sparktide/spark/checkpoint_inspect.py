@@ -18,16 +18,10 @@ True
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot, SnapshotFormatError
-from sparktide.spark.checkpoint import (
-    CheckpointError,
-    CheckpointStore,
-    chains_of,
-    unpack_parts,
-)
+from sparktide.spark.checkpoint import CheckpointError, CheckpointStore, unpack_parts
+from sparktide.spark.checkpoint_files import CHECKPOINT_FORMAT_VERSION, JsonObject, JsonValue
+from sparktide.spark.checkpoint_meta import CommitManifest, OperatorWatermarks, StageFingerprint
 
 __all__ = [
     "NotACheckpointError",
@@ -65,42 +59,51 @@ def check_is_checkpoint(store: CheckpointStore) -> None:
     )
 
 
-def _operator_names(stage_fp: dict[str, Any]) -> dict[str, str]:
+def _operator_names(stage_fp: StageFingerprint | None) -> dict[str, str]:
     """Operator identity -> a name for people (the name, made unique with the identity)."""
-    ops = stage_fp.get("operators", [])
-    names = [op[0] for op in ops]
+    ops = stage_fp.operators if stage_fp is not None else ()
+    names = [op.name for op in ops]
     out = {}
     for op in ops:
-        if len(op) > 2:
-            out[op[2]] = op[0] if names.count(op[0]) == 1 else f"{op[0]} [{op[2]}]"
+        if op.identity is not None:
+            unique = names.count(op.name) == 1
+            out[op.identity] = op.name if unique else f"{op.name} [{op.identity}]"
     return out
 
 
 def _subtask(
     store: CheckpointStore,
-    info: dict[str, Any],
+    info: CommitManifest,
     stage: int,
     subtask: int,
     names: dict[str, str],
-) -> dict[str, Any]:
-    files = info.get("files")
-    chain = chains_of(info)[str(stage)][subtask]
-    paths = [store.subtask_path(chain["snapshot"], stage, subtask)]
-    paths.extend(store.changelog_path(v, stage, subtask) for v in chain["changelogs"])
+) -> JsonObject:
+    files = info.files
+    chain = info.chain(stage, subtask)
+    if chain is None:
+        raise CheckpointError(
+            f"the manifest of version {info.version} names no subtask {subtask} of stage {stage}"
+        )
+    paths = [store.subtask_path(chain.snapshot, stage, subtask)]
+    paths.extend(store.changelog_path(v, stage, subtask) for v in chain.changelogs)
     newest = paths[-1]
     meta, parts = unpack_parts(store.read_bound(newest, files), newest)  # checksums, no pickle
-    entry: dict[str, Any] = {"subtask": subtask}
-    if meta.get("key_groups") is not None:
-        entry["key_groups"] = list(meta["key_groups"])
-        entry.update(meta.get("summary", {}))
-    records = files or {}
-    entry["size_bytes"] = sum(records.get(store.relative(p), {}).get("size", 0) for p in paths)
+    entry: JsonObject = {"subtask": subtask}
+    key_groups = meta.get("key_groups")
+    if isinstance(key_groups, list):
+        entry["key_groups"] = list(key_groups)
+        summary = meta.get("summary")
+        if isinstance(summary, dict):
+            entry.update(summary)
+    records = [files.get(store.relative(p)) for p in paths]
+    entry["size_bytes"] = sum(r.size for r in records if r is not None)
     entry["files"] = len(paths)
     if meta.get("kind") == "changelog":
-        entry["changed"] = _changed(parts, newest)
+        entry["changed"] = dict(_changed(parts, newest))
     if "watermarks" in parts:
-        raw = json.loads(parts["watermarks"].decode("utf-8"))
-        entry["watermarks"] = {names.get(ident, ident): wm[0] for ident, wm in raw.items()}
+        marks = OperatorWatermarks.decode(parts["watermarks"], newest)
+        shown: JsonObject = {names.get(ident, ident): w.watermark for ident, w in marks.items()}
+        entry["watermarks"] = shown
     return entry
 
 
@@ -110,14 +113,18 @@ def _changed(parts: dict[str, bytes], where: str) -> dict[str, int]:
     out = {"state_puts": 0, "state_deletes": 0, "timer_puts": 0, "timer_deletes": 0}
     for name, data in parts.items():
         if name.startswith("kg-"):
-            for section in unpack_parts(data, f"{where} ({name})")[0]["sections"]:
-                kind = "state" if section["type"] == "state" else "timer"
-                out[f"{kind}_puts"] += section["puts"]
-                out[f"{kind}_deletes"] += section["deletes"]
+            sections = unpack_parts(data, f"{where} ({name})")[0].get("sections")
+            for section in sections if isinstance(sections, list) else []:
+                if not isinstance(section, dict):
+                    continue
+                kind = "state" if section.get("type") == "state" else "timer"
+                for change in ("puts", "deletes"):
+                    count = section.get(change)
+                    out[f"{kind}_{change}"] += count if isinstance(count, int) else 0
     return out
 
 
-def describe_checkpoint(store: CheckpointStore) -> dict[str, Any]:
+def describe_checkpoint(store: CheckpointStore) -> JsonObject:
     """A summary of the last committed version, for people and tools (``sparktide
     inspect``), read without unpickling anything: its batch id, processing time, the sources'
     combined watermark and each split's (or ``"idle"``) with its state, the batch's metrics,
@@ -126,34 +133,37 @@ def describe_checkpoint(store: CheckpointStore) -> dict[str, Any]:
     and, when its newest file is a changelog, what that changelog put and deleted."""
     check_is_checkpoint(store)
     version = store.committed_version()
-    out: dict[str, Any] = {"location": store.location, "committed_batch": version}
+    out: JsonObject = {"location": store.location, "committed_batch": version}
     if version is None:
         return out
     info = store.commit_info(version)
-    out["format_version"] = info.get("format_version")
-    out["processing_time"] = info.get("processing_time")
-    metrics = dict(info.get("metrics", {}))
+    out["format_version"] = CHECKPOINT_FORMAT_VERSION
+    out["processing_time"] = info.processing_time
+    metrics = dict(info.metrics)
     out["watermark"] = metrics.pop("watermark", None)
     out["split_watermarks"] = metrics.pop("split_watermarks", {})
     out["metrics"] = metrics
-    files = info.get("files")
-    if store.relative(store.path("splits", f"{version}.bin")) in (files or {}):
-        out["splits"] = {
-            str(g): unpack_parts(data, f"split {g}")[0]
-            for g, data in sorted(store.read_splits(version, files).items())
+    if store.relative(store.path("splits", f"{version}.bin")) in info.files:
+        splits: JsonObject = {
+            str(g): {"watermark": s.watermark, "idle": s.idle, "seq": s.seq, "records": s.records}
+            for g, s in sorted(store.read_splits(version, info.files).items())
         }
-    graph = (info.get("fingerprint") or {}).get("stages", [])
-    stages = []
-    for stage, parallelism in sorted(info["parallelism"].items(), key=lambda kv: int(kv[0])):
-        fp = graph[int(stage)] if int(stage) < len(graph) else {}
+        out["splits"] = splits
+    graph = info.fingerprint.stages if info.fingerprint is not None else ()
+    stages: list[JsonValue] = []
+    for stage, parallelism in sorted(info.parallelism.items()):
+        fp = graph[stage] if stage < len(graph) else None
         names = _operator_names(fp)
-        subtasks = [_subtask(store, info, int(stage), i, names) for i in range(int(parallelism))]
+        subtasks: list[JsonValue] = [
+            _subtask(store, info, stage, i, names) for i in range(parallelism)
+        ]
+        ops = fp.operators if fp is not None else ()
         stages.append(
             {
-                "stage": int(stage),
-                "operators": [op[0] for op in fp.get("operators", [])],
-                "uids": [op[1] for op in fp.get("operators", [])],
-                "parallelism": int(parallelism),
+                "stage": stage,
+                "operators": [op.name for op in ops],
+                "uids": [op.uid for op in ops],
+                "parallelism": parallelism,
                 "subtasks": subtasks,
             }
         )
@@ -161,7 +171,7 @@ def describe_checkpoint(store: CheckpointStore) -> dict[str, Any]:
     return out
 
 
-def describe_values(store: CheckpointStore, limit: int = 20) -> list[dict[str, Any]]:
+def describe_values(store: CheckpointStore, limit: int = 20) -> list[JsonObject]:
     """The keyed state values of the last committed version, at most ``limit`` entries per
     stage subtask, as ``repr`` strings. **This unpickles the values: it runs code stored in the
     checkpoint directory**, so use it only on a directory you trust."""
@@ -169,18 +179,18 @@ def describe_values(store: CheckpointStore, limit: int = 20) -> list[dict[str, A
     if version is None:
         return []
     info = store.commit_info(version)
-    out = []
-    for stage, parallelism in sorted(info["parallelism"].items(), key=lambda kv: int(kv[0])):
-        for i in range(int(parallelism)):
-            _, parts = store.read_subtask(version, int(stage), i)
+    out: list[JsonObject] = []
+    for stage, parallelism in sorted(info.parallelism.items()):
+        for i in range(parallelism):
+            _, parts = store.read_subtask(version, stage, i)
             if "keyed" not in parts:
                 continue
             try:
                 snap = KeyedOperatorSnapshot.from_bytes(parts["keyed"])
             except SnapshotFormatError as exc:
-                path = store.subtask_path(version, int(stage), i)
+                path = store.subtask_path(version, stage, i)
                 raise CheckpointError(f"{path}: {exc}") from None
-            entries = [
+            entries: list[JsonValue] = [
                 {"key_group": kg, "state": name, "key": repr(key), "namespace": repr(ns),
                  "value": repr(value)}
                 for kg in sorted(snap.state)
@@ -188,7 +198,7 @@ def describe_values(store: CheckpointStore, limit: int = 20) -> list[dict[str, A
                 for key, ns, value in rows
             ]  # fmt: skip
             out.append(
-                {"stage": int(stage), "subtask": i, "entries": entries[:limit],
+                {"stage": stage, "subtask": i, "entries": entries[:limit],
                  "more": max(0, len(entries) - limit)}
             )  # fmt: skip
     return out

@@ -1,7 +1,8 @@
 """Which state of a checkpoint each stage of a job restores, matched by operator identity.
 
-The job fingerprint a manifest records (:func:`sparktide.spark.streaming.fingerprint`) lists the
-sources and, per exchange stage, its operators as ``[name, uid, identity]`` (identities: see
+The job fingerprint a manifest records (:class:`~sparktide.spark.checkpoint_meta.JobFingerprint`,
+built by :func:`sparktide.spark.streaming.fingerprint`) lists the sources and, per exchange
+stage, its operators (name, uid, identity; identities: see
 :mod:`sparktide.runtime.operator_identity`), its ``max_parallelism`` and whether it is keyed.
 A stage of the job restores the stage of the checkpoint whose entry operator (the one that owns
 the keyed state, timers and input valves) has the same identity, whatever the stages' indices;
@@ -11,86 +12,92 @@ A checkpointed operator without a match in the job (removed, or renamed / moved 
 ``uid``) is an error naming it, unless the run allows non-restored state (Flink's
 ``allowNonRestoredState``): then its state is dropped. Operators new in the job start empty.
 
->>> old = {"sources": [["s", None, 1]], "stages": [
-...     {"operators": [["a", None, "x"]], "max_parallelism": 128, "keyed": True},
-...     {"operators": [["b", "B", "uid:B"]], "max_parallelism": 128, "keyed": True}]}
->>> new = {"sources": [["s", None, 1]], "stages": [old["stages"][1], old["stages"][0]]}
+>>> from sparktide.spark.checkpoint_meta import SourceRef, StageFingerprint
+>>> def stage(name, uid, identity):
+...     return StageFingerprint((OperatorRef(name, uid, identity),), 128, True)
+>>> old = JobFingerprint(
+...     (SourceRef("s", None, 1),), (stage("a", None, "x"), stage("b", "B", "uid:B")))
+>>> new = JobFingerprint(old.sources, (old.stages[1], old.stages[0]))
 >>> stage_mapping(old, new)
 {0: 1, 1: 0}
->>> check_restorable(old, {**new, "stages": new["stages"][:1]}, False, "ckpt")
+>>> check_restorable(old, JobFingerprint(new.sources, new.stages[:1]), False, "ckpt")
 ... # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-sparktide.spark.checkpoint.CheckpointError: ... does not have: 'a' (no uid) of stage 0; ...
+sparktide.spark.checkpoint_files.CheckpointError: ... does not have: 'a' (no uid) of stage 0; ...
 """
 
 from __future__ import annotations
 
-from typing import Any
+from sparktide.spark.checkpoint_files import CheckpointError
+from sparktide.spark.checkpoint_meta import (
+    JobFingerprint,
+    OperatorRef,
+)
 
-from sparktide.spark.checkpoint import CheckpointError, describe_difference
-
-__all__ = ["check_restorable", "stage_mapping"]
-
-
-def _identity(op: list[Any]) -> str | None:
-    return op[2] if len(op) > 2 else None
+__all__ = ["check_restorable", "describe_difference", "stage_mapping"]
 
 
-def _entries(fp: dict[str, Any]) -> dict[str, int]:
+def _entries(fp: JobFingerprint) -> dict[str, int]:
     out: dict[str, int] = {}
-    for index, stage in enumerate(fp.get("stages", [])):
-        ops = stage.get("operators") or []
-        if ops and _identity(ops[0]) is not None:
-            out[_identity(ops[0])] = index  # type: ignore[index]
+    for index, stage in enumerate(fp.stages):
+        entry = stage.entry
+        if entry is not None and entry.identity is not None:
+            out[entry.identity] = index
     return out
 
 
-def stage_mapping(stored: dict[str, Any], here: dict[str, Any]) -> dict[int, int]:
+def stage_mapping(stored: JobFingerprint, here: JobFingerprint) -> dict[int, int]:
     """``{stage of this job: stage of the checkpoint it restores}`` (stages without a match
     are left out: they start empty)."""
     old = _entries(stored)
     return {index: old[ident] for ident, index in _entries(here).items() if ident in old}
 
 
-def _describe(op: list[Any], stage: int) -> str:
-    uid = f"uid {op[1]!r}" if op[1] is not None else "no uid"
-    return f"{op[0]!r} ({uid}) of stage {stage}"
+def _describe(op: OperatorRef, stage: int) -> str:
+    uid = f"uid {op.uid!r}" if op.uid is not None else "no uid"
+    return f"{op.name!r} ({uid}) of stage {stage}"
 
 
 def check_restorable(
-    stored: Any, here: dict[str, Any], allow_non_restored_state: bool, location: str
+    stored: JobFingerprint | None,
+    here: JobFingerprint,
+    allow_non_restored_state: bool,
+    location: str,
 ) -> None:
     """Raise :class:`CheckpointError` if the checkpoint with job fingerprint ``stored`` cannot
     be restored by the job ``here``: other sources, a matched stage with another
     ``max_parallelism`` or keying, or (unless ``allow_non_restored_state``) a checkpointed
     operator without a match."""
-    if not isinstance(stored, dict):
+    if stored is None:
         raise CheckpointError(
-            f"the checkpoint at {location!r} has no usable job fingerprint ({stored!r}); use a "
-            "new checkpoint directory"
+            f"the checkpoint at {location!r} has no usable job fingerprint (None); use a new "
+            "checkpoint directory"
         )
     problems: list[str] = []
-    if stored.get("sources") != here.get("sources"):
-        only = {"sources": stored.get("sources", [])}
-        problems.append(describe_difference(only, {"sources": here.get("sources", [])}))
+    if stored.sources != here.sources:
+        only = JobFingerprint(stored.sources), JobFingerprint(here.sources)
+        problems.append(describe_difference(*only))
     mapping = {old: new for new, old in stage_mapping(stored, here).items()}
     unmatched: list[str] = []
-    for t, stage in enumerate(stored.get("stages", [])):
-        ops = stage.get("operators") or []
+    for t, stage in enumerate(stored.stages):
         s = mapping.get(t)
         if s is None:
-            unmatched.extend(_describe(op, t) for op in ops)
+            unmatched.extend(_describe(op, t) for op in stage.operators)
             continue
-        mine = here["stages"][s]
-        for field in ("max_parallelism", "keyed"):
-            if stage.get(field) != mine.get(field):
-                problems.append(
-                    f"operator {ops[0][0]!r} has {field} {stage.get(field)} in the checkpoint "
-                    f"vs {mine.get(field)} here"
-                )
-        present = {_identity(op) for op in mine.get("operators", [])}
-        unmatched.extend(_describe(op, t) for op in ops if _identity(op) not in present)
+        mine = here.stages[s]
+        name = stage.operators[0].name
+        if stage.max_parallelism != mine.max_parallelism:
+            problems.append(
+                f"operator {name!r} has max_parallelism {stage.max_parallelism} in the "
+                f"checkpoint vs {mine.max_parallelism} here"
+            )
+        if stage.keyed != mine.keyed:
+            problems.append(
+                f"operator {name!r} has keyed {stage.keyed} in the checkpoint vs {mine.keyed} here"
+            )
+        present = {op.identity for op in mine.operators}
+        unmatched.extend(_describe(op, t) for op in stage.operators if op.identity not in present)
     if problems:
         raise CheckpointError(
             f"the checkpoint at {location!r} was written by another job graph: "
@@ -106,3 +113,65 @@ def check_restorable(
             "same in every run), or pass allow_non_restored_state=True to execute(...) / "
             "execute_async(...) to drop the state of the operators that have no match"
         )
+
+
+def _op(name: str, uid: str | None) -> str:
+    return f"{name!r}" + (f" (uid {uid!r})" if uid is not None else "")
+
+
+def describe_difference(stored: JobFingerprint, here: JobFingerprint, limit: int = 5) -> str:
+    """What differs between the job-graph fingerprint of a checkpoint and this job's.
+
+    >>> from sparktide.spark.checkpoint_meta import SourceRef, StageFingerprint
+    >>> def job(splits, last, maxp):
+    ...     ops = (OperatorRef("map", None), last)
+    ...     return JobFingerprint((SourceRef("flights", None, splits),),
+    ...         (StageFingerprint(ops, maxp, True),))
+    >>> a = job(3, OperatorRef("window", "w"), 128)
+    >>> b = job(4, OperatorRef("reduce", None), 256)
+    >>> for line in describe_difference(a, b).split("; "): print(line)
+    source 'flights' had 3 splits, now 4
+    stage 0 operator 1 is 'window' (uid 'w') in the checkpoint but 'reduce' here
+    stage 0 max_parallelism 128 in the checkpoint vs 256 here
+    """
+    out: list[str] = []
+    old_src, new_src = stored.sources, here.sources
+    if len(old_src) != len(new_src):
+        out.append(f"the checkpoint has {len(old_src)} source(s), this job {len(new_src)}")
+    for i, (a, b) in enumerate(zip(old_src, new_src, strict=False)):
+        if (a.name, a.uid) != (b.name, b.uid):
+            out.append(
+                f"source {i} is {_op(a.name, a.uid)} in the checkpoint but {_op(b.name, b.uid)} "
+                "here"
+            )
+        elif a.splits != b.splits:
+            out.append(f"source {a.name!r} had {a.splits} splits, now {b.splits}")
+    old_st, new_st = stored.stages, here.stages
+    if len(old_st) != len(new_st):
+        out.append(f"the checkpoint has {len(old_st)} stage(s), this job {len(new_st)}")
+    for s, (x, y) in enumerate(zip(old_st, new_st, strict=False)):
+        ops_a, ops_b = x.operators, y.operators
+        for o, (p, q) in enumerate(zip(ops_a, ops_b, strict=False)):
+            if p != q:
+                out.append(
+                    f"stage {s} operator {o} is {p.describe()} in the checkpoint but "
+                    f"{q.describe()} here"
+                )
+        if len(ops_a) != len(ops_b):
+            extra = ops_a[len(ops_b) :] or ops_b[len(ops_a) :]
+            where = "the checkpoint" if len(ops_a) > len(ops_b) else "this job"
+            out.append(
+                f"stage {s} has {len(ops_a)} operator(s) in the checkpoint, {len(ops_b)} here "
+                f"(only in {where}: {', '.join(op.describe() for op in extra)})"
+            )
+        if x.max_parallelism != y.max_parallelism:
+            out.append(
+                f"stage {s} max_parallelism {x.max_parallelism} in the checkpoint vs "
+                f"{y.max_parallelism} here"
+            )
+        if x.keyed != y.keyed:
+            out.append(f"stage {s} keyed {x.keyed} in the checkpoint vs {y.keyed} here")
+    if not out:
+        return f"stored fingerprint {stored.to_json()}, this job {here.to_json()}"
+    more = f"; and {len(out) - limit} more difference(s)" if len(out) > limit else ""
+    return "; ".join(out[:limit]) + more

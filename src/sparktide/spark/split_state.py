@@ -1,60 +1,43 @@
-"""The state of a source split's watermark generator, carried from one micro-batch to the next.
+"""The state of a source split, carried from one micro-batch of a streaming run to the next.
 
-A watermark generator is a user-extensible object; its picklable data attributes (nested
-generators included) are captured after a batch and applied to the fresh generator of the next
-batch. Clocks and functions are left out: the fresh generator keeps its own.
+The framework's part (the split's watermark, idleness, record sequence number, records read) is
+a :class:`~sparktide.spark.checkpoint_meta.SplitState`, written as JSON. The user's part is the
+watermark generator's own state, taken and given back through an explicit protocol on
+:class:`~sparktide.common.watermark_strategy.WatermarkGenerator`: ``snapshot_state()`` after a
+batch, ``restore_state(state)`` on the fresh generator of the next batch (the generator is built
+anew per batch, so it keeps its own clock and functions). The built-in generators implement it
+with exactly what they carry (a max timestamp, idleness counters plus the wrapped generator's
+state); a user's generator may implement it too, and otherwise gets the default: its picklable
+data attributes by name. That default keeps every user generator working unchanged, which
+pickling the whole generator would not (a generator holding a clock, a context or a function
+does not pickle, and a restored clock would be another batch's).
+
+The generator's state is a user value: pickled, in a part of its own next to the JSON.
+
+>>> from sparktide.common.watermark_strategy import BoundedOutOfOrdernessWatermarks
+>>> g = BoundedOutOfOrdernessWatermarks(5)
+>>> g.on_event(None, 100, None)
+>>> fresh = BoundedOutOfOrdernessWatermarks(5)
+>>> apply_generator_state(fresh, capture_generator_state(g)); fresh.max_timestamp
+100
 """
 
 from __future__ import annotations
 
 import pickle
-from typing import Any
 
 from sparktide.common.watermark_strategy import WatermarkGenerator
 
 __all__ = ["apply_generator_state", "capture_generator_state"]
 
 
-def _attribute_names(obj: Any) -> list[str]:
-    names: list[str] = []
-    for cls in type(obj).__mro__:
-        slots = cls.__dict__.get("__slots__", ())
-        names.extend([slots] if isinstance(slots, str) else slots)
-    names.extend(getattr(obj, "__dict__", {}))
-    return names
+def capture_generator_state(generator: WatermarkGenerator) -> bytes:
+    """The pickled :meth:`~sparktide.common.watermark_strategy.WatermarkGenerator.snapshot_state`
+    of ``generator``."""
+    return pickle.dumps(generator.snapshot_state(), protocol=5)
 
 
-def _is_clock(value: Any) -> bool:
-    return hasattr(value, "current_processing_time") or hasattr(
-        value, "get_current_processing_time"
-    )
-
-
-def capture_generator_state(obj: Any) -> dict[str, Any]:
-    """The picklable data attributes of a watermark generator (nested generators included;
-    clocks and functions are left out: the fresh generator keeps its own)."""
-    out: dict[str, Any] = {}
-    for name in _attribute_names(obj):
-        try:
-            value = getattr(obj, name)
-        except AttributeError:
-            continue
-        if isinstance(value, WatermarkGenerator):
-            out[name] = ("generator", capture_generator_state(value))
-        elif callable(value) or _is_clock(value):
-            continue
-        else:
-            try:
-                pickle.dumps(value)
-            except Exception:
-                continue
-            out[name] = ("value", value)
-    return out
-
-
-def apply_generator_state(obj: Any, captured: dict[str, Any]) -> None:
-    for name, (kind, value) in captured.items():
-        if kind == "generator":
-            apply_generator_state(getattr(obj, name), value)
-        else:
-            setattr(obj, name, value)
+def apply_generator_state(generator: WatermarkGenerator, data: bytes) -> None:
+    """Give ``generator`` (fresh for this batch) the state :func:`capture_generator_state`
+    took in the previous batch. Unpickles ``data``: a checkpoint is trusted like code."""
+    generator.restore_state(pickle.loads(data))

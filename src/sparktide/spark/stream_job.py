@@ -18,7 +18,6 @@ replay of an uncommitted batch, another parallelism, another process) reads the 
 
 from __future__ import annotations
 
-import json
 import pickle
 from collections.abc import Callable, Iterable, Iterator
 from operator import itemgetter
@@ -27,14 +26,16 @@ from typing import Any, NamedTuple
 from sparktide.runtime.execution.tasks import JobTasks
 from sparktide.runtime.operator_identity import operator_identities
 from sparktide.runtime.processing_time import ManualProcessingTimeService
-from sparktide.runtime.valve import StatusWatermarkValve
 from sparktide.spark.changelog import Digests, digests
-from sparktide.spark.checkpoint import (
-    CheckpointError,
-    CheckpointStore,
-    chains_of,
-    pack_parts,
-    unpack_parts,
+from sparktide.spark.checkpoint import CheckpointStore
+from sparktide.spark.checkpoint_meta import (
+    Chain,
+    CommitManifest,
+    FileRecord,
+    OperatorWatermarks,
+    SplitState,
+    decode_valves,
+    encode_valves,
 )
 from sparktide.spark.executor import SparkJob, arrow_row_schema
 from sparktide.spark.failures import failure_of_mark
@@ -100,7 +101,7 @@ class _Warm(NamedTuple):
     """What a subtask left in this worker after writing ``version``."""
 
     version: int
-    chain: dict[str, Any]
+    chain: Chain
     snapshot: Any  # KeyedOperatorSnapshot | None
     digests: Digests
     valves: bytes
@@ -114,8 +115,7 @@ CACHE_STATS: dict[str, int] = {"warm": 0, "disk": 0, "bytes_snapshot": 0, "bytes
 
 
 def _cache_key(store: CheckpointStore, stage: str, subtask: int, parallelism: int) -> tuple:
-    fp = json.dumps(store.fingerprint, sort_keys=True, default=repr)
-    return (store.location, fp, stage, subtask, parallelism)
+    return (store.location, store.fingerprint, stage, subtask, parallelism)
 
 
 def clear_warm_cache() -> None:
@@ -130,40 +130,27 @@ def clear_warm_cache() -> None:
         CACHE_STATS[name] = 0
 
 
-def _restore_watermark(op: Any, watermark: int, services: dict[str, int]) -> None:
+def _restore_watermark(op: Any, saved: OperatorWatermarks) -> None:
     """Put an operator (and its timer services) back at the watermark it had reached; the
     restored valve forwards only higher watermarks."""
-    op.restore_watermark(watermark)
+    op.restore_watermark(saved.watermark)
     manager = op.time_service_manager
     if manager is not None:
         for name, service in manager.services().items():
-            if name in services:
-                service.restore_watermark(services[name])
+            if name in saved.timer_services:
+                service.restore_watermark(saved.timer_services[name])
 
 
-def _split_state(driver: Any, emitter: Any, tagger: Any) -> bytes:
+def _split_state(driver: Any, emitter: Any, tagger: Any) -> SplitState:
     """A split's state after a batch: its watermark, idleness, record sequence number and
-    records read as JSON, and the data attributes of the user's watermark generator (user
-    values: pickled) in a part of their own."""
-    state = {
-        "watermark": int(emitter.current_watermark),
-        "idle": bool(emitter.idle),
-        "seq": int(tagger.seq),
-        "records": int(driver.records_read),
-    }
-    generator = pickle.dumps(capture_generator_state(driver.generator), protocol=5)
-    return pack_parts({"generator": generator}, state)
-
-
-def _json(value: Any) -> bytes:
-    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode("utf-8")
-
-
-def _load_json(data: bytes, what: str) -> Any:
-    try:
-        return json.loads(data.decode("utf-8"))
-    except ValueError as exc:
-        raise CheckpointError(f"the {what} of a stage subtask are not JSON: {exc}") from None
+    records read, and its watermark generator's state (user values: pickled)."""
+    return SplitState(
+        watermark=int(emitter.current_watermark),
+        idle=bool(emitter.idle),
+        seq=int(tagger.seq),
+        records=int(driver.records_read),
+        generator=capture_generator_state(driver.generator),
+    )
 
 
 class _Discard:
@@ -184,8 +171,8 @@ class StreamingJob(SparkJob):
         version: int,
         now: int,
         previous_now: int,
-        previous: dict[str, Any] | None,
-        split_states: dict[int, bytes],
+        previous: CommitManifest | None,
+        split_states: dict[int, SplitState],
     ) -> None:
         super().__init__(base.plan, base.job_parameters, None, None, base.placement)
         self.store = store
@@ -196,8 +183,8 @@ class StreamingJob(SparkJob):
         self.split_states = split_states
         # operator identities (what operator watermarks are saved and restored by)
         self.identities = operator_identities(self.plan.nodes)
-        self._pending: dict[int, tuple[dict[str, Any], Digests]] = {}
-        self._written: dict[int, tuple[str, dict[str, Any]]] = {}  # target -> file, record
+        self._pending: dict[int, tuple[Chain, Digests]] = {}
+        self._written: dict[int, tuple[str, FileRecord]] = {}  # target -> file, record
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
@@ -230,12 +217,11 @@ class StreamingJob(SparkJob):
         emitter = driver.watermark_output
         saved = self.split_states.get(g)
         if saved is not None:
-            state, user = unpack_parts(saved, f"the state of source split {g}")
-            if "generator" in user:  # the user's watermark generator: user values, pickled
-                apply_generator_state(driver.generator, pickle.loads(user["generator"]))
-            emitter.current_watermark = int(state["watermark"])
-            emitter.idle = bool(state["idle"])
-            tagger.seq = int(state["seq"])
+            if saved.generator is not None:  # the user's watermark generator: pickled
+                apply_generator_state(driver.generator, saved.generator)
+            emitter.current_watermark = saved.watermark
+            emitter.idle = saved.idle
+            tagger.seq = saved.seq
         for op in tasks.operators:
             op.open()
         tagger.round, tagger.phase = self.version, 0
@@ -248,7 +234,7 @@ class StreamingJob(SparkJob):
         for op in tasks.operators:
             op.close()
         yield self._rows(tasks, 1)
-        yield _row(SPLIT_STATE, g, _split_state(driver, emitter, tagger))
+        yield _row(SPLIT_STATE, g, _split_state(driver, emitter, tagger).to_bytes())
 
     def stream_source_task(
         self, first_split: int, node_id: int
@@ -268,7 +254,7 @@ class StreamingJob(SparkJob):
 
     # ------------------------------------------------------------------ exchange stages
 
-    def _restore_subtask(self, task: Any, stage: Any, target: int) -> dict[int, Any]:
+    def _restore_subtask(self, task: Any, stage: Any, target: int) -> dict[str, OperatorWatermarks]:
         """Restore keyed state, timers and valves of ``task`` from version ``version - 1``
         (the worker cache when it holds exactly that, else the files the manifest names);
         returns the operators' watermarks to apply once they are open."""
@@ -278,13 +264,13 @@ class StreamingJob(SparkJob):
         key = _cache_key(store, self.identities[stage.entry.id], target, stage.parallelism)
         warm = _WARM.pop(key, None)  # taken, never shared: a failed attempt cannot leave it
         old_stage = None if previous is None else store.previous_stage(previous, stage.index)
-        if old_stage is None:  # a fresh start, or a stage the checkpoint does not have
+        if previous is None or old_stage is None:  # a fresh start, or a stage it does not have
             self._pending[target] = (plan, {})
             return {}
         entry = task.entry
         keyed = entry.keyed_state_backend is not None
-        old_p = int(previous["parallelism"][str(old_stage)])
-        chains = chains_of(previous)[str(old_stage)]
+        old_p = previous.parallelism[old_stage]
+        chains = previous.chains[old_stage]
         if (
             warm is not None
             and warm.version == self.version - 1
@@ -302,7 +288,7 @@ class StreamingJob(SparkJob):
             mine = entry.setup_info.key_group_range if keyed else None
             loaded = store.restore_range(previous, stage.index, target, stage.max_parallelism, mine)
             snap = loaded.snapshot()
-            incremental = plan["snapshot"] != self.version
+            incremental = plan.snapshot != self.version
             prev_digests = digests(loaded.flat) if keyed and incremental else {}
             valves_bytes, watermarks_bytes = loaded.valves, loaded.watermarks
         if keyed and snap is not None and warm_hit:
@@ -312,11 +298,8 @@ class StreamingJob(SparkJob):
         elif keyed and snap is not None:
             entry.initialize_state([snap])
         self._pending[target] = (plan, prev_digests)
-        raw = _load_json(valves_bytes, "valves") if valves_bytes is not None else {}
-        try:
-            valves = {int(i): StatusWatermarkValve.from_json(v) for i, v in raw.items()}
-        except ValueError as exc:
-            raise CheckpointError(f"the valves of stage {stage.index}: {exc}") from None
+        where = f"the state of stage {stage.index} subtask {target}"
+        valves = decode_valves(valves_bytes, where) if valves_bytes is not None else {}
         for index, valve in valves.items():
             current = task.valves[index]
             if valve.num_channels == current.num_channels:
@@ -327,7 +310,7 @@ class StreamingJob(SparkJob):
                     current.input_watermark(last, channel, _Discard())
         if watermarks_bytes is None:
             return {}
-        return _load_json(watermarks_bytes, "operator watermarks")
+        return OperatorWatermarks.decode(watermarks_bytes, where)
 
     def _save_subtask(self, task: Any, stage: Any, target: int) -> None:
         """Write version ``version`` of this subtask (a full snapshot or a changelog, as
@@ -344,22 +327,22 @@ class StreamingJob(SparkJob):
                 if manager is not None
                 else {}
             )
-            watermarks[identity] = [op.current_watermark(), services]
+            watermarks[identity] = OperatorWatermarks(op.current_watermark(), services)
         parts = {
-            "valves": _json({str(i): v.to_json() for i, v in task.valves.items()}),
-            "watermarks": _json(watermarks),
+            "valves": encode_valves(task.valves),
+            "watermarks": OperatorWatermarks.encode(watermarks),
         }
         identity = self.identities[stage.entry.id]
         size, new_digests = self.store.write_version(
             self.version, stage.index, target, plan, snap, prev_digests, parts, identity
         )
-        changelog = plan["snapshot"] != self.version
+        changelog = plan.snapshot != self.version
         path = (self.store.changelog_path if changelog else self.store.subtask_path)(
             self.version, stage.index, target
         )
         self._written[target] = (
             self.store.relative(path),
-            self.store.records[self.store.relative(path)].to_json(),
+            self.store.records[self.store.relative(path)],
         )
         CACHE_STATS["bytes_" + ("changelog" if changelog else "snapshot")] += size
         key = _cache_key(self.store, self.identities[stage.entry.id], target, stage.parallelism)
@@ -396,10 +379,10 @@ class StreamingJob(SparkJob):
         for op in tasks.operators:
             op.open()
         by_identity = {self.identities[node_id]: op for node_id, op in task.operators.items()}
-        for identity, (watermark, services) in watermarks.items():
+        for identity, saved in watermarks.items():
             op = by_identity.get(identity)  # None: an operator this job no longer has
             if op is not None:
-                _restore_watermark(op, watermark, services)
+                _restore_watermark(op, saved)
         entries: list[tuple] = []
         for chunk in chunks:
             entries.extend(pickle.loads(chunk))

@@ -59,8 +59,18 @@ from typing import Any
 
 from sparktide.runtime.failures import is_described
 from sparktide.runtime.operator_identity import operator_identities
-from sparktide.spark.checkpoint import CheckpointError, CheckpointStore, unpack_parts
+from sparktide.spark.checkpoint import CheckpointError, CheckpointStore
 from sparktide.spark.checkpoint_lock import CheckpointLock
+from sparktide.spark.checkpoint_meta import (
+    BatchCommit,
+    CommitManifest,
+    FileRecord,
+    JobFingerprint,
+    OperatorRef,
+    SourceRef,
+    SplitState,
+    StageFingerprint,
+)
 from sparktide.spark.connect_batches import connect_batch_function
 from sparktide.spark.executor import (
     COLLECTED,
@@ -113,22 +123,22 @@ def _wall_clock_ms() -> int:
 # the driver
 
 
-def fingerprint(plan: Any) -> dict[str, Any]:
+def fingerprint(plan: Any) -> JobFingerprint:
     """What a restore checks against the checkpoint (parallelism may change): the sources, and
     per stage its operators as ``[name, uid, identity]`` (state is matched by identity, see
     :mod:`sparktide.spark.restore_match`), its max parallelism and whether it is keyed."""
     identities = operator_identities(plan.nodes)
-    return {
-        "sources": [[n.name, n.uid, len(n.source.get_splits())] for n in plan.sources],
-        "stages": [
-            {
-                "operators": [[n.name, n.uid, identities[n.id]] for n in s.nodes],
-                "max_parallelism": s.max_parallelism,
-                "keyed": s.keyed,
-            }
+    return JobFingerprint(
+        tuple(SourceRef(n.name, n.uid, len(n.source.get_splits())) for n in plan.sources),
+        tuple(
+            StageFingerprint(
+                tuple(OperatorRef(n.name, n.uid, identities[n.id]) for n in s.nodes),
+                s.max_parallelism,
+                s.keyed,
+            )
             for s in plan.stages
-        ],
-    }
+        ),
+    )
 
 
 class StreamingJobClient:
@@ -264,7 +274,7 @@ class _StreamRunner:
         self.lock = threading.Lock()
         self._stop_idle = threading.Event()
         self._idle_thread: threading.Thread | None = None
-        self._last_commit: dict[str, Any] | None = None  # what this run committed last
+        self._last_commit: CommitManifest | None = None  # what this run committed last
         self.writer_lock: CheckpointLock | None = None
         self.watching = False  # Spark Connect: the client reports the server's commits
         self.watched: int | None = None  # the last commit reported
@@ -347,7 +357,7 @@ class _StreamRunner:
                     self.restore_log = quiet_query_failure_log(self.executor.spark)
             raise
 
-    def _last(self) -> tuple[int | None, dict[str, Any] | None]:
+    def _last(self) -> tuple[int | None, CommitManifest | None]:
         committed = self.store.committed_version()
         return committed, None if committed is None else self.store.commit_info(committed)
 
@@ -423,7 +433,7 @@ class _StreamRunner:
                     info = self.store.commit_info(version)
                 except CheckpointError:  # cleaned up already (more commits than retained)
                     continue
-                self._report(info["metrics"])
+                self._report(info.metrics)
                 self.watched = version
 
     def _idle_loop(self, poll: float) -> None:
@@ -439,20 +449,20 @@ class _StreamRunner:
                 self.query.stop()
                 return
 
-    def due(self, info: dict[str, Any] | None, wall: int) -> bool:
+    def due(self, info: CommitManifest | None, wall: int) -> bool:
         """Whether a batch without new data would do something at ``wall``: a processing-time
         timer is due, or idleness is configured, a split is not idle yet and ``idle_timeout``
         has passed since the last batch."""
         if info is None:
             return False
-        metrics = info.get("metrics", {})
-        head = metrics.get("next_processing_timer")
-        if head is not None and head <= wall:
+        head = info.metrics.get("next_processing_timer")
+        if isinstance(head, int) and head <= wall:
             return True
         if self.idle_timeout is None:
             return False
-        active = any(w != "idle" for w in metrics.get("split_watermarks", {}).values())
-        return active and wall - int(info["processing_time"]) >= self.idle_timeout
+        splits = info.metrics.get("split_watermarks")
+        active = isinstance(splits, dict) and any(w != "idle" for w in splits.values())
+        return active and wall - info.processing_time >= self.idle_timeout
 
     def run_due_batch(self, wall: int) -> bool:
         """Run a batch without new data if one is due (and no batch is running or waiting to
@@ -465,7 +475,9 @@ class _StreamRunner:
             if not self.due(self._last_commit, wall):  # checked without reading the store
                 return False
             committed, info = self._last()
-            if not self.due(info, wall) or self.store.pending_spark_batch(committed + 1):
+            if committed is None or not self.due(info, wall):
+                return False
+            if self.store.pending_spark_batch(committed + 1):
                 return False
             frames = [_empty_like(n.source.df) for n in self.nodes]
             self._run_version(frames, committed, info, None)
@@ -479,20 +491,22 @@ class _StreamRunner:
         self,
         frames: list[Any],
         committed: int | None,
-        previous: dict[str, Any] | None,
+        previous: CommitManifest | None,
         spark_batch: int | None,
     ) -> None:
         started = time.perf_counter()
         store = self.store
         version = 0 if committed is None else committed + 1
         wall = _wall_clock_ms()
-        previous_now = wall if previous is None else int(previous["processing_time"])
+        previous_now = wall if previous is None else previous.processing_time
         # processing time never goes backwards, even on a restart on a machine whose clock is
         # behind; a replay sees the time recorded by the batch's first attempt
         now = store.batch_processing_time(version, max(wall, previous_now), spark_batch)
         previous_now = min(previous_now, now)
         split_states = (
-            {} if committed is None else store.read_splits(committed, previous.get("files"))
+            {}
+            if committed is None or previous is None
+            else store.read_splits(committed, previous.files)
         )
         job = StreamingJob(self.base, store, version, now, previous_now, previous, split_states)
         conf = frames[0].sparkSession.conf
@@ -514,7 +528,7 @@ class _StreamRunner:
         version: int,
         spark_batch: int | None,
         job: StreamingJob,
-        split_states: dict[int, bytes],
+        split_states: dict[int, SplitState],
         now: int,
         started: float,
     ) -> None:
@@ -561,11 +575,12 @@ class _StreamRunner:
             raise_first_failure(
                 [(r["position"], r["payload"]) for r in rows if r["stage"] == FAILED]
             )
-            files: dict[str, Any] = {}  # the records of the state files the subtasks wrote
+            files: dict[str, FileRecord] = {}  # the records of the state files subtasks wrote
             for row in rows:
                 stage = row["stage"]
                 if stage == SPLIT_STATE:
-                    new_splits[row["target"]] = row["payload"]
+                    where = f"the state of source split {row['target']}"
+                    new_splits[row["target"]] = SplitState.from_bytes(row["payload"], where)
                 elif stage == SUBTASK_METRICS:
                     sub = pickle.loads(row["payload"])
                     path, record = sub.pop("file")
@@ -594,7 +609,7 @@ class _StreamRunner:
                 else:
                     node.frame_writer(frame)  # type: ignore[misc]
             store.write_splits(version, new_splits)
-            splits = {g: _split_summary(g, data, split_states) for g, data in new_splits.items()}
+            splits = {g: _split_summary(s, split_states.get(g)) for g, s in new_splits.items()}
             subtasks.sort(key=itemgetter("stage", "subtask"))
             metrics = batch_metrics(
                 version=version,
@@ -605,16 +620,15 @@ class _StreamRunner:
                 tasks=totals,
                 subtasks=subtasks,
             )
-            commit = {
-                "processing_time": now,
-                "spark_batch": spark_batch,
-                "last_spark_batch": _last_spark_batch_after(job.previous, spark_batch),
-                "parallelism": {str(s.index): s.parallelism for s in plan.stages},
-                "metrics": metrics,
-                "files": files,
-            }
-            store.commit(version, commit)
-            self._last_commit = commit
+            commit = BatchCommit(
+                processing_time=now,
+                spark_batch=spark_batch,
+                last_spark_batch=_last_spark_batch_after(job.previous, spark_batch),
+                parallelism={s.index: s.parallelism for s in plan.stages},
+                metrics=metrics,
+                files=files,
+            )
+            self._last_commit = store.commit(version, commit)
             self._report(metrics)
         finally:
             for df in produced:
@@ -641,30 +655,29 @@ def _empty_like(df: Any) -> Any:
     return df.sparkSession.createDataFrame([], df.schema)
 
 
-def _split_summary(g: int, data: bytes, before: dict[int, bytes]) -> dict[str, Any]:
+def _split_summary(state: SplitState, before: SplitState | None) -> dict[str, Any]:
     """A split's watermark, idleness and the records it read in this batch (none when it did
     not run and kept its state of the version before)."""
-    state, _ = unpack_parts(data, f"the state of source split {g}")  # JSON: nothing unpickled
     return {
-        "watermark": state["watermark"],
-        "idle": bool(state["idle"]),
-        "records": state["records"] if data is not before.get(g) else 0,
+        "watermark": state.watermark,
+        "idle": state.idle,
+        "records": state.records if state is not before else 0,
     }
 
 
-def _last_spark_batch(committed: int | None, info: dict[str, Any] | None) -> int | None:
+def _last_spark_batch(committed: int | None, info: CommitManifest | None) -> int | None:
     """The last Spark micro-batch id whose rows are in committed version ``committed``."""
     if info is None:
         return None
-    return info.get("last_spark_batch", committed)
+    return info.last_spark_batch
 
 
-def _last_spark_batch_after(previous: dict[str, Any] | None, spark_batch: int | None) -> Any:
+def _last_spark_batch_after(previous: CommitManifest | None, spark_batch: int | None) -> int | None:
     if spark_batch is not None:
         return spark_batch
     if previous is None:
         return None
-    return previous.get("last_spark_batch", previous.get("version"))
+    return previous.last_spark_batch
 
 
 def start_stream(

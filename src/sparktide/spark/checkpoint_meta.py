@@ -1,0 +1,629 @@
+"""The metadata of a streaming checkpoint as typed values with a versioned JSON form.
+
+Every piece of metadata a checkpoint keeps is a frozen dataclass here, written as plain JSON
+(never pickled) and read back validated:
+
+- :class:`CommitManifest` (``commits/<v>.json``): the batch's version, processing time, Spark
+  micro-batch ids, per stage its parallelism and per subtask its :class:`Chain` of state files,
+  a :class:`FileRecord` per file binding it to its slot, the :class:`JobFingerprint` of the job
+  graph (:class:`SourceRef`, :class:`StageFingerprint`, :class:`OperatorRef`) and the batch's
+  metrics; :class:`BatchCommit` is what a run hands to
+  :meth:`~sparktide.spark.checkpoint.CheckpointStore.commit`, which completes it;
+- :class:`SplitState` (``splits/<v>.bin``, one part per source split): the split's watermark,
+  idleness, record sequence number and records read, and its watermark generator's state
+  (:mod:`sparktide.spark.split_state`);
+- :class:`OperatorWatermarks` (the ``watermarks`` part of a state file): per operator identity
+  the operator's watermark and its timer services' watermarks; a subtask's valves (the
+  ``valves`` part) are the JSON of :meth:`~sparktide.runtime.valve.StatusWatermarkValve.to_json`
+  per input (:func:`encode_valves` / :func:`decode_valves`).
+
+``to_json()`` gives the JSON value, ``from_json(raw, where)`` reads it: a manifest of another
+format version (:data:`~sparktide.spark.checkpoint_files.CHECKPOINT_FORMAT_VERSION`) is refused
+naming both versions, and a missing or mistyped field raises
+:class:`~sparktide.spark.checkpoint_files.CheckpointError` naming the file (``where``), the field
+and what to do.
+
+>>> chain = Chain(snapshot=3, changelogs=(4, 5))
+>>> Chain.from_json(chain.to_json(), "commits/5.json") == chain
+True
+>>> Chain.from_json({"snapshot": "3", "changelogs": []}, "commits/5.json")
+... # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+sparktide.spark.checkpoint_files.CheckpointError: commits/5.json: field 'snapshot' must be an \
+int, got '3'; ...
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from sparktide.runtime.valve import StatusWatermarkValve
+from sparktide.spark.checkpoint_files import (
+    CHECKPOINT_FORMAT_VERSION,
+    CheckpointError,
+    JsonObject,
+    JsonValue,
+    file_digest,
+    format_version_error,
+    pack_parts,
+    unpack_parts,
+)
+
+__all__ = [
+    "BatchCommit",
+    "Chain",
+    "CommitManifest",
+    "FileRecord",
+    "JobFingerprint",
+    "OperatorRef",
+    "OperatorWatermarks",
+    "SourceRef",
+    "SplitState",
+    "StageFingerprint",
+    "decode_valves",
+    "encode_json",
+    "encode_valves",
+]
+
+_FIX = (
+    "the checkpoint is corrupt or was not written by this sparktide: restore the directory "
+    "from a backup or start from an empty one"
+)
+
+
+def encode_json(value: JsonValue) -> bytes:
+    """The canonical JSON bytes of ``value`` (sorted keys, no spaces)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode("utf-8")
+
+
+class _Fields:
+    """Typed reads of one JSON object of the file ``where``; a missing or mistyped field
+    raises :class:`CheckpointError` naming the file and the field's path."""
+
+    __slots__ = ("path", "raw", "where")
+
+    def __init__(self, raw: object, where: str, path: str = "") -> None:
+        if not isinstance(raw, dict):
+            what = f"field {path!r}" if path else "the metadata"
+            raise CheckpointError(
+                f"{where}: {what} must be a JSON object, got {_short(raw)}; {_FIX}"
+            )
+        self.raw: JsonObject = raw
+        self.where = where
+        self.path = path
+
+    def _name(self, name: str) -> str:
+        return f"{self.path}.{name}" if self.path else name
+
+    def fail(self, name: str, expected: str, value: object) -> CheckpointError:
+        return CheckpointError(
+            f"{self.where}: field {self._name(name)!r} must be {expected}, got "
+            f"{_short(value)}; {_FIX}"
+        )
+
+    def get(self, name: str) -> JsonValue:
+        if name not in self.raw:
+            raise CheckpointError(f"{self.where}: field {self._name(name)!r} is missing; {_FIX}")
+        return self.raw[name]
+
+    def get_int(self, name: str) -> int:
+        value = self.get(name)
+        if type(value) is not int:
+            raise self.fail(name, "an int", value)
+        return value
+
+    def opt_int(self, name: str, default: int | None = None) -> int | None:
+        value = self.raw.get(name, default)
+        if value is not None and type(value) is not int:
+            raise self.fail(name, "an int or null", value)
+        return value
+
+    def get_str(self, name: str) -> str:
+        value = self.get(name)
+        if not isinstance(value, str):
+            raise self.fail(name, "a string", value)
+        return value
+
+    def opt_str(self, name: str) -> str | None:
+        value = self.raw.get(name)
+        if value is not None and not isinstance(value, str):
+            raise self.fail(name, "a string or null", value)
+        return value
+
+    def get_bool(self, name: str) -> bool:
+        value = self.get(name)
+        if not isinstance(value, bool):
+            raise self.fail(name, "a bool", value)
+        return value
+
+    def get_list(self, name: str) -> list[JsonValue]:
+        value = self.get(name)
+        if not isinstance(value, list):
+            raise self.fail(name, "a JSON list", value)
+        return value
+
+    def get_object(self, name: str) -> _Fields:
+        return _Fields(self.get(name), self.where, self._name(name))
+
+    def int_keyed(self, name: str) -> dict[int, JsonValue]:
+        """A JSON object whose keys are decimal ints (stages, splits, inputs)."""
+        raw = self.get_object(name).raw
+        out: dict[int, JsonValue] = {}
+        for key, value in raw.items():
+            if not key.lstrip("-").isdigit():
+                raise self.fail(name, "an object keyed by ints", raw)
+            out[int(key)] = value
+        return out
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _int_list(fields: _Fields, name: str) -> tuple[int, ...]:
+    values = fields.get_list(name)
+    if not all(type(v) is int for v in values):
+        raise fields.fail(name, "a list of ints", values)
+    return tuple(v for v in values if isinstance(v, int))
+
+
+# ---------------------------------------------------------------------------------------------
+# chains and file records
+
+
+@dataclass(frozen=True)
+class Chain:
+    """The files that make up the state of a stage subtask at a version: the full snapshot of
+    version ``snapshot`` plus the changelogs of ``changelogs``, applied in order."""
+
+    snapshot: int
+    changelogs: tuple[int, ...] = ()
+
+    def versions(self) -> tuple[int, ...]:
+        """Every version whose file the chain names."""
+        return (self.snapshot, *self.changelogs)
+
+    def to_json(self) -> JsonObject:
+        return {"snapshot": self.snapshot, "changelogs": list(self.changelogs)}
+
+    @classmethod
+    def from_json(cls, raw: object, where: str, path: str = "") -> Chain:
+        fields = _Fields(raw, where, path)
+        return cls(fields.get_int("snapshot"), _int_list(fields, "changelogs"))
+
+
+_BINDING = ("version", "operator", "stage", "subtask", "key_groups", "kind")
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    """What a manifest records of one file it names: the digest and size of its bytes and the
+    slot it belongs to (checkpoint version, operator identity of the stage's entry, stage
+    index, subtask, key-group range ``(start, end)`` or ``None``, kind)."""
+
+    digest: str
+    size: int
+    version: int | None
+    operator: str | None
+    stage: int | None
+    subtask: int | None
+    key_groups: tuple[int, int] | None
+    kind: str | None
+
+    def to_json(self) -> JsonObject:
+        return {
+            "digest": self.digest,
+            "size": self.size,
+            "version": self.version,
+            "operator": self.operator,
+            "stage": self.stage,
+            "subtask": self.subtask,
+            "key_groups": None if self.key_groups is None else list(self.key_groups),
+            "kind": self.kind,
+        }
+
+    def slot(self) -> JsonObject:
+        """The slot fields as a file header writes them."""
+        out = self.to_json()
+        return {name: out[name] for name in _BINDING}
+
+    @classmethod
+    def from_json(cls, raw: object, where: str, path: str = "") -> FileRecord:
+        fields = _Fields(raw, where, path)
+        return _record(fields.get_str("digest"), fields.get_int("size"), fields)
+
+    @classmethod
+    def of(cls, data: bytes, meta: JsonObject, where: str) -> FileRecord:
+        """The record of ``data`` (the file ``where``) whose header meta is ``meta``."""
+        return _record(file_digest(data), len(data), _Fields(meta, where))
+
+
+def _record(digest: str, size: int, fields: _Fields) -> FileRecord:
+    raw = fields.raw.get("key_groups")
+    key_groups: tuple[int, int] | None = None
+    if raw is not None:
+        if not (
+            isinstance(raw, list)
+            and len(raw) == 2
+            and isinstance(raw[0], int)
+            and isinstance(raw[1], int)
+        ):
+            raise fields.fail("key_groups", "[start, end] or null", raw)
+        key_groups = (raw[0], raw[1])
+    return FileRecord(
+        digest=digest,
+        size=size,
+        version=fields.opt_int("version"),
+        operator=fields.opt_str("operator"),
+        stage=fields.opt_int("stage"),
+        subtask=fields.opt_int("subtask"),
+        key_groups=key_groups,
+        kind=fields.opt_str("kind"),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# the job fingerprint
+
+
+@dataclass(frozen=True)
+class OperatorRef:
+    """An operator of a stage as a fingerprint names it: its name, uid and identity
+    (:mod:`sparktide.runtime.operator_identity`). JSON: ``[name, uid, identity]``."""
+
+    name: str
+    uid: str | None
+    identity: str | None = None
+
+    def describe(self) -> str:
+        """``'name' (uid 'u')`` for messages."""
+        return f"{self.name!r}" + (f" (uid {self.uid!r})" if self.uid is not None else "")
+
+    def to_json(self) -> list[JsonValue]:
+        return [self.name, self.uid, self.identity]
+
+    @classmethod
+    def from_json(cls, raw: object, where: str, path: str) -> OperatorRef:
+        ok = (
+            isinstance(raw, list)
+            and len(raw) in (2, 3)
+            and isinstance(raw[0], str)
+            and all(v is None or isinstance(v, str) for v in raw[1:])
+        )
+        if not ok:
+            raise CheckpointError(
+                f"{where}: field {path!r} must be [name, uid, identity], got {_short(raw)}; {_FIX}"
+            )
+        assert isinstance(raw, list)  # checked above
+        name, uid, identity = [*raw, None][:3]
+        return cls(str(name), _opt_str(uid), _opt_str(identity))
+
+
+def _opt_str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+@dataclass(frozen=True)
+class SourceRef:
+    """A source of the job: its name, uid and number of splits. JSON: ``[name, uid, splits]``."""
+
+    name: str
+    uid: str | None
+    splits: int
+
+    def to_json(self) -> list[JsonValue]:
+        return [self.name, self.uid, self.splits]
+
+    @classmethod
+    def from_json(cls, raw: object, where: str, path: str) -> SourceRef:
+        ok = (
+            isinstance(raw, list)
+            and len(raw) == 3
+            and isinstance(raw[0], str)
+            and (raw[1] is None or isinstance(raw[1], str))
+            and type(raw[2]) is int
+        )
+        if not ok:
+            raise CheckpointError(
+                f"{where}: field {path!r} must be [name, uid, splits], got {_short(raw)}; {_FIX}"
+            )
+        assert isinstance(raw, list)  # checked above
+        name, uid, splits = raw
+        assert isinstance(name, str) and isinstance(splits, int)
+        return cls(name, _opt_str(uid), splits)
+
+
+@dataclass(frozen=True)
+class StageFingerprint:
+    """An exchange stage of the job: its operators (the first is its entry, which owns the
+    keyed state, timers and input valves), max parallelism and whether it is keyed."""
+
+    operators: tuple[OperatorRef, ...]
+    max_parallelism: int
+    keyed: bool
+
+    @property
+    def entry(self) -> OperatorRef | None:
+        return self.operators[0] if self.operators else None
+
+    def to_json(self) -> JsonObject:
+        return {
+            "operators": [op.to_json() for op in self.operators],
+            "max_parallelism": self.max_parallelism,
+            "keyed": self.keyed,
+        }
+
+    @classmethod
+    def from_json(cls, raw: object, where: str, path: str) -> StageFingerprint:
+        fields = _Fields(raw, where, path)
+        ops = fields.get_list("operators")
+        return cls(
+            tuple(
+                OperatorRef.from_json(op, where, f"{path}.operators[{i}]")
+                for i, op in enumerate(ops)
+            ),
+            fields.get_int("max_parallelism"),
+            fields.get_bool("keyed"),
+        )
+
+
+@dataclass(frozen=True)
+class JobFingerprint:
+    """What a restore checks against a checkpoint: the job's sources and stages (see
+    :mod:`sparktide.spark.restore_match`).
+
+    >>> fp = JobFingerprint((SourceRef("s", None, 2),),
+    ...     (StageFingerprint((OperatorRef("w", "w", "uid:w"),), 128, True),))
+    >>> fp.to_json()["sources"]
+    [['s', None, 2]]
+    >>> JobFingerprint.from_json(fp.to_json(), "f") == fp
+    True
+    """
+
+    sources: tuple[SourceRef, ...] = ()
+    stages: tuple[StageFingerprint, ...] = ()
+
+    def to_json(self) -> JsonObject:
+        return {
+            "sources": [s.to_json() for s in self.sources],
+            "stages": [s.to_json() for s in self.stages],
+        }
+
+    @classmethod
+    def from_json(cls, raw: object, where: str, path: str = "fingerprint") -> JobFingerprint:
+        fields = _Fields(raw, where, path)
+        return cls(
+            tuple(
+                SourceRef.from_json(s, where, f"{path}.sources[{i}]")
+                for i, s in enumerate(fields.get_list("sources"))
+            ),
+            tuple(
+                StageFingerprint.from_json(s, where, f"{path}.stages[{i}]")
+                for i, s in enumerate(fields.get_list("stages"))
+            ),
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# the manifest
+
+
+@dataclass(frozen=True)
+class BatchCommit:
+    """What a streaming run commits for one batch (the store adds the version, the chains, the
+    file records it knows and the fingerprint: :class:`CommitManifest`).
+
+    ``parallelism``: per stage index; ``files``: the records of the files the workers wrote;
+    ``metrics``: the batch's metrics (:func:`~sparktide.spark.stream_metrics.batch_metrics`);
+    ``chains``: per stage the subtasks' chains (``None``: planned by the store)."""
+
+    processing_time: int
+    parallelism: Mapping[int, int]
+    spark_batch: int | None = None
+    last_spark_batch: int | None = None
+    metrics: JsonObject = field(default_factory=dict)
+    files: Mapping[str, FileRecord] = field(default_factory=dict)
+    chains: Mapping[int, tuple[Chain, ...]] | None = None
+
+
+@dataclass(frozen=True)
+class CommitManifest:
+    """The manifest of committed version ``version`` (``commits/<version>.json``).
+
+    >>> m = CommitManifest(version=1, processing_time=5, parallelism={0: 1},
+    ...     chains={0: (Chain(0, (1,)),)}, files={}, fingerprint=None)
+    >>> CommitManifest.from_json(m.to_json(), "commits/1.json") == m
+    True
+    >>> CommitManifest.from_json({**m.to_json(), "format_version": 99}, "commits/1.json")
+    ... # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    sparktide.spark.checkpoint_files.CheckpointError: commits/1.json: checkpoint format \
+version 99 is not supported; ...
+    """
+
+    version: int
+    processing_time: int
+    parallelism: Mapping[int, int]
+    chains: Mapping[int, tuple[Chain, ...]]
+    files: Mapping[str, FileRecord]
+    fingerprint: JobFingerprint | None
+    spark_batch: int | None = None
+    last_spark_batch: int | None = None
+    metrics: JsonObject = field(default_factory=dict)
+
+    def chain(self, stage: int, subtask: int) -> Chain | None:
+        """The chain of a stage subtask (``None``: the manifest names none)."""
+        chains = self.chains.get(stage, ())
+        return chains[subtask] if 0 <= subtask < len(chains) else None
+
+    def to_json(self) -> JsonObject:
+        return {
+            "format_version": CHECKPOINT_FORMAT_VERSION,
+            "version": self.version,
+            "processing_time": self.processing_time,
+            "spark_batch": self.spark_batch,
+            "last_spark_batch": self.last_spark_batch,
+            "parallelism": {str(s): p for s, p in self.parallelism.items()},
+            "chains": {str(s): [c.to_json() for c in cs] for s, cs in self.chains.items()},
+            "files": {path: r.to_json() for path, r in self.files.items()},
+            "fingerprint": None if self.fingerprint is None else self.fingerprint.to_json(),
+            "metrics": self.metrics,
+        }
+
+    @classmethod
+    def from_json(cls, raw: object, where: str) -> CommitManifest:
+        fields = _Fields(raw, where)
+        version = fields.raw.get("format_version")
+        if version != CHECKPOINT_FORMAT_VERSION:
+            raise format_version_error(where, version)
+        number = fields.get_int("version")
+        parallelism: dict[int, int] = {}
+        for stage, p in fields.int_keyed("parallelism").items():
+            if type(p) is not int:
+                raise fields.fail(f"parallelism.{stage}", "an int", p)
+            parallelism[stage] = p
+        chains: dict[int, tuple[Chain, ...]] = {}
+        if "chains" in fields.raw:
+            for stage, raw_chains in fields.int_keyed("chains").items():
+                if not isinstance(raw_chains, list):
+                    raise fields.fail(f"chains.{stage}", "a list of chains", raw_chains)
+                chains[stage] = tuple(
+                    Chain.from_json(c, where, f"chains.{stage}[{i}]")
+                    for i, c in enumerate(raw_chains)
+                )
+        else:  # a manifest without chains: full snapshots
+            chains = {s: (Chain(number),) * p for s, p in parallelism.items()}
+        files = fields.get_object("files").raw if "files" in fields.raw else {}
+        raw_fp = fields.raw.get("fingerprint")
+        metrics = fields.get_object("metrics").raw if "metrics" in fields.raw else {}
+        return cls(
+            version=number,
+            processing_time=fields.get_int("processing_time"),
+            parallelism=parallelism,
+            chains=chains,
+            files={p: FileRecord.from_json(r, where, f"files.{p}") for p, r in files.items()},
+            fingerprint=None if raw_fp is None else JobFingerprint.from_json(raw_fp, where),
+            spark_batch=fields.opt_int("spark_batch"),
+            last_spark_batch=fields.opt_int("last_spark_batch", number),
+            metrics=metrics,
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# split and subtask metadata
+
+
+@dataclass(frozen=True)
+class SplitState:
+    """A source split's state after a batch: its watermark, whether it is idle, its record
+    sequence number and the records it read in the batch (JSON), and its watermark generator's
+    state (:func:`~sparktide.spark.split_state.capture_generator_state`: user values, pickled,
+    in a part of its own; ``None``: none).
+
+    >>> s = SplitState(watermark=9, idle=False, seq=3, records=3, generator=None)
+    >>> SplitState.from_bytes(s.to_bytes(), "split 0") == s
+    True
+    """
+
+    watermark: int
+    idle: bool
+    seq: int
+    records: int
+    generator: bytes | None = None
+
+    def to_bytes(self) -> bytes:
+        meta: JsonObject = {
+            "watermark": self.watermark,
+            "idle": self.idle,
+            "seq": self.seq,
+            "records": self.records,
+        }
+        parts = {} if self.generator is None else {"generator": self.generator}
+        return pack_parts(parts, meta)
+
+    @classmethod
+    def from_bytes(cls, data: bytes, where: str) -> SplitState:
+        """Read (nothing unpickled); ``where`` names the split in errors."""
+        meta, parts = unpack_parts(data, where)
+        fields = _Fields(meta, where)
+        return cls(
+            fields.get_int("watermark"),
+            fields.get_bool("idle"),
+            fields.get_int("seq"),
+            fields.get_int("records"),
+            parts.get("generator"),
+        )
+
+
+@dataclass(frozen=True)
+class OperatorWatermarks:
+    """An operator's watermark and its timer services' watermarks (by service name), restored
+    when a subtask resumes. JSON: ``[watermark, {service: watermark}]``."""
+
+    watermark: int
+    timer_services: Mapping[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> list[JsonValue]:
+        return [self.watermark, dict(self.timer_services)]
+
+    @classmethod
+    def from_json(cls, raw: object, where: str, path: str) -> OperatorWatermarks:
+        ok = (
+            isinstance(raw, list)
+            and len(raw) == 2
+            and type(raw[0]) is int
+            and isinstance(raw[1], dict)
+            and all(type(w) is int for w in raw[1].values())
+        )
+        if not ok:
+            raise CheckpointError(
+                f"{where}: field {path!r} must be [watermark, {{service: watermark}}], got "
+                f"{_short(raw)}; {_FIX}"
+            )
+        assert isinstance(raw, list)  # checked above
+        watermark, services = raw
+        assert isinstance(watermark, int) and isinstance(services, dict)
+        return cls(watermark, {n: w for n, w in services.items() if isinstance(w, int)})
+
+    @staticmethod
+    def encode(watermarks: Mapping[str, OperatorWatermarks]) -> bytes:
+        """The ``watermarks`` part of a state file: per operator identity."""
+        return encode_json({ident: w.to_json() for ident, w in watermarks.items()})
+
+    @classmethod
+    def decode(cls, data: bytes, where: str) -> dict[str, OperatorWatermarks]:
+        """Read a ``watermarks`` part (``where``: the subtask, for errors)."""
+        raw = _Fields(_load_json(data, where, "operator watermarks"), where, "watermarks").raw
+        return {ident: cls.from_json(w, where, f"watermarks.{ident}") for ident, w in raw.items()}
+
+
+def encode_valves(valves: Mapping[int, StatusWatermarkValve]) -> bytes:
+    """The ``valves`` part of a state file: per input index, the valve's JSON."""
+    return encode_json({str(i): dict(v.to_json()) for i, v in valves.items()})
+
+
+def decode_valves(data: bytes, where: str) -> dict[int, StatusWatermarkValve]:
+    """Read a ``valves`` part (``where``: the subtask, for errors)."""
+    fields = _Fields({"valves": _load_json(data, where, "valves")}, where)
+    out: dict[int, StatusWatermarkValve] = {}
+    for index, raw in fields.int_keyed("valves").items():
+        if not isinstance(raw, dict):
+            raise fields.fail(f"valves.{index}", "a JSON object", raw)
+        try:
+            out[index] = StatusWatermarkValve.from_json(raw)
+        except ValueError as exc:
+            raise CheckpointError(f"{where}: field 'valves.{index}': {exc}; {_FIX}") from None
+    return out
+
+
+def _load_json(data: bytes, where: str, what: str) -> JsonValue:
+    try:
+        value: JsonValue = json.loads(data.decode("utf-8"))
+    except ValueError as exc:
+        raise CheckpointError(f"{where}: the {what} are not JSON: {exc}; {_FIX}") from None
+    return value
