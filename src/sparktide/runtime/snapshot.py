@@ -38,12 +38,21 @@ import pickle
 import struct
 import zlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal, TypedDict
 
 from sparktide.runtime.keygroups import KeyGroupRange
 from sparktide.runtime.timers.manager import TimerSnapshot
 
-__all__ = ["FORMAT_VERSION", "KeyedOperatorSnapshot", "SnapshotFormatError", "StateMeta"]
+__all__ = [
+    "FORMAT_VERSION",
+    "KeyedOperatorSnapshot",
+    "SnapshotFormatError",
+    "SnapshotHeader",
+    "StateData",
+    "StateMeta",
+    "StateSection",
+    "TimerSection",
+]
 
 MAGIC = b"\x89STKSNP\n"
 FORMAT_VERSION = 1
@@ -55,9 +64,43 @@ class SnapshotFormatError(ValueError):
     """The bytes are not a snapshot this version of sparktide can read."""
 
 
-StateData = dict[int, dict[str, list[tuple[Any, Any, Any]]]]
-StateMeta = dict[str, dict[str, Any]]
+StateData = dict[int, dict[str, list[tuple[object, object, object]]]]
+"""Per key group, per state name: ``(key, namespace, value)`` entries (user values)."""
+StateMeta = dict[str, dict[str, str | bool]]
 """Per state name: its kind and whether it has a TTL (``{"kind": "value", "ttl": False}``)."""
+
+
+class StateSection(TypedDict):
+    """A header section of one state's entries in one key group (a pickled blob)."""
+
+    type: Literal["state"]
+    key_group: int
+    state: str
+    count: int
+    blob: list[int]
+
+
+class TimerSection(TypedDict):
+    """A header section of one timer service's timers of one domain in one key group."""
+
+    type: Literal["timers"]
+    key_group: int
+    service: str
+    domain: str
+    count: int
+    timestamps: list[int]
+    keys: list[int]
+
+
+class SnapshotHeader(TypedDict):
+    """The JSON header of a snapshot (see the module docstring)."""
+
+    format_version: int
+    operator: str
+    max_parallelism: int
+    key_group_range: list[int]
+    states: StateMeta
+    sections: list[StateSection | TimerSection]
 
 
 @dataclass(frozen=True)
@@ -87,7 +130,7 @@ class KeyedOperatorSnapshot:
             offset += len(data)
             return ref
 
-        sections: list[dict[str, Any]] = []
+        sections: list[StateSection | TimerSection] = []
         for kg in self.key_groups():
             for name, entries in self.state.get(kg, {}).items():
                 sections.append(
@@ -100,22 +143,22 @@ class KeyedOperatorSnapshot:
                     }
                 )
             for service, per_domain in self.timers.get(kg, {}).items():
-                for domain, entries in zip(_DOMAINS, per_domain, strict=False):
-                    if not entries:
+                for domain, timers in zip(_DOMAINS, per_domain, strict=False):
+                    if not timers:
                         continue
-                    flat = [v for e in entries for v in (e[0], e[1])]
+                    flat = [v for e in timers for v in (e[0], e[1])]
                     sections.append(
                         {
                             "type": "timers",
                             "key_group": kg,
                             "service": service,
                             "domain": domain,
-                            "count": len(entries),
+                            "count": len(timers),
                             "timestamps": put(struct.pack(f"<{len(flat)}q", *flat)),
-                            "keys": put(pickle.dumps([(e[2], e[3]) for e in entries], protocol=5)),
+                            "keys": put(pickle.dumps([(e[2], e[3]) for e in timers], protocol=5)),
                         }
                     )
-        header = {
+        header: SnapshotHeader = {
             "format_version": FORMAT_VERSION,
             "operator": self.operator,
             "max_parallelism": self.max_parallelism,
@@ -129,7 +172,7 @@ class KeyedOperatorSnapshot:
     # ------------------------------------------------------------------ decode
 
     @staticmethod
-    def read_header(data: bytes) -> tuple[dict[str, Any], memoryview]:
+    def read_header(data: bytes) -> tuple[SnapshotHeader, memoryview]:
         """Validate the prefix and return ``(header, blob area)`` without unpickling anything."""
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(f"snapshot must be bytes, got {type(data).__name__}")
@@ -149,7 +192,7 @@ class KeyedOperatorSnapshot:
         if end > len(view):
             raise SnapshotFormatError("snapshot is truncated: the header is incomplete")
         try:
-            header = json.loads(bytes(view[_PREFIX.size : end]).decode("utf-8"))
+            header: SnapshotHeader = json.loads(bytes(view[_PREFIX.size : end]).decode("utf-8"))
         except ValueError as exc:
             raise SnapshotFormatError(f"snapshot header is corrupt: {exc}") from None
         return header, view[end:]

@@ -64,16 +64,18 @@ from __future__ import annotations
 
 import pickle
 import struct
-from typing import Any
+from typing import TypedDict, cast
 
 from sparktide.runtime.keygroups import KeyGroupRange
-from sparktide.runtime.snapshot import KeyedOperatorSnapshot
+from sparktide.runtime.snapshot import KeyedOperatorSnapshot, StateData, StateMeta
 from sparktide.spark.checkpoint_files import pack_parts, unpack_parts
 
 __all__ = [
+    "ChangeSection",
     "Changes",
     "Digests",
     "Flat",
+    "KeyGroupChanges",
     "apply_changes",
     "decode_changes",
     "decode_key_group",
@@ -85,11 +87,11 @@ __all__ = [
     "rebuild",
 ]
 
-Flat = dict[int, dict[tuple, Any]]
+Flat = dict[int, dict[tuple, object]]
 """Per key group: item -> value (raw state value, or a timer's sequence number)."""
 Digests = dict[int, dict[tuple, int]]
 """Per key group: item -> digest."""
-Changes = dict[int, tuple[list[tuple[tuple, Any]], list[tuple]]]
+Changes = dict[int, tuple[list[tuple[tuple, object]], list[tuple]]]
 """Per key group: ``(puts, deletes)``; puts are ``(item, value)``, deletes items."""
 
 
@@ -108,8 +110,8 @@ def flatten(snap: KeyedOperatorSnapshot, key_groups: KeyGroupRange | None = None
             continue
         items = out.setdefault(kg, {})
         for service, domains in per_service.items():
-            for d, entries in enumerate(domains):
-                for ts, seq, key, ns, _kg in entries:
+            for d, timers in enumerate(domains):
+                for ts, seq, key, ns, _kg in timers:
                     items[(1, service, d, ts, key, ns)] = seq
     return out
 
@@ -118,11 +120,11 @@ def rebuild(
     operator: str,
     max_parallelism: int,
     key_group_range: KeyGroupRange,
-    state_meta: dict[str, dict[str, Any]],
+    state_meta: StateMeta,
     flat: Flat,
 ) -> KeyedOperatorSnapshot:
     """The snapshot whose flat view is ``flat`` (timers in ``(timestamp, seq)`` order)."""
-    state: dict[int, dict[str, list[tuple[Any, Any, Any]]]] = {}
+    state: StateData = {}
     timers: dict[int, dict[str, tuple[list, list]]] = {}
     for kg in sorted(flat):
         for item, value in flat[kg].items():
@@ -145,8 +147,10 @@ def _timer_order(entry: tuple) -> tuple[int, int]:
     return entry[0], entry[1]
 
 
-def _digest(item: tuple, value: Any) -> int:
-    return value if item[0] == 1 else hash(pickle.dumps(value, protocol=5))
+def _digest(item: tuple, value: object) -> int:
+    if item[0] == 1:  # a timer: its sequence number
+        return value  # type: ignore[return-value]  # the flat view holds ints for timers
+    return hash(pickle.dumps(value, protocol=5))
 
 
 def digests(flat: Flat) -> Digests:
@@ -195,9 +199,27 @@ def apply_changes(flat: Flat, changes: Changes, key_groups: KeyGroupRange | None
 _DOMAINS = ("event", "processing")
 
 
+class ChangeSection(TypedDict, total=False):
+    """One section of a key group's changes: a state's (``state``) or a timer service's
+    timers of one domain (``service``, ``domain``), with its numbers of puts and deletes."""
+
+    type: str
+    state: str
+    service: str
+    domain: str
+    puts: int
+    deletes: int
+
+
+class KeyGroupChanges(TypedDict):
+    """The JSON meta of one key group's changes."""
+
+    sections: list[ChangeSection]
+
+
 def encode_key_group(
-    puts: list[tuple[tuple, Any]], deletes: list[tuple]
-) -> tuple[dict[str, Any], dict[str, bytes]]:
+    puts: list[tuple[tuple, object]], deletes: list[tuple]
+) -> tuple[KeyGroupChanges, dict[str, bytes]]:
     """``(meta, parts)`` of one key group's changes: the structure (which state entries and
     timers, timer domains, timestamps, sequence numbers) as JSON ``meta`` and int64 ``"timers"``,
     only the user values pickled (``"values"``); see the module docstring."""
@@ -206,7 +228,7 @@ def encode_key_group(
         groups.setdefault(_section_of(item), ([], []))[0].append((item, value))
     for item in deletes:
         groups.setdefault(_section_of(item), ([], []))[1].append(item)
-    sections: list[dict[str, Any]] = []
+    sections: list[ChangeSection] = []
     numbers: list[int] = []
     values: list[tuple] = []
     for section, (section_puts, section_deletes) in groups.items():
@@ -217,11 +239,12 @@ def encode_key_group(
         else:
             sections.append({"type": "timers", "service": section[1], "domain": section[2]})
             for item, seq in section_puts:
-                numbers += (item[3], seq)
+                numbers += (item[3], seq)  # a timer's value in the flat view: its seq (int)
             numbers.extend(item[3] for item in section_deletes)
             values.extend((item[4], item[5]) for item, _ in section_puts)
             values.extend((item[4], item[5]) for item in section_deletes)
-        sections[-1].update(puts=len(section_puts), deletes=len(section_deletes))
+        sections[-1]["puts"] = len(section_puts)
+        sections[-1]["deletes"] = len(section_deletes)
     parts: dict[str, bytes] = {}
     if numbers:
         parts["timers"] = struct.pack(f"<{len(numbers)}q", *numbers)
@@ -236,8 +259,8 @@ def _section_of(item: tuple) -> tuple:
 
 
 def decode_key_group(
-    meta: dict[str, Any], parts: dict[str, bytes]
-) -> tuple[list[tuple[tuple, Any]], list[tuple]]:
+    meta: KeyGroupChanges, parts: dict[str, bytes]
+) -> tuple[list[tuple[tuple, object]], list[tuple]]:
     """The ``(puts, deletes)`` of :func:`encode_key_group`'s ``(meta, parts)``; raises
     ``ValueError`` (or ``KeyError``, ``TypeError``, ``struct.error``) if they do not agree."""
     sections = meta["sections"]
@@ -251,7 +274,7 @@ def decode_key_group(
     values = pickle.loads(parts["values"]) if "values" in parts else []
     if len(values) != n_values:
         raise ValueError(f"{len(values)} values where the sections name {n_values}")
-    puts: list[tuple[tuple, Any]] = []
+    puts: list[tuple[tuple, object]] = []
     deletes: list[tuple] = []
     at = 0  # next value
     nat = 0  # next number
@@ -303,7 +326,8 @@ def decode_changes(
         try:
             if meta.get("key_group") != kg:
                 raise ValueError(f"the part says key group {meta.get('key_group')}")
-            out[kg] = decode_key_group(meta, inner)
+            # the structure is checked while decoding (a bad one raises, named below)
+            out[kg] = decode_key_group(cast(KeyGroupChanges, meta), inner)
         except Exception as exc:
             raise ValueError(
                 f"{where}: the changelog of key group {kg} is corrupt: {exc!r}"

@@ -796,7 +796,11 @@ def _state_meta(meta: JsonObject, default: StateMeta, where: str) -> StateMeta:
             "the checkpoint is corrupt: restore the directory from a backup or start from an "
             "empty one"
         )
-    return {name: dict(m) for name, m in raw.items() if isinstance(m, dict)}
+    return {
+        name: {"kind": str(m["kind"]), "ttl": bool(m["ttl"])}
+        for name, m in raw.items()
+        if isinstance(m, dict)
+    }
 
 
 def check_snapshot_every(snapshot_every: object) -> int:

@@ -18,6 +18,7 @@ import hashlib
 import json
 import struct
 import zlib
+from collections.abc import Mapping
 
 __all__ = [
     "CHECKPOINT_FORMAT_VERSION",
@@ -61,7 +62,7 @@ def format_version_error(where: str, version: object) -> CheckpointError:
     )
 
 
-def pack_parts(parts: dict[str, bytes], meta: JsonObject | None = None) -> bytes:
+def pack_parts(parts: dict[str, bytes], meta: Mapping[str, object] | None = None) -> bytes:
     """Bytes holding named binary ``parts`` and JSON ``meta``, each part with its CRC32.
 
     >>> unpack_parts(pack_parts({"a": b"xyz"}, {"n": 1}), "f")

@@ -43,7 +43,6 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from sparktide.spark.checkpoint import CheckpointError, CheckpointStore
 from sparktide.spark.stream_metrics import LOGGER
@@ -197,7 +196,7 @@ class CheckpointLock:
     def __enter__(self) -> CheckpointLock:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.release()
 
 

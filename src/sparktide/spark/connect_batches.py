@@ -12,7 +12,16 @@ first on ``sys.path``, unpickles the runner and keeps it for the batches that fo
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, cast
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+
+class BatchRunner(Protocol):
+    """What runs a streaming query's micro-batches (``foreachBatch``)."""
+
+    def on_batch(self, batch_df: DataFrame, batch_id: int) -> None: ...
 
 __all__ = ["connect_batch_function"]
 
@@ -42,13 +51,17 @@ def make(package, runner_bytes):
 """
 
 
-def connect_batch_function(runner: Any) -> Callable[[Any, int], None]:
+_Make = Callable[[bytes | None, bytes], Callable[["DataFrame", int], None]]
+
+
+def connect_batch_function(runner: BatchRunner) -> Callable[[DataFrame, int], None]:
     """The ``foreachBatch`` function that runs ``runner.on_batch`` on a Connect server."""
     from pyspark import cloudpickle
 
     from sparktide.spark.session import _package_dir, package_zip
 
     package = package_zip().read_bytes() if _package_dir().is_dir() else None
-    namespace: dict[str, Any] = {"__name__": "sparktide_connect_bootstrap"}
+    namespace: dict[str, object] = {"__name__": "sparktide_connect_bootstrap"}
     exec(compile(_BOOTSTRAP_SOURCE, "<sparktide foreachBatch bootstrap>", "exec"), namespace)
-    return namespace["make"](package, cloudpickle.dumps(runner))
+    make = cast(_Make, namespace["make"])  # defined by the source just run
+    return make(package, cloudpickle.dumps(runner))

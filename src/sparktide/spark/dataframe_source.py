@@ -17,17 +17,21 @@ keeps only what the workers need to turn Arrow batches into records.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sparktide.datastream.source import Source, SourceSplit
 from sparktide.spark.frames import records_of_batch, type_info_of_schema
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame
 
 __all__ = ["DataFrameSource"]
 
 _SPLIT = "__sparktide_split"
 
 
-def num_partitions(df: Any) -> int:
+def num_partitions(df: DataFrame) -> int:
     """The partition count of ``df``: its RDD's on a classic session; on Spark Connect (no RDD
     API) one row per partition from a ``mapInArrow`` over no rows, partition by partition."""
     from sparktide.spark.session import is_connect
@@ -40,7 +44,7 @@ def num_partitions(df: Any) -> int:
     return int(nothing.mapInArrow(_one_row, "partition int").count())
 
 
-def _one_row(batches: Iterator[Any]) -> Iterator[Any]:
+def _one_row(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """One row for the partition (see :func:`num_partitions`)."""
     import pyarrow as pa
 
@@ -75,7 +79,7 @@ class DataFrameSource(Source):
 
     def __init__(
         self,
-        df: Any,
+        df: DataFrame,
         split_by: str | Sequence[str] | None = None,
         order_by: str | Sequence[str] | None = None,
         num_splits: int | None = None,
@@ -103,14 +107,14 @@ class DataFrameSource(Source):
                 )
         self.type_info = type_info_of_schema(df.schema)
         self._df = df
-        self._prepared: Any = None
+        self._prepared: DataFrame | None = None
         self._num_splits = num_splits
-        self._by_split: dict[int, Any] | None = None
+        self._by_split: dict[int, pa.Table] | None = None
         self._split_count: int | None = None
 
     # ------------------------------------------------------------------ the prepared frame
 
-    def prepared(self) -> Any:
+    def prepared(self) -> DataFrame:
         """The DataFrame whose partitions are the splits (driver side only)."""
         if self._prepared is None:
             df = self._df
@@ -131,12 +135,12 @@ class DataFrameSource(Source):
 
     # ------------------------------------------------------------------ reading
 
-    def records(self, batches: Iterable[Any]) -> Iterator[Any]:
+    def records(self, batches: Iterable[pa.RecordBatch]) -> Iterator[object]:
         """The records of one split from its Arrow batches, in order."""
         for batch in batches:
             yield from records_of_batch(batch, self.columns)
 
-    def read_split(self, split: SourceSplit) -> Iterable[Any]:
+    def read_split(self, split: SourceSplit) -> Iterable[object]:
         """The rows of ``split`` (local runtime: the prepared frame is read once via Arrow)."""
         if self._by_split is None:
             import pyarrow.compute as pc
@@ -157,7 +161,7 @@ class DataFrameSource(Source):
             }
         return self.records(self._by_split[split.payload].to_batches())
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)
         state["_df"] = state["_prepared"] = state["_by_split"] = None
         return state

@@ -45,7 +45,6 @@ import datetime as _dt
 import decimal
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from sparktide.common.typeinfo import Types
 from sparktide.common.typeinfo_base import TypeInformation
@@ -108,7 +107,7 @@ def _describe(shape: Shape) -> str:
     return shape.kind
 
 
-def shape_of(value: Any, where: str = "the records") -> Shape | None:
+def shape_of(value: object, where: str = "the records") -> Shape | None:
     """The shape of one value (``None`` for ``None``)."""
     if value is None:
         return None
@@ -168,7 +167,7 @@ def _merge_all(shapes: Iterable[Shape | None], where: str) -> Shape | None:
     return merged
 
 
-def shape_of_values(values: Iterable[Any]) -> Shape | None:
+def shape_of_values(values: Iterable[object]) -> Shape | None:
     """The merged shape of ``values`` (``None`` when there are none, or all are ``None``)."""
     return _merge_all((shape_of(v) for v in values), "the records")
 
@@ -211,7 +210,7 @@ def type_of_shape(shape: Shape | None, caller: str, empty: bool = False) -> Type
         raise _advice(caller, str(exc)) from None
 
 
-def type_of_values(values: list[Any], caller: str) -> TypeInformation:
+def type_of_values(values: list[object], caller: str) -> TypeInformation:
     """The ``Types`` of a stream's ``values`` (see the module docstring); ``caller`` names what
     the user called, for the error."""
     try:

@@ -30,7 +30,7 @@ import datetime as _dt
 import decimal as _decimal
 import pickle
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -39,6 +39,9 @@ from sparktide.common.typeinfo_base import TypeInformation
 from sparktide.common.typeinfo_basic import PickledBytesTypeInfo
 from sparktide.common.typeinfo_composite import RowTypeInfo, TupleTypeInfo
 from sparktide.common.types import Row
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import DataType, StructType
 
 __all__ = [
     "ColumnTimestampAssigner",
@@ -57,7 +60,7 @@ _MS = _dt.timedelta(milliseconds=1)
 # DataFrame → stream
 
 
-def _type_info_of(data_type: Any) -> TypeInformation:
+def _type_info_of(data_type: DataType) -> TypeInformation:
     """The sparktide type of a Spark SQL data type (``PICKLED_BYTE_ARRAY`` for the rest)."""
     from pyspark.sql import types as T
 
@@ -89,14 +92,14 @@ def _type_info_of(data_type: Any) -> TypeInformation:
     return Types.PICKLED_BYTE_ARRAY()
 
 
-def type_info_of_schema(schema: Any) -> RowTypeInfo:
+def type_info_of_schema(schema: StructType) -> RowTypeInfo:
     """``Types.ROW_NAMED`` for a Spark ``StructType`` (nested structs become nested rows)."""
     return Types.ROW_NAMED(
         [f.name for f in schema.fields], [_type_info_of(f.dataType) for f in schema.fields]
     )
 
 
-def _python_column(column: pa.Array | pa.ChunkedArray) -> list[Any]:
+def _python_column(column: pa.Array | pa.ChunkedArray) -> list[object]:
     """The Python values of an Arrow column, as a stream holds them: zone-aware timestamps
     become zone-less UTC, structs become rows, maps become dicts."""
     t = column.type
@@ -175,7 +178,7 @@ class ColumnTimestampAssigner:
         return f"ColumnTimestampAssigner({self.index}, {self.column!r}, {self.source!r})"
 
 
-def _column_advice(value: Any, column: str) -> str:
+def _column_advice(value: object, column: str) -> str:
     """How to make a DataFrame column of ``value``'s type an event-time column."""
     c = repr(column)
     if isinstance(value, str):
@@ -216,14 +219,16 @@ def arrow_schema_of(type_info: TypeInformation | None) -> pa.Schema:
     )
 
 
-def spark_schema_of(type_info: TypeInformation | None) -> Any:
+def spark_schema_of(type_info: TypeInformation | None) -> StructType:
     """The Spark ``StructType`` of a stream's DataFrame."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
     return from_arrow_schema(arrow_schema_of(type_info))
 
 
-def _field_error(name: str, t: TypeInformation, values: list[Any], cause: Exception) -> Exception:
+def _field_error(
+    name: str, t: TypeInformation, values: list[object], cause: Exception
+) -> Exception:
     coerce = t.coercer()
     for value in values:
         if value is None:

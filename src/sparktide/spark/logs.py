@@ -33,7 +33,10 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 __all__ = [
     "LOG_LEVEL_VARIABLE",
@@ -63,7 +66,7 @@ _chosen: str | None = None  # set_log_level's level, which wins over the environ
 _handlers: dict[str, logging.Handler] = {}  # logger name -> the handler keep_off_stdout added
 
 
-def _checked(level: Any, source: str) -> str:
+def _checked(level: object, source: str) -> str:
     if not isinstance(level, str) or level.strip().upper() not in _PYTHON_LEVELS:
         raise ValueError(
             f"{source} must be one of {' '.join(_PYTHON_LEVELS)} (any case), got {level!r}"
@@ -82,7 +85,7 @@ def log_level() -> str:
     return _checked(raw, f"the environment variable {LOG_LEVEL_VARIABLE}")
 
 
-def set_log_level(level: str, spark: Any = None) -> None:
+def set_log_level(level: str, spark: SparkSession | None = None) -> None:
     """Sets the level of Spark's and py4j's logs for sessions started from now on and, on a
     classic ``spark`` (default: the active session, if any), at once.
 
@@ -154,11 +157,11 @@ class _StderrHandler(logging.StreamHandler):
         super().__init__(sys.stderr)
 
     @property  # type: ignore[override]
-    def stream(self) -> Any:
+    def stream(self) -> TextIO:
         return sys.stderr
 
     @stream.setter
-    def stream(self, _value: Any) -> None:
+    def stream(self, _value: TextIO) -> None:
         pass
 
 

@@ -21,25 +21,28 @@ TypeError: the function guarded of operator 'Map' cannot be pickled to ship it t
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sparktide.runtime.execution.planner import Plan
 
 __all__ = ["check_picklable"]
 
 
-def _dumps(value: Any) -> None:
+def _dumps(value: object) -> None:
     from pyspark import cloudpickle
 
     cloudpickle.dumps(value)
 
 
-def _name(value: Any) -> str:
+def _name(value: object) -> str:
     name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
     if name is not None:
         return str(name)
     return f"{type(value).__name__} instance"
 
 
-def _culprit(factory: Any) -> Any:
+def _culprit(factory: object) -> object:
     """The first value captured by ``factory`` (an operator factory closure) that fails to
     pickle, looking one level into functions and objects it holds."""
     cells = [c.cell_contents for c in (getattr(factory, "__closure__", None) or ())]
@@ -51,7 +54,7 @@ def _culprit(factory: Any) -> Any:
     return factory
 
 
-def check_picklable(plan: Any) -> None:
+def check_picklable(plan: Plan) -> None:
     """Raise ``TypeError`` naming the operator and function that cannot be pickled."""
     for node in plan.nodes:
         parts = [

@@ -32,10 +32,14 @@ import sys
 import tempfile
 import threading
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from sparktide.spark import logs
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 __all__ = [
     "SparkUnavailableError",
@@ -94,7 +98,7 @@ def _connect_mode() -> bool:
     return bool(is_remote())
 
 
-def get_spark(master: str | None = None) -> Any:
+def get_spark(master: str | None = None) -> SparkSession:
     """The active SparkSession, or a new one (on ``local[*]`` unless told otherwise).
 
     Without ``master``, the active session is returned when there is one. Otherwise a session
@@ -134,7 +138,7 @@ def get_spark(master: str | None = None) -> Any:
     return spark
 
 
-def _embedded(master: str) -> Any:
+def _embedded(master: str) -> SparkSession:
     """A session of its own JVM on ``master``: UI off, logs on stderr at
     :func:`~sparktide.spark.logs.log_level`, the driver's Python."""
     from pyspark.sql import SparkSession
@@ -182,7 +186,7 @@ def _package_dir() -> Path:
 
 def _package_files(directory: Path) -> list[Path]:
     """The files of the package under ``directory``, sorted, without bytecode caches."""
-    files = []
+    files: list[Path] = []
     for root, dirs, names in os.walk(directory):
         dirs[:] = sorted(d for d in dirs if d not in _SKIPPED_DIRS)
         files.extend(
@@ -251,20 +255,20 @@ def package_zip() -> Path:
     return target
 
 
-def is_connect(spark: Any) -> bool:
+def is_connect(spark: SparkSession) -> bool:
     """Whether ``spark`` is a Spark Connect session (``SparkSession.builder.remote(...)``)."""
     return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
-def _session_key(spark: Any) -> str:
+def _session_key(spark: SparkSession) -> str:
     """What identifies the workers' environment of ``spark``: the application of a classic
     session, the server-side session of a Connect one (its artifacts are its own)."""
     if is_connect(spark):
-        return f"connect:{spark.session_id}"
+        return f"connect:{getattr(spark, 'session_id', '')}"  # a Connect session's own id
     return f"classic:{spark.sparkContext.applicationId}"
 
 
-def ship_package(spark: Any, force: bool = False) -> Path | None:
+def ship_package(spark: SparkSession, force: bool = False) -> Path | None:
     """Ship sparktide to the Python workers of ``spark`` (a SparkSession).
 
     A classic session gets the zip of :func:`package_zip` with ``SparkContext.addPyFile``, a
@@ -285,7 +289,7 @@ def ship_package(spark: Any, force: bool = False) -> Path | None:
     if not _package_dir().is_dir():
         return None
     connect = is_connect(spark)
-    if not connect and not force and is_local_master(spark.sparkContext.master):
+    if not connect and not force and is_local_master(spark.sparkContext.master or ""):
         return None
     key = _session_key(spark)
     with _lock:
@@ -322,13 +326,13 @@ def probe(_):
 """
 
 
-def _probe_function() -> Any:
-    namespace: dict[str, Any] = {"__name__": "sparktide_worker_probe", "MODULES": WORKER_MODULES}
+def _probe_function() -> Callable[[int], str]:
+    namespace: dict[str, object] = {"__name__": "sparktide_worker_probe", "MODULES": WORKER_MODULES}
     exec(compile(_PROBE_SOURCE, "<sparktide worker probe>", "exec"), namespace)
-    return namespace["probe"]
+    return cast(Callable[[int], str], namespace["probe"])  # defined by the source just run
 
 
-def _probe(spark: Any) -> tuple[str, str, dict[str, str]]:
+def _probe(spark: SparkSession) -> tuple[str, str, dict[str, str]]:
     """(executable, version, {module: import error}) of a Python worker of ``spark``."""
     from pyspark.sql import functions as F
 
@@ -339,7 +343,7 @@ def _probe(spark: Any) -> tuple[str, str, dict[str, str]]:
     return executable, version, missing
 
 
-def _worker_python(spark: Any) -> str:
+def _worker_python(spark: SparkSession) -> str:
     """The Python the session starts its workers with, as configured."""
     if not is_connect(spark):  # what PySpark gives every Python function it sends
         return str(spark.sparkContext.pythonExec)
@@ -361,7 +365,7 @@ def _fix_advice() -> str:
     )
 
 
-def check_workers(spark: Any) -> None:
+def check_workers(spark: SparkSession) -> None:
     """Make sure the Python workers of ``spark`` can run sparktide, before any job runs.
 
     Once per session (classic: per SparkContext), a one-row probe runs in a Python worker and

@@ -23,8 +23,16 @@ run warns about each one with a :class:`StreamingExactlyOnceWarning` when it sta
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, NoReturn
+
+from sparktide.runtime.execution.planner import Plan
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from sparktide.common.typeinfo import TypeInformation
+    from sparktide.runtime.graph import Node
 
 __all__ = [
     "ConsoleBatchSink",
@@ -56,7 +64,7 @@ class ForeachBatchSink:
     (True, False)
     """
 
-    def __init__(self, fn: Callable[[Any, int], None], *, idempotent: bool = True) -> None:
+    def __init__(self, fn: Callable[[DataFrame, int], None], *, idempotent: bool = True) -> None:
         if not callable(fn):
             raise TypeError(f"fn must be a callable (batch_df, batch_id), got {type(fn).__name__}")
         if type(idempotent) is not bool:
@@ -67,23 +75,23 @@ class ForeachBatchSink:
         self.fn = fn
         self.idempotent = idempotent
 
-    def create_operator(self, type_info: Any) -> Any:
+    def create_operator(self, type_info: TypeInformation | None) -> NoReturn:
         raise RuntimeError(
             f"{type(self).__name__} is a streaming sink: it runs on Spark for a stream made by "
             "env.from_stream(...)"
         )
 
     @property
-    def write_dataframe(self) -> Callable[[Any], None]:
+    def write_dataframe(self) -> Callable[[DataFrame], None]:
         return self._write_once
 
-    def _write_once(self, df: Any) -> None:
+    def _write_once(self, df: DataFrame) -> None:
         self.write_batch(df, 0)
 
-    def write_batch(self, df: Any, batch_id: int) -> None:
+    def write_batch(self, df: DataFrame, batch_id: int) -> None:
         self.fn(df, batch_id)
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, object]:
         # ``fn`` runs on the driver only: it may hold what cannot travel (a progress bar, a
         # SparkSession, a lock), so the copy shipped with the job graph goes without it
         state = dict(self.__dict__)
@@ -108,7 +116,7 @@ class ParquetBatchSink(ForeachBatchSink):
         super().__init__(self._write)
         self.path = path
 
-    def _write(self, df: Any, batch_id: int) -> None:
+    def _write(self, df: DataFrame, batch_id: int) -> None:
         target = f"{self.path.rstrip('/')}/batch={batch_id}"
         df.write.mode("overwrite").format(self.format).save(target)
 
@@ -151,13 +159,13 @@ class ConsoleBatchSink(ForeachBatchSink):
         self.num_rows = num_rows
         self.truncate = truncate
 
-    def _show(self, df: Any, batch_id: int) -> None:
+    def _show(self, df: DataFrame, batch_id: int) -> None:
         rule = "-" * 43
         print(f"{rule}\nBatch: {batch_id}\n{rule}")
         df.show(self.num_rows, self.truncate)
 
 
-def batch_sink_of(writer: Any) -> Any:
+def batch_sink_of(writer: object) -> ForeachBatchSink | None:
     owner = getattr(writer, "__self__", None)
     return owner if isinstance(owner, ForeachBatchSink) else None
 
@@ -168,7 +176,7 @@ _INSTEAD = (
 )
 
 
-def _sink_operator(node: Any) -> Any:
+def _sink_operator(node: Node) -> object:
     factory = getattr(node, "operator_factory", None)
     if factory is None:
         return None
@@ -178,7 +186,11 @@ def _sink_operator(node: Any) -> Any:
         return None
 
 
-def idempotence_warnings(plan_or_nodes: Any) -> list[str]:
+def _nodes_of(plan_or_nodes: Plan | Iterable[Node]) -> Iterable[Node]:
+    return plan_or_nodes.nodes if isinstance(plan_or_nodes, Plan) else plan_or_nodes
+
+
+def idempotence_warnings(plan_or_nodes: Plan | Iterable[Node]) -> list[str]:
     """One message per sink of a streaming job that does not write idempotently per batch id
     (see the module's table), naming the sink and what to use instead; ``plan_or_nodes``:
     a plan (its ``nodes``) or the job graph's nodes.
@@ -195,7 +207,7 @@ def idempotence_warnings(plan_or_nodes: Any) -> list[str]:
     from sparktide.runtime.operators.simple import CollectSinkOperator, PrintSinkOperator
 
     messages: list[str] = []
-    for node in getattr(plan_or_nodes, "nodes", plan_or_nodes):
+    for node in _nodes_of(plan_or_nodes):
         if node.kind != "sink":
             continue
         what = f"sink {node.name!r}"
@@ -238,7 +250,7 @@ def idempotence_warnings(plan_or_nodes: Any) -> list[str]:
     return messages
 
 
-def check_declared_types(plan_or_nodes: Any) -> None:
+def check_declared_types(plan_or_nodes: Plan | Iterable[Node]) -> None:
     """Refuses a streaming job whose batch sinks (``ParquetBatchSink``, ``JsonBatchSink``,
     ``foreach_batch``, ``ConsoleBatchSink``) get a stream without a declared type: every
     micro-batch must be written in the same columns, which one batch's records cannot fix (a
@@ -255,7 +267,7 @@ def check_declared_types(plan_or_nodes: Any) -> None:
     ...
     TypeError: sink 'out' (ParquetBatchSink) writes each micro-batch in the columns of its input's type, but that stream has no declared type; declare it where the stream is made (e.g. .map(f, output_type=Types.ROW_NAMED(['id', 'name'], [Types.LONG(), Types.STRING()]))), or output_type=Types.PICKLED_BYTE_ARRAY() for a column of pickled values
     """  # noqa: E501
-    for node in getattr(plan_or_nodes, "nodes", plan_or_nodes):
+    for node in _nodes_of(plan_or_nodes):
         sink = batch_sink_of(node.frame_writer) if node.kind == "sink" else None
         if sink is not None and node.output_type is None:
             raise TypeError(

@@ -7,11 +7,17 @@ run (:mod:`sparktide.spark.streaming`) splits each micro-batch with :meth:`Strea
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sparktide.datastream.source import Source, SourceSplit
 from sparktide.spark.frames import records_of_batch, type_info_of_schema
 from sparktide.spark.placement import spark_hash_long
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import DataFrame
+
+    from sparktide.runtime.graph import Node
 
 __all__ = ["StreamSource", "has_stream_source", "split_keys"]
 
@@ -67,7 +73,7 @@ class StreamSource(Source):
 
     def __init__(
         self,
-        df: Any,
+        df: DataFrame,
         split_by: str | Sequence[str] | None = None,
         order_by: str | Sequence[str] | None = None,
         num_splits: int | None = None,
@@ -105,13 +111,13 @@ class StreamSource(Source):
     def get_splits(self) -> list[SourceSplit]:
         return [SourceSplit(str(i), i) for i in range(self.num_splits)]
 
-    def read_split(self, split: SourceSplit) -> Iterable[Any]:
+    def read_split(self, split: SourceSplit) -> Iterable[object]:
         raise RuntimeError(
             "a streaming source runs on Spark only: use runtime='spark' (the default) and "
             "execute() or execute_async()"
         )
 
-    def prepare(self, batch_df: Any) -> Any:
+    def prepare(self, batch_df: DataFrame) -> DataFrame:
         """A micro-batch's DataFrame with one partition per split, sorted by ``order_by``."""
         if self.direct:
             from pyspark.sql import functions as F
@@ -126,11 +132,11 @@ class StreamSource(Source):
             df = batch_df.coalesce(1)
         return df.sortWithinPartitions(*self.order_by) if self.order_by else df
 
-    def records(self, batches: Iterable[Any]) -> Iterator[Any]:
+    def records(self, batches: Iterable[pa.RecordBatch]) -> Iterator[object]:
         for batch in batches:
             yield from records_of_batch(batch, self.columns)
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)
         state["df"] = None
         return state
@@ -142,5 +148,5 @@ class StreamSource(Source):
         )
 
 
-def has_stream_source(nodes: Iterable[Any]) -> bool:
+def has_stream_source(nodes: Iterable[Node]) -> bool:
     return any(n.kind == "source" and isinstance(n.source, StreamSource) for n in nodes)
