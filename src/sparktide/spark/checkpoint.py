@@ -49,14 +49,13 @@ cannot place (:mod:`sparktide.spark.restore_match`).
 fingerprint, split states, operator watermarks), written as JSON and validated when read: a
 missing or mistyped field is an error naming the file and the field. Manifests, batch times,
 file headers, valves, operator watermarks and split positions are JSON, a changelog's structure
-(which entries and timers, timer timestamps and
-sequence numbers) JSON and int64; only user values are pickled (state contents and keys, timer
-keys and namespaces, a watermark generator's state). A file or manifest of another format
-version (:data:`CHECKPOINT_FORMAT_VERSION`; 1 pickled valves, watermarks and split states, 2 a
-changelog's timer timestamps and sequence numbers, 3 the built-in watermark generators'
-attributes) is refused with an error naming both
-versions, never read. Restoring a checkpoint unpickles its
-user values, so a checkpoint directory must be trusted like code.
+(which entries and timers, timer timestamps and sequence numbers) JSON and int64; only user
+values are pickled (state contents and keys, timer keys and namespaces, a watermark generator's
+state). A file or manifest of another format version (:data:`CHECKPOINT_FORMAT_VERSION`; 1
+pickled valves, watermarks and split states, 2 a changelog's timer timestamps and sequence
+numbers, 3 the built-in watermark generators' attributes) is refused with an error naming both
+versions, never read. Restoring a checkpoint unpickles its user values, so a checkpoint
+directory must be trusted like code.
 
 **Rescaling.** Key groups are the unit: a subtask reads the chain of every old subtask whose
 key-group range intersects its own and keeps only its key groups (of snapshots and changelogs
