@@ -209,3 +209,23 @@ def test_a_users_generator_gets_its_data_attributes_back_by_default() -> None:
     apply_generator_state(fresh, capture_generator_state(old))
     assert fresh.seen == 1 and fresh.inner.max_timestamp == 42
     assert fresh.clock is clock  # clocks and functions stay the fresh generator's
+
+
+def test_a_duck_typed_generator_gets_its_data_attributes_back() -> None:
+    class Highest:  # not a WatermarkGenerator subclass: on_event and on_periodic_emit only
+        def __init__(self) -> None:
+            self.highest = 0
+
+        def on_event(self, event, event_timestamp, output) -> None:
+            self.highest = max(self.highest, event_timestamp)
+
+        def on_periodic_emit(self, output) -> None:
+            output.emit_watermark(self.highest)
+
+    old = Highest()
+    old.on_event(None, 7, ListWatermarkOutput())
+    fresh = Highest()
+    inner = WatermarksWithIdleness(fresh, 100, lambda: 0)
+    outer = WatermarksWithIdleness(old, 100, lambda: 0)
+    apply_generator_state(inner, capture_generator_state(outer))
+    assert fresh.highest == 7

@@ -60,6 +60,8 @@ __all__ = [
     "WatermarkStrategy",
     "WatermarksWithIdleness",
     "check_extracted_timestamp",
+    "restore_generator_state",
+    "snapshot_generator_state",
     "watermark_timestamp",
 ]
 
@@ -287,13 +289,32 @@ class WatermarkGenerator(ABC):
 
     def restore_state(self, state: object) -> None:
         """Take the state :meth:`snapshot_state` returned in the previous micro-batch."""
-        if isinstance(state, dict):
-            for name, value in state.items():
-                current = getattr(self, name, None)
-                if isinstance(current, WatermarkGenerator) and isinstance(value, _Nested):
-                    current.restore_state(value.state)
-                else:
-                    setattr(self, name, value)
+        _apply_data_attributes(self, state)
+
+
+def snapshot_generator_state(generator: object) -> object:
+    """``generator.snapshot_state()``; a generator that is not a :class:`WatermarkGenerator`
+    but has ``on_event`` and ``on_periodic_emit`` gets the default (its data attributes)."""
+    snapshot = getattr(generator, "snapshot_state", None)
+    return snapshot() if callable(snapshot) else _data_attributes(generator)
+
+
+def restore_generator_state(generator: object, state: object) -> None:
+    """Give ``generator`` the state :func:`snapshot_generator_state` took."""
+    restore = getattr(generator, "restore_state", None)
+    if callable(restore):
+        restore(state)
+    else:
+        _apply_data_attributes(generator, state)
+
+
+def _apply_data_attributes(generator: object, state: object) -> None:
+    if isinstance(state, dict):
+        for name, value in state.items():
+            if isinstance(value, _Nested):
+                restore_generator_state(getattr(generator, name), value.state)
+            else:
+                setattr(generator, name, value)
 
 
 class _Nested:
@@ -311,7 +332,7 @@ def _is_clock(value: object) -> bool:
     )
 
 
-def _data_attributes(generator: WatermarkGenerator) -> dict[str, object]:
+def _data_attributes(generator: object) -> dict[str, object]:
     names: list[str] = []
     for cls in type(generator).__mro__:
         slots = cls.__dict__.get("__slots__", ())
@@ -560,7 +581,7 @@ class WatermarksWithIdleness(WatermarkGenerator):
             self._last_counter,
             self._inactive_since,
             self._idle,
-            self._inner.snapshot_state(),
+            snapshot_generator_state(self._inner),
         )
 
     def restore_state(self, state: object) -> None:
@@ -570,7 +591,7 @@ class WatermarksWithIdleness(WatermarkGenerator):
         self._counter, self._last_counter = int(counter), int(last_counter)
         self._inactive_since = None if inactive_since is None else int(inactive_since)
         self._idle = bool(idle)
-        self._inner.restore_state(inner)
+        restore_generator_state(self._inner, inner)
 
     def __repr__(self) -> str:
         return f"WatermarksWithIdleness({self._inner!r}, idle_timeout_ms={self._timeout})"

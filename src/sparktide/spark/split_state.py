@@ -8,7 +8,8 @@ batch, ``restore_state(state)`` on the fresh generator of the next batch (the ge
 anew per batch, so it keeps its own clock and functions). The built-in generators implement it
 with exactly what they carry (a max timestamp, idleness counters plus the wrapped generator's
 state); a user's generator may implement it too, and otherwise gets the default: its picklable
-data attributes by name. That default keeps every user generator working unchanged, which
+data attributes by name (so does a generator that only has ``on_event`` and
+``on_periodic_emit``). That default keeps every user generator working unchanged, which
 pickling the whole generator would not (a generator holding a clock, a context or a function
 does not pickle, and a restored clock would be another batch's).
 
@@ -26,18 +27,19 @@ from __future__ import annotations
 
 import pickle
 
-from sparktide.common.watermark_strategy import WatermarkGenerator
+from sparktide.common.watermark_strategy import restore_generator_state, snapshot_generator_state
 
 __all__ = ["apply_generator_state", "capture_generator_state"]
 
 
-def capture_generator_state(generator: WatermarkGenerator) -> bytes:
+def capture_generator_state(generator: object) -> bytes:
     """The pickled :meth:`~sparktide.common.watermark_strategy.WatermarkGenerator.snapshot_state`
-    of ``generator``."""
-    return pickle.dumps(generator.snapshot_state(), protocol=5)
+    of ``generator`` (a ``WatermarkGenerator``, or an object with ``on_event`` and
+    ``on_periodic_emit``)."""
+    return pickle.dumps(snapshot_generator_state(generator), protocol=5)
 
 
-def apply_generator_state(generator: WatermarkGenerator, data: bytes) -> None:
+def apply_generator_state(generator: object, data: bytes) -> None:
     """Give ``generator`` (fresh for this batch) the state :func:`capture_generator_state`
     took in the previous batch. Unpickles ``data``: a checkpoint is trusted like code."""
-    generator.restore_state(pickle.loads(data))
+    restore_generator_state(generator, pickle.loads(data))
