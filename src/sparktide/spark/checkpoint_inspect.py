@@ -171,7 +171,7 @@ def describe_checkpoint(store: CheckpointStore) -> JsonObject:
     return out
 
 
-def describe_values(store: CheckpointStore, limit: int = 20) -> list[JsonObject]:
+def describe_values(store: CheckpointStore, limit: int = 20) -> list[JsonValue]:
     """The keyed state values of the last committed version, at most ``limit`` entries per
     stage subtask, as ``repr`` strings. **This unpickles the values: it runs code stored in the
     checkpoint directory**, so use it only on a directory you trust."""
@@ -179,7 +179,7 @@ def describe_values(store: CheckpointStore, limit: int = 20) -> list[JsonObject]
     if version is None:
         return []
     info = store.commit_info(version)
-    out: list[JsonObject] = []
+    out: list[JsonValue] = []
     for stage, parallelism in sorted(info.parallelism.items()):
         for i in range(parallelism):
             _, parts = store.read_subtask(version, stage, i)
