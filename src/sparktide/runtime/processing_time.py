@@ -40,6 +40,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from functools import partial
 
 from sparktide.runtime.elements import check_timestamp
 from sparktide.runtime.mailbox import Mail, Mailbox
@@ -560,7 +561,7 @@ register timers before shutdown() (after quiesce() they are accepted but never f
             due.sort()
             for timestamp, _, timer in due:
                 try:
-                    mailbox.put(Mail(lambda timer=timer: self._fire(timer), f"timer @ {timestamp}"))
+                    mailbox.put(Mail(partial(self._fire, timer), f"timer @ {timestamp}"))
                 except RuntimeError:
                     if not mailbox.is_closed():
                         raise
