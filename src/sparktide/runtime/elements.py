@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import numbers
+from enum import Enum
 from functools import total_ordering
-from typing import Any
+from typing import ClassVar, Generic, Literal, TypeVar
 
 __all__ = [
     "MAX_TIMESTAMP",
@@ -40,7 +41,7 @@ MAX_TIMESTAMP: int = 2**63 - 1
 """Java ``Long.MAX_VALUE``: the watermark at the end of a bounded input."""
 
 
-def check_timestamp(value: Any, name: str) -> int:
+def check_timestamp(value: object, name: str) -> int:
     """Return ``value`` if it is an ``int`` millisecond timestamp in Java's long range.
 
     Raises ``TypeError`` naming ``name`` and the received type otherwise (``bool`` is refused:
@@ -68,7 +69,7 @@ def check_timestamp(value: Any, name: str) -> int:
     )
 
 
-def timestamp_advice(value: Any) -> str:
+def timestamp_advice(value: object) -> str:
     """How to turn ``value`` (not an int) into epoch milliseconds: advice that fits its type.
 
     >>> import datetime as dt
@@ -97,15 +98,24 @@ def timestamp_advice(value: Any) -> str:
     return "return epoch milliseconds as an int"
 
 
-_KEEP: Any = object()
+class _Keep(Enum):
+    """The default of :meth:`StreamRecord.replace`'s timestamp: keep the record's own."""
+
+    KEEP = 0
 
 
-class StreamRecord:
+_KEEP: Literal[_Keep.KEEP] = _Keep.KEEP
+
+T = TypeVar("T")
+U = TypeVar("U")
+
+
+class StreamRecord(Generic[T]):
     """A value with an optional event timestamp (``int`` ms or ``None``)."""
 
     __slots__ = ("timestamp", "value")
 
-    def __init__(self, value: Any, timestamp: int | None = None) -> None:
+    def __init__(self, value: T, timestamp: int | None = None) -> None:
         self.value = value
         self.timestamp = timestamp
 
@@ -113,7 +123,9 @@ class StreamRecord:
     def has_timestamp(self) -> bool:
         return self.timestamp is not None
 
-    def replace(self, value: Any, timestamp: Any = _KEEP) -> StreamRecord:
+    def replace(
+        self, value: U, timestamp: int | Literal[_Keep.KEEP] | None = _KEEP
+    ) -> StreamRecord[U]:
         """A new record with ``value``, keeping this record's timestamp unless one is given.
 
         >>> StreamRecord("a", 5).replace("b")
@@ -121,7 +133,7 @@ class StreamRecord:
         """
         return StreamRecord(value, self.timestamp if timestamp is _KEEP else timestamp)
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[object, ...]:
         return (StreamRecord, (self.value, self.timestamp))
 
     def __eq__(self, other: object) -> bool:
@@ -144,6 +156,9 @@ class Watermark:
 
     __slots__ = ("timestamp",)
 
+    MAX: ClassVar[Watermark]
+    MIN: ClassVar[Watermark]
+
     def __init__(self, timestamp: int) -> None:
         self.timestamp = check_timestamp(timestamp, "Watermark.timestamp")
 
@@ -156,15 +171,15 @@ class Watermark:
     def __hash__(self) -> int:
         return hash((Watermark, self.timestamp))
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[object, ...]:
         return (Watermark, (self.timestamp,))
 
     def __repr__(self) -> str:
         return f"Watermark({self.timestamp})"
 
 
-Watermark.MAX = Watermark(MAX_TIMESTAMP)  # type: ignore[attr-defined]
-Watermark.MIN = Watermark(MIN_TIMESTAMP)  # type: ignore[attr-defined]
+Watermark.MAX = Watermark(MAX_TIMESTAMP)
+Watermark.MIN = Watermark(MIN_TIMESTAMP)
 
 
 class WatermarkStatus:
@@ -191,7 +206,7 @@ class WatermarkStatus:
     def __repr__(self) -> str:
         return "WatermarkStatus.ACTIVE" if self._active else "WatermarkStatus.IDLE"
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[object, ...]:
         return (_status, (self._active,))
 
 
