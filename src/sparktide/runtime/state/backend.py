@@ -563,8 +563,9 @@ class HeapKeyedStateBackend:
         for name, (kind, ttl) in kinds.items():
             if name not in self._tables:
                 self._tables[name] = StateTable(name, kind, ttl, self._max_parallelism, self._range)
+        views = {name: table.in_range() for name, table in self._tables.items()}
         for name, kg, key_ns, raw in staged:
-            self._tables[name].in_range()[kg][key_ns] = raw
+            views[name][kg][key_ns] = raw
         for name in {name for name, _, _, _ in staged}:
             cleanup = self._tables[name].cleanup
             if cleanup is not None:
