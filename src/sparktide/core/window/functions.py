@@ -25,10 +25,10 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from sparktide.datastream.functions import Function, KeyedStateStore
+from sparktide.core.functions import Function, KeyedStateStore
 
 if TYPE_CHECKING:
-    from sparktide.datastream.output_tag import OutputTag
+    from sparktide.core.output_tag import OutputTag
 
 __all__ = [
     "AllWindowFunction",

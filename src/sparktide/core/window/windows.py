@@ -26,7 +26,7 @@ from functools import partial
 from operator import itemgetter
 from typing import Any
 
-from sparktide.runtime.elements import MAX_TIMESTAMP
+from sparktide.common.timestamps import MAX_TIMESTAMP
 
 __all__ = ["CountWindow", "GlobalWindow", "TimeWindow", "Window"]
 

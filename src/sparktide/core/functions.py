@@ -4,7 +4,7 @@ A process function yields its outputs; ``yield tag, value`` (with an :class:`Out
 ``value`` to a side output, as in PyFlink; ``ctx.output(tag, value)`` does the same.
 
 >>> from sparktide.testing import for_keyed_process_function
->>> from sparktide.datastream.state import ValueStateDescriptor
+>>> from sparktide.core.state import ValueStateDescriptor
 >>> class Count(KeyedProcessFunction):
 ...     def open(self, runtime_context):
 ...         self.n = runtime_context.get_state(ValueStateDescriptor("n", None))
@@ -24,8 +24,8 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
-    from sparktide.datastream.output_tag import OutputTag
-    from sparktide.datastream.state import (
+    from sparktide.core.output_tag import OutputTag
+    from sparktide.core.state import (
         AggregatingState,
         AggregatingStateDescriptor,
         ListState,
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
         ValueState,
         ValueStateDescriptor,
     )
-    from sparktide.datastream.timerservice import TimeDomain, TimerService
+    from sparktide.core.timerservice import TimeDomain, TimerService
 
 __all__ = [
     "AggregateFunction",

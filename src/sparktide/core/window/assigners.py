@@ -20,13 +20,13 @@ from collections.abc import Callable, Collection, Iterable
 from typing import Any, Generic, TypeVar
 
 from sparktide.common.time import Duration, Time, to_millis
-from sparktide.datastream.window.triggers import (
+from sparktide.common.timestamps import MIN_TIMESTAMP
+from sparktide.core.window.triggers import (
     EventTimeTrigger,
     ProcessingTimeTrigger,
     Trigger,
 )
-from sparktide.datastream.window.windows import TimeWindow, Window, new_time_window
-from sparktide.runtime.elements import MIN_TIMESTAMP
+from sparktide.core.window.windows import TimeWindow, Window, new_time_window
 
 __all__ = [
     "DynamicEventTimeSessionWindows",

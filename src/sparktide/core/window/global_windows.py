@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sparktide.datastream.state import ValueStateDescriptor
-from sparktide.datastream.window.assigners import WindowAssigner
-from sparktide.datastream.window.triggers import CountTrigger, NeverTrigger, Trigger
-from sparktide.datastream.window.windows import CountWindow, GlobalWindow
+from sparktide.core.state import ValueStateDescriptor
+from sparktide.core.window.assigners import WindowAssigner
+from sparktide.core.window.triggers import CountTrigger, NeverTrigger, Trigger
+from sparktide.core.window.windows import CountWindow, GlobalWindow
 
 __all__ = ["CountSlidingWindowAssigner", "CountTumblingWindowAssigner", "GlobalWindows"]
 

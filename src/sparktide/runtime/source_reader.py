@@ -1,48 +1,33 @@
-"""Sources: where records, their timestamps and the first watermarks come from.
+"""The runtime's source readers: they read a source, assign timestamps and drive watermark
+generators.
 
-Two ways to write a source:
-
-1. A :class:`SourceFunction` (Flink's legacy interface): ``run(ctx)`` pushes records into a
-   :class:`SourceContext`, with ``collect_with_timestamp`` for event timestamps,
-   ``emit_watermark`` for watermarks and ``mark_as_temporarily_idle`` for idleness.
-   :class:`SourceFunctionDriver` runs one against an :class:`~sparktide.runtime.output.Output`.
-2. A split-aware bounded :class:`Source`: ``get_splits()`` lists :class:`SourceSplit` objects
-   and ``read_split(split)`` yields a split's records in order. Every split runs its **own**
-   timestamp assigner and watermark generator (as Flink does per source split, e.g. per Kafka
-   partition), so a slow split holds the watermark back instead of its records being dropped as
-   late. The runtime drives each split with a :class:`SplitReader`; the watermarks of the splits
-   are combined downstream by a :class:`~sparktide.runtime.valve.StatusWatermarkValve` (one
-   channel per split) or, inside one reader, by a
-   :class:`~sparktide.runtime.watermark_multiplexer.WatermarkOutputMultiplexer`.
+:class:`SourceFunctionDriver` runs a :class:`~sparktide.core.source.SourceFunction` against an
+:class:`~sparktide.runtime.output.Output`. :class:`SplitReader` reads one
+:class:`~sparktide.core.source.SourceSplit` of a :class:`~sparktide.core.source.Source` with the
+split's own timestamp assigner and watermark generator; the watermarks of the splits are combined
+downstream by a :class:`~sparktide.runtime.valve.StatusWatermarkValve` (one channel per split)
+or, inside one reader, by a
+:class:`~sparktide.runtime.watermark_multiplexer.WatermarkOutputMultiplexer`.
 
 >>> from sparktide.common.watermark_strategy import WatermarkStrategy
 >>> from sparktide.runtime.output import CollectingOutput
->>> source = CollectionSource([("a", 1), ("b", 5), ("c", 3), ("d", 9)], num_splits=2)
 >>> strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(
 ...     lambda value, _: value[1]
 ... )
 >>> out = CollectingOutput()
->>> for split in source.get_splits():
-...     reader = SplitReader(source.read_split(split), strategy, None, out)
-...     reader.read_up_to(10)
-...     reader.emit_periodic()  # the end of a round
-...     reader.finish()  # the split is exhausted
-2
-2
->>> out.elements[:4]
+>>> reader = SplitReader(iter([("a", 1), ("b", 5)]), strategy, None, out)
+>>> reader.read_up_to(10), reader.emit_periodic(), reader.finish()
+(2, None, None)
+>>> out.elements
 [StreamRecord(('a', 1), 1), StreamRecord(('b', 5), 5), Watermark(4), \
 Watermark(9223372036854775807)]
 """
 
 from __future__ import annotations
 
-import contextlib
 import threading
-from abc import ABC, abstractmethod
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from collections.abc import Iterable
 from itertools import islice
 from typing import Any
 
@@ -52,6 +37,7 @@ from sparktide.common.watermark_strategy import (
     WatermarkStrategy,
     check_extracted_timestamp,
 )
+from sparktide.core.source import SourceContext, SourceFunction
 from sparktide.runtime.elements import (
     MAX_TIMESTAMP,
     MIN_TIMESTAMP,
@@ -62,104 +48,7 @@ from sparktide.runtime.elements import (
 from sparktide.runtime.operators.timestamps import WatermarkEmitter
 from sparktide.runtime.output import Output
 
-__all__ = [
-    "CollectionSource",
-    "GeneratorSource",
-    "Source",
-    "SourceContext",
-    "SourceFunction",
-    "SourceFunctionDriver",
-    "SourceSplit",
-    "SplitReader",
-]
-
-
-# ---------------------------------------------------------------------------------------------
-# Way 1: SourceFunction
-
-
-class SourceContext(ABC):
-    """What a :class:`SourceFunction` emits into (Flink's ``SourceFunction.SourceContext``).
-
-    :class:`SourceFunctionDriver` provides the runtime's implementation; a custom one (e.g. for a
-    test) implements the four emitting methods.
-
-    >>> class Printing(SourceContext):
-    ...     def collect(self, element):
-    ...         print("record", element)
-    ...     def collect_with_timestamp(self, element, timestamp):
-    ...         print("record", element, "at", timestamp)
-    ...     def emit_watermark(self, watermark):
-    ...         print("watermark", watermark)
-    ...     def mark_as_temporarily_idle(self):
-    ...         print("idle")
-    >>> ctx = Printing()
-    >>> with ctx.get_checkpoint_lock():
-    ...     ctx.collect_with_timestamp("a", 5)
-    record a at 5
-    """
-
-    @abstractmethod
-    def collect(self, element: Any) -> None:
-        """Emit a record without a timestamp (it carries ``None``)."""
-
-    @abstractmethod
-    def collect_with_timestamp(self, element: Any, timestamp: int) -> None:
-        """Emit a record with an event timestamp (int ms)."""
-
-    @abstractmethod
-    def emit_watermark(self, watermark: Watermark | int) -> None:
-        """Emit a watermark: no record with a timestamp ``<=`` it will follow."""
-
-    @abstractmethod
-    def mark_as_temporarily_idle(self) -> None:
-        """Declare that no records will come for a while, so downstream operators do not wait
-        for this source; the next record or watermark makes it active again."""
-
-    def get_checkpoint_lock(self) -> AbstractContextManager[Any]:
-        """A lock to hold while emitting together with state updates. Records and checkpoints
-        never interleave here (one thread per task), so this is a no-op context manager."""
-        return _NO_LOCK
-
-    def close(self) -> None:  # noqa: B027 - optional hook
-        """Called when the source finishes."""
-
-
-_NO_LOCK: AbstractContextManager[Any] = contextlib.nullcontext()
-
-
-class SourceFunction(ABC):
-    """A source that pushes its records (Flink's legacy ``SourceFunction``).
-
-    ``run`` emits until the input ends (a bounded source returns) or :meth:`cancel` is called.
-
-    >>> class Numbers(SourceFunction):
-    ...     def __init__(self, n):
-    ...         self.n, self.running = n, True
-    ...     def run(self, ctx):
-    ...         for i in range(self.n):
-    ...             if not self.running:
-    ...                 return
-    ...             ctx.collect_with_timestamp(i, i * 10)
-    ...             if i % 2:
-    ...                 ctx.emit_watermark(i * 10)
-    ...     def cancel(self):
-    ...         self.running = False
-    >>> from sparktide.runtime.output import CollectingOutput
-    >>> out = CollectingOutput()
-    >>> SourceFunctionDriver(Numbers(3), out).run()
-    >>> out.elements
-    [StreamRecord(0, 0), StreamRecord(1, 10), Watermark(10), StreamRecord(2, 20), \
-Watermark(9223372036854775807)]
-    """
-
-    @abstractmethod
-    def run(self, ctx: SourceContext) -> None:
-        """Emit records into ``ctx`` until done or cancelled."""
-
-    @abstractmethod
-    def cancel(self) -> None:
-        """Ask :meth:`run` to return soon."""
+__all__ = ["SourceFunctionDriver", "SplitReader"]
 
 
 class _OutputSourceContext(SourceContext):
@@ -485,139 +374,6 @@ StreamRecord('b', None)]
 _CANCEL_JOIN_SECONDS = 5.0
 _MIN_RUN_AHEAD = 64
 _MAX_RUN_AHEAD = 1024
-
-
-# ---------------------------------------------------------------------------------------------
-# Way 2: split-aware bounded sources
-
-
-@dataclass(frozen=True)
-class SourceSplit:
-    """One independently readable part of a source (a file, a partition, a chunk).
-
-    ``split_id`` is unique within its source and orders the splits deterministically;
-    ``payload`` is whatever the source needs to read the split.
-
-    >>> SourceSplit("0", (0, 10))
-    SourceSplit(split_id='0', payload=(0, 10))
-    """
-
-    split_id: str
-    payload: Any = None
-
-    def __post_init__(self) -> None:
-        if type(self.split_id) is not str:
-            raise TypeError(
-                f"split_id must be a str, got {type(self.split_id).__name__} "
-                f"({self.split_id!r}); use str(...)"
-            )
-
-
-class Source(ABC):
-    """A bounded source whose records come in splits.
-
-    Implement :meth:`get_splits` (deterministic: the same splits in the same order every time)
-    and :meth:`read_split` (the records of one split, in order). Each split gets its own
-    timestamp assigner and watermark generator from the job's watermark strategy.
-
-    >>> class Lines(Source):
-    ...     def __init__(self, files):
-    ...         self.files = files  # name -> lines
-    ...     def get_splits(self):
-    ...         return [SourceSplit(name) for name in sorted(self.files)]
-    ...     def read_split(self, split):
-    ...         return iter(self.files[split.split_id])
-    >>> src = Lines({"b.txt": ["3"], "a.txt": ["1", "2"]})
-    >>> [list(src.read_split(s)) for s in src.get_splits()]
-    [['1', '2'], ['3']]
-    """
-
-    @abstractmethod
-    def get_splits(self) -> list[SourceSplit]:
-        """The splits of this source, in a deterministic order."""
-
-    @abstractmethod
-    def read_split(self, split: SourceSplit) -> Iterable[Any]:
-        """The records of ``split``, in order."""
-
-
-def _check_num_splits(num_splits: Any) -> int:
-    if type(num_splits) is not int:
-        raise TypeError(
-            f"num_splits must be an int, got {type(num_splits).__name__} ({num_splits!r})"
-        )
-    if num_splits < 1:
-        raise ValueError(f"num_splits must be >= 1, got {num_splits}")
-    return num_splits
-
-
-class CollectionSource(Source):
-    """The values of a collection, cut into ``num_splits`` contiguous chunks.
-
-    Chunk sizes differ by at most one (the first ``len % num_splits`` chunks are one longer);
-    with more splits than values some splits are empty. Split ids are ``"0"``, ``"1"``, ...
-
-    >>> src = CollectionSource(range(5), num_splits=2)
-    >>> [(s.split_id, list(src.read_split(s))) for s in src.get_splits()]
-    [('0', [0, 1, 2]), ('1', [3, 4])]
-    """
-
-    def __init__(self, values: Iterable[Any], num_splits: int = 1) -> None:
-        self.values: Sequence[Any] = list(values)
-        self.num_splits = _check_num_splits(num_splits)
-
-    def get_splits(self) -> list[SourceSplit]:
-        total, n = len(self.values), self.num_splits
-        size, extra = divmod(total, n)
-        splits = []
-        start = 0
-        for i in range(n):
-            end = start + size + (1 if i < extra else 0)
-            splits.append(SourceSplit(str(i), (start, end)))
-            start = end
-        return splits
-
-    def read_split(self, split: SourceSplit) -> Iterator[Any]:
-        start, end = split.payload
-        return iter(self.values[start:end])
-
-    def __repr__(self) -> str:
-        return f"CollectionSource({len(self.values)} values, num_splits={self.num_splits})"
-
-
-class GeneratorSource(Source):
-    """Records produced by ``fn(split_index)`` for each of ``num_splits`` splits.
-
-    ``fn`` must return an iterable and be deterministic (a replay must yield the same records).
-
-    >>> src = GeneratorSource(lambda i: range(i * 10, i * 10 + 2), num_splits=2)
-    >>> [list(src.read_split(s)) for s in src.get_splits()]
-    [[0, 1], [10, 11]]
-    """
-
-    def __init__(self, fn: Callable[[int], Iterable[Any]], num_splits: int = 1) -> None:
-        if not callable(fn):
-            raise TypeError(
-                f"fn must be a callable split_index -> iterable of records, got {type(fn).__name__}"
-            )
-        self.fn = fn
-        self.num_splits = _check_num_splits(num_splits)
-
-    def get_splits(self) -> list[SourceSplit]:
-        return [SourceSplit(str(i), i) for i in range(self.num_splits)]
-
-    def read_split(self, split: SourceSplit) -> Iterator[Any]:
-        records = self.fn(split.payload)
-        try:
-            return iter(records)
-        except TypeError:
-            raise TypeError(
-                f"fn({split.payload}) must return an iterable of records, got "
-                f"{type(records).__name__}"
-            ) from None
-
-    def __repr__(self) -> str:
-        return f"GeneratorSource({self.fn!r}, num_splits={self.num_splits})"
 
 
 # ---------------------------------------------------------------------------------------------

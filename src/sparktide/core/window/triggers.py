@@ -18,8 +18,8 @@ from enum import Enum
 from typing import Any, Generic, TypeVar
 
 from sparktide.common.time import to_millis
-from sparktide.datastream.state import ReducingStateDescriptor, State, StateDescriptor
-from sparktide.runtime.elements import MIN_TIMESTAMP
+from sparktide.common.timestamps import MIN_TIMESTAMP
+from sparktide.core.state import ReducingStateDescriptor, State, StateDescriptor
 
 __all__ = [
     "ContinuousEventTimeTrigger",
