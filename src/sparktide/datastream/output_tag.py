@@ -1,0 +1,12 @@
+"""``OutputTag`` at PyFlink's path: names a side output.
+
+Defined in :mod:`sparktide.core.output_tag` (the contracts the runtime builds on) and
+re-exported here, at the PyFlink-style path.
+
+>>> OutputTag("late").tag_id
+'late'
+"""
+
+from sparktide.core.output_tag import OutputTag
+
+__all__ = ["OutputTag"]

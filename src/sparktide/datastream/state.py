@@ -1,0 +1,46 @@
+"""Keyed state with PyFlink's names (``pyflink.datastream.state``): state interfaces,
+descriptors and ``StateTtlConfig``.
+
+Defined in :mod:`sparktide.core.state` (the contracts the runtime builds on) and
+re-exported here, at the PyFlink-style path.
+
+>>> from sparktide.common.typeinfo import Types
+>>> ValueStateDescriptor("count", Types.LONG()).get_name()
+'count'
+"""
+
+from sparktide.core.state import (
+    AggregatingState,
+    AggregatingStateDescriptor,
+    AppendingState,
+    ListState,
+    ListStateDescriptor,
+    MapState,
+    MapStateDescriptor,
+    MergingState,
+    ReducingState,
+    ReducingStateDescriptor,
+    State,
+    StateDescriptor,
+    StateTtlConfig,
+    ValueState,
+    ValueStateDescriptor,
+)
+
+__all__ = [
+    "AggregatingState",
+    "AggregatingStateDescriptor",
+    "AppendingState",
+    "ListState",
+    "ListStateDescriptor",
+    "MapState",
+    "MapStateDescriptor",
+    "MergingState",
+    "ReducingState",
+    "ReducingStateDescriptor",
+    "State",
+    "StateDescriptor",
+    "StateTtlConfig",
+    "ValueState",
+    "ValueStateDescriptor",
+]

@@ -1,0 +1,40 @@
+"""Window assigners (see :mod:`sparktide.datastream.window`).
+
+Defined in :mod:`sparktide.core.window.assigners` (the contracts the runtime builds on) and
+re-exported here, at the PyFlink-style path.
+
+>>> TumblingEventTimeWindows.of(10).assign_windows("x", 23, None)
+(TimeWindow(start=20, end=30),)
+"""
+
+from sparktide.core.window.assigners import (
+    DynamicEventTimeSessionWindows,
+    DynamicProcessingTimeSessionWindows,
+    EventTimeSessionWindows,
+    MergingWindowAssigner,
+    ProcessingTimeSessionWindows,
+    SessionWindowTimeGapExtractor,
+    SlidingEventTimeWindows,
+    SlidingProcessingTimeWindows,
+    TumblingEventTimeWindows,
+    TumblingProcessingTimeWindows,
+    WindowAssigner,
+    default_trigger,
+    no_timestamp_error,
+)
+
+__all__ = [
+    "DynamicEventTimeSessionWindows",
+    "DynamicProcessingTimeSessionWindows",
+    "EventTimeSessionWindows",
+    "MergingWindowAssigner",
+    "ProcessingTimeSessionWindows",
+    "SessionWindowTimeGapExtractor",
+    "SlidingEventTimeWindows",
+    "SlidingProcessingTimeWindows",
+    "TumblingEventTimeWindows",
+    "TumblingProcessingTimeWindows",
+    "WindowAssigner",
+    "default_trigger",
+    "no_timestamp_error",
+]

@@ -1,0 +1,26 @@
+"""Evictors (see :mod:`sparktide.datastream.window`).
+
+Defined in :mod:`sparktide.core.window.evictors` (the contracts the runtime builds on) and
+re-exported here, at the PyFlink-style path.
+
+>>> CountEvictor.of(2)
+CountEvictor(2, do_evict_after=False)
+"""
+
+from sparktide.core.window.evictors import (
+    CountEvictor,
+    DeltaEvictor,
+    DeltaFunction,
+    Evictor,
+    TimeEvictor,
+    TimestampedValue,
+)
+
+__all__ = [
+    "CountEvictor",
+    "DeltaEvictor",
+    "DeltaFunction",
+    "Evictor",
+    "TimeEvictor",
+    "TimestampedValue",
+]

@@ -1,0 +1,24 @@
+"""Window functions (see :mod:`sparktide.datastream.window`).
+
+Defined in :mod:`sparktide.core.window.functions` (the contracts the runtime builds on) and
+re-exported here, at the PyFlink-style path.
+
+>>> issubclass(ProcessWindowFunction, WindowFunction)
+False
+"""
+
+from sparktide.core.window.functions import (
+    AllWindowFunction,
+    KeyedStateStore,
+    ProcessAllWindowFunction,
+    ProcessWindowFunction,
+    WindowFunction,
+)
+
+__all__ = [
+    "AllWindowFunction",
+    "KeyedStateStore",
+    "ProcessAllWindowFunction",
+    "ProcessWindowFunction",
+    "WindowFunction",
+]
