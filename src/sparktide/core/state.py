@@ -36,7 +36,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import timedelta
 from enum import Enum
-from typing import Any, Generic, TypeVar, Union
+from typing import Any, Generic, TypeAlias, TypeVar, Union
 
 from sparktide.common.time import Duration, Time, positive_millis
 
@@ -369,9 +369,9 @@ class CleanupStrategies(_ValueObject):
     backend checks 5 entries per state access, as Flink's does.
     """
 
-    Strategies = Strategies
-    IncrementalCleanupStrategy = IncrementalCleanupStrategy
-    RocksdbCompactFilterCleanupStrategy = RocksdbCompactFilterCleanupStrategy
+    Strategies: TypeAlias = Strategies
+    IncrementalCleanupStrategy: TypeAlias = IncrementalCleanupStrategy
+    RocksdbCompactFilterCleanupStrategy: TypeAlias = RocksdbCompactFilterCleanupStrategy
     DEFAULT_INCREMENTAL_CLEANUP_STRATEGY = IncrementalCleanupStrategy(5, False)
 
     __slots__ = ("_background", "_strategies")
@@ -441,10 +441,10 @@ class StateTtlConfig(_ValueObject):
     True
     """
 
-    UpdateType = UpdateType
-    StateVisibility = StateVisibility
-    TtlTimeCharacteristic = TtlTimeCharacteristic
-    CleanupStrategies = CleanupStrategies
+    UpdateType: TypeAlias = UpdateType
+    StateVisibility: TypeAlias = StateVisibility
+    TtlTimeCharacteristic: TypeAlias = TtlTimeCharacteristic
+    CleanupStrategies: TypeAlias = CleanupStrategies
 
     __slots__ = ("_characteristic", "_cleanup", "_ttl", "_update_type", "_visibility")
 
