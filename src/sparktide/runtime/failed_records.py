@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 from sparktide.runtime.elements import StreamRecord
 
 if TYPE_CHECKING:
-    from sparktide.datastream.output_tag import OutputTag
+    from sparktide.core.output_tag import OutputTag
     from sparktide.runtime.elements import Watermark, WatermarkStatus
     from sparktide.runtime.output import Output
     from sparktide.runtime.state.backend import HeapKeyedStateBackend, KeyEntries

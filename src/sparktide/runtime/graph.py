@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
     from sparktide.common.typeinfo_base import TypeInformation
     from sparktide.common.watermark_strategy import WatermarkStrategy
-    from sparktide.datastream.output_tag import OutputTag
+    from sparktide.core.output_tag import OutputTag
 
 __all__ = ["Edge", "JobGraph", "Node", "copy_function"]
 

@@ -27,7 +27,7 @@ from abc import abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, cast
 
-from sparktide.datastream.state import (
+from sparktide.core.state import (
     AggregatingState,
     ListState,
     MapState,
@@ -38,7 +38,7 @@ from sparktide.datastream.state import (
 from sparktide.runtime.keygroups import KeyGroupRange
 
 if TYPE_CHECKING:
-    from sparktide.datastream.state import StateTtlConfig
+    from sparktide.core.state import StateTtlConfig
     from sparktide.runtime.state.backend import HeapKeyedStateBackend
     from sparktide.runtime.state.cleanup import IncrementalCleanup
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from sparktide.datastream.timerservice import TimerService
+from sparktide.core.timerservice import TimerService
 from sparktide.runtime.elements import MAX_TIMESTAMP, MIN_TIMESTAMP, check_timestamp
 from sparktide.runtime.timers.service import InternalTimerService
 
