@@ -420,7 +420,8 @@ class ManualProcessingTimeService(_HeapTimerService):
                 callback = timer._callback
                 timer._callback = None
             try:
-                callback(timestamp)  # type: ignore[misc]
+                if callback is not None:  # always: a pending timer holds its callback
+                    callback(timestamp)
             finally:
                 timer._state = _DONE
 
@@ -583,7 +584,8 @@ register timers before shutdown() (after quiesce() they are accepted but never f
                 return
             timer._state = _RUNNING
         try:
-            callback(timer.timestamp)  # type: ignore[misc]
+            if callback is not None:  # always: a queued timer holds its callback
+                callback(timer.timestamp)
         finally:
             timer._state = _DONE
 
