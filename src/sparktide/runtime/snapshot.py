@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Literal, TypedDict
 
 from sparktide.runtime.keygroups import KeyGroupRange
+from sparktide.runtime.state.backend import StateMeta, StateSnapshot
 from sparktide.runtime.timers.manager import TimerSnapshot
 
 __all__ = [
@@ -48,8 +49,6 @@ __all__ = [
     "KeyedOperatorSnapshot",
     "SnapshotFormatError",
     "SnapshotHeader",
-    "StateData",
-    "StateMeta",
     "StateSection",
     "TimerSection",
 ]
@@ -64,32 +63,33 @@ class SnapshotFormatError(ValueError):
     """The bytes are not a snapshot this version of sparktide can read."""
 
 
-StateData = dict[int, dict[str, list[tuple[object, object, object]]]]
-"""Per key group, per state name: ``(key, namespace, value)`` entries (user values)."""
-StateMeta = dict[str, dict[str, str | bool]]
-"""Per state name: its kind and whether it has a TTL (``{"kind": "value", "ttl": False}``)."""
+StateData = StateSnapshot
+"""Keyed state per key group: ``state[key_group][state_name] = [(key, namespace, raw), ...]``."""
+
+BlobRef = list[int]
+"""Where a blob lies in the blob area: ``[offset, length, crc32]``."""
 
 
 class StateSection(TypedDict):
-    """A header section of one state's entries in one key group (a pickled blob)."""
+    """A header section naming the blob of one state in one key group."""
 
     type: Literal["state"]
     key_group: int
     state: str
     count: int
-    blob: list[int]
+    blob: BlobRef
 
 
 class TimerSection(TypedDict):
-    """A header section of one timer service's timers of one domain in one key group."""
+    """A header section naming the blobs of one service's timers of one domain."""
 
     type: Literal["timers"]
     key_group: int
     service: str
     domain: str
     count: int
-    timestamps: list[int]
-    keys: list[int]
+    timestamps: BlobRef
+    keys: BlobRef
 
 
 class SnapshotHeader(TypedDict):
@@ -99,7 +99,7 @@ class SnapshotHeader(TypedDict):
     operator: str
     max_parallelism: int
     key_group_range: list[int]
-    states: StateMeta
+    states: dict[str, StateMeta]
     sections: list[StateSection | TimerSection]
 
 
@@ -110,7 +110,7 @@ class KeyedOperatorSnapshot:
     operator: str
     max_parallelism: int
     key_group_range: KeyGroupRange
-    state_meta: StateMeta = field(default_factory=dict)
+    state_meta: dict[str, StateMeta] = field(default_factory=dict)
     state: StateData = field(default_factory=dict)
     timers: TimerSnapshot = field(default_factory=dict)
 
@@ -143,19 +143,21 @@ class KeyedOperatorSnapshot:
                     }
                 )
             for service, per_domain in self.timers.get(kg, {}).items():
-                for domain, timers in zip(_DOMAINS, per_domain, strict=False):
-                    if not timers:
+                for domain, timer_entries in zip(_DOMAINS, per_domain, strict=False):
+                    if not timer_entries:
                         continue
-                    flat = [v for e in timers for v in (e[0], e[1])]
+                    flat = [v for e in timer_entries for v in (e[0], e[1])]
                     sections.append(
                         {
                             "type": "timers",
                             "key_group": kg,
                             "service": service,
                             "domain": domain,
-                            "count": len(timers),
+                            "count": len(timer_entries),
                             "timestamps": put(struct.pack(f"<{len(flat)}q", *flat)),
-                            "keys": put(pickle.dumps([(e[2], e[3]) for e in timers], protocol=5)),
+                            "keys": put(
+                                pickle.dumps([(e[2], e[3]) for e in timer_entries], protocol=5)
+                            ),
                         }
                     )
         header: SnapshotHeader = {

@@ -21,8 +21,8 @@ worker cache of :mod:`sparktide.spark.stream_job`, or recomputed after a restore
 the per-process salt of ``hash`` does not matter.
 
 A changelog keeps one part ``kg-<n>`` per changed key group, each with its own CRC (the
-container of :func:`~sparktide.spark.checkpoint_files.pack_parts`), so key groups stay the unit of
-rescaling: a reader takes only the key groups of its own range. **Only user values are
+container of :func:`~sparktide.spark.checkpoint_files.pack_parts`), so key groups stay the unit
+of rescaling: a reader takes only the key groups of its own range. **Only user values are
 pickled**, as in a full snapshot (:mod:`sparktide.runtime.snapshot`): each part is itself a
 :func:`~sparktide.spark.checkpoint_files.pack_parts` container whose JSON meta holds the
 structure and whose two parts hold the rest::
@@ -67,7 +67,8 @@ import struct
 from typing import TypedDict, cast
 
 from sparktide.runtime.keygroups import KeyGroupRange
-from sparktide.runtime.snapshot import KeyedOperatorSnapshot, StateData, StateMeta
+from sparktide.runtime.snapshot import KeyedOperatorSnapshot, StateData
+from sparktide.runtime.state.backend import StateMeta
 from sparktide.spark.checkpoint_files import pack_parts, unpack_parts
 
 __all__ = [
@@ -110,8 +111,8 @@ def flatten(snap: KeyedOperatorSnapshot, key_groups: KeyGroupRange | None = None
             continue
         items = out.setdefault(kg, {})
         for service, domains in per_service.items():
-            for d, timers in enumerate(domains):
-                for ts, seq, key, ns, _kg in timers:
+            for d, timer_entries in enumerate(domains):
+                for ts, seq, key, ns, _kg in timer_entries:
                     items[(1, service, d, ts, key, ns)] = seq
     return out
 
@@ -120,7 +121,7 @@ def rebuild(
     operator: str,
     max_parallelism: int,
     key_group_range: KeyGroupRange,
-    state_meta: StateMeta,
+    state_meta: dict[str, StateMeta],
     flat: Flat,
 ) -> KeyedOperatorSnapshot:
     """The snapshot whose flat view is ``flat`` (timers in ``(timestamp, seq)`` order)."""

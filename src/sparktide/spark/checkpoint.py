@@ -82,7 +82,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from sparktide.runtime.keygroups import KeyGroupRange, compute_key_group_range_for_operator_index
-from sparktide.runtime.snapshot import KeyedOperatorSnapshot, SnapshotFormatError, StateMeta
+from sparktide.runtime.snapshot import KeyedOperatorSnapshot, SnapshotFormatError
+from sparktide.runtime.state.backend import StateMeta
 from sparktide.spark.changelog import (
     Digests,
     Flat,
@@ -729,7 +730,7 @@ class LoadedSubtask:
     def __init__(
         self,
         header: tuple[str, int, KeyGroupRange] | None,
-        state_meta: StateMeta,
+        state_meta: dict[str, StateMeta],
         flat: Flat,
         valves: bytes | None,
         watermarks: bytes | None,
@@ -778,11 +779,13 @@ def summarize(snapshot: KeyedOperatorSnapshot) -> JsonObject:
     return out
 
 
-def _json_state_meta(state_meta: StateMeta) -> JsonObject:
+def _json_state_meta(state_meta: dict[str, StateMeta]) -> JsonObject:
     return {name: {"kind": str(m["kind"]), "ttl": bool(m["ttl"])} for name, m in state_meta.items()}
 
 
-def _state_meta(meta: JsonObject, default: StateMeta, where: str) -> StateMeta:
+def _state_meta(
+    meta: JsonObject, default: dict[str, StateMeta], where: str
+) -> dict[str, StateMeta]:
     """The state kinds a changelog's header records (``default`` when it records none)."""
     raw = meta.get("state_meta")
     if raw is None:

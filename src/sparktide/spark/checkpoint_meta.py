@@ -39,8 +39,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import cast
 
-from sparktide.runtime.valve import StatusWatermarkValve
+from sparktide.runtime.valve import StatusWatermarkValve, ValveState
 from sparktide.spark.checkpoint_files import (
     CHECKPOINT_FORMAT_VERSION,
     CheckpointError,
@@ -74,7 +75,7 @@ _FIX = (
 )
 
 
-def encode_json(value: JsonValue) -> bytes:
+def encode_json(value: object) -> bytes:
     """The canonical JSON bytes of ``value`` (sorted keys, no spaces)."""
     return json.dumps(value, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
@@ -604,7 +605,7 @@ class OperatorWatermarks:
 
 def encode_valves(valves: Mapping[int, StatusWatermarkValve]) -> bytes:
     """The ``valves`` part of a state file: per input index, the valve's JSON."""
-    return encode_json({str(i): dict(v.to_json()) for i, v in valves.items()})
+    return encode_json({str(i): v.to_json() for i, v in valves.items()})
 
 
 def decode_valves(data: bytes, where: str) -> dict[int, StatusWatermarkValve]:
@@ -615,7 +616,7 @@ def decode_valves(data: bytes, where: str) -> dict[int, StatusWatermarkValve]:
         if not isinstance(raw, dict):
             raise fields.fail(f"valves.{index}", "a JSON object", raw)
         try:
-            out[index] = StatusWatermarkValve.from_json(raw)
+            out[index] = StatusWatermarkValve.from_json(cast(ValveState, raw))  # it checks
         except ValueError as exc:
             raise CheckpointError(f"{where}: field 'valves.{index}': {exc}; {_FIX}") from None
     return out
