@@ -180,7 +180,7 @@ class _JoinContext(ProcessJoinFunction.Context):
                 f"output_tag must be an OutputTag, got {type(output_tag).__name__}; create one "
                 "with OutputTag('name')"
             )
-        self._op.output.collect_side(output_tag, StreamRecord(value, self._ts))  # type: ignore[union-attr]
+        self._op.output.collect_side(output_tag, StreamRecord(value, self._ts))
 
 
 def check_bounds(lower_bound: Any, upper_bound: Any) -> tuple[int, int]:
@@ -311,7 +311,7 @@ class IntervalJoinOperator(KeyedTwoInputOperator):
                 self.num_late_records_dropped += 1
             else:
                 self.num_late_records_side_output += 1
-                self.output.collect_side(tag, StreamRecord(value, ts))  # type: ignore[union-attr]
+                self.output.collect_side(tag, StreamRecord(value, ts))
             return
         bucket = ours.get(ts)
         if bucket is None:

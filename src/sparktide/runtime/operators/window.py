@@ -308,7 +308,7 @@ class WindowOperator(AbstractStreamOperator):
             tag = self.late_data_output_tag
             if tag is not None:
                 self.num_late_records_side_output += 1
-                self.output.collect_side(tag, record)  # type: ignore[union-attr]
+                self.output.collect_side(tag, record)
             else:
                 self.num_late_records_dropped += 1
 
@@ -440,7 +440,7 @@ class WindowOperator(AbstractStreamOperator):
         """The emit step: evaluate ``contents`` of ``window`` and emit at ``max_timestamp``."""
         ts = window.max_timestamp()
         if self._pass_through:
-            self.output.collect(StreamRecord(contents, ts))  # type: ignore[union-attr]
+            self.output.collect(StreamRecord(contents, ts))
             return
         ctx = self._process_ctx
         ctx.current_window = window
