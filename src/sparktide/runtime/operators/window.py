@@ -46,16 +46,16 @@ cleanup timer).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeVar, cast
 
 from sparktide.datastream.output_tag import OutputTag
 from sparktide.datastream.state import ListStateDescriptor, MapStateDescriptor, StateDescriptor
-from sparktide.datastream.window.assigners import WindowAssigner
+from sparktide.datastream.window.assigners import MergingWindowAssigner, WindowAssigner
 from sparktide.datastream.window.triggers import EventTimeTrigger, Trigger, TriggerResult
 from sparktide.datastream.window.windows import Window
 from sparktide.runtime.elements import MAX_TIMESTAMP, StreamRecord
-from sparktide.runtime.operators.base import AbstractStreamOperator
-from sparktide.runtime.operators.merging_window_set import MergingWindowSet
+from sparktide.runtime.operators.base import AbstractStreamOperator, KeySelector
+from sparktide.runtime.operators.merging_window_set import MergingWindowSet, WindowMappingStore
 from sparktide.runtime.operators.process import emit_results
 from sparktide.runtime.operators.window_functions import (
     AssignerContext,
@@ -65,7 +65,6 @@ from sparktide.runtime.operators.window_functions import (
     WindowTriggerContext,
 )
 from sparktide.runtime.state.backend import HeapKeyedStateBackend
-from sparktide.runtime.state.heap import HeapMapState
 
 __all__ = [
     "WINDOW_CONTENTS",
@@ -135,7 +134,9 @@ class StateContents:
         self.descriptor = descriptor
 
     def __call__(self, backend: HeapKeyedStateBackend) -> MergeableWindowContents[object]:
-        return backend.get_internal_state(self.descriptor)  # type: ignore[return-value]
+        # a list, reducing or aggregating state: add / get / clear / merge_namespaces
+        state = backend.get_internal_state(self.descriptor)
+        return cast("MergeableWindowContents[object]", state)
 
     def __repr__(self) -> str:
         return f"StateContents({self.descriptor!r})"
@@ -169,6 +170,7 @@ class WindowOperator(AbstractStreamOperator):
 
     _evicting = False
     contents: WindowContents[object]
+    _key_selector: KeySelector  # set by open() on a keyed stream
 
     def __init__(
         self,
@@ -216,6 +218,8 @@ class WindowOperator(AbstractStreamOperator):
                 "window operations need a keyed stream: key_by(...) before window(...), or use "
                 "window_all(...) on a non-keyed stream"
             )
+        if self.key_selector is not None:
+            self._key_selector = self.key_selector
         self._backend = backend
         self._timers = self.get_internal_timer_service(WINDOW_TIMERS, self)
         contents = self._contents_factory(backend)
@@ -225,6 +229,10 @@ class WindowOperator(AbstractStreamOperator):
                 "merged; use reduce, aggregate, apply or process"
             )
         self.contents = contents
+        if self._merging:
+            self._merge_contents = cast(
+                "MergeableWindowContents[object]", contents
+            ).merge_namespaces
         self._set_ns = contents.set_current_namespace
         self._add = contents.add
         self._get = contents.get
@@ -243,8 +251,11 @@ class WindowOperator(AbstractStreamOperator):
             and not self.allowed_lateness
         )
         if self._merging:
-            self._merging_state: HeapMapState = backend.get_partitioned_state(  # type: ignore[assignment]
-                MapStateDescriptor(MERGING_WINDOW_SET, None, None)
+            # an assigner with merge_windows; the mapping is kept in a map state
+            self._merging_assigner = cast("MergingWindowAssigner[object, Window]", self.assigner)
+            self._merging_state = cast(
+                WindowMappingStore,
+                backend.get_partitioned_state(MapStateDescriptor(MERGING_WINDOW_SET, None, None)),
             )
         self.function.open(self.runtime_context)
 
@@ -255,14 +266,14 @@ class WindowOperator(AbstractStreamOperator):
     # ------------------------------------------------------------------ elements
 
     def process_element(self, record: StreamRecord) -> None:
-        self._backend.set_current_key(self.key_selector(record.value))  # type: ignore[misc]
+        self._backend.set_current_key(self._key_selector(record.value))
         self.process_keyed_element(record)
 
     def process_keyed_element(self, record: StreamRecord) -> None:
         """Process ``record`` for the key already set in the key context."""
         value = record.value
         ts = record.timestamp
-        windows = self._assign(value, ts, self._assigner_ctx)  # type: ignore[arg-type]
+        windows = self._assign(value, ts, self._assigner_ctx)
         item = (value, ts) if self._evicting else value
         if self._merging:
             skipped = self._process_merging(value, ts, windows, item)
@@ -288,7 +299,7 @@ class WindowOperator(AbstractStreamOperator):
                 set_ns(window)
                 add(item)
                 ctx.window = window
-                result = on_element(value, ts, window, ctx)  # type: ignore[arg-type]
+                result = on_element(value, ts, window, ctx)
                 if result is _CONTINUE:
                     if cleanup_registered:
                         continue
@@ -330,7 +341,7 @@ class WindowOperator(AbstractStreamOperator):
             self._set_ns(state_window)
             self._add(item)
             ctx.window = actual
-            result = self._on_element(value, ts, actual, ctx)  # type: ignore[arg-type]
+            result = self._on_element(value, ts, actual, ctx)
             if result is not _CONTINUE and not self._act(result, actual, "on_element"):
                 continue
             self._register_cleanup_timer(actual)
@@ -374,9 +385,7 @@ class WindowOperator(AbstractStreamOperator):
             ctx.window = window
             self.trigger.clear(window, ctx)
             self._delete_cleanup_timer(window)
-        self.contents.merge_namespaces(  # type: ignore[attr-defined]  # checked in open
-            state_window_result, merged_state_windows
-        )
+        self._merge_contents(state_window_result, merged_state_windows)
 
     # ------------------------------------------------------------------ timers
 
@@ -463,7 +472,7 @@ class WindowOperator(AbstractStreamOperator):
             merging.persist()
 
     def _merging_window_set(self) -> MergingWindowSet:
-        return MergingWindowSet(self.assigner, self._merging_state)  # type: ignore[arg-type]
+        return MergingWindowSet(self._merging_assigner, self._merging_state)
 
     def cleanup_time(self, window: Window) -> int:
         """When the window's state is dropped: ``max_timestamp + allowed_lateness`` (saturating
