@@ -135,7 +135,7 @@ class ProcessContextFunction(InternalWindowFunction):
     """A ``ProcessWindowFunction`` (``process(key, context, elements)``) or
     ``ProcessAllWindowFunction`` (``process(context, elements)``)."""
 
-    __slots__ = ("_keyed", "_single")
+    __slots__ = ("_keyed", "_process", "_single")
 
     function: ProcessWindowFunction | ProcessAllWindowFunction
 
@@ -149,14 +149,16 @@ class ProcessContextFunction(InternalWindowFunction):
         super().__init__(function)
         self._keyed = keyed
         self._single = single_value
+        # keyed: process(key, context, elements); all-window: process(context, elements)
+        self._process: Callable[..., Results] = function.process
 
     def process(
         self, key: object, window: Window, ctx: WindowProcessContext, contents: object
     ) -> Results:
         elements = [contents] if self._single else contents
         if self._keyed:
-            return self.function.process(key, ctx, elements)  # type: ignore[call-arg,arg-type]
-        return self.function.process(ctx, elements)  # type: ignore[call-arg,arg-type]
+            return self._process(key, ctx, elements)
+        return self._process(ctx, elements)
 
     def clear(self, window: Window, ctx: WindowProcessContext) -> None:
         self.function.clear(ctx)
