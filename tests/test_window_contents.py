@@ -14,12 +14,8 @@ from sparktide.datastream.window import (
     Window,
 )
 from sparktide.runtime.elements import StreamRecord
-from sparktide.runtime.operators.window import (
-    WINDOW_CONTENTS,
-    StateContents,
-    WindowContents,
-    WindowOperator,
-)
+from sparktide.runtime.operators.window import WINDOW_CONTENTS, WindowOperator
+from sparktide.runtime.operators.window_contents import StateContents, WindowContents
 from sparktide.runtime.operators.window_functions import PassThroughFunction
 from sparktide.runtime.state.backend import HeapKeyedStateBackend
 from sparktide.testing import KeyedOneInputStreamOperatorTestHarness

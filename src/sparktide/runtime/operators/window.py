@@ -46,8 +46,8 @@ cleanup timer).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Protocol, TypeVar, cast
+from collections.abc import Iterable
+from typing import cast
 
 from sparktide.datastream.output_tag import OutputTag
 from sparktide.datastream.state import ListStateDescriptor, MapStateDescriptor, StateDescriptor
@@ -58,6 +58,12 @@ from sparktide.runtime.elements import MAX_TIMESTAMP, StreamRecord
 from sparktide.runtime.operators.base import AbstractStreamOperator, KeySelector
 from sparktide.runtime.operators.merging_window_set import MergingWindowSet, WindowMappingStore
 from sparktide.runtime.operators.process import emit_results
+from sparktide.runtime.operators.window_contents import (
+    ContentsFactory,
+    MergeableWindowContents,
+    StateContents,
+    WindowContents,
+)
 from sparktide.runtime.operators.window_functions import (
     AssignerContext,
     InternalWindowFunction,
@@ -65,17 +71,8 @@ from sparktide.runtime.operators.window_functions import (
     WindowProcessContext,
     WindowTriggerContext,
 )
-from sparktide.runtime.state.backend import HeapKeyedStateBackend
 
-__all__ = [
-    "WINDOW_CONTENTS",
-    "WINDOW_TIMERS",
-    "ContentsFactory",
-    "MergeableWindowContents",
-    "StateContents",
-    "WindowContents",
-    "WindowOperator",
-]
+__all__ = ["WINDOW_CONTENTS", "WINDOW_TIMERS", "WindowOperator"]
 
 WINDOW_TIMERS = "window-timers"
 WINDOW_CONTENTS = "window-contents"
@@ -85,62 +82,6 @@ _CONTINUE = TriggerResult.CONTINUE
 _FIRE = TriggerResult.FIRE
 _PURGE = TriggerResult.PURGE
 _FIRE_AND_PURGE = TriggerResult.FIRE_AND_PURGE
-
-IN_contra = TypeVar("IN_contra", contravariant=True)
-
-
-class WindowContents(Protocol[IN_contra]):
-    """What the operator accumulates a window's elements in, for the current key.
-
-    ``set_current_namespace(window)`` scopes the following calls to one window; ``add`` adds an
-    element (for evicting windows a ``(value, timestamp)`` pair); ``get()`` returns what the
-    internal window function is called with (a reduced value, an aggregate result or a list of
-    elements), ``None`` when the window holds nothing to fire (for list contents also an empty
-    list); ``clear()`` drops the window's contents. Contents must keep their data in the keyed
-    state backend they were made from, so that operator snapshots and restores cover them.
-    """
-
-    def set_current_namespace(self, namespace: Window) -> None: ...
-
-    def add(self, value: IN_contra) -> None: ...
-
-    def get(self) -> object: ...
-
-    def clear(self) -> None: ...
-
-
-class MergeableWindowContents(WindowContents[IN_contra], Protocol):
-    """Contents of merging (session) windows: ``merge_namespaces(target, sources)`` moves the
-    contents of the ``sources`` windows into ``target`` for the current key."""
-
-    def merge_namespaces(self, target: Window, sources: Iterable[Window]) -> None: ...
-
-
-ContentsFactory = Callable[[HeapKeyedStateBackend], WindowContents[object]]
-"""Called once in ``WindowOperator.open`` with the keyed state backend; returns the contents."""
-
-
-class StateContents:
-    """The default :data:`ContentsFactory`: the backend's internal state for ``descriptor``
-    (``get_internal_state``): a reducing, aggregating or list state, mergeable by namespace.
-
-    >>> from sparktide.datastream.state import ReducingStateDescriptor
-    >>> StateContents(ReducingStateDescriptor(WINDOW_CONTENTS, max, None))
-    StateContents(ReducingStateDescriptor('window-contents'))
-    """
-
-    __slots__ = ("descriptor",)
-
-    def __init__(self, descriptor: StateDescriptor) -> None:
-        self.descriptor = descriptor
-
-    def __call__(self, backend: HeapKeyedStateBackend) -> MergeableWindowContents[object]:
-        # a list, reducing or aggregating state: add / get / clear / merge_namespaces
-        state = backend.get_internal_state(self.descriptor)
-        return cast("MergeableWindowContents[object]", state)
-
-    def __repr__(self) -> str:
-        return f"StateContents({self.descriptor!r})"
 
 
 def _bad_result(trigger: Trigger, method: str, result: object) -> TypeError:
@@ -230,10 +171,6 @@ class WindowOperator(AbstractStreamOperator):
                 "merged; use reduce, aggregate, apply or process"
             )
         self.contents = contents
-        if self._merging:
-            self._merge_contents = cast(
-                "MergeableWindowContents[object]", contents
-            ).merge_namespaces
         self._set_ns = contents.set_current_namespace
         self._add = contents.add
         self._get = contents.get
@@ -252,7 +189,10 @@ class WindowOperator(AbstractStreamOperator):
             and not self.allowed_lateness
         )
         if self._merging:
-            # an assigner with merge_windows; the mapping is kept in a map state
+            # the contents merge (checked above), the assigner has merge_windows and the
+            # window -> state window mapping is kept in a map state
+            mergeable = cast("MergeableWindowContents[object]", contents)
+            self._merge_contents = mergeable.merge_namespaces
             self._merging_assigner = cast("MergingWindowAssigner[object, Window]", self.assigner)
             self._merging_state = cast(
                 WindowMappingStore,
