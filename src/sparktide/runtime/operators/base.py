@@ -14,9 +14,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
-from sparktide.datastream.functions import RuntimeContext
-from sparktide.datastream.output_tag import OutputTag
-from sparktide.datastream.state import (
+from sparktide.core.functions import RuntimeContext
+from sparktide.core.output_tag import OutputTag
+from sparktide.core.state import (
     AggregatingState,
     AggregatingStateDescriptor,
     ListState,
@@ -38,7 +38,7 @@ from sparktide.runtime.keygroups import (
 from sparktide.runtime.output import Output
 from sparktide.runtime.processing_time import ProcessingTimeService
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot, StateData
-from sparktide.runtime.state.backend import HeapKeyedStateBackend
+from sparktide.runtime.state.backend import HeapKeyedStateBackend, StateMeta
 from sparktide.runtime.timers.manager import InternalTimeServiceManager, TimerSnapshot
 from sparktide.runtime.timers.service import InternalTimerService, KeyContext, Triggerable
 
@@ -232,7 +232,7 @@ class AbstractStreamOperator:
             for s in snapshots
         ]
         maxp = self.setup_info.effective_max_parallelism
-        meta: dict[str, dict[str, object]] = {}
+        meta: dict[str, StateMeta] = {}
         state: StateData = {}
         timers: TimerSnapshot = {}
         for snap in decoded:

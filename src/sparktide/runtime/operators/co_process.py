@@ -6,13 +6,13 @@ the other back); event-time timers fire when that combined watermark advances.
 
 from __future__ import annotations
 
-from sparktide.datastream.functions import (
+from sparktide.core.functions import (
     CoFlatMapFunction,
     CoMapFunction,
     CoProcessFunction,
     KeyedCoProcessFunction,
 )
-from sparktide.datastream.timerservice import TimeDomain
+from sparktide.core.timerservice import TimeDomain
 from sparktide.runtime.elements import StreamRecord, Watermark, WatermarkStatus
 from sparktide.runtime.operators.base import AbstractStreamOperator, KeySelector
 from sparktide.runtime.operators.process import (
@@ -139,7 +139,10 @@ class CoProcessOperator(AbstractTwoInputOperator):
         self.function = function
 
     def open(self) -> None:
-        timers = NonKeyedTimerService(self.processing_time_service, self.current_watermark)
+        service = self.processing_time_service
+        if service is None:
+            raise RuntimeError("the operator has no processing-time service: setup() it first")
+        timers = NonKeyedTimerService(service, self.current_watermark)
         self._ctx = NonKeyedContext(self, timers)
         self.function.open(self.runtime_context)
 

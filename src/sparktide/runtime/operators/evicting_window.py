@@ -3,12 +3,14 @@
 
 The window keeps every element with its timestamp (a list state of ``(value, timestamp)``
 pairs, no incremental aggregation). When the trigger fires, the elements become
-:class:`~sparktide.datastream.window.TimestampedValue` s, the evictor's ``evict_before`` may
+:class:`~sparktide.core.window.evictors.TimestampedValue` s, the evictor's ``evict_before`` may
 remove some, the window function sees the values of the rest, ``evict_after`` may remove more,
 and what is left is written back as the window's contents. Reduce and aggregate functions run
 over the remaining elements at firing time.
 
->>> from sparktide.datastream.window import CountEvictor, CountTrigger, GlobalWindows
+>>> from sparktide.core.window.evictors import CountEvictor
+>>> from sparktide.core.window.global_windows import GlobalWindows
+>>> from sparktide.core.window.triggers import CountTrigger
 >>> from sparktide.runtime.operators.window_builder import WindowOperatorBuilder
 >>> from sparktide.testing import KeyedOneInputStreamOperatorTestHarness
 >>> b = WindowOperatorBuilder(GlobalWindows.create())
@@ -24,12 +26,12 @@ from __future__ import annotations
 
 from typing import cast
 
-from sparktide.datastream.output_tag import OutputTag
-from sparktide.datastream.state import ListState, ListStateDescriptor
-from sparktide.datastream.window.assigners import WindowAssigner
-from sparktide.datastream.window.evictors import Evictor, TimestampedValue
-from sparktide.datastream.window.triggers import Trigger
-from sparktide.datastream.window.windows import Window
+from sparktide.core.output_tag import OutputTag
+from sparktide.core.state import ListState, ListStateDescriptor
+from sparktide.core.window.assigners import WindowAssigner
+from sparktide.core.window.evictors import Evictor, TimestampedValue
+from sparktide.core.window.triggers import Trigger
+from sparktide.core.window.windows import Window
 from sparktide.runtime.operators.process import emit_results
 from sparktide.runtime.operators.window import WINDOW_CONTENTS, WindowOperator
 from sparktide.runtime.operators.window_functions import EvictorContext, InternalWindowFunction

@@ -9,7 +9,8 @@ map state ``"merging-window-set"``, void namespace), so it is snapshotted with e
 else; a set is loaded per element or timer and written back by :meth:`persist` only when it
 changed.
 
->>> from sparktide.datastream.window import EventTimeSessionWindows, TimeWindow
+>>> from sparktide.core.window.assigners import EventTimeSessionWindows
+>>> from sparktide.core.window.windows import TimeWindow
 >>> class Store(dict):  # stands in for the map state
 ...     def items(self): return list(super().items())
 ...     def put_all(self, d): self.update(d)
@@ -31,8 +32,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
-from sparktide.datastream.window.assigners import MergingWindowAssigner
-from sparktide.datastream.window.windows import Window
+from sparktide.core.window.assigners import MergingWindowAssigner
+from sparktide.core.window.windows import Window
 
 __all__ = ["MergeFunction", "MergingWindowSet", "WindowMappingStore"]
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sparktide.datastream.functions import (
+from sparktide.core.functions import (
     CoProcessFunction,
     KeyedCoProcessFunction,
     KeyedProcessFunction,
     ProcessFunction,
 )
-from sparktide.datastream.output_tag import OutputTag
-from sparktide.datastream.timerservice import TimeDomain, TimerService
+from sparktide.core.output_tag import OutputTag
+from sparktide.core.timerservice import TimeDomain, TimerService
 from sparktide.runtime.elements import StreamRecord
 from sparktide.runtime.operators.base import AbstractStreamOperator
 from sparktide.runtime.timers.user import NonKeyedTimerService, SimpleTimerService
@@ -196,7 +196,10 @@ class ProcessOperator(AbstractStreamOperator):
         self.function = function
 
     def open(self) -> None:
-        timers = NonKeyedTimerService(self.processing_time_service, self.current_watermark)
+        service = self.processing_time_service
+        if service is None:
+            raise RuntimeError("the operator has no processing-time service: setup() it first")
+        timers = NonKeyedTimerService(service, self.current_watermark)
         self._ctx = NonKeyedContext(self, timers)
         self.function.open(self.runtime_context)
 

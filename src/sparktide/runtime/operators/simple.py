@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, TextIO, cast
 
 from sparktide.common.typeinfo_base import TypeInformation
-from sparktide.datastream.state import ValueState, ValueStateDescriptor
+from sparktide.core.state import ValueState, ValueStateDescriptor
 from sparktide.runtime.elements import MAX_TIMESTAMP, StreamRecord, Watermark
 from sparktide.runtime.operators.base import AbstractStreamOperator
 

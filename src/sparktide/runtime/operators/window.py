@@ -32,7 +32,7 @@ add to the reducing state and call ``trigger.on_element`` (``EventTimeTrigger``:
 the watermark, register a deduplicated timer, which without allowed lateness is also the
 cleanup timer).
 
->>> from sparktide.datastream.window import TumblingEventTimeWindows
+>>> from sparktide.core.window.assigners import TumblingEventTimeWindows
 >>> from sparktide.runtime.operators.window_builder import WindowOperatorBuilder
 >>> from sparktide.testing import KeyedOneInputStreamOperatorTestHarness
 >>> op = WindowOperatorBuilder(TumblingEventTimeWindows.of(10)).reduce(
@@ -49,11 +49,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import cast
 
-from sparktide.datastream.output_tag import OutputTag
-from sparktide.datastream.state import ListStateDescriptor, MapStateDescriptor, StateDescriptor
-from sparktide.datastream.window.assigners import MergingWindowAssigner, WindowAssigner
-from sparktide.datastream.window.triggers import EventTimeTrigger, Trigger, TriggerResult
-from sparktide.datastream.window.windows import Window
+from sparktide.core.output_tag import OutputTag
+from sparktide.core.state import ListStateDescriptor, MapStateDescriptor, StateDescriptor
+from sparktide.core.window.assigners import MergingWindowAssigner, WindowAssigner
+from sparktide.core.window.triggers import EventTimeTrigger, Trigger, TriggerResult
+from sparktide.core.window.windows import Window
 from sparktide.runtime.elements import MAX_TIMESTAMP, StreamRecord
 from sparktide.runtime.operators.base import AbstractStreamOperator, KeySelector
 from sparktide.runtime.operators.merging_window_set import MergingWindowSet, WindowMappingStore
@@ -100,9 +100,10 @@ class WindowOperator(AbstractStreamOperator):
     :class:`InternalWindowFunction`. Usually built by ``WindowOperatorBuilder`` /
     ``WindowedStream``.
 
-    >>> from sparktide.datastream.state import ReducingStateDescriptor
-    >>> from sparktide.datastream.window import (
-    ...     EventTimeTrigger, TimeWindow, TumblingEventTimeWindows)
+    >>> from sparktide.core.state import ReducingStateDescriptor
+    >>> from sparktide.core.window.assigners import TumblingEventTimeWindows
+    >>> from sparktide.core.window.triggers import EventTimeTrigger
+    >>> from sparktide.core.window.windows import TimeWindow
     >>> op = WindowOperator(TumblingEventTimeWindows.of(10),
     ...     ReducingStateDescriptor(WINDOW_CONTENTS, max, None), PassThroughFunction(),
     ...     EventTimeTrigger.create(), allowed_lateness=5)

@@ -2,7 +2,7 @@
 window operator (Flink's ``WindowOperatorBuilder``). ``WindowedStream`` and
 ``AllWindowedStream`` use it per operator instance; tests use it with the operator harness.
 
->>> from sparktide.datastream.window import SlidingEventTimeWindows
+>>> from sparktide.core.window.assigners import SlidingEventTimeWindows
 >>> b = WindowOperatorBuilder(SlidingEventTimeWindows.of(10, 5))
 >>> b.set_allowed_lateness(100)
 >>> type(b.reduce(max)).__name__, b.trigger
@@ -14,24 +14,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import cast
 
-from sparktide.datastream.functions import AggregateFunction
-from sparktide.datastream.output_tag import OutputTag
-from sparktide.datastream.state import (
+from sparktide.core.functions import AggregateFunction
+from sparktide.core.output_tag import OutputTag
+from sparktide.core.state import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
     ReducingStateDescriptor,
     StateDescriptor,
 )
-from sparktide.datastream.window.assigners import WindowAssigner, default_trigger
-from sparktide.datastream.window.evictors import Evictor
-from sparktide.datastream.window.functions import (
+from sparktide.core.window.assigners import WindowAssigner, default_trigger
+from sparktide.core.window.evictors import Evictor
+from sparktide.core.window.functions import (
     AllWindowFunction,
     ProcessAllWindowFunction,
     ProcessWindowFunction,
     WindowFunction,
 )
-from sparktide.datastream.window.triggers import Trigger
-from sparktide.datastream.window.windows import Window
+from sparktide.core.window.triggers import Trigger
+from sparktide.core.window.windows import Window
 from sparktide.runtime.operators.evicting_window import EvictingWindowOperator
 from sparktide.runtime.operators.simple import as_callable
 from sparktide.runtime.operators.window import WINDOW_CONTENTS, WindowOperator

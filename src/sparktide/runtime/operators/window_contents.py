@@ -8,8 +8,8 @@ process and evicting windows). Another factory may keep a window's contents in a
 (e.g. an accumulator over arrays) as long as it follows the :class:`WindowContents` contract
 and keeps its data in the keyed state backend, so that snapshots cover it.
 
->>> from sparktide.datastream.state import ReducingStateDescriptor
->>> from sparktide.datastream.window import TimeWindow
+>>> from sparktide.core.state import ReducingStateDescriptor
+>>> from sparktide.core.window.windows import TimeWindow
 >>> from sparktide.runtime.state.backend import HeapKeyedStateBackend
 >>> from sparktide.runtime.keygroups import KeyGroupRange
 >>> backend = HeapKeyedStateBackend(
@@ -29,8 +29,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Protocol, TypeVar, cast
 
-from sparktide.datastream.state import StateDescriptor
-from sparktide.datastream.window.windows import Window
+from sparktide.core.state import StateDescriptor
+from sparktide.core.window.windows import Window
 from sparktide.runtime.state.backend import HeapKeyedStateBackend
 
 __all__ = ["ContentsFactory", "MergeableWindowContents", "StateContents", "WindowContents"]
@@ -74,7 +74,7 @@ class StateContents:
     """The default :data:`ContentsFactory`: the backend's internal state for ``descriptor``
     (``get_internal_state``): a reducing, aggregating or list state, mergeable by namespace.
 
-    >>> from sparktide.datastream.state import ReducingStateDescriptor
+    >>> from sparktide.core.state import ReducingStateDescriptor
     >>> StateContents(ReducingStateDescriptor("window-contents", max, None))
     StateContents(ReducingStateDescriptor('window-contents'))
     """

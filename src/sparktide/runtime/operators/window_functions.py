@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, cast
 
-from sparktide.datastream.functions import AggregateFunction, RuntimeContext
-from sparktide.datastream.output_tag import OutputTag
-from sparktide.datastream.state import (
+from sparktide.core.functions import AggregateFunction, RuntimeContext
+from sparktide.core.output_tag import OutputTag
+from sparktide.core.state import (
     AggregatingState,
     AggregatingStateDescriptor,
     ListState,
@@ -28,15 +28,15 @@ from sparktide.datastream.state import (
     ValueState,
     ValueStateDescriptor,
 )
-from sparktide.datastream.window.assigners import WindowAssigner
-from sparktide.datastream.window.evictors import Evictor
-from sparktide.datastream.window.functions import (
+from sparktide.core.window.assigners import WindowAssigner
+from sparktide.core.window.evictors import Evictor
+from sparktide.core.window.functions import (
     KeyedStateStore,
     ProcessAllWindowFunction,
     ProcessWindowFunction,
 )
-from sparktide.datastream.window.triggers import Trigger
-from sparktide.datastream.window.windows import Window
+from sparktide.core.window.triggers import Trigger
+from sparktide.core.window.windows import Window
 from sparktide.runtime.elements import StreamRecord, check_timestamp
 from sparktide.runtime.state.backend import HeapKeyedStateBackend
 from sparktide.runtime.state.heap import InternalKvState
