@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from sparktide.runtime.elements import StreamRecord, Watermark, WatermarkStatus
 
 if TYPE_CHECKING:
-    from sparktide.datastream.output_tag import OutputTag
+    from sparktide.core.output_tag import OutputTag
 
 __all__ = ["CollectingOutput", "Output"]
 

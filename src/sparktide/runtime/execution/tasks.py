@@ -38,6 +38,7 @@ from sparktide.runtime.operators.simple import (
     RecordCollector,
 )
 from sparktide.runtime.operators.timestamps import TimestampsAndWatermarksOperator
+from sparktide.runtime.source_reader import SourceFunctionDriver, SplitReader
 from sparktide.runtime.valve import StatusWatermarkValve
 
 __all__ = ["JobTasks", "SplitTask", "SubtaskTask", "splits_of"]
@@ -259,8 +260,6 @@ class JobTasks:
 
     def build_split(self, g: int, records: Iterable[Any] | None = None) -> SplitTask:
         """The task of global split ``g`` (``records`` overrides ``source.read_split``)."""
-        from sparktide.datastream.source import SourceFunctionDriver, SplitReader
-
         plan = self.plan
         source, split = self.split_location(g)
         instances: dict[int, Any] = {}

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparktide.datastream.functions import RuntimeContext
+from sparktide.core.functions import RuntimeContext
 from sparktide.runtime.elements import MIN_TIMESTAMP, StreamRecord, Watermark, WatermarkStatus
 from sparktide.runtime.keygroups import (
     KeyGroupRange,

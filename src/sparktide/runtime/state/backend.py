@@ -3,7 +3,7 @@
 The backend owns the current key (set per record by the operator, per timer by the timer
 service), the state tables of every registered state, and snapshot/restore per key group.
 
->>> from sparktide.datastream.state import ListStateDescriptor
+>>> from sparktide.core.state import ListStateDescriptor
 >>> from sparktide.runtime.keygroups import KeyGroupRange
 >>> backend = HeapKeyedStateBackend(
 ...     max_parallelism=128, key_group_range=KeyGroupRange(0, 127), time_provider=lambda: 0)
@@ -29,7 +29,7 @@ import copy
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from sparktide.datastream.state import (
+from sparktide.core.state import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
     MapStateDescriptor,
@@ -113,7 +113,7 @@ class HeapKeyedStateBackend:
     service; set them only with :meth:`set_current_key` or :meth:`set_current_key_and_group`.
     ``time_provider`` returns the processing time in ms; it drives state TTL.
 
-    >>> from sparktide.datastream.state import MapStateDescriptor
+    >>> from sparktide.core.state import MapStateDescriptor
     >>> b = HeapKeyedStateBackend(
     ...     max_parallelism=128, key_group_range=KeyGroupRange(0, 63), time_provider=lambda: 0)
     >>> b.set_current_key("b")

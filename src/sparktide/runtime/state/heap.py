@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from sparktide.datastream.state import (
+from sparktide.core.state import (
     AggregatingState,
     ListState,
     MapState,
@@ -36,7 +36,7 @@ from sparktide.datastream.state import (
 from sparktide.runtime.keygroups import KeyGroupRange
 
 if TYPE_CHECKING:
-    from sparktide.datastream.state import StateTtlConfig
+    from sparktide.core.state import StateTtlConfig
     from sparktide.runtime.state.backend import HeapKeyedStateBackend
 
 __all__ = [

@@ -15,7 +15,7 @@ These classes are separate from the plain heap states, so states without TTL pay
 
 >>> from sparktide.runtime.keygroups import KeyGroupRange
 >>> from sparktide.runtime.state import HeapKeyedStateBackend
->>> from sparktide.datastream.state import ValueStateDescriptor
+>>> from sparktide.core.state import ValueStateDescriptor
 >>> clock = [0]
 >>> b = HeapKeyedStateBackend(max_parallelism=128, key_group_range=KeyGroupRange(0, 127),
 ...                           time_provider=lambda: clock[0])
@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from sparktide.datastream.state import (
+from sparktide.core.state import (
     AggregatingState,
     ListState,
     MapState,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sparktide.datastream.timerservice import TimerService
+from sparktide.core.timerservice import TimerService
 from sparktide.runtime.elements import MAX_TIMESTAMP, MIN_TIMESTAMP, check_timestamp
 from sparktide.runtime.timers.service import InternalTimerService
 
