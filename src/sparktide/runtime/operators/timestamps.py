@@ -32,7 +32,7 @@ from sparktide.common.time import SpanLike, to_millis
 from sparktide.common.watermark_strategy import (
     ClockContext,
     RecordTimestampAssigner,
-    TimestampAssigner,
+    SupportsExtractTimestamp,
     WatermarkGenerator,
     WatermarkStrategy,
     check_extracted_timestamp,
@@ -163,7 +163,7 @@ Watermark(9223372036854775807)]
         self.auto_watermark_interval = interval
         self.periodic = periodic
         self._extract: Callable[[object, int], int] | None = None
-        self._assigner: TimestampAssigner | None = None
+        self._assigner: SupportsExtractTimestamp | None = None
         self.watermark_generator: WatermarkGenerator | None = None
         self.emitter: WatermarkEmitter | None = None
         self._timer: ScheduledTimer | None = None

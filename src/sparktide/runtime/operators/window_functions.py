@@ -350,7 +350,7 @@ class WindowTriggerContext(Trigger.OnMergeContext):
     def get_partitioned_state(self, state_descriptor: StateDescriptor) -> State:
         state = self._internal_state(state_descriptor)
         state.set_current_namespace(self.window)
-        return state  # type: ignore[return-value]  # the heap states are State subclasses
+        return state
 
     def merge_partitioned_state(self, state_descriptor: StateDescriptor) -> None:
         merged = self.merged_windows
