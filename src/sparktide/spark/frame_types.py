@@ -177,7 +177,7 @@ def _type(shape: Shape | None, where: str) -> TypeInformation:
         raise NotInferableError(f"{where}: only None")
     make = _SCALAR_TYPES.get(shape.kind)
     if make is not None:
-        return make()  # type: ignore[no-any-return]
+        return make()
     if shape.kind in ("row", "tuple"):
         labels = shape.names or [f"f{i}" for i in range(len(shape.items))]
         fields = [_type(s, f"field {n!r}") for n, s in zip(labels, shape.items, strict=True)]

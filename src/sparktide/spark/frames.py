@@ -105,10 +105,10 @@ def _python_column(column: pa.Array | pa.ChunkedArray) -> list[object]:
     t = column.type
     if pa.types.is_timestamp(t) and t.tz is not None:
         column = column.cast(pa.timestamp(t.unit))
-        return column.to_pylist()
+    values: list[object] = column.to_pylist()
     if pa.types.is_struct(t) or pa.types.is_map(t) or pa.types.is_list(t):
-        return [_python_value(v, t) for v in column.to_pylist()]
-    return column.to_pylist()
+        return [_python_value(v, t) for v in values]
+    return values
 
 
 def _python_value(value: Any, t: pa.DataType) -> Any:
