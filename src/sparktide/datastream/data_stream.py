@@ -517,7 +517,7 @@ class KeyedStream(DataStream):
             coerce_output=coerce,
         )
 
-    def process(self, func: Any, output_type: Any = None) -> DataStream:  # type: ignore[override]
+    def process(self, func: Any, output_type: Any = None) -> DataStream:
         """Run a KeyedProcessFunction (keyed state and timers) on every element."""
         if isinstance(func, ProcessFunction):
             raise TypeError(

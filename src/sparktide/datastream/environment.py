@@ -403,7 +403,7 @@ class StreamExecutionEnvironment:
                     f"timestamp_column: the DataFrame has no column {timestamp_column!r}; its "
                     f"columns are {columns}"
                 )
-            if strategy._assigner is None:
+            if strategy.timestamp_assigner is None:
                 index = columns.index(timestamp_column)
                 strategy = strategy.with_timestamp_assigner(
                     ColumnTimestampAssigner(index, timestamp_column, method)

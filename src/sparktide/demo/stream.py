@@ -91,32 +91,31 @@ __all__ = [
 
 _MINUTE = 60_000
 MAX_WATERMARK = 2**63 - 1
+_STREAM_FIELDS: list[tuple[str, pa.DataType]] = [
+    ("split", pa.string()),
+    ("pos", pa.int64()),
+    ("ts", pa.int64()),
+    ("tick", pa.bool_()),
+    ("key", pa.string()),
+    ("origin", pa.string()),
+    ("dest", pa.string()),
+    ("carrier", pa.string()),
+    ("flight", pa.int64()),
+    ("tailnum", pa.string()),
+    ("sched_ms", pa.int64()),
+    ("dep_ms", pa.int64()),
+    ("seq", pa.int64()),
+]
 #: the columns of the stream files: the split (a name that Spark's hash partitioning sends to
 #: the split's index, see :func:`split_values`), the item's position in its split, its event
 #: time, whether it is a heartbeat, the flight's fields
-STREAM_SCHEMA = pa.schema(
-    [
-        ("split", pa.string()),
-        ("pos", pa.int64()),
-        ("ts", pa.int64()),
-        ("tick", pa.bool_()),
-        ("key", pa.string()),
-        ("origin", pa.string()),
-        ("dest", pa.string()),
-        ("carrier", pa.string()),
-        ("flight", pa.int64()),
-        ("tailnum", pa.string()),
-        ("sched_ms", pa.int64()),
-        ("dep_ms", pa.int64()),
-        ("seq", pa.int64()),
-    ]
-)
+STREAM_SCHEMA = pa.schema(_STREAM_FIELDS)
 _SPARK_TYPES = {pa.bool_(): "boolean", pa.string(): "string", pa.int64(): "long"}
 _SPARK_SCHEMA = ", ".join(f"{f.name} {_SPARK_TYPES[f.type]}" for f in STREAM_SCHEMA)
 _MTIME_BASE = 1_700_000_000  # the file source orders files by modification time
 
 
-def _row_of(item: Flight | Tick, split: int, pos: int, ts: int) -> tuple[Any, ...]:
+def _row_of(item: Flight | Tick, split: str, pos: int, ts: int) -> tuple[Any, ...]:
     if type(item) is Tick:
         return (split, pos, ts, True, None, item.origin, None, None, None, None, None, None, None)
     return (
@@ -360,7 +359,7 @@ class StreamComparison:
 
 def _canonical(table: pd.DataFrame) -> pd.DataFrame:
     out = table.reset_index(drop=True).astype(object)
-    out = out.where(out.notna(), None)
+    out[out.isna()] = None
     return out.sort_values(list(out.columns), key=lambda c: c.map(repr)).reset_index(drop=True)
 
 

@@ -12,7 +12,8 @@ True
 
 from __future__ import annotations
 
-from typing import Any
+from enum import Enum
+from typing import Generic, Literal, TypeVar
 
 from sparktide.common.timestamps import (
     MAX_TIMESTAMP,
@@ -36,15 +37,25 @@ __all__ = [
     "timestamp_advice",
 ]
 
-_KEEP: Any = object()
+
+class _Keep(Enum):
+    """The default of :meth:`StreamRecord.replace`'s timestamp: keep the record's own."""
+
+    KEEP = 0
 
 
-class StreamRecord:
+_KEEP: Literal[_Keep.KEEP] = _Keep.KEEP
+
+T = TypeVar("T")
+U = TypeVar("U")
+
+
+class StreamRecord(Generic[T]):
     """A value with an optional event timestamp (``int`` ms or ``None``)."""
 
     __slots__ = ("timestamp", "value")
 
-    def __init__(self, value: Any, timestamp: int | None = None) -> None:
+    def __init__(self, value: T, timestamp: int | None = None) -> None:
         self.value = value
         self.timestamp = timestamp
 
@@ -52,7 +63,9 @@ class StreamRecord:
     def has_timestamp(self) -> bool:
         return self.timestamp is not None
 
-    def replace(self, value: Any, timestamp: Any = _KEEP) -> StreamRecord:
+    def replace(
+        self, value: U, timestamp: int | Literal[_Keep.KEEP] | None = _KEEP
+    ) -> StreamRecord[U]:
         """A new record with ``value``, keeping this record's timestamp unless one is given.
 
         >>> StreamRecord("a", 5).replace("b")
@@ -60,7 +73,7 @@ class StreamRecord:
         """
         return StreamRecord(value, self.timestamp if timestamp is _KEEP else timestamp)
 
-    def __reduce__(self) -> tuple[Any, ...]:
+    def __reduce__(self) -> tuple[object, ...]:
         return (StreamRecord, (self.value, self.timestamp))
 
     def __eq__(self, other: object) -> bool:

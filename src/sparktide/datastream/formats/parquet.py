@@ -197,7 +197,7 @@ class _ParquetWriterFactory(RowDataBulkWriterFactory):
         if local is not None:
             import pyarrow.parquet as pq
 
-            return pq.read_metadata(local).num_rows == 0  # type: ignore[no-any-return]
+            return pq.read_metadata(local).num_rows == 0
         return spark.read.parquet(path).limit(1).count() == 0  # type: ignore[no-any-return]
 
     def __repr__(self) -> str:
