@@ -117,6 +117,8 @@ def header_meta(data: bytes) -> dict[str, Any] | None:
     try:
         _, _, head_len = _PREFIX.unpack_from(data)
         start = _PREFIX.size
-        return json.loads(bytes(data[start : start + head_len]).decode("utf-8"))["meta"]
+        header = json.loads(bytes(data[start : start + head_len]).decode("utf-8"))
+        meta: dict[str, Any] = header["meta"]
+        return meta
     except Exception:
         return None
