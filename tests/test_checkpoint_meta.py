@@ -16,7 +16,7 @@ from sparktide.common.watermark_strategy import (
     WatermarksWithIdleness,
 )
 from sparktide.spark.checkpoint import CheckpointStore
-from sparktide.spark.checkpoint_files import CHECKPOINT_FORMAT_VERSION, CheckpointError
+from sparktide.spark.checkpoint_format import CHECKPOINT_FORMAT_VERSION, CheckpointError
 from sparktide.spark.checkpoint_meta import (
     BatchCommit,
     Chain,
@@ -144,7 +144,7 @@ def test_a_missing_or_mistyped_field_is_refused_naming_it(change, field) -> None
 
 
 def test_a_split_state_or_watermarks_part_with_a_bad_field_is_refused() -> None:
-    from sparktide.spark.checkpoint_files import pack_parts
+    from sparktide.spark.checkpoint_format import pack_parts
 
     with pytest.raises(CheckpointError, match=r"split 3: field 'idle' must be a bool, got 1"):
         SplitState.from_bytes(

@@ -48,7 +48,16 @@ import pyarrow.parquet as pq
 
 from sparktide.common.typeinfo import Types
 from sparktide.common.watermark_strategy import WatermarkStrategy
-from sparktide.demo.flights import Flight, FlightReplay, Tick, is_flight
+from sparktide.datastream import StreamExecutionEnvironment
+from sparktide.demo.flights import (
+    NYC_TIMEZONE,
+    Flight,
+    FlightReplay,
+    Tick,
+    departure_strategy,
+    is_flight,
+    schedule_strategy,
+)
 from sparktide.demo.jobs import (
     DemoResults,
     DemoSettings,
@@ -58,6 +67,8 @@ from sparktide.demo.jobs import (
     run_tagged,
     tag_results,
 )
+from sparktide.demo.report import write_tables
+from sparktide.spark.stream_sinks import ForeachBatchSink
 
 __all__ = [
     "STREAM_SCHEMA",
@@ -133,8 +144,6 @@ def first_days(flights: pd.DataFrame, days: int) -> pd.DataFrame:
     """
     if type(days) is not int or days < 1:
         raise ValueError(f"days must be an int >= 1 (days of flights to replay), got {days!r}")
-    from sparktide.demo.flights import NYC_TIMEZONE
-
     if not len(flights):
         return flights
     local = pd.to_datetime(flights["sched_ms"], unit="ms", utc=True).dt.tz_convert(NYC_TIMEZONE)
@@ -280,9 +289,6 @@ def stream_departure_jobs(
     (``jobs="schedule"``, event time = scheduled departure) on ``files`` as a Structured
     Streaming query, one micro-batch per file, with ``trigger="available_now"``.
     ``on_batch`` is called after each micro-batch's output has been collected."""
-    from sparktide.datastream import StreamExecutionEnvironment
-    from sparktide.spark.stream_sinks import ForeachBatchSink
-
     if jobs == "departures":
         strategy = WatermarkStrategy.for_bounded_out_of_orderness(
             settings.out_of_orderness_minutes * _MINUTE
@@ -475,9 +481,6 @@ def run_bounded(
     >>> len(results.tables["windows"]) > 0, len(results.tables["weather"])
     (True, 0)
     """
-    from sparktide.datastream import StreamExecutionEnvironment
-    from sparktide.demo.flights import departure_strategy, schedule_strategy
-
     settings = replace(settings, watermark_every=batch_records)
     env = StreamExecutionEnvironment.get_execution_environment(runtime="local")
     env.get_config().set_watermark_every(batch_records)
@@ -531,8 +534,6 @@ def stream_demo(
     """Stream the flights through jobs a, b and c (:func:`run_stream`), write the streamed
     tables into ``out/stream``, run the same jobs bounded with ``watermark_every`` = the
     micro-batch size (:func:`run_bounded`) and compare (:func:`compare_with_bounded`)."""
-    from sparktide.demo.report import write_tables
-
     say = log or (lambda text: None)
     started = time.perf_counter()
     streamed, facts = run_stream(

@@ -21,10 +21,10 @@ worker cache of :mod:`sparktide.spark.stream_job`, or recomputed after a restore
 the per-process salt of ``hash`` does not matter.
 
 A changelog keeps one part ``kg-<n>`` per changed key group, each with its own CRC (the
-container of :func:`~sparktide.spark.checkpoint_files.pack_parts`), so key groups stay the unit
+container of :func:`~sparktide.spark.checkpoint_format.pack_parts`), so key groups stay the unit
 of rescaling: a reader takes only the key groups of its own range. **Only user values are
 pickled**, as in a full snapshot (:mod:`sparktide.runtime.snapshot`): each part is itself a
-:func:`~sparktide.spark.checkpoint_files.pack_parts` container whose JSON meta holds the
+:func:`~sparktide.spark.checkpoint_format.pack_parts` container whose JSON meta holds the
 structure and whose two parts hold the rest::
 
     meta      {"key_group": kg, "sections": [
@@ -69,7 +69,7 @@ from typing import TypedDict, cast
 from sparktide.runtime.keygroups import KeyGroupRange
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot, StateData
 from sparktide.runtime.state.backend import StateMeta
-from sparktide.spark.checkpoint_files import pack_parts, unpack_parts
+from sparktide.spark.checkpoint_format import pack_parts, unpack_parts
 
 __all__ = [
     "ChangeSection",

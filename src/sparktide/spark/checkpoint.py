@@ -95,7 +95,7 @@ from sparktide.spark.changelog import (
     flatten,
     rebuild,
 )
-from sparktide.spark.checkpoint_files import (
+from sparktide.spark.checkpoint_format import (
     CHECKPOINT_FORMAT_VERSION,
     CheckpointError,
     JsonObject,
@@ -113,6 +113,7 @@ from sparktide.spark.checkpoint_meta import (
     JobFingerprint,
     SplitState,
 )
+from sparktide.spark.restore_match import check_restorable, stage_mapping
 
 if TYPE_CHECKING:
     from pyarrow.fs import FileSystem
@@ -318,8 +319,6 @@ class CheckpointStore:
     def committed_version(self) -> int | None:
         """The last committed batch id (``None``: nothing committed yet); checks that this
         job can restore it (:func:`~sparktide.spark.restore_match.check_restorable`)."""
-        from sparktide.spark.restore_match import check_restorable
-
         versions = self._commit_versions()
         if not versions:
             return None
@@ -331,8 +330,6 @@ class CheckpointStore:
     def previous_stage(self, previous: CommitManifest, stage: int) -> int | None:
         """The stage of manifest ``previous`` whose state stage ``stage`` of this job restores
         (matched by the identity of its entry operator; ``None``: none, it starts empty)."""
-        from sparktide.spark.restore_match import stage_mapping
-
         stored = previous.fingerprint
         if self.fingerprint is None or stored is None or stored == self.fingerprint:
             return stage if stage in previous.parallelism else None

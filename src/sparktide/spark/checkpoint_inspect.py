@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot, SnapshotFormatError
 from sparktide.spark.checkpoint import CheckpointError, CheckpointStore, unpack_parts
-from sparktide.spark.checkpoint_files import CHECKPOINT_FORMAT_VERSION, JsonObject, JsonValue
+from sparktide.spark.checkpoint_format import CHECKPOINT_FORMAT_VERSION, JsonObject, JsonValue
 from sparktide.spark.checkpoint_meta import CommitManifest, OperatorWatermarks, StageFingerprint
 
 __all__ = [

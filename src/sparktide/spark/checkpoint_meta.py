@@ -18,9 +18,9 @@ Every piece of metadata a checkpoint keeps is a frozen dataclass here, written a
   per input (:func:`encode_valves` / :func:`decode_valves`).
 
 ``to_json()`` gives the JSON value, ``from_json(raw, where)`` reads it: a manifest of another
-format version (:data:`~sparktide.spark.checkpoint_files.CHECKPOINT_FORMAT_VERSION`) is refused
+format version (:data:`~sparktide.spark.checkpoint_format.CHECKPOINT_FORMAT_VERSION`) is refused
 naming both versions, and a missing or mistyped field raises
-:class:`~sparktide.spark.checkpoint_files.CheckpointError` naming the file (``where``), the field
+:class:`~sparktide.spark.checkpoint_format.CheckpointError` naming the file (``where``), the field
 and what to do.
 
 >>> chain = Chain(snapshot=3, changelogs=(4, 5))
@@ -30,7 +30,7 @@ True
 ... # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-sparktide.spark.checkpoint_files.CheckpointError: commits/5.json: field 'snapshot' must be an \
+sparktide.spark.checkpoint_format.CheckpointError: commits/5.json: field 'snapshot' must be an \
 int, got '3'; ...
 """
 
@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from sparktide.runtime.valve import StatusWatermarkValve, ValveState
-from sparktide.spark.checkpoint_files import (
+from sparktide.spark.checkpoint_format import (
     CHECKPOINT_FORMAT_VERSION,
     CheckpointError,
     JsonObject,
@@ -443,7 +443,7 @@ class CommitManifest:
     ... # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    sparktide.spark.checkpoint_files.CheckpointError: commits/1.json: checkpoint format \
+    sparktide.spark.checkpoint_format.CheckpointError: commits/1.json: checkpoint format \
 version 99 is not supported; ...
     """
 

@@ -14,8 +14,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, cast
 
+from sparktide.spark.session import _package_dir, package_zip
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+
+__all__ = ["BatchRunner", "connect_batch_function"]
 
 
 class BatchRunner(Protocol):
@@ -23,7 +27,6 @@ class BatchRunner(Protocol):
 
     def on_batch(self, batch_df: DataFrame, batch_id: int) -> None: ...
 
-__all__ = ["connect_batch_function"]
 
 # compiled in a module namespace no server process could import by name: pickled by value
 _BOOTSTRAP_SOURCE = r"""
@@ -57,8 +60,6 @@ _Make = Callable[[bytes | None, bytes], Callable[["DataFrame", int], None]]
 def connect_batch_function(runner: BatchRunner) -> Callable[[DataFrame, int], None]:
     """The ``foreachBatch`` function that runs ``runner.on_batch`` on a Connect server."""
     from pyspark import cloudpickle
-
-    from sparktide.spark.session import _package_dir, package_zip
 
     package = package_zip().read_bytes() if _package_dir().is_dir() else None
     namespace: dict[str, object] = {"__name__": "sparktide_connect_bootstrap"}

@@ -29,6 +29,7 @@ from __future__ import annotations
 import pickle
 import struct
 import sys
+import time
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from functools import reduce
@@ -44,12 +45,15 @@ from sparktide.runtime.processing_time import (
     ManualProcessingTimeService,
     SystemProcessingTimeService,
 )
+from sparktide.spark.dataframe_source import DataFrameSource
 from sparktide.spark.failures import (
     failure_of_mark,
     failure_payload,
     raise_first_failure,
     upstream_failed,
 )
+from sparktide.spark.frame_types import NotInferableError, merge, shape_of, type_of_shapes
+from sparktide.spark.frames import spark_schema_of, to_record_batch
 from sparktide.spark.pickling import check_picklable
 from sparktide.spark.placement import placement_keys
 from sparktide.spark.progress import SparkProgress
@@ -114,8 +118,6 @@ SPARK_SCHEMA = "stage int, target int, pkey long, position binary, payload binar
 
 
 def _wall_clock_ms() -> int:
-    import time
-
     return time.time_ns() // 1_000_000
 
 
@@ -415,8 +417,6 @@ class _ShapeScanner:
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
-        from sparktide.spark.frame_types import NotInferableError, merge, shape_of
-
         loads = pickle.loads
         shape, error, count = None, None, 0
         failures: list[bytes] = []
@@ -459,8 +459,6 @@ def _shape_schema() -> Any:
 def _inferred_type(rows: Any, caller: str) -> Any:
     """The type of the records in the collected ``rows`` (one Spark job over them); the user's
     error if a function of the job raised."""
-    from sparktide.spark.frame_types import type_of_shapes
-
     described = rows.select("stage", "payload").mapInArrow(
         _ShapeScanner(), "shape binary, error string, records long, failure binary"
     ).collect()
@@ -481,8 +479,6 @@ class _FrameDecoder:
         self.ordered = ordered
 
     def __call__(self, batches: Iterator[Any]) -> Iterator[Any]:
-        from sparktide.spark.frames import to_record_batch
-
         loads = pickle.loads
 
         def payloads() -> Iterator[bytes]:
@@ -538,8 +534,6 @@ class SparkExecutor:
     def _source_frames(self, job: SparkJob) -> list[Any]:
         """The source stage: DataFrame sources run on their own partitions, every other split
         as one row of ``spark.range``."""
-        from sparktide.spark.dataframe_source import DataFrameSource
-
         frames = []
         g = 0
         for node, n in zip(self.plan.sources, self.tasks.split_counts, strict=True):
@@ -654,8 +648,6 @@ class SparkExecutor:
         ``infer_for`` names what the user called, else one column of pickled values (the
         transport of sinks that turn records into their own row type)."""
         from pyspark.sql import functions as F
-
-        from sparktide.spark.frames import spark_schema_of
 
         rows = reduce(
             lambda a, b: a.unionAll(b),

@@ -24,12 +24,12 @@ A checkpointed operator without a match in the job (removed, or renamed / moved 
 ... # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-sparktide.spark.checkpoint_files.CheckpointError: ... does not have: 'a' (no uid) of stage 0; ...
+sparktide.spark.checkpoint_format.CheckpointError: ... does not have: 'a' (no uid) of stage 0; ...
 """
 
 from __future__ import annotations
 
-from sparktide.spark.checkpoint_files import CheckpointError
+from sparktide.spark.checkpoint_format import CheckpointError
 from sparktide.spark.checkpoint_meta import (
     JobFingerprint,
     OperatorRef,

@@ -36,6 +36,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
+import sparktide
 from sparktide.spark import logs
 
 if TYPE_CHECKING:
@@ -179,8 +180,6 @@ def is_local_master(master: str) -> bool:
 
 
 def _package_dir() -> Path:
-    import sparktide
-
     return Path(sparktide.__file__).resolve().parent
 
 
@@ -219,8 +218,6 @@ def package_zip() -> Path:
     (without bytecode caches). It is cached in the temp dir under a name made of the version
     and a hash of the package's files, so it is rebuilt only when they change.
     """
-    import sparktide
-
     source = _package_dir()
     if not (source / "__init__.py").is_file():
         raise FileNotFoundError(

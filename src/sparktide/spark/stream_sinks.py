@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from sparktide.common.typeinfo import TypeInformation
     from sparktide.runtime.graph import Node
 
+from sparktide.runtime.operators.simple import CollectSinkOperator, PrintSinkOperator
+
 __all__ = [
     "ConsoleBatchSink",
     "ForeachBatchSink",
@@ -204,8 +206,6 @@ def idempotence_warnings(plan_or_nodes: Plan | Iterable[Node]) -> list[str]:
     >>> message.split(":")[0]
     "sink 'show' (ConsoleBatchSink) prints a replayed micro-batch again"
     """
-    from sparktide.runtime.operators.simple import CollectSinkOperator, PrintSinkOperator
-
     messages: list[str] = []
     for node in _nodes_of(plan_or_nodes):
         if node.kind != "sink":

@@ -52,11 +52,13 @@ import pickle
 import threading
 import time
 import uuid
+import warnings
 from collections.abc import Callable
 from functools import reduce
 from operator import itemgetter
 from typing import Any
 
+from sparktide.runtime.execution.tasks import splits_of
 from sparktide.runtime.failures import is_described
 from sparktide.runtime.operator_identity import operator_identities
 from sparktide.spark.checkpoint import CheckpointError, CheckpointStore
@@ -91,7 +93,10 @@ from sparktide.spark.stream_sinks import (
     ForeachBatchSink,
     JsonBatchSink,
     ParquetBatchSink,
+    StreamingExactlyOnceWarning,
     batch_sink_of,
+    check_declared_types,
+    idempotence_warnings,
 )
 from sparktide.spark.stream_source import StreamSource, has_stream_source
 from sparktide.spark.stream_union import rows_of_source, union_streams
@@ -241,8 +246,6 @@ class _StreamRunner:
         snapshot_every: int | None = None,
         allow_non_restored_state: bool = False,
     ) -> None:
-        from sparktide.runtime.execution.tasks import splits_of
-
         self.executor = executor
         plan = executor.plan
         bounded = [n.name for n in plan.sources if not isinstance(n.source, StreamSource)]
@@ -702,14 +705,6 @@ def start_stream(
             f"trigger must be one of {_TRIGGERS} or None (run micro-batches until stopped), got "
             f"{trigger!r}"
         )
-    import warnings
-
-    from sparktide.spark.stream_sinks import (
-        StreamingExactlyOnceWarning,
-        check_declared_types,
-        idempotence_warnings,
-    )
-
     executor = SparkExecutor(graph, env)
     check_declared_types(executor.plan)
     runner = _StreamRunner(executor, checkpoint_location, snapshot_every, allow_non_restored_state)
