@@ -52,6 +52,7 @@ from sparktide.runtime.execution.driver import (
 )
 from sparktide.runtime.execution.planner import SOURCE_STAGE, Plan, plan_job
 from sparktide.runtime.execution.protocol import (
+    FIRST_STAGE,
     Entry,
     Position,
     Shipment,
@@ -561,7 +562,7 @@ class SparkExecutor:
 
         job = self.job()
         produced = [keep(df) for df in self._source_frames(job)]
-        self.origins: list[int | None] = [None] * len(produced)  # None: the source stage
+        self.origins: list[int] = [SOURCE_STAGE] * len(produced)
         for stage in self.plan.stages:
             inputs = [df.filter(F.col("stage") == stage.index) for df in produced]
             if not inputs:
@@ -591,7 +592,7 @@ class SparkExecutor:
         metrics: dict[str, int] = {"rounds": 0, **dict.fromkeys(SUMMED_METRICS, 0)}
         try:
             if produced:
-                to_driver = F.col("stage") < 0
+                to_driver = F.col("stage") < FIRST_STAGE
                 if written:
                     to_driver &= ~(
                         (F.col("stage") == _COLLECTED)
@@ -631,7 +632,7 @@ class SparkExecutor:
         self.spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")
         produced = self.build()
         plan = self.plan
-        origin = None if node_id in plan.source_stage else plan.stage_of[node_id].index
+        origin = SOURCE_STAGE if node_id in plan.source_stage else plan.stage_of[node_id].index
         # only the frames of the sink's own stage: the lazy plan then computes every other
         # frame once, as the input of the stage that needs it (user functions run once)
         own = [df for df, o in zip(produced, self.origins, strict=True) if o == origin]

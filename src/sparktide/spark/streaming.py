@@ -59,7 +59,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from sparktide.runtime.execution.driver import JobEnvironment, SubtaskMetrics
 from sparktide.runtime.execution.planner import Plan
-from sparktide.runtime.execution.protocol import Position, Shipment
+from sparktide.runtime.execution.protocol import FIRST_STAGE, Position, Shipment
 from sparktide.runtime.execution.tasks import SUMMED_METRICS, splits_of
 from sparktide.runtime.failures import is_described
 from sparktide.runtime.graph import JobGraph
@@ -558,7 +558,7 @@ class _StreamRunner:
         try:
             written = [n for n in plan.nodes if n.frame_writer is not None]
             written_ids = [n.id for n in written]
-            to_driver = (F.col("stage") < 0) & ~(
+            to_driver = (F.col("stage") < FIRST_STAGE) & ~(
                 (F.col("stage") == Shipment.COLLECTED.value) & F.col("target").isin(written_ids)
             )
             rows = reduce(

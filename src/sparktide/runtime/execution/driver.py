@@ -106,10 +106,6 @@ class SplitSession:
         self.round = 0
         self.exhausted = False  # the split's last record was read
 
-    @property
-    def operators(self) -> list[AbstractStreamOperator]:
-        return self.task.operators
-
     def open(self) -> None:
         _open(self.task.operators)
 
@@ -166,10 +162,6 @@ class SubtaskSession:
         self.task = task
         self.simulated = simulated
         self.last = -1  # the last round seen
-
-    @property
-    def operators(self) -> list[AbstractStreamOperator]:
-        return list(self.task.operators.values())
 
     @property
     def rounds(self) -> int:

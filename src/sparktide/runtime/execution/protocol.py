@@ -53,6 +53,7 @@ from sparktide.runtime.elements import StreamRecord, Watermark, WatermarkStatus
 from sparktide.runtime.output import Output
 
 __all__ = [
+    "FIRST_STAGE",
     "NO_KEY",
     "PAD",
     "START",
@@ -115,8 +116,12 @@ class Phase(IntEnum):
     PROCESSING_TIME = 3  #: processing-time timers (clock advance, or mail)
 
 
+FIRST_STAGE = 0
+"""The lowest stage index: rows whose ``stage`` is below it carry a :class:`Shipment`."""
+
+
 class Shipment(IntEnum):
-    """What a row for the driver carries (its ``stage`` column; stage indexes are >= 0)."""
+    """What a row for the driver carries (its ``stage`` column, below :data:`FIRST_STAGE`)."""
 
     COLLECTED = -1  #: records of a collect sink, ``target`` = the sink's node id
     METRICS = -2  #: a task's summed metrics
