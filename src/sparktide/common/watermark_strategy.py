@@ -35,12 +35,8 @@ from datetime import timedelta
 from typing import Any, Protocol, runtime_checkable
 
 from sparktide.common.time import Duration, Time, positive_millis, to_millis
-from sparktide.runtime.elements import (
-    MIN_TIMESTAMP,
-    Watermark,
-    WatermarkStatus,
-    check_timestamp,
-)
+from sparktide.common.timestamps import MIN_TIMESTAMP, check_timestamp
+from sparktide.common.watermark import Watermark, WatermarkStatus
 
 __all__ = [
     "AscendingTimestampsWatermarks",

@@ -15,11 +15,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
 from sparktide.runtime.elements import StreamRecord
 
-__all__ = ["FailedRecord", "FailedRecordsGuard", "install"]
+if TYPE_CHECKING:
+    from sparktide.core.output_tag import OutputTag
+    from sparktide.runtime.elements import Watermark, WatermarkStatus
+    from sparktide.runtime.output import Output
+    from sparktide.runtime.state.backend import HeapKeyedStateBackend, KeyEntries
+    from sparktide.runtime.timers.manager import InternalTimeServiceManager, ServiceTimers
+
+__all__ = ["FailedRecord", "FailedRecordsGuard", "GuardedOperator", "install"]
 
 
 @dataclass(frozen=True)
@@ -34,10 +41,10 @@ class FailedRecord:
     'ValueError'
     """
 
-    value: Any
+    value: object
     timestamp: int | None
     operator: str
-    key: Any
+    key: object
     error_type: str
     error_message: str
 
@@ -52,27 +59,47 @@ _INPUTS = (
 )
 
 
+class GuardedOperator(Protocol):
+    """What the guard uses of an operator (an ``AbstractStreamOperator``)."""
+
+    output: Output | None
+    keyed_state_backend: HeapKeyedStateBackend | None
+    time_service_manager: InternalTimeServiceManager | None
+
+
+Record = StreamRecord[object]
+RecordInput = Callable[[Record], None]
+"""A record input of an operator (``process_element`` and its variants)."""
+
+COUNTER = "num_failed_records"
+"""The operator attribute counting its failed records (set by the guard, read by the task's
+metrics with ``getattr(op, COUNTER, 0)``)."""
+
+_Saved = tuple[object, int, "KeyEntries", "dict[str, ServiceTimers]"]
+"""What a guarded call saved: key, key group, the key's state entries and its timers."""
+
+
 class _HeldOutput:
     """Holds what one call emits, to be sent on (:meth:`replay`) or dropped."""
 
     __slots__ = ("items",)
 
     def __init__(self) -> None:
-        self.items: list[tuple[str, tuple[Any, ...]]] = []
+        self.items: list[tuple[str, tuple[object, ...]]] = []
 
-    def collect(self, record: StreamRecord) -> None:
+    def collect(self, record: Record) -> None:
         self.items.append(("collect", (record,)))
 
-    def collect_side(self, tag: Any, record: StreamRecord) -> None:
+    def collect_side(self, tag: OutputTag, record: Record) -> None:
         self.items.append(("collect_side", (tag, record)))
 
-    def emit_watermark(self, watermark: Any) -> None:
+    def emit_watermark(self, watermark: Watermark) -> None:
         self.items.append(("emit_watermark", (watermark,)))
 
-    def emit_watermark_status(self, status: Any) -> None:
+    def emit_watermark_status(self, status: WatermarkStatus) -> None:
         self.items.append(("emit_watermark_status", (status,)))
 
-    def replay(self, output: Any) -> None:
+    def replay(self, output: Output) -> None:
         for method, args in self.items:
             getattr(output, method)(*args)
 
@@ -87,20 +114,20 @@ def _type_name(exc: BaseException) -> str:
 class FailedRecordsGuard:
     """Guards the record inputs of one operator instance (see the module docstring)."""
 
-    def __init__(self, operator: Any, tag: Any, name: str) -> None:
+    def __init__(self, operator: GuardedOperator, tag: OutputTag, name: str) -> None:
         self.operator = operator
         self.tag = tag
         self.name = name
         self.active = False
-        operator.num_failed_records = 0
+        setattr(operator, COUNTER, 0)
 
     def wrap(
-        self, process: Callable[[StreamRecord], None], selector: Any
-    ) -> Callable[[StreamRecord], None]:
+        self, process: RecordInput, selector: Callable[[object], object] | None
+    ) -> RecordInput:
         """``process`` guarded; ``selector``: the key selector of an input that computes the
         key itself (``None``: the runner set the key before the call)."""
 
-        def guarded(record: StreamRecord) -> None:
+        def guarded(record: Record) -> None:
             if self.active:  # an input calling another (process_element → keyed)
                 process(record)
                 return
@@ -109,14 +136,21 @@ class FailedRecordsGuard:
         return guarded
 
     def _call(
-        self, process: Callable[[StreamRecord], None], record: StreamRecord, selector: Any
+        self,
+        process: RecordInput,
+        record: Record,
+        selector: Callable[[object], object] | None,
     ) -> None:
         op = self.operator
         value, timestamp = record.value, record.timestamp
         output = op.output
+        if output is None:
+            raise RuntimeError(
+                f"operator {self.name!r} has no output: set it up before it processes records"
+            )
         held = _HeldOutput()
         backend = op.keyed_state_backend
-        saved: Any = None
+        saved: _Saved | None = None
         self.active = True
         op.output = held
         try:
@@ -128,10 +162,10 @@ class FailedRecordsGuard:
         except Exception as exc:
             op.output = output
             key = None
-            if saved is not None:
+            if saved is not None and backend is not None:
                 key = saved[0]
                 self._roll_back(backend, saved)
-            op.num_failed_records += 1
+            setattr(op, COUNTER, getattr(op, COUNTER) + 1)
             failed = FailedRecord(value, timestamp, self.name, key, _type_name(exc), str(exc))
             output.collect_side(self.tag, StreamRecord(failed, timestamp))
             return
@@ -140,14 +174,14 @@ class FailedRecordsGuard:
             op.output = output
         held.replay(output)
 
-    def _save(self, backend: Any) -> tuple[Any, int, Any, dict[str, Any]]:
+    def _save(self, backend: HeapKeyedStateBackend) -> _Saved:
         key, kg = backend.current_key, backend.current_key_group
         manager = self.operator.time_service_manager
         services = manager.services() if manager is not None else {}
         timers = {name: s.key_timers(key, kg) for name, s in services.items()}
         return key, kg, backend.key_entries(key, kg), timers
 
-    def _roll_back(self, backend: Any, saved: tuple[Any, int, Any, dict[str, Any]]) -> None:
+    def _roll_back(self, backend: HeapKeyedStateBackend, saved: _Saved) -> None:
         key, kg, entries, timers = saved
         backend.set_current_key_and_group(key, kg)
         backend.reset_key_entries(key, kg, entries)
@@ -157,7 +191,7 @@ class FailedRecordsGuard:
                 service.reset_key_timers(key, kg, timers.get(name, ([], [])))
 
 
-def install(operator: Any, tag: Any, name: str) -> FailedRecordsGuard:
+def install(operator: GuardedOperator, tag: OutputTag, name: str) -> FailedRecordsGuard:
     """Route the records of ``operator`` whose user function raises to side output ``tag``."""
     guard = FailedRecordsGuard(operator, tag, name)
     for method in _INPUTS:

@@ -25,10 +25,9 @@ import os
 import reprlib
 import sys
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any
 
 from sparktide.runtime.elements import StreamRecord
 
@@ -61,7 +60,7 @@ _INTERNAL_DIRS = tuple(
 _INTERNAL_PACKAGES = ("pyspark", "py4j")
 
 
-def truncated_repr(value: Any) -> str:
+def truncated_repr(value: object) -> str:
     """``repr(value)``, shortened to about 200 characters (long strings and containers are
     elided with ``...``).
 
@@ -185,7 +184,7 @@ def format_user_frames(exc: BaseException) -> str:
 def describe_failure(
     exc: BaseException,
     names: Mapping[int, str],
-    key_of: Any = None,
+    key_of: Callable[[], object] | None = None,
     subtask: int | None = None,
     batch: int | None = None,
 ) -> FailureContext | None:

@@ -14,7 +14,14 @@ import copy
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from sparktide.common.typeinfo_base import TypeInformation
+    from sparktide.common.watermark_strategy import WatermarkStrategy
+    from sparktide.core.output_tag import OutputTag
 
 __all__ = ["Edge", "JobGraph", "Node", "copy_function"]
 
@@ -27,8 +34,9 @@ class Edge:
 
     source: Node
     partitioning: str = "forward"
-    key_selector: Callable[[Any], Any] | None = None
-    tag: Any = None  # an OutputTag for a side output, None for the main output
+    # a user function: it takes the records' values, whatever their type
+    key_selector: Callable[[Any], object] | None = None
+    tag: OutputTag | None = None  # an OutputTag for a side output, None for the main output
     input_index: int = 1
 
     def __post_init__(self) -> None:
@@ -42,8 +50,10 @@ class Edge:
 
 _ids = itertools.count(1)
 
+F = TypeVar("F")
 
-def copy_function(function: Any) -> Any:
+
+def copy_function(function: F) -> F:
     """A private copy of a user function for one operator instance (Flink ships each subtask its
     own deserialized copy, so instance attributes set in ``open`` never leak between subtasks)."""
     try:
@@ -63,18 +73,20 @@ class Node:
     kind: str  # "source" | "operator" | "sink"
     name: str
     inputs: list[Edge] = field(default_factory=list)
+    # Any: runners narrow these themselves (Source, SourceFunction or a Spark source; the
+    # operator subclass a factory builds), not through this description
     operator_factory: Callable[[], Any] | None = None
     source: Any = None  # for sources: a Source or a SourceFunction
-    watermark_strategy: Any = None  # for sources created by from_source
+    watermark_strategy: WatermarkStrategy | None = None  # for sources created by from_source
     parallelism: int | None = None  # None: the environment's default
     max_parallelism: int | None = None
-    output_type: Any = None
+    output_type: TypeInformation | None = None
     coerce_output: bool = True  # False: output_type is inherited, values are already typed
     split_local: bool = False  # stateless one-input operator that may run per source split
     uid: str | None = None
-    failed_records: Any = None  # an OutputTag: records whose function raised go there
+    failed_records: OutputTag | None = None  # records whose function raised go there
     # sinks that Spark's writers can serve: called with the sink's DataFrame on Spark
-    frame_writer: Callable[[Any], None] | None = None
+    frame_writer: Callable[[DataFrame], None] | None = None
     id: int = field(default_factory=lambda: next(_ids))
 
     @property

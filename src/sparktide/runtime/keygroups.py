@@ -214,8 +214,11 @@ def murmur_hash(code: int) -> int:
 
 _SUPPORTED = "None, bool, int, float, str, bytes or (nested) tuples of these"
 
+# The hashing helpers below take ``key: Any``: they dispatch on ``type(key) is ...`` once (the
+# fastest test), which the type checker cannot narrow through; public functions take ``object``.
 
-def _unsupported(key: Any, root: Any) -> TypeError:
+
+def _unsupported(key: object, root: object) -> TypeError:
     """The TypeError for a key (or a member ``key`` of the tuple key ``root``) of a bad type."""
     name = type(key).__name__
     if isinstance(key, list):
@@ -235,7 +238,7 @@ def _unsupported(key: Any, root: Any) -> TypeError:
     )
 
 
-def _plain(key: Any, root: Any) -> Any:
+def _plain(key: Any, root: object) -> Key:
     """The plain builtin value (``int``, ``float``, ``str``, ``bytes`` or ``tuple``) equal to
     ``key``, a subclass instance or NumPy scalar of a supported type; TypeError otherwise."""
     if isinstance(key, int):  # IntEnum, IntFlag (bool is final, never reaches here)
@@ -257,7 +260,7 @@ def _plain(key: Any, root: Any) -> Any:
     raise _unsupported(key, root)
 
 
-def _canonical(key: Any, out: bytearray, root: Any) -> None:
+def _canonical(key: Any, out: bytearray, root: object) -> None:
     """Append a canonical, type-tagged encoding of ``key`` that respects Python equality."""
     t = type(key)
     if t is int or t is bool:
@@ -320,7 +323,7 @@ def _key_hash_uncached(key: Any) -> int:
     return _bytes_hash(bytes(out))
 
 
-def _hashes_uncached(key: Any) -> tuple[int, int]:
+def _hashes_uncached(key: object) -> tuple[int, int]:
     h = _key_hash_uncached(key)
     return h, _murmur(h)
 
@@ -330,7 +333,7 @@ def _hashes_uncached(key: Any) -> tuple[int, int]:
 _hashes_cached = lru_cache(maxsize=1 << 16, typed=True)(_hashes_uncached)
 
 
-def _hashes(key: Any) -> tuple[int, int]:
+def _hashes(key: object) -> tuple[int, int]:
     try:
         return _hashes_cached(key)
     except TypeError:
@@ -338,7 +341,7 @@ def _hashes(key: Any) -> tuple[int, int]:
     return _hashes_uncached(key)
 
 
-def key_hash(key: Key) -> int:
+def key_hash(key: object) -> int:
     """The stable 32-bit hash of a key (never Python's salted ``hash()``).
 
     Equals Java's ``hashCode`` of the same ``String`` or ``Long`` key; raises ``TypeError`` for keys
@@ -362,7 +365,7 @@ or (nested) tuples of these; convert it to a tuple, e.g. tuple(key)
 # --------------------------------------------------------------------------------------------
 
 
-def _parallelism(value: Any, name: str) -> int:
+def _parallelism(value: object, name: str) -> int:
     """``value`` as an int in ``[1, 32768]``, else an error naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(
@@ -382,7 +385,7 @@ def _parallelism(value: Any, name: str) -> int:
     return value
 
 
-def _check_parallelisms(max_parallelism: Any, parallelism: Any) -> tuple[int, int]:
+def _check_parallelisms(max_parallelism: object, parallelism: object) -> tuple[int, int]:
     max_parallelism = _parallelism(max_parallelism, "max_parallelism")
     parallelism = _parallelism(parallelism, "parallelism")
     if parallelism > max_parallelism:
@@ -393,7 +396,7 @@ def _check_parallelisms(max_parallelism: Any, parallelism: Any) -> tuple[int, in
     return max_parallelism, parallelism
 
 
-def _index(value: Any, name: str, bound: int, bound_name: str) -> int:
+def _index(value: object, name: str, bound: int, bound_name: str) -> int:
     """``value`` as an int in ``[0, bound)``, else an error naming ``name`` and ``bound_name``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(
@@ -422,7 +425,7 @@ def compute_key_group_for_key_hash(key_hash_value: int, max_parallelism: int) ->
     return murmur_hash(key_hash_value) % max_parallelism
 
 
-def assign_to_key_group(key: Key, max_parallelism: int) -> int:
+def assign_to_key_group(key: object, max_parallelism: int) -> int:
     """The key group of ``key`` for ``max_parallelism`` key groups (Flink's ``assignToKeyGroup``).
 
     ``max_parallelism`` must be an int in ``[1, 32768]``; ``key`` must be a supported key (see
@@ -467,7 +470,7 @@ def compute_operator_index_for_key_group(
     return key_group * parallelism // max_parallelism
 
 
-def assign_key_to_parallel_operator(key: Key, max_parallelism: int, parallelism: int) -> int:
+def assign_key_to_parallel_operator(key: object, max_parallelism: int, parallelism: int) -> int:
     """The subtask (of ``parallelism``) that owns ``key`` (Flink's ``assignKeyToParallelOperator``).
 
     >>> assign_key_to_parallel_operator("hello", 128, 3)

@@ -28,14 +28,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from typing import Any
 
 from sparktide.runtime.graph import Node
 
 __all__ = ["operator_identities"]
 
 
-def _tag_name(tag: Any) -> str | None:
+def _tag_name(tag: object) -> str | None:
     if tag is None:
         return None
     return str(getattr(tag, "tag_id", tag))

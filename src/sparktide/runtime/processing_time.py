@@ -40,6 +40,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from functools import partial
 
 from sparktide.runtime.elements import check_timestamp
 from sparktide.runtime.mailbox import Mail, Mailbox
@@ -419,7 +420,8 @@ class ManualProcessingTimeService(_HeapTimerService):
                 callback = timer._callback
                 timer._callback = None
             try:
-                callback(timestamp)  # type: ignore[misc]
+                if callback is not None:  # always: a pending timer holds its callback
+                    callback(timestamp)
             finally:
                 timer._state = _DONE
 
@@ -560,7 +562,7 @@ register timers before shutdown() (after quiesce() they are accepted but never f
             due.sort()
             for timestamp, _, timer in due:
                 try:
-                    mailbox.put(Mail(lambda timer=timer: self._fire(timer), f"timer @ {timestamp}"))
+                    mailbox.put(Mail(partial(self._fire, timer), f"timer @ {timestamp}"))
                 except RuntimeError:
                     if not mailbox.is_closed():
                         raise
@@ -582,7 +584,8 @@ register timers before shutdown() (after quiesce() they are accepted but never f
                 return
             timer._state = _RUNNING
         try:
-            callback(timer.timestamp)  # type: ignore[misc]
+            if callback is not None:  # always: a queued timer holds its callback
+                callback(timer.timestamp)
         finally:
             timer._state = _DONE
 

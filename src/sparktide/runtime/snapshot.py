@@ -38,12 +38,20 @@ import pickle
 import struct
 import zlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal, TypedDict
 
 from sparktide.runtime.keygroups import KeyGroupRange
+from sparktide.runtime.state.backend import StateMeta, StateSnapshot
 from sparktide.runtime.timers.manager import TimerSnapshot
 
-__all__ = ["FORMAT_VERSION", "KeyedOperatorSnapshot", "SnapshotFormatError"]
+__all__ = [
+    "FORMAT_VERSION",
+    "KeyedOperatorSnapshot",
+    "SnapshotFormatError",
+    "SnapshotHeader",
+    "StateSection",
+    "TimerSection",
+]
 
 MAGIC = b"\x89STKSNP\n"
 FORMAT_VERSION = 1
@@ -55,7 +63,44 @@ class SnapshotFormatError(ValueError):
     """The bytes are not a snapshot this version of sparktide can read."""
 
 
-StateData = dict[int, dict[str, list[tuple[Any, Any, Any]]]]
+StateData = StateSnapshot
+"""Keyed state per key group: ``state[key_group][state_name] = [(key, namespace, raw), ...]``."""
+
+BlobRef = list[int]
+"""Where a blob lies in the blob area: ``[offset, length, crc32]``."""
+
+
+class StateSection(TypedDict):
+    """A header section naming the blob of one state in one key group."""
+
+    type: Literal["state"]
+    key_group: int
+    state: str
+    count: int
+    blob: BlobRef
+
+
+class TimerSection(TypedDict):
+    """A header section naming the blobs of one service's timers of one domain."""
+
+    type: Literal["timers"]
+    key_group: int
+    service: str
+    domain: str
+    count: int
+    timestamps: BlobRef
+    keys: BlobRef
+
+
+class SnapshotHeader(TypedDict):
+    """The JSON header of a snapshot (see the module docstring)."""
+
+    format_version: int
+    operator: str
+    max_parallelism: int
+    key_group_range: list[int]
+    states: dict[str, StateMeta]
+    sections: list[StateSection | TimerSection]
 
 
 @dataclass(frozen=True)
@@ -65,7 +110,7 @@ class KeyedOperatorSnapshot:
     operator: str
     max_parallelism: int
     key_group_range: KeyGroupRange
-    state_meta: dict[str, dict[str, Any]] = field(default_factory=dict)
+    state_meta: dict[str, StateMeta] = field(default_factory=dict)
     state: StateData = field(default_factory=dict)
     timers: TimerSnapshot = field(default_factory=dict)
 
@@ -85,7 +130,7 @@ class KeyedOperatorSnapshot:
             offset += len(data)
             return ref
 
-        sections: list[dict[str, Any]] = []
+        sections: list[StateSection | TimerSection] = []
         for kg in self.key_groups():
             for name, entries in self.state.get(kg, {}).items():
                 sections.append(
@@ -98,22 +143,24 @@ class KeyedOperatorSnapshot:
                     }
                 )
             for service, per_domain in self.timers.get(kg, {}).items():
-                for domain, entries in zip(_DOMAINS, per_domain, strict=False):
-                    if not entries:
+                for domain, timer_entries in zip(_DOMAINS, per_domain, strict=False):
+                    if not timer_entries:
                         continue
-                    flat = [v for e in entries for v in (e[0], e[1])]
+                    flat = [v for e in timer_entries for v in (e[0], e[1])]
                     sections.append(
                         {
                             "type": "timers",
                             "key_group": kg,
                             "service": service,
                             "domain": domain,
-                            "count": len(entries),
+                            "count": len(timer_entries),
                             "timestamps": put(struct.pack(f"<{len(flat)}q", *flat)),
-                            "keys": put(pickle.dumps([(e[2], e[3]) for e in entries], protocol=5)),
+                            "keys": put(
+                                pickle.dumps([(e[2], e[3]) for e in timer_entries], protocol=5)
+                            ),
                         }
                     )
-        header = {
+        header: SnapshotHeader = {
             "format_version": FORMAT_VERSION,
             "operator": self.operator,
             "max_parallelism": self.max_parallelism,
@@ -127,7 +174,7 @@ class KeyedOperatorSnapshot:
     # ------------------------------------------------------------------ decode
 
     @staticmethod
-    def read_header(data: bytes) -> tuple[dict[str, Any], memoryview]:
+    def read_header(data: bytes) -> tuple[SnapshotHeader, memoryview]:
         """Validate the prefix and return ``(header, blob area)`` without unpickling anything."""
         if not isinstance(data, (bytes, bytearray, memoryview)):
             raise TypeError(f"snapshot must be bytes, got {type(data).__name__}")
@@ -147,7 +194,7 @@ class KeyedOperatorSnapshot:
         if end > len(view):
             raise SnapshotFormatError("snapshot is truncated: the header is incomplete")
         try:
-            header = json.loads(bytes(view[_PREFIX.size : end]).decode("utf-8"))
+            header: SnapshotHeader = json.loads(bytes(view[_PREFIX.size : end]).decode("utf-8"))
         except ValueError as exc:
             raise SnapshotFormatError(f"snapshot header is corrupt: {exc}") from None
         return header, view[end:]

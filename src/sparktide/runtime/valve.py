@@ -31,17 +31,35 @@ idle while an idle channel holds a higher watermark).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from sparktide.runtime.elements import MIN_TIMESTAMP, Watermark, WatermarkStatus
 
-__all__ = ["StatusWatermarkValve", "TwoInputWatermarkCombiner"]
+if TYPE_CHECKING:
+    from sparktide.runtime.output import WatermarkOutput
+
+__all__ = ["StatusWatermarkValve", "TwoInputWatermarkCombiner", "ValveState"]
+
+
+class ValveState(TypedDict):
+    """A watermark valve's state as JSON-able data (what ``to_json`` returns)."""
+
+    channels: int
+    watermarks: list[int]
+    active: list[bool]
+    aligned: list[bool]
+    num_active: int
+    num_aligned: int
+    last: int
+    holders: int
+    idle: bool
+
 
 _ACTIVE = WatermarkStatus.ACTIVE
 _IDLE = WatermarkStatus.IDLE
 
 
-def _check_count(value: Any, name: str) -> int:
+def _check_count(value: object, name: str) -> int:
     if type(value) is not int:
         raise TypeError(f"{name} must be an int, got {type(value).__name__} ({value!r})")
     if value < 1:
@@ -49,20 +67,20 @@ def _check_count(value: Any, name: str) -> int:
     return value
 
 
-def _bad_index(index: Any, count: int, name: str) -> Exception:
+def _bad_index(index: object, count: int, name: str) -> Exception:
     if type(index) is not int:
         return TypeError(f"{name} must be an int, got {type(index).__name__} ({index!r})")
     return ValueError(f"{name} must be in [0, {count}), got {index}")
 
 
-def _bad_timestamp(timestamp: Any) -> Exception:
+def _bad_timestamp(timestamp: object) -> Exception:
     return TypeError(
         f"timestamp must be an int number of milliseconds, got {type(timestamp).__name__} "
         f"({timestamp!r}); pass watermark.timestamp for a Watermark"
     )
 
 
-def _bad_status(status: Any) -> Exception:
+def _bad_status(status: object) -> Exception:
     return TypeError(
         "status must be WatermarkStatus.ACTIVE or WatermarkStatus.IDLE, got "
         f"{type(status).__name__} ({status!r})"
@@ -117,7 +135,7 @@ class StatusWatermarkValve:
     def num_channels(self) -> int:
         return self._n
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> ValveState:
         """The valve's state as JSON-able data (what a checkpoint stores; no pickle).
 
         >>> from sparktide.runtime.output import CollectingOutput
@@ -140,7 +158,7 @@ class StatusWatermarkValve:
         }
 
     @classmethod
-    def from_json(cls, raw: dict[str, Any]) -> StatusWatermarkValve:
+    def from_json(cls, raw: ValveState) -> StatusWatermarkValve:
         """The valve :meth:`to_json` describes; malformed data raises ``ValueError``."""
         try:
             valve = cls(int(raw["channels"]))
@@ -180,7 +198,7 @@ class StatusWatermarkValve:
 
     # ------------------------------------------------------------------ input
 
-    def input_watermark(self, timestamp: int, channel: int, output: Any) -> None:
+    def input_watermark(self, timestamp: int, channel: int, output: WatermarkOutput) -> None:
         """Feed the watermark ``timestamp`` (int ms) of ``channel``."""
         if type(channel) is not int or not 0 <= channel < self._n:
             raise _bad_index(channel, self._n, "channel")
@@ -205,7 +223,9 @@ class StatusWatermarkValve:
         if self._holders == 0:
             self._emit_min(output)
 
-    def input_watermark_status(self, status: WatermarkStatus, channel: int, output: Any) -> None:
+    def input_watermark_status(
+        self, status: WatermarkStatus, channel: int, output: WatermarkOutput
+    ) -> None:
         """Feed a status change of ``channel`` (a repeated status is ignored)."""
         if type(channel) is not int or not 0 <= channel < self._n:
             raise _bad_index(channel, self._n, "channel")
@@ -250,7 +270,7 @@ class StatusWatermarkValve:
 
     # ------------------------------------------------------------------ internals
 
-    def _emit_min(self, output: Any) -> None:
+    def _emit_min(self, output: WatermarkOutput) -> None:
         """Recompute the min over the aligned channels; emit it if it is higher."""
         if self._num_aligned == 0:
             return
@@ -334,7 +354,7 @@ class TwoInputWatermarkCombiner:
     def is_idle(self) -> bool:
         return self._idle
 
-    def input_watermark(self, timestamp: int, input_index: int, output: Any) -> None:
+    def input_watermark(self, timestamp: int, input_index: int, output: WatermarkOutput) -> None:
         """Feed a watermark of input ``input_index`` (0 or 1)."""
         if type(input_index) is not int or not 0 <= input_index < self._n:
             raise _bad_index(input_index, self._n, "input_index")
@@ -346,7 +366,7 @@ class TwoInputWatermarkCombiner:
         self._update(output)
 
     def input_watermark_status(
-        self, status: WatermarkStatus, input_index: int, output: Any
+        self, status: WatermarkStatus, input_index: int, output: WatermarkOutput
     ) -> None:
         """Feed a status change of input ``input_index``."""
         if type(input_index) is not int or not 0 <= input_index < self._n:
@@ -356,7 +376,7 @@ class TwoInputWatermarkCombiner:
         self._inputs_idle[input_index] = status.is_idle()
         self._update(output)
 
-    def _update(self, output: Any) -> None:
+    def _update(self, output: WatermarkOutput) -> None:
         was_idle = self._idle
         low = None
         for wm, idle in zip(self._watermarks, self._inputs_idle, strict=True):

@@ -68,6 +68,7 @@ from typing import Any
 
 from sparktide.runtime.keygroups import KeyGroupRange
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot
+from sparktide.runtime.state.backend import StateMeta
 
 __all__ = [
     "Changes",
@@ -107,8 +108,8 @@ def flatten(snap: KeyedOperatorSnapshot, key_groups: KeyGroupRange | None = None
             continue
         items = out.setdefault(kg, {})
         for service, domains in per_service.items():
-            for d, entries in enumerate(domains):
-                for ts, seq, key, ns, _kg in entries:
+            for d, timer_entries in enumerate(domains):
+                for ts, seq, key, ns, _kg in timer_entries:
                     items[(1, service, d, ts, key, ns)] = seq
     return out
 
@@ -117,7 +118,7 @@ def rebuild(
     operator: str,
     max_parallelism: int,
     key_group_range: KeyGroupRange,
-    state_meta: dict[str, dict[str, Any]],
+    state_meta: dict[str, StateMeta],
     flat: Flat,
 ) -> KeyedOperatorSnapshot:
     """The snapshot whose flat view is ``flat`` (timers in ``(timestamp, seq)`` order)."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from sparktide.datastream.source import Source, SourceSplit
+from sparktide.core.source import Source, SourceSplit
 from sparktide.spark.frames import records_of_batch, type_info_of_schema
 
 __all__ = ["DataFrameSource"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from sparktide.datastream.source import Source, SourceSplit
+from sparktide.core.source import Source, SourceSplit
 from sparktide.spark.frames import records_of_batch, type_info_of_schema
 from sparktide.spark.placement import spark_hash_long
 

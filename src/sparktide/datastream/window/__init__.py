@@ -6,7 +6,7 @@ windows, assigners, triggers, evictors and window functions.
 (TimeWindow(start=20, end=30),)
 """
 
-from sparktide.datastream.window.assigners import (
+from sparktide.core.window.assigners import (
     DynamicEventTimeSessionWindows,
     DynamicProcessingTimeSessionWindows,
     EventTimeSessionWindows,
@@ -19,7 +19,7 @@ from sparktide.datastream.window.assigners import (
     TumblingProcessingTimeWindows,
     WindowAssigner,
 )
-from sparktide.datastream.window.evictors import (
+from sparktide.core.window.evictors import (
     CountEvictor,
     DeltaEvictor,
     DeltaFunction,
@@ -27,19 +27,19 @@ from sparktide.datastream.window.evictors import (
     TimeEvictor,
     TimestampedValue,
 )
-from sparktide.datastream.window.functions import (
+from sparktide.core.window.functions import (
     AllWindowFunction,
     KeyedStateStore,
     ProcessAllWindowFunction,
     ProcessWindowFunction,
     WindowFunction,
 )
-from sparktide.datastream.window.global_windows import (
+from sparktide.core.window.global_windows import (
     CountSlidingWindowAssigner,
     CountTumblingWindowAssigner,
     GlobalWindows,
 )
-from sparktide.datastream.window.triggers import (
+from sparktide.core.window.triggers import (
     ContinuousEventTimeTrigger,
     ContinuousProcessingTimeTrigger,
     CountTrigger,
@@ -50,7 +50,7 @@ from sparktide.datastream.window.triggers import (
     Trigger,
     TriggerResult,
 )
-from sparktide.datastream.window.windows import CountWindow, GlobalWindow, TimeWindow, Window
+from sparktide.core.window.windows import CountWindow, GlobalWindow, TimeWindow, Window
 
 __all__ = [
     "AllWindowFunction",

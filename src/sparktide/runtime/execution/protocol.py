@@ -60,7 +60,7 @@ __all__ = [
     "Cursor",
     "Element",
     "Entry",
-    "KeyContext",
+    "CursorKey",
     "Mark",
     "Phase",
     "Position",
@@ -216,7 +216,7 @@ def decode_position(data: bytes) -> Position:
 # ------------------------------------------------------------------ the per-record builders
 
 
-class KeyContext(Protocol):
+class CursorKey(Protocol):
     """What the cursor reads the current key group from (a keyed state backend)."""
 
     @property
@@ -258,7 +258,7 @@ class Cursor:
         self.phase = _RECORD  # a Phase's value (plain ints go into positions)
         self.n = 0
         self.source_stage = True  # False while an exchange stage's subtask runs
-        self.backend: KeyContext = NO_KEY  # the stage's keyed backend, or NO_KEY
+        self.backend: CursorKey = NO_KEY  # the stage's keyed backend, or NO_KEY
         self.kg_tag: Position | None = None  # the position kg_n counts for
         self.kg_n: dict[int, int] = {}
         self.channel = 0  # the input channel of the record being processed
@@ -268,7 +268,7 @@ class Cursor:
         self.source_stage = True
         self.backend = NO_KEY
 
-    def enter_stage(self, backend: KeyContext | None) -> None:
+    def enter_stage(self, backend: CursorKey | None) -> None:
         """Tag outputs as an exchange stage whose entry operator has ``backend`` does."""
         self.source_stage = False
         self.backend = NO_KEY if backend is None else backend

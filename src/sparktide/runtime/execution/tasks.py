@@ -49,6 +49,7 @@ from sparktide.runtime.operators.simple import (
 from sparktide.runtime.operators.timestamps import TimestampsAndWatermarksOperator
 from sparktide.runtime.output import Output
 from sparktide.runtime.processing_time import ManualProcessingTimeService, ProcessingTimeService
+from sparktide.runtime.source_reader import SourceFunctionDriver, SplitReader
 from sparktide.runtime.valve import StatusWatermarkValve
 
 if TYPE_CHECKING:
@@ -325,8 +326,6 @@ class JobTasks:
 
     def build_split(self, g: int, records: Iterable[object] | None = None) -> SplitTask:
         """The task of global split ``g`` (``records`` overrides ``source.read_split``)."""
-        from sparktide.datastream.source import SourceFunctionDriver, SplitReader
-
         plan = self.plan
         source, split = self.split_location(g)
         instances: dict[int, AbstractStreamOperator] = {}

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sparktide.datastream.functions import RuntimeContext
+from sparktide.core.functions import RuntimeContext
 from sparktide.runtime.elements import MIN_TIMESTAMP, StreamRecord, Watermark, WatermarkStatus
 from sparktide.runtime.keygroups import (
     KeyGroupRange,
@@ -23,7 +23,7 @@ from sparktide.runtime.keygroups import (
 )
 from sparktide.runtime.output import Output
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot
-from sparktide.runtime.state.backend import HeapKeyedStateBackend
+from sparktide.runtime.state.backend import HeapKeyedStateBackend, StateMeta
 from sparktide.runtime.timers.manager import InternalTimeServiceManager
 from sparktide.runtime.timers.service import InternalTimerService, Triggerable
 
@@ -168,7 +168,7 @@ class AbstractStreamOperator:
             for s in snapshots
         ]
         maxp = self.setup_info.effective_max_parallelism
-        meta: dict[str, dict[str, Any]] = {}
+        meta: dict[str, StateMeta] = {}
         state: dict[int, dict[str, list[tuple[Any, Any, Any]]]] = {}
         timers: dict[int, Any] = {}
         for snap in decoded:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sparktide.datastream.timerservice import TimeDomain
+from sparktide.core.timerservice import TimeDomain
 from sparktide.runtime.elements import StreamRecord, Watermark, WatermarkStatus
 from sparktide.runtime.operators.base import AbstractStreamOperator
 from sparktide.runtime.operators.process import (

@@ -8,7 +8,9 @@ remove some, the window function sees the values of the rest, ``evict_after`` ma
 and what is left is written back as the window's contents. Reduce and aggregate functions run
 over the remaining elements at firing time.
 
->>> from sparktide.datastream.window import CountEvictor, CountTrigger, GlobalWindows
+>>> from sparktide.core.window.evictors import CountEvictor
+>>> from sparktide.core.window.global_windows import GlobalWindows
+>>> from sparktide.core.window.triggers import CountTrigger
 >>> from sparktide.runtime.operators.window_builder import WindowOperatorBuilder
 >>> from sparktide.testing import KeyedOneInputStreamOperatorTestHarness
 >>> b = WindowOperatorBuilder(GlobalWindows.create())
@@ -24,9 +26,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from sparktide.datastream.output_tag import OutputTag
-from sparktide.datastream.state import ListStateDescriptor
-from sparktide.datastream.window.evictors import TimestampedValue
+from sparktide.core.output_tag import OutputTag
+from sparktide.core.state import ListStateDescriptor
+from sparktide.core.window.evictors import TimestampedValue
 from sparktide.runtime.operators.process import emit_results
 from sparktide.runtime.operators.window import WINDOW_CONTENTS, WindowOperator
 from sparktide.runtime.operators.window_functions import EvictorContext, InternalWindowFunction

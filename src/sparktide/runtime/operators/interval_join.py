@@ -13,7 +13,7 @@ one millisecond: ``lower + 1`` / ``upper - 1``, so only inclusive comparisons re
 * any other record is added to its own buffer and joined with every record of the other
   buffer whose timestamp is in ``[ts + lower, ts + upper]`` (right records: ``[ts - upper,
   ts - lower]``), in the order of the other side's timestamps, then arrival order; each pair
-  goes to the :class:`~sparktide.datastream.functions.ProcessJoinFunction`, whose outputs
+  goes to the :class:`~sparktide.core.functions.ProcessJoinFunction`, whose outputs
   carry ``max(left ts, right ts)``;
 * a cleanup timer in the ``"CLEANUP_TIMER"`` service removes the record's timestamp bucket
   once nothing can join it any more: namespace ``"CLEANUP_LEFT"`` at ``ts + upper`` if
@@ -26,7 +26,7 @@ cleanup (Flink behaves the same). Records need timestamps (``None``: TypeError).
 timers live only in the keyed state backend and the timer service, so a snapshot holds
 everything.
 
->>> from sparktide.datastream.functions import ProcessJoinFunction
+>>> from sparktide.core.functions import ProcessJoinFunction
 >>> from sparktide.runtime.elements import StreamRecord, Watermark
 >>> from sparktide.runtime.operators.base import OperatorSetup
 >>> from sparktide.runtime.output import CollectingOutput
@@ -53,9 +53,9 @@ from __future__ import annotations
 import numbers
 from typing import Any, NamedTuple
 
-from sparktide.datastream.functions import ProcessJoinFunction
-from sparktide.datastream.output_tag import OutputTag
-from sparktide.datastream.state import MapStateDescriptor
+from sparktide.core.functions import ProcessJoinFunction
+from sparktide.core.output_tag import OutputTag
+from sparktide.core.state import MapStateDescriptor
 from sparktide.runtime.elements import MAX_TIMESTAMP, StreamRecord
 from sparktide.runtime.operators.co_process import KeyedTwoInputOperator
 from sparktide.runtime.operators.process import emit_results

@@ -9,7 +9,8 @@ map state ``"merging-window-set"``, void namespace), so it is snapshotted with e
 else; a set is loaded per element or timer and written back by :meth:`persist` only when it
 changed.
 
->>> from sparktide.datastream.window import EventTimeSessionWindows, TimeWindow
+>>> from sparktide.core.window.assigners import EventTimeSessionWindows
+>>> from sparktide.core.window.windows import TimeWindow
 >>> class Store(dict):  # stands in for the map state
 ...     def items(self): return list(super().items())
 ...     def put_all(self, d): self.update(d)

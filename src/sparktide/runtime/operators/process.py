@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from sparktide.datastream.functions import KeyedProcessFunction, ProcessFunction
-from sparktide.datastream.output_tag import OutputTag
-from sparktide.datastream.timerservice import TimeDomain, TimerService
+from sparktide.core.functions import KeyedProcessFunction, ProcessFunction
+from sparktide.core.output_tag import OutputTag
+from sparktide.core.timerservice import TimeDomain, TimerService
 from sparktide.runtime.elements import StreamRecord
 from sparktide.runtime.operators.base import AbstractStreamOperator
 from sparktide.runtime.timers.user import NonKeyedTimerService, SimpleTimerService

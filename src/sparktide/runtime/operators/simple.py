@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from sparktide.datastream.state import ValueStateDescriptor
+from sparktide.core.state import ValueStateDescriptor
 from sparktide.runtime.elements import MAX_TIMESTAMP, StreamRecord, Watermark
 from sparktide.runtime.operators.base import AbstractStreamOperator
 

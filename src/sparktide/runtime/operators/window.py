@@ -37,7 +37,7 @@ combines partials (``add`` of a partial is a reduce). The trigger then runs once
 window) group instead of once per row — equivalent for ``EventTimeTrigger``, whose
 ``on_element`` depends only on the window and the watermark — and the fire step is unchanged.
 
->>> from sparktide.datastream.window import TumblingEventTimeWindows
+>>> from sparktide.core.window.assigners import TumblingEventTimeWindows
 >>> from sparktide.runtime.operators.window_builder import WindowOperatorBuilder
 >>> from sparktide.testing import KeyedOneInputStreamOperatorTestHarness
 >>> op = WindowOperatorBuilder(TumblingEventTimeWindows.of(10)).reduce(
@@ -54,9 +54,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from sparktide.datastream.output_tag import OutputTag
-from sparktide.datastream.state import ListStateDescriptor, MapStateDescriptor, StateDescriptor
-from sparktide.datastream.window.triggers import EventTimeTrigger, TriggerResult
+from sparktide.core.output_tag import OutputTag
+from sparktide.core.state import ListStateDescriptor, MapStateDescriptor, StateDescriptor
+from sparktide.core.window.triggers import EventTimeTrigger, TriggerResult
 from sparktide.runtime.elements import MAX_TIMESTAMP, StreamRecord
 from sparktide.runtime.operators.base import AbstractStreamOperator
 from sparktide.runtime.operators.merging_window_set import MergingWindowSet
@@ -109,9 +109,10 @@ class WindowOperator(AbstractStreamOperator):
     descriptor named ``"window-contents"``); ``function`` is an :class:`InternalWindowFunction`.
     Usually built by ``WindowOperatorBuilder`` / ``WindowedStream``.
 
-    >>> from sparktide.datastream.state import ReducingStateDescriptor
-    >>> from sparktide.datastream.window import (
-    ...     EventTimeTrigger, TimeWindow, TumblingEventTimeWindows)
+    >>> from sparktide.core.state import ReducingStateDescriptor
+    >>> from sparktide.core.window.assigners import TumblingEventTimeWindows
+    >>> from sparktide.core.window.triggers import EventTimeTrigger
+    >>> from sparktide.core.window.windows import TimeWindow
     >>> op = WindowOperator(TumblingEventTimeWindows.of(10),
     ...     ReducingStateDescriptor(WINDOW_CONTENTS, max, None), PassThroughFunction(),
     ...     EventTimeTrigger.create(), allowed_lateness=5)

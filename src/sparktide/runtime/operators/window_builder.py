@@ -2,7 +2,7 @@
 window operator (Flink's ``WindowOperatorBuilder``). ``WindowedStream`` and
 ``AllWindowedStream`` use it per operator instance; tests use it with the operator harness.
 
->>> from sparktide.datastream.window import SlidingEventTimeWindows
+>>> from sparktide.core.window.assigners import SlidingEventTimeWindows
 >>> b = WindowOperatorBuilder(SlidingEventTimeWindows.of(10, 5))
 >>> b.set_allowed_lateness(100)
 >>> type(b.reduce(max)).__name__, b.trigger
@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from sparktide.datastream.output_tag import OutputTag
-from sparktide.datastream.state import (
+from sparktide.core.output_tag import OutputTag
+from sparktide.core.state import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
     ReducingStateDescriptor,
 )
-from sparktide.datastream.window.assigners import default_trigger
-from sparktide.datastream.window.functions import (
+from sparktide.core.window.assigners import default_trigger
+from sparktide.core.window.functions import (
     AllWindowFunction,
     ProcessAllWindowFunction,
     ProcessWindowFunction,

@@ -12,15 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from sparktide.datastream.output_tag import OutputTag
-from sparktide.datastream.window.assigners import WindowAssigner
-from sparktide.datastream.window.evictors import Evictor
-from sparktide.datastream.window.functions import (
+from sparktide.core.output_tag import OutputTag
+from sparktide.core.window.assigners import WindowAssigner
+from sparktide.core.window.evictors import Evictor
+from sparktide.core.window.functions import (
     KeyedStateStore,
     ProcessAllWindowFunction,
     ProcessWindowFunction,
 )
-from sparktide.datastream.window.triggers import Trigger
+from sparktide.core.window.triggers import Trigger
 from sparktide.runtime.elements import StreamRecord, check_timestamp
 
 __all__ = [

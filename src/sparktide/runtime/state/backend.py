@@ -3,7 +3,7 @@
 The backend owns the current key (set per record by the operator, per timer by the timer
 service), the state tables of every registered state, and snapshot/restore per key group.
 
->>> from sparktide.datastream.state import ListStateDescriptor
+>>> from sparktide.core.state import ListStateDescriptor
 >>> from sparktide.runtime.keygroups import KeyGroupRange
 >>> backend = HeapKeyedStateBackend(
 ...     max_parallelism=128, key_group_range=KeyGroupRange(0, 127), time_provider=lambda: 0)
@@ -26,16 +26,17 @@ service), the state tables of every registered state, and snapshot/restore per k
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TypedDict, cast
 
-from sparktide.datastream.state import (
+from sparktide.core.state import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
     MapStateDescriptor,
     ReducingStateDescriptor,
     State,
     StateDescriptor,
+    StateTtlConfig,
     ValueStateDescriptor,
 )
 from sparktide.runtime.keygroups import (
@@ -46,12 +47,15 @@ from sparktide.runtime.keygroups import (
 from sparktide.runtime.state.cleanup import IncrementalCleanup, purge_expired
 from sparktide.runtime.state.heap import (
     KINDS,
+    AggregateLike,
+    EntryKey,
     HeapAggregatingState,
     HeapListState,
     HeapMapState,
     HeapReducingState,
     HeapValueState,
     InternalKvState,
+    KeyGroupDict,
     StateTable,
     check_raw,
     copy_raw,
@@ -65,7 +69,31 @@ from sparktide.runtime.state.ttl import (
     TtlValueState,
 )
 
-__all__ = ["HeapKeyedStateBackend"]
+__all__ = [
+    "NO_KEY_GROUP",
+    "HeapKeyedStateBackend",
+    "KeyEntries",
+    "StateEntry",
+    "StateMeta",
+    "StateSnapshot",
+]
+
+
+class StateMeta(TypedDict):
+    """What a snapshot records of one state: its kind (one of ``KINDS``) and TTL setting."""
+
+    kind: str
+    ttl: bool
+
+
+StateEntry = tuple[object, object, object]
+"""One entry of a snapshot: ``(key, namespace, raw_value)``."""
+
+StateSnapshot = dict[int, dict[str, list[StateEntry]]]
+"""A snapshot's entries: ``per_key_group[key_group][state_name] = [entries]``."""
+
+KeyEntries = dict[str, KeyGroupDict[object]]
+"""The entries of one key, per state name (:meth:`HeapKeyedStateBackend.key_entries`)."""
 
 _KIND_OF: tuple[tuple[type[StateDescriptor], str], ...] = (
     (ValueStateDescriptor, "value"),
@@ -75,12 +103,18 @@ _KIND_OF: tuple[tuple[type[StateDescriptor], str], ...] = (
     (AggregatingStateDescriptor, "aggregating"),
 )
 
-_PLAIN: dict[str, type[InternalKvState]] = {
+_PLAIN: dict[str, Callable[[HeapKeyedStateBackend, StateTable, object], InternalKvState]] = {
     "value": HeapValueState,
     "list": HeapListState,
     "map": HeapMapState,
 }
-_TTL: dict[str, type[InternalKvState]] = {
+_TTL: dict[
+    str,
+    Callable[
+        [HeapKeyedStateBackend, StateTable, object, StateTtlConfig, Callable[[], int]],
+        InternalKvState,
+    ],
+] = {
     "value": TtlValueState,
     "list": TtlListState,
     "map": TtlMapState,
@@ -88,8 +122,14 @@ _TTL: dict[str, type[InternalKvState]] = {
 
 _KEY_GROUP_CACHE_SIZE = 1 << 16
 
+NO_KEY_GROUP = cast(int, None)
+"""``current_key_group`` while no key is current. It is ``None`` at run time, so a state that
+indexes its table with it raises TypeError and turns that into the clear "no current key"
+error (:meth:`HeapKeyedStateBackend.check_key`) without a check on every access; typed ``int``
+because every reader runs with a key set (states, timer services)."""
 
-def _kind_of(descriptor: Any) -> str:
+
+def _kind_of(descriptor: object) -> str:
     for cls, kind in _KIND_OF:
         if isinstance(descriptor, cls):
             return kind
@@ -113,7 +153,7 @@ class HeapKeyedStateBackend:
     service; set them only with :meth:`set_current_key` or :meth:`set_current_key_and_group`.
     ``time_provider`` returns the processing time in ms; it drives state TTL.
 
-    >>> from sparktide.datastream.state import MapStateDescriptor
+    >>> from sparktide.core.state import MapStateDescriptor
     >>> b = HeapKeyedStateBackend(
     ...     max_parallelism=128, key_group_range=KeyGroupRange(0, 63), time_provider=lambda: 0)
     >>> b.set_current_key("b")
@@ -181,10 +221,10 @@ class HeapKeyedStateBackend:
         self._tables: dict[str, StateTable] = {}
         self._void_states: dict[str, InternalKvState] = {}
         self._key_listeners: list[Callable[[], None]] = []
-        self._kg_cache: dict[Any, int] = {}
+        self._kg_cache: dict[object, int] = {}
         self._disposed = False
-        self.current_key: Any = None
-        self.current_key_group: int | None = None
+        self.current_key: object = None
+        self.current_key_group: int = NO_KEY_GROUP
 
     # ------------------------------------------------------------------ properties
 
@@ -202,7 +242,7 @@ class HeapKeyedStateBackend:
 
     # ------------------------------------------------------------------ current key
 
-    def _key_group(self, key: Any) -> int:
+    def _key_group(self, key: object) -> int:
         cache = self._kg_cache
         try:
             return cache[key]
@@ -219,7 +259,7 @@ class HeapKeyedStateBackend:
                 "convert it, e.g. bytearray -> bytes, list -> tuple"
             ) from None
 
-    def set_current_key(self, key: Any) -> None:
+    def set_current_key(self, key: object) -> None:
         """Make ``key`` the current key (computes its key group; TypeError for unsupported key
         types, ValueError when the key group is not in this backend's range)."""
         kg = self._key_group(key)
@@ -236,7 +276,7 @@ class HeapKeyedStateBackend:
             for listener in self._key_listeners:
                 listener()
 
-    def set_current_key_and_group(self, key: Any, key_group: int) -> None:
+    def set_current_key_and_group(self, key: object, key_group: int) -> None:
         """Like :meth:`set_current_key` for a key whose key group is known (timers): no hashing."""
         if not self._start <= key_group <= self._end:
             self._check_open()
@@ -304,24 +344,26 @@ class HeapKeyedStateBackend:
                         self._key_listeners.append(lambda: cleanup.step(time()))
         return table
 
-    def _create(self, table: StateTable, descriptor: StateDescriptor, ns: Any) -> InternalKvState:
-        kind = table.kind
+    def _create(
+        self, table: StateTable, descriptor: StateDescriptor, ns: object
+    ) -> InternalKvState:
         cfg = table.ttl_config
-        if kind == "reducing":
-            fn = descriptor.reduce  # type: ignore[attr-defined]
+        if isinstance(descriptor, ReducingStateDescriptor):
+            fn = descriptor.reduce
             if cfg is None:
                 return HeapReducingState(self, table, ns, fn)
             return TtlReducingState(self, table, ns, cfg, self._time, fn)
-        if kind == "aggregating":
-            agg = descriptor.get_agg_function()  # type: ignore[attr-defined]
+        if isinstance(descriptor, AggregatingStateDescriptor):
+            agg: AggregateLike = descriptor.get_agg_function()
             if cfg is None:
                 return HeapAggregatingState(self, table, ns, agg)
             return TtlAggregatingState(self, table, ns, cfg, self._time, agg)
+        kind = table.kind
         if cfg is None:
             return _PLAIN[kind](self, table, ns)
-        return _TTL[kind](self, table, ns, cfg, self._time)  # type: ignore[call-arg]
+        return _TTL[kind](self, table, ns, cfg, self._time)
 
-    def get_partitioned_state(self, descriptor: StateDescriptor, namespace: Any = None) -> State:
+    def get_partitioned_state(self, descriptor: StateDescriptor, namespace: object = None) -> State:
         """The state object for ``descriptor``, scoped to ``namespace`` (``None``: the void
         namespace of ``KeyedProcessFunction``) and to the current key at each call.
 
@@ -333,8 +375,8 @@ class HeapKeyedStateBackend:
             state = self._void_states.get(table.name)
             if state is None:
                 state = self._void_states[table.name] = self._create(table, descriptor, None)
-            return state  # type: ignore[return-value]
-        return self._create(table, descriptor, namespace)  # type: ignore[return-value]
+            return state
+        return self._create(table, descriptor, namespace)
 
     def get_internal_state(self, descriptor: StateDescriptor) -> InternalKvState:
         """A new state object for operators: ``set_current_namespace(ns)`` scopes it, and list,
@@ -348,11 +390,11 @@ class HeapKeyedStateBackend:
         values not yet cleaned up)."""
         return sum(t.num_entries() for t in self._tables.values())
 
-    def key_entries(self, key: Any, key_group: int) -> dict[str, dict[tuple[Any, Any], Any]]:
+    def key_entries(self, key: object, key_group: int) -> KeyEntries:
         """Copies of every entry of ``key`` (all states, all namespaces), to roll back to with
         :meth:`reset_key_entries`; values are deep-copied where they can be, so changes made
         in place are rolled back too. O(entries of the key group)."""
-        out: dict[str, dict[tuple[Any, Any], Any]] = {}
+        out: KeyEntries = {}
         for name, table in self._tables.items():
             data = table.data[key_group]
             if not data:
@@ -365,9 +407,7 @@ class HeapKeyedStateBackend:
                     out[name] = {k: copy_raw(table.kind, v) for k, v in mine.items()}
         return out
 
-    def reset_key_entries(
-        self, key: Any, key_group: int, saved: dict[str, dict[tuple[Any, Any], Any]]
-    ) -> None:
+    def reset_key_entries(self, key: object, key_group: int, saved: KeyEntries) -> None:
         """Make the entries of ``key`` exactly ``saved`` (from :meth:`key_entries`)."""
         for name, table in self._tables.items():
             data = table.data[key_group]
@@ -378,7 +418,7 @@ class HeapKeyedStateBackend:
                 del data[k]
             data.update(old)
 
-    def get_keys(self, state_name: str, namespace: Any) -> Iterator[Any]:
+    def get_keys(self, state_name: str, namespace: object) -> Iterator[object]:
         """The keys with an entry of ``state_name`` in ``namespace`` (a snapshot: state may be
         changed while iterating). Empty for an unknown state."""
         table = self._tables.get(state_name)
@@ -397,13 +437,13 @@ class HeapKeyedStateBackend:
         self._key_listeners.clear()
         self._kg_cache.clear()
         self.current_key = None
-        self.current_key_group = None
+        self.current_key_group = NO_KEY_GROUP
         self._start, self._end = 0, -1  # every key is out of range: set_current_key raises
         self._disposed = True
 
     # ------------------------------------------------------------------ snapshot / restore
 
-    def snapshot_state(self) -> tuple[dict[str, dict[str, Any]], dict[int, dict[str, list[Any]]]]:
+    def snapshot_state(self) -> tuple[dict[str, StateMeta], StateSnapshot]:
         """Plain data: ``(meta, per_key_group)``.
 
         ``meta[name] = {"kind": ..., "ttl": bool}``; ``per_key_group[kg][name]`` is a list of
@@ -414,7 +454,7 @@ class HeapKeyedStateBackend:
         if self._disposed:
             raise RuntimeError("the keyed state backend was disposed; nothing to snapshot")
         names = sorted(self._tables)
-        meta = {n: {"kind": self._tables[n].kind, "ttl": self._tables[n].ttl} for n in names}
+        meta = {n: StateMeta(kind=self._tables[n].kind, ttl=self._tables[n].ttl) for n in names}
         purge: dict[str, int] = {}
         now = 0
         for n in names:
@@ -423,9 +463,9 @@ class HeapKeyedStateBackend:
                 purge[n] = cfg.get_ttl().to_milliseconds()
         if purge:
             now = self._time()
-        per_key_group: dict[int, dict[str, list[Any]]] = {}
+        per_key_group: StateSnapshot = {}
         for kg in range(self._start, self._end + 1):
-            by_name: dict[str, list[Any]] = {}
+            by_name: dict[str, list[StateEntry]] = {}
             for n in names:
                 table = self._tables[n]
                 d = table.data[kg]
@@ -433,7 +473,7 @@ class HeapKeyedStateBackend:
                     continue
                 kind = table.kind
                 ttl = purge.get(n)
-                entries = []
+                entries: list[StateEntry] = []
                 for (key, ns), raw in d.items():
                     if ttl is not None:
                         raw = purge_expired(kind, raw, now, ttl)
@@ -448,8 +488,8 @@ class HeapKeyedStateBackend:
 
     def restore_state(
         self,
-        meta: Mapping[str, Mapping[str, Any]],
-        per_key_group: Mapping[int, Mapping[str, Any]],
+        meta: Mapping[str, Mapping[str, object]],
+        per_key_group: Mapping[int, Mapping[str, Iterable[StateEntry]]],
         *,
         trusted: bool = False,
     ) -> None:
@@ -474,8 +514,8 @@ class HeapKeyedStateBackend:
                 f"per_key_group must be a dict {{key_group: {{state_name: [entries]}}}}, got "
                 f"{type(per_key_group).__name__}"
             )
-        staged: list[tuple[str, int, tuple[Any, Any], Any]] = []
-        seen: set[tuple[str, int, Any, Any]] = set()
+        staged: list[tuple[str, int, EntryKey, object]] = []
+        seen: set[tuple[str, int, object, object]] = set()
         for kg, by_name in per_key_group.items():
             if type(kg) is not int or not 0 <= kg < self._max_parallelism:
                 raise ValueError(
@@ -523,15 +563,18 @@ class HeapKeyedStateBackend:
         for name, (kind, ttl) in kinds.items():
             if name not in self._tables:
                 self._tables[name] = StateTable(name, kind, ttl, self._max_parallelism, self._range)
+        views = {name: table.in_range() for name, table in self._tables.items()}
         for name, kg, key_ns, raw in staged:
-            self._tables[name].data[kg][key_ns] = raw  # type: ignore[index]
+            views[name][kg][key_ns] = raw
         for name in {name for name, _, _, _ in staged}:
             cleanup = self._tables[name].cleanup
             if cleanup is not None:
                 cleanup.reset()  # restored values may be old: drop the "nothing expires" bound
 
     def _restore_trusted(
-        self, kinds: dict[str, tuple[str, bool]], per_key_group: Mapping[int, Mapping[str, Any]]
+        self,
+        kinds: dict[str, tuple[str, bool]],
+        per_key_group: Mapping[int, Mapping[str, Iterable[StateEntry]]],
     ) -> None:
         for name, (kind, ttl) in kinds.items():
             if name not in self._tables:
@@ -541,15 +584,15 @@ class HeapKeyedStateBackend:
             if not start <= kg <= end:
                 continue
             for name, entries in by_name.items():
-                data = self._tables[name].data[kg]
+                data = self._tables[name].in_range()[kg]
                 for key, ns, raw in entries:
-                    data[(key, ns)] = raw  # type: ignore[index]
+                    data[(key, ns)] = raw
         for name in kinds:
             cleanup = self._tables[name].cleanup
             if cleanup is not None:
                 cleanup.reset()
 
-    def _check_meta(self, meta: Any) -> dict[str, tuple[str, bool]]:
+    def _check_meta(self, meta: object) -> dict[str, tuple[str, bool]]:
         if not isinstance(meta, Mapping):
             raise ValueError(
                 f"meta must be a dict {{state_name: {{'kind': ..., 'ttl': bool}}}}, got "
@@ -577,8 +620,8 @@ class HeapKeyedStateBackend:
         return kinds
 
     def _check_entry(
-        self, entry: Any, where: str, kg: int, kind: str, ttl: bool
-    ) -> tuple[tuple[Any, Any], Any] | None:
+        self, entry: object, where: str, kg: int, kind: str, ttl: bool
+    ) -> tuple[EntryKey, object] | None:
         if not isinstance(entry, (tuple, list)) or len(entry) != 3:
             raise ValueError(f"{where} must be a (key, namespace, raw_value) triple, got {entry!r}")
         key, ns, raw = entry

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sparktide.runtime.state.heap import StateTable
+from sparktide.runtime.state.heap import EntryKey, KeyGroupDict, StateTable
+
+# A TTL table's raw values are typed Any here: their shape ((value, ts), a list of them or a
+# dict of them) follows the table's kind string, which the checker cannot narrow on.
 
 __all__ = ["IncrementalCleanup", "purge_expired"]
 
@@ -45,7 +48,7 @@ def _min_ts(kind: str, raw: Any) -> int:
         return min(e[1] for e in raw)
     if kind == "map":
         return min(e[1] for e in raw.values())
-    return raw[1]  # type: ignore[no-any-return]
+    return raw[1]
 
 
 _MIN = -(2**63)
@@ -87,7 +90,7 @@ class IncrementalCleanup:
     )
 
     def __init__(self, table: StateTable, ttl: int, cleanup_size: int) -> None:
-        self._data = table.data
+        self._data: list[KeyGroupDict[Any]] = table.in_range()
         self._kgs = table.key_groups
         self._kind = table.kind
         self._ttl = ttl
@@ -100,9 +103,9 @@ class IncrementalCleanup:
         """Forget the current pass and its bound (entries were added from outside, e.g. by a
         restore)."""
         self._kg_pos = -1
-        self._items: list[tuple[Any, Any]] = []
+        self._items: list[tuple[EntryKey, Any]] = []
         self._pos = 0
-        self._d: dict[Any, Any] = {}
+        self._d: KeyGroupDict[Any] = {}
         self._pass_start: int | None = None
         self._pass_min_ts: int | None = None
         self._quiet_until: int | None = None
@@ -152,7 +155,7 @@ class IncrementalCleanup:
                     items, pos = [], 0
                     break
             self._kg_pos = i
-            d = self._data[kgs[i]]  # type: ignore[assignment]
+            d = self._data[kgs[i]]
             items, pos = [], 0
             if not d:
                 continue
@@ -173,7 +176,7 @@ class IncrementalCleanup:
         if self._pass_min_ts is None or ts < self._pass_min_ts:
             self._pass_min_ts = ts
 
-    def _purge(self, d: dict[Any, Any], chunk: list[tuple[Any, Any]], now: int) -> None:
+    def _purge(self, d: KeyGroupDict[Any], chunk: list[tuple[EntryKey, Any]], now: int) -> None:
         """Drop the expired values among ``chunk`` (``(entry_key, raw)`` as listed earlier)."""
         limit = now - self._ttl
         kind = self._kind

@@ -23,31 +23,41 @@ every dict entry holds a value.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, cast
 
-from sparktide.datastream.state import (
+from sparktide.core.state import (
     AggregatingState,
     ListState,
     MapState,
     ReducingState,
+    State,
     ValueState,
 )
 from sparktide.runtime.keygroups import KeyGroupRange
 
 if TYPE_CHECKING:
-    from sparktide.datastream.state import StateTtlConfig
+    from sparktide.core.state import StateTtlConfig
     from sparktide.runtime.state.backend import HeapKeyedStateBackend
+    from sparktide.runtime.state.cleanup import IncrementalCleanup
 
 __all__ = [
     "KINDS",
+    "AggregateLike",
+    "EntryKey",
     "HeapAggregatingState",
+    "HeapKvState",
     "HeapListState",
     "HeapMapState",
     "HeapReducingState",
     "HeapValueState",
     "InternalKvState",
+    "InternalMergingState",
+    "KeyGroupDict",
+    "Reducer",
     "StateTable",
+    "TtlEntry",
     "check_raw",
     "copy_raw",
     "describe_kind",
@@ -55,6 +65,32 @@ __all__ = [
 
 KINDS = ("value", "list", "map", "reducing", "aggregating")
 """The state kinds, as written in snapshot metadata."""
+
+R = TypeVar("R")
+"""The raw value of a state object's entries (fixed by its kind and TTL setting)."""
+
+EntryKey = tuple[object, object]
+"""The key of an entry in a key group's dict: ``(key, namespace)``."""
+
+KeyGroupDict = dict[EntryKey, R]
+"""The entries of one state in one key group: ``(key, namespace) -> raw value``."""
+
+TtlEntry = tuple[object, int]
+"""A user value with TTL: ``(value, last_access_ts)``."""
+
+Reducer = Callable[[object, object], object]
+"""A reducing state's function ``(a, b) -> combined``."""
+
+
+class AggregateLike(Protocol):
+    """What aggregating state needs of its aggregate function (an ``AggregateFunction`` or any
+    object with these methods; ``merge`` is looked up when namespaces merge)."""
+
+    def create_accumulator(self) -> object: ...
+
+    def add(self, value: object, accumulator: object) -> object: ...
+
+    def get_result(self, accumulator: object) -> object: ...
 
 
 def describe_kind(kind: str, ttl: bool) -> str:
@@ -89,25 +125,32 @@ class StateTable:
         self.ttl = ttl
         self.ttl_config: StateTtlConfig | None = None
         self.registered = False
-        self.cleanup: Any = None  # incremental TTL cleanup, set when a TTL descriptor registers
+        # incremental TTL cleanup, set when a TTL descriptor registers
+        self.cleanup: IncrementalCleanup | None = None
         self.key_groups = range(key_group_range.start, key_group_range.end + 1)
-        data: list[dict[tuple[Any, Any], Any] | None] = [None] * max_parallelism
+        data: list[KeyGroupDict[object] | None] = [None] * max_parallelism
         for kg in self.key_groups:
             data[kg] = {}
         self.data = data
 
     def num_entries(self) -> int:
-        data = self.data
-        return sum(len(data[kg]) for kg in self.key_groups)  # type: ignore[arg-type]
+        data = self.in_range()
+        return sum(len(data[kg]) for kg in self.key_groups)
 
-    def keys(self, namespace: Any) -> list[Any]:
+    def keys(self, namespace: object) -> list[object]:
         """The keys holding an entry in ``namespace``, by key group then insertion order."""
-        data = self.data
-        return [k for kg in self.key_groups for (k, ns) in data[kg] if ns == namespace]  # type: ignore[union-attr]
+        data = self.in_range()
+        return [k for kg in self.key_groups for (k, ns) in data[kg] if ns == namespace]
 
     def clear(self) -> None:
+        data = self.in_range()
         for kg in self.key_groups:
-            self.data[kg].clear()  # type: ignore[union-attr]
+            data[kg].clear()
+
+    def in_range(self) -> list[KeyGroupDict[object]]:
+        """``data`` as read at the key groups of ``key_groups``, which all hold a dict (the
+        ``None`` slots lie outside the range and are never indexed through this view)."""
+        return cast("list[KeyGroupDict[object]]", self.data)
 
     def describe(self) -> str:
         return describe_kind(self.kind, self.ttl)
@@ -118,16 +161,16 @@ class StateTable:
 # --------------------------------------------------------------------------------------------
 
 
-def copy_raw(kind: str, raw: Any) -> Any:
+def copy_raw(kind: str, raw: object) -> object:
     """A copy of the containers of ``raw`` (user values are shared, never copied)."""
-    if kind == "list":
+    if kind == "list" and isinstance(raw, list):
         return list(raw)
-    if kind == "map":
+    if kind == "map" and isinstance(raw, dict):
         return dict(raw)
     return raw
 
 
-def _check_ts(pair: Any, where: str) -> tuple[Any, int]:
+def _check_ts(pair: object, where: str) -> TtlEntry:
     if not isinstance(pair, (tuple, list)) or len(pair) != 2:
         raise ValueError(
             f"{where} must be a (value, last_access_ts) pair for a state with TTL, got "
@@ -142,12 +185,12 @@ def _check_ts(pair: Any, where: str) -> tuple[Any, int]:
     return pair if type(pair) is tuple else (pair[0], ts)
 
 
-def _no_none(value: Any, where: str) -> None:
+def _no_none(value: object, where: str) -> None:
     if value is None:
         raise ValueError(f"{where} is None; a stored value is never None (None means no value)")
 
 
-def check_raw(kind: str, ttl: bool, raw: Any, where: str) -> Any:
+def check_raw(kind: str, ttl: bool, raw: object, where: str) -> object:
     """Validate a restored raw value and return the copy to store (``None``: nothing to store,
     e.g. an empty list). Raises ValueError naming ``where`` when the value does not fit.
 
@@ -164,7 +207,7 @@ def check_raw(kind: str, ttl: bool, raw: Any, where: str) -> Any:
                 f"{where}: the raw value of a list state must be a list, got "
                 f"{type(raw).__name__} ({raw!r})"
             )
-        out = []
+        out: list[object] = []
         for i, elem in enumerate(raw):
             if ttl:
                 elem = _check_ts(elem, f"{where}[{i}]")
@@ -185,8 +228,9 @@ def check_raw(kind: str, ttl: bool, raw: Any, where: str) -> Any:
     if kind not in KINDS:
         raise ValueError(f"unknown state kind {kind!r}; expected one of {', '.join(KINDS)}")
     if ttl:
-        raw = _check_ts(raw, where)
-        _no_none(raw[0], f"{where}[0]")
+        entry = _check_ts(raw, where)
+        _no_none(entry[0], f"{where}[0]")
+        return entry
     else:
         _no_none(raw, where)
     return raw
@@ -197,47 +241,84 @@ def check_raw(kind: str, ttl: bool, raw: Any, where: str) -> Any:
 # --------------------------------------------------------------------------------------------
 
 
-class InternalKvState:
+class InternalKvState(State):
+    """A keyed state object as operators see it (Flink's ``InternalKvState``): scoped to the
+    backend's current key and to a namespace set with :meth:`set_current_namespace`."""
+
+    __slots__ = ()
+
+    @property
+    @abstractmethod
+    def name(self) -> str:
+        """The state's name (its descriptor's)."""
+
+    @abstractmethod
+    def set_current_namespace(self, namespace: object) -> None:
+        """Scope further calls to ``namespace`` (any hashable; ``None`` is the void namespace)."""
+
+    @abstractmethod
+    def get_current_namespace(self) -> object: ...
+
+
+class InternalMergingState(Protocol):
+    """What an operator uses of a list, reducing or aggregating state whose namespaces merge
+    (window contents; Flink's ``InternalMergingState``)."""
+
+    def set_current_namespace(self, namespace: object) -> None: ...
+
+    def get(self) -> object: ...
+
+    def add(self, value: object) -> None: ...
+
+    def clear(self) -> None: ...
+
+    def merge_namespaces(self, target: object, sources: Iterable[object]) -> None: ...
+
+
+class HeapKvState(InternalKvState, Generic[R]):
     """Base of the heap state objects: bound to a backend, a table and a current namespace.
 
-    The same class serves users (bound once to a namespace, ``None`` for the void namespace)
-    and operators (``set_current_namespace`` per window).
+    ``R`` is the raw value of the entries (see the module docstring). The same class serves
+    users (bound once to a namespace, ``None`` for the void namespace) and operators
+    (``set_current_namespace`` per window).
     """
 
     __slots__ = ("_backend", "_data", "_ns", "_table")
 
     def __init__(
-        self, backend: HeapKeyedStateBackend, table: StateTable, namespace: Any = None
+        self, backend: HeapKeyedStateBackend, table: StateTable, namespace: object = None
     ) -> None:
         self._backend = backend
         self._table = table
-        self._data = table.data
+        # The table's kind fixes the raw values; a state indexes only the current key's key
+        # group, which set_current_key keeps inside the range (never a None slot).
+        self._data = cast("list[KeyGroupDict[R]]", table.data)
         self._ns = namespace
 
     @property
     def name(self) -> str:
         return self._table.name
 
-    def set_current_namespace(self, namespace: Any) -> None:
+    def set_current_namespace(self, namespace: object) -> None:
         """Scope further calls to ``namespace`` (any hashable; ``None`` is the void namespace)."""
         self._ns = namespace
 
-    def get_current_namespace(self) -> Any:
+    def get_current_namespace(self) -> object:
         return self._ns
 
-    def _slot(self) -> tuple[dict[tuple[Any, Any], Any], tuple[Any, Any]]:
+    def _slot(self) -> tuple[KeyGroupDict[R], EntryKey]:
         """The current key group's dict and the current entry key ``(key, namespace)``.
 
         Raises the backend's clear error when no key is current.
         """
         b = self._backend
         try:
-            return self._data[b.current_key_group], (b.current_key, self._ns)  # type: ignore[index]
+            return self._data[b.current_key_group], (b.current_key, self._ns)
         except TypeError:
             b.check_key()
             raise
 
-    def _current(self) -> Any:
+    def _current(self) -> R | None:
         """The raw value stored for the current key and namespace (``None`` if absent)."""
         b = self._backend
         try:
@@ -254,19 +335,19 @@ class InternalKvState:
         return f"{type(self).__name__}({self._table.name!r}, namespace={self._ns!r})"
 
 
-class MergingMixin:
+class MergingMixin(HeapKvState[R]):
     """``merge_namespaces`` on top of ``_merge_raw(a, b)`` (Flink's AbstractHeapMergingState)."""
 
     __slots__ = ()
 
-    def _merge_raw(self, a: Any, b: Any) -> Any:  # pragma: no cover - overridden
+    def _merge_raw(self, a: R, b: R) -> R | None:  # pragma: no cover - overridden
         raise NotImplementedError
 
-    def merge_namespaces(self, target: Any, sources: Iterable[Any]) -> None:
+    def merge_namespaces(self, target: object, sources: Iterable[object]) -> None:
         """Merge the values of ``sources`` into ``target`` for the current key, removing the
         sources. The target's value comes first (list order, reduce/merge argument order)."""
-        d, (key, _) = self._slot()  # type: ignore[attr-defined]
-        merged = None
+        d, (key, _) = self._slot()
+        merged: R | None = None
         for source in sources:
             if source == target:
                 continue
@@ -283,12 +364,12 @@ class MergingMixin:
                 d[(key, target)] = merged
 
 
-class HeapValueState(InternalKvState, ValueState):
+class HeapValueState(HeapKvState[object], ValueState[object]):
     """:class:`ValueState` on the heap."""
 
     __slots__ = ()
 
-    def value(self) -> Any:
+    def value(self) -> object:
         b = self._backend
         try:
             return self._data[b.current_key_group].get((b.current_key, self._ns))
@@ -296,7 +377,7 @@ class HeapValueState(InternalKvState, ValueState):
             b.check_key()
             raise
 
-    def update(self, value: Any) -> None:
+    def update(self, value: object) -> None:
         b = self._backend
         try:
             if value is None:
@@ -308,7 +389,7 @@ class HeapValueState(InternalKvState, ValueState):
             raise
 
 
-def list_values(values: Iterable[Any], name: str) -> list[Any]:
+def list_values(values: Iterable[object], name: str) -> list[object]:
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
         raise TypeError(
             f"{name} must be an iterable of elements (e.g. a list), got "
@@ -321,7 +402,7 @@ def list_values(values: Iterable[Any], name: str) -> list[Any]:
     return out
 
 
-def check_mapping(dict_value: Any) -> None:
+def check_mapping(dict_value: object) -> None:
     """Raise TypeError unless ``dict_value`` is a mapping (the argument of ``put_all``)."""
     if not isinstance(dict_value, Mapping):
         raise TypeError(
@@ -329,7 +410,7 @@ def check_mapping(dict_value: Any) -> None:
         )
 
 
-def check_not_none(value: Any) -> None:
+def check_not_none(value: object) -> None:
     if value is None:
         raise ValueError(
             "value is None; a ListState cannot hold None elements (as in Flink); "
@@ -337,16 +418,16 @@ def check_not_none(value: Any) -> None:
         )
 
 
-class HeapListState(MergingMixin, InternalKvState, ListState):
+class HeapListState(MergingMixin[list[object]], ListState[object]):
     """:class:`ListState` on the heap; ``get()`` returns a copy of the list."""
 
     __slots__ = ()
 
-    def get(self) -> list[Any]:
+    def get(self) -> list[object]:
         lst = self._current()
         return [] if lst is None else lst.copy()
 
-    def add(self, value: Any) -> None:
+    def add(self, value: object) -> None:
         if value is None:
             check_not_none(value)
         d, k = self._slot()
@@ -356,7 +437,7 @@ class HeapListState(MergingMixin, InternalKvState, ListState):
         else:
             lst.append(value)
 
-    def add_all(self, values: Iterable[Any]) -> None:
+    def add_all(self, values: Iterable[object]) -> None:
         new = list_values(values, "values")
         if not new:
             return
@@ -367,7 +448,7 @@ class HeapListState(MergingMixin, InternalKvState, ListState):
         else:
             lst.extend(new)
 
-    def update(self, values: Iterable[Any]) -> None:
+    def update(self, values: Iterable[object]) -> None:
         new = list_values(values, "values")
         d, k = self._slot()
         if new:
@@ -375,21 +456,21 @@ class HeapListState(MergingMixin, InternalKvState, ListState):
         else:
             d.pop(k, None)
 
-    def _merge_raw(self, a: list[Any], b: list[Any]) -> list[Any]:
+    def _merge_raw(self, a: list[object], b: list[object]) -> list[object]:
         a.extend(b)
         return a
 
 
-class HeapMapState(InternalKvState, MapState):
+class HeapMapState(HeapKvState[dict[object, object]], MapState[object, object]):
     """:class:`MapState` on the heap; ``items()``, ``keys()`` and ``values()`` are snapshots."""
 
     __slots__ = ()
 
-    def get(self, key: Any) -> Any:
+    def get(self, key: object) -> object:
         m = self._current()
         return None if m is None else m.get(key)
 
-    def put(self, key: Any, value: Any) -> None:
+    def put(self, key: object, value: object) -> None:
         d, k = self._slot()
         m = d.get(k)
         if m is None:
@@ -397,7 +478,7 @@ class HeapMapState(InternalKvState, MapState):
         else:
             m[key] = value
 
-    def put_all(self, dict_value: Mapping[Any, Any]) -> None:
+    def put_all(self, dict_value: Mapping[object, object]) -> None:
         check_mapping(dict_value)
         if not dict_value:
             return
@@ -408,7 +489,7 @@ class HeapMapState(InternalKvState, MapState):
         else:
             m.update(dict_value)
 
-    def remove(self, key: Any) -> None:
+    def remove(self, key: object) -> None:
         d, k = self._slot()
         m = d.get(k)
         if m is not None:
@@ -416,30 +497,30 @@ class HeapMapState(InternalKvState, MapState):
             if not m:
                 del d[k]
 
-    def contains(self, key: Any) -> bool:
+    def contains(self, key: object) -> bool:
         m = self._current()
         return m is not None and key in m
 
-    def items(self) -> list[tuple[Any, Any]]:
+    def items(self) -> list[tuple[object, object]]:
         m = self._current()
         return [] if m is None else list(m.items())
 
-    def keys(self) -> list[Any]:
+    def keys(self) -> list[object]:
         m = self._current()
         return [] if m is None else list(m)
 
-    def values(self) -> list[Any]:
+    def values(self) -> list[object]:
         m = self._current()
         return [] if m is None else list(m.values())
 
     def is_empty(self) -> bool:
         return self._current() is None
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> Iterator[object]:
         return iter(self.keys())
 
 
-class HeapReducingState(MergingMixin, InternalKvState, ReducingState):
+class HeapReducingState(MergingMixin[object], ReducingState[object]):
     """:class:`ReducingState` on the heap."""
 
     __slots__ = ("_reduce",)
@@ -448,16 +529,16 @@ class HeapReducingState(MergingMixin, InternalKvState, ReducingState):
         self,
         backend: HeapKeyedStateBackend,
         table: StateTable,
-        namespace: Any,
-        reduce: Callable[[Any, Any], Any],
+        namespace: object,
+        reduce: Reducer,
     ) -> None:
         super().__init__(backend, table, namespace)
         self._reduce = reduce
 
-    def get(self) -> Any:
+    def get(self) -> object:
         return self._current()
 
-    def add(self, value: Any) -> None:
+    def add(self, value: object) -> None:
         d, k = self._slot()
         if value is None:
             d.pop(k, None)
@@ -465,26 +546,30 @@ class HeapReducingState(MergingMixin, InternalKvState, ReducingState):
         old = d.get(k)
         d[k] = value if old is None else checked_reduce(self._reduce, old, value)
 
-    def _merge_raw(self, a: Any, b: Any) -> Any:
+    def _merge_raw(self, a: object, b: object) -> object:
         return checked_reduce(self._reduce, a, b)
 
 
-class HeapAggregatingState(MergingMixin, InternalKvState, AggregatingState):
+class HeapAggregatingState(MergingMixin[object], AggregatingState[object, object]):
     """:class:`AggregatingState` on the heap: stores the accumulator."""
 
     __slots__ = ("_agg",)
 
     def __init__(
-        self, backend: HeapKeyedStateBackend, table: StateTable, namespace: Any, agg: Any
+        self,
+        backend: HeapKeyedStateBackend,
+        table: StateTable,
+        namespace: object,
+        agg: AggregateLike,
     ) -> None:
         super().__init__(backend, table, namespace)
         self._agg = agg
 
-    def get(self) -> Any:
+    def get(self) -> object:
         acc = self._current()
         return None if acc is None else self._agg.get_result(acc)
 
-    def add(self, value: Any) -> None:
+    def add(self, value: object) -> None:
         d, k = self._slot()
         if value is None:
             d.pop(k, None)
@@ -497,18 +582,18 @@ class HeapAggregatingState(MergingMixin, InternalKvState, AggregatingState):
             raise returned_none_error(self._agg, "add")
         d[k] = acc
 
-    def _merge_raw(self, a: Any, b: Any) -> Any:
+    def _merge_raw(self, a: object, b: object) -> object:
         return merge_accumulators(self._agg, a, b)
 
 
-def returned_none_error(fn: Any, method: str) -> TypeError:
+def returned_none_error(fn: object, method: str) -> TypeError:
     return TypeError(
         f"{type(fn).__name__}.{method} returned None; it must return the new value "
         "(the updated accumulator), not change it in place and return nothing"
     )
 
 
-def checked_reduce(reduce: Callable[[Any, Any], Any], a: Any, b: Any) -> Any:
+def checked_reduce(reduce: Reducer, a: object, b: object) -> object:
     """``reduce(a, b)``; a ``None`` result is an error (state values are never None)."""
     out = reduce(a, b)
     if out is None:
@@ -519,7 +604,7 @@ def checked_reduce(reduce: Callable[[Any, Any], Any], a: Any, b: Any) -> Any:
     return out
 
 
-def merge_accumulators(agg: Any, a: Any, b: Any) -> Any:
+def merge_accumulators(agg: AggregateLike, a: object, b: object) -> object:
     """``agg.merge(a, b)``, with a clear error when the aggregate function cannot merge."""
     merge = getattr(agg, "merge", None)
     if not callable(merge):

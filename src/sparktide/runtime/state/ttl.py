@@ -15,7 +15,7 @@ These classes are separate from the plain heap states, so states without TTL pay
 
 >>> from sparktide.runtime.keygroups import KeyGroupRange
 >>> from sparktide.runtime.state import HeapKeyedStateBackend
->>> from sparktide.datastream.state import ValueStateDescriptor
+>>> from sparktide.core.state import ValueStateDescriptor
 >>> clock = [0]
 >>> b = HeapKeyedStateBackend(max_parallelism=128, key_group_range=KeyGroupRange(0, 127),
 ...                           time_provider=lambda: clock[0])
@@ -31,9 +31,9 @@ True
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from sparktide.datastream.state import (
+from sparktide.core.state import (
     AggregatingState,
     ListState,
     MapState,
@@ -43,9 +43,15 @@ from sparktide.datastream.state import (
 )
 from sparktide.runtime.state.cleanup import IncrementalCleanup, purge_expired
 from sparktide.runtime.state.heap import (
-    InternalKvState,
+    AggregateLike,
+    EntryKey,
+    HeapKvState,
+    KeyGroupDict,
     MergingMixin,
+    R,
+    Reducer,
     StateTable,
+    TtlEntry,
     check_mapping,
     check_not_none,
     checked_reduce,
@@ -62,11 +68,12 @@ __all__ = [
     "TtlListState",
     "TtlMapState",
     "TtlReducingState",
+    "TtlState",
     "TtlValueState",
 ]
 
 
-class _TtlState(InternalKvState):
+class TtlState(HeapKvState[R]):
     """Common part of the TTL states: the clock, the config flags and the access hook."""
 
     __slots__ = ("_cleanup", "_on_read", "_return_expired", "_time", "_ttl")
@@ -75,7 +82,7 @@ class _TtlState(InternalKvState):
         self,
         backend: HeapKeyedStateBackend,
         table: StateTable,
-        namespace: Any,
+        namespace: object,
         config: StateTtlConfig,
         time_provider: Callable[[], int],
     ) -> None:
@@ -89,7 +96,7 @@ class _TtlState(InternalKvState):
         )
         self._cleanup: IncrementalCleanup | None = table.cleanup
 
-    def _enter(self) -> tuple[dict[Any, Any], tuple[Any, Any], int]:
+    def _enter(self) -> tuple[KeyGroupDict[R], EntryKey, int]:
         """The current key group's dict, the entry key and now; runs the cleanup hook."""
         now = self._time()
         c = self._cleanup
@@ -100,12 +107,12 @@ class _TtlState(InternalKvState):
         # InternalKvState._slot() inlined: one call less on every TTL access
         b = self._backend
         try:
-            return self._data[b.current_key_group], (b.current_key, self._ns), now  # type: ignore[return-value]
+            return self._data[b.current_key_group], (b.current_key, self._ns), now
         except TypeError:
             b.check_key()
             raise
 
-    def _read_single(self) -> Any:
+    def _read_single(self: TtlState[TtlEntry]) -> TtlEntry | None:
         """The ``(value, ts)`` entry after the TTL check (``None`` when hidden or absent)."""
         d, k, now = self._enter()
         e = d.get(k)
@@ -118,13 +125,13 @@ class _TtlState(InternalKvState):
             d[k] = (e[0], now)
         return e
 
-    def _unexpired(self, e: Any, now: int) -> Any:
+    def _unexpired(self, e: TtlEntry | None, now: int) -> object:
         """The user value of entry ``e`` if visible, else ``None`` (Flink's getUnexpired)."""
         if e is None or (not self._return_expired and e[1] + self._ttl <= now):
             return None
         return e[0]
 
-    def _merge_unexpired(self, a: Any, b: Any, combine: Callable[[Any, Any], Any]) -> Any:
+    def _merge_unexpired(self, a: TtlEntry, b: TtlEntry, combine: Reducer) -> TtlEntry | None:
         """Merge entries ``a`` and ``b`` of a single-value state into ``(value, now)``:
         ``combine`` of their visible values, the one visible value, or ``None`` if neither is."""
         now = self._time()
@@ -140,14 +147,14 @@ class _TtlState(InternalKvState):
         d.pop(k, None)
 
 
-class TtlValueState(_TtlState, ValueState):
+class TtlValueState(TtlState[TtlEntry], ValueState[object]):
     """:class:`ValueState` with TTL."""
 
     __slots__ = ()
 
     # value() and update() inline _enter(): they are the hottest TTL paths
 
-    def value(self) -> Any:
+    def value(self) -> object:
         now = self._time()
         c = self._cleanup
         if c is not None:
@@ -171,7 +178,7 @@ class TtlValueState(_TtlState, ValueState):
             d[k] = (e[0], now)
         return e[0]
 
-    def update(self, value: Any) -> None:
+    def update(self, value: object) -> None:
         now = self._time()
         c = self._cleanup
         if c is not None:
@@ -190,12 +197,12 @@ class TtlValueState(_TtlState, ValueState):
             d[(b.current_key, self._ns)] = (value, now)
 
 
-class TtlListState(MergingMixin, _TtlState, ListState):
+class TtlListState(MergingMixin[list[TtlEntry]], TtlState[list[TtlEntry]], ListState[object]):
     """:class:`ListState` with TTL per element."""
 
     __slots__ = ()
 
-    def get(self) -> list[Any]:
+    def get(self) -> list[object]:
         d, k, now = self._enter()
         lst = d.get(k)
         if lst is None:
@@ -215,7 +222,7 @@ class TtlListState(MergingMixin, _TtlState, ListState):
             d[k] = [(e[0], now) for e in alive]
         return result
 
-    def add(self, value: Any) -> None:
+    def add(self, value: object) -> None:
         if value is None:
             check_not_none(value)
         d, k, now = self._enter()
@@ -225,7 +232,7 @@ class TtlListState(MergingMixin, _TtlState, ListState):
         else:
             lst.append((value, now))
 
-    def add_all(self, values: Iterable[Any]) -> None:
+    def add_all(self, values: Iterable[object]) -> None:
         new = list_values(values, "values")
         if not new:
             return
@@ -237,7 +244,7 @@ class TtlListState(MergingMixin, _TtlState, ListState):
         else:
             lst.extend(wrapped)
 
-    def update(self, values: Iterable[Any]) -> None:
+    def update(self, values: Iterable[object]) -> None:
         new = list_values(values, "values")
         d, k, now = self._enter()
         if new:
@@ -245,17 +252,17 @@ class TtlListState(MergingMixin, _TtlState, ListState):
         else:
             d.pop(k, None)
 
-    def _merge_raw(self, a: list[Any], b: list[Any]) -> list[Any]:
+    def _merge_raw(self, a: list[TtlEntry], b: list[TtlEntry]) -> list[TtlEntry]:
         a.extend(b)  # elements keep their own timestamps, as in Flink
         return a
 
 
-class TtlMapState(_TtlState, MapState):
+class TtlMapState(TtlState[dict[object, TtlEntry]], MapState[object, object]):
     """:class:`MapState` with TTL per map entry."""
 
     __slots__ = ()
 
-    def _entry(self, key: Any) -> Any:
+    def _entry(self, key: object) -> TtlEntry | None:
         """The ``(value, ts)`` of map key ``key`` after the TTL check, or ``None``."""
         d, k, now = self._enter()
         m = d.get(k)
@@ -273,15 +280,15 @@ class TtlMapState(_TtlState, MapState):
             m[key] = (e[0], now)
         return e
 
-    def _visible(self) -> list[tuple[Any, Any]]:
+    def _visible(self) -> list[tuple[object, object]]:
         """The visible ``(map_key, value)`` pairs; drops expired ones, refreshes on read."""
         d, k, now = self._enter()
         m = d.get(k)
         if m is None:
             return []
         limit = now - self._ttl
-        out = []
-        expired = []
+        out: list[tuple[object, object]] = []
+        expired: list[object] = []
         on_read = self._on_read
         for mk, e in list(m.items()):
             if e[1] > limit:
@@ -299,11 +306,11 @@ class TtlMapState(_TtlState, MapState):
                 del d[k]
         return out
 
-    def get(self, key: Any) -> Any:
+    def get(self, key: object) -> object:
         e = self._entry(key)
         return None if e is None else e[0]
 
-    def put(self, key: Any, value: Any) -> None:
+    def put(self, key: object, value: object) -> None:
         d, k, now = self._enter()
         m = d.get(k)
         if m is None:
@@ -311,7 +318,7 @@ class TtlMapState(_TtlState, MapState):
         else:
             m[key] = (value, now)
 
-    def put_all(self, dict_value: Mapping[Any, Any]) -> None:
+    def put_all(self, dict_value: Mapping[object, object]) -> None:
         check_mapping(dict_value)
         if not dict_value:
             return
@@ -323,7 +330,7 @@ class TtlMapState(_TtlState, MapState):
         else:
             m.update(wrapped)
 
-    def remove(self, key: Any) -> None:
+    def remove(self, key: object) -> None:
         d, k, _ = self._enter()
         m = d.get(k)
         if m is not None:
@@ -331,16 +338,16 @@ class TtlMapState(_TtlState, MapState):
             if not m:
                 del d[k]
 
-    def contains(self, key: Any) -> bool:
+    def contains(self, key: object) -> bool:
         return self._entry(key) is not None
 
-    def items(self) -> list[tuple[Any, Any]]:
+    def items(self) -> list[tuple[object, object]]:
         return self._visible()
 
-    def keys(self) -> list[Any]:
+    def keys(self) -> list[object]:
         return [mk for mk, _ in self._visible()]
 
-    def values(self) -> list[Any]:
+    def values(self) -> list[object]:
         return [v for _, v in self._visible()]
 
     def is_empty(self) -> bool:
@@ -358,11 +365,11 @@ class TtlMapState(_TtlState, MapState):
             d[k] = alive
         return False
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> Iterator[object]:
         return iter(self.keys())
 
 
-class TtlReducingState(MergingMixin, _TtlState, ReducingState):
+class TtlReducingState(MergingMixin[TtlEntry], TtlState[TtlEntry], ReducingState[object]):
     """:class:`ReducingState` with TTL; the reduced value gets a fresh timestamp."""
 
     __slots__ = ("_reduce",)
@@ -371,19 +378,19 @@ class TtlReducingState(MergingMixin, _TtlState, ReducingState):
         self,
         backend: HeapKeyedStateBackend,
         table: StateTable,
-        namespace: Any,
+        namespace: object,
         config: StateTtlConfig,
         time_provider: Callable[[], int],
-        reduce: Callable[[Any, Any], Any],
+        reduce: Reducer,
     ) -> None:
         super().__init__(backend, table, namespace, config, time_provider)
         self._reduce = reduce
 
-    def get(self) -> Any:
+    def get(self) -> object:
         e = self._read_single()
         return None if e is None else e[0]
 
-    def add(self, value: Any) -> None:
+    def add(self, value: object) -> None:
         d, k, now = self._enter()
         if value is None:
             d.pop(k, None)
@@ -391,11 +398,13 @@ class TtlReducingState(MergingMixin, _TtlState, ReducingState):
         old = self._unexpired(d.get(k), now)
         d[k] = (value if old is None else checked_reduce(self._reduce, old, value), now)
 
-    def _merge_raw(self, a: Any, b: Any) -> Any:
+    def _merge_raw(self, a: TtlEntry, b: TtlEntry) -> TtlEntry | None:
         return self._merge_unexpired(a, b, lambda x, y: checked_reduce(self._reduce, x, y))
 
 
-class TtlAggregatingState(MergingMixin, _TtlState, AggregatingState):
+class TtlAggregatingState(
+    MergingMixin[TtlEntry], TtlState[TtlEntry], AggregatingState[object, object]
+):
     """:class:`AggregatingState` with TTL; the accumulator gets a fresh timestamp on add."""
 
     __slots__ = ("_agg",)
@@ -404,19 +413,19 @@ class TtlAggregatingState(MergingMixin, _TtlState, AggregatingState):
         self,
         backend: HeapKeyedStateBackend,
         table: StateTable,
-        namespace: Any,
+        namespace: object,
         config: StateTtlConfig,
         time_provider: Callable[[], int],
-        agg: Any,
+        agg: AggregateLike,
     ) -> None:
         super().__init__(backend, table, namespace, config, time_provider)
         self._agg = agg
 
-    def get(self) -> Any:
+    def get(self) -> object:
         e = self._read_single()
         return None if e is None else self._agg.get_result(e[0])
 
-    def add(self, value: Any) -> None:
+    def add(self, value: object) -> None:
         d, k, now = self._enter()
         if value is None:
             d.pop(k, None)
@@ -429,5 +438,5 @@ class TtlAggregatingState(MergingMixin, _TtlState, AggregatingState):
             raise returned_none_error(self._agg, "add")
         d[k] = (acc, now)
 
-    def _merge_raw(self, a: Any, b: Any) -> Any:
+    def _merge_raw(self, a: TtlEntry, b: TtlEntry) -> TtlEntry | None:
         return self._merge_unexpired(a, b, lambda x, y: merge_accumulators(self._agg, x, y))

@@ -21,17 +21,23 @@ timer 5
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from sparktide.runtime.keygroups import KeyGroupRange
-from sparktide.runtime.timers.queue import TimerEntry
+from sparktide.runtime.timers.queue import N, TimerEntry
 from sparktide.runtime.timers.service import InternalTimerService, KeyContext, Triggerable
 
-__all__ = ["InternalTimeServiceManager", "TimerSnapshot"]
+if TYPE_CHECKING:
+    from sparktide.runtime.processing_time import ProcessingTimeService
+
+__all__ = ["InternalTimeServiceManager", "ServiceTimers", "TimerSnapshot"]
 
 # per key group -> per service name -> (event entries, processing entries); entries are
 # (timestamp, seq, key, namespace, key_group) in (timestamp, seq) order.
-TimerSnapshot = dict[int, dict[str, tuple[list[TimerEntry], list[TimerEntry]]]]
+ServiceTimers = tuple[list[TimerEntry[object, object]], list[TimerEntry[object, object]]]
+"""The timers of one service: ``(event-time entries, processing-time entries)``."""
+
+TimerSnapshot = dict[int, dict[str, ServiceTimers]]
 
 
 class InternalTimeServiceManager:
@@ -39,32 +45,34 @@ class InternalTimeServiceManager:
 
     def __init__(
         self,
-        key_context: KeyContext,
-        processing_time_service: Any,
+        key_context: KeyContext[object],
+        processing_time_service: ProcessingTimeService,
         key_group_range: KeyGroupRange,
     ) -> None:
         self._key_context = key_context
         self._pts = processing_time_service
         self._range = key_group_range
-        self._services: dict[str, InternalTimerService] = {}
+        # The namespace type of each service is its operator's (None, a window, ...): they are
+        # kept as object here and typed again for the operator that asks for its service.
+        self._services: dict[str, InternalTimerService[object, object]] = {}
 
     def get_internal_timer_service(
-        self, name: str, triggerable: Triggerable
-    ) -> InternalTimerService:
+        self, name: str, triggerable: Triggerable[object, N]
+    ) -> InternalTimerService[object, N]:
         """The service called ``name``, created on first use and bound to ``triggerable``."""
         if not isinstance(name, str) or not name:
             raise ValueError(f"name must be a non-empty str, got {name!r}")
-        service = self._services.get(name)
+        service = cast("InternalTimerService[object, N] | None", self._services.get(name))
         if service is None:
             service = InternalTimerService(
                 name, self._key_context, self._pts, triggerable, self._range
             )
-            self._services[name] = service
+            self._services[name] = cast("InternalTimerService[object, object]", service)
         elif service.triggerable is not triggerable:
             service.start(triggerable)
         return service
 
-    def services(self) -> dict[str, InternalTimerService]:
+    def services(self) -> dict[str, InternalTimerService[object, object]]:
         return dict(self._services)
 
     def advance_watermark(self, time: int) -> None:
@@ -96,7 +104,9 @@ class InternalTimeServiceManager:
 
     def restore(self, snapshot: TimerSnapshot) -> None:
         """Take the timers of the key groups in this subtask's range (others are ignored)."""
-        gathered: dict[str, tuple[list[TimerEntry], list[TimerEntry]]] = {}
+        gathered: dict[
+            str, tuple[list[TimerEntry[object, object]], list[TimerEntry[object, object]]]
+        ] = {}
         for kg, per_service in snapshot.items():
             if kg not in self._range:
                 continue

@@ -32,26 +32,37 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from heapq import heapify, heappop, heappush
-from typing import Any
+from typing import Generic, NoReturn, TypeVar
 
 from sparktide.runtime.keygroups import KeyGroupRange
 
-__all__ = ["KeyGroupedTimerQueue", "TimerEntry"]
+__all__ = ["K", "KeyGroupedTimerQueue", "N", "TimerEntry", "TimerKey"]
 
-TimerEntry = tuple  # (timestamp, seq, key, namespace, key_group)
+K = TypeVar("K")
+"""The key type of a timer (a user key: any supported key)."""
+
+N = TypeVar("N")
+"""The namespace type of a timer (``None`` for user timers, a window for window timers)."""
+
+TimerEntry = tuple[int, int, K, N, int]
+"""A timer as queued and snapshotted: ``(timestamp, seq, key, namespace, key_group)``. Plain
+tuples: the heap compares them in C, and ``seq`` is unique so comparisons never reach the key."""
+
+TimerKey = tuple[int, K, N]
+"""A timer's identity in its key group's dedup map: ``(timestamp, key, namespace)``."""
 
 _COMPACT_MIN_DEAD = 64
 
 
-def _distinct_int_sequences(entries: list[tuple[int, int, Any, Any, int]]) -> bool:
+def _distinct_int_sequences(entries: list[TimerEntry[K, N]]) -> bool:
     """Whether the sequence numbers of ``entries`` are ints, each used once."""
     seqs = {e[1] for e in entries}
     return len(seqs) == len(entries) and all(type(q) is int for q in seqs)
 
 
-class KeyGroupedTimerQueue:
+class KeyGroupedTimerQueue(Generic[K, N]):
     """A set of timers ordered by ``(timestamp, insertion order)``, deduplicated per key group."""
 
     __slots__ = ("_dead", "_heap", "_kg_end", "_kg_start", "_maps", "_seq")
@@ -63,8 +74,8 @@ class KeyGroupedTimerQueue:
             )
         self._kg_start = key_group_range.start
         self._kg_end = key_group_range.end
-        self._heap: list[TimerEntry] = []
-        self._maps: list[dict[tuple[int, Any, Any], TimerEntry]] = [
+        self._heap: list[TimerEntry[K, N]] = []
+        self._maps: list[dict[TimerKey[K, N], TimerEntry[K, N]]] = [
             {} for _ in range(len(key_group_range))
         ]
         self._seq = 0
@@ -72,7 +83,7 @@ class KeyGroupedTimerQueue:
 
     # ------------------------------------------------------------------ mutation
 
-    def add(self, timestamp: int, key: Any, namespace: Any, key_group: int) -> bool:
+    def add(self, timestamp: int, key: K, namespace: N, key_group: int) -> bool:
         """Add a timer; return True if it became the new head (the earliest timer).
 
         Adding a timer that is already present changes nothing and returns False.
@@ -92,7 +103,7 @@ class KeyGroupedTimerQueue:
         heappush(heap, entry)
         return heap[0] is entry
 
-    def remove(self, timestamp: int, key: Any, namespace: Any, key_group: int) -> bool:
+    def remove(self, timestamp: int, key: K, namespace: N, key_group: int) -> bool:
         """Remove a timer if present; return True if it was the head. Absent timers: no-op."""
         idx = key_group - self._kg_start
         if idx < 0 or key_group > self._kg_end:
@@ -111,7 +122,7 @@ class KeyGroupedTimerQueue:
             self._compact()
         return was_head
 
-    def poll(self) -> TimerEntry | None:
+    def poll(self) -> TimerEntry[K, N] | None:
         """Remove and return the head entry ``(timestamp, seq, key, namespace, key_group)``."""
         heap = self._heap
         if not heap:
@@ -122,7 +133,7 @@ class KeyGroupedTimerQueue:
             self._drop_dead_top()
         return entry
 
-    def poll_until(self, timestamp: int) -> TimerEntry | None:
+    def poll_until(self, timestamp: int) -> TimerEntry[K, N] | None:
         """Remove and return the head if its timestamp is ``<= timestamp``, else None."""
         heap = self._heap
         if not heap or heap[0][0] > timestamp:
@@ -141,12 +152,12 @@ class KeyGroupedTimerQueue:
 
     # ------------------------------------------------------------------ queries
 
-    def peek(self) -> TimerEntry | None:
+    def peek(self) -> TimerEntry[K, N] | None:
         """The head entry without removing it, or None when empty."""
         heap = self._heap
         return heap[0] if heap else None
 
-    def contains(self, timestamp: int, key: Any, namespace: Any, key_group: int) -> bool:
+    def contains(self, timestamp: int, key: K, namespace: N, key_group: int) -> bool:
         idx = key_group - self._kg_start
         if idx < 0 or key_group > self._kg_end:
             return False
@@ -158,7 +169,7 @@ class KeyGroupedTimerQueue:
     def __bool__(self) -> bool:
         return len(self._heap) > self._dead
 
-    def __iter__(self) -> Iterator[TimerEntry]:
+    def __iter__(self) -> Iterator[TimerEntry[K, N]]:
         """Live entries, key group by key group, in insertion order within a group."""
         for m in self._maps:
             yield from list(m.values())
@@ -166,28 +177,28 @@ class KeyGroupedTimerQueue:
     def key_group_range(self) -> KeyGroupRange:
         return KeyGroupRange(self._kg_start, self._kg_end)
 
-    def entries_for_key_group(self, key_group: int) -> list[TimerEntry]:
+    def entries_for_key_group(self, key_group: int) -> list[TimerEntry[K, N]]:
         """The live entries of ``key_group`` sorted by ``(timestamp, seq)`` (snapshot order)."""
         idx = key_group - self._kg_start
         if idx < 0 or key_group > self._kg_end:
             return []
         return sorted(self._maps[idx].values())
 
-    def timers_for_namespace(self, key: Any, namespace: Any, key_group: int) -> list[int]:
+    def timers_for_namespace(self, key: K, namespace: object, key_group: int) -> list[int]:
         """Timestamps of the timers of ``(key, namespace)``, ascending (O(timers of the group))."""
         idx = key_group - self._kg_start
         if idx < 0 or key_group > self._kg_end:
             return []
         return sorted(e[0] for e in self._maps[idx].values() if e[2] == key and e[3] == namespace)
 
-    def key_timers(self, key: Any, key_group: int) -> list[TimerEntry]:
+    def key_timers(self, key: K, key_group: int) -> list[TimerEntry[K, N]]:
         """The live entries of ``key`` (O(timers of its key group))."""
         idx = key_group - self._kg_start
         if idx < 0 or key_group > self._kg_end:
             return []
         return [e for e in self._maps[idx].values() if e[2] == key]
 
-    def reset_key_timers(self, key: Any, key_group: int, saved: list[TimerEntry]) -> None:
+    def reset_key_timers(self, key: K, key_group: int, saved: Iterable[TimerEntry[K, N]]) -> None:
         """Make the timers of ``key`` exactly ``saved`` (entries :meth:`key_timers` returned
         earlier), with their original sequence numbers: their firing order is unchanged."""
         keep = {(e[0], e[2], e[3]): e for e in saved}
@@ -204,7 +215,7 @@ class KeyGroupedTimerQueue:
 
     # ------------------------------------------------------------------ restore
 
-    def add_restored(self, entries: list[tuple[int, int, Any, Any, int]]) -> None:
+    def add_restored(self, entries: list[TimerEntry[K, N]]) -> None:
         """Add restored timers ``(timestamp, seq, key, namespace, key_group)``.
 
         Into an empty queue, timers with distinct sequence numbers keep them, and new timers
@@ -238,7 +249,7 @@ class KeyGroupedTimerQueue:
         self._heap = heap
         self._seq = top + 1
 
-    def _resequence(self, entries: list[tuple[int, int, Any, Any, int]]) -> None:
+    def _resequence(self, entries: list[TimerEntry[K, N]]) -> None:
         """Add ``entries`` with new sequence numbers, in ``(timestamp, seq, key_group)`` order."""
         for ts, _old, key, ns, kg in sorted(entries, key=lambda e: (e[0], e[1], e[4])):
             self.add(ts, key, ns, kg)
@@ -262,7 +273,7 @@ class KeyGroupedTimerQueue:
         self._heap = live
         self._dead = 0
 
-    def _raise_out_of_range(self, key_group: int, key: Any) -> None:
+    def _raise_out_of_range(self, key_group: int, key: object) -> NoReturn:
         raise ValueError(
             f"timer for key {key!r} is in key group {key_group}, outside this queue's key-group "
             f"range [{self._kg_start}, {self._kg_end}]; timers must be registered by the subtask "

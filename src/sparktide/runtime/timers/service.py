@@ -27,33 +27,40 @@ fired 10 k w
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from sparktide.runtime.elements import MIN_TIMESTAMP
 from sparktide.runtime.keygroups import KeyGroupRange
-from sparktide.runtime.timers.queue import KeyGroupedTimerQueue, TimerEntry
+from sparktide.runtime.timers.queue import K, KeyGroupedTimerQueue, N, TimerEntry
+
+if TYPE_CHECKING:
+    from sparktide.runtime.processing_time import ProcessingTimeService, ScheduledTimer
+
+K_contra = TypeVar("K_contra", contravariant=True)
+N_contra = TypeVar("N_contra", contravariant=True)
 
 __all__ = ["InternalTimerService", "KeyContext", "Triggerable"]
 
 
-class KeyContext(Protocol):
-    """Where the current key lives (the keyed state backend)."""
+class KeyContext(Protocol[K]):
+    """Where the current key lives (the keyed state backend): what timer services read when a
+    timer is registered and set before a timer fires."""
 
-    current_key: Any
+    current_key: K
     current_key_group: int
 
-    def set_current_key_and_group(self, key: Any, key_group: int) -> None: ...
+    def set_current_key_and_group(self, key: K, key_group: int) -> None: ...
 
 
-class Triggerable(Protocol):
+class Triggerable(Protocol[K_contra, N_contra]):
     """The target of fired timers (an operator). The key context is set before each call."""
 
-    def on_event_time(self, timestamp: int, key: Any, namespace: Any) -> None: ...
+    def on_event_time(self, timestamp: int, key: K_contra, namespace: N_contra) -> None: ...
 
-    def on_processing_time(self, timestamp: int, key: Any, namespace: Any) -> None: ...
+    def on_processing_time(self, timestamp: int, key: K_contra, namespace: N_contra) -> None: ...
 
 
-class InternalTimerService:
+class InternalTimerService(Generic[K, N]):
     """Timers of one operator for one name (``"user-timers"``, ``"window-timers"``, ...)."""
 
     __slots__ = (
@@ -72,19 +79,19 @@ class InternalTimerService:
     def __init__(
         self,
         name: str,
-        key_context: KeyContext,
-        processing_time_service: Any,
-        triggerable: Triggerable | None,
+        key_context: KeyContext[K],
+        processing_time_service: ProcessingTimeService,
+        triggerable: Triggerable[K, N] | None,
         key_group_range: KeyGroupRange,
     ) -> None:
         self.name = name
         self._key_context = key_context
         self._pts = processing_time_service
         self._triggerable = triggerable
-        self._event = KeyGroupedTimerQueue(key_group_range)
-        self._proc = KeyGroupedTimerQueue(key_group_range)
+        self._event: KeyGroupedTimerQueue[K, N] = KeyGroupedTimerQueue(key_group_range)
+        self._proc: KeyGroupedTimerQueue[K, N] = KeyGroupedTimerQueue(key_group_range)
         self._current_watermark = MIN_TIMESTAMP
-        self._next_timer: Any = None
+        self._next_timer: ScheduledTimer | None = None
         self.fired_event_time = 0
         self.fired_processing_time = 0
 
@@ -103,15 +110,15 @@ class InternalTimerService:
 
     # ------------------------------------------------------------------ registration
 
-    def register_event_time_timer(self, namespace: Any, time: int) -> None:
+    def register_event_time_timer(self, namespace: N, time: int) -> None:
         ctx = self._key_context
         self._event.add(time, ctx.current_key, namespace, ctx.current_key_group)
 
-    def delete_event_time_timer(self, namespace: Any, time: int) -> None:
+    def delete_event_time_timer(self, namespace: N, time: int) -> None:
         ctx = self._key_context
         self._event.remove(time, ctx.current_key, namespace, ctx.current_key_group)
 
-    def register_processing_time_timer(self, namespace: Any, time: int) -> None:
+    def register_processing_time_timer(self, namespace: N, time: int) -> None:
         ctx = self._key_context
         queue = self._proc
         old_head = queue.peek()
@@ -122,7 +129,7 @@ class InternalTimerService:
                     self._next_timer.cancel()
                 self._next_timer = self._pts.register_timer(time, self._on_processing_time)
 
-    def delete_processing_time_timer(self, namespace: Any, time: int) -> None:
+    def delete_processing_time_timer(self, namespace: N, time: int) -> None:
         # The physical registration stays: when it fires it finds no due timer and registers the
         # new head (Flink does the same).
         ctx = self._key_context
@@ -136,8 +143,11 @@ class InternalTimerService:
         queue = self._event
         if not queue._heap or queue._heap[0][0] > time:
             return
+        triggerable = self._triggerable
+        if triggerable is None:
+            raise self._unbound_error()
         set_key = self._key_context.set_current_key_and_group
-        fire = self._triggerable.on_event_time  # type: ignore[union-attr]
+        fire = triggerable.on_event_time
         poll = queue.poll_until
         fired = 0
         entry = poll(time)
@@ -152,8 +162,11 @@ class InternalTimerService:
         """Callback of the processing-time service, with the registered timestamp ``time``."""
         self._next_timer = None
         queue = self._proc
+        triggerable = self._triggerable
+        if triggerable is None:  # never: the head is registered once a triggerable is bound
+            raise self._unbound_error()
         set_key = self._key_context.set_current_key_and_group
-        fire = self._triggerable.on_processing_time  # type: ignore[union-attr]
+        fire = triggerable.on_processing_time
         entry = queue.poll_until(time)
         while entry is not None:
             set_key(entry[2], entry[4])
@@ -164,6 +177,13 @@ class InternalTimerService:
         if head is not None and self._next_timer is None:
             self._next_timer = self._pts.register_timer(head[0], self._on_processing_time)
 
+    def _unbound_error(self) -> RuntimeError:
+        return RuntimeError(
+            f"timer service {self.name!r} has due timers but no operator bound to fire them "
+            "(restored timers whose operator never asked for the service); the restored "
+            "operator must call get_internal_timer_service with the same name"
+        )
+
     # ------------------------------------------------------------------ inspection
 
     def num_event_time_timers(self) -> int:
@@ -172,18 +192,18 @@ class InternalTimerService:
     def num_processing_time_timers(self) -> int:
         return len(self._proc)
 
-    def event_time_timers(self) -> KeyGroupedTimerQueue:
+    def event_time_timers(self) -> KeyGroupedTimerQueue[K, N]:
         return self._event
 
-    def processing_time_timers(self) -> KeyGroupedTimerQueue:
+    def processing_time_timers(self) -> KeyGroupedTimerQueue[K, N]:
         return self._proc
 
-    def event_time_timers_of(self, namespace: Any = None) -> list[int]:
+    def event_time_timers_of(self, namespace: N | None = None) -> list[int]:
         """Pending event-time timestamps of the current key in ``namespace``."""
         ctx = self._key_context
         return self._event.timers_for_namespace(ctx.current_key, namespace, ctx.current_key_group)
 
-    def processing_time_timers_of(self, namespace: Any = None) -> list[int]:
+    def processing_time_timers_of(self, namespace: N | None = None) -> list[int]:
         """Pending processing-time timestamps of the current key in ``namespace``."""
         ctx = self._key_context
         return self._proc.timers_for_namespace(ctx.current_key, namespace, ctx.current_key_group)
@@ -191,10 +211,10 @@ class InternalTimerService:
     # ------------------------------------------------------------------ lifecycle / restore
 
     @property
-    def triggerable(self) -> Triggerable | None:
+    def triggerable(self) -> Triggerable[K, N] | None:
         return self._triggerable
 
-    def start(self, triggerable: Triggerable) -> None:
+    def start(self, triggerable: Triggerable[K, N]) -> None:
         """Bind the callback target (a restored service is created before its operator asks)."""
         if self._triggerable is not None and self._triggerable is not triggerable:
             raise ValueError(
@@ -204,12 +224,17 @@ class InternalTimerService:
         self._triggerable = triggerable
         self._register_processing_head()
 
-    def key_timers(self, key: Any, key_group: int) -> tuple[list[TimerEntry], list[TimerEntry]]:
+    def key_timers(
+        self, key: K, key_group: int
+    ) -> tuple[list[TimerEntry[K, N]], list[TimerEntry[K, N]]]:
         """The event-time and processing-time timers of ``key`` (to roll back to later)."""
         return self._event.key_timers(key, key_group), self._proc.key_timers(key, key_group)
 
     def reset_key_timers(
-        self, key: Any, key_group: int, saved: tuple[list[TimerEntry], list[TimerEntry]]
+        self,
+        key: K,
+        key_group: int,
+        saved: tuple[list[TimerEntry[K, N]], list[TimerEntry[K, N]]],
     ) -> None:
         """Put the timers of ``key`` back to ``saved`` (from :meth:`key_timers`)."""
         self._event.reset_key_timers(key, key_group, saved[0])
@@ -217,7 +242,7 @@ class InternalTimerService:
         if self._triggerable is not None:
             self._register_processing_head()
 
-    def restore(self, event: list[TimerEntry], processing: list[TimerEntry]) -> None:
+    def restore(self, event: list[TimerEntry[K, N]], processing: list[TimerEntry[K, N]]) -> None:
         """Add restored timers and re-register the processing-time head (seed 002)."""
         self._event.add_restored(event)
         self._proc.add_restored(processing)

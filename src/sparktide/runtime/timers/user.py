@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from sparktide.datastream.timerservice import TimerService
+from sparktide.core.timerservice import TimerService
 from sparktide.runtime.elements import MAX_TIMESTAMP, MIN_TIMESTAMP, check_timestamp
 from sparktide.runtime.timers.service import InternalTimerService
+
+if TYPE_CHECKING:
+    from sparktide.runtime.processing_time import ProcessingTimeService
 
 __all__ = ["NonKeyedTimerService", "SimpleTimerService"]
 
@@ -16,7 +20,7 @@ class SimpleTimerService(TimerService):
 
     __slots__ = ("_service",)
 
-    def __init__(self, service: InternalTimerService) -> None:
+    def __init__(self, service: InternalTimerService[object, None]) -> None:
         self._service = service
 
     def current_processing_time(self) -> int:
@@ -56,7 +60,9 @@ class NonKeyedTimerService(TimerService):
 
     __slots__ = ("_pts", "_watermark")
 
-    def __init__(self, processing_time_service: Any, watermark: Any) -> None:
+    def __init__(
+        self, processing_time_service: ProcessingTimeService, watermark: Callable[[], int]
+    ) -> None:
         self._pts = processing_time_service
         self._watermark = watermark
 
