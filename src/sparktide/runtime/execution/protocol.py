@@ -17,7 +17,9 @@ before its extensions). A source element read in round ``r`` gets
   split's watermark generator emits after it) or ``CHAIN_WATERMARK`` (2, what an
   ``assign_timestamps_and_watermarks`` chained after the source emits).
 
-In the source stage an output appends ``n`` (the outputs of one input are numbered). An element
+In the source stage an output appends ``n`` (the outputs of one input are numbered; a record
+sent through a keyed exchange keeps its input's position, and its key group and channel order
+it). An element
 emitted while an exchange stage processes an input at position ``p`` gets ``p + (phase, x, n)``
 (:func:`extend`): ``phase`` (:class:`Phase`) says what made it (a record, event-time timers fired
 by a watermark, the forwarded watermark, processing-time timers), ``x`` is the record's input
@@ -297,12 +299,6 @@ class Cursor:
         n = counts.get(kg, 0)
         counts[kg] = n + 1
         return (*self.position, self.phase, kg, n)
-
-    def keyed_out(self) -> Position:
-        """The position of a record sent through a keyed exchange: in the source stage the
-        input's own position (the key group and channel order such records), else
-        :meth:`out`."""
-        return self.position if self.source_stage else self.out()
 
     def watermark_out(self) -> Position:
         """The position of a watermark (or status) the current input makes a stage forward."""

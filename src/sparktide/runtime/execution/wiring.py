@@ -163,6 +163,7 @@ class ExchangeWriter:
             c = self._cursor
             self._buffers[kg * self._parallelism // self._maxp].append(
                 (
+                    # the source stage: the input's own position (key group, channel order it)
                     c.position if c.source_stage else c.out(),
                     self._channel,
                     self._index,
