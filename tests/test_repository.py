@@ -20,6 +20,7 @@ def test_quickstart_has_the_two_commands():
     job, tests = quickstart_commands()
     assert "examples/keyed_timers.py" in job or "sparktide demo" in job
     assert "pytest" in tests
+    assert "ruff check" in tests and "mypy" in tests
     script = ROOT / job.rsplit(" ", 1)[-1]
     assert "sparktide demo" in job or script.exists()
 

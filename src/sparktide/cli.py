@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as _dt
+import json
 import logging
 import os
 import runpy
@@ -532,8 +533,6 @@ def format_checkpoint(summary: dict[str, Any]) -> str:
 
 
 def inspect_checkpoint(args: argparse.Namespace) -> int:
-    import json
-
     from sparktide.spark.checkpoint import CheckpointError, CheckpointStore
     from sparktide.spark.checkpoint_inspect import describe_checkpoint, describe_values
 

@@ -67,7 +67,7 @@ def _jdiv(a: int, b: int) -> int:
 def _estimate_decimal_exponent(fract: int, bin_exp: int) -> int:
     """Java's estimate of ``floor(log10(value))``: a linear approximation in double arithmetic,
     which may exceed the true exponent by one (the digit loop then drops a leading zero)."""
-    d2 = _DOUBLE.unpack(_BITS64.pack(_EXP_ONE | (fract & (_HIDDEN_BIT - 1))))[0]
+    d2: float = _DOUBLE.unpack(_BITS64.pack(_EXP_ONE | (fract & (_HIDDEN_BIT - 1))))[0]
     estimate = (d2 - 1.5) * 0.289529654 + 0.176091259 + float(bin_exp) * 0.301029995663981
     return math.floor(estimate)
 

@@ -45,6 +45,7 @@ def _from_timedelta(td: timedelta, name: str) -> int:
 @total_ordering
 class _Span:
     __slots__ = ("_ms",)
+    _ms: int
 
     def __init__(self, milliseconds: int) -> None:
         object.__setattr__(self, "_ms", _whole(milliseconds, "milliseconds"))
@@ -63,12 +64,12 @@ class _Span:
         return timedelta(milliseconds=self._ms)
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other._ms == self._ms  # type: ignore[attr-defined]
+        return type(other) is type(self) and other._ms == self._ms
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, self._ms))
 
-    def __lt__(self, other: _Span) -> bool:
+    def __lt__(self, other: SpanLike) -> bool:
         return self._ms < to_millis(other, "other")
 
     def __reduce__(self) -> tuple[Any, ...]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import struct
+from collections.abc import Callable
 from decimal import Decimal
 from enum import Enum
 from functools import partial
@@ -69,7 +70,7 @@ _INT_RANGES = {
     BasicType.BIG_INT: (-(2**63), 2**63 - 1, None),
 }
 
-_ARROW_BASIC = {
+_ARROW_BASIC: dict[BasicType, pa.DataType] = {
     BasicType.STRING: pa.string(),
     BasicType.BYTE: pa.int8(),
     BasicType.BOOLEAN: pa.bool_(),
@@ -162,7 +163,7 @@ def _instant_hash(value: Any) -> int:
     return h - (1 << 32) if h >> 31 else h
 
 
-_JAVA_STRING = {
+_JAVA_STRING: dict[BasicType, Callable[[Any], str]] = {
     BasicType.STRING: str,
     BasicType.CHAR: str,
     BasicType.BOOLEAN: _java_bool,
@@ -177,7 +178,7 @@ _JAVA_STRING = {
     BasicType.INSTANT: _java_instant,
 }
 
-_JAVA_HASH = {
+_JAVA_HASH: dict[BasicType, Callable[[Any], int]] = {
     BasicType.STRING: java_string_hash,
     BasicType.CHAR: ord,
     BasicType.BOOLEAN: lambda value: 1231 if value else 1237,
@@ -219,6 +220,9 @@ class BasicTypeInfo(TypeInformation):
     """
 
     __slots__ = ("_basic_type", "_coercer", "_java")
+    _basic_type: BasicType
+    _coercer: Coercer
+    _java: Callable[[Any], str]
 
     def __init__(self, basic_type: BasicType) -> None:
         if not isinstance(basic_type, BasicType):
@@ -232,7 +236,7 @@ class BasicTypeInfo(TypeInformation):
     @property
     def basic_type(self) -> BasicType:
         """Which basic type this is."""
-        return self._basic_type  # type: ignore[no-any-return]
+        return self._basic_type
 
     def _args(self) -> tuple[Any, ...]:
         return (self._basic_type,)
@@ -244,17 +248,17 @@ class BasicTypeInfo(TypeInformation):
         return f"Types.{self._basic_type.name}()"
 
     def __repr__(self) -> str:
-        return self._basic_type.value  # type: ignore[no-any-return]
+        return self._basic_type.value
 
     def to_arrow_type(self) -> pa.DataType:
         return _ARROW_BASIC[self._basic_type]
 
     def java_string(self, value: Any) -> str:
-        return "null" if value is None else self._java(value)  # type: ignore[no-any-return]
+        return "null" if value is None else self._java(value)
 
     def java_hash_code(self, value: Any) -> int:
         """Java's ``hashCode()`` of the boxed value (it orders the keys of a printed map)."""
-        return _JAVA_HASH[self._basic_type](value)  # type: ignore[no-any-return]
+        return _JAVA_HASH[self._basic_type](value)
 
     # ------------------------------------------------------------------ coercion
 
@@ -262,7 +266,7 @@ class BasicTypeInfo(TypeInformation):
         return self._coercer(value, path)
 
     def coercer(self) -> Coercer:
-        return self._coercer  # type: ignore[no-any-return]
+        return self._coercer
 
     def _build_coercer(self) -> Coercer:
         """A function that returns values already in the right shape after one exact type
@@ -270,18 +274,18 @@ class BasicTypeInfo(TypeInformation):
         kind = self._basic_type
         if kind in _INT_RANGES:
             low, high, _ = _INT_RANGES[kind]
-            general = self._coerce_int
+            general_int = self._coerce_int
 
             def coerce_int(value: Any, path: str = "value") -> Any:
                 if type(value) is int and low <= value <= high:
                     return value
-                return general(value, path)
+                return general_int(value, path)
 
             return coerce_int
         if kind is BasicType.STRING:
             return _exact_type_coercer(str, self._coerce_str, "coerce_str")
         if kind is BasicType.FLOAT:
-            general = self._coerce_float
+            general_float = self._coerce_float
             pack, unpack, isinf = _FLOAT32.pack, _FLOAT32.unpack, math.isinf
 
             def coerce_float32(value: Any, path: str = "value") -> Any:
@@ -289,7 +293,7 @@ class BasicTypeInfo(TypeInformation):
                     rounded = unpack(pack(value))[0]
                     if not isinf(rounded) or isinf(value):
                         return rounded
-                return general(value, path)
+                return general_float(value, path)
 
             return coerce_float32
         if kind is BasicType.DOUBLE:

@@ -155,6 +155,10 @@ class _FieldsTypeInfo(TypeInformation):
     """Shared by ``TupleTypeInfo`` and ``RowTypeInfo``: a fixed list of field types."""
 
     __slots__ = ("_arity", "_coercers", "_field_types", "_fields_coercer")
+    _arity: int
+    _coercers: tuple[Coercer, ...]
+    _field_types: tuple[TypeInformation, ...]
+    _fields_coercer: Callable[[Any], tuple[Any, ...]]
 
     def __init__(self, field_types: Sequence[TypeInformation]) -> None:
         if isinstance(field_types, (str, bytes)) or not isinstance(field_types, Sequence):
@@ -175,7 +179,7 @@ class _FieldsTypeInfo(TypeInformation):
 
     def get_arity(self) -> int:
         """The number of fields."""
-        return self._arity  # type: ignore[no-any-return]
+        return self._arity
 
     def _check_arity(self, values: Sequence[Any], path: str, value: Any) -> None:
         if len(values) != self._arity:
@@ -228,7 +232,7 @@ None
         kind = type(value)
         if kind is tuple or kind is list:
             try:
-                return self._fields_coercer(value)  # type: ignore[no-any-return]
+                return self._fields_coercer(value)
             except (TypeError, ValueError):
                 pass  # redone below, to name the field (or the arity) in the error
         if not isinstance(value, (tuple, list, Row)):
@@ -281,6 +285,9 @@ class RowTypeInfo(_FieldsTypeInfo):
     """
 
     __slots__ = ("_field_names", "_names", "_row_coercer")
+    _field_names: tuple[str, ...] | None
+    _names: list[str]
+    _row_coercer: Callable[[Any], tuple[Any, ...]]
 
     def __init__(
         self, field_types: Sequence[TypeInformation], field_names: Sequence[str] | None = None
@@ -411,7 +418,7 @@ class RowTypeInfo(_FieldsTypeInfo):
             raise self._wrong(value, path, "a Row", "emit a Row (or a tuple, list or dict)")
         self._check_arity(values, path, value)
         sep = "." if self._field_names is not None else None
-        out = []
+        out: list[Any] = []
         for i, (name, c, v) in enumerate(zip(self._names, self._coercers, values, strict=True)):
             if v is None:
                 out.append(None)
@@ -443,7 +450,9 @@ _PRIMITIVE = (
 )
 
 
-def _basic_element(element_type: Any, allowed: tuple[BasicType, ...], what: str) -> Any:
+def _basic_element(
+    element_type: TypeInformation, allowed: tuple[BasicType, ...], what: str
+) -> BasicTypeInfo:
     check_type_info(element_type, "element_type")
     if type(element_type) is not BasicTypeInfo or element_type.basic_type not in allowed:
         names = ", ".join(f"Types.{b.name}()" for b in allowed)
@@ -458,6 +467,8 @@ class _ElementsTypeInfo(TypeInformation):
     """Shared by the array and list types: a sequence of one element type."""
 
     __slots__ = ("_element_coercer", "_element_type")
+    _element_coercer: Coercer
+    _element_type: TypeInformation
     _nullable_elements = False
     _factory = ""
     _java = ""
@@ -470,7 +481,7 @@ class _ElementsTypeInfo(TypeInformation):
     @property
     def element_type(self) -> TypeInformation:
         """The type of the elements."""
-        return self._element_type  # type: ignore[no-any-return]
+        return self._element_type
 
     def _args(self) -> tuple[Any, ...]:
         return (self._element_type,)
@@ -498,7 +509,7 @@ class _ElementsTypeInfo(TypeInformation):
         if not isinstance(value, (list, tuple)):
             raise self._wrong(value, path, "a list", "emit a list of the elements")
         c = self._element_coercer
-        out = []
+        out: list[Any] = []
         for i, v in enumerate(value):
             if v is None and self._nullable_elements:
                 out.append(None)
@@ -529,12 +540,13 @@ class PrimitiveArrayTypeInfo(_ElementsTypeInfo):
     __slots__ = ()
     _factory = "PRIMITIVE_ARRAY"
     _java = "PrimitiveArrayTypeInfo"
+    _element_type: BasicTypeInfo  # checked by __init__
 
     def __init__(self, element_type: TypeInformation) -> None:
         super().__init__(_basic_element(element_type, _PRIMITIVE, "PRIMITIVE_ARRAY"))
 
     def _is_bytes(self) -> bool:
-        return self._element_type.basic_type is BasicType.BYTE  # type: ignore[no-any-return]
+        return self._element_type.basic_type is BasicType.BYTE
 
     def to_arrow_type(self) -> pa.DataType:
         return pa.binary() if self._is_bytes() else super().to_arrow_type()
@@ -601,7 +613,7 @@ class ListTypeInfo(_ElementsTypeInfo):
     @property
     def elem_type(self) -> TypeInformation:
         """The type of the elements (PyFlink's attribute name)."""
-        return self._element_type  # type: ignore[no-any-return]
+        return self._element_type
 
     def java_hash_code(self, value: Any) -> int | None:
         """``List.hashCode()``: ``31 * h + element.hashCode()``, from 1."""
@@ -629,6 +641,10 @@ class MapTypeInfo(TypeInformation):
     """
 
     __slots__ = ("_key_coercer", "_key_type_info", "_value_coercer", "_value_type_info")
+    _key_coercer: Coercer
+    _key_type_info: TypeInformation
+    _value_coercer: Coercer
+    _value_type_info: TypeInformation
 
     def __init__(self, key_type_info: TypeInformation, value_type_info: TypeInformation) -> None:
         key = check_type_info(key_type_info, "key_type_info")
@@ -641,12 +657,12 @@ class MapTypeInfo(TypeInformation):
     @property
     def key_type_info(self) -> TypeInformation:
         """The type of the keys."""
-        return self._key_type_info  # type: ignore[no-any-return]
+        return self._key_type_info
 
     @property
     def value_type_info(self) -> TypeInformation:
         """The type of the values."""
-        return self._value_type_info  # type: ignore[no-any-return]
+        return self._value_type_info
 
     def _args(self) -> tuple[Any, ...]:
         return (self._key_type_info, self._value_type_info)
@@ -670,7 +686,7 @@ class MapTypeInfo(TypeInformation):
         if not isinstance(value, Mapping):
             raise self._wrong(value, path, "a dict", "emit a dict")
         kc, vc = self._key_coercer, self._value_coercer
-        out = {}
+        out: dict[Any, Any] = {}
         for k, v in value.items():
             key = kc(k, f"a key of {path}")
             out[key] = None if v is None else vc(v, f"{path}[{show(k)}]")
@@ -682,7 +698,8 @@ class MapTypeInfo(TypeInformation):
         keys = list(value)
         key_type, value_type = self._key_type_info, self._value_type_info
         hashes = [key_type.java_hash_code(k) for k in keys]
-        if None not in hashes:
-            keys = [keys[i] for i in java_hash_map_order(hashes)]  # type: ignore[arg-type]
+        known = [h for h in hashes if h is not None]
+        if len(known) == len(hashes):
+            keys = [keys[i] for i in java_hash_map_order(known)]
         entries = (f"{key_type.java_string(k)}={value_type.java_string(value[k])}" for k in keys)
         return "{" + ", ".join(entries) + "}"

@@ -116,14 +116,17 @@ class _TemporalTypeInfo(TypeInformation):
 
     def coerce(self, value: Any, path: str = "value") -> Any:
         wanted, millis = self._spec()[:2]
-        name = f"datetime.{wanted.__name__}"
-        if wanted is _dt.date and isinstance(value, _dt.datetime):
-            fix = "pass value.date() (PyFlink would drop the time of day silently)"
+        datetime_for_date = wanted is _dt.date and isinstance(value, _dt.datetime)
+        if datetime_for_date or not isinstance(value, wanted):
+            name = f"datetime.{wanted.__name__}"
+            fix = (
+                "pass value.date() (PyFlink would drop the time of day silently)"
+                if datetime_for_date
+                else f"pass a {name}"
+            )
             raise self._wrong(value, path, f"a {name}", fix)
-        if not isinstance(value, wanted):
-            raise self._wrong(value, path, f"a {name}", f"pass a {name}")
-        if wanted is _dt.date:
-            return value
+        if not isinstance(value, (_dt.time, _dt.datetime)):
+            return value  # a date
         if value.tzinfo is not None:
             raise ValueError(
                 f"{path}: {self._decl()} holds a zone-less value, got the zone-aware "
@@ -216,7 +219,7 @@ class SqlTimeTypeInfo:
         return TimestampTypeInfo()
 
 
-_LOCAL_SPECS = {
+_LOCAL_SPECS: dict[str, tuple[type, pa.DataType]] = {
     "LOCAL_DATE": (_dt.date, pa.date32()),
     "LOCAL_TIME": (_dt.time, pa.time64("us")),
     "LOCAL_DATE_TIME": (_dt.datetime, pa.timestamp("us")),
@@ -241,6 +244,7 @@ class LocalTimeTypeInfo(_TemporalTypeInfo):
         LOCAL_DATE_TIME = 2
 
     __slots__ = ("_time_type",)
+    _time_type: TimeType
 
     def __init__(self, time_type: LocalTimeTypeInfo.TimeType) -> None:
         if not isinstance(time_type, LocalTimeTypeInfo.TimeType):
@@ -263,7 +267,8 @@ class LocalTimeTypeInfo(_TemporalTypeInfo):
             return "null"
         kind = self._time_type
         if kind is LocalTimeTypeInfo.TimeType.LOCAL_DATE:
-            return value.isoformat()  # type: ignore[no-any-return]
+            text: str = value.isoformat()
+            return text
         if kind is LocalTimeTypeInfo.TimeType.LOCAL_TIME:
             return _local_time_text(value)
         return f"{value.date().isoformat()}T{_local_time_text(value.time())}"

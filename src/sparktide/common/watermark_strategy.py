@@ -48,6 +48,7 @@ __all__ = [
     "PunctuatedWatermarks",
     "RecordTimestampAssigner",
     "StrategyContext",
+    "SupportsExtractTimestamp",
     "TimestampAssigner",
     "Watermark",
     "WatermarkGenerator",
@@ -63,6 +64,14 @@ SpanLike = Duration | Time | timedelta | int
 
 # ---------------------------------------------------------------------------------------------
 # Timestamp assigners
+
+
+@runtime_checkable
+class SupportsExtractTimestamp(Protocol):
+    """What every timestamp assigner has: a :class:`TimestampAssigner`, or any object with its
+    ``extract_timestamp`` method (a strategy accepts both)."""
+
+    def extract_timestamp(self, value: Any, record_timestamp: int) -> int: ...
 
 
 class TimestampAssigner(ABC):
@@ -89,10 +98,12 @@ class _FunctionTimestampAssigner(TimestampAssigner):
     """A plain callable ``(value, record_timestamp) -> int`` used as an assigner."""
 
     __slots__ = ("extract_timestamp",)
+    # The callable itself is the method: one call per record, no extra frame. (mypy cannot
+    # see an instance attribute as implementing a method, hence the ignore.)
+    extract_timestamp: Callable[[Any, int], int]  # type: ignore[assignment]
 
     def __init__(self, function: Callable[[Any, int], int]) -> None:
-        # The callable itself is the method: one call per record, no extra frame.
-        self.extract_timestamp = function  # type: ignore[method-assign]
+        self.extract_timestamp = function
 
     def __repr__(self) -> str:
         return f"TimestampAssigner({self.extract_timestamp!r})"
@@ -516,11 +527,11 @@ class _NoClockContext:
 _NO_CLOCK = _NoClockContext()
 
 
-def _as_context(context: Any) -> Any:
+def _as_context(context: Any) -> StrategyContext:
     """Normalize ``context`` to an object with ``current_processing_time()``."""
     if context is None:
         return _NO_CLOCK
-    if hasattr(context, "current_processing_time"):
+    if isinstance(context, StrategyContext):  # has current_processing_time
         return context
     get_time = getattr(context, "get_current_processing_time", None)
     if get_time is not None:  # a ProcessingTimeService
@@ -646,12 +657,17 @@ got -1 ms; pass Duration.of_millis(0) or more
     """
 
     __slots__ = ("_assigner", "_description", "_factory", "_idle_timeout", "_ingestion_time")
+    _assigner: SupportsExtractTimestamp | None
+    _description: str
+    _factory: Callable[[Any], WatermarkGenerator]
+    _idle_timeout: int | None
+    _ingestion_time: bool
 
     def __init__(
         self,
         factory: Callable[[Any], WatermarkGenerator],
         description: str,
-        assigner: TimestampAssigner | None = None,
+        assigner: SupportsExtractTimestamp | None = None,
         idle_timeout: int | None = None,
         ingestion_time: bool = False,
     ) -> None:
@@ -740,13 +756,17 @@ got -1 ms; pass Duration.of_millis(0) or more
     # -- refinements ----------------------------------------------------------------------------
 
     def with_timestamp_assigner(
-        self, timestamp_assigner: TimestampAssigner | Callable[[Any, int], int]
+        self, timestamp_assigner: SupportsExtractTimestamp | Callable[[Any, int], int]
     ) -> WatermarkStrategy:
         """A copy that assigns timestamps with ``timestamp_assigner``: a
-        :class:`TimestampAssigner` or a callable ``(value, record_timestamp) -> int``."""
+        :class:`TimestampAssigner` (or any object with its ``extract_timestamp``) or a callable
+        ``(value, record_timestamp) -> int``."""
+        assigner: SupportsExtractTimestamp
         if isinstance(timestamp_assigner, TimestampAssigner):
             assigner = timestamp_assigner
-        elif callable(getattr(timestamp_assigner, "extract_timestamp", None)):
+        elif isinstance(timestamp_assigner, SupportsExtractTimestamp) and callable(
+            timestamp_assigner.extract_timestamp
+        ):
             assigner = timestamp_assigner  # duck-typed assigner
         elif callable(timestamp_assigner):
             assigner = _FunctionTimestampAssigner(timestamp_assigner)
@@ -788,7 +808,7 @@ got -1 ms; pass Duration.of_millis(0) or more
         return self._idle_timeout
 
     @property
-    def timestamp_assigner(self) -> TimestampAssigner | None:
+    def timestamp_assigner(self) -> SupportsExtractTimestamp | None:
         """The configured assigner, or ``None`` (records keep their timestamps)."""
         return self._assigner
 
@@ -798,7 +818,7 @@ got -1 ms; pass Duration.of_millis(0) or more
 
     # -- runtime builders -----------------------------------------------------------------------
 
-    def create_timestamp_assigner(self, context: Any = None) -> TimestampAssigner:
+    def create_timestamp_assigner(self, context: Any = None) -> SupportsExtractTimestamp:
         """The assigner for one task. Without a configured assigner this is a
         :class:`RecordTimestampAssigner` (the record keeps its timestamp; a record without one is
         an error only at an event-time operator). ``context``: anything with

@@ -63,6 +63,7 @@ IN = TypeVar("IN")
 OUT = TypeVar("OUT")
 K = TypeVar("K")
 V = TypeVar("V")
+_E = TypeVar("_E", bound=Enum)
 
 TtlLike = Union[Time, Duration, timedelta, int]  # noqa: UP007 - a runtime alias on 3.10
 
@@ -268,7 +269,7 @@ class MapState(State, Generic[K, V]):
         return iter(self.keys())
 
 
-def _check_enum(value: Any, enum_cls: type[Enum], name: str) -> Any:
+def _check_enum(value: object, enum_cls: type[_E], name: str) -> _E:
     if not isinstance(value, enum_cls):
         members = ", ".join(f"StateTtlConfig.{enum_cls.__name__}.{m.name}" for m in enum_cls)
         raise TypeError(f"{name} must be one of {members}, got {type(value).__name__} ({value!r})")
@@ -284,7 +285,7 @@ class _ValueObject:
         raise NotImplementedError
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other._key() == self._key()  # type: ignore[attr-defined]
+        return type(other) is type(self) and other._key() == self._key()
 
     def __hash__(self) -> int:
         return hash(self._key())

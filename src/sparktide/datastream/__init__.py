@@ -1,5 +1,6 @@
 """The DataStream API, with PyFlink's names (``pyflink.datastream`` → ``sparktide.datastream``)."""
 
+import importlib
 from typing import Any
 
 from sparktide.datastream.failed_records import FailedRecord
@@ -65,8 +66,6 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'sparktide.datastream' has no attribute {name!r}")
-    import importlib
-
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

@@ -57,10 +57,12 @@ class FieldAggregator:
             new = b if b > a else a
         if not composite:
             return new
+        # a tuple or list was indexed by pos above, so pos is an int on their paths (a Row takes
+        # a name too): a fact of the values, which the checker cannot see
         if isinstance(v1, tuple) and not hasattr(v1, "as_dict"):
             items = list(v1)
             items[pos] = new  # type: ignore[index]
             return tuple(items)
         out = v1 if self.in_place else (list(v1) if isinstance(v1, list) else copy.copy(v1))
-        out[pos] = new
+        out[pos] = new  # type: ignore[index]
         return out

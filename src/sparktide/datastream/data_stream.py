@@ -15,6 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from sparktide.common.watermark_strategy import WatermarkStrategy
+from sparktide.datastream import join as joins  # join and windowed_stream import this module
+from sparktide.datastream import windowed_stream as windowing
 from sparktide.datastream.aggregations import FieldAggregator
 from sparktide.datastream.functions import (
     CoFlatMapFunction,
@@ -42,6 +45,7 @@ from sparktide.runtime.operators.simple import (
     StreamMap,
     as_callable,
 )
+from sparktide.runtime.operators.timestamps import TimestampsAndWatermarksOperator
 
 if TYPE_CHECKING:
     from sparktide.datastream.environment import StreamExecutionEnvironment
@@ -244,9 +248,6 @@ class DataStream:
         Runs per source split when applied right after a source (each split has its own
         generator, as Flink does per source split).
         """
-        from sparktide.common.watermark_strategy import WatermarkStrategy
-        from sparktide.runtime.operators.timestamps import TimestampsAndWatermarksOperator
-
         if not isinstance(watermark_strategy, WatermarkStrategy):
             raise TypeError(
                 "watermark_strategy must be a WatermarkStrategy, got "
@@ -299,16 +300,12 @@ class DataStream:
     def join(self, other_stream: DataStream) -> JoinedStreams:
         """Window join with ``other_stream``: ``.where(key1).equal_to(key2).window(assigner)
         .apply(join_function)`` (see :mod:`sparktide.datastream.join`)."""
-        from sparktide.datastream.join import JoinedStreams
-
-        return JoinedStreams(self, other_stream)
+        return joins.JoinedStreams(self, other_stream)
 
     def co_group(self, other_stream: DataStream) -> CoGroupedStreams:
         """Window co-group with ``other_stream``: ``.where(key1).equal_to(key2)
         .window(assigner).apply(co_group_function)`` (see :mod:`sparktide.datastream.join`)."""
-        from sparktide.datastream.join import CoGroupedStreams
-
-        return CoGroupedStreams(self, other_stream)
+        return joins.CoGroupedStreams(self, other_stream)
 
     def interval_join(self, other_stream: DataStream) -> IntervalJoin:
         """Interval joins are for keyed streams (see ``KeyedStream.interval_join``)."""
@@ -348,17 +345,13 @@ class DataStream:
     def window_all(self, window_assigner: Any) -> AllWindowedStream:
         """Split the whole (non-keyed) stream into windows of ``window_assigner``; one subtask
         evaluates them (PyFlink's ``window_all``)."""
-        from sparktide.datastream.windowed_stream import AllWindowedStream
-
-        return AllWindowedStream(self, window_assigner)
+        return windowing.AllWindowedStream(self, window_assigner)
 
     def count_window_all(self, size: int, slide: int = 0) -> AllWindowedStream:
         """Tumbling (``slide == 0``) or sliding count windows over the whole stream: Flink's
         ``GlobalWindows`` + ``PurgingTrigger(CountTrigger(size))``, or + ``CountEvictor(size)``
         + ``CountTrigger(slide)``."""
-        from sparktide.datastream.windowed_stream import count_window_all
-
-        return count_window_all(self, size, slide)
+        return windowing.count_window_all(self, size, slide)
 
     # ------------------------------------------------------------------ sinks
 
@@ -524,7 +517,7 @@ class KeyedStream(DataStream):
             coerce_output=coerce,
         )
 
-    def process(self, func: Any, output_type: Any = None) -> DataStream:  # type: ignore[override]
+    def process(self, func: Any, output_type: Any = None) -> DataStream:
         """Run a KeyedProcessFunction (keyed state and timers) on every element."""
         if isinstance(func, ProcessFunction):
             raise TypeError(
@@ -590,26 +583,20 @@ class KeyedStream(DataStream):
     def window(self, window_assigner: Any) -> WindowedStream:
         """Split each key's elements into windows of ``window_assigner`` (a WindowAssigner such
         as ``TumblingEventTimeWindows.of(Time.seconds(5))``)."""
-        from sparktide.datastream.windowed_stream import WindowedStream
-
-        return WindowedStream(self, window_assigner)
+        return windowing.WindowedStream(self, window_assigner)
 
     def interval_join(self, other_stream: DataStream) -> IntervalJoin:
         """Join with the keyed ``other_stream`` on event time: ``.between(lower, upper)``
         pairs each record ``l`` with the records ``r`` of the same key and ``l.ts + lower <=
         r.ts <= l.ts + upper``; ``.process(ProcessJoinFunction)`` handles the pairs (see
         :mod:`sparktide.datastream.join`)."""
-        from sparktide.datastream.join import IntervalJoin
-
-        return IntervalJoin(self, other_stream)  # type: ignore[arg-type]
+        return joins.IntervalJoin(self, other_stream)  # type: ignore[arg-type]
 
     def count_window(self, size: int, slide: int = 0) -> WindowedStream:
         """Tumbling (``slide == 0``) or sliding count windows per key: Flink's
         ``GlobalWindows`` + ``PurgingTrigger(CountTrigger(size))``, or + ``CountEvictor(size)``
         + ``CountTrigger(slide)`` (every ``slide`` elements, the last ``size``)."""
-        from sparktide.datastream.windowed_stream import count_window
-
-        return count_window(self, size, slide)
+        return windowing.count_window(self, size, slide)
 
 
 class _FunctionAdapter(KeyedProcessFunction):

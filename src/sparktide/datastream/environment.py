@@ -20,6 +20,9 @@ from collections.abc import Iterable
 from enum import Enum
 from typing import Any
 
+from sparktide.common.watermark_strategy import WatermarkStrategy
+from sparktide.datastream.data_stream import DataStream
+from sparktide.datastream.source import CollectionSource
 from sparktide.runtime.graph import JobGraph, Node
 from sparktide.runtime.operators.simple import CollectSinkOperator, RecordCollector
 
@@ -242,9 +245,6 @@ class StreamExecutionEnvironment:
 
     def from_collection(self, collection: Iterable[Any], type_info: Any = None) -> Any:
         """A bounded stream of the elements of ``collection`` (one split, in order)."""
-        from sparktide.datastream.data_stream import DataStream
-        from sparktide.datastream.source import CollectionSource
-
         values = list(collection)
         coerce = getattr(type_info, "coerce", None)
         if coerce is not None:
@@ -264,9 +264,6 @@ class StreamExecutionEnvironment:
     ) -> Any:
         """A stream read from a split-aware ``source``; each split runs its own
         ``watermark_strategy`` (timestamp assigner and watermark generator)."""
-        from sparktide.common.watermark_strategy import WatermarkStrategy
-        from sparktide.datastream.data_stream import DataStream
-
         if not callable(getattr(source, "get_splits", None)):
             raise TypeError(
                 f"source must be a Source (get_splits/read_split), got {type(source).__name__}"
@@ -390,7 +387,6 @@ class StreamExecutionEnvironment:
         timestamp_column: str | None,
         method: str,
     ) -> Any:
-        from sparktide.common.watermark_strategy import WatermarkStrategy
         from sparktide.spark.frames import ColumnTimestampAssigner
 
         strategy = (
@@ -407,7 +403,7 @@ class StreamExecutionEnvironment:
                     f"timestamp_column: the DataFrame has no column {timestamp_column!r}; its "
                     f"columns are {columns}"
                 )
-            if strategy._assigner is None:
+            if strategy.timestamp_assigner is None:
                 index = columns.index(timestamp_column)
                 strategy = strategy.with_timestamp_assigner(
                     ColumnTimestampAssigner(index, timestamp_column, method)
@@ -419,8 +415,6 @@ class StreamExecutionEnvironment:
     ) -> Any:
         """A stream from a SourceFunction (``run(ctx)`` with collect, collect_with_timestamp,
         emit_watermark, mark_as_temporarily_idle)."""
-        from sparktide.datastream.data_stream import DataStream
-
         if not callable(getattr(source_func, "run", None)):
             raise TypeError(
                 f"source_func must be a SourceFunction (with run(ctx)), got "
@@ -543,8 +537,6 @@ class StreamExecutionEnvironment:
         """Run the job and return the elements of ``stream`` (default: the last stream built);
         an iterator, or a list of at most ``limit`` elements. Same as
         ``stream.execute_and_collect(...)``."""
-        from sparktide.datastream.data_stream import DataStream
-
         if stream is None:
             last = next((n for n in reversed(self._graph.nodes) if n.kind != "sink"), None)
             if last is None:

@@ -48,10 +48,11 @@ triggers, evictors and allowed lateness work as for any window).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sparktide.common.time import to_millis
-from sparktide.datastream.data_stream import ConnectedStreams, DataStream, KeyedStream
+from sparktide.datastream import data_stream as streams  # it imports this module
+from sparktide.datastream import windowed_stream as windowing
 from sparktide.datastream.functions import (
     CoGroupFunction,
     FlatMapFunction,
@@ -60,7 +61,6 @@ from sparktide.datastream.functions import (
 )
 from sparktide.datastream.output_tag import OutputTag
 from sparktide.datastream.window.functions import WindowFunction
-from sparktide.datastream.windowed_stream import WindowedStream
 from sparktide.runtime.graph import copy_function
 from sparktide.runtime.operators.interval_join import (
     IntervalJoinOperator,
@@ -68,6 +68,10 @@ from sparktide.runtime.operators.interval_join import (
     check_bounds,
 )
 from sparktide.runtime.operators.simple import as_callable
+
+if TYPE_CHECKING:
+    from sparktide.datastream.data_stream import DataStream, KeyedStream
+    from sparktide.datastream.windowed_stream import WindowedStream
 
 __all__ = [
     "CoGroupedStreams",
@@ -105,7 +109,7 @@ class IntervalJoin:
 
     def __init__(self, left: KeyedStream, right: KeyedStream) -> None:
         for name, stream in (("left", left), ("right", right)):
-            if not isinstance(stream, KeyedStream):
+            if not isinstance(stream, streams.KeyedStream):
                 raise TypeError(
                     f"an interval join needs two keyed streams; the {name} stream is a "
                     f"{type(stream).__name__}: key_by(...) it first"
@@ -197,7 +201,7 @@ class IntervalJoined:
         def factory() -> IntervalJoinOperator:
             return IntervalJoinOperator(*args[:4], copy_function(function), *args[5:])
 
-        return ConnectedStreams(self._left, self._right)._two_input(
+        return streams.ConnectedStreams(self._left, self._right)._two_input(
             "IntervalJoin", factory, output_type
         )
 
@@ -287,7 +291,7 @@ class _TwoInputs:
 
     def __init__(self, kind: str, input1: DataStream, input2: DataStream) -> None:
         for name, stream in (("first", input1), ("second", input2)):
-            if not isinstance(stream, DataStream):
+            if not isinstance(stream, streams.DataStream):
                 raise TypeError(
                     f"the {name} input of a {kind} must be a DataStream, got "
                     f"{type(stream).__name__}"
@@ -345,12 +349,12 @@ class EqualTo:
     def window(self, assigner: Any) -> WithWindow:
         """Window both inputs with ``assigner`` (e.g. ``TumblingEventTimeWindows.of(...)``)."""
         inputs = self._inputs
-        tagged1 = DataStream.flat_map(inputs.input1, _Tag(1))
-        tagged2 = DataStream.flat_map(inputs.input2, _Tag(2))
+        tagged1 = streams.DataStream.flat_map(inputs.input1, _Tag(1))
+        tagged2 = streams.DataStream.flat_map(inputs.input2, _Tag(2))
         keyed = tagged1.union(tagged2).key_by(
             _UnionKeySelector(self._key1, self._key2), self._key_type
         )
-        return WithWindow(inputs.kind, WindowedStream(keyed, assigner))
+        return WithWindow(inputs.kind, windowing.WindowedStream(keyed, assigner))
 
 
 class WithWindow:

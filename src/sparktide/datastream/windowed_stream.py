@@ -21,11 +21,11 @@ functions. ``window_all`` windows a non-keyed stream: all elements go to one key
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sparktide.common.time import to_millis
+from sparktide.datastream import data_stream as streams  # it imports this module
 from sparktide.datastream.aggregations import FieldAggregator
-from sparktide.datastream.data_stream import DataStream, KeyedStream
 from sparktide.datastream.output_tag import OutputTag
 from sparktide.datastream.window.evictors import CountEvictor
 from sparktide.datastream.window.global_windows import GlobalWindows
@@ -36,6 +36,9 @@ from sparktide.runtime.operators.window_builder import (
     check_aggregate_function,
     check_reduce_function,
 )
+
+if TYPE_CHECKING:
+    from sparktide.datastream.data_stream import DataStream, KeyedStream
 
 __all__ = ["AllWindowedStream", "WindowedStream", "count_window", "count_window_all"]
 
@@ -66,7 +69,7 @@ class WindowedStream:
     _kind = "Window"
 
     def __init__(self, keyed_stream: KeyedStream, window_assigner: Any) -> None:
-        if not isinstance(keyed_stream, KeyedStream):
+        if not isinstance(keyed_stream, streams.KeyedStream):
             raise TypeError(
                 f"keyed_stream must be a KeyedStream, got {type(keyed_stream).__name__}; "
                 "key_by(...) first, or use window_all(...) on a non-keyed stream"
@@ -123,7 +126,9 @@ class WindowedStream:
             output_type, coerce = self.get_input_type(), False
         name = f"{self._kind}({type(builder.assigner).__name__})"
         node = self._keyed_stream._keyed(name, factory, output_type, coerce)
-        return self._finish(DataStream(self._keyed_stream.get_execution_environment(), node))
+        return self._finish(
+            streams.DataStream(self._keyed_stream.get_execution_environment(), node)
+        )
 
     def _finish(self, stream: DataStream) -> DataStream:
         return stream
@@ -196,7 +201,7 @@ class AllWindowedStream(WindowedStream):
     _kind = "AllWindow"
 
     def __init__(self, data_stream: DataStream, window_assigner: Any) -> None:
-        if not isinstance(data_stream, DataStream):
+        if not isinstance(data_stream, streams.DataStream):
             raise TypeError(f"data_stream must be a DataStream, got {type(data_stream).__name__}")
         super().__init__(data_stream.key_by(_NullKeySelector()), window_assigner)
 

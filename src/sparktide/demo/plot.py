@@ -45,6 +45,13 @@ _WIDTH, _HEIGHT = 1400, 860
 _LEFT, _RIGHT, _TOP, _BOTTOM = 100, 90, 96, 150
 
 
+def _as_int(value: object) -> int:
+    """An integral scalar of a table (a Python or numpy int) as an int."""
+    if isinstance(value, int | np.integer):
+        return int(value)
+    raise TypeError(f"expected an integral value, got {type(value).__name__} ({value!r})")
+
+
 def _local_hhmm(ms: int) -> str:
     moment = _dt.datetime.fromtimestamp(ms / 1000, ZoneInfo(NYC_TIMEZONE))
     return moment.strftime("%H:%M")
@@ -111,8 +118,8 @@ def draw_timeline(
     all_wm = points["watermark"].to_numpy()
     band = 0
     labels: list[tuple[float, float, str]] = []
-    for start, group in mine.groupby("start_ms", sort=True):
-        start = int(start)
+    for start_key, group in mine.groupby("start_ms", sort=True):
+        start = _as_int(start_key)
         end = start + size
         if end <= y_lo or start >= y_hi:
             continue
@@ -149,13 +156,16 @@ def draw_timeline(
     dropped_keys = set(late.loc[late["origin"] == airport, "key"])
     window_max = dep - dep % size + size - 1
     seen = on_day["watermark"].to_numpy()
-    for key, i, t, wmax, wm in zip(on_day["key"], idx, dep, window_max, seen, strict=True):
+    departures = dep.tolist()
+    for key, i, dep_ms, wmax, wm in zip(
+        on_day["key"], idx, departures, window_max, seen, strict=True
+    ):
         if key in dropped_keys:
-            c.marker(px(i), py(t), _DROPPED, "cross", 4)
+            c.marker(px(i), py(dep_ms), _DROPPED, "cross", 4)
         elif wmax <= wm < wmax + lateness:
-            c.marker(px(i), py(t), _LATE_OK, "dot", 4)
+            c.marker(px(i), py(dep_ms), _LATE_OK, "dot", 4)
         else:
-            c.marker(px(i), py(t), _ON_TIME, "dot", 2)
+            c.marker(px(i), py(dep_ms), _ON_TIME, "dot", 2)
 
     for lx, ly, label in labels:  # on top of the marks, on a white ground
         c.blend_rect(lx - 2, ly - 2, lx + text_width(label, 2) + 2, ly + 16, (255, 255, 255), 0.8)

@@ -43,7 +43,7 @@ def _with_local_times(table: pd.DataFrame) -> pd.DataFrame:
         if column in out.columns:
             ms = pd.to_numeric(out[column]).astype("Int64")
             local = pd.to_datetime(ms, unit="ms", utc=True).dt.tz_convert(NYC_TIMEZONE)
-            out.insert(out.columns.get_loc(column) + 1, column[: -len("_ms")], local)
+            out.insert(list(out.columns).index(column) + 1, column[: -len("_ms")], local)
     return out
 
 

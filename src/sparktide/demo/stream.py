@@ -48,7 +48,16 @@ import pyarrow.parquet as pq
 
 from sparktide.common.typeinfo import Types
 from sparktide.common.watermark_strategy import WatermarkStrategy
-from sparktide.demo.flights import Flight, FlightReplay, Tick, is_flight
+from sparktide.datastream import StreamExecutionEnvironment
+from sparktide.demo.flights import (
+    NYC_TIMEZONE,
+    Flight,
+    FlightReplay,
+    Tick,
+    departure_strategy,
+    is_flight,
+    schedule_strategy,
+)
 from sparktide.demo.jobs import (
     DemoResults,
     DemoSettings,
@@ -58,6 +67,8 @@ from sparktide.demo.jobs import (
     run_tagged,
     tag_results,
 )
+from sparktide.demo.report import write_tables
+from sparktide.spark.stream_sinks import ForeachBatchSink
 
 __all__ = [
     "STREAM_SCHEMA",
@@ -80,32 +91,31 @@ __all__ = [
 
 _MINUTE = 60_000
 MAX_WATERMARK = 2**63 - 1
+_STREAM_FIELDS: list[tuple[str, pa.DataType]] = [
+    ("split", pa.string()),
+    ("pos", pa.int64()),
+    ("ts", pa.int64()),
+    ("tick", pa.bool_()),
+    ("key", pa.string()),
+    ("origin", pa.string()),
+    ("dest", pa.string()),
+    ("carrier", pa.string()),
+    ("flight", pa.int64()),
+    ("tailnum", pa.string()),
+    ("sched_ms", pa.int64()),
+    ("dep_ms", pa.int64()),
+    ("seq", pa.int64()),
+]
 #: the columns of the stream files: the split (a name that Spark's hash partitioning sends to
 #: the split's index, see :func:`split_values`), the item's position in its split, its event
 #: time, whether it is a heartbeat, the flight's fields
-STREAM_SCHEMA = pa.schema(
-    [
-        ("split", pa.string()),
-        ("pos", pa.int64()),
-        ("ts", pa.int64()),
-        ("tick", pa.bool_()),
-        ("key", pa.string()),
-        ("origin", pa.string()),
-        ("dest", pa.string()),
-        ("carrier", pa.string()),
-        ("flight", pa.int64()),
-        ("tailnum", pa.string()),
-        ("sched_ms", pa.int64()),
-        ("dep_ms", pa.int64()),
-        ("seq", pa.int64()),
-    ]
-)
+STREAM_SCHEMA = pa.schema(_STREAM_FIELDS)
 _SPARK_TYPES = {pa.bool_(): "boolean", pa.string(): "string", pa.int64(): "long"}
 _SPARK_SCHEMA = ", ".join(f"{f.name} {_SPARK_TYPES[f.type]}" for f in STREAM_SCHEMA)
 _MTIME_BASE = 1_700_000_000  # the file source orders files by modification time
 
 
-def _row_of(item: Flight | Tick, split: int, pos: int, ts: int) -> tuple[Any, ...]:
+def _row_of(item: Flight | Tick, split: str, pos: int, ts: int) -> tuple[Any, ...]:
     if type(item) is Tick:
         return (split, pos, ts, True, None, item.origin, None, None, None, None, None, None, None)
     return (
@@ -134,8 +144,6 @@ def first_days(flights: pd.DataFrame, days: int) -> pd.DataFrame:
     """
     if type(days) is not int or days < 1:
         raise ValueError(f"days must be an int >= 1 (days of flights to replay), got {days!r}")
-    from sparktide.demo.flights import NYC_TIMEZONE
-
     if not len(flights):
         return flights
     local = pd.to_datetime(flights["sched_ms"], unit="ms", utc=True).dt.tz_convert(NYC_TIMEZONE)
@@ -281,9 +289,6 @@ def stream_departure_jobs(
     (``jobs="schedule"``, event time = scheduled departure) on ``files`` as a Structured
     Streaming query, one micro-batch per file, with ``trigger="available_now"``.
     ``on_batch`` is called after each micro-batch's output has been collected."""
-    from sparktide.datastream import StreamExecutionEnvironment
-    from sparktide.spark.stream_sinks import ForeachBatchSink
-
     if jobs == "departures":
         strategy = WatermarkStrategy.for_bounded_out_of_orderness(
             settings.out_of_orderness_minutes * _MINUTE
@@ -354,7 +359,7 @@ class StreamComparison:
 
 def _canonical(table: pd.DataFrame) -> pd.DataFrame:
     out = table.reset_index(drop=True).astype(object)
-    out = out.where(out.notna(), None)
+    out[out.isna()] = None
     return out.sort_values(list(out.columns), key=lambda c: c.map(repr)).reset_index(drop=True)
 
 
@@ -476,9 +481,6 @@ def run_bounded(
     >>> len(results.tables["windows"]) > 0, len(results.tables["weather"])
     (True, 0)
     """
-    from sparktide.datastream import StreamExecutionEnvironment
-    from sparktide.demo.flights import departure_strategy, schedule_strategy
-
     settings = replace(settings, watermark_every=batch_records)
     env = StreamExecutionEnvironment.get_execution_environment(runtime="local")
     env.get_config().set_watermark_every(batch_records)
@@ -532,8 +534,6 @@ def stream_demo(
     """Stream the flights through jobs a, b and c (:func:`run_stream`), write the streamed
     tables into ``out/stream``, run the same jobs bounded with ``watermark_every`` = the
     micro-batch size (:func:`run_bounded`) and compare (:func:`compare_with_bounded`)."""
-    from sparktide.demo.report import write_tables
-
     say = log or (lambda text: None)
     started = time.perf_counter()
     streamed, facts = run_stream(

@@ -147,8 +147,10 @@ class ProcTimeRangeBoundedPrecedingFunction(KeyedProcessFunction):
         limit = current_time - self.preceding
         expired = [t for t in self.input_state if t < limit]
         for t in expired:
-            for row in self.input_state.get(t):
-                acc = agg.retract(row, acc)
+            expired_rows = self.input_state.get(t)
+            if expired_rows is not None:  # always: t was just listed
+                for row in expired_rows:
+                    acc = agg.retract(row, acc)
             self.input_state.remove(t)
         for row in current_rows:
             acc = agg.add(row, acc)

@@ -62,7 +62,7 @@ _INPUTS = (
 class GuardedOperator(Protocol):
     """What the guard uses of an operator (an ``AbstractStreamOperator``)."""
 
-    output: Output | None
+    output: Output
     keyed_state_backend: HeapKeyedStateBackend | None
     time_service_manager: InternalTimeServiceManager | None
 

@@ -131,7 +131,7 @@ def _add_note(exc: BaseException, text: str, printed: bool | None = None) -> Non
         return
     existing = getattr(exc, "__notes__", None)  # Python 3.10: same attribute, not printed
     with contextlib.suppress(AttributeError):  # exceptions with __slots__
-        exc.__notes__ = [*(existing or ()), text]  # type: ignore[attr-defined]
+        exc.__notes__ = [*(existing or ()), text]
     if exc.__cause__ is None:
         exc.__cause__ = UserFunctionFailure(text)
 

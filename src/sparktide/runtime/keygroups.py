@@ -252,8 +252,8 @@ def _plain(key: Any, root: object) -> Key:
     if isinstance(key, tuple):  # named tuples
         return tuple(key)
     if type(key).__module__ == "numpy" and hasattr(key, "item"):
-        value = key.item()  # numpy.int64 -> int, numpy.bool_ -> bool, numpy.float32 -> float
-        if value is None or type(value) in (bool, int, float, str, bytes):
+        value: object = key.item()  # numpy.int64 -> int, numpy.bool_ -> bool, float32 -> float
+        if value is None or isinstance(value, (bool, int, float, str, bytes)):
             return value
     elif isinstance(key, numbers.Integral):
         return operator.index(key)

@@ -320,8 +320,8 @@ StreamRecord('b', None)]
     def _start(self) -> None:
         handoff = _Handoff()
         self._handoff = handoff
-        self.emitter = WatermarkEmitter(handoff)  # type: ignore[arg-type]
-        context = _OutputSourceContext(handoff, self.emitter)  # type: ignore[arg-type]
+        self.emitter = WatermarkEmitter(handoff)
+        context = _OutputSourceContext(handoff, self.emitter)
         function = self.function
 
         def main() -> None:
@@ -461,7 +461,7 @@ class SplitReader:
         self.generator = strategy.create_watermark_generator(context)
         self._on_event = self.generator.on_event
         self._output = output
-        self._wm_output: Any = (
+        self._wm_output: WatermarkOutput = (
             WatermarkEmitter(output) if watermark_output is None else watermark_output
         )
         self._records_read = 0

@@ -69,6 +69,7 @@ from typing import Any
 from sparktide.runtime.keygroups import KeyGroupRange
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot
 from sparktide.runtime.state.backend import StateMeta
+from sparktide.spark.checkpoint_format import pack_parts, unpack_parts
 
 __all__ = [
     "Changes",
@@ -279,8 +280,6 @@ def decode_key_group(
 def encode_changes(changes: Changes) -> dict[str, bytes]:
     """Container parts ``kg-<n>`` of ``changes`` (one :func:`encode_key_group` container per
     key group)."""
-    from sparktide.spark.checkpoint import pack_parts  # the checkpoint module imports this one
-
     out = {}
     for kg in sorted(changes):
         meta, parts = encode_key_group(*changes[kg])
@@ -293,8 +292,6 @@ def decode_changes(
 ) -> Changes:
     """The changes of the ``kg-<n>`` parts (only the key groups in ``key_groups``); a part that
     does not decode raises ``ValueError`` naming ``where`` and the key group."""
-    from sparktide.spark.checkpoint import unpack_parts  # the checkpoint module imports this one
-
     out: Changes = {}
     for name, data in parts.items():
         if not name.startswith("kg-"):

@@ -69,10 +69,8 @@ True
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import struct
 import uuid
 import zlib
 from dataclasses import asdict, dataclass
@@ -91,6 +89,16 @@ from sparktide.spark.changelog import (
     flatten,
     rebuild,
 )
+from sparktide.spark.checkpoint_format import (
+    CHECKPOINT_FORMAT_VERSION,
+    CheckpointError,
+    file_digest,
+    format_version_error,
+    pack_parts,
+    unpack_parts,
+)
+from sparktide.spark.checkpoint_format import header_meta as _header_meta
+from sparktide.spark.restore_match import check_restorable, describe_difference, stage_mapping
 
 __all__ = [
     "CHECKPOINT_FORMAT_VERSION",
@@ -106,102 +114,7 @@ __all__ = [
     "unpack_parts",
 ]
 
-CHECKPOINT_FORMAT_VERSION = 3
-# 1: valves, watermarks and split states were pickled; 2: a changelog's key groups were one
-# pickle each (timer timestamps and sequence numbers with the user values)
 DEFAULT_SNAPSHOT_EVERY = 10
-_MAGIC = b"\x89STKCKP\n"
-_PREFIX = struct.Struct(">8sII")
-
-
-class CheckpointError(ValueError):
-    """A checkpoint that cannot be used: corrupt, truncated, of another job or format."""
-
-
-# ---------------------------------------------------------------------------------------------
-# the container format of state and split files
-
-
-def format_version_error(where: str, version: Any) -> CheckpointError:
-    """The error for a file of another checkpoint format version (never read: a version's
-    metadata may mean something else in another)."""
-    older = isinstance(version, int) and version < CHECKPOINT_FORMAT_VERSION
-    who = "an older" if older else "another"
-    return CheckpointError(
-        f"{where}: checkpoint format version {version} is not supported; this sparktide "
-        f"reads version {CHECKPOINT_FORMAT_VERSION} (the checkpoint was written by {who} "
-        "sparktide): resume the query with the sparktide version that wrote it, or start from "
-        "an empty checkpoint directory (its state is then not restored)"
-    )
-
-
-def pack_parts(parts: dict[str, bytes], meta: dict[str, Any] | None = None) -> bytes:
-    """Bytes holding named binary ``parts`` and JSON ``meta``, each part with its CRC32.
-
-    >>> unpack_parts(pack_parts({"a": b"xyz"}, {"n": 1}), "f")
-    ({'n': 1}, {'a': b'xyz'})
-    """
-    offset = 0
-    refs: dict[str, list[int]] = {}
-    for name, data in parts.items():
-        refs[name] = [offset, len(data), zlib.crc32(data)]
-        offset += len(data)
-    header = {"format_version": CHECKPOINT_FORMAT_VERSION, "meta": meta or {}, "parts": refs}
-    head = json.dumps(header, sort_keys=True, separators=(",", ":")).encode("utf-8")
-    head_crc = struct.pack(">I", zlib.crc32(head))
-    prefix = _PREFIX.pack(_MAGIC, CHECKPOINT_FORMAT_VERSION, len(head))
-    return prefix + head + head_crc + b"".join(parts.values())
-
-
-def unpack_parts(data: bytes, where: str) -> tuple[dict[str, Any], dict[str, bytes]]:
-    """The ``(meta, parts)`` of :func:`pack_parts` bytes, validated; ``where`` names the file
-    in errors."""
-    if len(data) < _PREFIX.size or data[:8] != _MAGIC:
-        raise CheckpointError(
-            f"{where}: not a sparktide checkpoint file (bad magic bytes); the checkpoint is "
-            "corrupt: restore the directory from a backup or start from an empty one"
-        )
-    _, version, head_len = _PREFIX.unpack_from(data)
-    if version != CHECKPOINT_FORMAT_VERSION:
-        raise format_version_error(where, version)
-    start = _PREFIX.size
-    end = start + head_len
-    if end + 4 > len(data):
-        raise CheckpointError(f"{where}: the file is truncated (incomplete header)")
-    head = data[start:end]
-    if struct.unpack(">I", data[end : end + 4])[0] != zlib.crc32(head):
-        raise CheckpointError(f"{where}: the file is corrupt (header checksum mismatch)")
-    header = json.loads(head.decode("utf-8"))
-    area = memoryview(data)[end + 4 :]
-    parts: dict[str, bytes] = {}
-    for name, (off, length, crc) in header["parts"].items():
-        if off + length > len(area):
-            raise CheckpointError(f"{where}: the file is truncated (part {name!r} is incomplete)")
-        chunk = bytes(area[off : off + length])
-        if zlib.crc32(chunk) != crc:
-            raise CheckpointError(f"{where}: the file is corrupt (checksum mismatch in {name!r})")
-        parts[name] = chunk
-    return header["meta"], parts
-
-
-def file_digest(data: bytes) -> str:
-    """The digest a manifest records of a file's bytes.
-
-    >>> file_digest(b"x")[:16]
-    'blake2b:d161d711'
-    """
-    return "blake2b:" + hashlib.blake2b(data, digest_size=32).hexdigest()
-
-
-def _header_meta(data: bytes) -> dict[str, Any] | None:
-    """The JSON meta of :func:`pack_parts` bytes, read without checking the parts (``None``:
-    no readable header)."""
-    try:
-        _, _, head_len = _PREFIX.unpack_from(data)
-        start = _PREFIX.size
-        return json.loads(bytes(data[start : start + head_len]).decode("utf-8"))["meta"]
-    except Exception:
-        return None
 
 
 _BINDING = ("version", "operator", "stage", "subtask", "key_groups", "kind")
@@ -425,8 +338,6 @@ class CheckpointStore:
     def committed_version(self) -> int | None:
         """The last committed batch id (``None``: nothing committed yet); checks that this
         job can restore it (:func:`~sparktide.spark.restore_match.check_restorable`)."""
-        from sparktide.spark.restore_match import check_restorable
-
         versions = self._commit_versions()
         if not versions:
             return None
@@ -439,8 +350,6 @@ class CheckpointStore:
     def previous_stage(self, previous: dict[str, Any], stage: int) -> int | None:
         """The stage of manifest ``previous`` whose state stage ``stage`` of this job restores
         (matched by the identity of its entry operator; ``None``: none, it starts empty)."""
-        from sparktide.spark.restore_match import stage_mapping
-
         stored = previous.get("fingerprint")
         if self.fingerprint is None or stored == self.fingerprint:
             return stage if str(stage) in previous.get("parallelism", {}) else None
@@ -908,59 +817,3 @@ def check_snapshot_every(snapshot_every: Any) -> int:
             f"{DEFAULT_SNAPSHOT_EVERY}, got {snapshot_every!r}"
         )
     return snapshot_every
-
-
-def _op(op: Any) -> str:
-    name, uid = [*list(op), None, None][:2]
-    return f"{name!r}" + (f" (uid {uid!r})" if uid is not None else "")
-
-
-def describe_difference(stored: Any, here: Any, limit: int = 5) -> str:
-    """What differs between the job-graph fingerprint of a checkpoint and this job's.
-
-    >>> a = {"sources": [["flights", None, 3]], "stages": [
-    ...     {"operators": [["map", None], ["window", "w"]], "max_parallelism": 128}]}
-    >>> b = {"sources": [["flights", None, 4]], "stages": [
-    ...     {"operators": [["map", None], ["reduce", None]], "max_parallelism": 256}]}
-    >>> for line in describe_difference(a, b).split("; "): print(line)
-    source 'flights' had 3 splits, now 4
-    stage 0 operator 1 is 'window' (uid 'w') in the checkpoint but 'reduce' here
-    stage 0 max_parallelism 128 in the checkpoint vs 256 here
-    """
-    if not isinstance(stored, dict) or not isinstance(here, dict):
-        return f"the checkpoint has no usable job fingerprint ({stored!r})"
-    out: list[str] = []
-    old_src, new_src = stored.get("sources", []), here.get("sources", [])
-    if len(old_src) != len(new_src):
-        out.append(f"the checkpoint has {len(old_src)} source(s), this job {len(new_src)}")
-    for i, (a, b) in enumerate(zip(old_src, new_src, strict=False)):
-        if list(a[:2]) != list(b[:2]):
-            out.append(f"source {i} is {_op(a)} in the checkpoint but {_op(b)} here")
-        elif a[2:] != b[2:]:
-            out.append(f"source {a[0]!r} had {a[2]} splits, now {b[2]}")
-    old_st, new_st = stored.get("stages", []), here.get("stages", [])
-    if len(old_st) != len(new_st):
-        out.append(f"the checkpoint has {len(old_st)} stage(s), this job {len(new_st)}")
-    for s, (a, b) in enumerate(zip(old_st, new_st, strict=False)):
-        ops_a, ops_b = a.get("operators", []), b.get("operators", [])
-        for o, (x, y) in enumerate(zip(ops_a, ops_b, strict=False)):
-            if list(x) != list(y):
-                out.append(
-                    f"stage {s} operator {o} is {_op(x)} in the checkpoint but {_op(y)} here"
-                )
-        if len(ops_a) != len(ops_b):
-            extra = ops_a[len(ops_b) :] or ops_b[len(ops_a) :]
-            where = "the checkpoint" if len(ops_a) > len(ops_b) else "this job"
-            out.append(
-                f"stage {s} has {len(ops_a)} operator(s) in the checkpoint, {len(ops_b)} here "
-                f"(only in {where}: {', '.join(_op(x) for x in extra)})"
-            )
-        for field in ("max_parallelism", "keyed"):
-            if a.get(field) != b.get(field):
-                out.append(
-                    f"stage {s} {field} {a.get(field)} in the checkpoint vs {b.get(field)} here"
-                )
-    if not out:
-        return f"stored fingerprint {stored}, this job {here}"
-    more = f"; and {len(out) - limit} more difference(s)" if len(out) > limit else ""
-    return "; ".join(out[:limit]) + more

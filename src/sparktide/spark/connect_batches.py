@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from sparktide.spark.session import _package_dir, package_zip
+
 __all__ = ["connect_batch_function"]
 
 # compiled in a module namespace no server process could import by name: pickled by value
@@ -45,8 +47,6 @@ def make(package, runner_bytes):
 def connect_batch_function(runner: Any) -> Callable[[Any, int], None]:
     """The ``foreachBatch`` function that runs ``runner.on_batch`` on a Connect server."""
     from pyspark import cloudpickle
-
-    from sparktide.spark.session import _package_dir, package_zip
 
     package = package_zip().read_bytes() if _package_dir().is_dir() else None
     namespace: dict[str, Any] = {"__name__": "sparktide_connect_bootstrap"}

@@ -21,6 +21,7 @@ from typing import Any
 
 from sparktide.core.source import Source, SourceSplit
 from sparktide.spark.frames import records_of_batch, type_info_of_schema
+from sparktide.spark.session import is_connect
 
 __all__ = ["DataFrameSource"]
 
@@ -30,8 +31,6 @@ _SPLIT = "__sparktide_split"
 def num_partitions(df: Any) -> int:
     """The partition count of ``df``: its RDD's on a classic session; on Spark Connect (no RDD
     API) one row per partition from a ``mapInArrow`` over no rows, partition by partition."""
-    from sparktide.spark.session import is_connect
-
     if not is_connect(df.sparkSession):
         return int(df.rdd.getNumPartitions())
     from pyspark.sql import functions as F

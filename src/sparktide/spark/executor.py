@@ -41,7 +41,7 @@ from contextlib import contextmanager
 from functools import reduce
 from itertools import groupby
 from operator import itemgetter
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from sparktide.runtime.execution.driver import (
     JobEnvironment,
@@ -72,12 +72,21 @@ from sparktide.runtime.processing_time import (
     ProcessingTimeService,
     SystemProcessingTimeService,
 )
+from sparktide.spark.dataframe_source import DataFrameSource
 from sparktide.spark.failures import (
     failure_of_mark,
     failure_payload,
     raise_first_failure,
     upstream_failed,
 )
+from sparktide.spark.frame_types import (
+    NotInferableError,
+    Shape,
+    merge,
+    shape_of,
+    type_of_shapes,
+)
+from sparktide.spark.frames import spark_schema_of, to_record_batch
 from sparktide.spark.pickling import check_picklable
 from sparktide.spark.placement import placement_keys
 from sparktide.spark.progress import SparkProgress
@@ -124,10 +133,15 @@ def without_adaptive_execution(conf: RuntimeConfig) -> Iterator[None]:
                 conf.set(key, value)
 
 
-_Shipped = TypeVar("_Shipped", Entry, "tuple[Position, StreamRecord]", "tuple[Position, str]")
+_Shipped = TypeVar("_Shipped", bound="tuple[object, ...]")  # an entry, record or line
 
 
 _position = itemgetter(0)  # of an entry, or of a collected record or printed line
+
+
+def _first_position(chunk: list[_Shipped]) -> Position:
+    """The position of a shipped chunk's first item (every item starts with its position)."""
+    return cast("Position", chunk[0][0])
 
 
 _by_position_and_channel = itemgetter(0, 1)  # as the local runtime orders a stage's input
@@ -211,7 +225,13 @@ class SparkJob:
                 chunk = items[i : i + self.chunk]
                 for column, value in zip(
                     columns,
-                    (stage, target, pkey, encode_position(chunk[0][0]), pickle.dumps(chunk, 5)),
+                    (
+                        stage,
+                        target,
+                        pkey,
+                        encode_position(_first_position(chunk)),
+                        pickle.dumps(chunk, 5),
+                    ),
                     strict=True,
                 ):
                     column.append(value)
@@ -333,7 +353,7 @@ class SparkJob:
             context = TaskContext.get()
             partition = context.partitionId() if context is not None else 0
             node = next(n for n in self.plan.sources if n.id == node_id)
-            records = node.source.records(batches)  # type: ignore[union-attr]
+            records = node.source.records(batches)
             yield from self.run_split(first_split + partition, records)
 
         return run
@@ -408,8 +428,6 @@ class _ShapeScanner:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
-        from sparktide.spark.frame_types import NotInferableError, Shape, merge, shape_of
-
         loads = pickle.loads
         shape: Shape | None = None
         error: str | None = None
@@ -454,8 +472,6 @@ def _shape_schema() -> pa.Schema:
 def _inferred_type(rows: DataFrame, caller: str) -> TypeInformation:
     """The type of the records in the collected ``rows`` (one Spark job over them); the user's
     error if a function of the job raised."""
-    from sparktide.spark.frame_types import type_of_shapes
-
     described = (
         rows.select("stage", "payload")
         .mapInArrow(_ShapeScanner(), "shape binary, error string, records long, failure binary")
@@ -478,8 +494,6 @@ class _FrameDecoder:
         self.ordered = ordered
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from sparktide.spark.frames import to_record_batch
-
         loads = pickle.loads
 
         def payloads() -> Iterator[bytes]:
@@ -536,8 +550,6 @@ class SparkExecutor:
     def _source_frames(self, job: SparkJob) -> list[DataFrame]:
         """The source stage: DataFrame sources run on their own partitions, every other split
         as one row of ``spark.range``."""
-        from sparktide.spark.dataframe_source import DataFrameSource
-
         frames = []
         g = 0
         for node, n in zip(self.plan.sources, self.tasks.split_counts, strict=True):
@@ -656,8 +668,6 @@ class SparkExecutor:
         ``infer_for`` names what the user called, else one column of pickled values (the
         transport of sinks that turn records into their own row type)."""
         from pyspark.sql import functions as F
-
-        from sparktide.spark.frames import spark_schema_of
 
         rows = reduce(
             lambda a, b: a.unionAll(b),

@@ -21,16 +21,16 @@ A checkpointed operator without a match in the job (removed, or renamed / moved 
 ... # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-sparktide.spark.checkpoint.CheckpointError: ... does not have: 'a' (no uid) of stage 0; ...
+sparktide.spark.checkpoint_format.CheckpointError: ... does not have: 'a' (no uid) of stage 0; ...
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sparktide.spark.checkpoint import CheckpointError, describe_difference
+from sparktide.spark.checkpoint_format import CheckpointError
 
-__all__ = ["check_restorable", "stage_mapping"]
+__all__ = ["check_restorable", "describe_difference", "stage_mapping"]
 
 
 def _identity(op: list[Any]) -> str | None:
@@ -106,3 +106,59 @@ def check_restorable(
             "same in every run), or pass allow_non_restored_state=True to execute(...) / "
             "execute_async(...) to drop the state of the operators that have no match"
         )
+
+
+def _op(op: Any) -> str:
+    name, uid = [*list(op), None, None][:2]
+    return f"{name!r}" + (f" (uid {uid!r})" if uid is not None else "")
+
+
+def describe_difference(stored: Any, here: Any, limit: int = 5) -> str:
+    """What differs between the job-graph fingerprint of a checkpoint and this job's.
+
+    >>> a = {"sources": [["flights", None, 3]], "stages": [
+    ...     {"operators": [["map", None], ["window", "w"]], "max_parallelism": 128}]}
+    >>> b = {"sources": [["flights", None, 4]], "stages": [
+    ...     {"operators": [["map", None], ["reduce", None]], "max_parallelism": 256}]}
+    >>> for line in describe_difference(a, b).split("; "): print(line)
+    source 'flights' had 3 splits, now 4
+    stage 0 operator 1 is 'window' (uid 'w') in the checkpoint but 'reduce' here
+    stage 0 max_parallelism 128 in the checkpoint vs 256 here
+    """
+    if not isinstance(stored, dict) or not isinstance(here, dict):
+        return f"the checkpoint has no usable job fingerprint ({stored!r})"
+    out: list[str] = []
+    old_src, new_src = stored.get("sources", []), here.get("sources", [])
+    if len(old_src) != len(new_src):
+        out.append(f"the checkpoint has {len(old_src)} source(s), this job {len(new_src)}")
+    for i, (a, b) in enumerate(zip(old_src, new_src, strict=False)):
+        if list(a[:2]) != list(b[:2]):
+            out.append(f"source {i} is {_op(a)} in the checkpoint but {_op(b)} here")
+        elif a[2:] != b[2:]:
+            out.append(f"source {a[0]!r} had {a[2]} splits, now {b[2]}")
+    old_st, new_st = stored.get("stages", []), here.get("stages", [])
+    if len(old_st) != len(new_st):
+        out.append(f"the checkpoint has {len(old_st)} stage(s), this job {len(new_st)}")
+    for s, (a, b) in enumerate(zip(old_st, new_st, strict=False)):
+        ops_a, ops_b = a.get("operators", []), b.get("operators", [])
+        for o, (x, y) in enumerate(zip(ops_a, ops_b, strict=False)):
+            if list(x) != list(y):
+                out.append(
+                    f"stage {s} operator {o} is {_op(x)} in the checkpoint but {_op(y)} here"
+                )
+        if len(ops_a) != len(ops_b):
+            extra = ops_a[len(ops_b) :] or ops_b[len(ops_a) :]
+            where = "the checkpoint" if len(ops_a) > len(ops_b) else "this job"
+            out.append(
+                f"stage {s} has {len(ops_a)} operator(s) in the checkpoint, {len(ops_b)} here "
+                f"(only in {where}: {', '.join(_op(x) for x in extra)})"
+            )
+        for field in ("max_parallelism", "keyed"):
+            if a.get(field) != b.get(field):
+                out.append(
+                    f"stage {s} {field} {a.get(field)} in the checkpoint vs {b.get(field)} here"
+                )
+    if not out:
+        return f"stored fingerprint {stored}, this job {here}"
+    more = f"; and {len(out) - limit} more difference(s)" if len(out) > limit else ""
+    return "; ".join(out[:limit]) + more

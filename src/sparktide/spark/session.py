@@ -35,6 +35,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+import sparktide
 from sparktide.spark import logs
 
 __all__ = [
@@ -175,8 +176,6 @@ def is_local_master(master: str) -> bool:
 
 
 def _package_dir() -> Path:
-    import sparktide
-
     return Path(sparktide.__file__).resolve().parent
 
 
@@ -215,8 +214,6 @@ def package_zip() -> Path:
     (without bytecode caches). It is cached in the temp dir under a name made of the version
     and a hash of the package's files, so it is rebuilt only when they change.
     """
-    import sparktide
-
     source = _package_dir()
     if not (source / "__init__.py").is_file():
         raise FileNotFoundError(

@@ -225,7 +225,7 @@ class StreamingJob:
             context = TaskContext.get()
             partition = context.partitionId() if context is not None else 0
             node = next(n for n in self.plan.sources if n.id == node_id)
-            records = node.source.records(batches)  # type: ignore[union-attr]
+            records = node.source.records(batches)
             yield from self.run_stream_split(first_split + partition, records)
 
         return run

@@ -26,6 +26,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from sparktide.runtime.operators.simple import CollectSinkOperator, PrintSinkOperator
+
 __all__ = [
     "ConsoleBatchSink",
     "ForeachBatchSink",
@@ -192,8 +194,6 @@ def idempotence_warnings(plan_or_nodes: Any) -> list[str]:
     >>> message.split(":")[0]
     "sink 'show' (ConsoleBatchSink) prints a replayed micro-batch again"
     """
-    from sparktide.runtime.operators.simple import CollectSinkOperator, PrintSinkOperator
-
     messages: list[str] = []
     for node in getattr(plan_or_nodes, "nodes", plan_or_nodes):
         if node.kind != "sink":

@@ -52,6 +52,7 @@ import pickle
 import threading
 import time
 import uuid
+import warnings
 from collections.abc import Callable
 from functools import reduce
 from operator import itemgetter
@@ -85,14 +86,17 @@ from sparktide.spark.stream_sinks import (
     ForeachBatchSink,
     JsonBatchSink,
     ParquetBatchSink,
+    StreamingExactlyOnceWarning,
     batch_sink_of,
+    check_declared_types,
+    idempotence_warnings,
 )
 from sparktide.spark.stream_source import StreamSource, has_stream_source
 from sparktide.spark.stream_union import rows_of_source, union_streams
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.streaming import DataStreamWriter
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 __all__ = [
     "ConsoleBatchSink",
@@ -707,14 +711,6 @@ def start_stream(
             f"trigger must be one of {_TRIGGERS} or None (run micro-batches until stopped), got "
             f"{trigger!r}"
         )
-    import warnings
-
-    from sparktide.spark.stream_sinks import (
-        StreamingExactlyOnceWarning,
-        check_declared_types,
-        idempotence_warnings,
-    )
-
     executor = SparkExecutor(graph, env)
     check_declared_types(executor.plan)
     runner = _StreamRunner(executor, checkpoint_location, snapshot_every, allow_non_restored_state)

@@ -427,7 +427,7 @@ class ProcessingTimeSessionWindows(_ProcessingTimeAssigner, EventTimeSessionWind
     __slots__ = ()
 
     @staticmethod
-    def with_dynamic_gap(extractor: Any) -> DynamicProcessingTimeSessionWindows:  # type: ignore[override]
+    def with_dynamic_gap(extractor: Any) -> DynamicProcessingTimeSessionWindows:
         return DynamicProcessingTimeSessionWindows(extractor)
 
     def assign_windows(self, element: Any, timestamp: int | None, context: Any) -> Any:

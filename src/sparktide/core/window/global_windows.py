@@ -77,7 +77,7 @@ class CountTumblingWindowAssigner(WindowAssigner[Any, CountWindow]):
         state = context.get_runtime_context().get_state(self._descriptor)
         count = state.value() or 0
         state.update(count + 1)
-        return count  # type: ignore[no-any-return]
+        return count
 
     def assign_windows(self, element: Any, timestamp: int | None, context: Any) -> Any:
         return [CountWindow(self._next_count(context) // self._size)]

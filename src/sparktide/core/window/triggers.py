@@ -57,10 +57,10 @@ class TriggerResult(Enum):
     PURGE = (False, True)
 
     def is_fire(self) -> bool:
-        return self.value[0]  # type: ignore[no-any-return]
+        return self.value[0]
 
     def is_purge(self) -> bool:
-        return self.value[1]  # type: ignore[no-any-return]
+        return self.value[1]
 
 
 CONTINUE = TriggerResult.CONTINUE

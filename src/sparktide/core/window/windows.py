@@ -49,7 +49,7 @@ class Window(ABC):
         """The largest timestamp that still belongs to this window."""
 
 
-class TimeWindow(Window, tuple):  # type: ignore[misc]
+class TimeWindow(Window, tuple):
     """The time interval ``[start, end)`` in int milliseconds.
 
     >>> w = TimeWindow(5, 15)
@@ -68,7 +68,7 @@ TimeWindow(start=5, end=15)])
     def __new__(cls, start: int, end: int) -> TimeWindow:
         return tuple.__new__(cls, (start, end))
 
-    def __getnewargs__(self) -> tuple[int, int]:  # type: ignore[override]
+    def __getnewargs__(self) -> tuple[int, int]:
         return (self[0], self[1])
 
     def max_timestamp(self) -> int:
@@ -133,7 +133,7 @@ new_time_window: Callable[[tuple[int, int]], TimeWindow] = partial(tuple.__new__
 built-in assigners use it per record)."""
 
 
-class CountWindow(Window, tuple):  # type: ignore[misc]
+class CountWindow(Window, tuple):
     """A window identified by a number (PyFlink's count window assigners).
 
     >>> CountWindow(3).id, CountWindow(3) == CountWindow(3), CountWindow(3)
@@ -147,7 +147,7 @@ class CountWindow(Window, tuple):  # type: ignore[misc]
     def __new__(cls, id: int) -> CountWindow:
         return tuple.__new__(cls, (id,))
 
-    def __getnewargs__(self) -> tuple[int]:  # type: ignore[override]
+    def __getnewargs__(self) -> tuple[int]:
         return (self[0],)
 
     def max_timestamp(self) -> int:

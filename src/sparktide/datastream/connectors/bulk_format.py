@@ -65,7 +65,7 @@ def coerce_record(value: Any, row_type: RowTypeInfo) -> Row:
     fields = getattr(value, "_fields", None) if isinstance(value, Row) else None
     if fields is not None and set(fields) != set(row_type.get_field_names()):
         value = tuple(value)
-    return row_type.coerce(value, "record")  # type: ignore[no-any-return]
+    return row_type.coerce(value, "record")
 
 
 def numbered_rows(
@@ -148,7 +148,7 @@ class RowDataBulkWriterFactory(BulkWriterFactory):
     """A bulk writer factory of rows of a declared row type (PyFlink's
     ``RowDataBulkWriterFactory``): records are matched to it by :func:`coerce_record`."""
 
-    def __init__(self, row_type: RowTypeInfo) -> None:
+    def __init__(self, row_type: RowTypeInfo | RowType) -> None:
         self._row_type = check_row_type(row_type)
 
     def get_row_type(self) -> RowTypeInfo:

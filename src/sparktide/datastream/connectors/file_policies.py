@@ -13,6 +13,7 @@ import datetime as _dt
 import os
 import re
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from sparktide.datastream.connectors.file_paths import check_str, positive_millis
 from sparktide.datastream.connectors.file_writer import PartFileInfo
@@ -236,8 +237,6 @@ def _zone(timezone_id: str | None) -> _dt.tzinfo | None:
         delta = _dt.timedelta(hours=int(offset.group(2)), minutes=int(offset.group(3) or 0))
         return _dt.timezone(sign * delta)
     try:
-        from zoneinfo import ZoneInfo
-
         return ZoneInfo(timezone_id)
     except (ValueError, KeyError, OSError):
         raise ValueError(

@@ -27,6 +27,7 @@ from typing import Any
 
 from sparktide.common.typeinfo import Types
 from sparktide.common.typeinfo_base import TypeInformation
+from sparktide.common.typeinfo_composite import RowTypeInfo
 from sparktide.datastream.connectors.bulk_format import FrameFormat
 from sparktide.datastream.connectors.file_paths import (
     as_path,
@@ -132,6 +133,8 @@ class FileSource(Source):
         self._stream_format = stream_format
         self._paths = tuple(as_path(p, f"paths[{i}]", "'/data/input'") for i, p in enumerate(paths))
         self._files: list[str] | None = None
+        # the type of the records, for ``env.from_source``
+        self.type_info: TypeInformation | None = self.get_produced_type()
 
     @staticmethod
     def for_record_stream_format(stream_format: StreamFormat, *paths: str) -> FileSourceBuilder:
@@ -160,12 +163,7 @@ class FileSource(Source):
     def get_produced_type(self) -> TypeInformation | None:
         """The type of the records (the format's)."""
         produced = getattr(self._stream_format, "get_produced_type", None)
-        return None if produced is None else produced()  # type: ignore[no-any-return]
-
-    @property
-    def type_info(self) -> TypeInformation | None:
-        """The type of the records, for ``env.from_source``."""
-        return self.get_produced_type()
+        return None if produced is None else produced()
 
     def files(self) -> list[str]:
         """The files of the splits (listed once, on first use)."""
@@ -187,8 +185,11 @@ class FrameFileSource(FileSource, DataFrameSource):
     """A :class:`FileSource` of a typed format: read locally with the format's own reader, and
     on Spark as a DataFrame (Spark's readers) with one partition per file, in file order."""
 
+    type_info: RowTypeInfo
+
     def __init__(self, file_format: FrameFormat, paths: Sequence[Any]) -> None:
         FileSource.__init__(self, file_format, paths)  # type: ignore[arg-type]
+        self.type_info = file_format.row_type
         self._format = file_format
         self.columns = file_format.row_type.get_field_names()
         self.split_by: list[str] = []

@@ -128,7 +128,7 @@ class FileWriter(SinkWriter):
 
     # The context the bucket assigner sees.
     def current_processing_time(self) -> int:
-        return self._clock.get_current_processing_time()  # type: ignore[no-any-return]
+        return self._clock.get_current_processing_time()
 
     def current_watermark(self) -> int:
         return -(2**63) if self._context is None else self._context.current_watermark()

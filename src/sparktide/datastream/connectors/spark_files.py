@@ -23,8 +23,10 @@ from __future__ import annotations
 import uuid
 from functools import reduce
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 from sparktide.spark.placement import placement_keys
+from sparktide.spark.session import is_connect
 
 __all__ = [
     "local_path",
@@ -65,8 +67,6 @@ def one_partition_per_file(spark: Any, frames: list[Any]) -> Any:
 
 def local_path(uri: str) -> str | None:
     """The local path of a ``file:`` URI or a path without a scheme; ``None`` for others."""
-    from urllib.parse import unquote, urlparse
-
     parsed = urlparse(uri)
     if parsed.scheme in ("", "file"):
         return unquote(parsed.path) if parsed.scheme else uri
@@ -77,8 +77,6 @@ class _HadoopFiles:
     """The Hadoop filesystem of a directory, through the driver's JVM."""
 
     def __init__(self, spark: Any, directory: str) -> None:
-        from sparktide.spark.session import is_connect
-
         if is_connect(spark):
             raise NotImplementedError(
                 f"cannot write part files to {directory!r} on a Spark Connect session: file "

@@ -56,7 +56,7 @@ class CsvDialect:
             blank = True  # one unquoted empty field: a blank line, skipped
             while True:
                 if quote is not None and pos < n and text[pos] == quote:
-                    pos, value = self._quoted(text, pos + 1, special)
+                    pos, value = self._quoted(text, pos + 1, quote, special)
                     fields.append(None if null and value == null else value)
                     blank = False
                 else:
@@ -82,8 +82,8 @@ class CsvDialect:
             if not blank:
                 yield fields
 
-    def _quoted(self, text: str, pos: int, special: re.Pattern[str]) -> tuple[int, str]:
-        quote, escape = self.quote, self.escape
+    def _quoted(self, text: str, pos: int, quote: str, special: re.Pattern[str]) -> tuple[int, str]:
+        escape = self.escape
         parts = []
         while True:
             found = special.search(text, pos)
@@ -97,8 +97,8 @@ class CsvDialect:
             if escape is not None and text[j] == escape and escape != quote and j + 1 < len(text):
                 parts.append(text[j + 1])
                 pos = j + 2
-            elif text.startswith(quote * 2, j):  # type: ignore[operator]
-                parts.append(quote)  # type: ignore[arg-type]
+            elif text.startswith(quote * 2, j):
+                parts.append(quote)
                 pos = j + 2
             elif text[j] == quote:
                 return j + 1, "".join(parts)

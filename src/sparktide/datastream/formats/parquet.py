@@ -42,7 +42,7 @@ from sparktide.datastream.connectors.bulk_format import (
     numbered_rows,
 )
 from sparktide.datastream.connectors.file_source import BulkFormat
-from sparktide.datastream.formats.row_values import RowReader
+from sparktide.datastream.formats.row_values import RowReader, field_kinds
 from sparktide.table.types import RowType
 
 __all__ = ["ParquetBulkWriters", "ParquetColumnarRowInputFormat"]
@@ -197,7 +197,7 @@ class _ParquetWriterFactory(RowDataBulkWriterFactory):
         if local is not None:
             import pyarrow.parquet as pq
 
-            return pq.read_metadata(local).num_rows == 0  # type: ignore[no-any-return]
+            return pq.read_metadata(local).num_rows == 0
         return spark.read.parquet(path).limit(1).count() == 0  # type: ignore[no-any-return]
 
     def __repr__(self) -> str:
@@ -215,8 +215,6 @@ class ParquetBulkWriters:
         one column per field; records are matched to the row type by field name (a ``Row``
         named like it) or by position. ``hadoop_config`` and ``utc_timestamp`` are accepted for
         PyFlink compatibility and not used (timestamps are written zone-less)."""
-        from sparktide.datastream.formats.row_values import field_kinds
-
         factory = _ParquetWriterFactory(row_type)
         field_kinds(factory.get_row_type(), "ParquetBulkWriters")
         return factory

@@ -77,7 +77,7 @@ def _kind(t: TypeInformation, where: str, allow_list: bool = True) -> str:
     if kind is not None:
         return kind
     if allow_list and isinstance(t, ListTypeInfo | BasicArrayTypeInfo):
-        return "list:" + _kind(t._element_type, where, allow_list=False)  # type: ignore[attr-defined]
+        return "list:" + _kind(t.element_type, where, allow_list=False)
     raise ValueError(
         f"{where} is declared {t._decl()}, which file formats do not support; declare it as "
         f"{_SUPPORTED}"
@@ -294,7 +294,7 @@ class RowReader:
                     "with a type that fits"
                 ) from None
         try:
-            return self.row_type.coerce(Row.of_values(out, self.names), "record")  # type: ignore[no-any-return]
+            return self.row_type.coerce(Row.of_values(out, self.names), "record")
         except (TypeError, ValueError) as exc:
             raise ValueError(f"{path}, record {record}: {exc}") from None
 

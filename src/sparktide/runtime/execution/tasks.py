@@ -92,7 +92,7 @@ def splits_of(node: Node) -> list[object]:
         return [None]
     cached = getattr(node, "_splits", None)
     if cached is None:
-        cached = list(source.get_splits())  # type: ignore[union-attr]
+        cached = list(source.get_splits())
         node._splits = cached  # type: ignore[attr-defined]
     return cast("list[object]", cached)
 

@@ -12,9 +12,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import cast
 
 from sparktide.core.functions import RuntimeContext
+from sparktide.core.output_tag import OutputTag
+from sparktide.core.state import (
+    AggregatingState,
+    AggregatingStateDescriptor,
+    ListState,
+    ListStateDescriptor,
+    MapState,
+    MapStateDescriptor,
+    ReducingState,
+    ReducingStateDescriptor,
+    StateDescriptor,
+    ValueState,
+    ValueStateDescriptor,
+)
 from sparktide.runtime.elements import MIN_TIMESTAMP, StreamRecord, Watermark, WatermarkStatus
 from sparktide.runtime.keygroups import (
     KeyGroupRange,
@@ -22,12 +36,16 @@ from sparktide.runtime.keygroups import (
     compute_key_group_range_for_operator_index,
 )
 from sparktide.runtime.output import Output
-from sparktide.runtime.snapshot import KeyedOperatorSnapshot
+from sparktide.runtime.processing_time import ProcessingTimeService
+from sparktide.runtime.snapshot import KeyedOperatorSnapshot, StateData
 from sparktide.runtime.state.backend import HeapKeyedStateBackend, StateMeta
-from sparktide.runtime.timers.manager import InternalTimeServiceManager
-from sparktide.runtime.timers.service import InternalTimerService, Triggerable
+from sparktide.runtime.timers.manager import InternalTimeServiceManager, TimerSnapshot
+from sparktide.runtime.timers.service import InternalTimerService, KeyContext, Triggerable
 
-__all__ = ["AbstractStreamOperator", "OperatorSetup", "StreamingRuntimeContext"]
+__all__ = ["AbstractStreamOperator", "KeySelector", "OperatorSetup", "StreamingRuntimeContext"]
+
+KeySelector = Callable[[object], object]
+"""The key of a record's value (keys are any hashable user value)."""
 
 _KEYED_STATE_NEEDS_KEY_BY = (
     "keyed state can only be used on a keyed stream, i.e. after a key_by() operation; "
@@ -98,17 +116,59 @@ class StreamingRuntimeContext(RuntimeContext):
     def get_job_parameter(self, key: str, default_value: str | None = None) -> str | None:
         return self._op.setup_info.job_parameters.get(key, default_value)
 
-    def _state(self, descriptor: Any) -> Any:
+    def _backend(self) -> HeapKeyedStateBackend:
         backend = self._op.keyed_state_backend
         if backend is None:
             raise RuntimeError(_KEYED_STATE_NEEDS_KEY_BY)
-        return backend.get_partitioned_state(descriptor)
+        return backend
 
-    get_state = _state
-    get_list_state = _state
-    get_map_state = _state
-    get_reducing_state = _state
-    get_aggregating_state = _state
+    def get_state(self, state_descriptor: ValueStateDescriptor) -> ValueState:
+        return cast(ValueState, self._state(state_descriptor))
+
+    def get_list_state(self, state_descriptor: ListStateDescriptor) -> ListState:
+        return cast(ListState, self._state(state_descriptor))
+
+    def get_map_state(self, state_descriptor: MapStateDescriptor) -> MapState:
+        return cast(MapState, self._state(state_descriptor))
+
+    def get_reducing_state(self, state_descriptor: ReducingStateDescriptor) -> ReducingState:
+        return cast(ReducingState, self._state(state_descriptor))
+
+    def get_aggregating_state(
+        self, state_descriptor: AggregatingStateDescriptor
+    ) -> AggregatingState:
+        return cast(AggregatingState, self._state(state_descriptor))
+
+    def _state(self, descriptor: StateDescriptor) -> object:
+        # the backend makes the state of the descriptor's kind
+        return self._backend().get_partitioned_state(descriptor)
+
+
+class _Unwired:
+    """The output of an operator that is not wired to one yet (an :class:`Output`)."""
+
+    __slots__ = ()
+
+    def _fail(self) -> RuntimeError:
+        return RuntimeError(
+            "the operator has no output yet: set it up with setup(output, ...) or assign "
+            "operator.output before sending it elements"
+        )
+
+    def collect(self, record: StreamRecord) -> None:
+        raise self._fail()
+
+    def collect_side(self, tag: OutputTag, record: StreamRecord) -> None:
+        raise self._fail()
+
+    def emit_watermark(self, watermark: Watermark) -> None:
+        raise self._fail()
+
+    def emit_watermark_status(self, status: WatermarkStatus) -> None:
+        raise self._fail()
+
+
+_UNWIRED = _Unwired()
 
 
 class AbstractStreamOperator:
@@ -120,24 +180,26 @@ class AbstractStreamOperator:
 
     def __init__(self) -> None:
         self.setup_info = OperatorSetup()
-        self.output: Output | None = None
-        self.processing_time_service: Any = None
-        self.key_selector: Callable[[Any], Any] | None = None
+        self.output: Output = _UNWIRED
+        self.processing_time_service: ProcessingTimeService | None = None
+        self.key_selector: KeySelector | None = None
         self.keyed_state_backend = None
         self.time_service_manager = None
-        self.runtime_context: StreamingRuntimeContext | None = None
+        self.runtime_context = StreamingRuntimeContext(self)
         self._current_watermark = MIN_TIMESTAMP
 
     # ------------------------------------------------------------------ lifecycle
 
     def setup(
         self,
-        output: Output,
-        processing_time_service: Any,
+        output: Output | None,
+        processing_time_service: ProcessingTimeService,
         setup_info: OperatorSetup | None = None,
-        key_selector: Callable[[Any], Any] | None = None,
+        key_selector: KeySelector | None = None,
     ) -> None:
-        self.output = output
+        """Wire the operator: its ``output`` (None: the runner assigns ``output`` later), clock,
+        subtask and, for keyed operators, the key selector."""
+        self.output = _UNWIRED if output is None else output
         self.processing_time_service = processing_time_service
         self.setup_info = setup_info or OperatorSetup()
         self.key_selector = key_selector
@@ -150,9 +212,11 @@ class AbstractStreamOperator:
             )
             self.keyed_state_backend = backend
             self.time_service_manager = InternalTimeServiceManager(
-                backend, processing_time_service, kg_range
+                # the timers read current_key_group only while a key is set
+                cast(KeyContext, backend),
+                processing_time_service,
+                kg_range,
             )
-        self.runtime_context = StreamingRuntimeContext(self)
 
     def initialize_state(self, snapshots: Sequence[bytes | KeyedOperatorSnapshot]) -> None:
         """Restore keyed state and timers from one or more snapshots (rescaling: several).
@@ -169,8 +233,8 @@ class AbstractStreamOperator:
         ]
         maxp = self.setup_info.effective_max_parallelism
         meta: dict[str, StateMeta] = {}
-        state: dict[int, dict[str, list[tuple[Any, Any, Any]]]] = {}
-        timers: dict[int, Any] = {}
+        state: StateData = {}
+        timers: TimerSnapshot = {}
         for snap in decoded:
             if snap.max_parallelism != maxp:
                 raise ValueError(
@@ -207,7 +271,7 @@ class AbstractStreamOperator:
     def process_element(self, record: StreamRecord) -> None:
         raise NotImplementedError
 
-    def process_keyed(self, record: StreamRecord, key: Any, key_group: int) -> None:
+    def process_keyed(self, record: StreamRecord, key: object, key_group: int) -> None:
         """Process ``record`` whose key and key group the runner already computed (no hashing)."""
         self.keyed_state_backend.set_current_key_and_group(key, key_group)  # type: ignore[union-attr]
         self.process_keyed_element(record)
@@ -222,10 +286,10 @@ class AbstractStreamOperator:
         self._current_watermark = t
         if self.time_service_manager is not None:
             self.time_service_manager.advance_watermark(t)
-        self.output.emit_watermark(watermark)  # type: ignore[union-attr]
+        self.output.emit_watermark(watermark)
 
     def process_watermark_status(self, status: WatermarkStatus) -> None:
-        self.output.emit_watermark_status(status)  # type: ignore[union-attr]
+        self.output.emit_watermark_status(status)
 
     def current_watermark(self) -> int:
         return self._current_watermark
@@ -235,10 +299,17 @@ class AbstractStreamOperator:
         records below it are late again, and nothing fires or is forwarded."""
         self._current_watermark = watermark
 
-    def set_current_key(self, key: Any) -> None:
+    def set_current_key(self, key: object) -> None:
         self.keyed_state_backend.set_current_key(key)  # type: ignore[union-attr]
 
-    def get_current_key(self) -> Any:
+    def current_processing_time(self) -> int:
+        """The processing time of the operator's clock (set by :meth:`setup`)."""
+        service = self.processing_time_service
+        if service is None:
+            raise RuntimeError("the operator has no processing-time service: setup() it first")
+        return service.get_current_processing_time()
+
+    def get_current_key(self) -> object:
         backend = self.keyed_state_backend
         return None if backend is None else backend.current_key
 

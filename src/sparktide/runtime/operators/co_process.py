@@ -6,11 +6,15 @@ the other back); event-time timers fire when that combined watermark advances.
 
 from __future__ import annotations
 
-from typing import Any
-
+from sparktide.core.functions import (
+    CoFlatMapFunction,
+    CoMapFunction,
+    CoProcessFunction,
+    KeyedCoProcessFunction,
+)
 from sparktide.core.timerservice import TimeDomain
 from sparktide.runtime.elements import StreamRecord, Watermark, WatermarkStatus
-from sparktide.runtime.operators.base import AbstractStreamOperator
+from sparktide.runtime.operators.base import AbstractStreamOperator, KeySelector
 from sparktide.runtime.operators.process import (
     USER_TIMERS,
     KeyedContext,
@@ -42,7 +46,7 @@ class _CombinedOutput:
         AbstractStreamOperator.process_watermark(self._op, watermark)
 
     def emit_watermark_status(self, status: WatermarkStatus) -> None:
-        self._op.output.emit_watermark_status(status)  # type: ignore[union-attr]
+        self._op.output.emit_watermark_status(status)
 
 
 class AbstractTwoInputOperator(AbstractStreamOperator):
@@ -52,7 +56,7 @@ class AbstractTwoInputOperator(AbstractStreamOperator):
         super().__init__()
         self._combiner = TwoInputWatermarkCombiner()
         self._combined_output = _CombinedOutput(self)
-        self.key_selector2: Any = None
+        self.key_selector2: KeySelector | None = None
 
     def process_element1(self, record: StreamRecord) -> None:
         raise NotImplementedError
@@ -84,7 +88,7 @@ class AbstractTwoInputOperator(AbstractStreamOperator):
 
 
 class CoMapOperator(AbstractTwoInputOperator):
-    def __init__(self, function: Any) -> None:
+    def __init__(self, function: CoMapFunction) -> None:
         super().__init__()
         self.function = function
         self._map1 = as_callable(getattr(function, "map1", None), "map1", "map1")
@@ -99,15 +103,15 @@ class CoMapOperator(AbstractTwoInputOperator):
 
     def process_element1(self, record: StreamRecord) -> None:
         record.value = self._map1(record.value)
-        self.output.collect(record)  # type: ignore[union-attr]
+        self.output.collect(record)
 
     def process_element2(self, record: StreamRecord) -> None:
         record.value = self._map2(record.value)
-        self.output.collect(record)  # type: ignore[union-attr]
+        self.output.collect(record)
 
 
 class CoFlatMapOperator(AbstractTwoInputOperator):
-    def __init__(self, function: Any) -> None:
+    def __init__(self, function: CoFlatMapFunction) -> None:
         super().__init__()
         self.function = function
 
@@ -128,12 +132,17 @@ class CoFlatMapOperator(AbstractTwoInputOperator):
 class CoProcessOperator(AbstractTwoInputOperator):
     """Runs a CoProcessFunction on two non-keyed inputs; registering timers raises."""
 
-    def __init__(self, function: Any) -> None:
+    _ctx: NonKeyedContext  # made by open()
+
+    def __init__(self, function: CoProcessFunction) -> None:
         super().__init__()
         self.function = function
 
     def open(self) -> None:
-        timers = NonKeyedTimerService(self.processing_time_service, self.current_watermark)
+        service = self.processing_time_service
+        if service is None:
+            raise RuntimeError("the operator has no processing-time service: setup() it first")
+        timers = NonKeyedTimerService(service, self.current_watermark)
         self._ctx = NonKeyedContext(self, timers)
         self.function.open(self.runtime_context)
 
@@ -163,7 +172,7 @@ class KeyedTwoInputOperator(AbstractTwoInputOperator):
         self.process_keyed_element1(record)
 
     def process_element2(self, record: StreamRecord) -> None:
-        self.keyed_state_backend.set_current_key(self.key_selector2(record.value))  # type: ignore[union-attr]
+        self.keyed_state_backend.set_current_key(self.key_selector2(record.value))  # type: ignore[union-attr,misc]
         self.process_keyed_element2(record)
 
     def process_keyed_element1(self, record: StreamRecord) -> None:
@@ -176,7 +185,9 @@ class KeyedTwoInputOperator(AbstractTwoInputOperator):
 class KeyedCoProcessOperator(KeyedTwoInputOperator):
     """Runs a KeyedCoProcessFunction: shared keyed state and timers for both inputs."""
 
-    def __init__(self, function: Any) -> None:
+    _ctx: KeyedContext  # made by open()
+
+    def __init__(self, function: KeyedCoProcessFunction) -> None:
         super().__init__()
         self.function = function
 
@@ -206,13 +217,13 @@ class KeyedCoProcessOperator(KeyedTwoInputOperator):
         ctx._domain = None
         emit_results(self, self.function.process_element2(record.value, ctx), record.timestamp)
 
-    def on_event_time(self, timestamp: int, key: Any, namespace: Any) -> None:
+    def on_event_time(self, timestamp: int, key: object, namespace: object) -> None:
         ctx = self._ctx
         ctx._ts = timestamp
         ctx._domain = TimeDomain.EVENT_TIME
         emit_results(self, self.function.on_timer(timestamp, ctx), timestamp)
 
-    def on_processing_time(self, timestamp: int, key: Any, namespace: Any) -> None:
+    def on_processing_time(self, timestamp: int, key: object, namespace: object) -> None:
         ctx = self._ctx
         ctx._ts = None
         ctx._domain = TimeDomain.PROCESSING_TIME

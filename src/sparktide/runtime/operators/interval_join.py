@@ -51,11 +51,11 @@ everything.
 from __future__ import annotations
 
 import numbers
-from typing import Any, NamedTuple
+from typing import NamedTuple, cast
 
 from sparktide.core.functions import ProcessJoinFunction
 from sparktide.core.output_tag import OutputTag
-from sparktide.core.state import MapStateDescriptor
+from sparktide.core.state import MapState, MapStateDescriptor
 from sparktide.runtime.elements import MAX_TIMESTAMP, StreamRecord
 from sparktide.runtime.operators.co_process import KeyedTwoInputOperator
 from sparktide.runtime.operators.process import emit_results
@@ -85,11 +85,15 @@ class BufferEntry(NamedTuple):
     """A buffered record: the element and whether it has been joined (Flink's ``BufferEntry``;
     reserved for outer joins, the inner join leaves it False)."""
 
-    element: Any
+    element: object
     has_been_joined: bool = False
 
 
-def _key_kind(key: Any) -> Any:
+Buffer = MapState[int, list[BufferEntry]]
+"""A side's buffer: event timestamp -> the records with that timestamp."""
+
+
+def _key_kind(key: object) -> type:
     """What must agree between the keys of two join inputs: equal keys of these kinds hash to
     the same key group (a numpy integer and an int do; an int and a str never meet)."""
     if isinstance(key, bool):
@@ -125,10 +129,10 @@ class KeyTypeGuard:
     def __init__(self, what: str) -> None:
         self.what = what
         self._types: tuple[set[type], set[type]] = (set(), set())
-        self._kinds: tuple[set[Any], set[Any]] = (set(), set())
+        self._kinds: tuple[set[type], set[type]] = (set(), set())
         self.checked = False
 
-    def see(self, index: int, key: Any) -> None:
+    def see(self, index: int, key: object) -> None:
         """Note a key of input ``index`` (1 or 2); raise TypeError on a key type mismatch."""
         types = self._types[index - 1]
         t = type(key)
@@ -150,7 +154,7 @@ class KeyTypeGuard:
         )
 
 
-def _names(kinds: set[Any]) -> str:
+def _names(kinds: set[type]) -> str:
     return " or ".join(sorted(getattr(k, "__name__", str(k)) for k in kinds))
 
 
@@ -174,16 +178,16 @@ class _JoinContext(ProcessJoinFunction.Context):
     def get_timestamp(self) -> int:
         return self._ts
 
-    def output(self, output_tag: OutputTag, value: Any) -> None:
+    def output(self, output_tag: OutputTag, value: object) -> None:
         if not isinstance(output_tag, OutputTag):
             raise TypeError(
                 f"output_tag must be an OutputTag, got {type(output_tag).__name__}; create one "
                 "with OutputTag('name')"
             )
-        self._op.output.collect_side(output_tag, StreamRecord(value, self._ts))  # type: ignore[union-attr]
+        self._op.output.collect_side(output_tag, StreamRecord(value, self._ts))
 
 
-def check_bounds(lower_bound: Any, upper_bound: Any) -> tuple[int, int]:
+def check_bounds(lower_bound: int, upper_bound: int) -> tuple[int, int]:
     """``(lower_bound, upper_bound)`` if both are int ms and ``lower_bound <= upper_bound``."""
     for name, value in (("lower_bound", lower_bound), ("upper_bound", upper_bound)):
         if type(value) is not int:
@@ -198,7 +202,7 @@ def check_bounds(lower_bound: Any, upper_bound: Any) -> tuple[int, int]:
     return lower_bound, upper_bound
 
 
-def _check_tag(tag: Any, name: str) -> OutputTag | None:
+def _check_tag(tag: OutputTag | None, name: str) -> OutputTag | None:
     if tag is not None and not isinstance(tag, OutputTag):
         raise TypeError(
             f"{name} must be an OutputTag or None, got {type(tag).__name__}; create one with "
@@ -230,7 +234,7 @@ class IntervalJoinOperator(KeyedTwoInputOperator):
         upper_bound: int,
         lower_bound_inclusive: bool,
         upper_bound_inclusive: bool,
-        function: Any,
+        function: ProcessJoinFunction,
         left_late_data_output_tag: OutputTag | None = None,
         right_late_data_output_tag: OutputTag | None = None,
     ) -> None:
@@ -264,9 +268,13 @@ class IntervalJoinOperator(KeyedTwoInputOperator):
                 "an interval join needs keyed inputs: key_by both streams, then "
                 "left.interval_join(right)"
             )
+        self._backend = backend
         self._timers = self.get_internal_timer_service(CLEANUP_TIMER, self)
-        self._left = backend.get_partitioned_state(MapStateDescriptor(LEFT_BUFFER, None, None))
-        self._right = backend.get_partitioned_state(MapStateDescriptor(RIGHT_BUFFER, None, None))
+        # map states (a map state descriptor)
+        left = backend.get_partitioned_state(MapStateDescriptor(LEFT_BUFFER, None, None))
+        right = backend.get_partitioned_state(MapStateDescriptor(RIGHT_BUFFER, None, None))
+        self._left = cast(Buffer, left)
+        self._right = cast(Buffer, right)
         self._ctx = _JoinContext(self)
         self._process = self.function.process_element
         opener = getattr(self.function, "open", None)
@@ -284,17 +292,17 @@ class IntervalJoinOperator(KeyedTwoInputOperator):
     def process_keyed_element1(self, record: StreamRecord) -> None:
         """A left record, for the key already set in the key context."""
         if not self._guard.checked:
-            self._guard.see(1, self.keyed_state_backend.current_key)  # type: ignore[union-attr]
+            self._guard.see(1, self._backend.current_key)
         self._join(record, self._left, self._right, self.lower_bound, self.upper_bound, True)
 
     def process_keyed_element2(self, record: StreamRecord) -> None:
         """A right record, for the key already set in the key context."""
         if not self._guard.checked:
-            self._guard.see(2, self.keyed_state_backend.current_key)  # type: ignore[union-attr]
+            self._guard.see(2, self._backend.current_key)
         self._join(record, self._right, self._left, -self.upper_bound, -self.lower_bound, False)
 
     def _join(
-        self, record: StreamRecord, ours: Any, other: Any, low: int, high: int, is_left: bool
+        self, record: StreamRecord, ours: Buffer, other: Buffer, low: int, high: int, is_left: bool
     ) -> None:
         ts = record.timestamp
         value = record.value
@@ -311,7 +319,7 @@ class IntervalJoinOperator(KeyedTwoInputOperator):
                 self.num_late_records_dropped += 1
             else:
                 self.num_late_records_side_output += 1
-                self.output.collect_side(tag, StreamRecord(value, ts))  # type: ignore[union-attr]
+                self.output.collect_side(tag, StreamRecord(value, ts))
             return
         bucket = ours.get(ts)
         if bucket is None:
@@ -334,7 +342,7 @@ class IntervalJoinOperator(KeyedTwoInputOperator):
         cleanup = min(ts + high, MAX_TIMESTAMP) if high > 0 else ts
         self._timers.register_event_time_timer(CLEANUP_LEFT if is_left else CLEANUP_RIGHT, cleanup)
 
-    def _collect(self, left: Any, right: Any, left_ts: int, right_ts: int) -> None:
+    def _collect(self, left: object, right: object, left_ts: int, right_ts: int) -> None:
         ctx = self._ctx
         ts = left_ts if left_ts > right_ts else right_ts
         ctx._left_ts = left_ts
@@ -346,7 +354,7 @@ class IntervalJoinOperator(KeyedTwoInputOperator):
 
     # ------------------------------------------------------------------ timers
 
-    def on_event_time(self, timestamp: int, key: Any, namespace: Any) -> None:
+    def on_event_time(self, timestamp: int, key: object, namespace: object) -> None:
         if namespace == CLEANUP_LEFT:
             _remove_bucket(self._left, timestamp, self.upper_bound)
         elif namespace == CLEANUP_RIGHT:
@@ -354,15 +362,15 @@ class IntervalJoinOperator(KeyedTwoInputOperator):
         else:
             raise RuntimeError(f"invalid interval-join timer namespace {namespace!r}")
 
-    def on_processing_time(self, timestamp: int, key: Any, namespace: Any) -> None:
+    def on_processing_time(self, timestamp: int, key: object, namespace: object) -> None:
         """The interval join has no processing-time timers."""
 
 
-def _first(item: tuple[int, Any]) -> int:
+def _first(item: tuple[int, list[BufferEntry]]) -> int:
     return item[0]
 
 
-def _remove_bucket(buffer: Any, timer: int, offset: int) -> None:
+def _remove_bucket(buffer: Buffer, timer: int, offset: int) -> None:
     """Remove the bucket whose cleanup timer (``ts + offset`` if ``offset > 0`` else ``ts``,
     saturating at MAX) fired at ``timer``."""
     if offset <= 0:

@@ -29,13 +29,26 @@ TimeWindow(start=0, end=5)
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Protocol
 
-__all__ = ["MergeFunction", "MergingWindowSet"]
+from sparktide.core.window.assigners import MergingWindowAssigner
+from sparktide.core.window.windows import Window
 
-MergeFunction = Callable[[Any, list[Any], Any, list[Any]], None]
+__all__ = ["MergeFunction", "MergingWindowSet", "WindowMappingStore"]
+
+MergeFunction = Callable[[Window, list[Window], Window, list[Window]], None]
 """``merge(merge_result, merged_windows, state_window_result, merged_state_windows)``."""
+
+
+class WindowMappingStore(Protocol):
+    """Where the mapping is kept: the operator's map state ``"merging-window-set"``."""
+
+    def items(self) -> Iterable[tuple[Window, Window]]: ...
+
+    def clear(self) -> None: ...
+
+    def put_all(self, dict_value: Mapping[Window, Window], /) -> None: ...
 
 
 class MergingWindowSet:
@@ -44,10 +57,12 @@ class MergingWindowSet:
 
     __slots__ = ("_assigner", "_initial", "_mapping", "_state")
 
-    def __init__(self, assigner: Any, state: Any) -> None:
+    def __init__(
+        self, assigner: MergingWindowAssigner[object, Window], state: WindowMappingStore
+    ) -> None:
         self._assigner = assigner
         self._state = state
-        self._mapping: dict[Any, Any] = dict(state.items())
+        self._mapping: dict[Window, Window] = dict(state.items())
         self._initial = dict(self._mapping)
 
     def persist(self) -> None:
@@ -58,21 +73,21 @@ class MergingWindowSet:
                 self._state.put_all(dict(self._mapping))
             self._initial = dict(self._mapping)
 
-    def get_state_window(self, window: Any) -> Any:
+    def get_state_window(self, window: Window) -> Window | None:
         """The state window of the in-flight ``window``, or None."""
         return self._mapping.get(window)
 
-    def retire_window(self, window: Any) -> None:
+    def retire_window(self, window: Window) -> None:
         """Forget ``window`` (it was purged or expired); its state must be cleared by the
         caller."""
         if self._mapping.pop(window, None) is None:
             raise KeyError(f"Window {window!r} is not in the in-flight window set")
 
-    def windows(self) -> list[Any]:
+    def windows(self) -> list[Window]:
         """The in-flight windows (in insertion order)."""
         return list(self._mapping)
 
-    def add_window(self, new_window: Any, merge_function: MergeFunction) -> Any:
+    def add_window(self, new_window: Window, merge_function: MergeFunction) -> Window:
         """Add ``new_window`` and merge it (and whatever else the assigner merges); return the
         window ``new_window`` ended up in.
 
@@ -83,9 +98,9 @@ class MergingWindowSet:
         keeps and ``merged_state_windows`` the state windows to merge into it.
         """
         mapping = self._mapping
-        results: dict[Any, list[Any]] = {}
+        results: dict[Window, list[Window]] = {}
 
-        def collect(to_be_merged: Any, merge_result: Any) -> None:
+        def collect(to_be_merged: Iterable[Window], merge_result: Window) -> None:
             results[merge_result] = list(to_be_merged)
 
         self._assigner.merge_windows([*mapping, new_window], _Callback(collect))
@@ -122,7 +137,7 @@ class MergingWindowSet:
         values = list(self._mapping.values())
         if not (len(values) == len(set(values))):
             raise AssertionError(f"state windows shared: {self._mapping}")
-        pending: list[Any] = []
+        pending: list[Window] = []
         self._assigner.merge_windows(
             list(self._mapping), _Callback(lambda merged, result: pending.append(result))
         )
@@ -138,8 +153,8 @@ class _Callback:
 
     __slots__ = ("merge",)
 
-    def __init__(self, merge: Callable[[Any, Any], None]) -> None:
+    def __init__(self, merge: Callable[[Iterable[Window], Window], None]) -> None:
         self.merge = merge
 
-    def __call__(self, to_be_merged: Any, merge_result: Any) -> None:
+    def __call__(self, to_be_merged: Iterable[Window], merge_result: Window) -> None:
         self.merge(to_be_merged, merge_result)

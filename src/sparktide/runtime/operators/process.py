@@ -8,9 +8,14 @@ output, like ``ctx.output(tag, value)``.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
 
-from sparktide.core.functions import KeyedProcessFunction, ProcessFunction
+from sparktide.core.functions import (
+    CoProcessFunction,
+    KeyedCoProcessFunction,
+    KeyedProcessFunction,
+    ProcessFunction,
+)
 from sparktide.core.output_tag import OutputTag
 from sparktide.core.timerservice import TimeDomain, TimerService
 from sparktide.runtime.elements import StreamRecord
@@ -30,12 +35,14 @@ _EVENT_TIME = TimeDomain.EVENT_TIME
 _PROCESSING_TIME = TimeDomain.PROCESSING_TIME
 
 
-def emit_results(operator: AbstractStreamOperator, results: Any, timestamp: int | None) -> None:
+def emit_results(
+    operator: AbstractStreamOperator, results: Iterable[object] | None, timestamp: int | None
+) -> None:
     """Send what a user function returned or yielded downstream, stamped with ``timestamp``."""
     if results is None:
         return
     out = operator.output
-    collect = out.collect  # type: ignore[union-attr]
+    collect = out.collect
     try:
         it = iter(results)
     except TypeError:  # not iterable: name the mistake
@@ -46,24 +53,25 @@ def emit_results(operator: AbstractStreamOperator, results: Any, timestamp: int 
         ) from None
     for value in it:
         if type(value) is tuple and len(value) == 2 and isinstance(value[0], OutputTag):
-            out.collect_side(value[0], StreamRecord(value[1], timestamp))  # type: ignore[union-attr]
+            out.collect_side(value[0], StreamRecord(value[1], timestamp))
             continue
         collect(StreamRecord(value, timestamp))
 
 
 def _side_output(
-    operator: AbstractStreamOperator, tag: OutputTag, value: Any, timestamp: int | None
+    operator: AbstractStreamOperator, tag: OutputTag, value: object, timestamp: int | None
 ) -> None:
     if not isinstance(tag, OutputTag):
         raise TypeError(
             f"output_tag must be an OutputTag, got {type(tag).__name__}; create one with "
             "OutputTag('name')"
         )
-    operator.output.collect_side(tag, StreamRecord(value, timestamp))  # type: ignore[union-attr]
+    operator.output.collect_side(tag, StreamRecord(value, timestamp))
 
 
-class KeyedContext(KeyedProcessFunction.OnTimerContext):
-    """The ``ctx`` of keyed functions: timestamp, key, timers, side outputs, time domain."""
+class KeyedContext(KeyedCoProcessFunction.OnTimerContext, KeyedCoProcessFunction.Context):
+    """The ``ctx`` of keyed (co-)process functions: timestamp, key, timers, side outputs, time
+    domain."""
 
     __slots__ = ("_domain", "_op", "_timer_service", "_ts")
 
@@ -79,10 +87,10 @@ class KeyedContext(KeyedProcessFunction.OnTimerContext):
     def timer_service(self) -> TimerService:
         return self._timer_service
 
-    def get_current_key(self) -> Any:
-        return self._op.keyed_state_backend.current_key  # type: ignore[union-attr]
+    def get_current_key(self) -> object:
+        return self._op.get_current_key()
 
-    def output(self, output_tag: OutputTag, value: Any) -> None:
+    def output(self, output_tag: OutputTag, value: object) -> None:
         _side_output(self._op, output_tag, value, self._ts)
 
     def time_domain(self) -> TimeDomain:
@@ -94,6 +102,8 @@ class KeyedContext(KeyedProcessFunction.OnTimerContext):
 class KeyedProcessOperator(AbstractStreamOperator):
     """Runs a :class:`KeyedProcessFunction` with keyed state and the ``"user-timers"`` service."""
 
+    _ctx: KeyedContext  # made by open()
+
     def __init__(self, function: KeyedProcessFunction) -> None:
         super().__init__()
         if not callable(getattr(function, "process_element", None)):
@@ -102,7 +112,6 @@ class KeyedProcessOperator(AbstractStreamOperator):
                 f"{type(function).__name__}"
             )
         self.function = function
-        self._ctx: KeyedContext | None = None
 
     def open(self) -> None:
         if self.keyed_state_backend is None:
@@ -114,7 +123,7 @@ class KeyedProcessOperator(AbstractStreamOperator):
         # bound once: these run per record / per timer
         self._process = self.function.process_element
         self._on_timer = self.function.on_timer
-        self.function.open(self.runtime_context)  # type: ignore[arg-type]
+        self.function.open(self.runtime_context)
 
     def close(self) -> None:
         self.function.close()
@@ -128,31 +137,32 @@ class KeyedProcessOperator(AbstractStreamOperator):
         """Process ``record`` for the key already set in the key context."""
         ctx = self._ctx
         ts = record.timestamp
-        ctx._ts = ts  # type: ignore[union-attr]
-        ctx._domain = None  # type: ignore[union-attr]
+        ctx._ts = ts
+        ctx._domain = None
         results = self._process(record.value, ctx)
         if results is not None:
             emit_results(self, results, ts)
 
-    def on_event_time(self, timestamp: int, key: Any, namespace: Any) -> None:
+    def on_event_time(self, timestamp: int, key: object, namespace: object) -> None:
         ctx = self._ctx
-        ctx._ts = timestamp  # type: ignore[union-attr]
-        ctx._domain = _EVENT_TIME  # type: ignore[union-attr]
+        ctx._ts = timestamp
+        ctx._domain = _EVENT_TIME
         results = self._on_timer(timestamp, ctx)
         if results is not None:
             emit_results(self, results, timestamp)
 
-    def on_processing_time(self, timestamp: int, key: Any, namespace: Any) -> None:
+    def on_processing_time(self, timestamp: int, key: object, namespace: object) -> None:
         ctx = self._ctx
-        ctx._ts = None  # type: ignore[union-attr]
-        ctx._domain = _PROCESSING_TIME  # type: ignore[union-attr]
+        ctx._ts = None
+        ctx._domain = _PROCESSING_TIME
         results = self._on_timer(timestamp, ctx)
         if results is not None:
             emit_results(self, results, None)
 
 
-class NonKeyedContext(ProcessFunction.Context):
-    """The ``ctx`` of non-keyed functions: timestamp, a timer service that refuses timers."""
+class NonKeyedContext(CoProcessFunction.Context):
+    """The ``ctx`` of non-keyed (co-)process functions: timestamp, a timer service that refuses
+    timers."""
 
     __slots__ = ("_op", "_timer_service", "_ts")
 
@@ -167,12 +177,14 @@ class NonKeyedContext(ProcessFunction.Context):
     def timer_service(self) -> TimerService:
         return self._timer_service
 
-    def output(self, output_tag: OutputTag, value: Any) -> None:
+    def output(self, output_tag: OutputTag, value: object) -> None:
         _side_output(self._op, output_tag, value, self._ts)
 
 
 class ProcessOperator(AbstractStreamOperator):
     """Runs a :class:`ProcessFunction` on a non-keyed stream; registering timers raises."""
+
+    _ctx: NonKeyedContext  # made by open()
 
     def __init__(self, function: ProcessFunction) -> None:
         super().__init__()
@@ -182,12 +194,14 @@ class ProcessOperator(AbstractStreamOperator):
                 f"{type(function).__name__}"
             )
         self.function = function
-        self._ctx: NonKeyedContext | None = None
 
     def open(self) -> None:
-        timers = NonKeyedTimerService(self.processing_time_service, self.current_watermark)
+        service = self.processing_time_service
+        if service is None:
+            raise RuntimeError("the operator has no processing-time service: setup() it first")
+        timers = NonKeyedTimerService(service, self.current_watermark)
         self._ctx = NonKeyedContext(self, timers)
-        self.function.open(self.runtime_context)  # type: ignore[arg-type]
+        self.function.open(self.runtime_context)
 
     def close(self) -> None:
         self.function.close()
@@ -196,7 +210,7 @@ class ProcessOperator(AbstractStreamOperator):
     def process_element(self, record: StreamRecord) -> None:
         ctx = self._ctx
         ts = record.timestamp
-        ctx._ts = ts  # type: ignore[union-attr]
-        results = self.function.process_element(record.value, ctx)  # type: ignore[arg-type]
+        ctx._ts = ts
+        results = self.function.process_element(record.value, ctx)
         if results is not None:
             emit_results(self, results, ts)

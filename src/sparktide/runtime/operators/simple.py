@@ -7,12 +7,17 @@ record belongs to one chain path, so stateless operators replace its value in pl
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from typing import Any, TextIO
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, TextIO, cast
 
-from sparktide.core.state import ValueStateDescriptor
+from sparktide.common.typeinfo_base import TypeInformation
+from sparktide.core.state import ValueState, ValueStateDescriptor
 from sparktide.runtime.elements import MAX_TIMESTAMP, StreamRecord, Watermark
 from sparktide.runtime.operators.base import AbstractStreamOperator
+
+if TYPE_CHECKING:
+    # the positions runners give printed lines and collected records: ordered values
+    from _typeshed import SupportsRichComparison as Position
 
 __all__ = [
     "CoerceOperator",
@@ -27,13 +32,13 @@ __all__ = [
 ]
 
 
-def as_callable(function: Any, method: str, parameter: str) -> Callable[..., Any]:
+def as_callable(function: object, method: str, parameter: str) -> Callable[..., object]:
     """``function.method`` for a Function object, or ``function`` itself if it is callable."""
-    bound = getattr(function, method, None)
+    bound: object = getattr(function, method, None)
     if callable(bound) and not isinstance(function, type):
-        return bound  # type: ignore[no-any-return]
+        return bound
     if callable(function):
-        return function  # type: ignore[no-any-return]
+        return function
     raise TypeError(
         f"{parameter} must be a callable or an object with a {method}() method, got "
         f"{type(function).__name__}"
@@ -41,7 +46,7 @@ def as_callable(function: Any, method: str, parameter: str) -> Callable[..., Any
 
 
 class _UserFunctionOperator(AbstractStreamOperator):
-    def __init__(self, function: Any) -> None:
+    def __init__(self, function: object) -> None:
         super().__init__()
         self.function = function
 
@@ -58,51 +63,55 @@ class _UserFunctionOperator(AbstractStreamOperator):
 
 
 class StreamMap(_UserFunctionOperator):
-    def __init__(self, function: Any) -> None:
+    def __init__(self, function: object) -> None:
         super().__init__(function)
         self._map = as_callable(function, "map", "map function")
 
     def process_element(self, record: StreamRecord) -> None:
         record.value = self._map(record.value)
-        self.output.collect(record)  # type: ignore[union-attr]
+        self.output.collect(record)
 
 
 class StreamFlatMap(_UserFunctionOperator):
-    def __init__(self, function: Any) -> None:
+    def __init__(self, function: object) -> None:
         super().__init__(function)
-        self._flat_map = as_callable(function, "flat_map", "flat_map function")
+        # a flat_map returns an iterable of outputs (or None)
+        self._flat_map = cast(
+            "Callable[[object], Iterable[object] | None]",
+            as_callable(function, "flat_map", "flat_map function"),
+        )
 
     def process_element(self, record: StreamRecord) -> None:
         results = self._flat_map(record.value)
         if results is None:
             return
-        collect = self.output.collect  # type: ignore[union-attr]
+        collect = self.output.collect
         ts = record.timestamp
         for value in results:
             collect(StreamRecord(value, ts))
 
 
 class StreamFilter(_UserFunctionOperator):
-    def __init__(self, function: Any) -> None:
+    def __init__(self, function: object) -> None:
         super().__init__(function)
         self._filter = as_callable(function, "filter", "filter function")
 
     def process_element(self, record: StreamRecord) -> None:
         if self._filter(record.value):
-            self.output.collect(record)  # type: ignore[union-attr]
+            self.output.collect(record)
 
 
 class CoerceOperator(AbstractStreamOperator):
     """Gives each value the shape its declared type has (``Types.FLOAT()`` is 32-bit, ...)."""
 
-    def __init__(self, type_info: Any, where: str) -> None:
+    def __init__(self, type_info: TypeInformation, where: str) -> None:
         super().__init__()
         self._coerce = type_info.coerce
         self._where = where
 
     def process_element(self, record: StreamRecord) -> None:
         record.value = self._coerce(record.value, self._where)
-        self.output.collect(record)  # type: ignore[union-attr]
+        self.output.collect(record)
 
 
 class StreamGroupedReduce(_UserFunctionOperator):
@@ -114,16 +123,18 @@ class StreamGroupedReduce(_UserFunctionOperator):
 
     STATE = "_reduce_state"
 
-    def __init__(self, function: Any, type_info: Any = None, batch: bool = False) -> None:
+    def __init__(
+        self, function: object, type_info: TypeInformation | None = None, batch: bool = False
+    ) -> None:
         super().__init__(function)
         self._reduce = as_callable(function, "reduce", "reduce function")
-        self._coerce = getattr(type_info, "coerce", None)
+        self._coerce = None if type_info is None else type_info.coerce
         self._type_info = type_info
         self._batch = batch
 
     def open(self) -> None:
         super().open()
-        self._state = self.runtime_context.get_state(  # type: ignore[union-attr]
+        self._state: ValueState = self.runtime_context.get_state(
             ValueStateDescriptor(self.STATE, self._type_info)
         )
 
@@ -139,14 +150,16 @@ class StreamGroupedReduce(_UserFunctionOperator):
             value = self._coerce(value, "reduce result")
         state.update(value)
         if not self._batch:
-            self.output.collect(StreamRecord(value, record.timestamp))  # type: ignore[union-attr]
+            self.output.collect(StreamRecord(value, record.timestamp))
 
     def process_watermark(self, watermark: Watermark) -> None:
         if self._batch and watermark.timestamp == MAX_TIMESTAMP:
             backend = self.keyed_state_backend
-            for key in list(backend.get_keys(self.STATE, None)):  # type: ignore[union-attr]
-                backend.set_current_key(key)  # type: ignore[union-attr]
-                self.output.collect(StreamRecord(self._state.value(), None))  # type: ignore[union-attr]
+            if backend is None:
+                raise RuntimeError("a keyed reduce needs a keyed stream: key_by(...) first")
+            for key in list(backend.get_keys(self.STATE, None)):
+                backend.set_current_key(key)
+                self.output.collect(StreamRecord(self._state.value(), None))
         super().process_watermark(watermark)
 
 
@@ -162,16 +175,19 @@ class PrintSinkOperator(AbstractStreamOperator):
     """
 
     def __init__(
-        self, type_info: Any = None, stream: TextIO | None = None, identifier: str | None = None
+        self,
+        type_info: TypeInformation | None = None,
+        stream: TextIO | None = None,
+        identifier: str | None = None,
     ) -> None:
         super().__init__()
         self._stream = stream
         self._identifier = identifier
         fmt = getattr(type_info, "format_for_print", None)
         pickled = type(type_info).__name__.startswith("Pickled")
-        self._format: Callable[[Any], str] = fmt if fmt is not None and not pickled else str
-        self.shipped: list[tuple[Any, str]] | None = None
-        self.position_of: Callable[[], Any] = tuple
+        self._format: Callable[[object], str] = fmt if fmt is not None and not pickled else str
+        self.shipped: list[tuple[Position, str]] | None = None
+        self.position_of: Callable[[], Position] = tuple
 
     def open(self) -> None:
         info = self.setup_info
@@ -190,10 +206,10 @@ class PrintSinkOperator(AbstractStreamOperator):
             (self._stream or sys.stdout).write(line + "\n")
 
 
-def flush_printed(operators: list[Any]) -> None:
+def flush_printed(operators: Iterable[AbstractStreamOperator]) -> None:
     """Write the lines the print sinks among ``operators`` shipped, in position order (one order
     for all print sinks, whatever subtask printed), and empty their lists."""
-    lines: list[tuple[Any, str, TextIO | None]] = []
+    lines: list[tuple[Position, str, TextIO | None]] = []
     for op in operators:
         if isinstance(op, PrintSinkOperator) and op.shipped:
             lines.extend((position, line, op._stream) for position, line in op.shipped)
@@ -212,10 +228,10 @@ class RecordCollector:
 
     __slots__ = ("node_id", "out", "position")
 
-    def __init__(self, out: list[tuple[Any, Any]], node_id: int) -> None:
+    def __init__(self, out: list[tuple[Position, StreamRecord]], node_id: int) -> None:
         self.out = out
         self.node_id = node_id
-        self.position: Any = tuple
+        self.position: Callable[[], Position] = tuple
 
     def __call__(self, record: StreamRecord) -> None:
         self.out.append((self.position(), record))
@@ -249,9 +265,9 @@ class SinkFunctionOperator(_UserFunctionOperator):
             return self._op.current_watermark()
 
         def current_processing_time(self) -> int:
-            return self._op.processing_time_service.get_current_processing_time()  # type: ignore[no-any-return]
+            return self._op.current_processing_time()
 
-    def __init__(self, function: Any) -> None:
+    def __init__(self, function: object) -> None:
         super().__init__(function)
         self._invoke = as_callable(function, "invoke", "sink function")
         self._ctx = SinkFunctionOperator._Context(self)

@@ -31,10 +31,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
+from sparktide.common.typeinfo_base import TypeInformation
 from sparktide.runtime.elements import StreamRecord
 from sparktide.runtime.operators.base import AbstractStreamOperator
+from sparktide.runtime.processing_time import ProcessingTimeService
 
 __all__ = [
     "SinkWriter",
@@ -55,7 +57,7 @@ class WriterInitContext:
 
     subtask_index: int
     number_of_parallel_subtasks: int
-    processing_time_service: Any
+    processing_time_service: ProcessingTimeService
     """Where the writer reads the current processing time and registers timers (never the
     wall clock directly, so a run with a simulated clock is deterministic)."""
 
@@ -92,7 +94,7 @@ class SinkWriter(ABC):
     """Writes the records of one sink subtask (Flink's ``SinkWriter``)."""
 
     @abstractmethod
-    def write(self, value: Any, context: SinkWriterContext) -> None:
+    def write(self, value: object, context: SinkWriterContext) -> None:
         """Writes one record."""
 
     def prepare_checkpoint(self, checkpoint_id: int) -> None:  # noqa: B027 - optional hook
@@ -111,7 +113,9 @@ class SinkWriter(ABC):
 class WriterSink(Protocol):
     """A sink description that builds one :class:`SinkWriter` per subtask."""
 
-    def create_writer(self, context: WriterInitContext, type_info: Any = None) -> SinkWriter:
+    def create_writer(
+        self, context: WriterInitContext, type_info: TypeInformation | None = None
+    ) -> SinkWriter:
         """The writer of the subtask ``context`` describes, for records of ``type_info``."""
         ...
 
@@ -126,7 +130,7 @@ class SinkWriterOperator(AbstractStreamOperator):
     checkpoint hooks of a runner that takes checkpoints.
     """
 
-    def __init__(self, sink: WriterSink, type_info: Any = None) -> None:
+    def __init__(self, sink: WriterSink, type_info: TypeInformation | None = None) -> None:
         super().__init__()
         if not callable(getattr(sink, "create_writer", None)):
             raise TypeError(
@@ -146,14 +150,15 @@ class SinkWriterOperator(AbstractStreamOperator):
 
     def open(self) -> None:
         info = self.setup_info
-        context = WriterInitContext(
-            info.subtask_index, info.parallelism, self.processing_time_service
-        )
+        service = self.processing_time_service
+        if service is None:
+            raise RuntimeError("a sink writer needs a processing-time service: setup() it first")
+        context = WriterInitContext(info.subtask_index, info.parallelism, service)
         self._writer = self.sink.create_writer(context, self.type_info)
 
     def process_element(self, record: StreamRecord) -> None:
         self._context.update(record.timestamp, self.current_watermark())
-        self._writer.write(record.value, self._context)  # type: ignore[union-attr]
+        self._writer.write(record.value, self._context)  # type: ignore[union-attr]  # set by open()
 
     def prepare_checkpoint(self, checkpoint_id: int) -> None:
         """Forwarded to the writer before a checkpoint is taken."""

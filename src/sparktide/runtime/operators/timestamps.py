@@ -26,12 +26,13 @@ Flink.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
-from sparktide.common.time import to_millis
+from sparktide.common.time import SpanLike, to_millis
 from sparktide.common.watermark_strategy import (
     ClockContext,
     RecordTimestampAssigner,
+    SupportsExtractTimestamp,
     WatermarkGenerator,
     WatermarkStrategy,
     check_extracted_timestamp,
@@ -46,6 +47,7 @@ from sparktide.runtime.elements import (
 )
 from sparktide.runtime.operators.base import AbstractStreamOperator
 from sparktide.runtime.output import Output
+from sparktide.runtime.processing_time import ScheduledTimer
 
 __all__ = ["TimestampsAndWatermarksOperator", "WatermarkEmitter"]
 
@@ -130,10 +132,13 @@ class TimestampsAndWatermarksOperator(AbstractStreamOperator):
 Watermark(9223372036854775807)]
     """
 
+    _on_event: Callable[[object, int, WatermarkEmitter], None]
+    _emitter: WatermarkEmitter  # the emitter once open (``emitter`` is None before)
+
     def __init__(
         self,
         strategy: WatermarkStrategy,
-        auto_watermark_interval: Any = 200,
+        auto_watermark_interval: SpanLike = 200,
         periodic: str = "timer",
     ) -> None:
         super().__init__()
@@ -157,12 +162,11 @@ Watermark(9223372036854775807)]
         self.strategy = strategy
         self.auto_watermark_interval = interval
         self.periodic = periodic
-        self._extract: Any = None
-        self._assigner: Any = None
-        self._on_event: Any = None
+        self._extract: Callable[[object, int], int] | None = None
+        self._assigner: SupportsExtractTimestamp | None = None
         self.watermark_generator: WatermarkGenerator | None = None
         self.emitter: WatermarkEmitter | None = None
-        self._timer: Any = None
+        self._timer: ScheduledTimer | None = None
         self._ended = False
 
     # ------------------------------------------------------------------ lifecycle
@@ -179,7 +183,7 @@ Watermark(9223372036854775807)]
         )
         self.watermark_generator = generator
         self._on_event = generator.on_event
-        self.emitter = WatermarkEmitter(self.output)  # type: ignore[arg-type]
+        self.emitter = self._emitter = WatermarkEmitter(self.output)
         if self.periodic == "timer" and self.auto_watermark_interval > 0:
             if service is None:
                 raise RuntimeError(
@@ -191,7 +195,7 @@ Watermark(9223372036854775807)]
     def finish(self) -> None:
         """End of input: a last periodic emission (dropped if ``MAX`` was already forwarded)."""
         if self.watermark_generator is not None:
-            self.watermark_generator.on_periodic_emit(self.emitter)  # type: ignore[arg-type]
+            self.watermark_generator.on_periodic_emit(self._emitter)
         self._cancel_timer()
 
     def close(self) -> None:
@@ -205,16 +209,16 @@ Watermark(9223372036854775807)]
         extract = self._extract
         if extract is None:
             ts = record.timestamp
-            self.output.collect(record)  # type: ignore[union-attr]
-            self._on_event(value, MIN_TIMESTAMP if ts is None else ts, self.emitter)
+            self.output.collect(record)
+            self._on_event(value, MIN_TIMESTAMP if ts is None else ts, self._emitter)
             return
         previous = record.timestamp
         ts = extract(value, MIN_TIMESTAMP if previous is None else previous)
         if type(ts) is not int or ts < MIN_TIMESTAMP or ts > MAX_TIMESTAMP:
             ts = check_extracted_timestamp(ts, self._assigner)
         record.timestamp = ts
-        self.output.collect(record)  # type: ignore[union-attr]
-        self._on_event(value, ts, self.emitter)
+        self.output.collect(record)
+        self._on_event(value, ts, self._emitter)
 
     def process_watermark(self, watermark: Watermark) -> None:
         """Upstream watermarks are ignored, except MAX (end of input), forwarded once."""
@@ -238,18 +242,22 @@ Watermark(9223372036854775807)]
         generator = self.watermark_generator
         if generator is None:
             raise RuntimeError("open() the operator before emit_periodic()")
-        generator.on_periodic_emit(self.emitter)  # type: ignore[arg-type]
+        generator.on_periodic_emit(self._emitter)
 
     def on_processing_time(self, timestamp: int) -> None:
         """The periodic timer: emit, then schedule the next one."""
         self._timer = None
         if self._ended:
             return
-        self.watermark_generator.on_periodic_emit(self.emitter)  # type: ignore[union-attr]
+        generator = self.watermark_generator
+        if generator is not None:  # always: the timer is scheduled by open()
+            generator.on_periodic_emit(self._emitter)
         self._schedule_next()
 
     def _schedule_next(self) -> None:
         service = self.processing_time_service
+        if service is None:  # pragma: no cover - open() checked it
+            raise RuntimeError("periodic watermarks need a processing-time service")
         now = service.get_current_processing_time()
         self._timer = service.register_timer(
             now + self.auto_watermark_interval, self.on_processing_time

@@ -13,29 +13,24 @@ timestamp ``window.max_timestamp()``. Timers live only in the ``"window-timers"`
 all state (contents, trigger state, merging sets) only in the keyed state backend, so a
 snapshot holds everything.
 
-**Assign / accumulate / fire.** The operator keeps these as three steps behind small
-interfaces, so a columnar implementation can replace the middle one without touching the rest:
+**Assign / accumulate / fire.** The operator runs three steps:
 
-* *assign*: ``assigner.assign_windows`` (for the built-in time windows plain integer arithmetic:
-  ``start = ts - (ts - offset) % size``), then the lateness filter;
-* *accumulate*: the window contents, a :class:`WindowContents` (``set_current_namespace``,
-  ``add``, ``get``, ``clear``, ``merge_namespaces``): by default the backend's internal reducing,
-  aggregating or list state, built by ``contents_factory(backend)``;
-* *fire*: ``contents.get()`` handed to the internal window function, outputs stamped with
-  ``max_timestamp``.
+* *assign*: ``assigner.assign_windows``, then the lateness filter;
+* *accumulate*: ``add`` to the window's :class:`WindowContents`, scoped to the window by
+  ``set_current_namespace``. The contents come from the operator's ``contents_factory``, called
+  once in ``open`` with the keyed state backend; the default, :class:`StateContents`, is the
+  backend's internal reducing, aggregating or list state for the contents descriptor (reduce,
+  aggregate, apply / process and evicting windows all use it);
+* *act*: the trigger's :class:`TriggerResult` is acted on in one place,
+  :meth:`WindowOperator._act`, for elements and for event- and processing-time timers (merging
+  or not): FIRE hands ``contents.get()`` to the internal window function (outputs stamped with
+  ``max_timestamp``), PURGE clears the contents, FIRE_AND_PURGE does both. The evicting
+  operator replaces only the emit step.
 
 Per record, a tumbling or sliding reduce does only: assign, then per window set the namespace,
 add to the reducing state and call ``trigger.on_element`` (``EventTimeTrigger``: compare with
 the watermark, register a deduplicated timer, which without allowed lateness is also the
 cleanup timer).
-
-A vectorized path for built-in aggregates under event-time triggers plugs in at the
-*accumulate* seam: it assigns windows for a whole Arrow batch with the same arithmetic on
-columns, drops late rows with one comparison, pre-aggregates per (key, window) group with Arrow
-compute (sum / min / max / count), and hands each group's partial to a ``WindowContents`` that
-combines partials (``add`` of a partial is a reduce). The trigger then runs once per (key,
-window) group instead of once per row — equivalent for ``EventTimeTrigger``, whose
-``on_element`` depends only on the window and the watermark — and the fire step is unchanged.
 
 >>> from sparktide.core.window.assigners import TumblingEventTimeWindows
 >>> from sparktide.runtime.operators.window_builder import WindowOperatorBuilder
@@ -51,16 +46,24 @@ window) group instead of once per row — equivalent for ``EventTimeTrigger``, w
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Protocol
+from collections.abc import Iterable
+from typing import cast
 
 from sparktide.core.output_tag import OutputTag
 from sparktide.core.state import ListStateDescriptor, MapStateDescriptor, StateDescriptor
-from sparktide.core.window.triggers import EventTimeTrigger, TriggerResult
+from sparktide.core.window.assigners import MergingWindowAssigner, WindowAssigner
+from sparktide.core.window.triggers import EventTimeTrigger, Trigger, TriggerResult
+from sparktide.core.window.windows import Window
 from sparktide.runtime.elements import MAX_TIMESTAMP, StreamRecord
-from sparktide.runtime.operators.base import AbstractStreamOperator
-from sparktide.runtime.operators.merging_window_set import MergingWindowSet
+from sparktide.runtime.operators.base import AbstractStreamOperator, KeySelector
+from sparktide.runtime.operators.merging_window_set import MergingWindowSet, WindowMappingStore
 from sparktide.runtime.operators.process import emit_results
+from sparktide.runtime.operators.window_contents import (
+    ContentsFactory,
+    MergeableWindowContents,
+    StateContents,
+    WindowContents,
+)
 from sparktide.runtime.operators.window_functions import (
     AssignerContext,
     InternalWindowFunction,
@@ -69,7 +72,7 @@ from sparktide.runtime.operators.window_functions import (
     WindowTriggerContext,
 )
 
-__all__ = ["WINDOW_CONTENTS", "WINDOW_TIMERS", "WindowContents", "WindowOperator"]
+__all__ = ["WINDOW_CONTENTS", "WINDOW_TIMERS", "WindowOperator"]
 
 WINDOW_TIMERS = "window-timers"
 WINDOW_CONTENTS = "window-contents"
@@ -81,21 +84,7 @@ _PURGE = TriggerResult.PURGE
 _FIRE_AND_PURGE = TriggerResult.FIRE_AND_PURGE
 
 
-class WindowContents(Protocol):
-    """The accumulation seam: namespace-scoped contents of the current key's windows."""
-
-    def set_current_namespace(self, namespace: Any) -> None: ...
-
-    def add(self, value: Any) -> None: ...
-
-    def get(self) -> Any: ...
-
-    def clear(self) -> None: ...
-
-    def merge_namespaces(self, target: Any, sources: list[Any]) -> None: ...
-
-
-def _bad_result(trigger: Any, method: str, result: Any) -> TypeError:
+def _bad_result(trigger: Trigger, method: str, result: object) -> TypeError:
     return TypeError(
         f"trigger {trigger!r}.{method} returned {result!r} ({type(result).__name__}); it must "
         "return a TriggerResult: CONTINUE, FIRE, PURGE or FIRE_AND_PURGE"
@@ -106,8 +95,10 @@ class WindowOperator(AbstractStreamOperator):
     """Evaluates keyed windows; see the module docstring.
 
     ``contents_descriptor`` describes the window contents (a reducing, aggregating or list state
-    descriptor named ``"window-contents"``); ``function`` is an :class:`InternalWindowFunction`.
-    Usually built by ``WindowOperatorBuilder`` / ``WindowedStream``.
+    descriptor named ``"window-contents"``), kept in :class:`StateContents`; a
+    ``contents_factory`` replaces that default. ``function`` is an
+    :class:`InternalWindowFunction`. Usually built by ``WindowOperatorBuilder`` /
+    ``WindowedStream``.
 
     >>> from sparktide.core.state import ReducingStateDescriptor
     >>> from sparktide.core.window.assigners import TumblingEventTimeWindows
@@ -121,17 +112,19 @@ class WindowOperator(AbstractStreamOperator):
     """
 
     _evicting = False
+    contents: WindowContents[object]
+    _key_selector: KeySelector  # set by open() on a keyed stream
 
     def __init__(
         self,
-        assigner: Any,
+        assigner: WindowAssigner[object, Window],
         contents_descriptor: StateDescriptor | None,
         function: InternalWindowFunction,
-        trigger: Any,
+        trigger: Trigger[object, Window],
         allowed_lateness: int = 0,
         late_data_output_tag: OutputTag | None = None,
         *,
-        contents_factory: Callable[[Any], WindowContents] | None = None,
+        contents_factory: ContentsFactory | None = None,
     ) -> None:
         super().__init__()
         if type(allowed_lateness) is not int or allowed_lateness < 0:
@@ -141,13 +134,18 @@ class WindowOperator(AbstractStreamOperator):
                 f"late_data_output_tag must be an OutputTag, got "
                 f"{type(late_data_output_tag).__name__}"
             )
+        if contents_factory is None:
+            if contents_descriptor is None:
+                raise TypeError("a window operator needs a contents_descriptor or contents_factory")
+            contents_factory = StateContents(contents_descriptor)
         self.assigner = assigner
         self.trigger = trigger
         self.function = function
         self.allowed_lateness = allowed_lateness
         self.late_data_output_tag = late_data_output_tag
-        self._descriptor = contents_descriptor
         self._contents_factory = contents_factory
+        # list contents are empty as [], the others as None (see WindowContents.get)
+        self._list_contents = isinstance(contents_descriptor, ListStateDescriptor)
         self._merging = callable(getattr(assigner, "merge_windows", None))
         self._event_time = bool(assigner.is_event_time())
         self.num_late_records_dropped = 0
@@ -163,11 +161,11 @@ class WindowOperator(AbstractStreamOperator):
                 "window operations need a keyed stream: key_by(...) before window(...), or use "
                 "window_all(...) on a non-keyed stream"
             )
+        if self.key_selector is not None:
+            self._key_selector = self.key_selector
+        self._backend = backend
         self._timers = self.get_internal_timer_service(WINDOW_TIMERS, self)
-        if self._contents_factory is not None:
-            contents = self._contents_factory(backend)
-        else:
-            contents = backend.get_internal_state(self._descriptor)  # type: ignore[arg-type]
+        contents = self._contents_factory(backend)
         if self._merging and not callable(getattr(contents, "merge_namespaces", None)):
             raise TypeError(
                 "the window uses a merging assigner (sessions), but its contents cannot be "
@@ -178,7 +176,6 @@ class WindowOperator(AbstractStreamOperator):
         self._add = contents.add
         self._get = contents.get
         self._clear = contents.clear
-        self._list_contents = isinstance(self._descriptor, ListStateDescriptor)
         self._trigger_ctx = WindowTriggerContext(backend, self._timers)
         self._process_ctx = WindowProcessContext(self, self._merging)
         self._assigner_ctx = AssignerContext(self)
@@ -193,8 +190,14 @@ class WindowOperator(AbstractStreamOperator):
             and not self.allowed_lateness
         )
         if self._merging:
-            self._merging_state = backend.get_partitioned_state(
-                MapStateDescriptor(MERGING_WINDOW_SET, None, None)
+            # the contents merge (checked above), the assigner has merge_windows and the
+            # window -> state window mapping is kept in a map state
+            mergeable = cast("MergeableWindowContents[object]", contents)
+            self._merge_contents = mergeable.merge_namespaces
+            self._merging_assigner = cast("MergingWindowAssigner[object, Window]", self.assigner)
+            self._merging_state = cast(
+                WindowMappingStore,
+                backend.get_partitioned_state(MapStateDescriptor(MERGING_WINDOW_SET, None, None)),
             )
         self.function.open(self.runtime_context)
 
@@ -205,7 +208,7 @@ class WindowOperator(AbstractStreamOperator):
     # ------------------------------------------------------------------ elements
 
     def process_element(self, record: StreamRecord) -> None:
-        self.keyed_state_backend.set_current_key(self.key_selector(record.value))  # type: ignore[union-attr,misc]
+        self._backend.set_current_key(self._key_selector(record.value))
         self.process_keyed_element(record)
 
     def process_keyed_element(self, record: StreamRecord) -> None:
@@ -242,16 +245,8 @@ class WindowOperator(AbstractStreamOperator):
                 if result is _CONTINUE:
                     if cleanup_registered:
                         continue
-                else:
-                    if result is _FIRE or result is _FIRE_AND_PURGE:
-                        contents = self._contents_or_none()
-                        if contents is None:
-                            continue
-                        self._emit_window_contents(window, contents)
-                    elif result is not _PURGE:
-                        raise _bad_result(self.trigger, "on_element", result)
-                    if result is _PURGE or result is _FIRE_AND_PURGE:
-                        self._clear()
+                elif not self._act(result, window, "on_element"):
+                    continue
                 if event_time:
                     if cleanup != MAX_TIMESTAMP:
                         register(window, cleanup)
@@ -266,11 +261,13 @@ class WindowOperator(AbstractStreamOperator):
             tag = self.late_data_output_tag
             if tag is not None:
                 self.num_late_records_side_output += 1
-                self.output.collect_side(tag, record)  # type: ignore[union-attr]
+                self.output.collect_side(tag, record)
             else:
                 self.num_late_records_dropped += 1
 
-    def _process_merging(self, value: Any, ts: Any, windows: Any, item: Any) -> bool:
+    def _process_merging(
+        self, value: object, ts: int | None, windows: Iterable[Window], item: object
+    ) -> bool:
         merging = self._merging_window_set()
         skipped = True
         ctx = self._trigger_ctx
@@ -287,26 +284,18 @@ class WindowOperator(AbstractStreamOperator):
             self._add(item)
             ctx.window = actual
             result = self._on_element(value, ts, actual, ctx)
-            if result is not _CONTINUE:
-                if result is _FIRE or result is _FIRE_AND_PURGE:
-                    contents = self._contents_or_none()
-                    if contents is None:
-                        continue
-                    self._emit_window_contents(actual, contents)
-                elif result is not _PURGE:
-                    raise _bad_result(self.trigger, "on_element", result)
-                if result is _PURGE or result is _FIRE_AND_PURGE:
-                    self._clear()
+            if result is not _CONTINUE and not self._act(result, actual, "on_element"):
+                continue
             self._register_cleanup_timer(actual)
         merging.persist()
         return skipped
 
     def _merge(
         self,
-        merge_result: Any,
-        merged_windows: list[Any],
-        state_window_result: Any,
-        merged_state_windows: list[Any],
+        merge_result: Window,
+        merged_windows: list[Window],
+        state_window_result: Window,
+        merged_state_windows: list[Window],
     ) -> None:
         """The merge function of :meth:`MergingWindowSet.add_window`."""
         max_ts = merge_result.max_timestamp()
@@ -338,17 +327,17 @@ class WindowOperator(AbstractStreamOperator):
             ctx.window = window
             self.trigger.clear(window, ctx)
             self._delete_cleanup_timer(window)
-        self.contents.merge_namespaces(state_window_result, merged_state_windows)
+        self._merge_contents(state_window_result, merged_state_windows)
 
     # ------------------------------------------------------------------ timers
 
-    def on_event_time(self, timestamp: int, key: Any, namespace: Any) -> None:
+    def on_event_time(self, timestamp: int, key: object, namespace: Window) -> None:
         self._on_timer(timestamp, namespace, True)
 
-    def on_processing_time(self, timestamp: int, key: Any, namespace: Any) -> None:
+    def on_processing_time(self, timestamp: int, key: object, namespace: Window) -> None:
         self._on_timer(timestamp, namespace, False)
 
-    def _on_timer(self, timestamp: int, window: Any, event: bool) -> None:
+    def _on_timer(self, timestamp: int, window: Window, event: bool) -> None:
         ctx = self._trigger_ctx
         ctx.window = window
         merging = None
@@ -366,42 +355,53 @@ class WindowOperator(AbstractStreamOperator):
         else:
             result = trigger.on_processing_time(timestamp, window, ctx)
         if result is not _CONTINUE:
-            if result is _FIRE or result is _FIRE_AND_PURGE:
-                contents = self._contents_or_none()
-                if contents is not None:
-                    self._emit_window_contents(window, contents)
-            elif result is not _PURGE:
-                method = "on_event_time" if event else "on_processing_time"
-                raise _bad_result(trigger, method, result)
-            if result is _PURGE or result is _FIRE_AND_PURGE:
-                self._clear()
+            method = "on_event_time" if event else "on_processing_time"
+            if not self._act(result, window, method) and result is _FIRE_AND_PURGE:
+                self._clear()  # a timer purges even when the fire found nothing (as Flink)
         if event == self._event_time and self.cleanup_time(window) == timestamp:
             self._clear_all_state(window, merging)
         if merging is not None:
             merging.persist()
 
-    # ------------------------------------------------------------------ helpers
+    # ------------------------------------------------------------------ acting on a trigger
 
-    def _contents_or_none(self) -> Any:
-        contents = self._get()
-        if self._list_contents and not contents:
-            return None
-        return contents
+    def _act(self, result: TriggerResult, window: Window, method: str) -> bool:
+        """Act on the trigger's ``result`` (returned by ``trigger.<method>``) for ``window``,
+        whose contents namespace is current: FIRE emits the contents, PURGE clears them,
+        FIRE_AND_PURGE does both, CONTINUE nothing.
 
-    def _emit_window_contents(self, window: Any, contents: Any) -> None:
-        """The fire step: evaluate ``contents`` of ``window`` and emit at ``max_timestamp``."""
+        Returns False when a FIRE found the window without contents: then nothing was emitted
+        nor purged (an element abandons the window, as Flink's ``continue``).
+        """
+        if result is _FIRE or result is _FIRE_AND_PURGE:
+            contents = self._get()
+            if contents is None or (self._list_contents and not contents):
+                return False
+            self._emit_window_contents(window, contents)
+            if result is _FIRE:
+                return True
+        elif result is _CONTINUE:
+            return True
+        elif result is not _PURGE:
+            raise _bad_result(self.trigger, method, result)
+        self._clear()
+        return True
+
+    def _emit_window_contents(self, window: Window, contents: object) -> None:
+        """The emit step: evaluate ``contents`` of ``window`` and emit at ``max_timestamp``."""
         ts = window.max_timestamp()
         if self._pass_through:
-            self.output.collect(StreamRecord(contents, ts))  # type: ignore[union-attr]
+            self.output.collect(StreamRecord(contents, ts))
             return
         ctx = self._process_ctx
         ctx.current_window = window
-        key = self.keyed_state_backend.current_key  # type: ignore[union-attr]
-        results = self.function.process(key, window, ctx, contents)
+        results = self.function.process(self._backend.current_key, window, ctx, contents)
         if results is not None:
             emit_results(self, results, ts)
 
-    def _clear_all_state(self, window: Any, merging: MergingWindowSet | None) -> None:
+    # ------------------------------------------------------------------ helpers
+
+    def _clear_all_state(self, window: Window, merging: MergingWindowSet | None) -> None:
         self._clear()
         ctx = self._trigger_ctx
         ctx.window = window
@@ -414,20 +414,20 @@ class WindowOperator(AbstractStreamOperator):
             merging.persist()
 
     def _merging_window_set(self) -> MergingWindowSet:
-        return MergingWindowSet(self.assigner, self._merging_state)
+        return MergingWindowSet(self._merging_assigner, self._merging_state)
 
-    def cleanup_time(self, window: Any) -> int:
+    def cleanup_time(self, window: Window) -> int:
         """When the window's state is dropped: ``max_timestamp + allowed_lateness`` (saturating
         at MAX) for event time, ``max_timestamp`` for processing time."""
         max_ts = window.max_timestamp()
         if not self._event_time:
-            return max_ts  # type: ignore[no-any-return]
-        return min(max_ts + self.allowed_lateness, MAX_TIMESTAMP)  # type: ignore[no-any-return]
+            return max_ts
+        return min(max_ts + self.allowed_lateness, MAX_TIMESTAMP)
 
-    def _is_window_late(self, window: Any) -> bool:
+    def _is_window_late(self, window: Window) -> bool:
         return self._event_time and self.cleanup_time(window) <= self._current_watermark
 
-    def _register_cleanup_timer(self, window: Any) -> None:
+    def _register_cleanup_timer(self, window: Window) -> None:
         t = self.cleanup_time(window)
         if t == MAX_TIMESTAMP:
             return
@@ -436,7 +436,7 @@ class WindowOperator(AbstractStreamOperator):
         else:
             self._timers.register_processing_time_timer(window, t)
 
-    def _delete_cleanup_timer(self, window: Any) -> None:
+    def _delete_cleanup_timer(self, window: Window) -> None:
         t = self.cleanup_time(window)
         if t == MAX_TIMESTAMP:
             return

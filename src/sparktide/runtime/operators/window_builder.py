@@ -11,21 +11,27 @@ window operator (Flink's ``WindowOperatorBuilder``). ``WindowedStream`` and
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import cast
 
+from sparktide.core.functions import AggregateFunction
 from sparktide.core.output_tag import OutputTag
 from sparktide.core.state import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
     ReducingStateDescriptor,
+    StateDescriptor,
 )
-from sparktide.core.window.assigners import default_trigger
+from sparktide.core.window.assigners import WindowAssigner, default_trigger
+from sparktide.core.window.evictors import Evictor
 from sparktide.core.window.functions import (
     AllWindowFunction,
     ProcessAllWindowFunction,
     ProcessWindowFunction,
     WindowFunction,
 )
+from sparktide.core.window.triggers import Trigger
+from sparktide.core.window.windows import Window
 from sparktide.runtime.operators.evicting_window import EvictingWindowOperator
 from sparktide.runtime.operators.simple import as_callable
 from sparktide.runtime.operators.window import WINDOW_CONTENTS, WindowOperator
@@ -44,12 +50,14 @@ _TRIGGER_METHODS = ("on_element", "on_event_time", "on_processing_time", "clear"
 _AGG_METHODS = ("create_accumulator", "add", "get_result")
 
 
-def check_reduce_function(reduce_function: Any) -> Any:
+def check_reduce_function(reduce_function: object) -> Callable[[object, object], object]:
     """The reduce callable of a ReduceFunction or a plain callable (TypeError otherwise)."""
     return as_callable(reduce_function, "reduce", "reduce_function")
 
 
-def check_aggregate_function(aggregate_function: Any) -> None:
+def check_aggregate_function(aggregate_function: object) -> AggregateFunction:
+    """``aggregate_function`` if it has the methods of an AggregateFunction (TypeError
+    otherwise)."""
     missing = [m for m in _AGG_METHODS if not callable(getattr(aggregate_function, m, None))]
     if missing:
         raise TypeError(
@@ -57,10 +65,11 @@ def check_aggregate_function(aggregate_function: Any) -> None:
             f"get_result; merge for session windows), got {type(aggregate_function).__name__} "
             f"missing {', '.join(missing)}"
         )
+    return cast(AggregateFunction, aggregate_function)  # duck-typed: the methods are there
 
 
 def window_function_adapter(
-    function: Any, *, keyed: bool, single_value: bool, where: str
+    function: object, *, keyed: bool, single_value: bool, where: str
 ) -> InternalWindowFunction:
     """The internal function running a user window function (None: pass the value through)."""
     if function is None:
@@ -93,7 +102,8 @@ def window_function_adapter(
     if isinstance(function, apply_cls):
         return ApplyFunction(function, keyed=keyed, single_value=single_value)
     if callable(getattr(function, "process", None)) and not isinstance(function, type):
-        return ProcessContextFunction(function, keyed=keyed, single_value=single_value)
+        duck = cast("ProcessWindowFunction | ProcessAllWindowFunction", function)
+        return ProcessContextFunction(duck, keyed=keyed, single_value=single_value)
     if callable(getattr(function, "apply", None)) or callable(function):
         return ApplyFunction(function, keyed=keyed, single_value=single_value)
     raise TypeError(f"{where} must be {expected}, got {type(function).__name__}")
@@ -107,7 +117,9 @@ class WindowOperatorBuilder:
     objects (assigner, trigger, evictor, functions) are used as given.
     """
 
-    def __init__(self, assigner: Any, *, keyed: bool = True, env: Any = None) -> None:
+    def __init__(
+        self, assigner: WindowAssigner[object, Window], *, keyed: bool = True, env: object = None
+    ) -> None:
         for method in ("assign_windows", "is_event_time"):
             if not callable(getattr(assigner, method, None)):
                 raise TypeError(
@@ -118,15 +130,15 @@ class WindowOperatorBuilder:
         self.assigner = assigner
         self.keyed = keyed
         self.merging = callable(getattr(assigner, "merge_windows", None))
-        self.trigger: Any = None
+        self.trigger: Trigger[object, Window]
         self.set_trigger(default_trigger(assigner, env))
-        self.evictor: Any = None
+        self.evictor: Evictor[object, Window] | None = None
         self.allowed_lateness = 0
         self.late_data_output_tag: OutputTag | None = None
 
     # ------------------------------------------------------------------ configuration
 
-    def set_trigger(self, trigger: Any) -> None:
+    def set_trigger(self, trigger: Trigger[object, Window]) -> None:
         missing = [m for m in _TRIGGER_METHODS if not callable(getattr(trigger, m, None))]
         if missing:
             raise TypeError(
@@ -143,7 +155,7 @@ class WindowOperatorBuilder:
                 )
         self.trigger = trigger
 
-    def set_evictor(self, evictor: Any) -> None:
+    def set_evictor(self, evictor: Evictor[object, Window]) -> None:
         for method in ("evict_before", "evict_after"):
             if not callable(getattr(evictor, method, None)):
                 raise TypeError(
@@ -169,7 +181,9 @@ class WindowOperatorBuilder:
 
     # ------------------------------------------------------------------ building
 
-    def _build(self, descriptor: Any, function: InternalWindowFunction) -> WindowOperator:
+    def _build(
+        self, descriptor: StateDescriptor | None, function: InternalWindowFunction
+    ) -> WindowOperator:
         if self.evictor is not None:
             return EvictingWindowOperator(
                 self.assigner,
@@ -188,12 +202,12 @@ class WindowOperatorBuilder:
             self.late_data_output_tag,
         )
 
-    def _adapter(self, function: Any, single_value: bool, where: str) -> InternalWindowFunction:
+    def _adapter(self, function: object, single_value: bool, where: str) -> InternalWindowFunction:
         return window_function_adapter(
             function, keyed=self.keyed, single_value=single_value, where=where
         )
 
-    def reduce(self, reduce_function: Any, window_function: Any = None) -> WindowOperator:
+    def reduce(self, reduce_function: object, window_function: object = None) -> WindowOperator:
         """Incremental reduce; ``window_function`` (optional) gets the single reduced value."""
         reduce = check_reduce_function(reduce_function)
         inner = self._adapter(window_function, True, "window_function")
@@ -201,16 +215,18 @@ class WindowOperatorBuilder:
             return self._build(None, ReduceThenFunction(reduce, inner))
         return self._build(ReducingStateDescriptor(WINDOW_CONTENTS, reduce, None), inner)
 
-    def aggregate(self, aggregate_function: Any, window_function: Any = None) -> WindowOperator:
+    def aggregate(
+        self, aggregate_function: object, window_function: object = None
+    ) -> WindowOperator:
         """Incremental aggregation; ``window_function`` (optional) gets the single result."""
-        check_aggregate_function(aggregate_function)
+        agg = check_aggregate_function(aggregate_function)
         inner = self._adapter(window_function, True, "window_function")
         if self.evictor is not None:
-            return self._build(None, AggregateThenFunction(aggregate_function, inner))
+            return self._build(None, AggregateThenFunction(agg, inner))
         descriptor = AggregatingStateDescriptor(WINDOW_CONTENTS, aggregate_function, None)
         return self._build(descriptor, inner)
 
-    def apply(self, window_function: Any) -> WindowOperator:
+    def apply(self, window_function: object) -> WindowOperator:
         """A (All)WindowFunction over all elements of the window."""
         if window_function is None:
             raise TypeError("window_function must not be None")
@@ -219,7 +235,7 @@ class WindowOperatorBuilder:
             self._adapter(window_function, False, "window_function"),
         )
 
-    def process(self, process_window_function: Any) -> WindowOperator:
+    def process(self, process_window_function: object) -> WindowOperator:
         """A Process(All)WindowFunction over all elements of the window."""
         if process_window_function is None:
             raise TypeError("process_window_function must not be None")

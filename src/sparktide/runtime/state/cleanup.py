@@ -45,10 +45,10 @@ def purge_expired(kind: str, raw: Any, now: int, ttl: int) -> Any:
 
 def _min_ts(kind: str, raw: Any) -> int:
     if kind == "list":
-        return min(e[1] for e in raw)
+        return int(min(e[1] for e in raw))
     if kind == "map":
-        return min(e[1] for e in raw.values())
-    return raw[1]
+        return int(min(e[1] for e in raw.values()))
+    return int(raw[1])
 
 
 _MIN = -(2**63)

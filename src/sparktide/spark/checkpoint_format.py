@@ -1,0 +1,124 @@
+"""The container format of checkpoint files: named binary parts and a JSON header, each with
+its CRC32, behind a magic string and the format version (see :mod:`sparktide.spark.checkpoint`).
+
+>>> data = pack_parts({"kg-0": b"state"}, {"stage": 1})
+>>> header_meta(data), unpack_parts(data, "sub-0.bin")[1]
+({'stage': 1}, {'kg-0': b'state'})
+>>> unpack_parts(data[:-1], "sub-0.bin")
+Traceback (most recent call last):
+...
+sparktide.spark.checkpoint_format.CheckpointError: sub-0.bin: the file is truncated (part 'kg-0' \
+is incomplete)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+import zlib
+from typing import Any
+
+__all__ = [
+    "CHECKPOINT_FORMAT_VERSION",
+    "CheckpointError",
+    "file_digest",
+    "format_version_error",
+    "header_meta",
+    "pack_parts",
+    "unpack_parts",
+]
+
+CHECKPOINT_FORMAT_VERSION = 3
+# 1: valves, watermarks and split states were pickled; 2: a changelog's key groups were one
+# pickle each (timer timestamps and sequence numbers with the user values)
+_MAGIC = b"\x89STKCKP\n"
+_PREFIX = struct.Struct(">8sII")
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be used: corrupt, truncated, of another job or format."""
+
+
+def format_version_error(where: str, version: Any) -> CheckpointError:
+    """The error for a file of another checkpoint format version (never read: a version's
+    metadata may mean something else in another)."""
+    older = isinstance(version, int) and version < CHECKPOINT_FORMAT_VERSION
+    who = "an older" if older else "another"
+    return CheckpointError(
+        f"{where}: checkpoint format version {version} is not supported; this sparktide "
+        f"reads version {CHECKPOINT_FORMAT_VERSION} (the checkpoint was written by {who} "
+        "sparktide): resume the query with the sparktide version that wrote it, or start from "
+        "an empty checkpoint directory (its state is then not restored)"
+    )
+
+
+def pack_parts(parts: dict[str, bytes], meta: dict[str, Any] | None = None) -> bytes:
+    """Bytes holding named binary ``parts`` and JSON ``meta``, each part with its CRC32.
+
+    >>> unpack_parts(pack_parts({"a": b"xyz"}, {"n": 1}), "f")
+    ({'n': 1}, {'a': b'xyz'})
+    """
+    offset = 0
+    refs: dict[str, list[int]] = {}
+    for name, data in parts.items():
+        refs[name] = [offset, len(data), zlib.crc32(data)]
+        offset += len(data)
+    header = {"format_version": CHECKPOINT_FORMAT_VERSION, "meta": meta or {}, "parts": refs}
+    head = json.dumps(header, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    head_crc = struct.pack(">I", zlib.crc32(head))
+    prefix = _PREFIX.pack(_MAGIC, CHECKPOINT_FORMAT_VERSION, len(head))
+    return prefix + head + head_crc + b"".join(parts.values())
+
+
+def unpack_parts(data: bytes, where: str) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """The ``(meta, parts)`` of :func:`pack_parts` bytes, validated; ``where`` names the file
+    in errors."""
+    if len(data) < _PREFIX.size or data[:8] != _MAGIC:
+        raise CheckpointError(
+            f"{where}: not a sparktide checkpoint file (bad magic bytes); the checkpoint is "
+            "corrupt: restore the directory from a backup or start from an empty one"
+        )
+    _, version, head_len = _PREFIX.unpack_from(data)
+    if version != CHECKPOINT_FORMAT_VERSION:
+        raise format_version_error(where, version)
+    start = _PREFIX.size
+    end = start + head_len
+    if end + 4 > len(data):
+        raise CheckpointError(f"{where}: the file is truncated (incomplete header)")
+    head = data[start:end]
+    if struct.unpack(">I", data[end : end + 4])[0] != zlib.crc32(head):
+        raise CheckpointError(f"{where}: the file is corrupt (header checksum mismatch)")
+    header = json.loads(head.decode("utf-8"))
+    area = memoryview(data)[end + 4 :]
+    parts: dict[str, bytes] = {}
+    for name, (off, length, crc) in header["parts"].items():
+        if off + length > len(area):
+            raise CheckpointError(f"{where}: the file is truncated (part {name!r} is incomplete)")
+        chunk = bytes(area[off : off + length])
+        if zlib.crc32(chunk) != crc:
+            raise CheckpointError(f"{where}: the file is corrupt (checksum mismatch in {name!r})")
+        parts[name] = chunk
+    return header["meta"], parts
+
+
+def file_digest(data: bytes) -> str:
+    """The digest a manifest records of a file's bytes.
+
+    >>> file_digest(b"x")[:16]
+    'blake2b:d161d711'
+    """
+    return "blake2b:" + hashlib.blake2b(data, digest_size=32).hexdigest()
+
+
+def header_meta(data: bytes) -> dict[str, Any] | None:
+    """The JSON meta of :func:`pack_parts` bytes, read without checking the parts (``None``:
+    no readable header)."""
+    try:
+        _, _, head_len = _PREFIX.unpack_from(data)
+        start = _PREFIX.size
+        header = json.loads(bytes(data[start : start + head_len]).decode("utf-8"))
+        meta: dict[str, Any] = header["meta"]
+        return meta
+    except Exception:
+        return None
