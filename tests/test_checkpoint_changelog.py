@@ -280,7 +280,7 @@ def _alarm_job(spark, parallelism: int = 1):
     event = Types.ROW_NAMED(["key", "ts", "v"], [Types.STRING(), Types.LONG(), Types.LONG()])
     stream = env.from_collection([Row(key="a", ts=1, v=1)], type_info=event)
     stream.key_by(lambda r: r.key).process(_Alarm(), output_type=event).print()
-    return SparkExecutor(env._graph, env)._job()
+    return SparkExecutor(env._graph, env).job()
 
 
 def _alarm_class():
@@ -559,7 +559,7 @@ def _run_batch(job, store, version: int, entries: list) -> list[str]:
     """Run and commit batch ``version`` of the job's single subtask; its printed lines."""
     import pickle
 
-    from sparktide.spark.executor import PRINTED
+    from sparktide.runtime.execution.protocol import Shipment
     from sparktide.spark.stream_job import StreamingJob
 
     stage = job.plan.stages[-1]
@@ -570,7 +570,7 @@ def _run_batch(job, store, version: int, entries: list) -> list[str]:
     lines: list = []
     stages, payloads = rows["stage"].to_pylist(), rows["payload"].to_pylist()
     for stage_id, payload in zip(stages, payloads, strict=True):
-        if stage_id == PRINTED:
+        if stage_id == Shipment.PRINTED:
             lines.extend(pickle.loads(payload))
     return [line for _, line in sorted(lines)]
 

@@ -283,3 +283,33 @@ def test_small_chunks_and_early_flushes_change_nothing(job, monkeypatch):
     monkeypatch.setattr(SparkExecutor, "flush_items", 5)
     assert run(job, "spark", 2, 7) == expected
     assert run(job, "spark", 3, None) == run(job, "local", 3, None)
+
+
+def test_a_bounded_run_restores_the_adaptive_execution_settings_of_the_session(spark) -> None:
+    """The run turns adaptive execution off while it runs; the user's session gets its own
+    values back afterwards, also when a user function fails."""
+    keys = ("spark.sql.adaptive.enabled", "spark.sql.adaptive.coalescePartitions.enabled")
+    before = {key: spark.conf.get(key, None) for key in keys}
+
+    def fail(value: int) -> int:
+        raise ValueError("bad record")
+
+    try:
+        for key in keys:
+            spark.conf.set(key, "true")
+        env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
+        env.set_parallelism(2)
+        stream = env.from_collection([("a", 1), ("b", 2)]).key_by(lambda r: r[0])
+        assert sorted(stream.map(lambda r: r[1]).execute_and_collect()) == [1, 2]
+        assert {key: spark.conf.get(key) for key in keys} == dict.fromkeys(keys, "true")
+        env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
+        env.from_collection([1]).map(fail).print()
+        with pytest.raises(ValueError, match="bad record"):
+            env.execute("failing")
+        assert {key: spark.conf.get(key) for key in keys} == dict.fromkeys(keys, "true")
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)

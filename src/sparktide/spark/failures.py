@@ -16,10 +16,14 @@ its type.
 from __future__ import annotations
 
 import pickle
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sparktide.runtime.failures import FailureContext, add_context, format_user_frames
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 __all__ = [
     "UPSTREAM_FAILED",
@@ -121,7 +125,7 @@ def raise_first_failure(payloads: list[tuple[bytes, bytes]]) -> None:
     if not payloads:
         return
     _, payload = min(payloads, key=lambda item: item[0])
-    failure: Any = pickle.loads(payload)
+    failure: RemoteFailure = pickle.loads(payload)
     raise failure.exception()
 
 
@@ -132,12 +136,14 @@ _QUERY_LOGGERS = (
 )
 
 
-def quiet_query_failure_log(spark: Any) -> Any:
+def quiet_query_failure_log(spark: SparkSession) -> Callable[[], None]:
     """Turn off the log line (with its ~90 lines of stack) Spark writes when a query ends with
     an error, while a query ends with a user function's error that the driver raises itself;
     returns a function that restores the levels (a no-op where there is no JVM to ask)."""
     try:
         jvm = spark.sparkContext._jvm
+        if jvm is None:
+            return lambda: None
         configurator = jvm.org.apache.logging.log4j.core.config.Configurator
         manager = jvm.org.apache.logging.log4j.LogManager
         off = jvm.org.apache.logging.log4j.Level.OFF

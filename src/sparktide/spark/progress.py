@@ -12,7 +12,10 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark import SparkContext
 
 __all__ = ["SparkProgress"]
 
@@ -21,7 +24,10 @@ class SparkProgress:
     """Context manager: while inside, Spark jobs of this thread report to ``listener``."""
 
     def __init__(
-        self, spark_context: Any, listener: Callable[[int, int], None], interval: float = 0.25
+        self,
+        spark_context: SparkContext,
+        listener: Callable[[int, int], None],
+        interval: float = 0.25,
     ) -> None:
         self._sc = spark_context
         self._listener = listener
@@ -72,5 +78,6 @@ class SparkProgress:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        self._sc.setLocalProperty("spark.jobGroup.id", None)
-        self._sc.setLocalProperty("spark.job.description", None)
+        # None removes a property (pyspark's annotation says str)
+        self._sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+        self._sc.setLocalProperty("spark.job.description", None)  # type: ignore[arg-type]

@@ -21,77 +21,42 @@ from __future__ import annotations
 import pickle
 from collections.abc import Callable, Iterable, Iterator
 from operator import itemgetter
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol, cast
 
-from sparktide.runtime.execution.tasks import JobTasks
+from sparktide.runtime.execution.driver import SplitSession, SubtaskSession
+from sparktide.runtime.execution.planner import SOURCE_STAGE, Stage
+from sparktide.runtime.execution.protocol import Entry, Shipment, SourceTagger
+from sparktide.runtime.execution.tasks import JobTasks, SplitDriver, SubtaskTask
 from sparktide.runtime.operator_identity import operator_identities
 from sparktide.runtime.processing_time import ManualProcessingTimeService
+from sparktide.runtime.snapshot import KeyedOperatorSnapshot
 from sparktide.spark.changelog import Digests, digests
 from sparktide.spark.checkpoint import CheckpointStore
 from sparktide.spark.checkpoint_meta import (
     Chain,
     CommitManifest,
     FileRecord,
+    JobFingerprint,
     OperatorWatermarks,
     SplitState,
     decode_valves,
     encode_valves,
 )
-from sparktide.spark.executor import SparkJob, arrow_row_schema
+from sparktide.spark.executor import SparkJob
 from sparktide.spark.failures import failure_of_mark
 from sparktide.spark.split_state import apply_generator_state, capture_generator_state
 
-__all__ = [
-    "CACHE_STATS",
-    "SPLIT_STATE",
-    "SUBTASK_METRICS",
-    "StreamingJob",
-    "clear_warm_cache",
-    "subtask_metrics",
-]
-
-SPLIT_STATE = -4
-SUBTASK_METRICS = -5
-
-
-def _row(stage: int, target: int, payload: bytes) -> Any:
-    """One Arrow row for the driver (``stage`` < 0 says what the payload is)."""
+if TYPE_CHECKING:
     import pyarrow as pa
 
-    row = {"stage": stage, "target": target, "pkey": 0, "position": b"", "payload": payload}
-    return pa.RecordBatch.from_pylist([row], schema=arrow_row_schema())
+    from sparktide.runtime.elements import Watermark, WatermarkStatus
+    from sparktide.runtime.operators.timestamps import WatermarkEmitter
 
-
-def subtask_metrics(task: Any, stage: int, subtask: int) -> dict[str, Any]:
-    """What a stage subtask holds after a micro-batch: state entries, pending timers per domain
-    (count and earliest) and the lowest watermark of its operators."""
-    out: dict[str, Any] = {"stage": stage, "subtask": subtask, "state_entries": 0}
-    backend = task.entry.keyed_state_backend
-    if backend is not None:
-        out["state_entries"] = backend.num_entries()
-    pending = {"event": [0, None], "processing": [0, None]}
-    watermarks = []
-    for op in task.operators.values():
-        watermarks.append(op.current_watermark())
-        manager = op.time_service_manager
-        if manager is None:
-            continue
-        for service in manager.services().values():
-            for domain, queue in (
-                ("event", service.event_time_timers()),
-                ("processing", service.processing_time_timers()),
-            ):
-                head = queue.peek()
-                count, earliest = pending[domain]
-                pending[domain][0] = count + len(queue)
-                if head is not None and (earliest is None or head[0] < earliest):
-                    pending[domain][1] = head[0]
-    for domain, (count, earliest) in pending.items():
-        out[f"{domain}_timers"] = count
-        out[f"next_{domain}_timer"] = earliest
-    out["watermark"] = min(watermarks, default=None)
-    return out
-
+__all__ = [
+    "CACHE_STATS",
+    "StreamingJob",
+    "clear_warm_cache",
+]
 
 _by_position_and_channel = itemgetter(0, 1)
 _WARM_LIMIT = 64
@@ -102,19 +67,21 @@ class _Warm(NamedTuple):
 
     version: int
     chain: Chain
-    snapshot: Any  # KeyedOperatorSnapshot | None
+    snapshot: KeyedOperatorSnapshot | None
     digests: Digests
     valves: bytes
     watermarks: bytes
 
 
 # (location, job fingerprint, stage entry identity, subtask, parallelism) -> the state written last
-_WARM: dict[tuple, _Warm] = {}
+_WARM: dict[tuple[str, JobFingerprint | None, str, int, int], _Warm] = {}
 CACHE_STATS: dict[str, int] = {"warm": 0, "disk": 0, "bytes_snapshot": 0, "bytes_changelog": 0}
 """Counters of this process: restores from the worker cache / from disk, bytes written."""
 
 
-def _cache_key(store: CheckpointStore, stage: str, subtask: int, parallelism: int) -> tuple:
+def _cache_key(
+    store: CheckpointStore, stage: str, subtask: int, parallelism: int
+) -> tuple[str, JobFingerprint | None, str, int, int]:
     return (store.location, store.fingerprint, stage, subtask, parallelism)
 
 
@@ -130,18 +97,18 @@ def clear_warm_cache() -> None:
         CACHE_STATS[name] = 0
 
 
-def _restore_watermark(op: Any, saved: OperatorWatermarks) -> None:
-    """Put an operator (and its timer services) back at the watermark it had reached; the
-    restored valve forwards only higher watermarks."""
-    op.restore_watermark(saved.watermark)
-    manager = op.time_service_manager
-    if manager is not None:
-        for name, service in manager.services().items():
-            if name in saved.timer_services:
-                service.restore_watermark(saved.timer_services[name])
+class _StreamSplitDriver(SplitDriver, Protocol):
+    """A stream source's split reader: its watermark generator and emitter are saved."""
+
+    generator: object
+
+    @property
+    def watermark_output(self) -> WatermarkEmitter: ...
 
 
-def _split_state(driver: Any, emitter: Any, tagger: Any) -> SplitState:
+def _split_state(
+    driver: _StreamSplitDriver, emitter: WatermarkEmitter, tagger: SourceTagger
+) -> SplitState:
     """A split's state after a batch: its watermark, idleness, record sequence number and
     records read, and its watermark generator's state (user values: pickled)."""
     return SplitState(
@@ -154,15 +121,16 @@ def _split_state(driver: Any, emitter: Any, tagger: Any) -> SplitState:
 
 
 class _Discard:
-    def emit_watermark(self, watermark: Any) -> None:
+    def emit_watermark(self, watermark: Watermark) -> None:
         pass
 
-    def emit_watermark_status(self, status: Any) -> None:
+    def emit_watermark_status(self, status: WatermarkStatus) -> None:
         pass
 
 
-class StreamingJob(SparkJob):
-    """What the workers need to run one micro-batch (``version`` = batch id)."""
+class StreamingJob:
+    """What the workers need to run one micro-batch (``version`` = batch id): the bounded
+    job's transport (:class:`~sparktide.spark.executor.SparkJob`) and the checkpoint."""
 
     def __init__(
         self,
@@ -174,7 +142,8 @@ class StreamingJob(SparkJob):
         previous: CommitManifest | None,
         split_states: dict[int, SplitState],
     ) -> None:
-        super().__init__(base.plan, base.job_parameters, None, None, base.placement)
+        self.base = base
+        self.plan = base.plan
         self.store = store
         self.version = version
         self.now = now
@@ -186,26 +155,25 @@ class StreamingJob(SparkJob):
         self._pending: dict[int, tuple[Chain, Digests]] = {}
         self._written: dict[int, tuple[str, FileRecord]] = {}  # target -> file, record
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)
         state["_pending"] = {}
         state["_written"] = {}
         return state
 
-    def failure_batch(self) -> int | None:
-        return self.version
-
     # ------------------------------------------------------------------ source stage
 
-    def run_stream_split(self, g: int, records: Iterable[Any]) -> Iterator[Any]:
-        clock = ManualProcessingTimeService(self.now)
-        tasks = JobTasks(self.plan, self.job_parameters, clock, ship_prints=True, frame_sinks=True)
+    def run_stream_split(self, g: int, records: Iterable[object]) -> Iterator[pa.RecordBatch]:
+        """Source split ``g`` for this micro-batch: one round, its state restored and saved."""
+        tasks = self.base.tasks(ManualProcessingTimeService(self.now))
         try:
             yield from self._run_stream_split(tasks, g, records)
         except Exception as exc:
-            yield from self._failed(tasks, exc, -1)
+            yield from self.base.failed(tasks, exc, SOURCE_STAGE, self.version)
 
-    def _run_stream_split(self, tasks: JobTasks, g: int, records: Iterable[Any]) -> Iterator[Any]:
+    def _run_stream_split(
+        self, tasks: JobTasks, g: int, records: Iterable[object]
+    ) -> Iterator[pa.RecordBatch]:
         task = tasks.build_split(g, records)
         if task.watermark_operators:
             raise ValueError(
@@ -213,7 +181,8 @@ class StreamingJob(SparkJob):
                 "supported yet on a streaming run; pass the strategy as "
                 "from_stream(..., watermark_strategy=...)"
             )
-        driver, tagger = task.driver, task.tagger
+        driver = cast(_StreamSplitDriver, task.driver)
+        tagger = task.tagger
         emitter = driver.watermark_output
         saved = self.split_states.get(g)
         if saved is not None:
@@ -222,26 +191,22 @@ class StreamingJob(SparkJob):
             emitter.current_watermark = saved.watermark
             emitter.idle = saved.idle
             tagger.seq = saved.seq
-        for op in tasks.operators:
-            op.open()
-        tagger.round, tagger.phase = self.version, 0
-        tasks.cursor.backend = None
-        while driver.read_up_to(65536) == 65536:
+        session = SplitSession(task, every=None)
+        session.open()
+        for _ in session.read_round(self.version):
             pass
-        tasks.cursor.backend = None
-        tagger.phase = 1
-        task.emit_periodic()
-        for op in tasks.operators:
-            op.close()
-        yield self._rows(tasks, 1)
-        yield _row(SPLIT_STATE, g, _split_state(driver, emitter, tagger).to_bytes())
+        session.end_round(end_of_input=False)  # the input of a stream never ends
+        session.close()
+        yield self.base.rows(tasks, 1)
+        split_state = _split_state(driver, emitter, tagger)
+        yield self.base.driver_row(Shipment.SPLIT_STATE, g, split_state.to_bytes())
 
     def stream_source_task(
         self, first_split: int, node_id: int
-    ) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
         """Runs split ``first_split + partition`` of the stream source ``node_id``."""
 
-        def run(batches: Iterator[Any]) -> Iterator[Any]:
+        def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             from pyspark import TaskContext
 
             context = TaskContext.get()
@@ -254,7 +219,9 @@ class StreamingJob(SparkJob):
 
     # ------------------------------------------------------------------ exchange stages
 
-    def _restore_subtask(self, task: Any, stage: Any, target: int) -> dict[str, OperatorWatermarks]:
+    def _restore_subtask(
+        self, task: SubtaskTask, stage: Stage, target: int
+    ) -> dict[str, OperatorWatermarks]:
         """Restore keyed state, timers and valves of ``task`` from version ``version - 1``
         (the worker cache when it holds exactly that, else the files the manifest names);
         returns the operators' watermarks to apply once they are open."""
@@ -312,13 +279,13 @@ class StreamingJob(SparkJob):
             return {}
         return OperatorWatermarks.decode(watermarks_bytes, where)
 
-    def _save_subtask(self, task: Any, stage: Any, target: int) -> None:
+    def _save_subtask(self, task: SubtaskTask, stage: Stage, target: int) -> None:
         """Write version ``version`` of this subtask (a full snapshot or a changelog, as
         :meth:`CheckpointStore.plan_chain` says) and keep it warm in this worker."""
         plan, prev_digests = self._pending.pop(target)
         entry = task.entry
         snap = entry.snapshot_state() if entry.keyed_state_backend is not None else None
-        watermarks = {}
+        watermarks: dict[str, OperatorWatermarks] = {}
         for node_id, op in task.operators.items():
             identity = self.identities[node_id]
             manager = op.time_service_manager
@@ -352,53 +319,51 @@ class StreamingJob(SparkJob):
             self.version, plan, snap, new_digests, parts["valves"], parts["watermarks"]
         )
 
-    def run_stream_subtask(self, stage_index: int, target: int, chunks: list[bytes]) -> Any:
+    def run_stream_subtask(
+        self, stage_index: int, target: int, chunks: list[bytes]
+    ) -> list[pa.RecordBatch]:
+        """Subtask ``target`` of a stage for this micro-batch: restored from version
+        ``version - 1``, its entries processed at the batch's time, version ``version`` written."""
+        base = self.base
         for chunk in chunks:
             failed = failure_of_mark(chunk)
             if failed is not None:  # the batch failed upstream: no state, no output
-                return [self.failure_rows(stage_index, *failed)]
-        tasks = JobTasks(
-            self.plan,
-            self.job_parameters,
-            ManualProcessingTimeService(self.now),
-            ship_prints=True,
-            frame_sinks=True,
-        )
+                return [base.failure_rows(stage_index, *failed)]
+        tasks = base.tasks(ManualProcessingTimeService(self.now))
         try:
             return self._run_stream_subtask(tasks, stage_index, target, chunks)
         except Exception as exc:
-            return list(self._failed(tasks, exc, stage_index))
+            return list(base.failed(tasks, exc, stage_index, self.version))
 
     def _run_stream_subtask(
         self, tasks: JobTasks, stage_index: int, target: int, chunks: list[bytes]
-    ) -> Any:
+    ) -> list[pa.RecordBatch]:
         stage = self.plan.stages[stage_index]
         clock = ManualProcessingTimeService(self.previous_now)
         task = tasks.build_subtask(stage, target, clock, None)
+        session = SubtaskSession(task, simulated=None)
         watermarks = self._restore_subtask(task, stage, target)
-        for op in tasks.operators:
-            op.open()
-        by_identity = {self.identities[node_id]: op for node_id, op in task.operators.items()}
-        for identity, saved in watermarks.items():
-            op = by_identity.get(identity)  # None: an operator this job no longer has
-            if op is not None:
-                _restore_watermark(op, saved)
-        entries: list[tuple] = []
+        session.open()
+        session.restore_watermarks(watermarks, self.identities)
+        entries: list[Entry] = []
         for chunk in chunks:
             entries.extend(pickle.loads(chunk))
         entries.sort(key=_by_position_and_channel)  # as the bounded runners order them
-        task.advance_clock(self.now, (self.version, -1, 0, 0, 0))
-        task.process(entries)
+        session.advance_clock(self.now, self.version)
+        session.process(entries)
         self._save_subtask(task, stage, target)
-        metrics = subtask_metrics(task, stage.index, target)
+        metrics: dict[str, object] = {**session.metrics()}
         metrics["file"] = self._written.pop(target)  # for the manifest
-        for op in tasks.operators:
-            op.close()
-        clock.shutdown()
-        return [self._rows(tasks, 1), _row(SUBTASK_METRICS, target, pickle.dumps(metrics))]
+        session.close()
+        return [
+            self.base.rows(tasks, 1),
+            self.base.driver_row(Shipment.SUBTASK_METRICS, target, pickle.dumps(metrics)),
+        ]
 
-    def stream_stage_task(self, stage_index: int) -> Callable[[Iterator[Any]], Iterator[Any]]:
-        def run(batches: Iterator[Any]) -> Iterator[Any]:
+    def stream_stage_task(
+        self, stage_index: int
+    ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+        def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             current: int | None = None
             chunks: list[bytes] = []
             for batch in batches:

@@ -30,9 +30,53 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import Any
+from typing import TypedDict
 
-__all__ = ["LOGGER", "batch_metrics", "format_progress"]
+from sparktide.runtime.execution.driver import SubtaskMetrics
+
+__all__ = [
+    "LOGGER",
+    "BatchMetrics",
+    "SplitSummary",
+    "TaskTotals",
+    "batch_metrics",
+    "format_progress",
+]
+
+
+class SplitSummary(TypedDict):
+    """A source split after a batch: its watermark, idleness and the records it read."""
+
+    watermark: int
+    idle: bool
+    records: int
+
+
+class TaskTotals(TypedDict, total=False):
+    """The task metrics that add up over a batch's tasks."""
+
+    late_records_dropped: int
+    late_records_side_output: int
+    timers_fired: int
+    failed_records: int
+
+
+class BatchMetrics(TaskTotals):
+    """One batch's metrics (:func:`batch_metrics`)."""
+
+    batch_id: int
+    spark_batch: int | None
+    processing_time: int
+    duration_ms: int
+    records: int
+    watermark: int | None
+    split_watermarks: dict[str, int | str]
+    operator_watermarks: dict[str, int]
+    timers_pending: dict[str, int]
+    next_event_timer: int | None
+    next_processing_timer: int | None
+    state_entries: int
+
 
 #: per-batch progress lines of streaming runs (``INFO``)
 LOGGER = logging.getLogger("sparktide.streaming")
@@ -40,7 +84,7 @@ LOGGER = logging.getLogger("sparktide.streaming")
 _MIN_WATERMARK = -(2**63)
 
 
-def _combined(splits: dict[int, dict[str, Any]]) -> int | None:
+def _combined(splits: dict[int, SplitSummary]) -> int | None:
     """The sources' combined watermark as a valve computes it: the lowest watermark of the
     splits that are not idle (``None`` when every split is idle or none has one yet)."""
     active = [s["watermark"] for s in splits.values() if not s["idle"]]
@@ -55,10 +99,10 @@ def batch_metrics(
     spark_batch: int | None,
     processing_time: int,
     duration_ms: int,
-    splits: dict[int, dict[str, Any]],
-    tasks: dict[str, int],
-    subtasks: Iterable[dict[str, Any]],
-) -> dict[str, Any]:
+    splits: dict[int, SplitSummary],
+    tasks: TaskTotals,
+    subtasks: Iterable[SubtaskMetrics],
+) -> BatchMetrics:
     """One batch's metrics (JSON-able: keys are strings).
 
     ``batch_id``: the version the batch committed (what batch sinks are given);
@@ -74,14 +118,17 @@ def batch_metrics(
     earliest: dict[str, int | None] = {"event": None, "processing": None}
     stages: dict[str, int] = {}
     for sub in subtasks:
+        counts = {"event": sub["event_timers"], "processing": sub["processing_timers"]}
+        heads = {"event": sub["next_event_timer"], "processing": sub["next_processing_timer"]}
         for domain in pending:
-            pending[domain] += sub[f"{domain}_timers"]
-            head = sub[f"next_{domain}_timer"]
-            if head is not None and (earliest[domain] is None or head < earliest[domain]):
+            pending[domain] += counts[domain]
+            head, first = heads[domain], earliest[domain]
+            if head is not None and (first is None or head < first):
                 earliest[domain] = head
-        if sub["watermark"] is not None:
+        watermark = sub["watermark"]
+        if watermark is not None:
             key = str(sub["stage"])
-            stages[key] = min(stages.get(key, sub["watermark"]), sub["watermark"])
+            stages[key] = min(stages.get(key, watermark), watermark)
     return {
         "batch_id": version,
         "spark_batch": spark_batch,
@@ -101,7 +148,7 @@ def batch_metrics(
     }
 
 
-def _watermark_text(value: Any) -> str:
+def _watermark_text(value: int | str | None) -> str:
     if value is None:
         return "none"
     if value == _MIN_WATERMARK:
@@ -109,26 +156,23 @@ def _watermark_text(value: Any) -> str:
     return str(value)
 
 
-def format_progress(m: dict[str, Any]) -> str:
+def format_progress(m: BatchMetrics) -> str:
     """One line for people: what :func:`batch_metrics` says of a batch."""
     splits = " ".join(f"{g}={_watermark_text(w)}" for g, w in m["split_watermarks"].items())
     kind = "" if m["spark_batch"] is not None else " (no new data: timers or idleness due)"
     pending = m["timers_pending"]
-    nexts = [
-        f"next {d} {m[f'next_{d}_timer']}"
-        for d in ("event", "processing")
-        if m[f"next_{d}_timer"] is not None
-    ]
+    heads = (("event", m["next_event_timer"]), ("processing", m["next_processing_timer"]))
+    nexts = [f"next {d} {head}" for d, head in heads if head is not None]
     line = (
         f"batch {m['batch_id']}{kind}: {m['records']} records in {m['duration_ms']} ms, "
         f"watermark {_watermark_text(m['watermark'])} (splits {splits}), "
-        f"timers fired {m['timers_fired']}, pending {pending['event']} event + "
+        f"timers fired {m.get('timers_fired')}, pending {pending['event']} event + "
         f"{pending['processing']} processing"
         + (f" ({', '.join(nexts)})" if nexts else "")
         + f", state entries {m['state_entries']}"
     )
-    if m["late_records_dropped"]:
+    if m.get("late_records_dropped"):
         line += f", late dropped {m['late_records_dropped']}"
-    if m["late_records_side_output"]:
+    if m.get("late_records_side_output"):
         line += f", late to side output {m['late_records_side_output']}"
     return line

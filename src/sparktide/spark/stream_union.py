@@ -14,7 +14,10 @@ one query (and one offset log: each micro-batch holds what every source got sinc
 from __future__ import annotations
 
 from functools import reduce
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
 
 __all__ = ["SOURCE_COLUMN", "rows_of_source", "struct_column", "union_streams"]
 
@@ -26,7 +29,7 @@ def struct_column(index: int) -> str:
     return f"__s{index}"
 
 
-def union_streams(frames: list[Any]) -> Any:
+def union_streams(frames: list[DataFrame]) -> DataFrame:
     """One streaming DataFrame carrying the rows of every frame of ``frames``."""
     from pyspark.sql import functions as F
 
@@ -43,7 +46,7 @@ def union_streams(frames: list[Any]) -> Any:
     return reduce(lambda a, b: a.unionByName(b), parts)
 
 
-def rows_of_source(batch_df: Any, index: int) -> Any:
+def rows_of_source(batch_df: DataFrame, index: int) -> DataFrame:
     """Source ``index``'s rows of a micro-batch of :func:`union_streams`, with its columns."""
     from pyspark.sql import functions as F
 

@@ -56,10 +56,14 @@ import warnings
 from collections.abc import Callable
 from functools import reduce
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from sparktide.runtime.execution.tasks import splits_of
+from sparktide.runtime.execution.driver import JobEnvironment, SubtaskMetrics
+from sparktide.runtime.execution.planner import Plan
+from sparktide.runtime.execution.protocol import FIRST_STAGE, Position, Shipment
+from sparktide.runtime.execution.tasks import SUMMED_METRICS, splits_of
 from sparktide.runtime.failures import is_described
+from sparktide.runtime.graph import JobGraph
 from sparktide.runtime.operator_identity import operator_identities
 from sparktide.spark.checkpoint import CheckpointError, CheckpointStore
 from sparktide.spark.checkpoint_lock import CheckpointLock
@@ -74,20 +78,19 @@ from sparktide.spark.checkpoint_meta import (
     StageFingerprint,
 )
 from sparktide.spark.connect_batches import connect_batch_function
-from sparktide.spark.executor import (
-    COLLECTED,
-    FAILED,
-    METRICS,
-    PRINTED,
-    SPARK_SCHEMA,
-    SUMMED_METRICS,
-    SparkExecutor,
-)
+from sparktide.spark.executor import SPARK_SCHEMA, SparkExecutor, without_adaptive_execution
 from sparktide.spark.failures import quiet_query_failure_log, raise_first_failure
 from sparktide.spark.offset_log import check_spark_log
 from sparktide.spark.session import is_connect
-from sparktide.spark.stream_job import SPLIT_STATE, SUBTASK_METRICS, StreamingJob
-from sparktide.spark.stream_metrics import LOGGER, batch_metrics, format_progress
+from sparktide.spark.stream_job import StreamingJob
+from sparktide.spark.stream_metrics import (
+    LOGGER,
+    BatchMetrics,
+    SplitSummary,
+    TaskTotals,
+    batch_metrics,
+    format_progress,
+)
 from sparktide.spark.stream_sinks import (
     ConsoleBatchSink,
     ForeachBatchSink,
@@ -101,6 +104,10 @@ from sparktide.spark.stream_sinks import (
 from sparktide.spark.stream_source import StreamSource, has_stream_source
 from sparktide.spark.stream_union import rows_of_source, union_streams
 
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
+
 __all__ = [
     "ConsoleBatchSink",
     "ForeachBatchSink",
@@ -112,12 +119,21 @@ __all__ = [
     "start_stream",
 ]
 
-_NO_ADAPTIVE = ("spark.sql.adaptive.enabled", "spark.sql.adaptive.coalescePartitions.enabled")
 _TRIGGERS = ("available_now", "once")
 
 
-def _first(item: tuple) -> Any:
-    return item[0]
+class _Query(Protocol):
+    """A running streaming query (classic or Spark Connect)."""
+
+    @property
+    def isActive(self) -> bool: ...
+
+    def awaitTermination(self, timeout: float | None = None) -> bool | None: ...
+
+    def stop(self) -> None: ...
+
+
+_position = itemgetter(0)  # of a printed line
 
 
 def _wall_clock_ms() -> int:
@@ -128,13 +144,13 @@ def _wall_clock_ms() -> int:
 # the driver
 
 
-def fingerprint(plan: Any) -> JobFingerprint:
+def fingerprint(plan: Plan) -> JobFingerprint:
     """What a restore checks against the checkpoint (parallelism may change): the sources, and
     per stage its operators as ``[name, uid, identity]`` (state is matched by identity, see
     :mod:`sparktide.spark.restore_match`), its max parallelism and whether it is keyed."""
     identities = operator_identities(plan.nodes)
     return JobFingerprint(
-        tuple(SourceRef(n.name, n.uid, len(n.source.get_splits())) for n in plan.sources),
+        tuple(SourceRef(n.name, n.uid, len(splits_of(n))) for n in plan.sources),
         tuple(
             StageFingerprint(
                 tuple(OperatorRef(n.name, n.uid, identities[n.id]) for n in s.nodes),
@@ -169,14 +185,14 @@ class StreamingJobClient:
         return self._job_name
 
     @property
-    def recent_progress(self) -> list[dict[str, Any]]:
+    def recent_progress(self) -> list[BatchMetrics]:
         return list(self._runner.progress)
 
     @property
     def is_active(self) -> bool:
         return bool(self._runner.query.isActive)
 
-    def add_listener(self, listener: Callable[[dict[str, Any]], None]) -> None:
+    def add_listener(self, listener: Callable[[BatchMetrics], None]) -> None:
         """Call ``listener(metrics)`` on the driver after each committed micro-batch."""
         if not callable(listener):
             raise TypeError(
@@ -224,13 +240,13 @@ class StreamingJobClient:
     def cancel(self) -> None:
         self.stop()
 
-    def metrics(self) -> dict[str, Any]:
+    def metrics(self) -> dict[str, int]:
         """Totals over the committed micro-batches of this run."""
-        out: dict[str, Any] = {"rounds": 0, **dict.fromkeys(SUMMED_METRICS, 0)}
+        out: dict[str, int] = {"rounds": 0, **dict.fromkeys(SUMMED_METRICS, 0)}
         for p in self._runner.progress:
             out["rounds"] += 1
             for name in SUMMED_METRICS:
-                out[name] += p[name]
+                out[name] += p[name]  # type: ignore[literal-required]  # the summed names
         return out
 
 
@@ -261,19 +277,19 @@ class _StreamRunner:
         for node in self.nodes:
             self.first_splits.append(first)
             first += len(splits_of(node))
-        self.base = executor._job()
+        self.base = executor.job()
         self.store = CheckpointStore(
             location, fingerprint(plan), snapshot_every, allow_non_restored_state
         )
         self.store.committed_version()  # fail early on a checkpoint of another job
         timeouts = [getattr(n.watermark_strategy, "idle_timeout", None) for n in self.nodes]
         self.idle_timeout: int | None = min((t for t in timeouts if t is not None), default=None)
-        self.progress: list[dict[str, Any]] = []
-        self.listeners: list[Callable[[dict[str, Any]], None]] = []
+        self.progress: list[BatchMetrics] = []
+        self.listeners: list[Callable[[BatchMetrics], None]] = []
         self.error: BaseException | None = None
         self.restore_log: Callable[[], None] = lambda: None
         self.stopping = False
-        self.query: Any = None
+        self.query: _Query = None  # type: ignore[assignment]  # set by start()
         self.lock = threading.Lock()
         self._stop_idle = threading.Event()
         self._idle_thread: threading.Thread | None = None
@@ -285,7 +301,7 @@ class _StreamRunner:
 
     # ------------------------------------------------------------------ the query's lifetime
 
-    def start(self, writer: Any) -> None:
+    def start(self, writer: DataStreamWriter) -> None:
         """Start the query of ``writer`` holding the checkpoint directory's lock
         (:mod:`sparktide.spark.checkpoint_lock`), once Spark's logs agree with the last commit
         (:mod:`sparktide.spark.offset_log`); the lock is released when the query ends."""
@@ -293,7 +309,7 @@ class _StreamRunner:
         try:
             committed, info = self._last()
             check_spark_log(self.store, committed, _last_spark_batch(committed, info))
-            self.query = writer.start()
+            self.query = writer.start()  # type: ignore[assignment]  # its seconds: a float
         except BaseException:
             self.writer_lock.release()
             raise
@@ -318,7 +334,7 @@ class _StreamRunner:
                 break
         self.end()
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, object]:
         """What runs the batches where Spark Connect calls ``foreachBatch`` (on the server):
         without the client's query handle, threads, listeners and progress."""
         state = dict(self.__dict__)
@@ -332,7 +348,7 @@ class _StreamRunner:
         state["sink_functions"] = {i: sink.fn for i, sink in sinks if sink is not None}
         return state
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:  # the attributes: any value
         functions = state.pop("sink_functions", {})
         self.__dict__.update(state)
         for node in self.executor.plan.nodes:
@@ -346,7 +362,7 @@ class _StreamRunner:
 
     # ------------------------------------------------------------------ Spark's batches
 
-    def on_batch(self, batch_df: Any, batch_id: int) -> None:
+    def on_batch(self, batch_df: DataFrame, batch_id: int) -> None:
         try:
             with self.lock:
                 self._on_spark_batch(batch_df, int(batch_id))
@@ -364,7 +380,7 @@ class _StreamRunner:
         committed = self.store.committed_version()
         return committed, None if committed is None else self.store.commit_info(committed)
 
-    def _on_spark_batch(self, batch_df: Any, spark_batch: int) -> None:
+    def _on_spark_batch(self, batch_df: DataFrame, spark_batch: int) -> None:
         committed, info = self._last()
         last_spark = _last_spark_batch(committed, info)
         if last_spark is not None and spark_batch <= last_spark:
@@ -492,7 +508,7 @@ class _StreamRunner:
 
     def _run_version(
         self,
-        frames: list[Any],
+        frames: list[DataFrame],
         committed: int | None,
         previous: CommitManifest | None,
         spark_batch: int | None,
@@ -512,22 +528,13 @@ class _StreamRunner:
             else store.read_splits(committed, previous.files)
         )
         job = StreamingJob(self.base, store, version, now, previous_now, previous, split_states)
-        conf = frames[0].sparkSession.conf
-        saved = {k: conf.get(k, None) for k in _NO_ADAPTIVE}
-        for key in _NO_ADAPTIVE:  # each subtask must keep its own shuffle partition
-            conf.set(key, "false")
-        try:
+        # each subtask must keep its own shuffle partition; the session's confs come back after
+        with without_adaptive_execution(frames[0].sparkSession.conf):
             self._run_batch(frames, version, spark_batch, job, split_states, now, started)
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    conf.unset(key)
-                else:
-                    conf.set(key, value)
 
     def _run_batch(
         self,
-        frames: list[Any],
+        frames: list[DataFrame],
         version: int,
         spark_batch: int | None,
         job: StreamingJob,
@@ -550,50 +557,56 @@ class _StreamRunner:
                 # whose task i reads partition i (in a union, task ids would be shifted)
                 task = task.repartition(node.source.num_splits)
             produced.append(task.persist())
-        heartbeats = self._heartbeats(spark, job) if plan.stages else None
-        for stage in plan.stages:
-            inputs = [df.filter(F.col("stage") == stage.index) for df in produced]
-            inputs.append(heartbeats.filter(F.col("stage") == stage.index))
-            merged = reduce(lambda a, b: a.unionAll(b), inputs)
-            result = (
-                merged.repartition(stage.parallelism, "pkey")
-                .sortWithinPartitions("target", "position")
-                .mapInArrow(job.stream_stage_task(stage.index), SPARK_SCHEMA)
-            )
-            produced.append(result.persist())
+        if plan.stages:
+            heartbeats = self._heartbeats(spark, job)
+            for stage in plan.stages:
+                inputs = [df.filter(F.col("stage") == stage.index) for df in produced]
+                inputs.append(heartbeats.filter(F.col("stage") == stage.index))
+                merged = reduce(lambda a, b: a.unionAll(b), inputs)
+                result = (
+                    merged.repartition(stage.parallelism, "pkey")
+                    .sortWithinPartitions("target", "position")
+                    .mapInArrow(job.stream_stage_task(stage.index), SPARK_SCHEMA)
+                )
+                produced.append(result.persist())
         try:
             written = [n for n in plan.nodes if n.frame_writer is not None]
             written_ids = [n.id for n in written]
-            to_driver = (F.col("stage") < 0) & ~(
-                (F.col("stage") == COLLECTED) & F.col("target").isin(written_ids)
+            to_driver = (F.col("stage") < FIRST_STAGE) & ~(
+                (F.col("stage") == Shipment.COLLECTED.value) & F.col("target").isin(written_ids)
             )
             rows = reduce(
                 lambda a, b: a.unionAll(b), [df.filter(to_driver) for df in produced]
             ).collect()
-            totals = dict.fromkeys(SUMMED_METRICS, 0)
-            printed: list[tuple[tuple, str]] = []
+            totals = TaskTotals(
+                late_records_dropped=0,
+                late_records_side_output=0,
+                timers_fired=0,
+                failed_records=0,
+            )
+            printed: list[tuple[Position, str]] = []
             new_splits = dict(split_states)
-            subtasks: list[dict[str, Any]] = []
+            subtasks: list[SubtaskMetrics] = []
             # a user function raised: the batch is not committed, the user's error is raised
             raise_first_failure(
-                [(r["position"], r["payload"]) for r in rows if r["stage"] == FAILED]
+                [(r["position"], r["payload"]) for r in rows if r["stage"] == Shipment.FAILED]
             )
             files: dict[str, FileRecord] = {}  # the records of the state files subtasks wrote
             for row in rows:
                 stage = row["stage"]
-                if stage == SPLIT_STATE:
+                if stage == Shipment.SPLIT_STATE:
                     where = f"the state of source split {row['target']}"
                     new_splits[row["target"]] = SplitState.from_bytes(row["payload"], where)
-                elif stage == SUBTASK_METRICS:
+                elif stage == Shipment.SUBTASK_METRICS:
                     sub = pickle.loads(row["payload"])
                     path, record = sub.pop("file")
                     files[path] = record
                     subtasks.append(sub)
-                elif stage == METRICS:
+                elif stage == Shipment.METRICS:
                     m = pickle.loads(row["payload"])
                     for name in SUMMED_METRICS:
-                        totals[name] += m[name]
-                elif stage == PRINTED:
+                        totals[name] += m[name]  # type: ignore[literal-required]  # its keys
+                elif stage == Shipment.PRINTED:
                     printed.extend(pickle.loads(row["payload"]))
                 else:
                     raise ValueError(
@@ -601,11 +614,13 @@ class _StreamRunner:
                         "streaming job; use sink_to(ForeachBatchSink(fn)) or "
                         "sink_to(ParquetBatchSink(path))"
                     )
-            printed.sort(key=_first)
+            printed.sort(key=_position)
             for _, line in printed:
                 print(line)
             for node in written:
-                frame = self.executor._frame(produced, node.id, node.output_type, ordered=True)
+                frame = self.executor.collected_frame(
+                    produced, node.id, node.output_type, ordered=True
+                )
                 sink = batch_sink_of(node.frame_writer)
                 if sink is not None:
                     sink.write_batch(frame, version)
@@ -637,15 +652,15 @@ class _StreamRunner:
             for df in produced:
                 df.unpersist()
 
-    def _heartbeats(self, spark: Any, job: StreamingJob) -> Any:
+    def _heartbeats(self, spark: SparkSession, job: StreamingJob) -> DataFrame:
         rows = [
-            (stage.index, t, job.placement[stage.parallelism][t], b"", pickle.dumps([]))
+            (stage.index, t, job.base.placement[stage.parallelism][t], b"", pickle.dumps([]))
             for stage in self.executor.plan.stages
             for t in range(stage.parallelism)
         ]
         return spark.createDataFrame(rows, SPARK_SCHEMA)
 
-    def _report(self, metrics: dict[str, Any]) -> None:
+    def _report(self, metrics: BatchMetrics) -> None:
         self.progress.append(metrics)
         if LOGGER.isEnabledFor(logging.INFO):
             LOGGER.info(format_progress(metrics))
@@ -653,19 +668,19 @@ class _StreamRunner:
             listener(metrics)
 
 
-def _empty_like(df: Any) -> Any:
+def _empty_like(df: DataFrame) -> DataFrame:
     """An empty DataFrame with the columns of ``df`` (a batch without new data)."""
     return df.sparkSession.createDataFrame([], df.schema)
 
 
-def _split_summary(state: SplitState, before: SplitState | None) -> dict[str, Any]:
+def _split_summary(state: SplitState, before: SplitState | None) -> SplitSummary:
     """A split's watermark, idleness and the records it read in this batch (none when it did
     not run and kept its state of the version before)."""
-    return {
-        "watermark": state.watermark,
-        "idle": state.idle,
-        "records": state.records if state is not before else 0,
-    }
+    return SplitSummary(
+        watermark=state.watermark,
+        idle=state.idle,
+        records=state.records if state is not before else 0,
+    )
 
 
 def _last_spark_batch(committed: int | None, info: CommitManifest | None) -> int | None:
@@ -684,8 +699,8 @@ def _last_spark_batch_after(previous: CommitManifest | None, spark_batch: int | 
 
 
 def start_stream(
-    graph: Any,
-    env: Any,
+    graph: JobGraph,
+    env: JobEnvironment,
     job_name: str,
     checkpoint_location: str | None,
     trigger: str | None,

@@ -18,7 +18,10 @@ from dataclasses import dataclass, field
 from sparktide.runtime.graph import Edge, JobGraph, Node
 from sparktide.runtime.keygroups import compute_default_max_parallelism
 
-__all__ = ["Plan", "Stage", "plan_job"]
+__all__ = ["SOURCE_STAGE", "Plan", "Stage", "plan_job"]
+
+SOURCE_STAGE = -1
+"""Where the source stage sorts among the stage indexes (before every exchange stage)."""
 
 
 @dataclass(eq=False)

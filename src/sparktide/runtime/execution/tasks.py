@@ -7,44 +7,85 @@
   takes the stage's buffered input, in position order, through the valves into the entry
   operator; what the stage emits goes to the buffers of the following stages.
 
-A runner decides where tasks run and how buffers move: the local runtime keeps everything in one
-process; the Spark runner builds one task per Spark task and ships buffers through shuffles.
-Channel numbers are computed from the plan alone, so every process agrees on them.
+The round driver (:mod:`sparktide.runtime.execution.driver`) runs them; a runner decides where
+tasks run and how buffers move: the local runtime keeps everything in one process; the Spark
+runner builds one task per Spark task and ships buffers through shuffles. Channel numbers are
+computed from the plan alone, so every process agrees on them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Protocol, cast
 
-from sparktide.runtime.elements import StreamRecord, Watermark
+from sparktide.runtime.elements import StreamRecord, Watermark, WatermarkStatus
 from sparktide.runtime.execution.planner import Plan, Stage
-from sparktide.runtime.execution.wiring import (
+from sparktide.runtime.execution.protocol import (
     NO_KEY,
-    ChainInput,
     Cursor,
+    Entry,
+    Mark,
+    Phase,
+    SourceTagger,
+    barrier,
+)
+from sparktide.runtime.execution.wiring import (
+    ChainInput,
     ExchangeWriter,
     NodeOutput,
-    SourceTagger,
     ValveOutput,
 )
 from sparktide.runtime.failed_records import install as install_failed_records
 from sparktide.runtime.failures import FailureContext, describe_failure
 from sparktide.runtime.graph import Edge, Node
-from sparktide.runtime.operators.base import OperatorSetup
+from sparktide.runtime.mailbox import Mailbox
+from sparktide.runtime.operators.base import AbstractStreamOperator, OperatorSetup
+from sparktide.runtime.operators.co_process import KeyedTwoInputOperator
 from sparktide.runtime.operators.simple import (
     CollectSinkOperator,
     PrintSinkOperator,
     RecordCollector,
 )
 from sparktide.runtime.operators.timestamps import TimestampsAndWatermarksOperator
+from sparktide.runtime.output import Output
+from sparktide.runtime.processing_time import ManualProcessingTimeService, ProcessingTimeService
 from sparktide.runtime.source_reader import SourceFunctionDriver, SplitReader
 from sparktide.runtime.valve import StatusWatermarkValve
 
-__all__ = ["JobTasks", "SplitTask", "SubtaskTask", "splits_of"]
+if TYPE_CHECKING:
+    from collections.abc import Hashable
+
+__all__ = ["SUMMED_METRICS", "JobTasks", "SplitDriver", "SplitTask", "SubtaskTask", "splits_of"]
+
+_RECORD = Phase.RECORD.value
+_EVENT_TIMERS = Phase.EVENT_TIMERS.value
+_PROCESSING_TIME = Phase.PROCESSING_TIME.value
 
 
-def splits_of(node: Node) -> list[Any]:
+class SplitDriver(Protocol):
+    """What reads a split (``SplitReader`` for a split, ``SourceFunctionDriver`` for a
+    ``SourceFunction``)."""
+
+    @property
+    def records_read(self) -> int: ...
+
+    def read_up_to(self, n: int) -> int: ...
+
+    def emit_periodic(self) -> None: ...
+
+    def finish(self) -> None: ...
+
+
+SUMMED_METRICS = (
+    "late_records_dropped",
+    "late_records_side_output",
+    "timers_fired",
+    "failed_records",
+)
+"""The task metrics (:meth:`JobTasks.metrics`) that add up over tasks."""
+
+
+def splits_of(node: Node) -> list[object]:
     """The splits of a source node (a SourceFunction is one split)."""
     source = node.source
     if hasattr(source, "run"):
@@ -53,94 +94,112 @@ def splits_of(node: Node) -> list[Any]:
     if cached is None:
         cached = list(source.get_splits())
         node._splits = cached  # type: ignore[attr-defined]
-    return cached
+    return cast("list[object]", cached)
 
 
 class SplitTask:
     """A source split: its driver (SplitReader or SourceFunctionDriver), tagger and the
-    timestamp/watermark operators chained after it."""
+    operators chained after it (``watermark_operators``: the timestamp/watermark ones)."""
 
-    def __init__(self, index: int, driver: Any, tagger: SourceTagger) -> None:
+    def __init__(self, index: int, driver: SplitDriver, tagger: SourceTagger) -> None:
         self.index = index
         self.driver = driver
         self.tagger = tagger
-        self.watermark_operators: list[Any] = []
+        self.operators: list[AbstractStreamOperator] = []
+        self.watermark_operators: list[TimestampsAndWatermarksOperator] = []
 
     def emit_periodic(self) -> None:
         """End of a round: every watermark generator of the split emits periodically (the
         source's own, then those of ``assign_timestamps_and_watermarks`` in chain order)."""
         self.driver.emit_periodic()
         for op in self.watermark_operators:
-            self.tagger.mark(2)
+            self.tagger.mark(Mark.CHAIN_WATERMARK)
             op.emit_periodic()
 
 
 class SubtaskTask:
     """One parallel instance of an exchange stage."""
 
-    def __init__(self, stage: Stage, index: int, cursor: Cursor, channels: dict[int, int]) -> None:
+    def __init__(
+        self,
+        stage: Stage,
+        index: int,
+        cursor: Cursor,
+        channels: dict[int, int],
+        clock: ProcessingTimeService,
+        mailbox: Mailbox | None,
+    ) -> None:
         self.stage = stage
         self.index = index
         self.cursor = cursor
-        self.operators: dict[int, Any] = {}
-        self.entry: Any = None
-        self.mailbox: Any = None
-        self.clock: Any = None
+        self.operators: dict[int, AbstractStreamOperator] = {}
+        self.entry: AbstractStreamOperator = cast(AbstractStreamOperator, None)  # set by build
+        self.mailbox = mailbox
+        self.clock = clock
         self.valve_outputs: dict[int, ValveOutput] = {}
         self.valves = {
             i: StatusWatermarkValve(max(1, channels.get(i, 0)))
             for i in ((1, 2) if stage.two_input else (1,))
         }
 
-    def process(self, entries: Iterable[tuple]) -> None:
-        """Process ``(position, channel, input, element, key, key_group)`` entries, in order."""
+    def process(self, entries: Iterable[Entry]) -> None:
+        """Process entries (:data:`~.protocol.Entry`), in order."""
         cursor = self.cursor
         op = self.entry
         backend = op.keyed_state_backend
-        cursor.backend = backend if backend is not None else NO_KEY
+        cursor.enter_stage(backend)
         valves, vouts = self.valves, self.valve_outputs
         mailbox = self.mailbox
         stage = self.stage
         keyed = stage.keyed
+        process1: Callable[[StreamRecord], None]
+        process2: Callable[[StreamRecord], None]
         if keyed:
-            set_key = backend.set_current_key_and_group
+            set_key: Callable[[Hashable, int], None] = backend.set_current_key_and_group  # type: ignore[union-attr]
             if stage.two_input:
-                process1, process2 = op.process_keyed_element1, op.process_keyed_element2
+                two = cast(KeyedTwoInputOperator, op)
+                process1, process2 = two.process_keyed_element1, two.process_keyed_element2
             else:
                 process1 = process2 = op.process_keyed_element
         elif stage.two_input:
-            process1, process2 = op.process_element1, op.process_element2
+            co = cast(KeyedTwoInputOperator, op)  # a non-keyed two-input operator
+            process1, process2 = co.process_element1, co.process_element2
         else:
             process1 = process2 = op.process_element
+        record, event_timers = _RECORD, _EVENT_TIMERS
         for tag, channel, index, element, key, kg in entries:
-            cursor.tag = tag
+            cursor.position = tag
             cursor.n = 0
             if type(element) is StreamRecord:
-                cursor.phase = 0
+                cursor.phase = record
                 cursor.channel = channel
                 if keyed:
-                    set_key(key, kg)
+                    set_key(key, kg)  # type: ignore[arg-type]
                 (process1 if index == 1 else process2)(element)
             elif type(element) is Watermark:
-                cursor.phase = 1
+                cursor.phase = event_timers
                 valves[index].input_watermark(element.timestamp, channel, vouts[index])
             else:
-                cursor.phase = 1
-                valves[index].input_watermark_status(element, channel, vouts[index])
+                cursor.phase = event_timers
+                valves[index].input_watermark_status(
+                    cast(WatermarkStatus, element), channel, vouts[index]
+                )
             if mailbox is not None and mailbox.has_mail():
-                cursor.phase = 3
+                cursor.phase = _PROCESSING_TIME
                 while (mail := mailbox.try_take()) is not None:
                     mail()
 
-    def advance_clock(self, now: int, tag: tuple) -> None:
-        """Move a simulated clock to ``now``, firing due processing-time timers at ``tag``."""
+    def advance_clock(self, now: int, round: int) -> None:
+        """Move a simulated clock to ``now``, firing due processing-time timers at the barrier
+        of ``round`` (:func:`~.protocol.barrier`)."""
         cursor = self.cursor
-        cursor.tag = tag
-        cursor.n = 0
-        cursor.phase = 3
-        cursor.backend = self.entry.keyed_state_backend or NO_KEY
-        if self.clock.get_current_processing_time() < now:
-            self.clock.set_current_time(now)
+        cursor.enter_stage(self.entry.keyed_state_backend)
+        cursor.at(barrier(round), Phase.PROCESSING_TIME)
+        clock = self.clock
+        if isinstance(clock, ManualProcessingTimeService) and (
+            clock.get_current_processing_time() < now
+        ):
+            clock.set_current_time(now)
 
 
 class JobTasks:
@@ -150,7 +209,7 @@ class JobTasks:
         self,
         plan: Plan,
         job_parameters: dict[str, str],
-        source_clock: Any,
+        source_clock: ProcessingTimeService | None,
         ship_prints: bool = False,
         frame_sinks: bool = False,
     ) -> None:
@@ -160,9 +219,9 @@ class JobTasks:
         self.job_parameters = job_parameters
         self.source_clock = source_clock
         self.cursor = Cursor()
-        self.operators: list[Any] = []
+        self.operators: list[AbstractStreamOperator] = []
         self.names: dict[int, str] = {}  # id of each operator and split reader -> its name
-        self.buffers: dict[int, list[list[tuple]]] = {
+        self.buffers: dict[int, list[list[Entry]]] = {
             s.index: [[] for _ in range(s.parallelism)] for s in plan.stages
         }
         self.split_counts = [len(splits_of(n)) for n in plan.sources]
@@ -175,7 +234,7 @@ class JobTasks:
     def num_splits(self) -> int:
         return sum(self.split_counts)
 
-    def split_location(self, g: int) -> tuple[Node, Any]:
+    def split_location(self, g: int) -> tuple[Node, object]:
         """The source node and split of global split index ``g``."""
         for node, n in zip(self.plan.sources, self.split_counts, strict=True):
             if g < n:
@@ -230,17 +289,24 @@ class JobTasks:
     # ------------------------------------------------------------------ operators
 
     def _make_operator(
-        self, node: Node, setup: OperatorSetup, clock: Any, key_selector: Any
-    ) -> Any:
+        self,
+        node: Node,
+        setup: OperatorSetup,
+        clock: ProcessingTimeService | None,
+        key_selector: Callable[[object], Hashable] | None,
+    ) -> AbstractStreamOperator:
+        op: AbstractStreamOperator
         if self.frame_sinks and node.frame_writer is not None:
             op = CollectSinkOperator(RecordCollector([], node.id))
         else:
             op = node.operator_factory()  # type: ignore[misc]
-        op.setup(None, clock, setup, key_selector)
+        op.setup(None, clock, setup, key_selector)  # type: ignore[arg-type]  # output set later
         if node.failed_records is not None:
             install_failed_records(op, node.failed_records, node.name)
         if isinstance(op, CollectSinkOperator):
-            op._sink.position = self.cursor.out  # type: ignore[attr-defined]
+            collector = op._sink
+            if isinstance(collector, RecordCollector):
+                collector.position = self.cursor.out
         elif self.ship_prints and isinstance(op, PrintSinkOperator):
             op.shipped = []
             op.position_of = self.cursor.out
@@ -248,9 +314,9 @@ class JobTasks:
         self.names[id(op)] = node.name
         return op
 
-    def _output_for(self, node: Node, target_for: Callable[[Node, Edge], Any]) -> Any:
-        main: list[Any] = []
-        side: dict[Any, list[Any]] = {}
+    def _output_for(self, node: Node, target_for: Callable[[Node, Edge], Output]) -> Output:
+        main: list[Output] = []
+        side: dict[object, list[Output]] = {}
         for consumer, edge in self.plan.consumers[node.id]:
             target = target_for(consumer, edge)
             (main if edge.tag is None else side.setdefault(edge.tag, [])).append(target)
@@ -258,14 +324,14 @@ class JobTasks:
         out = NodeOutput(main, side, node.output_type if typed else None)
         return out if out.needed else main[0]
 
-    def build_split(self, g: int, records: Iterable[Any] | None = None) -> SplitTask:
+    def build_split(self, g: int, records: Iterable[object] | None = None) -> SplitTask:
         """The task of global split ``g`` (``records`` overrides ``source.read_split``)."""
         plan = self.plan
         source, split = self.split_location(g)
-        instances: dict[int, Any] = {}
+        instances: dict[int, AbstractStreamOperator] = {}
         setup = OperatorSetup(name=source.name, subtask_index=0, parallelism=1)
 
-        def target(consumer: Node, edge: Edge) -> Any:
+        def target(consumer: Node, edge: Edge) -> Output:
             if consumer.id in plan.source_stage:
                 op = instances.get(consumer.id)
                 if op is None:
@@ -275,11 +341,13 @@ class JobTasks:
                 return ChainInput(op, edge.input_index)
             return self._writer(consumer, edge, self.reach[edge.source.id].index(g))
 
+        built = len(self.operators)
         tagger = SourceTagger(self.cursor, g, None)
         tagger.downstream = self._output_for(source, target)
         chain = [op for _, op in sorted(instances.items())]
+        driver: SplitDriver
         if hasattr(source.source, "run"):
-            driver: Any = SourceFunctionDriver(source.source, tagger, self.source_clock)
+            driver = SourceFunctionDriver(source.source, tagger, self.source_clock)
         else:
             driver = SplitReader(
                 iter(source.source.read_split(split) if records is None else records),
@@ -289,15 +357,18 @@ class JobTasks:
             )
         self.names[id(driver)] = source.name
         task = SplitTask(g, driver, tagger)
+        task.operators = self.operators[built:]  # in the order they were built
         task.watermark_operators = [
             op for op in chain if isinstance(op, TimestampsAndWatermarksOperator)
         ]
         return task
 
-    def build_subtask(self, stage: Stage, index: int, clock: Any, mailbox: Any) -> SubtaskTask:
+    def build_subtask(
+        self, stage: Stage, index: int, clock: ProcessingTimeService, mailbox: Mailbox | None
+    ) -> SubtaskTask:
         """Subtask ``index`` of ``stage``, with its processing-time ``clock`` and ``mailbox``."""
-        task = SubtaskTask(stage, index, self.cursor, self.channels.get(stage.index, {}))
-        task.clock, task.mailbox = clock, mailbox
+        channels = self.channels.get(stage.index, {})
+        task = SubtaskTask(stage, index, self.cursor, channels, clock, mailbox)
         setup = OperatorSetup(
             name=stage.entry.name,
             subtask_index=index,
@@ -311,11 +382,11 @@ class JobTasks:
             keyed_entry = pos == 0 and stage.keyed
             op = self._make_operator(node, setup, clock, ks1 if keyed_entry else None)
             if keyed_entry:
-                op.key_selector2 = ks2
+                op.key_selector2 = ks2  # type: ignore[attr-defined]  # two-input operators
             task.operators[node.id] = op
         task.entry = task.operators[stage.entry.id]
 
-        def target(consumer: Node, edge: Edge) -> Any:
+        def target(consumer: Node, edge: Edge) -> Output:
             if consumer.id in task.operators:
                 return ChainInput(task.operators[consumer.id], edge.input_index)
             return self._writer(consumer, edge, index)
@@ -332,15 +403,15 @@ class JobTasks:
         :func:`~sparktide.runtime.failures.describe_failure`)."""
         cursor = self.cursor
 
-        def key_of() -> Any:
+        def key_of() -> object:
             backend = cursor.backend
-            return None if backend is None or backend is NO_KEY else backend.current_key
+            return None if cursor.source_stage or backend is NO_KEY else backend.current_key
 
         return describe_failure(exc, self.names, key_of, batch=batch)
 
     # ------------------------------------------------------------------ metrics
 
-    def metrics(self) -> dict[str, Any]:
+    def metrics(self) -> dict[str, int]:
         """Late records dropped or sent to a late-data side output (by window and interval join
         operators), timers fired, and records sent to a failed-records side output, over built
         operators."""

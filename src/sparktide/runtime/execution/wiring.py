@@ -1,131 +1,30 @@
-"""How operator instances are connected: outputs, chain inputs, exchanges, positions.
+"""How operator instances are connected: outputs, chain inputs, exchanges.
 
-Shared by every runner. An exchange writer appends entries ``(position, channel, input, element,
-key, key_group)`` to per-subtask buffers; a runner moves the buffers to the next stage (in
+Shared by every runner. An exchange writer appends :data:`~.protocol.Entry` tuples to per-subtask
+buffers, positioned by the :class:`~.protocol.Cursor` (the layout of positions is
+:mod:`sparktide.runtime.execution.protocol`'s); a runner moves the buffers to the next stage (in
 memory, or through a Spark shuffle) and the stage processes them in position order.
-
-Positions (GUIDE §4): a source element has ``(round, phase, split, seq, sub, n)``; an element
-emitted while a stage processes an input at position ``t`` gets ``t + (phase, key_group, n)``
-(phase 0: from a record, 1: from timers fired by a watermark, 2: the forwarded watermark, 3:
-processing time; ``n`` numbers the outputs of one input).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING
 
 from sparktide.runtime.elements import StreamRecord, Watermark, WatermarkStatus
+from sparktide.runtime.execution.protocol import Cursor, Entry
 from sparktide.runtime.graph import Edge
 from sparktide.runtime.keygroups import assign_to_key_group
+from sparktide.runtime.operators.co_process import AbstractTwoInputOperator
+from sparktide.runtime.output import Output
 
-__all__ = [
-    "NO_KEY",
-    "ChainInput",
-    "Cursor",
-    "ExchangeWriter",
-    "NodeOutput",
-    "SourceTagger",
-    "ValveOutput",
-]
+if TYPE_CHECKING:
+    from sparktide.runtime.operators.base import AbstractStreamOperator
+
+__all__ = ["ChainInput", "ExchangeWriter", "NodeOutput", "ValveOutput"]
 
 
-class _NoKey:
-    """Stands in for a backend in non-keyed stages: outputs are tagged with key group 0."""
-
-    current_key_group = 0
-
-
-NO_KEY = _NoKey()
-
-
-class Cursor:
-    """The position of the element being processed; outputs are tagged from it.
-
-    Whoever sets ``tag`` resets ``n``; each output takes the next ``n``, so several outputs of
-    one input (a flat_map) keep their order even when an exchange spreads them over several
-    subtasks. Outputs of timers (``phase`` 1 or 2) are numbered per key group instead, so their
-    positions do not depend on which other key groups share the subtask: the same at any
-    parallelism. Outputs of a record (phase 0) carry the record's input ``channel``: when two
-    operators emitted records at equal positions (their outputs meet in a union), the channel
-    keeps them apart, in the order of the inputs (the upstream operators' channels are numbered
-    in that order, at any parallelism).
-    """
-
-    __slots__ = ("backend", "channel", "kg_n", "kg_tag", "n", "phase", "tag")
-
-    def __init__(self) -> None:
-        self.tag: tuple = ()
-        self.phase = 0
-        self.n = 0
-        self.backend: Any = None  # None in the source stage, else a backend or NO_KEY
-        self.kg_tag: tuple | None = None  # the tag kg_n counts for
-        self.kg_n: dict[int, int] = {}
-        self.channel = 0  # the input channel of the record being processed
-
-    def out(self) -> tuple:
-        backend = self.backend
-        if backend is None:
-            n = self.n
-            self.n = n + 1
-            return (*self.tag, n)
-        if not self.phase:
-            n = self.n
-            self.n = n + 1
-            return (*self.tag, 0, self.channel, n)
-        kg = backend.current_key_group or 0
-        counts = self.kg_n
-        if self.kg_tag is not self.tag:
-            counts.clear()
-            self.kg_tag = self.tag
-        n = counts.get(kg, 0)
-        counts[kg] = n + 1
-        return (*self.tag, self.phase, kg, n)
-
-    def watermark_out(self) -> tuple:
-        if self.backend is None:
-            return (*self.tag, 0)
-        return (*self.tag, 2, 0, 0)
-
-
-class SourceTagger:
-    """First output of a split's driver: stamps each element with its source position."""
-
-    __slots__ = ("cursor", "downstream", "phase", "round", "seq", "split")
-
-    def __init__(self, cursor: Cursor, split: int, downstream: Any) -> None:
-        self.cursor = cursor
-        self.split = split
-        self.downstream = downstream
-        self.round = 0
-        self.phase = 0
-        self.seq = 0
-
-    def collect(self, record: StreamRecord) -> None:
-        self.seq += 1
-        cursor = self.cursor
-        cursor.tag = (self.round, self.phase, self.split, self.seq, 0)
-        cursor.n = 0
-        self.downstream.collect(record)
-
-    def collect_side(self, tag: Any, record: StreamRecord) -> None:
-        self.downstream.collect_side(tag, record)
-
-    def mark(self, sub: int = 1) -> None:
-        """Position what follows after the last record read (watermarks, statuses)."""
-        cursor = self.cursor
-        cursor.tag = (self.round, self.phase, self.split, self.seq, sub)
-        cursor.n = 0
-
-    def emit_watermark(self, watermark: Watermark) -> None:
-        self.mark()
-        self.downstream.emit_watermark(watermark)
-
-    def emit_watermark_status(self, status: WatermarkStatus) -> None:
-        self.mark()
-        self.downstream.emit_watermark_status(status)
-
-
-def _fan_out(targets: list[Any], record: StreamRecord) -> None:
+def _fan_out(targets: list[Output], record: StreamRecord) -> None:
     """Each target gets a record of its own (an operator may reuse the one it receives, as
     ``map`` does): copies taken before any target runs, the original for the last."""
     value, timestamp = record.value, record.timestamp
@@ -139,7 +38,9 @@ class NodeOutput:
 
     __slots__ = ("_coerce", "_main", "_side", "_where")
 
-    def __init__(self, main: list[Any], side: dict[Any, list[Any]], output_type: Any) -> None:
+    def __init__(
+        self, main: list[Output], side: dict[object, list[Output]], output_type: object
+    ) -> None:
         self._main = main
         self._side = side
         coercer = getattr(output_type, "coercer", None)
@@ -161,7 +62,7 @@ class NodeOutput:
             return
         _fan_out(main, record)
 
-    def collect_side(self, tag: Any, record: StreamRecord) -> None:
+    def collect_side(self, tag: object, record: StreamRecord) -> None:
         targets = self._side.get(tag)
         if not targets:
             return
@@ -187,21 +88,26 @@ class ChainInput:
 
     __slots__ = ("collect", "emit_watermark", "emit_watermark_status")
 
-    def __init__(self, op: Any, index: int) -> None:
-        if index == 2:
-            self.collect = op.process_element2
-            self.emit_watermark = op.process_watermark2
-            self.emit_watermark_status = op.process_watermark_status2
-        elif hasattr(op, "process_element1"):
-            self.collect = op.process_element1
-            self.emit_watermark = op.process_watermark1
-            self.emit_watermark_status = op.process_watermark_status1
+    collect: Callable[[StreamRecord], None]
+    emit_watermark: Callable[[Watermark], None]
+    emit_watermark_status: Callable[[WatermarkStatus], None]
+
+    def __init__(self, op: AbstractStreamOperator, index: int) -> None:
+        if isinstance(op, AbstractTwoInputOperator):
+            if index == 2:
+                self.collect = op.process_element2
+                self.emit_watermark = op.process_watermark2
+                self.emit_watermark_status = op.process_watermark_status2
+            else:
+                self.collect = op.process_element1
+                self.emit_watermark = op.process_watermark1
+                self.emit_watermark_status = op.process_watermark_status1
         else:
             self.collect = op.process_element
             self.emit_watermark = op.process_watermark
             self.emit_watermark_status = op.process_watermark_status
 
-    def collect_side(self, tag: Any, record: StreamRecord) -> None:
+    def collect_side(self, tag: object, record: StreamRecord) -> None:
         """A side output nobody reads."""
 
 
@@ -223,7 +129,7 @@ class ExchangeWriter:
 
     def __init__(
         self,
-        buffers: list[list[tuple]],
+        buffers: list[list[Entry]],
         parallelism: int,
         max_parallelism: int,
         edge: Edge,
@@ -238,7 +144,7 @@ class ExchangeWriter:
         self._index = edge.input_index
         self._channel = channel
         self._cursor = cursor
-        self._kg_cache: dict[Any, int] = {}
+        self._kg_cache: dict[Hashable, int] = {}
         self._next = channel % parallelism
 
     def collect(self, record: StreamRecord) -> None:
@@ -257,7 +163,8 @@ class ExchangeWriter:
             c = self._cursor
             self._buffers[kg * self._parallelism // self._maxp].append(
                 (
-                    c.tag if c.backend is None else c.out(),
+                    # the source stage: the input's own position (key group, channel order it)
+                    c.position if c.source_stage else c.out(),
                     self._channel,
                     self._index,
                     record,
@@ -275,7 +182,7 @@ class ExchangeWriter:
             (self._cursor.out(), self._channel, self._index, record, None, None)
         )
 
-    def collect_side(self, tag: Any, record: StreamRecord) -> None:
+    def collect_side(self, tag: object, record: StreamRecord) -> None:
         """A side output nobody reads (read side outputs are routed before the exchange)."""
 
     def emit_watermark(self, watermark: Watermark) -> None:

@@ -1,0 +1,352 @@
+"""The execution protocol: positions, phases, entries and what travels between tasks.
+
+Every runner orders a stage's input by **position**, so the output is the same at any
+parallelism and on any runner (GUIDE §4). This module is the only place that knows how a
+position is laid out; everything else builds positions through its functions and classes
+(:class:`Cursor`, :class:`SourceTagger` on the per-record path) and compares them as tuples.
+
+**Positions.** A :data:`Position` is a tuple of plain ints, compared as a tuple (a prefix sorts
+before its extensions). A source element read in round ``r`` gets
+``(r, round_phase, split, seq, mark)`` (:func:`source_position`):
+
+* ``round_phase`` (:class:`RoundPhase`): ``BARRIER`` (-1, the clock advance that starts a
+  round, :func:`barrier`), ``READ`` (0, the split reads its share), ``PERIODIC`` (1, its
+  periodic watermark at the end of the round) or ``END_OF_INPUT`` (2, after its last record);
+* ``split``: the global split index; ``seq``: how many records the split has read;
+* ``mark`` (:class:`Mark`): ``RECORD`` (0, the record ``seq`` itself), ``WATERMARK`` (1, what the
+  split's watermark generator emits after it) or ``CHAIN_WATERMARK`` (2, what an
+  ``assign_timestamps_and_watermarks`` chained after the source emits).
+
+In the source stage an output appends ``n`` (the outputs of one input are numbered; a record
+sent through a keyed exchange keeps its input's position, and its key group and channel order
+it). An element
+emitted while an exchange stage processes an input at position ``p`` gets ``p + (phase, x, n)``
+(:func:`extend`): ``phase`` (:class:`Phase`) says what made it (a record, event-time timers fired
+by a watermark, the forwarded watermark, processing-time timers), ``x`` is the record's input
+channel (phase ``RECORD``) or the key group (timer phases), ``n`` numbers the outputs of that
+input. Each stage adds one such level, so a position's length is ``5 + 1`` (source stage) plus 3
+per exchange stage crossed. The order is total: two different elements never share a position
+and channel (see :class:`Cursor`).
+
+**Entries.** An exchange moves :data:`Entry` tuples ``(position, channel, input, element, key,
+key_group)``; a stage sorts its input by ``(position, channel)``.
+
+**Columnar batches (design for the Spark data path).** A batch of entries can carry its
+positions without a Python object per record: positions of one batch are stored as an int64
+matrix of fixed width ``w`` (the longest position of the batch's stage depth) with shorter
+positions padded by :data:`PAD` (below every real component, which are all >= -1), so the
+lexicographic order of padded rows is the tuple order (:func:`padded`). A run of records that
+share a position prefix (the records one split read in one round share ``(round, READ, split)``;
+the outputs of one input share everything but ``n``) is stored as the prefix once plus the
+varying columns (``seq`` or ``n``) as an int64 array; :func:`encode_position` gives the same order
+as bytes for one row's sort key. The Python tuple stays the per-record form inside a task.
+
+**Shipments.** Rows between Spark tasks have a ``stage`` column: a stage index (>= 0) for entries
+sent to that stage, else a :class:`Shipment` saying what the row carries to the driver.
+"""
+
+from __future__ import annotations
+
+import struct
+from enum import IntEnum
+from typing import Protocol, TypeAlias
+
+from sparktide.runtime.elements import StreamRecord, Watermark, WatermarkStatus
+from sparktide.runtime.output import Output
+
+__all__ = [
+    "FIRST_STAGE",
+    "NO_KEY",
+    "PAD",
+    "START",
+    "Cursor",
+    "CursorKey",
+    "Element",
+    "Entry",
+    "Mark",
+    "Phase",
+    "Position",
+    "RoundPhase",
+    "Shipment",
+    "SourceTagger",
+    "barrier",
+    "decode_position",
+    "encode_position",
+    "end_of_input",
+    "extend",
+    "padded",
+    "round_of",
+    "source_position",
+]
+
+Position: TypeAlias = tuple[int, ...]
+"""Where an element sits in the job's total order (see the module docstring). A plain tuple of
+plain ints (never enum members: positions are pickled per record), built by this module."""
+
+START: Position = ()
+"""The position before any element: the cursor's start."""
+
+PAD = -(1 << 63)
+"""Pads a position to a fixed width without changing its order (:func:`padded`)."""
+
+_OFFSET = 1 << 63
+
+
+class RoundPhase(IntEnum):
+    """The second component of a source position: where in its round an element sits."""
+
+    BARRIER = -1  #: the clock advance at the start of a round
+    READ = 0  #: the records a split reads in the round
+    PERIODIC = 1  #: the periodic watermarks at the end of the round
+    END_OF_INPUT = 2  #: what follows a split's last record (``MAX``)
+
+
+class Mark(IntEnum):
+    """The last component of a source position: the record or what follows it."""
+
+    RECORD = 0
+    WATERMARK = 1  #: emitted by the split's watermark generator after the record
+    CHAIN_WATERMARK = 2  #: emitted by a chained ``assign_timestamps_and_watermarks``
+
+
+class Phase(IntEnum):
+    """What made an element a stage emits (the first of the three components it appends)."""
+
+    RECORD = 0  #: processing an input record
+    EVENT_TIMERS = 1  #: event-time timers fired by an input watermark
+    WATERMARK = 2  #: the watermark forwarded by the stage
+    PROCESSING_TIME = 3  #: processing-time timers (clock advance, or mail)
+
+
+FIRST_STAGE = 0
+"""The lowest stage index: rows whose ``stage`` is below it carry a :class:`Shipment`."""
+
+
+class Shipment(IntEnum):
+    """What a row for the driver carries (its ``stage`` column, below :data:`FIRST_STAGE`)."""
+
+    COLLECTED = -1  #: records of a collect sink, ``target`` = the sink's node id
+    METRICS = -2  #: a task's summed metrics
+    PRINTED = -3  #: lines of print sinks, with their positions
+    SPLIT_STATE = -4  #: a streaming source split's state after a micro-batch
+    SUBTASK_METRICS = -5  #: a streaming stage subtask's metrics after a micro-batch
+    FAILED = -6  #: a user function raised: a ``RemoteFailure``
+
+
+_BARRIER = RoundPhase.BARRIER.value
+_READ = RoundPhase.READ.value
+_RECORD = Phase.RECORD.value
+_WATERMARK = Phase.WATERMARK.value
+
+Element: TypeAlias = StreamRecord | Watermark | WatermarkStatus
+"""What travels in an entry."""
+
+Entry: TypeAlias = tuple[Position, int, int, Element, object, int | None]
+"""``(position, channel, input, element, key, key_group)``: what an exchange moves."""
+
+
+# ------------------------------------------------------------------ named constructors
+
+
+def source_position(
+    round: int, phase: RoundPhase, split: int, seq: int, mark: Mark = Mark.RECORD
+) -> Position:
+    """The position of a source element (record ``seq`` of ``split``, or what follows it).
+
+    >>> source_position(0, RoundPhase.READ, 1, 5) < source_position(0, RoundPhase.READ, 1, 5,
+    ...     Mark.WATERMARK) < source_position(0, RoundPhase.PERIODIC, 0, 0)
+    True
+    """
+    return (round, int(phase), split, seq, int(mark))
+
+
+def barrier(round: int) -> Position:
+    """The clock advance at the start of ``round``: before every record of the round.
+
+    >>> barrier(1) < source_position(1, RoundPhase.READ, 0, 0) and barrier(1) > barrier(0)
+    True
+    """
+    return (round, _BARRIER, 0, 0, 0)
+
+
+def end_of_input(round: int, split: int, seq: int) -> Position:
+    """Where ``split``'s end of input (its ``MAX`` watermark) sits: after its last record."""
+    return (round, int(RoundPhase.END_OF_INPUT), split, seq, int(Mark.WATERMARK))
+
+
+def extend(position: Position, phase: Phase, x: int, n: int) -> Position:
+    """The position of output ``n`` of a stage processing the input at ``position``.
+
+    >>> p = source_position(0, RoundPhase.READ, 0, 1)
+    >>> p < extend(p, Phase.RECORD, 0, 0) < extend(p, Phase.EVENT_TIMERS, 3, 0)
+    True
+    """
+    return (*position, int(phase), x, n)
+
+
+def round_of(position: Position) -> int:
+    """The round (micro-batch) a position belongs to."""
+    return position[0]
+
+
+def padded(position: Position, width: int) -> tuple[int, ...]:
+    """``position`` at a fixed ``width`` (a row of a batch's int64 position matrix): padded
+    with :data:`PAD`, so padded rows compare as the positions do.
+
+    >>> a, b = (0, 1), (0, 1, 0)
+    >>> (a < b) == (padded(a, 4) < padded(b, 4))
+    True
+    """
+    return (*position, *(PAD,) * (width - len(position)))
+
+
+def encode_position(position: Position) -> bytes:
+    """Bytes whose lexicographic order is the tuple order of ``position`` (ints in int64).
+
+    >>> encode_position((0, 1)) < encode_position((0, 1, 0)) < encode_position((1,))
+    True
+    """
+    return struct.pack(f">{len(position)}Q", *[v + _OFFSET for v in position])
+
+
+def decode_position(data: bytes) -> Position:
+    """The inverse of :func:`encode_position`."""
+    n = len(data) // 8
+    return tuple(v - _OFFSET for v in struct.unpack(f">{n}Q", data))
+
+
+# ------------------------------------------------------------------ the per-record builders
+
+
+class CursorKey(Protocol):
+    """What the cursor reads the current key group from (a keyed state backend)."""
+
+    @property
+    def current_key(self) -> object: ...
+
+    @property
+    def current_key_group(self) -> int | None: ...
+
+
+class _NoKey:
+    """Stands in for a backend in non-keyed stages: outputs are tagged with key group 0."""
+
+    current_key_group = 0
+    current_key = None
+
+
+NO_KEY = _NoKey()
+
+
+class Cursor:
+    """The position of the element being processed; outputs are tagged from it.
+
+    ``source_stage`` says which layout outputs get: in the source stage ``position + (n,)``, in
+    an exchange stage ``position + (phase, x, n)`` (see the module docstring). Whoever sets
+    ``position`` resets ``n``; each output takes the next ``n``, so several outputs of one input
+    (a flat_map) keep their order even when an exchange spreads them over several subtasks.
+    Outputs of timers (:attr:`Phase.EVENT_TIMERS`, :attr:`Phase.WATERMARK`) are numbered per key
+    group instead, so their positions do not depend on which other key groups share the
+    subtask: the same at any parallelism. Outputs of a record carry the record's input
+    ``channel``: when two operators emitted records at equal positions (their outputs meet in a
+    union), the channel keeps them apart, in the order of the inputs (the upstream operators'
+    channels are numbered in that order, at any parallelism).
+    """
+
+    __slots__ = ("backend", "channel", "kg_n", "kg_tag", "n", "phase", "position", "source_stage")
+
+    def __init__(self) -> None:
+        self.position: Position = START
+        self.phase = _RECORD  # a Phase's value (plain ints go into positions)
+        self.n = 0
+        self.source_stage = True  # False while an exchange stage's subtask runs
+        self.backend: CursorKey = NO_KEY  # the stage's keyed backend, or NO_KEY
+        self.kg_tag: Position | None = None  # the position kg_n counts for
+        self.kg_n: dict[int, int] = {}
+        self.channel = 0  # the input channel of the record being processed
+
+    def enter_source_stage(self) -> None:
+        """Tag outputs as the source stage does (a split's chain runs)."""
+        self.source_stage = True
+        self.backend = NO_KEY
+
+    def enter_stage(self, backend: CursorKey | None) -> None:
+        """Tag outputs as an exchange stage whose entry operator has ``backend`` does."""
+        self.source_stage = False
+        self.backend = NO_KEY if backend is None else backend
+
+    def at(self, position: Position, phase: Phase) -> None:
+        """Outputs from here on follow the input at ``position``, made in ``phase``."""
+        self.position = position
+        self.n = 0
+        self.phase = phase.value
+
+    def out(self) -> Position:
+        """The position of the next output (layouts: :func:`extend`, module docstring)."""
+        if self.source_stage:
+            n = self.n
+            self.n = n + 1
+            return (*self.position, n)
+        if not self.phase:  # Phase.RECORD
+            n = self.n
+            self.n = n + 1
+            return (*self.position, 0, self.channel, n)
+        kg = self.backend.current_key_group or 0
+        counts = self.kg_n
+        if self.kg_tag is not self.position:
+            counts.clear()
+            self.kg_tag = self.position
+        n = counts.get(kg, 0)
+        counts[kg] = n + 1
+        return (*self.position, self.phase, kg, n)
+
+    def watermark_out(self) -> Position:
+        """The position of a watermark (or status) the current input makes a stage forward."""
+        if self.source_stage:
+            return (*self.position, 0)
+        return (*self.position, _WATERMARK, 0, 0)
+
+
+class SourceTagger:
+    """First output of a split's driver: stamps each element with its source position
+    (:func:`source_position`, built inline: it runs per record)."""
+
+    __slots__ = ("cursor", "downstream", "phase", "round", "seq", "split")
+
+    def __init__(self, cursor: Cursor, split: int, downstream: Output | None) -> None:
+        self.cursor = cursor
+        self.split = split
+        self.downstream: Output = downstream  # type: ignore[assignment]  # set right after
+        self.round = 0
+        self.phase = _READ  # a RoundPhase's value
+        self.seq = 0
+
+    def start(self, round: int, phase: RoundPhase) -> None:
+        """What follows is read in ``phase`` of ``round``; outputs are tagged as the source
+        stage does."""
+        self.round, self.phase = round, phase.value
+        self.cursor.enter_source_stage()
+
+    def collect(self, record: StreamRecord) -> None:
+        self.seq += 1
+        cursor = self.cursor
+        cursor.position = (self.round, self.phase, self.split, self.seq, 0)
+        cursor.n = 0
+        self.downstream.collect(record)
+
+    def collect_side(self, tag: object, record: StreamRecord) -> None:
+        self.downstream.collect_side(tag, record)  # type: ignore[arg-type]  # the tag read
+
+    def mark(self, mark: Mark = Mark.WATERMARK) -> None:
+        """Position what follows after the last record read (watermarks, statuses)."""
+        cursor = self.cursor
+        cursor.position = (self.round, self.phase, self.split, self.seq, mark.value)
+        cursor.n = 0
+
+    def emit_watermark(self, watermark: Watermark) -> None:
+        self.mark()
+        self.downstream.emit_watermark(watermark)
+
+    def emit_watermark_status(self, status: WatermarkStatus) -> None:
+        self.mark()
+        self.downstream.emit_watermark_status(status)
