@@ -247,6 +247,8 @@ class StreamingJob:
         ):
             CACHE_STATS["warm"] += 1
             warm_hit = True
+            valves_bytes: bytes | None
+            watermarks_bytes: bytes | None
             snap, prev_digests = warm.snapshot, warm.digests
             valves_bytes, watermarks_bytes = warm.valves, warm.watermarks
         else:
@@ -258,10 +260,11 @@ class StreamingJob:
             incremental = plan.snapshot != self.version
             prev_digests = digests(loaded.flat) if keyed and incremental else {}
             valves_bytes, watermarks_bytes = loaded.valves, loaded.watermarks
-        if keyed and snap is not None and warm_hit:
+        backend, manager = entry.keyed_state_backend, entry.time_service_manager
+        if snap is not None and warm_hit and backend is not None and manager is not None:
             # the snapshot this process took at the end of the previous batch: no validation
-            entry.keyed_state_backend.restore_state(snap.state_meta, snap.state, trusted=True)
-            entry.time_service_manager.restore(snap.timers)
+            backend.restore_state(snap.state_meta, snap.state, trusted=True)
+            manager.restore(snap.timers)
         elif keyed and snap is not None:
             entry.initialize_state([snap])
         self._pending[target] = (plan, prev_digests)

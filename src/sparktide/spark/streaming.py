@@ -56,7 +56,7 @@ import warnings
 from collections.abc import Callable
 from functools import reduce
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from sparktide.runtime.execution.driver import JobEnvironment, SubtaskMetrics
 from sparktide.runtime.execution.planner import Plan
@@ -66,6 +66,7 @@ from sparktide.runtime.failures import is_described
 from sparktide.runtime.graph import JobGraph
 from sparktide.runtime.operator_identity import operator_identities
 from sparktide.spark.checkpoint import CheckpointError, CheckpointStore
+from sparktide.spark.checkpoint_format import JsonObject
 from sparktide.spark.checkpoint_lock import CheckpointLock
 from sparktide.spark.checkpoint_meta import (
     BatchCommit,
@@ -452,7 +453,7 @@ class _StreamRunner:
                     info = self.store.commit_info(version)
                 except CheckpointError:  # cleaned up already (more commits than retained)
                     continue
-                self._report(info.metrics)
+                self._report(cast(BatchMetrics, info.metrics))  # written from a BatchMetrics
                 self.watched = version
 
     def _idle_loop(self, poll: float) -> None:
@@ -643,7 +644,7 @@ class _StreamRunner:
                 spark_batch=spark_batch,
                 last_spark_batch=_last_spark_batch_after(job.previous, spark_batch),
                 parallelism={s.index: s.parallelism for s in plan.stages},
-                metrics=metrics,
+                metrics=cast(JsonObject, metrics),  # a BatchMetrics is a JSON object
                 files=files,
             )
             self._last_commit = store.commit(version, commit)

@@ -54,26 +54,26 @@ def _fits(file_type: pa.DataType, declared: pa.DataType) -> bool:
     """Whether a Parquet column of ``file_type`` is read as ``declared`` by both runtimes."""
     t = pa.types
     if t.is_string(declared):
-        return t.is_string(file_type) or t.is_large_string(file_type)
+        return bool(t.is_string(file_type) or t.is_large_string(file_type))
     if t.is_boolean(declared):
-        return t.is_boolean(file_type)
+        return bool(t.is_boolean(file_type))
     if t.is_signed_integer(declared):
-        return t.is_signed_integer(file_type) and file_type.bit_width <= declared.bit_width
+        return bool(t.is_signed_integer(file_type) and file_type.bit_width <= declared.bit_width)
     if t.is_floating(declared):
-        return t.is_floating(file_type) and file_type.bit_width <= declared.bit_width
+        return bool(t.is_floating(file_type) and file_type.bit_width <= declared.bit_width)
     if t.is_decimal(declared):
-        return t.is_decimal(file_type) and (
-            file_type.scale <= declared.scale
+        return bool(
+            t.is_decimal(file_type)
+            and file_type.scale <= declared.scale
             and file_type.precision - file_type.scale <= declared.precision - declared.scale
         )
     if t.is_date(declared):
-        return t.is_date(file_type)
+        return bool(t.is_date(file_type))
     if t.is_timestamp(declared):
-        return t.is_timestamp(file_type) and file_type.tz is None
+        return bool(t.is_timestamp(file_type) and file_type.tz is None)
     if t.is_list(declared):
-        return (t.is_list(file_type) or t.is_large_list(file_type)) and _fits(
-            file_type.value_type, declared.value_type
-        )
+        is_list = bool(t.is_list(file_type) or t.is_large_list(file_type))
+        return is_list and _fits(file_type.value_type, declared.value_type)
     return False
 
 
@@ -197,7 +197,7 @@ class _ParquetWriterFactory(RowDataBulkWriterFactory):
         if local is not None:
             import pyarrow.parquet as pq
 
-            return pq.read_metadata(local).num_rows == 0
+            return bool(pq.read_metadata(local).num_rows == 0)
         return spark.read.parquet(path).limit(1).count() == 0  # type: ignore[no-any-return]
 
     def __repr__(self) -> str:
