@@ -553,7 +553,7 @@ class StreamExecutionEnvironment:
         node = self._graph.add(Node("sink", "Collect Sink", [stream._edge()], split_local=True))
         node_id = node.id
         node.operator_factory = lambda: CollectSinkOperator(RecordCollector(collected, node_id))
-        node.collect_into = collected  # type: ignore[attr-defined]
+        node.collected = collected
         self.execute(job_name)
         return [record.value for _, record in sorted(collected, key=_first)]
 

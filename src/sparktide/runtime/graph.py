@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from sparktide.common.typeinfo_base import TypeInformation
     from sparktide.common.watermark_strategy import WatermarkStrategy
     from sparktide.core.output_tag import OutputTag
+    from sparktide.runtime.elements import StreamRecord
 
 __all__ = ["Edge", "JobGraph", "Node", "copy_function"]
 
@@ -87,6 +88,8 @@ class Node:
     failed_records: OutputTag | None = None  # records whose function raised go there
     # sinks that Spark's writers can serve: called with the sink's DataFrame on Spark
     frame_writer: Callable[[DataFrame], None] | None = None
+    # a collect sink: where the runner delivers its records, each with its position
+    collected: list[tuple[tuple[int, ...], StreamRecord]] | None = None
     id: int = field(default_factory=lambda: next(_ids))
 
     @property

@@ -29,7 +29,7 @@ import threading
 from collections import deque
 from collections.abc import Iterable
 from itertools import islice
-from typing import Any
+from typing import TypeAlias
 
 from sparktide.common.watermark_strategy import (
     RecordTimestampAssigner,
@@ -43,10 +43,14 @@ from sparktide.runtime.elements import (
     MIN_TIMESTAMP,
     StreamRecord,
     Watermark,
+    WatermarkStatus,
     check_timestamp,
 )
 from sparktide.runtime.operators.timestamps import WatermarkEmitter
 from sparktide.runtime.output import Output
+from sparktide.runtime.processing_time import ProcessingTimeService
+
+_Element: TypeAlias = StreamRecord | Watermark | WatermarkStatus
 
 __all__ = ["SourceFunctionDriver", "SplitReader"]
 
@@ -60,13 +64,13 @@ class _OutputSourceContext(SourceContext):
         self._output = output
         self._emitter = emitter
 
-    def collect(self, element: Any) -> None:
+    def collect(self, element: object) -> None:
         emitter = self._emitter
         if emitter.idle:
             emitter.mark_active()
         self._output.collect(StreamRecord(element, None))
 
-    def collect_with_timestamp(self, element: Any, timestamp: int) -> None:
+    def collect_with_timestamp(self, element: object, timestamp: int) -> None:
         if type(timestamp) is not int or not MIN_TIMESTAMP <= timestamp <= MAX_TIMESTAMP:
             if timestamp is None:
                 raise TypeError(
@@ -100,7 +104,7 @@ class _Handoff:
     __slots__ = ("buffer", "cancelled", "cond", "done", "error", "producer_turn", "quota")
 
     def __init__(self) -> None:
-        self.buffer: list[Any] = []
+        self.buffer: list[_Element] = []
         self.cond = threading.Condition()
         self.producer_turn = False
         self.quota = 0  # records the source may still produce in this turn
@@ -122,7 +126,7 @@ class _Handoff:
             while not self.producer_turn:
                 cond.wait()
 
-    def collect_side(self, tag: Any, record: StreamRecord) -> None:  # pragma: no cover
+    def collect_side(self, tag: object, record: StreamRecord) -> None:  # pragma: no cover
         raise TypeError("a source function has no side outputs")
 
     def emit_watermark(self, watermark: Watermark) -> None:
@@ -130,7 +134,7 @@ class _Handoff:
             if not self.cancelled:
                 self.buffer.append(watermark)
 
-    def emit_watermark_status(self, status: Any) -> None:
+    def emit_watermark_status(self, status: WatermarkStatus) -> None:
         with self.cond:
             if not self.cancelled:
                 self.buffer.append(status)
@@ -183,7 +187,10 @@ StreamRecord('b', None)]
     """
 
     def __init__(
-        self, function: SourceFunction, output: Output, processing_time_service: Any = None
+        self,
+        function: SourceFunction,
+        output: Output,
+        processing_time_service: ProcessingTimeService | None = None,
     ) -> None:
         if not callable(getattr(function, "run", None)):
             raise TypeError(
@@ -201,7 +208,7 @@ StreamRecord('b', None)]
         # pull mode: elements produced but not delivered yet, and how many of them are records
         self._handoff: _Handoff | None = None
         self._thread: threading.Thread | None = None
-        self._pending: deque[Any] = deque()
+        self._pending: deque[_Element] = deque()
         self._pending_records = 0
 
     # ------------------------------------------------------------------ push mode
@@ -358,10 +365,11 @@ StreamRecord('b', None)]
         self._pending.extend(produced)
         self._pending_records += sum(1 for e in produced if type(e) is StreamRecord)
 
-    def _emit(self, element: Any) -> None:
+    def _emit(self, element: _Element) -> None:
+        """A watermark or status the function emitted (records are collected instead)."""
         if isinstance(element, Watermark):
             self.output.emit_watermark(element)
-        else:
+        elif isinstance(element, WatermarkStatus):
             self.output.emit_watermark_status(element)
 
     def _raise_error(self) -> None:
@@ -379,7 +387,7 @@ _MAX_RUN_AHEAD = 1024
 # ---------------------------------------------------------------------------------------------
 # The per-split driver
 
-_END: Any = object()
+_END = object()
 _NO_WATERMARKS = WatermarkStrategy.no_watermarks()
 
 
@@ -431,9 +439,9 @@ class SplitReader:
 
     def __init__(
         self,
-        records: Iterable[Any],
+        records: Iterable[object],
         strategy: WatermarkStrategy | None,
-        context: Any,
+        context: object,
         output: Output,
         *,
         split_id: str | None = None,

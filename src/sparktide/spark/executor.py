@@ -700,9 +700,11 @@ class SparkExecutor:
                 metrics["rounds"] = max(metrics["rounds"], m["rounds"])
                 for name in SUMMED_METRICS:
                     metrics[name] += m[name]
-            else:
+            else:  # Shipment.COLLECTED: a collect sink's records
                 node = by_id[row["target"]]
-                node.collect_into.extend(pickle.loads(row["payload"]))  # type: ignore[attr-defined]
+                if node.collected is None:
+                    raise RuntimeError(f"records came back for {node}, which is no collect sink")
+                node.collected.extend(pickle.loads(row["payload"]))
         printed.sort(key=_position)
         out = sys.stdout
         for _, line in printed:
