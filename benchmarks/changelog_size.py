@@ -31,8 +31,8 @@ from sparktide.runtime.elements import StreamRecord
 from sparktide.runtime.execution.planner import plan_job
 from sparktide.runtime.keygroups import assign_to_key_group
 from sparktide.spark.checkpoint import CheckpointStore
-from sparktide.spark.executor import CHUNK, FLUSH, SparkJob
 from sparktide.spark.placement import placement_keys
+from sparktide.spark.spark_job import CHUNK, FLUSH, SparkJob
 from sparktide.spark.stream_job import CACHE_STATS, StreamingJob, clear_warm_cache
 
 MAXP = 128

@@ -530,8 +530,8 @@ def _reminder_job():
     from sparktide.common import Types
     from sparktide.datastream import StreamExecutionEnvironment
     from sparktide.runtime.execution.planner import plan_job
-    from sparktide.spark.executor import CHUNK, FLUSH, SparkJob
     from sparktide.spark.placement import placement_keys
+    from sparktide.spark.spark_job import CHUNK, FLUSH, SparkJob
 
     env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
     env.set_parallelism(1)

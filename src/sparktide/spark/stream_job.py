@@ -42,8 +42,8 @@ from sparktide.spark.checkpoint_meta import (
     decode_valves,
     encode_valves,
 )
-from sparktide.spark.executor import SparkJob
 from sparktide.spark.failures import failure_of_mark
+from sparktide.spark.spark_job import SparkJob
 from sparktide.spark.split_state import apply_generator_state, capture_generator_state
 
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ class _Discard:
 
 class StreamingJob:
     """What the workers need to run one micro-batch (``version`` = batch id): the bounded
-    job's transport (:class:`~sparktide.spark.executor.SparkJob`) and the checkpoint."""
+    job's transport (:class:`~sparktide.spark.spark_job.SparkJob`) and the checkpoint."""
 
     def __init__(
         self,

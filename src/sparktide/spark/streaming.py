@@ -79,10 +79,11 @@ from sparktide.spark.checkpoint_meta import (
     StageFingerprint,
 )
 from sparktide.spark.connect_batches import connect_batch_function
-from sparktide.spark.executor import SPARK_SCHEMA, SparkExecutor, without_adaptive_execution
+from sparktide.spark.executor import SparkExecutor, without_adaptive_execution
 from sparktide.spark.failures import quiet_query_failure_log, raise_first_failure
 from sparktide.spark.offset_log import check_spark_log
 from sparktide.spark.session import is_connect
+from sparktide.spark.spark_job import SPARK_SCHEMA
 from sparktide.spark.stream_job import StreamingJob
 from sparktide.spark.stream_metrics import (
     LOGGER,

@@ -11,7 +11,7 @@ clock moves to ``start + r * step`` at the start of round ``r`` (the barrier of 
 The sessions own the tasks' lifecycle (open, restore watermarks, process, finish, close,
 metrics). Runners are transports: the local runtime (:mod:`sparktide.local.executor`) runs
 every task in one process and moves buffers in memory; the Spark runner
-(:mod:`sparktide.spark.executor`, :mod:`sparktide.spark.stream_job`) runs one session per Spark
+(:mod:`sparktide.spark.spark_job`, :mod:`sparktide.spark.stream_job`) runs one session per Spark
 task and moves buffers through shuffles.
 """
 
