@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 
-__all__ = ["CHUNK", "FLUSH", "SPARK_SCHEMA", "SparkJob", "arrow_row_schema"]
+__all__ = ["CHUNK", "FLUSH", "SPARK_SCHEMA", "SparkJob", "arrow_row_schema", "partition_split_task"]
 
 CHUNK = 8192  # items per shipped row
 FLUSH = 65536  # items a task holds before it ships them
@@ -92,6 +92,26 @@ SPARK_SCHEMA = "stage int, target int, pkey long, position binary, payload binar
 
 def _wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def partition_split_task(
+    plan: Plan,
+    first_split: int,
+    node_id: int,
+    run_split: Callable[[int, Iterable[object]], Iterator[pa.RecordBatch]],
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """A ``mapInArrow`` function that runs split ``first_split + partition`` of the DataFrame
+    source ``node_id`` on the partition's rows, with ``run_split(g, records)``."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        partition = context.partitionId() if context is not None else 0
+        node = next(n for n in plan.sources if n.id == node_id)
+        yield from run_split(first_split + partition, node.source.records(batches))
+
+    return run
 
 
 class SparkJob:
@@ -272,17 +292,7 @@ class SparkJob:
         self, first_split: int, node_id: int
     ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
         """Runs split ``first_split + partition`` of a DataFrame source on its partition."""
-
-        def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            from pyspark import TaskContext
-
-            context = TaskContext.get()
-            partition = context.partitionId() if context is not None else 0
-            node = next(n for n in self.plan.sources if n.id == node_id)
-            records = node.source.records(batches)
-            yield from self.run_split(first_split + partition, records)
-
-        return run
+        return partition_split_task(self.plan, first_split, node_id, self.run_split)
 
     # ------------------------------------------------------------------ exchange stages
 

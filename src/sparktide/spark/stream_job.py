@@ -43,7 +43,7 @@ from sparktide.spark.checkpoint_meta import (
     encode_valves,
 )
 from sparktide.spark.failures import failure_of_mark
-from sparktide.spark.spark_job import SparkJob
+from sparktide.spark.spark_job import SparkJob, partition_split_task
 from sparktide.spark.split_state import apply_generator_state, capture_generator_state
 
 if TYPE_CHECKING:
@@ -205,17 +205,7 @@ class StreamingJob:
         self, first_split: int, node_id: int
     ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
         """Runs split ``first_split + partition`` of the stream source ``node_id``."""
-
-        def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            from pyspark import TaskContext
-
-            context = TaskContext.get()
-            partition = context.partitionId() if context is not None else 0
-            node = next(n for n in self.plan.sources if n.id == node_id)
-            records = node.source.records(batches)
-            yield from self.run_stream_split(first_split + partition, records)
-
-        return run
+        return partition_split_task(self.plan, first_split, node_id, self.run_stream_split)
 
     # ------------------------------------------------------------------ exchange stages
 
