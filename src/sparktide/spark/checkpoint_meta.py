@@ -289,17 +289,15 @@ class OperatorRef:
 
     @classmethod
     def from_json(cls, raw: object, where: str, path: str) -> OperatorRef:
-        ok = (
+        if not (
             isinstance(raw, list)
             and len(raw) in (2, 3)
             and isinstance(raw[0], str)
             and all(v is None or isinstance(v, str) for v in raw[1:])
-        )
-        if not ok:
+        ):
             raise CheckpointError(
                 f"{where}: field {path!r} must be [name, uid, identity], got {_short(raw)}; {_FIX}"
             )
-        assert isinstance(raw, list)  # checked above
         name, uid, identity = [*raw, None][:3]
         return cls(str(name), _opt_str(uid), _opt_str(identity))
 
@@ -321,20 +319,17 @@ class SourceRef:
 
     @classmethod
     def from_json(cls, raw: object, where: str, path: str) -> SourceRef:
-        ok = (
+        if not (
             isinstance(raw, list)
             and len(raw) == 3
             and isinstance(raw[0], str)
             and (raw[1] is None or isinstance(raw[1], str))
             and type(raw[2]) is int
-        )
-        if not ok:
+        ):
             raise CheckpointError(
                 f"{where}: field {path!r} must be [name, uid, splits], got {_short(raw)}; {_FIX}"
             )
-        assert isinstance(raw, list)  # checked above
         name, uid, splits = raw
-        assert isinstance(name, str) and isinstance(splits, int)
         return cls(name, _opt_str(uid), splits)
 
 
@@ -574,21 +569,18 @@ class OperatorWatermarks:
 
     @classmethod
     def from_json(cls, raw: object, where: str, path: str) -> OperatorWatermarks:
-        ok = (
+        if not (
             isinstance(raw, list)
             and len(raw) == 2
             and type(raw[0]) is int
             and isinstance(raw[1], dict)
             and all(type(w) is int for w in raw[1].values())
-        )
-        if not ok:
+        ):
             raise CheckpointError(
                 f"{where}: field {path!r} must be [watermark, {{service: watermark}}], got "
                 f"{_short(raw)}; {_FIX}"
             )
-        assert isinstance(raw, list)  # checked above
         watermark, services = raw
-        assert isinstance(watermark, int) and isinstance(services, dict)
         return cls(watermark, {n: w for n, w in services.items() if isinstance(w, int)})
 
     @staticmethod
