@@ -31,9 +31,11 @@ from sparktide.runtime.elements import StreamRecord
 from sparktide.runtime.execution.planner import plan_job
 from sparktide.runtime.keygroups import assign_to_key_group
 from sparktide.spark.checkpoint import CheckpointStore
+from sparktide.spark.checkpoint_meta import BatchCommit
 from sparktide.spark.placement import placement_keys
 from sparktide.spark.spark_job import CHUNK, FLUSH, SparkJob
 from sparktide.spark.stream_job import CACHE_STATS, StreamingJob, clear_warm_cache
+from sparktide.spark.streaming import fingerprint
 
 MAXP = 128
 TIMER_DELAY = 60_000
@@ -90,7 +92,7 @@ def run_batch(job: SparkJob, store: CheckpointStore, version: int, entries: list
     written = CACHE_STATS["bytes_snapshot"] + CACHE_STATS["bytes_changelog"]
     worker = StreamingJob(job, store, version, version, max(version - 1, 0), previous, {})
     worker.run_stream_subtask(stage.index, 0, [pickle.dumps(entries, protocol=5)])
-    store.commit(version, {"processing_time": version, "parallelism": {str(stage.index): 1}})
+    store.commit(version, BatchCommit(processing_time=version, parallelism={stage.index: 1}))
     return CACHE_STATS["bytes_snapshot"] + CACHE_STATS["bytes_changelog"] - written
 
 
@@ -101,7 +103,7 @@ def measure(n_keys: int, touched: float, seed: int = 7) -> list[tuple[str, ...]]
     job = streaming_job()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        store = CheckpointStore(os.path.join(tmp, "ckpt"), {"job": "changelog-size"})
+        store = CheckpointStore(os.path.join(tmp, "ckpt"), fingerprint(job.plan))
         clear_warm_cache()
         full = run_batch(job, store, 0, batch_entries(0, keys, rng))
         n_touched = max(1, round(n_keys * touched / 100))
