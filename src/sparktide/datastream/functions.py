@@ -10,46 +10,5 @@ re-exported here, at the PyFlink-style path.
 42
 """
 
-from sparktide.core.functions import (
-    AggregateFunction,
-    CoFlatMapFunction,
-    CoGroupFunction,
-    CoMapFunction,
-    CoProcessFunction,
-    FilterFunction,
-    FlatMapFunction,
-    Function,
-    JoinFunction,
-    KeyedCoProcessFunction,
-    KeyedProcessFunction,
-    KeyedStateStore,
-    KeySelector,
-    MapFunction,
-    ProcessFunction,
-    ProcessJoinFunction,
-    ReduceFunction,
-    RuntimeContext,
-    SinkFunction,
-)
-
-__all__ = [
-    "AggregateFunction",
-    "CoFlatMapFunction",
-    "CoGroupFunction",
-    "CoMapFunction",
-    "CoProcessFunction",
-    "FilterFunction",
-    "FlatMapFunction",
-    "Function",
-    "JoinFunction",
-    "KeySelector",
-    "KeyedCoProcessFunction",
-    "KeyedProcessFunction",
-    "KeyedStateStore",
-    "MapFunction",
-    "ProcessFunction",
-    "ProcessJoinFunction",
-    "ReduceFunction",
-    "RuntimeContext",
-    "SinkFunction",
-]
+from sparktide.core.functions import *  # noqa: F403  (the same objects, at PyFlink's path)
+from sparktide.core.functions import __all__ as __all__

@@ -7,6 +7,5 @@ re-exported here, at the PyFlink-style path.
 'late'
 """
 
-from sparktide.core.output_tag import OutputTag
-
-__all__ = ["OutputTag"]
+from sparktide.core.output_tag import *  # noqa: F403  (the same objects, at PyFlink's path)
+from sparktide.core.output_tag import __all__ as __all__

@@ -9,38 +9,5 @@ re-exported here, at the PyFlink-style path.
 'count'
 """
 
-from sparktide.core.state import (
-    AggregatingState,
-    AggregatingStateDescriptor,
-    AppendingState,
-    ListState,
-    ListStateDescriptor,
-    MapState,
-    MapStateDescriptor,
-    MergingState,
-    ReducingState,
-    ReducingStateDescriptor,
-    State,
-    StateDescriptor,
-    StateTtlConfig,
-    ValueState,
-    ValueStateDescriptor,
-)
-
-__all__ = [
-    "AggregatingState",
-    "AggregatingStateDescriptor",
-    "AppendingState",
-    "ListState",
-    "ListStateDescriptor",
-    "MapState",
-    "MapStateDescriptor",
-    "MergingState",
-    "ReducingState",
-    "ReducingStateDescriptor",
-    "State",
-    "StateDescriptor",
-    "StateTtlConfig",
-    "ValueState",
-    "ValueStateDescriptor",
-]
+from sparktide.core.state import *  # noqa: F403  (the same objects, at PyFlink's path)
+from sparktide.core.state import __all__ as __all__

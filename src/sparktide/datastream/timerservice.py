@@ -7,6 +7,5 @@ re-exported here, at the PyFlink-style path.
 'EVENT_TIME'
 """
 
-from sparktide.core.timerservice import TimeDomain, TimerService
-
-__all__ = ["TimeDomain", "TimerService"]
+from sparktide.core.timerservice import *  # noqa: F403  (the same objects, at PyFlink's path)
+from sparktide.core.timerservice import __all__ as __all__

@@ -7,34 +7,5 @@ re-exported here, at the PyFlink-style path.
 (TimeWindow(start=20, end=30),)
 """
 
-from sparktide.core.window.assigners import (
-    DynamicEventTimeSessionWindows,
-    DynamicProcessingTimeSessionWindows,
-    EventTimeSessionWindows,
-    MergingWindowAssigner,
-    ProcessingTimeSessionWindows,
-    SessionWindowTimeGapExtractor,
-    SlidingEventTimeWindows,
-    SlidingProcessingTimeWindows,
-    TumblingEventTimeWindows,
-    TumblingProcessingTimeWindows,
-    WindowAssigner,
-    default_trigger,
-    no_timestamp_error,
-)
-
-__all__ = [
-    "DynamicEventTimeSessionWindows",
-    "DynamicProcessingTimeSessionWindows",
-    "EventTimeSessionWindows",
-    "MergingWindowAssigner",
-    "ProcessingTimeSessionWindows",
-    "SessionWindowTimeGapExtractor",
-    "SlidingEventTimeWindows",
-    "SlidingProcessingTimeWindows",
-    "TumblingEventTimeWindows",
-    "TumblingProcessingTimeWindows",
-    "WindowAssigner",
-    "default_trigger",
-    "no_timestamp_error",
-]
+from sparktide.core.window.assigners import *  # noqa: F403  (the same objects, at PyFlink's path)
+from sparktide.core.window.assigners import __all__ as __all__

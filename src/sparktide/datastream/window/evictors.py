@@ -7,20 +7,5 @@ re-exported here, at the PyFlink-style path.
 CountEvictor(2, do_evict_after=False)
 """
 
-from sparktide.core.window.evictors import (
-    CountEvictor,
-    DeltaEvictor,
-    DeltaFunction,
-    Evictor,
-    TimeEvictor,
-    TimestampedValue,
-)
-
-__all__ = [
-    "CountEvictor",
-    "DeltaEvictor",
-    "DeltaFunction",
-    "Evictor",
-    "TimeEvictor",
-    "TimestampedValue",
-]
+from sparktide.core.window.evictors import *  # noqa: F403  (the same objects, at PyFlink's path)
+from sparktide.core.window.evictors import __all__ as __all__

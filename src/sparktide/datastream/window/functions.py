@@ -7,18 +7,5 @@ re-exported here, at the PyFlink-style path.
 False
 """
 
-from sparktide.core.window.functions import (
-    AllWindowFunction,
-    KeyedStateStore,
-    ProcessAllWindowFunction,
-    ProcessWindowFunction,
-    WindowFunction,
-)
-
-__all__ = [
-    "AllWindowFunction",
-    "KeyedStateStore",
-    "ProcessAllWindowFunction",
-    "ProcessWindowFunction",
-    "WindowFunction",
-]
+from sparktide.core.window.functions import *  # noqa: F403  (the same objects, at PyFlink's path)
+from sparktide.core.window.functions import __all__ as __all__

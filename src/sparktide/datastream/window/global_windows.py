@@ -7,10 +7,5 @@ re-exported here, at the PyFlink-style path.
 NeverTrigger()
 """
 
-from sparktide.core.window.global_windows import (
-    CountSlidingWindowAssigner,
-    CountTumblingWindowAssigner,
-    GlobalWindows,
-)
-
-__all__ = ["CountSlidingWindowAssigner", "CountTumblingWindowAssigner", "GlobalWindows"]
+from sparktide.core.window.global_windows import *  # noqa: F403  (the same objects, at PyFlink's path)
+from sparktide.core.window.global_windows import __all__ as __all__

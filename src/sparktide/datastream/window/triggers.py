@@ -7,26 +7,5 @@ re-exported here, at the PyFlink-style path.
 True
 """
 
-from sparktide.core.window.triggers import (
-    ContinuousEventTimeTrigger,
-    ContinuousProcessingTimeTrigger,
-    CountTrigger,
-    EventTimeTrigger,
-    NeverTrigger,
-    ProcessingTimeTrigger,
-    PurgingTrigger,
-    Trigger,
-    TriggerResult,
-)
-
-__all__ = [
-    "ContinuousEventTimeTrigger",
-    "ContinuousProcessingTimeTrigger",
-    "CountTrigger",
-    "EventTimeTrigger",
-    "NeverTrigger",
-    "ProcessingTimeTrigger",
-    "PurgingTrigger",
-    "Trigger",
-    "TriggerResult",
-]
+from sparktide.core.window.triggers import *  # noqa: F403  (the same objects, at PyFlink's path)
+from sparktide.core.window.triggers import __all__ as __all__

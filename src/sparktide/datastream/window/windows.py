@@ -7,6 +7,5 @@ re-exported here, at the PyFlink-style path.
 9
 """
 
-from sparktide.core.window.windows import CountWindow, GlobalWindow, TimeWindow, Window
-
-__all__ = ["CountWindow", "GlobalWindow", "TimeWindow", "Window"]
+from sparktide.core.window.windows import *  # noqa: F403  (the same objects, at PyFlink's path)
+from sparktide.core.window.windows import __all__ as __all__
