@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from sparktide.common.typeinfo_base import TypeInformation
     from sparktide.common.watermark_strategy import WatermarkStrategy
     from sparktide.core.output_tag import OutputTag
+    from sparktide.runtime.columnar.spec import WindowAggregateSpec
     from sparktide.runtime.elements import StreamRecord
 
 __all__ = ["Edge", "JobGraph", "Node", "copy_function"]
@@ -90,6 +91,8 @@ class Node:
     frame_writer: Callable[[DataFrame], None] | None = None
     # a collect sink: where the runner delivers its records, each with its position
     collected: list[tuple[tuple[int, ...], StreamRecord]] | None = None
+    # a built-in window aggregate over a declarative key: a runner may run it on columns
+    window_aggregate: WindowAggregateSpec | None = None
     id: int = field(default_factory=lambda: next(_ids))
 
     @property

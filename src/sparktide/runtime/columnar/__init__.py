@@ -1,0 +1,1 @@
+"""Columnar execution: declarative keys and window aggregates run on Arrow arrays."""

@@ -1,0 +1,116 @@
+"""Declarative keys and window aggregates: what a runner may execute on columns.
+
+A job written with ``key_by("field")`` (or ``key_by(index)``) and a built-in window aggregate
+(``count()``, ``sum``/``min``/``max``/``min_by``/``max_by(field)``, or several named aggregates
+at once) says *what* it computes, not *how*: the builders record it as a
+:class:`WindowAggregateSpec` on the window operator's node (``Node.window_aggregate``). Every
+runner can run the node's general operator (a ``WindowOperator`` built from the spec, one record
+at a time); a runner that can read the key and the aggregated fields as columns may instead
+run the spec on Arrow arrays, with exactly the general operator's output.
+
+>>> key = FieldKey("airport")
+>>> from sparktide.common.types import Row
+>>> key.get_key(Row(airport="JFK", delay=3))
+'JFK'
+>>> FieldKey(0).get_key(("a", 1))
+'a'
+>>> spec = NamedAggregate(AggregateKind.AVG, "delay", "mean_delay")
+>>> spec.name, spec.kind.value
+('mean_delay', 'avg')
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sparktide.common.typeinfo_base import TypeInformation
+    from sparktide.core.output_tag import OutputTag
+
+__all__ = [
+    "AggregateKind",
+    "FieldAggregate",
+    "FieldKey",
+    "NamedAggregate",
+    "OutputForm",
+    "WindowAggregateSpec",
+]
+
+
+@dataclass(frozen=True)
+class FieldKey:
+    """A key selector that reads one field: a position (tuple, list, Row) or a Row field
+    name. Unlike a lambda, a runner can read it as a column."""
+
+    field: int | str
+
+    def get_key(self, value: object) -> object:
+        return value[self.field]  # type: ignore[index]
+
+    def __call__(self, value: object) -> object:
+        return self.get_key(value)
+
+
+class AggregateKind(Enum):
+    """One named aggregate over a column (``count`` takes no column)."""
+
+    COUNT = "count"
+    SUM = "sum"
+    MIN = "min"
+    MAX = "max"
+    AVG = "avg"
+
+
+@dataclass(frozen=True)
+class NamedAggregate:
+    """``kind`` over ``field`` (``None`` for ``COUNT``), emitted as the output field ``name``."""
+
+    kind: AggregateKind
+    field: int | str | None
+    name: str
+
+
+class OutputForm(Enum):
+    """What a window emits."""
+
+    # Flink's sum/min/max/min_by/max_by: the window's first record with the field aggregated
+    # (min_by/max_by: the first record holding the extreme)
+    FLINK_RECORD = "flink_record"
+    # Row(key, window_start, window_end, <one field per NamedAggregate>), typed ROW_NAMED
+    NAMED_ROW = "named_row"
+
+
+@dataclass(frozen=True)
+class FieldAggregate:
+    """Flink's field aggregate: ``kind`` (``sum``, ``min``, ``max``, ``min_by``, ``max_by``)
+    over ``field``."""
+
+    kind: str
+    field: int | str
+
+
+@dataclass(frozen=True)
+class WindowAggregateSpec:
+    """A keyed event-time window aggregate with the default trigger and no evictor.
+
+    ``size_ms``/``slide_ms``/``offset_ms`` are the assigner's (tumbling: ``slide_ms ==
+    size_ms``). ``form`` says which of ``field_aggregate`` (``FLINK_RECORD``) or
+    ``aggregates`` (``NAMED_ROW``) applies. ``late_tag``: the late-data side output, if any.
+    ``output_type``: the type of what the window emits (``ROW_NAMED`` for ``NAMED_ROW``)."""
+
+    key: FieldKey
+    size_ms: int
+    slide_ms: int
+    offset_ms: int
+    allowed_lateness_ms: int
+    late_tag: OutputTag | None
+    form: OutputForm
+    field_aggregate: FieldAggregate | None
+    aggregates: tuple[NamedAggregate, ...]
+    output_type: TypeInformation | None
+
+    @property
+    def sliding(self) -> bool:
+        return self.slide_ms != self.size_ms
