@@ -44,6 +44,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sparktide.runtime.columnar.groups import Groups
 from sparktide.runtime.columnar.keygroups import key_groups
 from sparktide.runtime.columnar.windows import WindowGeometry
 from sparktide.runtime.elements import MAX_TIMESTAMP, MIN_TIMESTAMP
@@ -301,32 +302,24 @@ class SplitAggregator:
         if len(index):
             lo = int(panes.min())
             width = (int(panes.max()) - lo) // plan.geometry.pane + 1
-            group = keys * width + (panes - lo) // plan.geometry.pane
-            order = np.argsort(group, kind="stable")
-            g = group[order]
-            starts = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+            groups = Groups.of(keys * width + (panes - lo) // plan.geometry.pane)
         else:
-            order = starts = np.zeros(0, np.int64)
-        first = index[order[starts]]  # each group's first record (stable: lowest seq)
-        counts = np.diff(np.r_[starts, len(order)]).astype(np.int64)
+            groups = Groups.of(keys)
+        first = index[groups.first]  # each group's first record (lowest seq)
         columns = self._fixed(
             Kind.PARTIAL,
             kg_of_code[codes[first]],
             r,
             seq[first],
-            plan.geometry.pane_starts(ts[first]),
-            counts,
+            panes[groups.first],
+            groups.count,
         )
         columns["key"] = uniques.take(pa.array(codes[first]))
         for i, name in enumerate(plan.fields):
-            values = _numbers(table.column(name), name)[index][order]
-            if len(values):
-                columns[field_column("sum", i)] = pa.array(np.add.reduceat(values, starts))
-                columns[field_column("min", i)] = pa.array(np.minimum.reduceat(values, starts))
-                columns[field_column("max", i)] = pa.array(np.maximum.reduceat(values, starts))
-            else:
-                for what in ("sum", "min", "max"):
-                    columns[field_column(what, i)] = pa.array(values)
+            values = _numbers(table.column(name), name)[index]
+            columns[field_column("sum", i)] = pa.array(groups.sum(values))
+            columns[field_column("min", i)] = pa.array(groups.min(values))
+            columns[field_column("max", i)] = pa.array(groups.max(values))
         return pa.table(columns)
 
     def _raws(
