@@ -153,3 +153,120 @@ def build(df: Any, job: Job) -> tuple[Any, Any]:
         OUTPUT,
     )
     return out, out.get_side_output(LATE) if job.late_output else None
+
+
+# ---------------------------------------------------------------------- the tests
+
+import pytest  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+KEYS = ("a", "b", "ü", "日本")
+GEOMETRIES = ((10, 10), (20, 20), (10, 5), (20, 5), (15, 10))
+
+record = st.tuples(
+    st.sampled_from(KEYS),
+    st.integers(-5, 5),
+    st.integers(-4, 4).map(float),  # integral doubles: sums are exact in any order
+    st.integers(0, 70),
+)
+splits = st.lists(st.lists(record, max_size=8), min_size=1, max_size=3)
+jobs = st.builds(
+    lambda geometry, bound, lateness, late_output, every, parallelism: Job(
+        geometry[0], geometry[1], bound, lateness, late_output, every, parallelism
+    ),
+    st.sampled_from(GEOMETRIES),
+    st.sampled_from((None, 0, 3)),
+    st.sampled_from((0, 5)),
+    st.booleans(),
+    st.sampled_from((None, 1, 2, 3)),
+    st.sampled_from((1, 2, 4)),
+)
+
+
+def frame_of(spark: Any, rows_per_split: list[list[tuple[Any, ...]]]) -> Any:
+    """A DataFrame whose partition ``i`` holds ``rows_per_split[i]`` in order."""
+    rdd = spark.sparkContext.parallelize(rows_per_split, len(rows_per_split))
+    return spark.createDataFrame(rdd.flatMap(_rows), SCHEMA)
+
+
+def _rows(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    return rows
+
+
+def outputs(df: Any, job: Job, on: bool) -> tuple[list[Any], list[Any] | None]:
+    with columnar(on):
+        main, late = build(df, job)
+        got = list(main.execute_and_collect())
+        return got, None if late is None else list(late.execute_and_collect())
+
+
+@settings(
+    max_examples=20,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(rows=splits, job=jobs)
+def test_columnar_path_equals_the_per_record_path(spark: Any, rows: Any, job: Job) -> None:
+    df = frame_of(spark, rows)
+    assert outputs(df, job, True) == outputs(df, job, False)
+
+
+def test_late_records_and_lateness_in_rounds(spark: Any) -> None:
+    """Records late for some windows, re-firing windows within the lateness, late side
+    output, an empty split and a watermark every record."""
+    rows = [
+        [
+            ("a", 1, 1.0, 5),
+            ("b", 2, 2.0, 12),
+            ("a", 3, 0.5, 3),
+            ("a", 4, 1.0, 25),
+            ("a", 5, 2.5, 1),
+        ],
+        [],
+        [("b", 7, 1.0, 8), ("a", 8, 3.0, 30), ("a", 9, 1.0, 2), ("ü", 1, 1.0, 31)],
+    ]
+    df = frame_of(spark, rows)
+    for job in (
+        Job(10, 10, 2, 5, True, 1),
+        Job(10, 5, 0, 3, True, 2, 4),
+        Job(20, 5, 1, 0, False, 1),
+    ):
+        got = outputs(df, job, True)
+        assert got == outputs(df, job, False)
+        assert got[0]  # windows fired
+
+
+def test_the_columnar_path_is_taken_only_when_switched_on(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sparktide.spark.columnar_job as cj
+
+    runs: list[int] = []
+    original = cj.ColumnarJob.run
+
+    def run(self: Any) -> dict[str, int]:
+        runs.append(1)
+        return original(self)
+
+    monkeypatch.setattr(cj.ColumnarJob, "run", run)
+    df = frame_of(spark, [[("a", 1, 1.0, 5), ("a", 2, 2.0, 15)]])
+    on = outputs(df, Job(10, 10, 0), True)
+    assert runs == [1]
+    off = outputs(df, Job(10, 10, 0), False)
+    assert runs == [1]
+    assert on == off
+    assert [r["n"] for r in on[0]] == [1, 1]
+
+
+def test_to_dataframe_gives_the_rows_in_order(spark: Any) -> None:
+    rows = [[("a", 1, 1.0, 5), ("b", 2, 2.0, 15), ("a", 3, 1.0, 7)], [("b", 4, 1.0, 3)]]
+    df = frame_of(spark, rows)
+    job = Job(10, 5, 2, every=1)
+    with columnar(True):
+        main, _ = build(df, job)
+        frame = main.to_dataframe()
+        got = [tuple(r) for r in frame.collect()]
+    expected = [tuple(r) for r in outputs(df, job, False)[0]]
+    assert got == expected
+    assert frame.columns == list(OUTPUT.get_field_names())
