@@ -25,6 +25,13 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
+from sparktide.core.window.aggregates import (
+    AggregateKind,
+    NamedAggregate,
+    check_field,
+    read_field,
+)
+
 if TYPE_CHECKING:
     from sparktide.common.typeinfo_base import TypeInformation
     from sparktide.core.output_tag import OutputTag
@@ -42,34 +49,25 @@ __all__ = [
 @dataclass(frozen=True)
 class FieldKey:
     """A key selector that reads one field: a position (tuple, list, Row) or a Row field
-    name. Unlike a lambda, a runner can read it as a column."""
+    name. Unlike a lambda, a runner can read it as a column. On a plain value (not a tuple,
+    list or Row) field 0 is the value itself, as for ``sum(0)``.
+
+    >>> FieldKey("user").get_key(("a", 1))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: key_by('user') cannot read field 'user' of tuple ('a', 1): a tuple has ...
+    """
 
     field: int | str
 
+    def __post_init__(self) -> None:
+        check_field(self.field, "key_by's field")
+
     def get_key(self, value: object) -> object:
-        return value[self.field]  # type: ignore[index]
+        return read_field(value, self.field, f"key_by({self.field!r})")
 
     def __call__(self, value: object) -> object:
         return self.get_key(value)
-
-
-class AggregateKind(Enum):
-    """One named aggregate over a column (``count`` takes no column)."""
-
-    COUNT = "count"
-    SUM = "sum"
-    MIN = "min"
-    MAX = "max"
-    AVG = "avg"
-
-
-@dataclass(frozen=True)
-class NamedAggregate:
-    """``kind`` over ``field`` (``None`` for ``COUNT``), emitted as the output field ``name``."""
-
-    kind: AggregateKind
-    field: int | str | None
-    name: str
 
 
 class OutputForm(Enum):
