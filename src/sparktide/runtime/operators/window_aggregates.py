@@ -268,13 +268,15 @@ class NamedAggregatesFunction(AggregateFunction):
 
 class NamedRowFunction(InternalWindowFunction):
     """Emits ``Row(key, window_start, window_end, *results)`` for a window's aggregated
-    results (a window without bounds, such as ``GlobalWindow``, gives None for both)."""
+    results (a window without bounds, such as ``GlobalWindow``, gives None for both; a
+    non-keyed window, ``window_all``, has the key None)."""
 
-    __slots__ = ("_names",)
+    __slots__ = ("_keyed", "_names")
 
-    def __init__(self, aggregates: Sequence[NamedAggregate]) -> None:
+    def __init__(self, aggregates: Sequence[NamedAggregate], *, keyed: bool = True) -> None:
         super().__init__(None)
         self._names = [*RESERVED_FIELDS, *(a.name for a in aggregates)]
+        self._keyed = keyed
 
     def process(
         self, key: object, window: Window, ctx: WindowProcessContext, contents: object
@@ -282,7 +284,8 @@ class NamedRowFunction(InternalWindowFunction):
         start = getattr(window, "start", None)
         end = getattr(window, "end", None)
         values = contents if isinstance(contents, tuple) else (contents,)
-        return (Row.of_values([key, start, end, *values], self._names),)
+        row = [key if self._keyed else None, start, end, *values]
+        return (Row.of_values(row, self._names),)
 
 
 # ---------------------------------------------------------------------------------- building
@@ -301,7 +304,9 @@ def build_window_aggregate(
         if field_aggregate is None:
             raise ValueError("a FLINK_RECORD aggregate needs its field_aggregate")
         return builder.reduce(FieldAggregator(field_aggregate.field, field_aggregate.kind))
-    return builder.aggregate_with(NamedAggregatesFunction(aggregates), NamedRowFunction(aggregates))
+    return builder.aggregate_with(
+        NamedAggregatesFunction(aggregates), NamedRowFunction(aggregates, keyed=builder.keyed)
+    )
 
 
 def general_operator(spec: WindowAggregateSpec) -> WindowOperator:
