@@ -126,7 +126,7 @@ def _positional(
     stream_type: TypeInformation, types: Sequence[TypeInformation], field: int, where: str
 ) -> TypeInformation:
     if field >= len(types):
-        raise IndexError(
+        raise ValueError(
             f"{where}: position {field} is out of range for the stream's type {stream_type!r} "
             f"({len(types)} fields, positions 0..{len(types) - 1})"
         )
