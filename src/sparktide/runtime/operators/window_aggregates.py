@@ -192,8 +192,8 @@ class NamedAggregatesFunction(AggregateFunction):
     aggregate, in order. Nulls are skipped (SQL); an aggregate with no value gives None."""
 
     def __init__(self, aggregates: Sequence[NamedAggregate]) -> None:
-        # (kind, field, slot, where) per aggregate over a field
-        plan: list[tuple[AggregateKind, int | str, int, str]] = []
+        # (kind, field, slot) per aggregate over a field; each field is read once per record
+        plan: list[tuple[AggregateKind, int | str, int]] = []
         results: list[tuple[AggregateKind, int]] = []
         slot = 1
         for a in aggregates:
@@ -201,13 +201,15 @@ class NamedAggregatesFunction(AggregateFunction):
                 results.append((a.kind, 0))
                 continue
             assert a.field is not None  # every kind but COUNT has a field (Agg checks it)
-            plan.append((a.kind, a.field, slot, f"Agg.{a.kind.value}({a.field!r})"))
+            plan.append((a.kind, a.field, slot))
             results.append((a.kind, slot))
             slot += 2 if a.kind is AggregateKind.AVG else 1
-        self._plan = tuple(plan)
+        fields = list(dict.fromkeys(f for _, f, _ in plan))
+        self._fields = tuple((f, f"agg() over field {f!r}") for f in fields)
+        self._plan = tuple((k, fields.index(f), s) for k, f, s in plan)
         self._results = tuple(results)
         self._slots = slot
-        self._avg_slots = tuple(s for k, _, s, _ in plan if k is AggregateKind.AVG)
+        self._avg_slots = tuple(s for k, _, s in plan if k is AggregateKind.AVG)
 
     def create_accumulator(self) -> list[object]:
         acc: list[object] = [None] * self._slots
@@ -219,8 +221,11 @@ class NamedAggregatesFunction(AggregateFunction):
     def add(self, value: object, accumulator: list[object]) -> list[object]:
         acc = accumulator
         acc[0] += 1  # type: ignore[operator]
-        for kind, field, slot, where in self._plan:
-            v = read_field(value, field, where)
+        if not self._plan:
+            return acc
+        values = [read_field(value, field, where) for field, where in self._fields]
+        for kind, index, slot in self._plan:
+            v = values[index]
             if v is None:
                 continue
             old = acc[slot]
@@ -249,7 +254,7 @@ class NamedAggregatesFunction(AggregateFunction):
     def merge(self, acc_a: list[object], acc_b: list[object]) -> list[object]:
         out = list(acc_a)
         out[0] = acc_a[0] + acc_b[0]  # type: ignore[operator]
-        for kind, _, slot, _ in self._plan:
+        for kind, _, slot in self._plan:
             a, b = acc_a[slot], acc_b[slot]
             if b is None:
                 continue
