@@ -25,6 +25,7 @@ from sparktide.datastream.window import (
 from sparktide.spark.streaming import ForeachBatchSink
 
 EVENT = Types.ROW_NAMED(["user", "ts", "price"], [Types.STRING(), Types.LONG(), Types.INT()])
+PAIR = Types.TUPLE([Types.LONG(), Types.STRING()])
 LATE = OutputTag("late")
 
 
@@ -62,8 +63,17 @@ def job_tumbling_agg(env):
     )
 
 
-def job_sliding_count(env):
-    return windowed(env, SlidingEventTimeWindows.of(100, 25)).count()
+def job_sliding_count_of_tuples(env):
+    stream = env.from_source(CollectionSource(events(), num_splits=3), strategy(), "s", EVENT)
+    tuples = stream.map(lambda r: (r.ts, r.user), output_type=PAIR)
+    assert tuples.key_by(1)._key_type == Types.STRING()
+    return (
+        tuples.key_by(1)
+        .window(SlidingEventTimeWindows.of(100, 25))
+        .allowed_lateness(40)
+        .side_output_late_data(LATE)
+        .count()
+    )
 
 
 def job_sliding_sum(env):
@@ -74,7 +84,7 @@ def job_session_agg(env):
     return windowed(env, EventTimeSessionWindows.with_gap(25)).agg(hi=Agg.max("price"))
 
 
-JOBS = [job_tumbling_agg, job_sliding_count, job_sliding_sum, job_session_agg]
+JOBS = [job_tumbling_agg, job_sliding_count_of_tuples, job_sliding_sum, job_session_agg]
 
 
 def run(job, runtime: str, parallelism: int) -> tuple[list, list, bool]:

@@ -40,7 +40,7 @@ from sparktide.core.window.aggregates import (
     read_field,
 )
 from sparktide.core.window.assigners import SlidingEventTimeWindows, TumblingEventTimeWindows
-from sparktide.core.window.field_aggregator import FieldAggregator
+from sparktide.core.window.field_aggregator import KINDS, FieldAggregator
 from sparktide.core.window.triggers import EventTimeTrigger
 from sparktide.core.window.windows import Window
 from sparktide.runtime.columnar.spec import (
@@ -68,7 +68,7 @@ __all__ = [
     "named_row_type",
 ]
 
-FLINK_RECORD_KINDS = ("sum", "min", "max", "min_by", "max_by")
+FLINK_RECORD_KINDS = KINDS  # Flink's field aggregates (FieldAggregate.kind)
 
 _INTEGERS = frozenset(
     {BasicType.BYTE, BasicType.SHORT, BasicType.INT, BasicType.LONG, BasicType.BIG_INT}
