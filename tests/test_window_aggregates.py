@@ -32,7 +32,12 @@ from sparktide.datastream.window import (
     SlidingProcessingTimeWindows,
     TumblingEventTimeWindows,
 )
-from sparktide.runtime.columnar.spec import FieldAggregate, FieldKey, OutputForm
+from sparktide.runtime.columnar.spec import (
+    FieldAggregate,
+    FieldKey,
+    OutputForm,
+    WindowAggregateSpec,
+)
 from sparktide.runtime.operators.window_aggregates import (
     NamedAggregatesFunction,
     general_operator,
@@ -509,3 +514,24 @@ def test_aggregate_and_field_aggregate_argument_errors() -> None:
         _windowed().sum("nope")
     with pytest.raises(TypeError, match="got NoneType"):
         _windowed().min_by(None)  # type: ignore[arg-type]
+
+
+def test_a_spec_that_contradicts_itself_is_refused() -> None:
+    count = (NamedAggregate(AggregateKind.COUNT, None, "n"),)
+    good = dict(
+        key=FieldKey("user"), size_ms=10, slide_ms=5, offset_ms=0, allowed_lateness_ms=0,
+        late_tag=None, form=OutputForm.NAMED_ROW, field_aggregate=None, aggregates=count,
+        output_type=None,
+    )  # fmt: skip
+    assert WindowAggregateSpec(**good).panes_per_window == 2
+    for change, message in [
+        ({"key": lambda v: v}, "key must be a FieldKey"),
+        ({"size_ms": 0}, "size_ms must be an int > 0"),
+        ({"slide_ms": -5}, "slide_ms must be an int > 0"),
+        ({"offset_ms": 5}, "abs\\(offset_ms\\) < slide_ms"),
+        ({"allowed_lateness_ms": -1}, "allowed_lateness_ms must be an int >= 0"),
+        ({"aggregates": ()}, "a NAMED_ROW spec needs named aggregates"),
+        ({"form": OutputForm.FLINK_RECORD}, "a FLINK_RECORD spec needs a field_aggregate"),
+    ]:
+        with pytest.raises((TypeError, ValueError), match=message):
+            WindowAggregateSpec(**{**good, **change})

@@ -96,7 +96,20 @@ class WindowAggregateSpec:
     ``size_ms``/``slide_ms``/``offset_ms`` are the assigner's (tumbling: ``slide_ms ==
     size_ms``). ``form`` says which of ``field_aggregate`` (``FLINK_RECORD``) or
     ``aggregates`` (``NAMED_ROW``) applies. ``late_tag``: the late-data side output, if any.
-    ``output_type``: the type of what the window emits (``ROW_NAMED`` for ``NAMED_ROW``)."""
+    ``output_type``: the type of what the window emits (``ROW_NAMED`` for ``NAMED_ROW``).
+    Builders make it (``WindowedStream``); a spec that contradicts itself is a ValueError.
+
+    >>> count = NamedAggregate(AggregateKind.COUNT, None, "count")
+    >>> spec = WindowAggregateSpec(FieldKey("user"), 3_600_000, 300_000, 0, 0, None,
+    ...                            OutputForm.NAMED_ROW, None, (count,), None)
+    >>> spec.sliding, spec.panes_per_window
+    (True, 12)
+    >>> WindowAggregateSpec(FieldKey(0), 10, 10, 0, 0, None, OutputForm.FLINK_RECORD, None,
+    ...                     (), None)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: a FLINK_RECORD spec needs a field_aggregate and no named aggregates, ...
+    """
 
     key: FieldKey
     size_ms: int
@@ -109,6 +122,42 @@ class WindowAggregateSpec:
     aggregates: tuple[NamedAggregate, ...]
     output_type: TypeInformation | None
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.key, FieldKey):
+            raise TypeError(f"key must be a FieldKey, got {type(self.key).__name__}")
+        for name in ("size_ms", "slide_ms"):
+            value = getattr(self, name)
+            if type(value) is not int or value <= 0:
+                raise ValueError(f"{name} must be an int > 0, got {value!r}")
+        if type(self.offset_ms) is not int or abs(self.offset_ms) >= self.slide_ms:
+            raise ValueError(
+                f"offset_ms must be an int with abs(offset_ms) < slide_ms ({self.slide_ms}), "
+                f"got {self.offset_ms!r}"
+            )
+        if type(self.allowed_lateness_ms) is not int or self.allowed_lateness_ms < 0:
+            raise ValueError(
+                f"allowed_lateness_ms must be an int >= 0, got {self.allowed_lateness_ms!r}"
+            )
+        if self.form is OutputForm.FLINK_RECORD:
+            if self.field_aggregate is None or self.aggregates:
+                raise ValueError(
+                    "a FLINK_RECORD spec needs a field_aggregate and no named aggregates, got "
+                    f"{self.field_aggregate!r} and {self.aggregates!r}"
+                )
+        elif self.field_aggregate is not None or not self.aggregates:
+            raise ValueError(
+                "a NAMED_ROW spec needs named aggregates and no field_aggregate, got "
+                f"{self.aggregates!r} and {self.field_aggregate!r}"
+            )
+
     @property
     def sliding(self) -> bool:
+        """Whether windows overlap or leave gaps (``slide_ms != size_ms``)."""
         return self.slide_ms != self.size_ms
+
+    @property
+    def panes_per_window(self) -> int:
+        """How many slides a window spans when the slide divides the size (Flink's panes:
+        pre-aggregate per slide, combine this many per window); 0 when it does not."""
+        whole, rest = divmod(self.size_ms, self.slide_ms)
+        return whole if rest == 0 else 0
