@@ -2,9 +2,13 @@
 (``window_all(...)``) with PyFlink's names, plus Flink's evictors.
 
 A windowed stream is only a description: calling ``reduce``, ``aggregate``, ``apply``,
-``process`` or ``sum``/``min``/``max``/``min_by``/``max_by`` adds one window operator to the job
-graph. Every parallel instance gets its own copy of the assigner, trigger, evictor and
-functions. ``window_all`` windows a non-keyed stream: all elements go to one key on one subtask.
+``process``, the built-in ``count()``/``agg(...)`` or ``sum``/``min``/``max``/``min_by``/
+``max_by`` adds one window operator to the job graph. The built-ins also record what they
+compute (``node.window_aggregate``) when the key is a field (``key_by("user")``), the windows
+are tumbling or sliding in event time, the trigger is the default and there is no evictor: a
+runner may then run them on columns, with the same output. Every parallel instance gets its
+own copy of the assigner, trigger, evictor and functions. ``window_all`` windows a non-keyed
+stream: all elements go to one key on one subtask.
 
 >>> from sparktide.common import WatermarkStrategy
 >>> from sparktide.datastream import StreamExecutionEnvironment
