@@ -31,6 +31,7 @@ from sparktide.datastream.window import (
     SlidingEventTimeWindows,
     SlidingProcessingTimeWindows,
     TumblingEventTimeWindows,
+    TumblingProcessingTimeWindows,
 )
 from sparktide.runtime.columnar.spec import (
     FieldAggregate,
@@ -40,8 +41,10 @@ from sparktide.runtime.columnar.spec import (
 )
 from sparktide.runtime.operators.window_aggregates import (
     NamedAggregatesFunction,
+    build_window_aggregate,
     general_operator,
 )
+from sparktide.runtime.operators.window_builder import WindowOperatorBuilder
 from sparktide.testing.harness import KeyedOneInputStreamOperatorTestHarness
 
 EVENT = Types.ROW_NAMED(
@@ -535,3 +538,22 @@ def test_a_spec_that_contradicts_itself_is_refused() -> None:
     ]:
         with pytest.raises((TypeError, ValueError), match=message):
             WindowAggregateSpec(**{**good, **change})
+
+
+def test_agg_on_processing_time_windows_keys_by_the_context() -> None:
+    builder = WindowOperatorBuilder(TumblingProcessingTimeWindows.of(10))
+    aggregates = named_aggregates({"n": Agg.count(), "hi": Agg.max("price")})
+    operator = build_window_aggregate(builder, OutputForm.NAMED_ROW, None, aggregates)
+    harness = KeyedOneInputStreamOperatorTestHarness(operator, lambda v: v.user.upper())
+    harness.open()
+    harness.set_processing_time(3)
+    for r in [row("a", 0, 4), row("b", 0, None), row("a", 0, 9)]:
+        harness.process_element(r, None)
+    harness.set_processing_time(12)
+    harness.process_element(row("a", 0, 1), None)
+    harness.set_processing_time(25)
+    assert [tuple(v) for v in harness.extract_output_values()] == [
+        ("A", 0, 10, 2, 9),
+        ("B", 0, 10, 1, None),
+        ("A", 10, 20, 1, 1),
+    ]
