@@ -97,6 +97,24 @@ def _column(source: DataFrameSource, field: int | str | None) -> str | None:
     return None
 
 
+def _columns_fit(source: DataFrameSource, spec: WindowAggregateSpec) -> bool:
+    """Whether the key is an integer or string column and every aggregated field an integer
+    or double column of the source (other types keep the per-record path)."""
+    from pyspark.sql import types as T
+
+    schema = source.prepared().schema
+    key = _column(source, spec.key.field)
+    if key is None or not isinstance(schema[key].dataType, T.IntegralType | T.StringType):
+        return False
+    for agg in spec.aggregates:
+        if agg.kind is AggregateKind.COUNT:
+            continue
+        name = _column(source, agg.field)
+        if name is None or not isinstance(schema[name].dataType, T.IntegralType | T.DoubleType):
+            return False
+    return True
+
+
 def _field_key(selector: object) -> FieldKey | None:
     """The :class:`FieldKey` a key selector is (or is the bound ``get_key`` of)."""
     owner = getattr(selector, "__self__", selector)
@@ -133,11 +151,17 @@ class ColumnarJob:
         self.parallelism = stage.parallelism
         assigner_ts = source.watermark_strategy.timestamp_assigner  # type: ignore[union-attr]
         fields: list[str] = []
+        slots: list[int] = []
         for agg in spec.aggregates:
             name = _column(df_source, agg.field)
-            if agg.kind is not AggregateKind.COUNT and name is not None and name not in fields:
+            if agg.kind is AggregateKind.COUNT or name is None:
+                slots.append(-1)
+                continue
+            if name not in fields:
                 fields.append(name)
+            slots.append(fields.index(name))
         self.fields = tuple(fields)
+        self.slots = tuple(slots)
         key = _column(df_source, spec.key.field)
         self.split_plan = SplitPlan(
             WindowGeometry(spec.size_ms, spec.slide_ms, spec.offset_ms),
@@ -167,6 +191,7 @@ class ColumnarJob:
         for i, name in enumerate(self.fields):
             t = source_schema.field(name).type
             number = pa.int64() if pa.types.is_integer(t) else pa.float64()
+            shipped.append(pa.field(field_column("nn", i), pa.int64()))
             shipped += [pa.field(field_column(w, i), number) for w in ("sum", "min", "max")]
         rows = [pa.field(row_column(f.name), f.type) for f in source_schema]
         shipped += rows
@@ -320,7 +345,7 @@ class SubtaskTask:
     def __init__(self, job: ColumnarJob, shipped: pa.Schema, result: pa.Schema) -> None:
         self.engine_plan = job.engine_plan
         self.spec = job.spec
-        self.fields = job.fields
+        self.slots = job.slots
         self.shipped = shipped
         self.result = result
         self.output_schema = job.output_schema
@@ -330,7 +355,7 @@ class SubtaskTask:
         if not table.num_rows:
             return
         out = WindowEngine(self.engine_plan).run(table)
-        main = named_rows(out.fired, self.spec, self.fields, self.output_schema)
+        main = named_rows(out.fired, self.spec, self.slots, self.output_schema)
         yield from self._rows(_MAIN, out.fired_positions, main)
         yield from self._rows(_LATE, out.late_positions, out.late_rows)
         import pyarrow.compute as pc
@@ -354,33 +379,33 @@ class SubtaskTask:
 
 
 def named_rows(
-    fired: pa.Table, spec: WindowAggregateSpec, fields: tuple[str, ...], schema: pa.Schema
+    fired: pa.Table, spec: WindowAggregateSpec, slots: tuple[int, ...], schema: pa.Schema
 ) -> pa.Table:
     """``Row(key, window_start, window_end, <aggregates>)`` columns of fired windows, in the
-    output type's Arrow schema."""
+    output type's Arrow schema; ``slots[j]``: the aggregated field of aggregate ``j`` (an
+    index into the engine's fields; ``-1`` for ``count``). An aggregate over no value that is
+    not null is null, as on the per-record path."""
     start = np.asarray(fired.column("start").to_numpy(), dtype=np.int64)
     count = np.asarray(fired.column("count").to_numpy(), dtype=np.int64)
-    values: list[pa.Array | np.ndarray] = [
+    values: list[pa.Array] = [
         fired.column("key").combine_chunks(),
-        start,
-        start + spec.size_ms,
+        pa.array(start),
+        pa.array(start + spec.size_ms),
     ]
-    for agg in spec.aggregates:
+    for agg, i in zip(spec.aggregates, slots, strict=True):
         if agg.kind is AggregateKind.COUNT:
-            values.append(count)
+            values.append(pa.array(count))
             continue
-        name = agg.field if isinstance(agg.field, str) else None
-        i = fields.index(name) if name in fields else 0
+        nn = np.asarray(fired.column(field_column("nn", i)).to_numpy(), dtype=np.int64)
+        empty = nn == 0
         if agg.kind is AggregateKind.AVG:
             total = np.asarray(fired.column(field_column("sum", i)).to_numpy(), dtype=np.float64)
-            values.append(total / count)
+            values.append(pa.array(total / np.where(empty, 1, nn), mask=empty))
         else:
-            values.append(fired.column(field_column(agg.kind.value, i)).combine_chunks())
+            column = np.asarray(fired.column(field_column(agg.kind.value, i)).to_numpy())
+            values.append(pa.array(column, mask=empty))
     return pa.table(
-        [
-            pa.array(v).cast(f.type) if not isinstance(v, pa.Array) else v.cast(f.type)
-            for v, f in zip(values, schema, strict=True)
-        ],
+        [v.cast(f.type) for v, f in zip(values, schema, strict=True)],
         schema=schema,
     )
 
@@ -428,12 +453,10 @@ def columnar_job(
         or edges[0].partitioning != "hash"
         or edges[0].tag is not None
         or _field_key(edges[0].key_selector) != spec.key
-        or _column(source.source, spec.key.field) is None
     ):
         return None
-    for agg in spec.aggregates:
-        if agg.kind is not AggregateKind.COUNT and _column(source.source, agg.field) is None:
-            return None
+    if not _columns_fit(source.source, spec):
+        return None
     sinks = []
     for node in stage.nodes[1:]:
         ins = plan.edges_in[node.id]

@@ -59,7 +59,7 @@ POSITION_WIDTH = 9
 """Columns of an output position: a source watermark's 6, then (phase, key group, n); a record's
 output has 8 (5 + (phase, channel, n)) and is padded with :data:`PAD`."""
 
-_AGGREGATES = ("sum", "min", "max")
+_AGGREGATES = ("nn", "sum", "min", "max")
 _NO_REG = np.iinfo(np.int64).max
 _READ = int(RoundPhase.READ)
 _RECORD = int(Mark.RECORD)
@@ -105,7 +105,7 @@ class _Windows:
         }
         for i, dtype in enumerate(dtypes):
             for what in _AGGREGATES:
-                self.cols[field_column(what, i)] = np.zeros(0, dtype)
+                self.cols[field_column(what, i)] = np.zeros(0, np.int64 if what == "nn" else dtype)
 
     def __len__(self) -> int:
         return len(self.cols["code"])
@@ -194,7 +194,12 @@ class WindowEngine:
         merged["count"] = np.add.reduceat(cols["count"], heads)
         merged["pending"] = np.logical_or.reduceat(cols["pending"], heads)
         for i in range(self.plan.fields):
-            for what, ufunc in (("sum", np.add), ("min", np.minimum), ("max", np.maximum)):
+            for what, ufunc in (
+                ("nn", np.add),
+                ("sum", np.add),
+                ("min", np.minimum),
+                ("max", np.maximum),
+            ):
                 name = field_column(what, i)
                 merged[name] = ufunc.reduceat(cols[name], heads)
         self.windows.cols = merged
@@ -210,7 +215,7 @@ class WindowEngine:
         win = {k: v.tolist() for k, v in self.windows.cols.items()}
         at = {(c, s): i for i, (c, s) in enumerate(zip(win["code"], win["start"], strict=True))}
         names = [field_column(what, i) for i in range(plan.fields) for what in _AGGREGATES]
-        triples = [tuple(field_column(what, i) for what in _AGGREGATES) for i in range(plan.fields)]
+        quads = [tuple(field_column(what, i) for what in _AGGREGATES) for i in range(plan.fields)]
         fired: dict[str, list[object]] = {k: [] for k in win}
         positions: list[list[int]] = []
         rows = {k: v.tolist() for k, v in raw.items()}
@@ -241,8 +246,11 @@ class WindowEngine:
                     for name in names:
                         win[name].append(rows[name][j])
                 else:
-                    for total, low, high in triples:
+                    for nn, total, low, high in quads:
+                        if not rows[nn][j]:
+                            continue  # a null value: aggregates skip it
                         v = rows[total][j]
+                        win[nn][i] += 1
                         win[total][i] += v
                         win[low][i] = min(win[low][i], v)
                         win[high][i] = max(win[high][i], v)

@@ -15,14 +15,15 @@ Dense keys (at most a few times as many distinct values as rows) are counted wit
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeAlias, cast
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Groups"]
+__all__ = ["Groups", "Numbers"]
 
 I64 = npt.NDArray[np.int64]
-Numbers = npt.NDArray[np.int64] | npt.NDArray[np.float64]
+Numbers: TypeAlias = npt.NDArray[np.int64] | npt.NDArray[np.float64]
 
 _DENSE = 4  # key range per row up to which groups are counted densely
 
@@ -50,7 +51,9 @@ class Groups:
             rank = np.cumsum(counts > 0) - 1
             first = np.full(high + 1, n, np.int64)
             np.minimum.at(first, keys, np.arange(n, dtype=np.int64))
-            return cls(rank[keys].astype(np.int64), first[present], counts[present].astype(np.int64))
+            return cls(
+                rank[keys].astype(np.int64), first[present], counts[present].astype(np.int64)
+            )
         _, first, ids, count = np.unique(
             keys, return_index=True, return_inverse=True, return_counts=True
         )
@@ -62,7 +65,8 @@ class Groups:
     def sum(self, values: Numbers) -> Numbers:
         """Per group, the sum (exact for integers; floats are added in row order)."""
         if values.dtype.kind == "f":
-            return np.bincount(self.ids, weights=values, minlength=len(self)).astype(np.float64)
+            sums = np.bincount(self.ids, weights=values, minlength=len(self))
+            return cast("Numbers", sums.astype(np.float64))
         out = np.zeros(len(self), np.int64)
         np.add.at(out, self.ids, values)
         return out
@@ -70,12 +74,12 @@ class Groups:
     def min(self, values: Numbers) -> Numbers:
         out = np.full(len(self), _top(values), values.dtype)
         np.minimum.at(out, self.ids, values)
-        return out
+        return cast("Numbers", out)
 
     def max(self, values: Numbers) -> Numbers:
         out = np.full(len(self), _bottom(values), values.dtype)
         np.maximum.at(out, self.ids, values)
-        return out
+        return cast("Numbers", out)
 
 
 def _top(values: Numbers) -> float | int:

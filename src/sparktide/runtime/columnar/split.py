@@ -38,13 +38,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sparktide.runtime.columnar.groups import Groups
+from sparktide.runtime.columnar.groups import Groups, Numbers
 from sparktide.runtime.columnar.keygroups import key_groups
 from sparktide.runtime.columnar.windows import WindowGeometry
 from sparktide.runtime.elements import MAX_TIMESTAMP, MIN_TIMESTAMP
@@ -55,8 +56,10 @@ __all__ = [
     "Kind",
     "SplitAggregator",
     "SplitPlan",
+    "extremes",
     "field_column",
     "key_codes",
+    "numbers",
     "row_column",
 ]
 
@@ -88,7 +91,8 @@ SHIPPED = pa.schema(
     ]
 )
 """The fixed columns of what a split ships; then ``key``, per aggregated field ``i`` the columns
-``field_column("sum" | "min" | "max", i)``, and for raw records the source row (``row_column``)."""
+``field_column("nn" | "sum" | "min" | "max", i)`` (``nn``: values that are not null), and
+for raw records the source row (``row_column``)."""
 
 
 def field_column(what: str, i: int) -> str:
@@ -316,10 +320,13 @@ class SplitAggregator:
         )
         columns["key"] = uniques.take(pa.array(codes[first]))
         for i, name in enumerate(plan.fields):
-            values = _numbers(table.column(name), name)[index]
-            columns[field_column("sum", i)] = pa.array(groups.sum(values))
-            columns[field_column("min", i)] = pa.array(groups.min(values))
-            columns[field_column("max", i)] = pa.array(groups.max(values))
+            values, valid = numbers(table.column(name), name)
+            values, valid = values[index], valid[index]
+            columns[field_column("nn", i)] = pa.array(groups.sum(valid.astype(np.int64)))
+            low, high = extremes(values.dtype)
+            columns[field_column("sum", i)] = pa.array(groups.sum(np.where(valid, values, 0)))
+            columns[field_column("min", i)] = pa.array(groups.min(np.where(valid, values, low)))
+            columns[field_column("max", i)] = pa.array(groups.max(np.where(valid, values, high)))
         return pa.table(columns)
 
     def _raws(
@@ -345,24 +352,36 @@ class SplitAggregator:
         rows = table.take(pa.array(index))
         columns["key"] = rows.column(plan.key).combine_chunks()
         for i, name in enumerate(plan.fields):
-            values = pa.array(_numbers(rows.column(name), name))
-            for what in ("sum", "min", "max"):
-                columns[field_column(what, i)] = values
+            values, valid = numbers(rows.column(name), name)
+            low, high = extremes(values.dtype)
+            columns[field_column("nn", i)] = pa.array(valid.astype(np.int64))
+            columns[field_column("sum", i)] = pa.array(np.where(valid, values, 0))
+            columns[field_column("min", i)] = pa.array(np.where(valid, values, low))
+            columns[field_column("max", i)] = pa.array(np.where(valid, values, high))
         for name in plan.columns:
             columns[row_column(name)] = rows.column(name).combine_chunks()
         return pa.table(columns)
 
 
-def _numbers(column: pa.ChunkedArray, name: str) -> npt.NDArray[np.int64] | npt.NDArray[np.float64]:
-    """An aggregated column as int64 (integers) or float64 (floating point) values."""
+def numbers(column: pa.ChunkedArray | pa.Array, name: str) -> tuple[Numbers, npt.NDArray[np.bool_]]:
+    """``(values, valid)``: an aggregated column as int64 (integers) or float64 (floating
+    point) values, nulls as 0, and which values are not null (aggregates skip nulls)."""
     t = column.type
-    if column.null_count:
-        raise ValueError(
-            f"the aggregated column {name!r} holds null; filter those rows out or fill them "
-            f"(e.g. df.na.fill(0, subset=[{name!r}]))"
-        )
     if pa.types.is_integer(t):
-        return np.asarray(column.to_numpy(), dtype=np.int64)
-    if pa.types.is_floating(t):
-        return np.asarray(column.to_numpy(), dtype=np.float64)
-    raise TypeError(f"the aggregated column {name!r} must be numeric, got {t}")
+        dtype: type[np.int64] | type[np.float64] = np.int64
+    elif pa.types.is_floating(t):
+        dtype = np.float64
+    else:
+        raise TypeError(f"the aggregated column {name!r} must be numeric, got {t}")
+    valid = np.asarray(pc.is_valid(column).to_numpy(zero_copy_only=False), dtype=np.bool_)
+    filled = pc.fill_null(column, 0).cast(pa.int64() if dtype is np.int64 else pa.float64())
+    values = cast("Numbers", np.asarray(filled.to_numpy(zero_copy_only=False), dtype=dtype))
+    return values, valid
+
+
+def extremes(dtype: np.dtype[np.generic]) -> tuple[int | float, int | float]:
+    """``(top, bottom)``: the start values of a minimum and a maximum of ``dtype``."""
+    if dtype.kind == "f":
+        return np.inf, -np.inf
+    info = np.iinfo(np.int64)
+    return int(info.max), int(info.min)
