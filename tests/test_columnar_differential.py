@@ -27,6 +27,7 @@ LATE = OutputTag(
         ["k", "v", "x", "ts"], [Types.STRING(), Types.LONG(), Types.DOUBLE(), Types.LONG()]
     ),
 )
+RECORD_FORMS = ("sum", "min", "max", "min_by", "max_by")
 NAMES = ["key", "window_start", "window_end", "n", "total", "low", "high", "mean"]
 
 
@@ -39,7 +40,7 @@ class Job:
     late_output: bool = False
     every: int | None = None
     parallelism: int = 2
-    count_only: bool = False
+    form: str = "agg"  # agg, count, or Flink's record: sum, min, max, min_by, max_by
 
 
 @contextmanager
@@ -81,8 +82,10 @@ def build(df: Any, job: Job) -> tuple[Any, Any]:
         windowed = windowed.allowed_lateness(job.lateness)
     if job.late_output:
         windowed = windowed.side_output_late_data(LATE)
-    if job.count_only:
+    if job.form == "count":
         out = windowed.count()
+    elif job.form in RECORD_FORMS:
+        out = getattr(windowed, job.form)("v" if job.form in ("sum", "min", "max_by") else "x")
     else:
         out = windowed.agg(
             n=Agg.count(),
@@ -108,8 +111,8 @@ record = st.tuples(
 )
 splits = st.lists(st.lists(record, max_size=8), min_size=1, max_size=3)
 jobs = st.builds(
-    lambda geometry, bound, lateness, late_output, every, parallelism, count_only: Job(
-        geometry[0], geometry[1], bound, lateness, late_output, every, parallelism, count_only
+    lambda geometry, bound, lateness, late_output, every, parallelism, form: Job(
+        geometry[0], geometry[1], bound, lateness, late_output, every, parallelism, form
     ),
     st.sampled_from(GEOMETRIES),
     st.sampled_from((None, 0, 3)),
@@ -117,7 +120,7 @@ jobs = st.builds(
     st.booleans(),
     st.sampled_from((None, 1, 2, 3)),
     st.sampled_from((1, 2, 4)),
-    st.booleans(),
+    st.sampled_from(("agg", "count", *RECORD_FORMS)),
 )
 
 
@@ -145,6 +148,8 @@ def outputs(df: Any, job: Job, on: bool) -> tuple[list[Any], list[Any] | None]:
 )
 @given(rows=splits, job=jobs)
 def test_columnar_path_equals_the_per_record_path(spark: Any, rows: Any, job: Job) -> None:
+    if job.form in RECORD_FORMS:  # Flink's field aggregates cannot aggregate nulls
+        rows = [[(k, v or 0, x or 0.0, ts) for k, v, x, ts in split] for split in rows]
     df = frame_of(spark, rows)
     assert outputs(df, job, True) == outputs(df, job, False)
 
@@ -207,3 +212,24 @@ def test_to_dataframe_gives_the_rows_in_order(spark: Any) -> None:
     expected = [tuple(r) for r in outputs(df, job, False)[0]]
     assert got == expected
     assert frame.columns == NAMES
+
+
+@pytest.mark.parametrize("form", RECORD_FORMS)
+def test_flink_records_in_rounds_with_ties(spark: Any, form: str) -> None:
+    """Flink's record: the first record with the field aggregated, or the first record holding
+    the extreme (ties: equal values in several splits and rounds)."""
+    rows = [
+        [("a", 1, 1.0, 5), ("a", 3, 2.0, 6), ("a", 1, 2.0, 15), ("b", 0, 0.5, 3)],
+        [("a", 3, 1.0, 4), ("a", 1, 2.0, 7), ("b", 0, 0.5, 2), ("a", 3, 2.0, 1)],
+    ]
+    df = frame_of(spark, rows)
+    for job in (Job(10, 10, 1, 5, True, 1, 2, form), Job(10, 5, None, 0, False, None, 1, form)):
+        got = outputs(df, job, True)
+        assert got == outputs(df, job, False)
+        assert got[0]
+
+
+def test_a_null_in_a_flink_record_field_is_an_error(spark: Any) -> None:
+    df = frame_of(spark, [[("a", None, 1.0, 5), ("a", 2, 1.0, 6)]])
+    with pytest.raises(Exception, match="holds null"):
+        outputs(df, Job(10, 10, 0, form="sum"), True)

@@ -106,10 +106,11 @@ def _columns_fit(source: DataFrameSource, spec: WindowAggregateSpec) -> bool:
     key = _column(source, spec.key.field)
     if key is None or not isinstance(schema[key].dataType, T.IntegralType | T.StringType):
         return False
-    for agg in spec.aggregates:
-        if agg.kind is AggregateKind.COUNT:
-            continue
-        name = _column(source, agg.field)
+    fields = [a.field for a in spec.aggregates if a.kind is not AggregateKind.COUNT]
+    if spec.field_aggregate is not None:
+        fields = [spec.field_aggregate.field]
+    for field in fields:
+        name = _column(source, field)
         if name is None or not isinstance(schema[name].dataType, T.IntegralType | T.DoubleType):
             return False
     return True
@@ -160,6 +161,10 @@ class ColumnarJob:
             if name not in fields:
                 fields.append(name)
             slots.append(fields.index(name))
+        record = spec.field_aggregate  # Flink's record: one field
+        if record is not None:
+            fields = [cast(str, _column(df_source, record.field))]
+        by = record.kind[:3] if record is not None and record.kind.endswith("_by") else None
         self.fields = tuple(fields)
         self.slots = tuple(slots)
         key = _column(df_source, spec.key.field)
@@ -173,6 +178,8 @@ class ColumnarJob:
             every,
             stage.parallelism,
             stage.max_parallelism,
+            records=record is not None,
+            by=by,
         )
         self.engine_plan = EnginePlan(
             self.split_plan.geometry,
@@ -180,6 +187,10 @@ class ColumnarJob:
             splits,
             len(self.fields),
             any(s.late for s in sinks),
+            records=record is not None,
+            by=by,
+            aggregate=record.kind if record is not None and by is None else "sum",
+            field_name=self.fields[0] if record is not None else "",
         )
         self.output_schema = arrow_schema_of(spec.output_type)
 
@@ -193,6 +204,8 @@ class ColumnarJob:
             number = pa.int64() if pa.types.is_integer(t) else pa.float64()
             shipped.append(pa.field(field_column("nn", i), pa.int64()))
             shipped += [pa.field(field_column(w, i), number) for w in ("sum", "min", "max")]
+        if self.split_plan.records:
+            shipped.append(pa.field("ext_seq", pa.int64()))
         rows = [pa.field(row_column(f.name), f.type) for f in source_schema]
         shipped += rows
         result = [pa.field("out", pa.int8()), *(pa.field(p, pa.int64()) for p in _POSITIONS)]
@@ -263,7 +276,7 @@ class ColumnarJob:
         metrics["rounds"] = int(pc.max(m.column("m_rounds")).as_py() or 0)
         main = table.filter(pc.equal(out, _MAIN))
         late = table.filter(pc.equal(out, _LATE))
-        end = self.output_schema.names[2] if len(self.output_schema) > 2 else None
+        named = self.spec.form is OutputForm.NAMED_ROW
         for sink in self.sinks:
             collected = sink.node.collected
             if collected is None:
@@ -278,9 +291,8 @@ class ColumnarJob:
             else:
                 names = self.output_schema.names
                 rows = _rows(main.select(names))
-                times = (
-                    [t - 1 for t in main.column(end).to_pylist()] if end else [0] * main.num_rows
-                )
+                ends = main.column("window_end").to_pylist() if named else [None] * main.num_rows
+                times = [None if t is None else t - 1 for t in ends]
                 positions = _positions(main)
             collected.extend(
                 (p, StreamRecord(v, t)) for p, v, t in zip(positions, rows, times, strict=True)
@@ -292,10 +304,10 @@ def _rows(table: pa.Table) -> list[Row]:
     return [r for batch in table.to_batches() for r in records_of_batch(batch)]
 
 
-def _times(column: pa.ChunkedArray) -> list[int]:
+def _times(column: pa.ChunkedArray) -> list[int | None]:
     from sparktide.runtime.columnar.split import timestamps_of
 
-    times: list[int] = timestamps_of(column, "timestamp").tolist()
+    times: list[int | None] = timestamps_of(column, "timestamp").tolist()
     return times
 
 
@@ -355,7 +367,12 @@ class SubtaskTask:
         if not table.num_rows:
             return
         out = WindowEngine(self.engine_plan).run(table)
-        main = named_rows(out.fired, self.spec, self.slots, self.output_schema)
+        if out.records is not None:  # Flink's record: the source row, named as the source
+            main = out.records.rename_columns(
+                [n[len(row_column("")) :] for n in out.records.column_names]
+            )
+        else:
+            main = named_rows(out.fired, self.spec, self.slots, self.output_schema)
         yield from self._rows(_MAIN, out.fired_positions, main)
         yield from self._rows(_LATE, out.late_positions, out.late_rows)
         import pyarrow.compute as pc
@@ -439,12 +456,7 @@ def columnar_job(
     stage = plan.stages[0]
     window = stage.entry
     spec = window.window_aggregate
-    if (
-        not built_in
-        or spec is None
-        or spec.form is not OutputForm.NAMED_ROW
-        or spec.output_type is None
-    ):
+    if not built_in or spec is None or spec.output_type is None:
         return None
     edges = stage.input_edges
     if (

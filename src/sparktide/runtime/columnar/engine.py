@@ -31,7 +31,7 @@ tolerance of 1e-9).
 >>> shipped = pa.concat_tables([*agg.feed(pa.table({"k": [1, 1, 2], "ts": [3, 5, 14]})),
 ...     agg.finish()], promote_options="default")
 >>> out = WindowEngine(EnginePlan(g, 0, 1, 0)).run(shipped)
->>> out.fired.to_pylist()
+>>> out.fired.select(["key", "start", "count"]).to_pylist()
 [{'key': 1, 'start': 0, 'count': 2}, {'key': 2, 'start': 10, 'count': 1}]
 >>> out.fired_positions.tolist()[0]  # the end of input of split 0, timers, key group 98
 [0, 2, 0, 3, 1, 0, 1, 86, 0]
@@ -78,6 +78,12 @@ class EnginePlan:
     splits: int
     fields: int
     late_side_output: bool = False
+    # Flink's record over field 0: the first record with the field aggregated, or with
+    # ``by`` ("min" / "max") the first record holding the extreme
+    records: bool = False
+    by: str | None = None
+    aggregate: str = "sum"  # without ``by``: what replaces the field (sum, min or max)
+    field_name: str = ""  # the aggregated source column
 
 
 @dataclass
@@ -91,12 +97,31 @@ class EngineOutput:
     late_rows: pa.Table
     late_positions: I64
     metrics: dict[str, int] = field(default_factory=dict)
+    records: pa.Table | None = None  # Flink's record per fired window (source columns)
 
 
 class _Windows:
     """The open windows, as columns."""
 
-    names = ("code", "kg", "start", "count", "pending", "reg_r", "reg_s", "reg_seq")
+    names = (
+        "code",
+        "kg",
+        "start",
+        "count",
+        "pending",
+        "reg_r",
+        "reg_s",
+        "reg_seq",
+        # the first record (row id, position) and the extreme record (min_by / max_by)
+        "first_row",
+        "first_r",
+        "first_s",
+        "first_seq",
+        "ext_row",
+        "ext_r",
+        "ext_s",
+        "ext_seq",
+    )
 
     def __init__(self, fields: int, dtypes: list[np.dtype[np.generic]]) -> None:
         self.fields = fields
@@ -149,7 +174,12 @@ class WindowEngine:
         p["code"] = p_codes
         r = _columns(raws, plan.fields)
         r["code"] = r_codes
+        p["row"] = np.arange(partials.num_rows, dtype=np.int64)
         r["row"] = np.arange(raws.num_rows, dtype=np.int64)
+        r["id"] = r["row"] + partials.num_rows  # row ids: partials, then raws
+        zeros = np.zeros(partials.num_rows, np.int64)
+        p["ext_seq"] = _int_column(partials, "ext_seq") if plan.records else zeros
+        r["ext_seq"] = r["seq"]
         w = _columns(marks, 0)
         rounds = np.unique(np.concatenate([p["r"], r["r"], w["r"]]))
         p_round = _by_round(p, ("r",))
@@ -159,7 +189,7 @@ class WindowEngine:
             self._merge(p_round(rnd))
             self._raws(r_round(rnd))
             self._watermarks(w_round(rnd))
-        return self._output(raws)
+        return self._output(partials, raws)
 
     # ------------------------------------------------------------------ records
 
@@ -178,6 +208,14 @@ class WindowEngine:
             "reg_r": part["r"][rows],
             "reg_s": part["s"][rows],
             "reg_seq": part["seq"][rows],
+            "first_row": part["row"][rows],
+            "first_r": part["r"][rows],
+            "first_s": part["s"][rows],
+            "first_seq": part["seq"][rows],
+            "ext_row": part["row"][rows],
+            "ext_r": part["r"][rows],
+            "ext_s": part["s"][rows],
+            "ext_seq": part["ext_seq"][rows],
         }
         for i in range(self.plan.fields):
             for what in _AGGREGATES:
@@ -202,6 +240,21 @@ class WindowEngine:
             ):
                 name = field_column(what, i)
                 merged[name] = ufunc.reduceat(cols[name], heads)
+        if self.plan.by is not None:  # the extreme's first holder: lowest value, then position
+            value = cols[field_column(self.plan.by, 0)]
+            group = np.repeat(np.arange(len(heads)), np.diff(np.r_[heads, len(value)]))
+            order = np.lexsort(
+                (
+                    cols["ext_seq"],
+                    cols["ext_s"],
+                    cols["ext_r"],
+                    value if self.plan.by == "min" else -value,
+                    group,
+                )
+            )
+            best = order[np.r_[True, group[order][1:] != group[order][:-1]]]
+            for name in ("ext_row", "ext_r", "ext_s", "ext_seq"):
+                merged[name] = cols[name][best]
         self.windows.cols = merged
 
     def _raws(self, raw: dict[str, npt.NDArray[np.generic]]) -> None:
@@ -215,12 +268,14 @@ class WindowEngine:
         win = {k: v.tolist() for k, v in self.windows.cols.items()}
         at = {(c, s): i for i, (c, s) in enumerate(zip(win["code"], win["start"], strict=True))}
         names = [field_column(what, i) for i in range(plan.fields) for what in _AGGREGATES]
+        by = plan.by
+        by_column = field_column(by or "min", 0)
         quads = [tuple(field_column(what, i) for what in _AGGREGATES) for i in range(plan.fields)]
         fired: dict[str, list[object]] = {k: [] for k in win}
         positions: list[list[int]] = []
         rows = {k: v.tolist() for k, v in raw.items()}
         for j in range(n):
-            code, ts = rows["code"][j], rows["time"][j]
+            code, ts, rid = rows["code"][j], rows["time"][j], rows["id"][j]
             r, s, seq = rows["r"][j], rows["s"][j], rows["seq"][j]
             out = 0
             skipped = True
@@ -241,11 +296,29 @@ class WindowEngine:
                         ("reg_r", _NO_REG),
                         ("reg_s", _NO_REG),
                         ("reg_seq", _NO_REG),
+                        ("first_row", rid),
+                        ("first_r", r),
+                        ("first_s", s),
+                        ("first_seq", seq),
+                        ("ext_row", rid),
+                        ("ext_r", r),
+                        ("ext_s", s),
+                        ("ext_seq", seq),
                     ):
                         win[column].append(value)
                     for name in names:
                         win[name].append(rows[name][j])
                 else:
+                    here = (r, s, seq)
+                    if here < (win["first_r"][i], win["first_s"][i], win["first_seq"][i]):
+                        win["first_row"][i] = rid
+                        win["first_r"][i], win["first_s"][i], win["first_seq"][i] = here
+                    if by is not None:
+                        v, best = rows[by_column][j], win[by_column][i]
+                        held = (win["ext_r"][i], win["ext_s"][i], win["ext_seq"][i])
+                        if (v < best if by == "min" else v > best) or (v == best and here < held):
+                            win["ext_row"][i] = rid
+                            win["ext_r"][i], win["ext_s"][i], win["ext_seq"][i] = here
                     for nn, total, low, high in quads:
                         if not rows[nn][j]:
                             continue  # a null value: aggregates skip it
@@ -337,8 +410,8 @@ class WindowEngine:
 
     # ------------------------------------------------------------------ output
 
-    def _output(self, raws: pa.Table) -> EngineOutput:
-        names = ["code", "start", "count"] + [
+    def _output(self, partials: pa.Table, raws: pa.Table) -> EngineOutput:
+        names = ["code", "start", "count", "first_row", "ext_row"] + [
             field_column(what, i) for i in range(self.plan.fields) for what in _AGGREGATES
         ]
         if self.fired:
@@ -365,7 +438,29 @@ class WindowEngine:
                 "late_records_side_output": self.late_side,
                 "timers_fired": self.timers_fired,
             },
+            self._records(partials, raws, cols) if self.plan.records else None,
         )
+
+    def _records(
+        self, partials: pa.Table, raws: pa.Table, cols: dict[str, npt.NDArray[np.generic]]
+    ) -> pa.Table:
+        """Flink's record of each fired window: its first record with the field aggregated,
+        or the record holding the extreme (``min_by``/``max_by``)."""
+        plan = self.plan
+        names = [c for c in raws.column_names if c.startswith(row_column(""))]
+        rows = pa.concat_tables([partials.select(names), raws.select(names)])
+        if plan.by is not None:
+            return rows.take(pa.array(cols["ext_row"]))
+        taken = rows.take(pa.array(cols["first_row"]))
+        column = row_column(plan.field_name)
+        at = taken.column_names.index(column)
+        value = pa.array(cols[field_column(plan.aggregate, 0)]).cast(taken.schema.field(at).type)
+        return taken.set_column(at, column, value)
+
+
+def _int_column(table: pa.Table, name: str) -> I64:
+    column = pc.fill_null(table.column(name), 0).cast(pa.int64())
+    return np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
 def _columns(table: pa.Table, fields: int) -> dict[str, npt.NDArray[np.generic]]:

@@ -59,6 +59,7 @@ __all__ = [
     "extremes",
     "field_column",
     "key_codes",
+    "null_field_error",
     "numbers",
     "row_column",
 ]
@@ -121,6 +122,10 @@ class SplitPlan:
     parallelism: int
     max_parallelism: int
     piece: int = PIECE
+    # Flink's record (sum/min/max/min_by/max_by over fields[0]): partials carry the source
+    # row of their first record, or with ``by`` ("min" / "max") of their extreme record
+    records: bool = False
+    by: str | None = None
 
 
 def timestamps_of(column: pa.ChunkedArray | pa.Array, name: str) -> I64:
@@ -261,6 +266,8 @@ class SplitAggregator:
         w_prev = self.emitted  # the split's watermark after round r - 1
         if len(ts) and plan.bound is not None:
             self.max_ts = max(self.max_ts, int(ts.max()))
+        if plan.records and table.column(plan.fields[0]).null_count:
+            raise null_field_error(plan.fields[0], "the field aggregate")
         normal = plan.geometry.earliest_max_timestamps(ts) > w_prev
         codes, uniques = key_codes(table.column(plan.key))
         kg_of_code = unique_key_groups(uniques, plan.max_parallelism)
@@ -327,7 +334,28 @@ class SplitAggregator:
             columns[field_column("sum", i)] = pa.array(groups.sum(np.where(valid, values, 0)))
             columns[field_column("min", i)] = pa.array(groups.min(np.where(valid, values, low)))
             columns[field_column("max", i)] = pa.array(groups.max(np.where(valid, values, high)))
+        if plan.records:
+            rows = first
+            if plan.by is not None:
+                rows = index[self._extremes(table, groups, index)]
+                columns["ext_seq"] = pa.array(seq[rows])
+            taken = table.take(pa.array(rows))
+            for name in plan.columns:
+                columns[row_column(name)] = taken.column(name).combine_chunks()
         return pa.table(columns)
+
+    def _extremes(self, table: pa.Table, groups: Groups, index: I64) -> I64:
+        """Per group, the (first) member holding the group's extreme value of the field."""
+        name = self.plan.fields[0]
+        values, valid = numbers(table.column(name), name)
+        values = values[index]
+        if not valid.all():
+            raise null_field_error(name, f"{self.plan.by}_by")
+        best = groups.min(values) if self.plan.by == "min" else groups.max(values)
+        holds = np.flatnonzero(values == best[groups.ids])
+        out = np.full(len(groups), len(index), np.int64)
+        np.minimum.at(out, groups.ids[holds], holds)
+        return out
 
     def _raws(
         self,
@@ -358,6 +386,8 @@ class SplitAggregator:
             columns[field_column("sum", i)] = pa.array(np.where(valid, values, 0))
             columns[field_column("min", i)] = pa.array(np.where(valid, values, low))
             columns[field_column("max", i)] = pa.array(np.where(valid, values, high))
+        if plan.records:
+            columns["ext_seq"] = pa.array(seq[index])
         for name in plan.columns:
             columns[row_column(name)] = rows.column(name).combine_chunks()
         return pa.table(columns)
@@ -377,6 +407,15 @@ def numbers(column: pa.ChunkedArray | pa.Array, name: str) -> tuple[Numbers, npt
     filled = pc.fill_null(column, 0).cast(pa.int64() if dtype is np.int64 else pa.float64())
     values = cast("Numbers", np.asarray(filled.to_numpy(zero_copy_only=False), dtype=dtype))
     return values, valid
+
+
+def null_field_error(name: str, kind: str) -> TypeError:
+    """Flink's field aggregates cannot aggregate a null (the per-record reduce fails too)."""
+    return TypeError(
+        f"{kind}({name!r}): the field {name!r} holds null, which {kind} cannot aggregate; "
+        f"filter those rows out or fill them (e.g. df.na.fill(0, subset=[{name!r}])), or use "
+        "agg(...), whose aggregates skip nulls"
+    )
 
 
 def extremes(dtype: np.dtype[np.generic]) -> tuple[int | float, int | float]:
