@@ -33,7 +33,7 @@ Built-in aggregates (the columnar path, :mod:`sparktide.spark.columnar_job`), ea
 Spark's own query on the same rows::
 
     sparktide   env.from_dataframe(df, ..., timestamp_column="ts").key_by("key")
-                  .window(Tumbling 5 min | Sliding 1 h by 5 min).count() | .agg(total=Agg.sum(f))
+                  .window(Tumbling 5 min | Sliding 1 h by 5 min).count() | .sum(f)
     Spark       df.groupBy("key", F.window(F.timestamp_millis("ts"), size[, slide]))
                   .count() | .agg(F.sum(f))
 
@@ -268,15 +268,11 @@ def native_frame(data: Dataset, df: Any, what: str = "count", sliding: bool = Fa
 def builtin_frame(
     data: Dataset, df: Any, what: str, sliding: bool, parallelism: int, every: int
 ) -> Any:
-    """sparktide's built-in ``count()`` / ``agg(total=Agg.sum(f))`` keyed by a column (the
+    """sparktide's built-in ``count()`` / ``sum(f)`` (Flink's record) keyed by a column (the
     columnar path)."""
     from sparktide.common import Duration, Time, WatermarkStrategy
     from sparktide.datastream import StreamExecutionEnvironment
-    from sparktide.datastream.window import (
-        Agg,
-        SlidingEventTimeWindows,
-        TumblingEventTimeWindows,
-    )
+    from sparktide.datastream.window import SlidingEventTimeWindows, TumblingEventTimeWindows
 
     env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
     env.set_parallelism(parallelism)
@@ -295,16 +291,17 @@ def builtin_frame(
         .key_by("key")
         .window(assigner)
     )
-    out = windowed.count() if what == "count" else windowed.agg(total=Agg.sum(data.sum_field))
+    out = windowed.count() if what == "count" else windowed.sum(data.sum_field)
     return out.to_dataframe(ordered=False)
 
 
 class WorkerRss:
-    """The peak resident set (MB) of Spark's Python workers while inside (``/proc``, sampled
-    every 20 ms by a thread; Linux only, else ``None``)."""
+    """The peak resident set (MB) of the Python workers of Spark that worked while inside: a
+    thread samples ``/proc`` every 20 ms; a worker counts once its CPU time grew (idle workers
+    kept from earlier runs do not). Linux only, else ``None``."""
 
     def __init__(self) -> None:
-        self.peak_kb = 0
+        self._seen: dict[str, tuple[int, int, int]] = {}  # pid -> (first cpu, cpu, peak kB)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
@@ -318,24 +315,32 @@ class WorkerRss:
 
     @property
     def peak_mb(self) -> float | None:
-        return self.peak_kb / 1024 if self.peak_kb else None
+        worked = [peak for first, cpu, peak in self._seen.values() if cpu > first]
+        return max(worked) / 1024 if worked else None
 
     def _sample(self) -> None:
         proc = Path("/proc")
         while not self._stop.is_set():
             for entry in proc.iterdir() if proc.is_dir() else ():
-                if not entry.name.isdigit():
-                    continue
-                try:
-                    cmdline = (entry / "cmdline").read_bytes()
-                    if b"pyspark.daemon" not in cmdline and b"pyspark.worker" not in cmdline:
-                        continue
-                    for line in (entry / "status").read_text().splitlines():
-                        if line.startswith("VmRSS:"):
-                            self.peak_kb = max(self.peak_kb, int(line.split()[1]))
-                except OSError:  # the process ended
-                    continue
+                if entry.name.isdigit():
+                    self._read(entry)
             self._stop.wait(0.02)
+
+    def _read(self, entry: Path) -> None:
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            if b"pyspark.daemon" not in cmdline and b"pyspark.worker" not in cmdline:
+                return
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            cpu = int(stat[11]) + int(stat[12])  # utime + stime (fields 14 and 15)
+            rss = 0
+            for line in (entry / "status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    rss = int(line.split()[1])
+        except (OSError, IndexError, ValueError):  # the process ended
+            return
+        first, _, peak = self._seen.get(entry.name, (cpu, cpu, 0))
+        self._seen[entry.name] = (first, cpu, max(peak, rss))
 
 
 def timed_rss(build: Callable[[], Any], repeat: int) -> tuple[float | str, float | None]:
@@ -419,7 +424,7 @@ def run_dataset(
                 )
                 rate = n / seconds if isinstance(seconds, float) else None
                 print(_row("Spark (native)", label, n, seconds, rate, rss), flush=True)
-            call = "count()" if what == "count" else f"agg(sum({data.sum_field}))"
+            call = "count()" if what == "count" else f"sum({data.sum_field!r})"
             seconds, rss = timed_rss(
                 lambda w=what, s=sliding: builtin_frame(data, data.df, w, s, p, every), repeat
             )

@@ -134,11 +134,28 @@ def _rows(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
     return rows
 
 
-def outputs(df: Any, job: Job, on: bool) -> tuple[list[Any], list[Any] | None]:
-    with columnar(on):
-        main, late = build(df, job)
-        got = list(main.execute_and_collect())
-        return got, None if late is None else list(late.execute_and_collect())
+def outputs(df: Any, job: Job, on: bool) -> tuple[list[Any], list[Any] | None, dict[str, int]]:
+    """The main output, the late side output (if the job has one) and the metrics of the run
+    that collected the main output."""
+    from sparktide.spark.executor import SparkExecutor
+
+    metrics: list[dict[str, int]] = []
+    run = SparkExecutor.run
+
+    def spy(self: Any) -> dict[str, int]:
+        result = run(self)
+        metrics.append(result)
+        return result
+
+    SparkExecutor.run = spy  # type: ignore[method-assign]
+    try:
+        with columnar(on):
+            main, late = build(df, job)
+            got = list(main.execute_and_collect())
+            late_got = None if late is None else list(late.execute_and_collect())
+    finally:
+        SparkExecutor.run = run  # type: ignore[method-assign]
+    return got, late_got, metrics[0]
 
 
 @settings(
@@ -233,3 +250,39 @@ def test_a_null_in_a_flink_record_field_is_an_error(spark: Any) -> None:
     df = frame_of(spark, [[("a", None, 1.0, 5), ("a", 2, 1.0, 6)]])
     with pytest.raises(Exception, match="holds null"):
         outputs(df, Job(10, 10, 0, form="sum"), True)
+
+
+def test_integer_and_null_keys_and_a_timestamp_column(spark: Any) -> None:
+    """Keyed by a long column holding nulls (vectorized key groups; null is a key of its own),
+    event time from a Spark timestamp column."""
+    import datetime as dt
+
+    from sparktide.datastream import StreamExecutionEnvironment
+    from sparktide.datastream.window import Agg, TumblingEventTimeWindows
+
+    epoch = dt.datetime(2024, 1, 1)
+    rows = [
+        [(v, epoch + dt.timedelta(milliseconds=ms)) for v, ms in [(1, 5), (None, 7), (2**40, 12)]],
+        [(v, epoch + dt.timedelta(milliseconds=ms)) for v, ms in [(1, 3), (None, 18), (-1, 40)]],
+    ]
+    df = spark.createDataFrame(
+        spark.sparkContext.parallelize(rows, 2).flatMap(_rows), "v long, t timestamp"
+    )
+
+    def run(on: bool) -> list[Any]:
+        with columnar(on):
+            env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
+            env.set_parallelism(2)
+            env.get_config().set_watermark_every(1)
+            strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(2))
+            out = (
+                env.from_dataframe(df, strategy, timestamp_column="t")
+                .key_by("v")
+                .window(TumblingEventTimeWindows.of(Time.milliseconds(10)))
+                .agg(n=Agg.count(), top=Agg.max("v"))
+            )
+            return list(out.execute_and_collect())
+
+    got = run(True)
+    assert got == run(False)
+    assert {r["key"] for r in got} == {1, None, 2**40, -1}

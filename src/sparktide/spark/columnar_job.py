@@ -168,12 +168,17 @@ class ColumnarJob:
         self.fields = tuple(fields)
         self.slots = tuple(slots)
         key = _column(df_source, spec.key.field)
+        # whole rows travel only for Flink's record and the late side output; otherwise the
+        # splits read just the key, the timestamp and the aggregated fields
+        whole = record is not None or any(s.late for s in sinks)
+        wanted = {key, assigner_ts.column, *fields}  # type: ignore[union-attr]
+        self.columns = tuple(c for c in df_source.columns if whole or c in wanted)
         self.split_plan = SplitPlan(
             WindowGeometry(spec.size_ms, spec.slide_ms, spec.offset_ms),
             key or "",
             assigner_ts.column,  # type: ignore[union-attr]
             self.fields,
-            tuple(df_source.columns),
+            self.columns,
             bound,
             every,
             stage.parallelism,
@@ -186,7 +191,7 @@ class ColumnarJob:
             spec.allowed_lateness_ms,
             splits,
             len(self.fields),
-            any(s.late for s in sinks),
+            spec.late_tag is not None,  # counted as side output even when unread
             records=record is not None,
             by=by,
             aggregate=record.kind if record is not None and by is None else "sum",
@@ -218,7 +223,10 @@ class ColumnarJob:
         from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
         prepared = self.source.prepared()
-        source_schema = to_arrow_schema(prepared.schema)
+        if len(self.columns) < len(self.source.columns):  # a projection keeps the partitions
+            prepared = prepared.select(*[f"`{c}`" for c in self.columns])
+        zone = prepared.sparkSession.conf.get("spark.sql.session.timeZone")
+        source_schema = to_arrow_schema(prepared.schema, timezone=zone)
         shipped, result = self._schemas(source_schema)
         split_task = SplitTask(self.split_plan, shipped, placement_keys(self.parallelism))
         subtask = SubtaskTask(self, shipped, result)
