@@ -133,7 +133,7 @@ class SparkExecutor:
             self.config.get_simulated_processing_time(),
             {s.parallelism: placement_keys(s.parallelism) for s in plan.stages},
             self.chunk_items,
-            self.flush_items,
+            self.config.get_task_buffer() or self.flush_items,
         )
 
     def _source_frames(self, job: SparkJob) -> list[DataFrame]:

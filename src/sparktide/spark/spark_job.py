@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import pickle
 import time
-from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from itertools import groupby
 from operator import itemgetter
@@ -24,9 +23,9 @@ from sparktide.runtime.execution.driver import (
     SplitSession,
     SubtaskSession,
 )
+from sparktide.runtime.execution.merge import RunMerge
 from sparktide.runtime.execution.planner import SOURCE_STAGE, Plan
 from sparktide.runtime.execution.protocol import (
-    Entry,
     Position,
     Shipment,
     decode_position,
@@ -62,15 +61,12 @@ FLUSH = 65536  # items a task holds before it ships them
 _Shipped = TypeVar("_Shipped", bound="tuple[object, ...]")  # an entry, record or line
 
 
-_position = itemgetter(0)  # of an entry, or of a collected record or printed line
+_by_position_and_channel = itemgetter(0, 1)  # a stage's input order
 
 
 def _first_position(chunk: list[_Shipped]) -> Position:
     """The position of a shipped chunk's first item (every item starts with its position)."""
     return cast("Position", chunk[0][0])
-
-
-_by_position_and_channel = itemgetter(0, 1)  # as the local runtime orders a stage's input
 
 
 def arrow_row_schema() -> pa.Schema:
@@ -186,6 +182,9 @@ class SparkJob:
         for stage in self.plan.stages:
             keys = self.placement[stage.parallelism]
             for target, entries in enumerate(tasks.buffers[stage.index]):
+                # timers fire in time order, not key group order: one sort of an almost
+                # ordered list (linear), so the task's chunks form one run in position order
+                entries.sort(key=_by_position_and_channel)
                 add(stage.index, target, keys[target], entries)
         for op in tasks.operators:
             if isinstance(op, CollectSinkOperator) and isinstance(op._sink, RecordCollector):
@@ -316,23 +315,18 @@ class SparkJob:
         clock, mailbox = self._clock()
         session = SubtaskSession(tasks.build_subtask(stage, target, clock, mailbox), self.simulated)
         session.open()
-        pool: list[Entry] = []
+        merge = RunMerge(self.flush)
         for first, payload in rows:
             failed = failure_of_mark(payload)
             if failed is not None:  # sorted first: nothing was processed yet
                 clock.shutdown()
                 yield self.failure_rows(stage_index, *failed)
                 return
-            if len(pool) >= self.flush:  # process what no chunk from here on can precede
-                pool.sort(key=_by_position_and_channel)
-                cut = bisect_left(pool, decode_position(first), key=_position)
-                session.process(pool[:cut])
-                del pool[:cut]
+            ready = merge.add(decode_position(first), pickle.loads(payload))
+            if ready:  # what no chunk from here on can precede
+                session.process(ready)
                 yield from self.flush_rows(tasks)
-            pool.extend(pickle.loads(payload))
-        pool.sort(key=_by_position_and_channel)
-        session.process(pool)
-        pool.clear()
+        session.process(merge.drain())
         session.finish()
         session.close()
         yield self.rows(tasks, session.rounds)
