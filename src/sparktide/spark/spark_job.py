@@ -30,6 +30,8 @@ from sparktide.runtime.execution.protocol import (
     Shipment,
     decode_position,
     encode_position,
+    pack_entries,
+    unpack_entries,
 )
 from sparktide.runtime.execution.tasks import JobTasks
 from sparktide.runtime.mailbox import Mailbox
@@ -62,6 +64,10 @@ _Shipped = TypeVar("_Shipped", bound="tuple[object, ...]")  # an entry, record o
 
 
 _by_position_and_channel = itemgetter(0, 1)  # a stage's input order
+
+
+def _pickled(chunk: list[_Shipped]) -> bytes:
+    return pickle.dumps(chunk, 5)
 
 
 def _first_position(chunk: list[_Shipped]) -> Position:
@@ -162,7 +168,13 @@ class SparkJob:
 
         columns: tuple[list[object], ...] = ([], [], [], [], [])
 
-        def add(stage: int, target: int, pkey: int, items: list[_Shipped]) -> None:
+        def add(
+            stage: int,
+            target: int,
+            pkey: int,
+            items: list[_Shipped],
+            pack: Callable[[list[_Shipped]], bytes] = _pickled,
+        ) -> None:
             for i in range(0, len(items), self.chunk):
                 chunk = items[i : i + self.chunk]
                 for column, value in zip(
@@ -172,7 +184,7 @@ class SparkJob:
                         target,
                         pkey,
                         encode_position(_first_position(chunk)),
-                        pickle.dumps(chunk, 5),
+                        pack(chunk),
                     ),
                     strict=True,
                 ):
@@ -185,7 +197,7 @@ class SparkJob:
                 # timers fire in time order, not key group order: one sort of an almost
                 # ordered list (linear), so the task's chunks form one run in position order
                 entries.sort(key=_by_position_and_channel)
-                add(stage.index, target, keys[target], entries)
+                add(stage.index, target, keys[target], entries, pack_entries)
         for op in tasks.operators:
             if isinstance(op, CollectSinkOperator) and isinstance(op._sink, RecordCollector):
                 add(Shipment.COLLECTED.value, op._sink.node_id, 0, op._sink.out)
@@ -322,7 +334,7 @@ class SparkJob:
                 clock.shutdown()
                 yield self.failure_rows(stage_index, *failed)
                 return
-            ready = merge.add(decode_position(first), pickle.loads(payload))
+            ready = merge.add(decode_position(first), unpack_entries(payload))
             if ready:  # what no chunk from here on can precede
                 session.process(ready)
                 yield from self.flush_rows(tasks)

@@ -33,6 +33,7 @@ from sparktide.runtime.execution.protocol import (
     SourceTagger,
     decode_position,
     encode_position,
+    unpack_entries,
 )
 from sparktide.runtime.execution.tasks import JobTasks, SplitDriver, SubtaskTask
 from sparktide.runtime.operator_identity import operator_identities
@@ -374,7 +375,7 @@ class StreamingJob:
         session.advance_clock(self.now, self.version)
         merge = RunMerge(self.base.flush)
         for first, payload in rows:
-            ready = merge.add(decode_position(first), pickle.loads(payload))
+            ready = merge.add(decode_position(first), unpack_entries(payload))
             if ready:  # what no chunk from here on can precede, as the bounded runners order it
                 session.process(ready)
                 yield from self.base.flush_rows(tasks)
