@@ -48,6 +48,7 @@ from sparktide.runtime.execution.protocol import (
     FIRST_STAGE,
     Position,
     Shipment,
+    unpack_collected,
 )
 from sparktide.runtime.execution.tasks import SUMMED_METRICS, JobTasks
 from sparktide.runtime.graph import JobGraph
@@ -293,7 +294,7 @@ class SparkExecutor:
                 node = by_id[row["target"]]
                 if node.collected is None:
                     raise RuntimeError(f"records came back for {node}, which is no collect sink")
-                node.collected.extend(pickle.loads(row["payload"]))
+                node.collected.extend(unpack_collected(row["payload"]))
         printed.sort(key=_position)
         out = sys.stdout
         for _, line in printed:

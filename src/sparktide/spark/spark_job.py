@@ -30,6 +30,7 @@ from sparktide.runtime.execution.protocol import (
     Shipment,
     decode_position,
     encode_position,
+    pack_collected,
     pack_entries,
     unpack_entries,
 )
@@ -162,8 +163,10 @@ class SparkJob:
 
     def rows(self, tasks: JobTasks, rounds: int, final: bool = True) -> pa.RecordBatch:
         """The task's output as Arrow rows: its exchange entries for each (stage, subtask), its
-        collected records and printed lines, in chunks of at most ``CHUNK`` items (a pickled
-        list of ``(position, ...)`` tuples, each chunk in position order), and its metrics."""
+        collected records and printed lines, in chunks of at most ``CHUNK`` items, each chunk in
+        position order (entries: :func:`pack_entries`, collected records:
+        :func:`pack_collected`, printed lines: a pickled list of ``(position, line)``), and its
+        metrics."""
         import pyarrow as pa
 
         columns: tuple[list[object], ...] = ([], [], [], [], [])
@@ -200,7 +203,7 @@ class SparkJob:
                 add(stage.index, target, keys[target], entries, pack_entries)
         for op in tasks.operators:
             if isinstance(op, CollectSinkOperator) and isinstance(op._sink, RecordCollector):
-                add(Shipment.COLLECTED.value, op._sink.node_id, 0, op._sink.out)
+                add(Shipment.COLLECTED.value, op._sink.node_id, 0, op._sink.out, pack_collected)  # type: ignore[arg-type]
             elif isinstance(op, PrintSinkOperator) and op.shipped:
                 add(Shipment.PRINTED.value, 0, 0, op.shipped)
         if final:

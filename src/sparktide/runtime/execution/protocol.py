@@ -62,6 +62,7 @@ __all__ = [
     "NO_KEY",
     "PAD",
     "START",
+    "Collected",
     "Cursor",
     "CursorKey",
     "Element",
@@ -73,14 +74,17 @@ __all__ = [
     "Shipment",
     "SourceTagger",
     "barrier",
+    "collected_values",
     "decode_position",
     "encode_position",
     "end_of_input",
     "extend",
+    "pack_collected",
     "pack_entries",
     "padded",
     "round_of",
     "source_position",
+    "unpack_collected",
     "unpack_entries",
 ]
 
@@ -283,6 +287,41 @@ def unpack_entries(payload: bytes) -> list[Entry]:
             ),
         )
     )
+
+
+Collected: TypeAlias = tuple[Position, StreamRecord]
+"""``(position, record)``: what a collect sink holds for the runner."""
+
+
+def pack_collected(items: list[Collected]) -> bytes:
+    """A chunk of collected records as bytes, by columns (positions, values, timestamps).
+
+    >>> chunk = [((0, 1), StreamRecord("a", 5)), ((0, 2), StreamRecord(("b", 1), None))]
+    >>> unpack_collected(pack_collected(chunk)) == chunk
+    True
+    >>> collected_values(pack_collected(chunk))
+    ([(0, 1), (0, 2)], ['a', ('b', 1)])
+    """
+    return pickle.dumps(
+        (
+            [position for position, _ in items],
+            [record.value for _, record in items],
+            [record.timestamp for _, record in items],
+        ),
+        5,
+    )
+
+
+def collected_values(payload: bytes) -> tuple[list[Position], list[object]]:
+    """The positions and values of a chunk made by :func:`pack_collected` (no record objects)."""
+    positions, values, _ = pickle.loads(payload)
+    return positions, values
+
+
+def unpack_collected(payload: bytes) -> list[Collected]:
+    """The ``(position, record)`` items of a chunk made by :func:`pack_collected`."""
+    positions, values, stamps = pickle.loads(payload)
+    return list(zip(positions, map(StreamRecord, values, stamps), strict=True))
 
 
 # ------------------------------------------------------------------ the per-record builders
