@@ -352,12 +352,10 @@ class SparkJob:
         def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             def rows() -> Iterator[tuple[int, bytes, bytes]]:
                 for batch in batches:
-                    yield from zip(
-                        batch.column("target").to_pylist(),
-                        batch.column("position").to_pylist(),
-                        batch.column("payload").to_pylist(),
-                        strict=True,
-                    )
+                    targets = batch.column("target").to_pylist()
+                    positions, payloads = batch.column("position"), batch.column("payload")
+                    for i, target in enumerate(targets):  # one chunk's bytes at a time
+                        yield target, positions[i].as_py(), payloads[i].as_py()
 
             for target, group in groupby(rows(), key=itemgetter(0)):
                 yield from self.run_subtask(stage_index, target, (row[1:] for row in group))

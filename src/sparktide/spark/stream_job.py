@@ -400,12 +400,10 @@ class StreamingJob:
 def _rows(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, bytes, bytes]]:
     """``(target, first position, payload)`` of each input row, one Arrow batch at a time."""
     for batch in batches:
-        yield from zip(
-            batch.column("target").to_pylist(),
-            batch.column("position").to_pylist(),
-            batch.column("payload").to_pylist(),
-            strict=True,
-        )
+        targets, positions = batch.column("target").to_pylist(), batch.column("position")
+        payloads = batch.column("payload")
+        for i, target in enumerate(targets):  # one chunk's bytes at a time: bounded memory
+            yield target, positions[i].as_py(), payloads[i].as_py()
 
 
 def _tail(rows: Iterable[tuple[int, bytes, bytes]]) -> Iterator[tuple[bytes, bytes]]:
