@@ -100,3 +100,37 @@ def test_merge_runs_equals_sorting(seed: int, runs: int) -> None:
 def test_budget_must_be_a_positive_int(budget: object) -> None:
     with pytest.raises(ValueError, match="budget must be an int >= 1"):
         RunMerge(budget)  # type: ignore[arg-type]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    seed=st.integers(0, 10**6),
+    n=st.integers(0, 40),
+    marks=st.booleans(),
+    same_channel=st.booleans(),
+)
+def test_packed_chunks_give_back_the_entries(
+    seed: int, n: int, marks: bool, same_channel: bool
+) -> None:
+    from sparktide.runtime.elements import StreamRecord, Watermark
+    from sparktide.runtime.execution.protocol import (
+        pack_collected,
+        pack_entries,
+        unpack_collected,
+        unpack_entries,
+    )
+
+    rng = random.Random(seed)
+    entries = []
+    for i in range(n):
+        element: object
+        if marks and rng.random() < 0.3:
+            element = Watermark(rng.randrange(100))
+        else:
+            value = rng.choice([("k", i), i, None, {"a": [i]}, f"v{i}"])
+            element = StreamRecord(value, rng.choice([None, rng.randrange(-5, 10**13)]))
+        channel = 0 if same_channel else rng.randrange(3)
+        entries.append(((0, 0, 1, i, 0), channel, rng.randrange(1, 3), element, i % 4, i % 7))
+    assert unpack_entries(pack_entries(entries)) == entries
+    collected = [(e[0], e[3]) for e in entries if isinstance(e[3], StreamRecord)]
+    assert unpack_collected(pack_collected(collected)) == collected
