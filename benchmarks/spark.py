@@ -296,12 +296,14 @@ def builtin_frame(
 
 
 class WorkerRss:
-    """The peak resident set (MB) of the Python workers of Spark that worked while inside: a
-    thread samples ``/proc`` every 20 ms; a worker counts once its CPU time grew (idle workers
-    kept from earlier runs do not). Linux only, else ``None``."""
+    """The peak resident set (MB) of this run's Python workers of Spark (descendants of this
+    process, through its JVM) that worked while inside: a thread samples ``/proc`` every 20 ms;
+    a worker counts once its CPU time grew (idle workers kept from earlier runs do not). Linux
+    only, else ``None``."""
 
     def __init__(self) -> None:
         self._seen: dict[str, tuple[int, int, int]] = {}  # pid -> (first cpu, cpu, peak kB)
+        self._ours: dict[str, bool] = {}  # pid -> whether it descends from this process
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
@@ -331,6 +333,8 @@ class WorkerRss:
             cmdline = (entry / "cmdline").read_bytes()
             if b"pyspark.daemon" not in cmdline and b"pyspark.worker" not in cmdline:
                 return
+            if not self._descends(entry.name):
+                return
             stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
             cpu = int(stat[11]) + int(stat[12])  # utime + stime (fields 14 and 15)
             rss = 0
@@ -341,6 +345,22 @@ class WorkerRss:
             return
         first, _, peak = self._seen.get(entry.name, (cpu, cpu, 0))
         self._seen[entry.name] = (first, cpu, max(peak, rss))
+
+    def _descends(self, pid: str) -> bool:
+        """Whether process ``pid`` descends from this one (not another program's Spark)."""
+        known = self._ours.get(pid)
+        if known is None:
+            me, chain, current = str(os.getpid()), [], pid
+            known = False
+            while current not in ("0", "1") and len(chain) < 64:
+                chain.append(current)
+                stat = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+                current = stat[1]  # the parent's pid (field 4)
+                if current == me:
+                    known = True
+                    break
+            self._ours[pid] = known
+        return known
 
 
 def timed_rss(build: Callable[[], Any], repeat: int) -> tuple[float | str, float | None]:
