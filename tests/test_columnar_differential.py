@@ -159,7 +159,7 @@ def outputs(df: Any, job: Job, on: bool) -> tuple[list[Any], list[Any] | None, d
 
 
 @settings(
-    max_examples=20,
+    max_examples=12,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
