@@ -330,7 +330,7 @@ def _hashes_uncached(key: object) -> tuple[int, int]:
 
 # (key hash, murmur hash) per key. typed=True keeps 1, 1.0 and True apart in the cache (their
 # results are equal anyway) so that a cached entry always comes from a key of the same type.
-_hashes_cached = lru_cache(maxsize=1 << 16, typed=True)(_hashes_uncached)
+_hashes_cached = lru_cache(maxsize=1 << 18, typed=True)(_hashes_uncached)
 
 
 def _hashes(key: object) -> tuple[int, int]:
