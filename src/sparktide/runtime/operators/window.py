@@ -189,6 +189,12 @@ class WindowOperator(AbstractStreamOperator):
             and self._event_time
             and not self.allowed_lateness
         )
+        # EventTimeTrigger.on_element (compare with the watermark, else register the timer at
+        # max_timestamp) is run inline by process_keyed_element: the same timers in the same
+        # order, without three calls per window
+        self._inline_event_time_trigger = (
+            type(self.trigger) is EventTimeTrigger and not self._merging
+        )
         if self._merging:
             # the contents merge (checked above), the assigner has merge_windows and the
             # window -> state window mapping is kept in a map state
@@ -227,8 +233,12 @@ class WindowOperator(AbstractStreamOperator):
             set_ns, add = self._set_ns, self._add
             ctx = self._trigger_ctx
             on_element = self._on_element
-            register = self._timers.register_event_time_timer
+            timers = self._timers
+            register = timers.register_event_time_timer
             cleanup_registered = self._trigger_registers_cleanup
+            inline_trigger = self._inline_event_time_trigger
+            add_timer = timers.event_time_timers().add
+            keys = timers.key_context
             for window in windows:
                 max_ts = window.max_timestamp()
                 if event_time:
@@ -241,7 +251,15 @@ class WindowOperator(AbstractStreamOperator):
                 set_ns(window)
                 add(item)
                 ctx.window = window
-                result = on_element(value, ts, window, ctx)
+                if inline_trigger and type(max_ts) is int:
+                    # EventTimeTrigger.on_element(value, ts, window, ctx), inlined
+                    if max_ts <= timers._current_watermark:
+                        result = _FIRE
+                    else:
+                        add_timer(max_ts, keys.current_key, window, keys.current_key_group)
+                        result = _CONTINUE
+                else:
+                    result = on_element(value, ts, window, ctx)
                 if result is _CONTINUE:
                     if cleanup_registered:
                         continue
