@@ -151,6 +151,7 @@ class WindowOperator(AbstractStreamOperator):
         self.num_late_records_dropped = 0
         self.num_late_records_side_output = 0
         """Records dropped as late (no late side output set): Flink's metric."""
+        self._inline_event_time_trigger = False  # decided by open()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -350,7 +351,32 @@ class WindowOperator(AbstractStreamOperator):
     # ------------------------------------------------------------------ timers
 
     def on_event_time(self, timestamp: int, key: object, namespace: Window) -> None:
-        self._on_timer(timestamp, namespace, True)
+        if self._inline_event_time_trigger:
+            self._on_event_timer_inline(timestamp, namespace)
+        else:
+            self._on_timer(timestamp, namespace, True)
+
+    def _on_event_timer_inline(self, timestamp: int, window: Window) -> None:
+        """:meth:`_on_timer` of an event-time timer with ``EventTimeTrigger`` (not merging),
+        its ``on_event_time`` and ``clear`` inlined: the same steps in the same order."""
+        max_ts = window.max_timestamp()
+        if type(max_ts) is not int:  # a custom window: the trigger's own checks
+            self._on_timer(timestamp, window, True)
+            return
+        self._trigger_ctx.window = window
+        self._set_ns(window)
+        # EventTimeTrigger.on_event_time: FIRE at the window's end, else CONTINUE
+        if timestamp == max_ts:
+            self._act(_FIRE, window, "on_event_time")
+        if self._event_time and min(max_ts + self.allowed_lateness, MAX_TIMESTAMP) == timestamp:
+            # cleanup_time(window) == timestamp: _clear_all_state(window, None), with
+            # EventTimeTrigger.clear inlined
+            self._clear()
+            self._trigger_ctx.window = window
+            self._timers.delete_event_time_timer(window, max_ts)
+            pctx = self._process_ctx
+            pctx.current_window = window
+            self.function.clear(window, pctx)
 
     def on_processing_time(self, timestamp: int, key: object, namespace: Window) -> None:
         self._on_timer(timestamp, namespace, False)
