@@ -28,6 +28,7 @@ from sparktide.datastream.functions import (
     ProcessFunction,
 )
 from sparktide.datastream.output_tag import OutputTag
+from sparktide.runtime.columnar.spec import FieldKey
 from sparktide.runtime.graph import Edge, Node, copy_function
 from sparktide.runtime.operators.co_process import (
     CoFlatMapOperator,
@@ -46,6 +47,7 @@ from sparktide.runtime.operators.simple import (
     as_callable,
 )
 from sparktide.runtime.operators.timestamps import TimestampsAndWatermarksOperator
+from sparktide.runtime.operators.window_aggregates import field_type
 
 if TYPE_CHECKING:
     from sparktide.datastream.environment import StreamExecutionEnvironment
@@ -57,6 +59,19 @@ __all__ = ["ConnectedStreams", "DataStream", "DataStreamSink", "KeyedStream"]
 
 def _key_selector(key_selector: Any) -> Callable[[Any], Any]:
     return as_callable(key_selector, "get_key", "key_selector")
+
+
+def _keyed_stream(stream: DataStream, key_selector: Any, key_type: Any) -> KeyedStream:
+    """``stream`` keyed by ``key_selector``: a field (int position or str name, read as a
+    column by runners that can) or a function; a field's key type comes from the stream's
+    Row/Tuple type unless ``key_type`` is given."""
+    if isinstance(key_selector, (int, str)):  # bool too: FieldKey rejects it
+        key_selector = FieldKey(key_selector)
+    if isinstance(key_selector, FieldKey):
+        where = f"key_by({key_selector.field!r})"
+        of_field = field_type(stream.get_type(), key_selector.field, where)
+        return KeyedStream(stream, key_selector, key_type if key_type is not None else of_field)
+    return KeyedStream(stream, _key_selector(key_selector), key_type)
 
 
 def _check_function(function: Any, cls: type, methods: tuple[str, ...], what: str) -> None:
@@ -227,8 +242,26 @@ class DataStream:
         return DataStream(self._env, node)
 
     def key_by(self, key_selector: Any, key_type: Any = None) -> KeyedStream:
-        """Partition by key: records with equal keys go to the same subtask, with shared state."""
-        return KeyedStream(self, _key_selector(key_selector), key_type)
+        """Partition by key: records with equal keys go to the same subtask, with shared state.
+
+        ``key_selector`` is a KeySelector or a function of the record, or a field: an int
+        position (tuple, list, Row) or a str Row field name. A field is declarative: runners
+        that can read it as a column do (built-in window aggregates then run on arrays), and
+        on a stream typed as a Row or Tuple its key type is the field's type.
+
+        >>> from sparktide.common.typeinfo import Types
+        >>> from sparktide.datastream import StreamExecutionEnvironment
+        >>> env = StreamExecutionEnvironment.get_execution_environment(runtime="local")
+        >>> ds = env.from_collection([("a", 1), ("b", 2), ("a", 3)],
+        ...                          type_info=Types.TUPLE([Types.STRING(), Types.INT()]))
+        >>> sorted(ds.key_by(0).sum(1).execute_and_collect())
+        [('a', 1), ('a', 4), ('b', 2)]
+        >>> ds.key_by(2)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: key_by(2): position 2 is out of range for the stream's type ...
+        """
+        return _keyed_stream(self, key_selector, key_type)
 
     def process(self, func: ProcessFunction, output_type: Any = None) -> DataStream:
         """Run a ProcessFunction on every element (timers need ``key_by`` first)."""
@@ -578,7 +611,7 @@ class KeyedStream(DataStream):
         return self.reduce(FieldAggregator(position_to_max_by, "max_by", in_place=True))
 
     def key_by(self, key_selector: Any, key_type: Any = None) -> KeyedStream:
-        return KeyedStream(self._origin, _key_selector(key_selector), key_type)
+        return _keyed_stream(self._origin, key_selector, key_type)
 
     def window(self, window_assigner: Any) -> WindowedStream:
         """Split each key's elements into windows of ``window_assigner`` (a WindowAssigner such

@@ -2,9 +2,13 @@
 (``window_all(...)``) with PyFlink's names, plus Flink's evictors.
 
 A windowed stream is only a description: calling ``reduce``, ``aggregate``, ``apply``,
-``process`` or ``sum``/``min``/``max``/``min_by``/``max_by`` adds one window operator to the job
-graph. Every parallel instance gets its own copy of the assigner, trigger, evictor and
-functions. ``window_all`` windows a non-keyed stream: all elements go to one key on one subtask.
+``process``, the built-in ``count()``/``agg(...)`` or ``sum``/``min``/``max``/``min_by``/
+``max_by`` adds one window operator to the job graph. The built-ins also record what they
+compute (``node.window_aggregate``) when the key is a field (``key_by("user")``), the windows
+are tumbling or sliding in event time, the trigger is the default and there is no evictor: a
+runner may then run them on columns, with the same output. Every parallel instance gets its
+own copy of the assigner, trigger, evictor and functions. ``window_all`` windows a non-keyed
+stream: all elements go to one key on one subtask.
 
 >>> from sparktide.common import WatermarkStrategy
 >>> from sparktide.datastream import StreamExecutionEnvironment
@@ -24,13 +28,21 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sparktide.common.time import to_millis
+from sparktide.core.window.aggregates import Agg, NamedAggregate, check_field, named_aggregates
 from sparktide.datastream import data_stream as streams  # it imports this module
-from sparktide.datastream.aggregations import FieldAggregator
 from sparktide.datastream.output_tag import OutputTag
 from sparktide.datastream.window.evictors import CountEvictor
 from sparktide.datastream.window.global_windows import GlobalWindows
 from sparktide.datastream.window.triggers import CountTrigger, PurgingTrigger
+from sparktide.runtime.columnar.spec import FieldAggregate, OutputForm
 from sparktide.runtime.graph import copy_function
+from sparktide.runtime.operators.window_aggregates import (
+    aggregate_spec,
+    build_window_aggregate,
+    field_type,
+    general_operator,
+    named_row_type,
+)
 from sparktide.runtime.operators.window_builder import (
     WindowOperatorBuilder,
     check_aggregate_function,
@@ -161,25 +173,128 @@ class WindowedStream:
         """Evaluate each window with a ProcessWindowFunction over all its elements."""
         return self._result("process", (process_window_function,), output_type)
 
+    def _builtin(
+        self,
+        form: OutputForm,
+        field_aggregate: FieldAggregate | None,
+        aggregates: tuple[NamedAggregate, ...],
+        output_type: Any,
+        coerce: bool,
+    ) -> DataStream:
+        """A built-in aggregate: the general operator (built in one place,
+        :func:`build_window_aggregate`), and the spec when a runner may run it on columns."""
+        keyed = self._keyed_stream
+        spec = aggregate_spec(
+            self._builder, keyed._key_selector, form, field_aggregate, aggregates, output_type
+        )
+        if spec is not None:
+
+            def factory() -> Any:
+                return general_operator(spec)
+        else:
+            frozen = copy_function(self._builder)
+
+            def factory() -> Any:
+                return build_window_aggregate(
+                    copy_function(frozen), form, field_aggregate, aggregates
+                )
+
+        factory()  # validate now, build per instance later
+        name = f"{self._kind}({type(self._builder.assigner).__name__})"
+        node = keyed._keyed(name, factory, output_type, coerce)
+        node.window_aggregate = spec
+        return self._finish(streams.DataStream(keyed.get_execution_environment(), node))
+
+    def _field_aggregate(self, kind: str, field: Any, parameter: str) -> DataStream:
+        check_field(field, parameter)
+        field_type(self.get_input_type(), field, f"{kind}({field!r})")
+        aggregate = FieldAggregate(kind, field)
+        return self._builtin(OutputForm.FLINK_RECORD, aggregate, (), self.get_input_type(), False)
+
+    def count(self) -> DataStream:
+        """Per key and window, ``Row(key, window_start, window_end, count)``: the number of
+        records, typed ``Types.ROW_NAMED(["key", "window_start", "window_end", "count"],
+        [key type, LONG, LONG, LONG])`` (window bounds in epoch ms, ``window_end`` exclusive
+        as :attr:`TimeWindow.end`; None for windows without bounds, such as count windows).
+        The key type is the key field's type (``key_by("field")`` on a Row or Tuple stream),
+        ``key_by``'s ``key_type``, else ``PICKLED_BYTE_ARRAY``.
+
+        >>> from sparktide.common import WatermarkStrategy
+        >>> from sparktide.common.types import Row
+        >>> from sparktide.datastream import StreamExecutionEnvironment
+        >>> from sparktide.datastream.window import TumblingEventTimeWindows
+        >>> env = StreamExecutionEnvironment.get_execution_environment(runtime="local")
+        >>> ds = env.from_collection([Row(user="a", ts=3), Row(user="b", ts=5),
+        ...                           Row(user="a", ts=12), Row(user="a", ts=14)])
+        >>> ds = ds.assign_timestamps_and_watermarks(
+        ...     WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(
+        ...         lambda v, ts: v.ts))
+        >>> counts = ds.key_by("user").window(TumblingEventTimeWindows.of(10)).count()
+        >>> for row in sorted(counts.execute_and_collect(), key=lambda r: (r[1], r[0])):
+        ...     print(row)
+        Row(key='a', window_start=0, window_end=10, count=1)
+        Row(key='b', window_start=0, window_end=10, count=1)
+        Row(key='a', window_start=10, window_end=20, count=2)
+        """
+        return self.agg(count=Agg.count())
+
+    def agg(self, **aggregates: Any) -> DataStream:
+        """Several built-in aggregates at once, each named: per key and window,
+        ``Row(key, window_start, window_end, <one field per aggregate>)``, typed ``ROW_NAMED``
+        (count LONG, avg DOUBLE, sum/min/max the field's type, integer fields LONG).
+
+        Aggregates come from :class:`~sparktide.datastream.window.Agg`: ``count()``,
+        ``sum(field)``, ``min(field)``, ``max(field)``, ``avg(field)``. Nulls are ignored as in
+        SQL: ``count`` counts records, the others skip ``None`` and give ``None`` when the
+        window has no other value. Names must be identifiers other than ``key``,
+        ``window_start`` and ``window_end``.
+
+        >>> from sparktide.common import WatermarkStrategy
+        >>> from sparktide.common.typeinfo import Types
+        >>> from sparktide.datastream import StreamExecutionEnvironment
+        >>> from sparktide.datastream.window import Agg, TumblingEventTimeWindows
+        >>> env = StreamExecutionEnvironment.get_execution_environment(runtime="local")
+        >>> ds = env.from_collection(
+        ...     [("JFK", 3, 1000), ("JFK", None, 2000), ("LGA", 7, 3000), ("JFK", 5, 4000)],
+        ...     type_info=Types.ROW_NAMED(["airport", "delay", "ts"],
+        ...                               [Types.STRING(), Types.INT(), Types.LONG()]))
+        >>> ds = ds.assign_timestamps_and_watermarks(
+        ...     WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(
+        ...         lambda v, ts: v.ts))
+        >>> result = ds.key_by("airport").window(TumblingEventTimeWindows.of(60_000)).agg(
+        ...     n=Agg.count(), total=Agg.sum("delay"), hi=Agg.max("delay"),
+        ...     mean=Agg.avg("delay"))
+        >>> result.get_type().get_field_types()
+        [String, Long, Long, Long, Long, Long, Double]
+        >>> for row in sorted(result.execute_and_collect(), key=lambda r: r.key):
+        ...     print(row)
+        Row(key='JFK', window_start=0, window_end=60000, n=3, total=8, hi=5, mean=4.0)
+        Row(key='LGA', window_start=0, window_end=60000, n=1, total=7, hi=7, mean=7.0)
+        """
+        named = named_aggregates(aggregates)
+        key_type = self._keyed_stream._key_type if self._keyed else None
+        output_type = named_row_type(named, key_type, self.get_input_type())
+        return self._builtin(OutputForm.NAMED_ROW, None, named, output_type, True)
+
     def sum(self, position_to_sum: int | str = 0) -> DataStream:
         """Per window, the element with field ``position_to_sum`` summed."""
-        return self.reduce(FieldAggregator(position_to_sum, "sum"))
+        return self._field_aggregate("sum", position_to_sum, "position_to_sum")
 
     def min(self, position_to_min: int | str = 0) -> DataStream:
         """Per window, the first element with field ``position_to_min`` replaced by the minimum."""
-        return self.reduce(FieldAggregator(position_to_min, "min"))
+        return self._field_aggregate("min", position_to_min, "position_to_min")
 
     def max(self, position_to_max: int | str = 0) -> DataStream:
         """Per window, the first element with field ``position_to_max`` replaced by the maximum."""
-        return self.reduce(FieldAggregator(position_to_max, "max"))
+        return self._field_aggregate("max", position_to_max, "position_to_max")
 
     def min_by(self, position_to_min_by: int | str = 0) -> DataStream:
         """Per window, the (first) element with the smallest field ``position_to_min_by``."""
-        return self.reduce(FieldAggregator(position_to_min_by, "min_by"))
+        return self._field_aggregate("min_by", position_to_min_by, "position_to_min_by")
 
     def max_by(self, position_to_max_by: int | str = 0) -> DataStream:
         """Per window, the (first) element with the largest field ``position_to_max_by``."""
-        return self.reduce(FieldAggregator(position_to_max_by, "max_by"))
+        return self._field_aggregate("max_by", position_to_max_by, "position_to_max_by")
 
 
 class AllWindowedStream(WindowedStream):

@@ -320,6 +320,9 @@ class SlidingEventTimeWindows(_EventTimeAssigner, WindowAssigner[Any, TimeWindow
     def get_slide(self) -> int:
         return self._slide
 
+    def get_offset(self) -> int:
+        return self._offset
+
     def __repr__(self) -> str:
         return (
             f"{type(self).__name__}(size={self._size}, slide={self._slide}, offset={self._offset})"

@@ -1,11 +1,13 @@
 """Windows with PyFlink's names (``pyflink.datastream.window`` → ``sparktide.datastream.window``):
-windows, assigners, triggers, evictors and window functions.
+windows, assigners, triggers, evictors and window functions, plus :class:`Agg`, the built-in
+aggregates of ``WindowedStream.agg(...)``.
 
 >>> from sparktide.datastream.window import TumblingEventTimeWindows, TimeWindow
 >>> TumblingEventTimeWindows.of(10).assign_windows("x", 23, None)
 (TimeWindow(start=20, end=30),)
 """
 
+from sparktide.core.window.aggregates import Agg
 from sparktide.core.window.assigners import (
     DynamicEventTimeSessionWindows,
     DynamicProcessingTimeSessionWindows,
@@ -53,6 +55,7 @@ from sparktide.core.window.triggers import (
 from sparktide.core.window.windows import CountWindow, GlobalWindow, TimeWindow, Window
 
 __all__ = [
+    "Agg",
     "AllWindowFunction",
     "ContinuousEventTimeTrigger",
     "ContinuousProcessingTimeTrigger",

@@ -25,6 +25,13 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
+from sparktide.core.window.aggregates import (
+    AggregateKind,
+    NamedAggregate,
+    check_field,
+    read_field,
+)
+
 if TYPE_CHECKING:
     from sparktide.common.typeinfo_base import TypeInformation
     from sparktide.core.output_tag import OutputTag
@@ -42,34 +49,25 @@ __all__ = [
 @dataclass(frozen=True)
 class FieldKey:
     """A key selector that reads one field: a position (tuple, list, Row) or a Row field
-    name. Unlike a lambda, a runner can read it as a column."""
+    name. Unlike a lambda, a runner can read it as a column. On a plain value (not a tuple,
+    list or Row) field 0 is the value itself, as for ``sum(0)``.
+
+    >>> FieldKey("user").get_key(("a", 1))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: key_by('user') cannot read field 'user' of tuple ('a', 1): a tuple has ...
+    """
 
     field: int | str
 
+    def __post_init__(self) -> None:
+        check_field(self.field, "key_by's field")
+
     def get_key(self, value: object) -> object:
-        return value[self.field]  # type: ignore[index]
+        return read_field(value, self.field, f"key_by({self.field!r})")
 
     def __call__(self, value: object) -> object:
         return self.get_key(value)
-
-
-class AggregateKind(Enum):
-    """One named aggregate over a column (``count`` takes no column)."""
-
-    COUNT = "count"
-    SUM = "sum"
-    MIN = "min"
-    MAX = "max"
-    AVG = "avg"
-
-
-@dataclass(frozen=True)
-class NamedAggregate:
-    """``kind`` over ``field`` (``None`` for ``COUNT``), emitted as the output field ``name``."""
-
-    kind: AggregateKind
-    field: int | str | None
-    name: str
 
 
 class OutputForm(Enum):
@@ -98,7 +96,20 @@ class WindowAggregateSpec:
     ``size_ms``/``slide_ms``/``offset_ms`` are the assigner's (tumbling: ``slide_ms ==
     size_ms``). ``form`` says which of ``field_aggregate`` (``FLINK_RECORD``) or
     ``aggregates`` (``NAMED_ROW``) applies. ``late_tag``: the late-data side output, if any.
-    ``output_type``: the type of what the window emits (``ROW_NAMED`` for ``NAMED_ROW``)."""
+    ``output_type``: the type of what the window emits (``ROW_NAMED`` for ``NAMED_ROW``).
+    Builders make it (``WindowedStream``); a spec that contradicts itself is a ValueError.
+
+    >>> count = NamedAggregate(AggregateKind.COUNT, None, "count")
+    >>> spec = WindowAggregateSpec(FieldKey("user"), 3_600_000, 300_000, 0, 0, None,
+    ...                            OutputForm.NAMED_ROW, None, (count,), None)
+    >>> spec.sliding, spec.panes_per_window
+    (True, 12)
+    >>> WindowAggregateSpec(FieldKey(0), 10, 10, 0, 0, None, OutputForm.FLINK_RECORD, None,
+    ...                     (), None)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: a FLINK_RECORD spec needs a field_aggregate and no named aggregates, ...
+    """
 
     key: FieldKey
     size_ms: int
@@ -111,6 +122,42 @@ class WindowAggregateSpec:
     aggregates: tuple[NamedAggregate, ...]
     output_type: TypeInformation | None
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.key, FieldKey):
+            raise TypeError(f"key must be a FieldKey, got {type(self.key).__name__}")
+        for name in ("size_ms", "slide_ms"):
+            value = getattr(self, name)
+            if type(value) is not int or value <= 0:
+                raise ValueError(f"{name} must be an int > 0, got {value!r}")
+        if type(self.offset_ms) is not int or abs(self.offset_ms) >= self.slide_ms:
+            raise ValueError(
+                f"offset_ms must be an int with abs(offset_ms) < slide_ms ({self.slide_ms}), "
+                f"got {self.offset_ms!r}"
+            )
+        if type(self.allowed_lateness_ms) is not int or self.allowed_lateness_ms < 0:
+            raise ValueError(
+                f"allowed_lateness_ms must be an int >= 0, got {self.allowed_lateness_ms!r}"
+            )
+        if self.form is OutputForm.FLINK_RECORD:
+            if self.field_aggregate is None or self.aggregates:
+                raise ValueError(
+                    "a FLINK_RECORD spec needs a field_aggregate and no named aggregates, got "
+                    f"{self.field_aggregate!r} and {self.aggregates!r}"
+                )
+        elif self.field_aggregate is not None or not self.aggregates:
+            raise ValueError(
+                "a NAMED_ROW spec needs named aggregates and no field_aggregate, got "
+                f"{self.aggregates!r} and {self.field_aggregate!r}"
+            )
+
     @property
     def sliding(self) -> bool:
+        """Whether windows overlap or leave gaps (``slide_ms != size_ms``)."""
         return self.slide_ms != self.size_ms
+
+    @property
+    def panes_per_window(self) -> int:
+        """How many slides a window spans when the slide divides the size (Flink's panes:
+        pre-aggregate per slide, combine this many per window); 0 when it does not."""
+        whole, rest = divmod(self.size_ms, self.slide_ms)
+        return whole if rest == 0 else 0

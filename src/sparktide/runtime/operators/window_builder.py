@@ -226,6 +226,16 @@ class WindowOperatorBuilder:
         descriptor = AggregatingStateDescriptor(WINDOW_CONTENTS, aggregate_function, None)
         return self._build(descriptor, inner)
 
+    def aggregate_with(
+        self, aggregate_function: AggregateFunction, function: InternalWindowFunction
+    ) -> WindowOperator:
+        """Incremental aggregation whose single result goes to the internal ``function`` (the
+        built-in aggregates, :mod:`sparktide.runtime.operators.window_aggregates`)."""
+        if self.evictor is not None:
+            return self._build(None, AggregateThenFunction(aggregate_function, function))
+        descriptor = AggregatingStateDescriptor(WINDOW_CONTENTS, aggregate_function, None)
+        return self._build(descriptor, function)
+
     def apply(self, window_function: object) -> WindowOperator:
         """A (All)WindowFunction over all elements of the window."""
         if window_function is None:
