@@ -80,8 +80,6 @@ def test_mostly_ascending_timers_match_the_model(seed: int, steps: int, disorder
         if step % 16 == 0:
             q._check()
         assert _timer(q.peek()) == model.head()
-        head = model.head()
-        assert q.head_timestamp() == (None if head is None else head[0])
         assert len(q) == len(model.timers)
     q._check()
     for kg in RANGE:

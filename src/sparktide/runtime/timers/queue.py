@@ -188,14 +188,6 @@ class KeyGroupedTimerQueue(Generic[K, N]):
             return run[0]
         return heap[0] if heap else None
 
-    def head_timestamp(self) -> int | None:
-        """The timestamp of the head entry, or None when empty."""
-        heap, run = self._heap, self._run
-        if run:
-            ts = run[0][0]
-            return ts if not heap or ts < heap[0][0] else heap[0][0]
-        return heap[0][0] if heap else None
-
     def contains(self, timestamp: int, key: K, namespace: N, key_group: int) -> bool:
         idx = key_group - self._kg_start
         if idx < 0 or key_group > self._kg_end:
