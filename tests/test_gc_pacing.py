@@ -52,10 +52,10 @@ def test_disabled_thresholds_and_an_outer_freeze_are_left_alone() -> None:
             assert gc.get_threshold()[0] == 50_000
         gc.set_threshold(*threshold)
         gc.freeze()  # the program froze what it had: a job does not unfreeze it
-        frozen = gc.get_freeze_count()
+        assert gc.get_freeze_count() > 0
         with paced_collection():
             pass
-        assert gc.get_freeze_count() == frozen
+        assert gc.get_freeze_count() > 0  # unfreezing would have emptied it
     finally:
         gc.unfreeze()
         gc.set_threshold(*threshold)
