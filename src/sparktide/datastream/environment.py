@@ -52,6 +52,7 @@ class ExecutionConfig:
         self._simulated_clock: tuple[int, int | None] | None = None
         self._job_parameters: dict[str, str] = {}
         self._progress_listener: Any = None
+        self._task_buffer: int | None = None
 
     def set_auto_watermark_interval(self, interval: int) -> ExecutionConfig:
         """Periodic watermark interval in ms of processing time (0 disables; default 200)."""
@@ -76,6 +77,23 @@ class ExecutionConfig:
 
     def get_watermark_every(self) -> int | None:
         return self._watermark_every
+
+    def set_task_buffer(self, entries: int | None) -> ExecutionConfig:
+        """Bound what a task holds: a split reads, and a stage subtask (on Spark, also a
+        streaming micro-batch) processes and ships, at most about ``entries`` exchanged
+        entries at a time, whatever the round or batch size. ``None``: the runner's default
+        (65,536). Smaller uses less memory per worker and ships more, smaller chunks.
+
+        >>> ExecutionConfig().set_task_buffer(10_000).get_task_buffer()
+        10000
+        """
+        if entries is not None and (type(entries) is not int or entries < 1):
+            raise ValueError(f"entries must be an int >= 1 or None, got {entries!r}")
+        self._task_buffer = entries
+        return self
+
+    def get_task_buffer(self) -> int | None:
+        return self._task_buffer
 
     def use_simulated_processing_time(
         self, start: int = 0, advance_per_round: int | None = None

@@ -4,7 +4,11 @@ The rounds are :class:`~sparktide.runtime.execution.driver.RoundLoop`'s: every s
 split order, reads its share (all of it, or ``watermark_every`` records); then every split emits
 its periodic watermark (``MAX`` after its last record, which fires every pending event-time
 timer); then each exchange stage, in topological order, processes what reached it, subtask by
-subtask, in position order (:mod:`sparktide.runtime.execution.protocol`). This module is the
+subtask, in position order (:mod:`sparktide.runtime.execution.protocol`). A round without a
+limit is read in chunks (``ExecutionConfig.set_task_buffer``, default 65,536 records per split),
+and the stages process what reached them after each chunk: a round's reads come in position
+order, so nothing read later can precede it, and memory stays bounded by the chunk, not the
+round. This module is the
 transport: every task runs in this process and buffers move in memory. Since a key group always
 processes its elements in position order whatever subtask hosts it, the output is the same at
 any parallelism; collected results are returned in position order too.
@@ -19,6 +23,7 @@ import time
 from operator import itemgetter
 
 from sparktide.runtime.execution.driver import (
+    READ_CHUNK,
     JobEnvironment,
     RoundLoop,
     SimulatedTime,
@@ -83,8 +88,10 @@ class LocalExecutor:
                 sessions.append(SubtaskSession(task, self.simulated))
             self.subtasks[stage.index] = sessions
         every = self.config.get_watermark_every()
+        chunk = self.config.get_task_buffer() or READ_CHUNK
         self.splits = [
-            SplitSession(self.tasks.build_split(g), every) for g in range(self.tasks.num_splits)
+            SplitSession(self.tasks.build_split(g), every, chunk)
+            for g in range(self.tasks.num_splits)
         ]
 
     def run(self) -> dict[str, int]:
@@ -118,8 +125,10 @@ class LocalExecutor:
     def _run_rounds(self, subtasks: list[SubtaskSession]) -> None:
         loop = RoundLoop(self.splits, self.source_clock, self.simulated, subtasks)
         for step in loop.steps():
+            # every entry the stages hold precedes what the splits read next (a round reads in
+            # position order), so the stages take it now: memory stays bounded by the chunk
+            self._run_stages()
             if step is Step.ROUND:
-                self._run_stages()
                 flush_printed(self.tasks.operators)
         self.rounds = loop.rounds
 

@@ -11,8 +11,8 @@ from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from sparktide.runtime.execution.protocol import (
-    Position,
     Shipment,
+    collected_values,
 )
 from sparktide.spark.failures import (
     raise_first_failure,
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from sparktide.common.typeinfo import TypeInformation
-    from sparktide.runtime.elements import StreamRecord
 
 
 __all__ = ["FrameDecoder", "inferred_type"]
@@ -50,7 +49,6 @@ class _ShapeScanner:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
-        loads = pickle.loads
         shape: Shape | None = None
         error: str | None = None
         count = 0
@@ -62,8 +60,8 @@ class _ShapeScanner:
                     if stage == _FAILED:
                         failures.append(payload)
                         continue
-                    for _, record in loads(payload):
-                        shape = merge(shape, shape_of(record.value))
+                    for value in collected_values(payload)[1]:
+                        shape = merge(shape, shape_of(value))
                         count += 1
         except NotInferableError as exc:
             error = str(exc)
@@ -116,7 +114,6 @@ class FrameDecoder:
         self.ordered = ordered
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        loads = pickle.loads
 
         def payloads() -> Iterator[bytes]:
             for batch in batches:
@@ -126,10 +123,14 @@ class FrameDecoder:
                         raise_first_failure([(b"", payload)])
                     yield payload
 
-        chunks: Iterator[list[tuple[Position, StreamRecord]]] = (loads(p) for p in payloads())
+        chunks = (collected_values(p) for p in payloads())
         if self.ordered:
-            merged = [item for chunk in chunks for item in chunk]
+            merged = [
+                item for positions, values in chunks for item in zip(positions, values, strict=True)
+            ]
             merged.sort(key=_position)
-            chunks = (merged[i : i + CHUNK] for i in range(0, len(merged), CHUNK))
-        for chunk in chunks:
-            yield to_record_batch([record.value for _, record in chunk], self.type_info)
+            for i in range(0, len(merged), CHUNK):
+                yield to_record_batch([value for _, value in merged[i : i + CHUNK]], self.type_info)
+            return
+        for _, values in chunks:
+            yield to_record_batch(values, self.type_info)

@@ -48,6 +48,7 @@ from sparktide.runtime.execution.protocol import (
     FIRST_STAGE,
     Position,
     Shipment,
+    unpack_collected,
 )
 from sparktide.runtime.execution.tasks import SUMMED_METRICS, JobTasks
 from sparktide.runtime.graph import JobGraph
@@ -133,36 +134,45 @@ class SparkExecutor:
             self.config.get_simulated_processing_time(),
             {s.parallelism: placement_keys(s.parallelism) for s in plan.stages},
             self.chunk_items,
-            self.flush_items,
+            self.config.get_task_buffer() or self.flush_items,
         )
 
-    def _source_frames(self, job: SparkJob) -> list[DataFrame]:
+    def _source_frames(self, job: SparkJob, direct: bool = False) -> list[DataFrame]:
         """The source stage: DataFrame sources run on their own partitions, every other split
-        as one row of ``spark.range``."""
-        frames = []
+        as one row of ``spark.range``. ``direct``: the frames are read once, by one stage, and
+        never in a union (a lazy frame of a job with at most one exchange stage)."""
+        frames: list[tuple[DataFrame, int]] = []  # a frame and its splits (0: range splits)
         g = 0
         for node, n in zip(self.plan.sources, self.tasks.split_counts, strict=True):
             if isinstance(node.source, DataFrameSource):
                 prepared = node.source.prepared()
                 task = prepared.mapInArrow(job.frame_source_task(g, node.id), SPARK_SCHEMA)
-                # an exchange right above the task: it runs in the map stage of that exchange,
-                # whose task i reads partition i (in a union, task ids would be shifted)
-                frames.append(task.repartition(n))
+                frames.append((task, n))
             else:
                 job.range_splits.extend(range(g, g + n))
             g += n
         if job.range_splits:
             k = len(job.range_splits)
-            frames.insert(0, self.spark.range(0, k, 1, k).mapInArrow(job.source_task, SPARK_SCHEMA))
-        return frames
+            task = self.spark.range(0, k, 1, k).mapInArrow(job.source_task, SPARK_SCHEMA)
+            frames.insert(0, (task, 0))
+        if direct and len(frames) == 1 and len(self.plan.stages) <= 1:
+            # its task i reads partition i wherever it runs: no shuffle of the whole output
+            return [frames[0][0]]
+        # an exchange right above a DataFrame source's task: it runs in the map stage of that
+        # exchange, whose task i reads partition i (in a union, task ids would be shifted), and
+        # the frame is computed once however many stages' unions read it (the exchange is reused)
+        return [task.repartition(n) if n else task for task, n in frames]
 
-    def build(self, keep: Callable[[DataFrame], DataFrame] = lambda df: df) -> list[DataFrame]:
+    def build(
+        self, keep: Callable[[DataFrame], DataFrame] = lambda df: df, direct: bool = False
+    ) -> list[DataFrame]:
         """The job as lazy DataFrames of rows, one per source frame and per stage (``keep`` is
-        applied to each as it is built, e.g. ``persist``)."""
+        applied to each as it is built, e.g. ``persist``); ``direct``: the frames are read once,
+        by the stage after them (see :meth:`_source_frames`)."""
         from pyspark.sql import functions as F
 
         job = self.job()
-        produced = [keep(df) for df in self._source_frames(job)]
+        produced = [keep(df) for df in self._source_frames(job, direct)]
         self.origins: list[int] = [SOURCE_STAGE] * len(produced)
         for stage in self.plan.stages:
             inputs = [df.filter(F.col("stage") == stage.index) for df in produced]
@@ -231,7 +241,7 @@ class SparkExecutor:
         user reads it, so the session keeps coalescing of shuffle partitions off (each subtask
         keeps its own partition)."""
         self.spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")
-        produced = self.build()
+        produced = self.build(direct=type_info is not None)
         plan = self.plan
         origin = SOURCE_STAGE if node_id in plan.source_stage else plan.stage_of[node_id].index
         # only the frames of the sink's own stage: the lazy plan then computes every other
@@ -293,7 +303,7 @@ class SparkExecutor:
                 node = by_id[row["target"]]
                 if node.collected is None:
                     raise RuntimeError(f"records came back for {node}, which is no collect sink")
-                node.collected.extend(pickle.loads(row["payload"]))
+                node.collected.extend(unpack_collected(row["payload"]))
         printed.sort(key=_position)
         out = sys.stdout
         for _, line in printed:

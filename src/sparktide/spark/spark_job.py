@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import pickle
 import time
-from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from itertools import groupby
 from operator import itemgetter
@@ -24,13 +23,16 @@ from sparktide.runtime.execution.driver import (
     SplitSession,
     SubtaskSession,
 )
+from sparktide.runtime.execution.merge import RunMerge
 from sparktide.runtime.execution.planner import SOURCE_STAGE, Plan
 from sparktide.runtime.execution.protocol import (
-    Entry,
     Position,
     Shipment,
     decode_position,
     encode_position,
+    pack_collected,
+    pack_entries,
+    unpack_entries,
 )
 from sparktide.runtime.execution.tasks import JobTasks
 from sparktide.runtime.mailbox import Mailbox
@@ -62,15 +64,16 @@ FLUSH = 65536  # items a task holds before it ships them
 _Shipped = TypeVar("_Shipped", bound="tuple[object, ...]")  # an entry, record or line
 
 
-_position = itemgetter(0)  # of an entry, or of a collected record or printed line
+_by_position_and_channel = itemgetter(0, 1)  # a stage's input order
+
+
+def _pickled(chunk: list[_Shipped]) -> bytes:
+    return pickle.dumps(chunk, 5)
 
 
 def _first_position(chunk: list[_Shipped]) -> Position:
     """The position of a shipped chunk's first item (every item starts with its position)."""
     return cast("Position", chunk[0][0])
-
-
-_by_position_and_channel = itemgetter(0, 1)  # as the local runtime orders a stage's input
 
 
 def arrow_row_schema() -> pa.Schema:
@@ -160,13 +163,21 @@ class SparkJob:
 
     def rows(self, tasks: JobTasks, rounds: int, final: bool = True) -> pa.RecordBatch:
         """The task's output as Arrow rows: its exchange entries for each (stage, subtask), its
-        collected records and printed lines, in chunks of at most ``CHUNK`` items (a pickled
-        list of ``(position, ...)`` tuples, each chunk in position order), and its metrics."""
+        collected records and printed lines, in chunks of at most ``CHUNK`` items, each chunk in
+        position order (entries: :func:`pack_entries`, collected records:
+        :func:`pack_collected`, printed lines: a pickled list of ``(position, line)``), and its
+        metrics."""
         import pyarrow as pa
 
         columns: tuple[list[object], ...] = ([], [], [], [], [])
 
-        def add(stage: int, target: int, pkey: int, items: list[_Shipped]) -> None:
+        def add(
+            stage: int,
+            target: int,
+            pkey: int,
+            items: list[_Shipped],
+            pack: Callable[[list[_Shipped]], bytes] = _pickled,
+        ) -> None:
             for i in range(0, len(items), self.chunk):
                 chunk = items[i : i + self.chunk]
                 for column, value in zip(
@@ -176,7 +187,7 @@ class SparkJob:
                         target,
                         pkey,
                         encode_position(_first_position(chunk)),
-                        pickle.dumps(chunk, 5),
+                        pack(chunk),
                     ),
                     strict=True,
                 ):
@@ -186,10 +197,13 @@ class SparkJob:
         for stage in self.plan.stages:
             keys = self.placement[stage.parallelism]
             for target, entries in enumerate(tasks.buffers[stage.index]):
-                add(stage.index, target, keys[target], entries)
+                # timers fire in time order, not key group order: one sort of an almost
+                # ordered list (linear), so the task's chunks form one run in position order
+                entries.sort(key=_by_position_and_channel)
+                add(stage.index, target, keys[target], entries, pack_entries)
         for op in tasks.operators:
             if isinstance(op, CollectSinkOperator) and isinstance(op._sink, RecordCollector):
-                add(Shipment.COLLECTED.value, op._sink.node_id, 0, op._sink.out)
+                add(Shipment.COLLECTED.value, op._sink.node_id, 0, op._sink.out, pack_collected)  # type: ignore[arg-type]
             elif isinstance(op, PrintSinkOperator) and op.shipped:
                 add(Shipment.PRINTED.value, 0, 0, op.shipped)
         if final:
@@ -316,23 +330,18 @@ class SparkJob:
         clock, mailbox = self._clock()
         session = SubtaskSession(tasks.build_subtask(stage, target, clock, mailbox), self.simulated)
         session.open()
-        pool: list[Entry] = []
+        merge = RunMerge(self.flush)
         for first, payload in rows:
             failed = failure_of_mark(payload)
             if failed is not None:  # sorted first: nothing was processed yet
                 clock.shutdown()
                 yield self.failure_rows(stage_index, *failed)
                 return
-            if len(pool) >= self.flush:  # process what no chunk from here on can precede
-                pool.sort(key=_by_position_and_channel)
-                cut = bisect_left(pool, decode_position(first), key=_position)
-                session.process(pool[:cut])
-                del pool[:cut]
+            ready = merge.add(decode_position(first), unpack_entries(payload))
+            if ready:  # what no chunk from here on can precede
+                session.process(ready)
                 yield from self.flush_rows(tasks)
-            pool.extend(pickle.loads(payload))
-        pool.sort(key=_by_position_and_channel)
-        session.process(pool)
-        pool.clear()
+        session.process(merge.drain())
         session.finish()
         session.close()
         yield self.rows(tasks, session.rounds)
@@ -343,12 +352,10 @@ class SparkJob:
         def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             def rows() -> Iterator[tuple[int, bytes, bytes]]:
                 for batch in batches:
-                    yield from zip(
-                        batch.column("target").to_pylist(),
-                        batch.column("position").to_pylist(),
-                        batch.column("payload").to_pylist(),
-                        strict=True,
-                    )
+                    targets = batch.column("target").to_pylist()
+                    positions, payloads = batch.column("position"), batch.column("payload")
+                    for i, target in enumerate(targets):  # one chunk's bytes at a time
+                        yield target, positions[i].as_py(), payloads[i].as_py()
 
             for target, group in groupby(rows(), key=itemgetter(0)):
                 yield from self.run_subtask(stage_index, target, (row[1:] for row in group))

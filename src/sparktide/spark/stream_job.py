@@ -20,12 +20,21 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Callable, Iterable, Iterator
+from itertools import chain, groupby
 from operator import itemgetter
 from typing import TYPE_CHECKING, NamedTuple, Protocol, cast
 
 from sparktide.runtime.execution.driver import SplitSession, SubtaskSession
+from sparktide.runtime.execution.merge import RunMerge
 from sparktide.runtime.execution.planner import SOURCE_STAGE, Stage
-from sparktide.runtime.execution.protocol import Entry, Shipment, SourceTagger
+from sparktide.runtime.execution.protocol import (
+    Entry,
+    Shipment,
+    SourceTagger,
+    decode_position,
+    encode_position,
+    unpack_entries,
+)
 from sparktide.runtime.execution.tasks import JobTasks, SplitDriver, SubtaskTask
 from sparktide.runtime.operator_identity import operator_identities
 from sparktide.runtime.processing_time import ManualProcessingTimeService
@@ -58,7 +67,6 @@ __all__ = [
     "clear_warm_cache",
 ]
 
-_by_position_and_channel = itemgetter(0, 1)
 _WARM_LIMIT = 64
 
 
@@ -191,10 +199,10 @@ class StreamingJob:
             emitter.current_watermark = saved.watermark
             emitter.idle = saved.idle
             tagger.seq = saved.seq
-        session = SplitSession(task, every=None)
+        session = SplitSession(task, every=None, chunk=self.base.flush)
         session.open()
         for _ in session.read_round(self.version):
-            pass
+            yield from self.base.flush_rows(tasks)  # bounded worker memory
         session.end_round(end_of_input=False)  # the input of a stream never ends
         session.close()
         yield self.base.rows(tasks, 1)
@@ -315,22 +323,48 @@ class StreamingJob:
     def run_stream_subtask(
         self, stage_index: int, target: int, chunks: list[bytes]
     ) -> list[pa.RecordBatch]:
-        """Subtask ``target`` of a stage for this micro-batch: restored from version
-        ``version - 1``, its entries processed at the batch's time, version ``version`` written."""
-        base = self.base
+        """:meth:`stream_subtask` over whole pickled chunks of entries in any order (they are
+        sorted first): the rows it ships, in a list.
+
+        >>> StreamingJob.run_stream_subtask.__name__
+        'run_stream_subtask'
+        """
+        entries: list[Entry] = []
         for chunk in chunks:
             failed = failure_of_mark(chunk)
+            if failed is not None:
+                return [self.base.failure_rows(stage_index, *failed)]
+            entries.extend(pickle.loads(chunk))
+        entries.sort(key=itemgetter(0, 1))
+        rows = [(encode_position(entries[0][0]), pickle.dumps(entries, 5))] if entries else []
+        return list(self.stream_subtask(stage_index, target, rows))
+
+    def stream_subtask(
+        self, stage_index: int, target: int, rows: Iterable[tuple[bytes, bytes]]
+    ) -> Iterator[pa.RecordBatch]:
+        """Subtask ``target`` of a stage for this micro-batch: restored from version
+        ``version - 1``, its entries processed at the batch's time, version ``version`` written.
+        ``rows``: its input chunks ``(first position, payload)`` sorted by first position (a
+        failure mark first); they are merged as they come (:class:`RunMerge`), so the worker
+        holds about the task's budget of entries, not the batch."""
+        base = self.base
+        rows = iter(rows)
+        head = next(rows, None)
+        if head is not None:
+            failed = failure_of_mark(head[1])
             if failed is not None:  # the batch failed upstream: no state, no output
-                return [base.failure_rows(stage_index, *failed)]
+                yield base.failure_rows(stage_index, *failed)
+                return
+            rows = chain((head,), rows)
         tasks = base.tasks(ManualProcessingTimeService(self.now))
         try:
-            return self._run_stream_subtask(tasks, stage_index, target, chunks)
+            yield from self._run_stream_subtask(tasks, stage_index, target, rows)
         except Exception as exc:
-            return list(base.failed(tasks, exc, stage_index, self.version))
+            yield from base.failed(tasks, exc, stage_index, self.version)
 
     def _run_stream_subtask(
-        self, tasks: JobTasks, stage_index: int, target: int, chunks: list[bytes]
-    ) -> list[pa.RecordBatch]:
+        self, tasks: JobTasks, stage_index: int, target: int, rows: Iterator[tuple[bytes, bytes]]
+    ) -> Iterator[pa.RecordBatch]:
         stage = self.plan.stages[stage_index]
         clock = ManualProcessingTimeService(self.previous_now)
         task = tasks.build_subtask(stage, target, clock, None)
@@ -338,37 +372,40 @@ class StreamingJob:
         watermarks = self._restore_subtask(task, stage, target)
         session.open()
         session.restore_watermarks(watermarks, self.identities)
-        entries: list[Entry] = []
-        for chunk in chunks:
-            entries.extend(pickle.loads(chunk))
-        entries.sort(key=_by_position_and_channel)  # as the bounded runners order them
         session.advance_clock(self.now, self.version)
-        session.process(entries)
+        merge = RunMerge(self.base.flush)
+        for first, payload in rows:
+            ready = merge.add(decode_position(first), unpack_entries(payload))
+            if ready:  # what no chunk from here on can precede, as the bounded runners order it
+                session.process(ready)
+                yield from self.base.flush_rows(tasks)
+        session.process(merge.drain())
         self._save_subtask(task, stage, target)
         metrics: dict[str, object] = {**session.metrics()}
         metrics["file"] = self._written.pop(target)  # for the manifest
         session.close()
-        return [
-            self.base.rows(tasks, 1),
-            self.base.driver_row(Shipment.SUBTASK_METRICS, target, pickle.dumps(metrics)),
-        ]
+        yield self.base.rows(tasks, 1)
+        yield self.base.driver_row(Shipment.SUBTASK_METRICS, target, pickle.dumps(metrics))
 
     def stream_stage_task(
         self, stage_index: int
     ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
         def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-            current: int | None = None
-            chunks: list[bytes] = []
-            for batch in batches:
-                targets = batch.column("target").to_pylist()
-                payloads = batch.column("payload").to_pylist()
-                for t, payload in zip(targets, payloads, strict=True):
-                    if t != current:
-                        if current is not None:
-                            yield from self.run_stream_subtask(stage_index, current, chunks)
-                        current, chunks = t, []
-                    chunks.append(payload)
-            if current is not None:
-                yield from self.run_stream_subtask(stage_index, current, chunks)
+            for target, group in groupby(_rows(batches), key=itemgetter(0)):
+                yield from self.stream_subtask(stage_index, target, _tail(group))
 
         return run
+
+
+def _rows(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, bytes, bytes]]:
+    """``(target, first position, payload)`` of each input row, one Arrow batch at a time."""
+    for batch in batches:
+        targets, positions = batch.column("target").to_pylist(), batch.column("position")
+        payloads = batch.column("payload")
+        for i, target in enumerate(targets):  # one chunk's bytes at a time: bounded memory
+            yield target, positions[i].as_py(), payloads[i].as_py()
+
+
+def _tail(rows: Iterable[tuple[int, bytes, bytes]]) -> Iterator[tuple[bytes, bytes]]:
+    for _, first, payload in rows:
+        yield first, payload

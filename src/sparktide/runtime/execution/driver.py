@@ -56,6 +56,8 @@ class JobConfig(Protocol):
 
     def get_auto_watermark_interval(self) -> int: ...
 
+    def get_task_buffer(self) -> int | None: ...
+
 
 class JobEnvironment(Protocol):
     """What runners read from the environment a job was built in."""

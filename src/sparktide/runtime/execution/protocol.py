@@ -47,9 +47,12 @@ sent to that stage, else a :class:`Shipment` saying what the row carries to the 
 
 from __future__ import annotations
 
+import pickle
 import struct
+from collections.abc import Iterable, Iterator
 from enum import IntEnum
-from typing import Protocol, TypeAlias
+from itertools import repeat
+from typing import Protocol, TypeAlias, cast
 
 from sparktide.runtime.elements import StreamRecord, Watermark, WatermarkStatus
 from sparktide.runtime.output import Output
@@ -59,6 +62,7 @@ __all__ = [
     "NO_KEY",
     "PAD",
     "START",
+    "Collected",
     "Cursor",
     "CursorKey",
     "Element",
@@ -70,13 +74,18 @@ __all__ = [
     "Shipment",
     "SourceTagger",
     "barrier",
+    "collected_values",
     "decode_position",
     "encode_position",
     "end_of_input",
     "extend",
+    "pack_collected",
+    "pack_entries",
     "padded",
     "round_of",
     "source_position",
+    "unpack_collected",
+    "unpack_entries",
 ]
 
 Position: TypeAlias = tuple[int, ...]
@@ -213,6 +222,106 @@ def decode_position(data: bytes) -> Position:
     """The inverse of :func:`encode_position`."""
     n = len(data) // 8
     return tuple(v - _OFFSET for v in struct.unpack(f">{n}Q", data))
+
+
+# ------------------------------------------------------------------ chunks of entries
+
+
+def _column(values: tuple[object, ...]) -> object:
+    """``values``, or its one value when they are all equal ints (a channel or input)."""
+    first = values[0]
+    if type(first) is int and values.count(first) == len(values):
+        return first
+    return values
+
+
+def _expand(column: object, n: int) -> Iterable[object]:
+    return repeat(column, n) if type(column) is int else cast("Iterable[object]", column)
+
+
+def pack_entries(entries: list[Entry]) -> bytes:
+    """A chunk of entries as bytes, by columns: positions, channels and inputs (one int when
+    all equal), and for a chunk of records their values and timestamps apart (no record object
+    is pickled), keys and key groups.
+
+    >>> chunk = [((0, 0, 1, 5, 0), 0, 1, StreamRecord(("a", 1), 7), "a", 3)]
+    >>> unpack_entries(pack_entries(chunk)) == chunk
+    True
+    >>> marks = [((0, 1, 1, 5, 1), 2, 1, Watermark(4), None, None)]
+    >>> unpack_entries(pack_entries(marks)) == marks
+    True
+    """
+    if not entries:
+        return pickle.dumps(entries, 5)
+    positions, channels, inputs, elements, keys, key_groups = zip(*entries, strict=True)
+    records = all(type(e) is StreamRecord for e in elements)
+    body: tuple[object, ...]
+    if records:
+        values = [e.value for e in cast("tuple[StreamRecord, ...]", elements)]
+        stamps = [e.timestamp for e in cast("tuple[StreamRecord, ...]", elements)]
+        body = (values, stamps)
+    else:
+        body = (elements,)
+    return pickle.dumps((positions, _column(channels), _column(inputs), keys, key_groups, *body), 5)
+
+
+def unpack_entries(payload: bytes) -> list[Entry]:
+    """The entries of a chunk made by :func:`pack_entries` (or a pickled list of entries)."""
+    packed = pickle.loads(payload)
+    if type(packed) is list:
+        return cast("list[Entry]", packed)
+    positions, channels, inputs, keys, key_groups, *body = packed
+    n = len(positions)
+    elements = map(StreamRecord, *body) if len(body) == 2 else body[0]
+    return list(
+        cast(
+            "Iterator[Entry]",
+            zip(
+                positions,
+                _expand(channels, n),
+                _expand(inputs, n),
+                elements,
+                keys,
+                key_groups,
+                strict=True,
+            ),
+        )
+    )
+
+
+Collected: TypeAlias = tuple[Position, StreamRecord]
+"""``(position, record)``: what a collect sink holds for the runner."""
+
+
+def pack_collected(items: list[Collected]) -> bytes:
+    """A chunk of collected records as bytes, by columns (positions, values, timestamps).
+
+    >>> chunk = [((0, 1), StreamRecord("a", 5)), ((0, 2), StreamRecord(("b", 1), None))]
+    >>> unpack_collected(pack_collected(chunk)) == chunk
+    True
+    >>> collected_values(pack_collected(chunk))
+    ([(0, 1), (0, 2)], ['a', ('b', 1)])
+    """
+    return pickle.dumps(
+        (
+            [position for position, _ in items],
+            [record.value for _, record in items],
+            [record.timestamp for _, record in items],
+        ),
+        5,
+    )
+
+
+def collected_values(payload: bytes) -> tuple[list[Position], list[object]]:
+    """The positions and values of a chunk made by :func:`pack_collected` (no record objects)."""
+    positions, values, _ = pickle.loads(payload)
+    return positions, values
+
+
+def unpack_collected(payload: bytes) -> list[Collected]:
+    """The ``(position, record)`` items of a chunk made by :func:`pack_collected`."""
+    positions, values, stamps = pickle.loads(payload)
+    return list(zip(positions, map(StreamRecord, values, stamps), strict=True))
 
 
 # ------------------------------------------------------------------ the per-record builders
