@@ -88,6 +88,13 @@ class TypeInformation:
         coercers of their fields, built once, for every value)."""
         return self.coerce
 
+    def exact_test(self, name: str) -> str | None:
+        """A Python expression, true when the variable ``name`` holds a value that
+        :meth:`coerce` returns unchanged (a value already of the declared type), or None when
+        the type has no such test. Composite types compile their fields' tests into one check
+        that lets a value of the right shape through without a call per field."""
+        return None
+
     def to_arrow_type(self) -> pa.DataType:
         """The Arrow type that holds values of this type."""
         raise NotImplementedError(type(self).__name__ + ".to_arrow_type")

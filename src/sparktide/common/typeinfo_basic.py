@@ -194,6 +194,10 @@ _JAVA_HASH: dict[BasicType, Callable[[Any], int]] = {
 }
 
 
+# the basic types whose coercer returns a value of exactly this Python type unchanged
+_EXACT_TYPES = {BasicType.STRING: "str", BasicType.DOUBLE: "float", BasicType.BOOLEAN: "bool"}
+
+
 def _exact_type_coercer(expected: type, general: Coercer, name: str) -> Coercer:
     """A coercer that returns a value of exactly type ``expected`` as it is and hands anything
     else to ``general`` (which converts it or explains why it cannot)."""
@@ -267,6 +271,22 @@ class BasicTypeInfo(TypeInformation):
 
     def coercer(self) -> Coercer:
         return self._coercer
+
+    def exact_test(self, name: str) -> str | None:
+        """The test of a value the coercer returns as it is (see :meth:`_build_coercer`).
+
+        >>> from sparktide.common.typeinfo import Types
+        >>> Types.INT().exact_test("v")
+        'type(v) is int and -2147483648 <= v <= 2147483647'
+        >>> Types.FLOAT().exact_test("v") is None  # rounded to 32 bits: always converted
+        True
+        """
+        kind = self._basic_type
+        if kind in _INT_RANGES:
+            low, high, _ = _INT_RANGES[kind]
+            return f"type({name}) is int and {low} <= {name} <= {high}"
+        exact = _EXACT_TYPES.get(kind)
+        return None if exact is None else f"type({name}) is {exact}"
 
     def _build_coercer(self) -> Coercer:
         """A function that returns values already in the right shape after one exact type

@@ -146,6 +146,36 @@ def _nullable_fields_coercer(coercers: tuple[Coercer, ...]) -> Callable[[Any], t
     return many
 
 
+_MAX_COMPILED_FIELDS = 8
+
+
+def _compiled_tuple_coercer(
+    field_types: tuple[TypeInformation, ...], general: Coercer
+) -> Coercer | None:
+    """A coercer that returns a tuple whose fields all pass their type's
+    :meth:`~TypeInformation.exact_test` as it is (one compiled check, no call per field) and
+    hands anything else to ``general``; None when a field type has no such test."""
+    n = len(field_types)
+    if not 0 < n <= _MAX_COMPILED_FIELDS:
+        return None
+    names = [f"v{i}" for i in range(n)]
+    tests = [t.exact_test(name) for t, name in zip(field_types, names, strict=True)]
+    if any(test is None for test in tests):
+        return None
+    source = (
+        "def coerce_tuple(value, path='value'):\n"
+        f"    if type(value) is tuple and len(value) == {n}:\n"
+        f"        {', '.join(names)}, = value\n"
+        f"        if {' and '.join(f'({test})' for test in tests)}:\n"
+        "            return value\n"
+        "    return general(value, path)\n"
+    )
+    namespace: dict[str, Any] = {"general": general}
+    exec(compile(source, f"<coercer of {n}-tuples>", "exec"), namespace)
+    coerce_tuple: Coercer = namespace["coerce_tuple"]
+    return coerce_tuple
+
+
 def _int32(value: int) -> int:
     value &= 0xFFFFFFFF
     return value - (1 << 32) if value >> 31 else value
@@ -227,6 +257,24 @@ None
                 for i, t in enumerate(self._field_types)
             ]
         )
+
+    def coercer(self) -> Coercer:
+        """:meth:`coerce`, behind one compiled check that lets a tuple whose fields already
+        have their declared types through unchanged (when every field type has such a check).
+
+        >>> from sparktide.common.typeinfo import Types
+        >>> coerce = Types.TUPLE([Types.STRING(), Types.LONG()]).coercer()
+        >>> value = ("k", 5)
+        >>> coerce(value) is value, coerce(["k", 5])
+        (True, ('k', 5))
+        >>> coerce(("k", 5.0))
+        Traceback (most recent call last):
+        ...
+        TypeError: value[1]: Types.LONG() holds an int, got float 5.0; round it explicitly with \
+int(...) (PyFlink would truncate it silently)
+        """
+        compiled = _compiled_tuple_coercer(self._field_types, self.coerce)
+        return self.coerce if compiled is None else compiled
 
     def coerce(self, value: Any, path: str = "value") -> tuple[Any, ...]:
         kind = type(value)

@@ -34,6 +34,7 @@ from sparktide.runtime.execution.driver import (
 from sparktide.runtime.execution.planner import Plan, plan_job
 from sparktide.runtime.execution.tasks import JobTasks
 from sparktide.runtime.failures import add_context, user_traceback
+from sparktide.runtime.gc_pacing import paced_collection
 from sparktide.runtime.graph import JobGraph
 from sparktide.runtime.mailbox import Mailbox
 from sparktide.runtime.operators.simple import flush_printed
@@ -94,6 +95,10 @@ class LocalExecutor:
         ]
 
     def run(self) -> dict[str, int]:
+        with paced_collection():
+            return self._run()
+
+    def _run(self) -> dict[str, int]:
         self._build()
         subtasks = [s for stage in self.plan.stages for s in self.subtasks[stage.index]]
         sessions: list[SplitSession | SubtaskSession] = [*subtasks, *self.splits]

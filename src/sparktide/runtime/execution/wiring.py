@@ -155,7 +155,7 @@ class ExchangeWriter:
                 kg = self._kg_cache[key]
             except KeyError:
                 kg = assign_to_key_group(key, self._maxp)
-                if len(self._kg_cache) > 65536:
+                if len(self._kg_cache) > 131072:  # 2**17: ~10^5 active keys stay cached
                     self._kg_cache.clear()
                 self._kg_cache[key] = kg
             except TypeError:

@@ -51,11 +51,12 @@ def emit_results(
             f"{type(results).__name__} ({results!r}); write `yield value` instead of "
             "`return value`"
         ) from None
+    record = StreamRecord
     for value in it:
         if type(value) is tuple and len(value) == 2 and isinstance(value[0], OutputTag):
-            out.collect_side(value[0], StreamRecord(value[1], timestamp))
-            continue
-        collect(StreamRecord(value, timestamp))
+            out.collect_side(value[0], record(value[1], timestamp))
+        else:
+            collect(record(value, timestamp))
 
 
 def _side_output(
@@ -73,10 +74,11 @@ class KeyedContext(KeyedCoProcessFunction.OnTimerContext, KeyedCoProcessFunction
     """The ``ctx`` of keyed (co-)process functions: timestamp, key, timers, side outputs, time
     domain."""
 
-    __slots__ = ("_domain", "_op", "_timer_service", "_ts")
+    __slots__ = ("_backend", "_domain", "_op", "_timer_service", "_ts")
 
     def __init__(self, operator: AbstractStreamOperator, timer_service: TimerService) -> None:
         self._op = operator
+        self._backend = operator.keyed_state_backend  # where the current key is
         self._timer_service = timer_service
         self._ts: int | None = None
         self._domain: TimeDomain | None = None
@@ -88,7 +90,8 @@ class KeyedContext(KeyedCoProcessFunction.OnTimerContext, KeyedCoProcessFunction
         return self._timer_service
 
     def get_current_key(self) -> object:
-        return self._op.get_current_key()
+        backend = self._backend
+        return None if backend is None else backend.current_key
 
     def output(self, output_tag: OutputTag, value: object) -> None:
         _side_output(self._op, output_tag, value, self._ts)

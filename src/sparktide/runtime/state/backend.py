@@ -120,7 +120,7 @@ _TTL: dict[
     "map": TtlMapState,
 }
 
-_KEY_GROUP_CACHE_SIZE = 1 << 16
+_KEY_GROUP_CACHE_SIZE = 1 << 17
 
 NO_KEY_GROUP = cast(int, None)
 """``current_key_group`` while no key is current. It is ``None`` at run time, so a state that

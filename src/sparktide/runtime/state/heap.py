@@ -328,8 +328,12 @@ class HeapKvState(InternalKvState, Generic[R]):
             raise
 
     def clear(self) -> None:
-        d, k = self._slot()
-        d.pop(k, None)
+        b = self._backend  # self._slot(), inlined: windows clear their contents per firing
+        try:
+            self._data[b.current_key_group].pop((b.current_key, self._ns), None)
+        except TypeError:
+            b.check_key()
+            raise
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._table.name!r}, namespace={self._ns!r})"
@@ -430,7 +434,12 @@ class HeapListState(MergingMixin[list[object]], ListState[object]):
     def add(self, value: object) -> None:
         if value is None:
             check_not_none(value)
-        d, k = self._slot()
+        b = self._backend  # self._slot(), inlined: the per-record call of window contents
+        try:
+            d, k = self._data[b.current_key_group], (b.current_key, self._ns)
+        except TypeError:
+            b.check_key()
+            raise
         lst = d.get(k)
         if lst is None:
             d[k] = [value]
@@ -539,7 +548,12 @@ class HeapReducingState(MergingMixin[object], ReducingState[object]):
         return self._current()
 
     def add(self, value: object) -> None:
-        d, k = self._slot()
+        b = self._backend  # self._slot(), inlined: the per-record call of window contents
+        try:
+            d, k = self._data[b.current_key_group], (b.current_key, self._ns)
+        except TypeError:
+            b.check_key()
+            raise
         if value is None:
             d.pop(k, None)
             return
@@ -570,7 +584,12 @@ class HeapAggregatingState(MergingMixin[object], AggregatingState[object, object
         return None if acc is None else self._agg.get_result(acc)
 
     def add(self, value: object) -> None:
-        d, k = self._slot()
+        b = self._backend  # self._slot(), inlined: the per-record call of window contents
+        try:
+            d, k = self._data[b.current_key_group], (b.current_key, self._ns)
+        except TypeError:
+            b.check_key()
+            raise
         if value is None:
             d.pop(k, None)
             return

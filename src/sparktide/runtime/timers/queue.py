@@ -8,13 +8,20 @@ Layout:
 
 * ``_heap`` is a binary min-heap of entries ``(timestamp, seq, key, namespace, key_group)``,
   maintained with :mod:`heapq` (C). ``seq`` is unique, so comparisons never reach the key.
+* ``_run`` is a :class:`~collections.deque` of entries in ascending ``(timestamp, seq)`` order:
+  a timer whose timestamp is at least the last one of the run is appended to it instead of
+  pushed on the heap (timers registered in time order, such as "ts + timeout" per record, all
+  take this path), and the earliest timer leaves it by ``popleft``, O(1) where the heap pays
+  O(log n) comparisons. The head of the queue is the smaller of the two heads: the firing order
+  is exactly the one a single heap gives.
 * ``_maps[i]`` is the dedup map of local key group ``i``: ``(timestamp, key, namespace) ->
   entry``. It is the source of truth for membership, and gives per-key-group extraction for
   snapshots in O(timers of that group).
 * Removal is O(1): the entry leaves its dedup map and stays in the heap as a dead entry,
-  discarded as soon as it reaches the top (the top of the heap is always live). When dead
-  entries outnumber live ones the heap is rebuilt in O(n), so removal is O(1) amortized and the
-  heap never holds more than ~2x the live timers.
+  discarded as soon as it reaches the top (the top of the heap and the head of the run are
+  always live). When dead entries outnumber live ones the heap is rebuilt in O(n) from the live
+  entries (and the run emptied), so removal is O(1) amortized and the two never hold more than
+  ~2x the live timers.
   (An index-tracking heap would need its sift loops in Python; keeping every heap operation in
   ``heapq`` makes register + fire about 2x cheaper; see ``benchmarks/timers.py``.)
 
@@ -32,6 +39,7 @@ True
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Iterator
 from heapq import heapify, heappop, heappush
 from typing import Generic, NoReturn, TypeVar
@@ -65,7 +73,7 @@ def _distinct_int_sequences(entries: list[TimerEntry[K, N]]) -> bool:
 class KeyGroupedTimerQueue(Generic[K, N]):
     """A set of timers ordered by ``(timestamp, insertion order)``, deduplicated per key group."""
 
-    __slots__ = ("_dead", "_heap", "_kg_end", "_kg_start", "_maps", "_seq")
+    __slots__ = ("_dead", "_heap", "_kg_end", "_kg_start", "_maps", "_run", "_seq")
 
     def __init__(self, key_group_range: KeyGroupRange) -> None:
         if not isinstance(key_group_range, KeyGroupRange):
@@ -74,7 +82,9 @@ class KeyGroupedTimerQueue(Generic[K, N]):
             )
         self._kg_start = key_group_range.start
         self._kg_end = key_group_range.end
+        # both containers keep their identity for the queue's life (the timer service holds them)
         self._heap: list[TimerEntry[K, N]] = []
+        self._run: deque[TimerEntry[K, N]] = deque()
         self._maps: list[dict[TimerKey[K, N], TimerEntry[K, N]]] = [
             {} for _ in range(len(key_group_range))
         ]
@@ -99,9 +109,14 @@ class KeyGroupedTimerQueue(Generic[K, N]):
         self._seq = seq + 1
         entry = (timestamp, seq, key, namespace, key_group)
         m[tkey] = entry
+        run = self._run
         heap = self._heap
+        if not run or run[-1][0] <= timestamp:
+            # after the last of the run (a larger seq breaks a tie): it stays sorted
+            run.append(entry)
+            return run[0] is entry and (not heap or entry < heap[0])
         heappush(heap, entry)
-        return heap[0] is entry
+        return heap[0] is entry and entry < run[0]
 
     def remove(self, timestamp: int, key: K, namespace: N, key_group: int) -> bool:
         """Remove a timer if present; return True if it was the head. Absent timers: no-op."""
@@ -111,23 +126,31 @@ class KeyGroupedTimerQueue(Generic[K, N]):
         entry = self._maps[idx].pop((timestamp, key, namespace), None)
         if entry is None:
             return False
-        heap = self._heap
-        was_head = heap[0] is entry
-        self._dead += 1
-        if was_head:
+        heap, run = self._heap, self._run
+        if heap and heap[0] is entry:
+            was_head = not run or entry < run[0]
             heappop(heap)
-            self._dead -= 1
+        elif run and run[0] is entry:
+            was_head = not heap or entry < heap[0]
+            run.popleft()
+        else:
+            self._dead = dead = self._dead + 1
+            if dead > _COMPACT_MIN_DEAD and dead > len(heap) + len(run) - dead:
+                self._compact()
+            return False
+        if self._dead:
             self._drop_dead_top()
-        elif self._dead > _COMPACT_MIN_DEAD and self._dead > len(heap) - self._dead:
-            self._compact()
         return was_head
 
     def poll(self) -> TimerEntry[K, N] | None:
         """Remove and return the head entry ``(timestamp, seq, key, namespace, key_group)``."""
-        heap = self._heap
-        if not heap:
+        heap, run = self._heap, self._run
+        if run and (not heap or run[0] < heap[0]):
+            entry = run.popleft()
+        elif heap:
+            entry = heappop(heap)
+        else:
             return None
-        entry = heappop(heap)
         del self._maps[entry[4] - self._kg_start][(entry[0], entry[2], entry[3])]
         if self._dead:
             self._drop_dead_top()
@@ -135,10 +158,15 @@ class KeyGroupedTimerQueue(Generic[K, N]):
 
     def poll_until(self, timestamp: int) -> TimerEntry[K, N] | None:
         """Remove and return the head if its timestamp is ``<= timestamp``, else None."""
-        heap = self._heap
-        if not heap or heap[0][0] > timestamp:
+        heap, run = self._heap, self._run
+        if run and (not heap or run[0] < heap[0]):
+            if run[0][0] > timestamp:
+                return None
+            entry = run.popleft()
+        elif heap and heap[0][0] <= timestamp:
+            entry = heappop(heap)
+        else:
             return None
-        entry = heappop(heap)
         del self._maps[entry[4] - self._kg_start][(entry[0], entry[2], entry[3])]
         if self._dead:
             self._drop_dead_top()
@@ -146,6 +174,7 @@ class KeyGroupedTimerQueue(Generic[K, N]):
 
     def clear(self) -> None:
         self._heap.clear()
+        self._run.clear()
         for m in self._maps:
             m.clear()
         self._dead = 0
@@ -154,7 +183,9 @@ class KeyGroupedTimerQueue(Generic[K, N]):
 
     def peek(self) -> TimerEntry[K, N] | None:
         """The head entry without removing it, or None when empty."""
-        heap = self._heap
+        heap, run = self._heap, self._run
+        if run and (not heap or run[0] < heap[0]):
+            return run[0]
         return heap[0] if heap else None
 
     def contains(self, timestamp: int, key: K, namespace: N, key_group: int) -> bool:
@@ -164,10 +195,10 @@ class KeyGroupedTimerQueue(Generic[K, N]):
         return (timestamp, key, namespace) in self._maps[idx]
 
     def __len__(self) -> int:
-        return len(self._heap) - self._dead
+        return len(self._heap) + len(self._run) - self._dead
 
     def __bool__(self) -> bool:
-        return len(self._heap) > self._dead
+        return len(self._heap) + len(self._run) > self._dead
 
     def __iter__(self) -> Iterator[TimerEntry[K, N]]:
         """Live entries, key group by key group, in insertion order within a group."""
@@ -228,7 +259,7 @@ class KeyGroupedTimerQueue(Generic[K, N]):
         timestamp, so a restore at the same parallelism reproduces the original order exactly
         and any restore gives a deterministic one. Timers already present are kept once.
         """
-        if self._heap or not _distinct_int_sequences(entries):
+        if self._heap or self._run or not _distinct_int_sequences(entries):
             self._resequence(entries)
             return
         maps, start, end = self._maps, self._kg_start, self._kg_end
@@ -244,9 +275,9 @@ class KeyGroupedTimerQueue(Generic[K, N]):
                 m[tkey] = (ts, seq, key, ns, kg)
             if seq > top:
                 top = seq
-        heap = [e for m in maps for e in m.values()]
+        heap = self._heap
+        heap[:] = [e for m in maps for e in m.values()]
         heapify(heap)
-        self._heap = heap
         self._seq = top + 1
 
     def _resequence(self, entries: list[TimerEntry[K, N]]) -> None:
@@ -257,20 +288,29 @@ class KeyGroupedTimerQueue(Generic[K, N]):
     # ------------------------------------------------------------------ internals
 
     def _drop_dead_top(self) -> None:
-        heap = self._heap
+        """Discard dead entries from the top of the heap and the head of the run."""
+        heap, run = self._heap, self._run
         maps = self._maps
         start = self._kg_start
         while heap and self._dead:
             entry = heap[0]
             if maps[entry[4] - start].get((entry[0], entry[2], entry[3])) is entry:
-                return
+                break
             heappop(heap)
+            self._dead -= 1
+        while run and self._dead:
+            entry = run[0]
+            if maps[entry[4] - start].get((entry[0], entry[2], entry[3])) is entry:
+                break
+            run.popleft()
             self._dead -= 1
 
     def _compact(self) -> None:
-        live = [e for m in self._maps for e in m.values()]
-        heapify(live)
-        self._heap = live
+        """Rebuild the heap from the live entries and empty the run (no dead entries left)."""
+        heap = self._heap
+        heap[:] = [e for m in self._maps for e in m.values()]
+        heapify(heap)
+        self._run.clear()
         self._dead = 0
 
     def _raise_out_of_range(self, key_group: int, key: object) -> NoReturn:
@@ -287,6 +327,10 @@ class KeyGroupedTimerQueue(Generic[K, N]):
             parent = heap[(i - 1) >> 1]
             if not (parent[:2] < heap[i][:2]):
                 raise AssertionError(f"heap order broken at {i}")
+        run = list(self._run)
+        for i in range(1, len(run)):
+            if not (run[i - 1][:2] < run[i][:2]):
+                raise AssertionError(f"run order broken at {i}")
         live_ids = set()
         for idx, m in enumerate(self._maps):
             for tkey, entry in m.items():
@@ -295,14 +339,16 @@ class KeyGroupedTimerQueue(Generic[K, N]):
                 if not (entry[4] == idx + self._kg_start):
                     raise AssertionError("entry in wrong key-group map")
                 live_ids.add(id(entry))
-        in_heap = [id(e) for e in heap if id(e) in live_ids]
+        in_heap = [id(e) for e in heap + run if id(e) in live_ids]
         if not (len(in_heap) == len(set(in_heap))):
-            raise AssertionError("a live entry is in the heap twice")
+            raise AssertionError("a live entry is in the heap or the run twice")
         if not (set(in_heap) == live_ids):
-            raise AssertionError("a live entry is missing from the heap")
-        if not (self._dead == len(heap) - len(live_ids)):
+            raise AssertionError("a live entry is missing from the heap and the run")
+        if not (self._dead == len(heap) + len(run) - len(live_ids)):
             raise AssertionError("dead count is wrong")
-        if not (all(e[1] < self._seq for e in heap)):
+        if not (all(e[1] < self._seq for e in heap + run)):
             raise AssertionError("sequence counter went backwards")
         if heap and id(heap[0]) not in live_ids:
             raise AssertionError("the head of the heap is a dead entry")
+        if run and id(run[0]) not in live_ids:
+            raise AssertionError("the head of the run is a dead entry")

@@ -27,6 +27,7 @@ fired 10 k w
 
 from __future__ import annotations
 
+from heapq import heappop
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from sparktide.runtime.elements import MIN_TIMESTAMP
@@ -103,6 +104,11 @@ class InternalTimerService(Generic[K, N]):
     def current_watermark(self) -> int:
         return self._current_watermark
 
+    @property
+    def key_context(self) -> KeyContext[K]:
+        """Where the current key is read from when a timer is registered."""
+        return self._key_context
+
     def restore_watermark(self, watermark: int) -> None:
         """Put the service back at the watermark it had reached (restoring a checkpoint);
         timers are not fired: those at or below it were fired before the checkpoint."""
@@ -141,21 +147,33 @@ class InternalTimerService(Generic[K, N]):
         """Set the watermark to ``time`` and fire every event-time timer ``<= time``."""
         self._current_watermark = time
         queue = self._event
-        if not queue._heap or queue._heap[0][0] > time:
+        # KeyGroupedTimerQueue.poll_until, inlined: this loop runs once per fired timer
+        heap, run = queue._heap, queue._run
+        if (not run or run[0][0] > time) and (not heap or heap[0][0] > time):
             return
         triggerable = self._triggerable
         if triggerable is None:
             raise self._unbound_error()
         set_key = self._key_context.set_current_key_and_group
         fire = triggerable.on_event_time
-        poll = queue.poll_until
+        maps, start = queue._maps, queue._kg_start
         fired = 0
-        entry = poll(time)
-        while entry is not None:
-            set_key(entry[2], entry[4])
-            fire(entry[0], entry[2], entry[3])
+        while True:
+            if run and (not heap or run[0] < heap[0]):
+                if run[0][0] > time:
+                    break
+                entry = run.popleft()
+            elif heap and heap[0][0] <= time:
+                entry = heappop(heap)
+            else:
+                break
+            key, kg = entry[2], entry[4]
+            del maps[kg - start][(entry[0], key, entry[3])]
+            if queue._dead:
+                queue._drop_dead_top()
+            set_key(key, kg)
+            fire(entry[0], key, entry[3])
             fired += 1
-            entry = poll(time)
         self.fired_event_time += fired
 
     def _on_processing_time(self, time: int) -> None:

@@ -18,10 +18,13 @@ __all__ = ["NonKeyedTimerService", "SimpleTimerService"]
 class SimpleTimerService(TimerService):
     """Timers of the current key in the void namespace, backed by an InternalTimerService."""
 
-    __slots__ = ("_service",)
+    __slots__ = ("_add_event", "_key_context", "_service")
 
     def __init__(self, service: InternalTimerService[object, None]) -> None:
         self._service = service
+        # registering an event-time timer is the per-record case: straight to the queue
+        self._add_event = service.event_time_timers().add
+        self._key_context = service.key_context
 
     def current_processing_time(self) -> int:
         return self._service.current_processing_time()
@@ -37,7 +40,9 @@ class SimpleTimerService(TimerService):
     def register_event_time_timer(self, timestamp: int) -> None:
         if type(timestamp) is not int or not MIN_TIMESTAMP <= timestamp <= MAX_TIMESTAMP:
             timestamp = check_timestamp(timestamp, "timestamp")
-        self._service.register_event_time_timer(None, timestamp)
+        # InternalTimerService.register_event_time_timer(None, timestamp), inlined
+        ctx = self._key_context
+        self._add_event(timestamp, ctx.current_key, None, ctx.current_key_group)
 
     def delete_processing_time_timer(self, timestamp: int) -> None:
         if type(timestamp) is not int or not MIN_TIMESTAMP <= timestamp <= MAX_TIMESTAMP:
