@@ -33,7 +33,7 @@ tolerance of 1e-9).
 >>> out = WindowEngine(EnginePlan(g, 0, 1, 0)).run(shipped)
 >>> out.fired.select(["key", "start", "count"]).to_pylist()
 [{'key': 1, 'start': 0, 'count': 2}, {'key': 2, 'start': 10, 'count': 1}]
->>> out.fired_positions.tolist()[0]  # the end of input of split 0, timers, key group 98
+>>> out.fired_positions.tolist()[0]  # the end of input of split 0, timers, key group 86
 [0, 2, 0, 3, 1, 0, 1, 86, 0]
 """
 
