@@ -528,6 +528,37 @@ class HeapMapState(HeapKvState[dict[object, object]], MapState[object, object]):
     def __iter__(self) -> Iterator[object]:
         return iter(self.keys())
 
+    def live_dict(self) -> dict[object, object] | None:
+        """The stored dict of the current key and namespace itself (not a copy), or None when
+        there is none: for operators that update one map in place per record (merging window
+        sets). Changes made to it are the state's; store a new or emptied dict with
+        :meth:`store_live_dict`. Snapshots copy it, so they never see later changes.
+
+        >>> from sparktide.runtime.state.backend import HeapKeyedStateBackend
+        >>> from sparktide.runtime.keygroups import KeyGroupRange
+        >>> from sparktide.core.state import MapStateDescriptor
+        >>> b = HeapKeyedStateBackend(max_parallelism=128, key_group_range=KeyGroupRange(0, 127),
+        ...     time_provider=lambda: 0)
+        >>> m = b.get_partitioned_state(MapStateDescriptor("m", None, None))
+        >>> b.set_current_key("k")
+        >>> m.live_dict() is None
+        True
+        >>> m.store_live_dict({"a": 1}); m.live_dict()["b"] = 2; m.items()
+        [('a', 1), ('b', 2)]
+        >>> m.live_dict().clear(); m.store_live_dict(m.live_dict()); m.is_empty()
+        True
+        """
+        return self._current()
+
+    def store_live_dict(self, value: dict[object, object]) -> None:
+        """Make ``value`` itself the current key's map (no copy; an empty dict removes the
+        entry, as an emptied map state holds none)."""
+        if not value:
+            self.clear()
+            return
+        d, k = self._slot()
+        d[k] = value
+
 
 class HeapReducingState(MergingMixin[object], ReducingState[object]):
     """:class:`ReducingState` on the heap."""
