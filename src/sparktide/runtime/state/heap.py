@@ -598,7 +598,7 @@ class HeapReducingState(MergingMixin[object], ReducingState[object]):
 class HeapAggregatingState(MergingMixin[object], AggregatingState[object, object]):
     """:class:`AggregatingState` on the heap: stores the accumulator."""
 
-    __slots__ = ("_agg",)
+    __slots__ = ("_agg", "_agg_add", "_create_acc")
 
     def __init__(
         self,
@@ -609,6 +609,9 @@ class HeapAggregatingState(MergingMixin[object], AggregatingState[object, object
     ) -> None:
         super().__init__(backend, table, namespace)
         self._agg = agg
+        # bound once: add runs per record and window
+        self._agg_add = agg.add
+        self._create_acc = agg.create_accumulator
 
     def get(self) -> object:
         acc = self._current()
@@ -626,8 +629,8 @@ class HeapAggregatingState(MergingMixin[object], AggregatingState[object, object
             return
         acc = d.get(k)
         if acc is None:
-            acc = self._agg.create_accumulator()
-        acc = self._agg.add(value, acc)
+            acc = self._create_acc()
+        acc = self._agg_add(value, acc)
         if acc is None:
             raise returned_none_error(self._agg, "add")
         d[k] = acc
