@@ -10,11 +10,11 @@ every contender reads the same in-memory rows:
   scheduled-departure order, as the demo's replay does: delays make the event time out of order
   (by up to 21 hours). Watermark: bounded out-of-orderness 2 hours, as in the demo.
 * **synthetic**: ``--records`` rows (default 10^7) made by ``spark.range`` over ``--parallelism``
-  partitions: ``key`` (long, ``--keys`` distinct values, default 10^3, hashed from the row id) and
-  ``ts`` (epoch ms). The partitions interleave: each one covers the whole time range in
-  increasing order, like the partitions of a queue, and every ts is moved back by up to 2 s
-  (the watermark's bound, so nothing is late). The range is 300 windows of 5 minutes: each key
-  sees ~300 windows.
+  partitions: ``key`` (long, ``--keys`` distinct values, default 10^3, hashed from the row id),
+  ``ts`` (epoch ms) and ``v`` (a long in 0..99). The partitions interleave: each one covers the
+  whole time range in increasing order, like the partitions of a queue, and every ts is moved
+  back by up to 2 s (the watermark's bound, so nothing is late). The range is 300 windows of
+  5 minutes: each key sees ~300 windows.
 
 The jobs, per dataset::
 
@@ -28,6 +28,18 @@ The jobs, per dataset::
 
     Spark       df.groupBy("key", F.window(F.timestamp_millis("ts"), "1 hour" | "5 minutes"))
                   .count().write.format("noop").mode("overwrite").save()
+
+Built-in aggregates (the columnar path, :mod:`sparktide.spark.columnar_job`), each next to
+Spark's own query on the same rows::
+
+    sparktide   env.from_dataframe(df, ..., timestamp_column="ts").key_by("key")
+                  .window(Tumbling 5 min | Sliding 1 h by 5 min).count() | .sum(f)
+    Spark       df.groupBy("key", F.window(F.timestamp_millis("ts"), size[, slide]))
+                  .count() | .agg(F.sum(f))
+
+(flights: 1 h tumbling, 12 h sliding by 1 h; ``f`` is ``sched_ms`` for flights, ``v`` for the
+synthetic set). ``peak RSS`` is the largest resident set of a Python worker of Spark while the
+contender ran (sampled from ``/proc`` every 20 ms). ``--builtin-only`` times only these rows.
 
 sparktide runs on Spark (``runtime="spark"``, ``--parallelism`` subtasks) and, for context, on
 its in-process local runtime (``runtime="local"``, same parallelism). On the synthetic set the
@@ -63,8 +75,10 @@ import argparse
 import os
 import platform
 import sys
+import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from common import result_cells, spark_versions, timed
@@ -80,6 +94,7 @@ SYNTH_DISORDER_MS = 2_000
 SYNTH_TIMER_DELAY_MS = 60_000
 SYNTH_START_MS = 1_700_000_000_000
 WARMUP_RECORDS = 4_000
+SLIDES = 12  # a sliding window spans 12 slides of the tumbling window's size
 
 
 # ---------------------------------------------------------------------------------------------
@@ -135,7 +150,9 @@ class Dataset:
         out_of_order_ms: int,
         timer_delay_ms: int,
         describe: str,
+        sum_field: str = "v",
     ) -> None:
+        self.sum_field = sum_field
         self.name = name
         self.df = df
         self.records = records
@@ -192,11 +209,12 @@ def synthetic_frame(
         seq.alias("seq"),
         F.expr(f"pmod(xxhash64(id), {keys})").alias("key"),
         F.expr(f"pmod(xxhash64(id, 1), {SYNTH_DISORDER_MS})").alias("jitter"),
+        F.expr("pmod(id, 100)").alias("v"),
     )
     if limit is not None:
         df = df.filter(F.col("seq") < limit)
     ts = F.lit(SYNTH_START_MS) + F.expr(f"seq * {span} div {n}") - F.col("jitter")
-    return _cached(df.select("key", ts.cast("long").alias("ts")))
+    return _cached(df.select("key", ts.cast("long").alias("ts"), "v"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -233,29 +251,150 @@ def sparktide_frame(
     return out.to_dataframe(ordered=False)
 
 
-def native_frame(data: Dataset, df: Any) -> Any:
+def native_frame(data: Dataset, df: Any, what: str = "count", sliding: bool = False) -> Any:
     from pyspark.sql import functions as F
 
     size = f"{data.window_ms // 60_000} minutes"
-    return df.groupBy("key", F.window(F.timestamp_millis("ts"), size)).count()
+    if sliding:
+        window = F.window(
+            F.timestamp_millis("ts"), f"{SLIDES * data.window_ms // 60_000} minutes", size
+        )
+    else:
+        window = F.window(F.timestamp_millis("ts"), size)
+    grouped = df.groupBy("key", window)
+    return grouped.count() if what == "count" else grouped.agg(F.sum(data.sum_field))
+
+
+def builtin_frame(
+    data: Dataset, df: Any, what: str, sliding: bool, parallelism: int, every: int
+) -> Any:
+    """sparktide's built-in ``count()`` / ``sum(f)`` (Flink's record) keyed by a column (the
+    columnar path)."""
+    from sparktide.common import Duration, Time, WatermarkStrategy
+    from sparktide.datastream import StreamExecutionEnvironment
+    from sparktide.datastream.window import SlidingEventTimeWindows, TumblingEventTimeWindows
+
+    env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
+    env.set_parallelism(parallelism)
+    env.get_config().set_watermark_every(every)
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(
+        Duration.of_millis(data.out_of_order_ms)
+    )
+    size = Time.milliseconds(data.window_ms)
+    assigner = (
+        SlidingEventTimeWindows.of(Time.milliseconds(SLIDES * data.window_ms), size)
+        if sliding
+        else TumblingEventTimeWindows.of(size)
+    )
+    windowed = (
+        env.from_dataframe(df, strategy, timestamp_column="ts", source_name=data.name)
+        .key_by("key")
+        .window(assigner)
+    )
+    out = windowed.count() if what == "count" else windowed.sum(data.sum_field)
+    return out.to_dataframe(ordered=False)
+
+
+class WorkerRss:
+    """The peak resident set (MB) of this run's Python workers of Spark (descendants of this
+    process, through its JVM) that worked while inside: a thread samples ``/proc`` every 20 ms;
+    a worker counts once its CPU time grew (idle workers kept from earlier runs do not). Linux
+    only, else ``None``."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple[int, int, int]] = {}  # pid -> (first cpu, cpu, peak kB)
+        self._ours: dict[str, bool] = {}  # pid -> whether it descends from this process
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def __enter__(self) -> WorkerRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    @property
+    def peak_mb(self) -> float | None:
+        worked = [peak for first, cpu, peak in self._seen.values() if cpu > first]
+        return max(worked) / 1024 if worked else None
+
+    def _sample(self) -> None:
+        proc = Path("/proc")
+        while not self._stop.is_set():
+            for entry in proc.iterdir() if proc.is_dir() else ():
+                if entry.name.isdigit():
+                    self._read(entry)
+            self._stop.wait(0.02)
+
+    def _read(self, entry: Path) -> None:
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            if b"pyspark.daemon" not in cmdline and b"pyspark.worker" not in cmdline:
+                return
+            if not self._descends(entry.name):
+                return
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            cpu = int(stat[11]) + int(stat[12])  # utime + stime (fields 14 and 15)
+            rss = 0
+            for line in (entry / "status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    rss = int(line.split()[1])
+        except (OSError, IndexError, ValueError):  # the process ended
+            return
+        first, _, peak = self._seen.get(entry.name, (cpu, cpu, 0))
+        self._seen[entry.name] = (first, cpu, max(peak, rss))
+
+    def _descends(self, pid: str) -> bool:
+        """Whether process ``pid`` descends from this one (not another program's Spark)."""
+        known = self._ours.get(pid)
+        if known is None:
+            me, chain, current = str(os.getpid()), [], pid
+            known = False
+            while current not in ("0", "1") and len(chain) < 64:
+                chain.append(current)
+                stat = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+                current = stat[1]  # the parent's pid (field 4)
+                if current == me:
+                    known = True
+                    break
+            self._ours[pid] = known
+        return known
+
+
+def timed_rss(build: Callable[[], Any], repeat: int) -> tuple[float | str, float | None]:
+    """:func:`timed` and the peak RSS of a Python worker over the runs."""
+    with WorkerRss() as rss:
+        seconds = timed(build, repeat)
+    return seconds, rss.peak_mb
 
 
 # ---------------------------------------------------------------------------------------------
 # Output
 
 
-COLUMNS = ("engine", "job", "records", "seconds", "records/s", "vs Spark")
+COLUMNS = ("engine", "job", "records", "seconds", "records/s", "vs Spark", "peak RSS")
 
 
 def _line(cols: tuple[str, ...]) -> str:
-    engine, job, records, seconds, rate, ratio = cols
-    return f"{engine:<20} | {job:<22} | {records:>10} | {seconds:>8} | {rate:>9} | {ratio:>8}"
+    engine, job, records, seconds, rate, ratio, rss = cols
+    return (
+        f"{engine:<22} | {job:<24} | {records:>10} | {seconds:>8} | {rate:>10} | {ratio:>8} | "
+        f"{rss:>8}"
+    )
 
 
 def _row(
-    engine: str, job: str, records: int, seconds: float | str, native_rate: float | None
+    engine: str,
+    job: str,
+    records: int,
+    seconds: float | str,
+    native_rate: float | None,
+    rss_mb: float | None = None,
 ) -> str:
-    line = _line((engine, job, *result_cells(records, seconds, native_rate)))
+    rss = "-" if rss_mb is None else f"{rss_mb:,.0f} MB"
+    line = _line((engine, job, *result_cells(records, seconds, native_rate), rss))
     return line + (f"\n    {seconds}" if isinstance(seconds, str) else "")  # why it failed
 
 
@@ -277,31 +416,52 @@ def run_dataset(
         f"{data.timer_delay_ms // 60_000} min; best of {repeat}"
     )
     # warm-up: Python workers, JIT, the placement job of the Spark runner
-    for runtime in ("spark", "local"):
+    for runtime in ("spark", "local") if not args.builtin_only else ():
         for job in ("window", "timers"):
             sparktide_frame(data, warm_df, job, runtime, p, every).write.format("noop").mode(
                 "overwrite"
             ).save()
+    builtin_frame(data, warm_df, "count", False, p, every).write.format("noop").mode(
+        "overwrite"
+    ).save()
     native_frame(data, warm_df).write.format("noop").mode("overwrite").save()
 
     header = _line(COLUMNS)
     print(header)
     print("-" * len(header))
     n = data.records
-    native_s = timed(lambda: native_frame(data, data.df), repeat)
+    native_s, rss = timed_rss(lambda: native_frame(data, data.df), repeat)
     native_rate = n / native_s if isinstance(native_s, float) else None
-    print(_row("Spark (native)", "tumbling count", n, native_s, native_rate), flush=True)
+    print(_row("Spark (native)", "tumbling count", n, native_s, native_rate, rss), flush=True)
+    for sliding in (False, True):
+        for what in ("count", "sum"):
+            label = f"{'sliding' if sliding else 'tumbling'} {what}"
+            if (sliding, what) == (False, "count"):
+                rate = native_rate
+            else:
+                seconds, rss = timed_rss(
+                    lambda w=what, s=sliding: native_frame(data, data.df, w, s), repeat
+                )
+                rate = n / seconds if isinstance(seconds, float) else None
+                print(_row("Spark (native)", label, n, seconds, rate, rss), flush=True)
+            call = "count()" if what == "count" else f"sum({data.sum_field!r})"
+            seconds, rss = timed_rss(
+                lambda w=what, s=sliding: builtin_frame(data, data.df, w, s, p, every), repeat
+            )
+            print(_row("sparktide built-in", f"{label}: {call}", n, seconds, rate, rss), flush=True)
+    if args.builtin_only:
+        return
     sliced = False
     for job, label in (("window", "tumbling count"), ("timers", "timers *")):
         for runtime in ("spark", "local"):
             df, records = inputs[job, runtime]
-            seconds = timed(
+            seconds, rss = timed_rss(
                 lambda j=job, r=runtime, d=df: sparktide_frame(data, d, j, r, p, every), repeat
             )
             suffix = "" if records == n else " (slice)"
             sliced = sliced or bool(suffix)
             engine = "sparktide on Spark" if runtime == "spark" else "sparktide local"
-            print(_row(engine, label + suffix, records, seconds, native_rate), flush=True)
+            print(_row(engine, label + suffix, records, seconds, native_rate, rss), flush=True)
     print("* KeyedProcessFunction: no Spark counterpart; compared with Spark's tumbling count")
     if sliced:
         print(
@@ -329,6 +489,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeat", type=int, default=None, help="best of (default 3 flights, 1 synth)")
     ap.add_argument("--skip-flights", action="store_true")
     ap.add_argument("--skip-synthetic", action="store_true")
+    ap.add_argument(
+        "--builtin-only",
+        action="store_true",
+        help="time only the built-in aggregates and their Spark counterparts",
+    )
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--parallelism", type=int, default=2)
     ap.add_argument("--shuffle-partitions", type=int, default=None, help="default: parallelism")
@@ -382,6 +547,7 @@ def main(argv: list[str] | None = None) -> None:
             FLIGHTS_TIMER_DELAY_MS,
             f"{n:,} departed NYC flights of 2013 (of 336,776; cancelled ones have no event "
             "time), 3 splits (one per origin, scheduled order), key = origin (3 keys)",
+            "sched_ms",
         )
         inputs = {(j, r): (df, n) for j in ("window", "timers") for r in ("spark", "local")}
         run_dataset(data, inputs, warm, args, args.repeat or 3)

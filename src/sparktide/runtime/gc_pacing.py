@@ -31,10 +31,13 @@ always.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from typing import TypeVar
 
-__all__ = ["YOUNG_GENERATION_THRESHOLD", "paced_collection"]
+__all__ = ["YOUNG_GENERATION_THRESHOLD", "paced_collection", "paced_iteration"]
+
+T = TypeVar("T")
 
 YOUNG_GENERATION_THRESHOLD = 100_000
 """Allocations between two young collections while a job runs (Python's default is 700).
@@ -63,3 +66,14 @@ def paced_collection(young: int = YOUNG_GENERATION_THRESHOLD) -> Iterator[None]:
             gc.set_threshold(*threshold)
         if not nested:
             gc.unfreeze()
+
+
+def paced_iteration(items: Iterable[T]) -> Iterator[T]:
+    """``items`` iterated with the collector paced (a Spark task's output: the pacing lasts
+    while the task's generator runs, and ends with it).
+
+    >>> list(paced_iteration(gc.get_threshold()[0] for _ in range(2)))
+    [100000, 100000]
+    """
+    with paced_collection():
+        yield from items

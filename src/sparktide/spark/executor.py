@@ -52,6 +52,7 @@ from sparktide.runtime.execution.protocol import (
 )
 from sparktide.runtime.execution.tasks import SUMMED_METRICS, JobTasks
 from sparktide.runtime.graph import JobGraph
+from sparktide.spark.columnar_job import ColumnarJob, columnar_job
 from sparktide.spark.dataframe_source import DataFrameSource
 from sparktide.spark.failures import (
     raise_first_failure,
@@ -124,6 +125,13 @@ class SparkExecutor:
         state["spark"] = state["env"] = state["config"] = None
         return state
 
+    def columnar(self, frame_node: int | None = None) -> ColumnarJob | None:
+        """The job on Arrow columns (:mod:`sparktide.spark.columnar_job`), if it has that
+        shape; ``frame_node``: the sink a ``to_dataframe()`` reads."""
+        return columnar_job(
+            self.plan, sum(self.tasks.split_counts), self.config.get_watermark_every(), frame_node
+        )
+
     def job(self) -> SparkJob:
         """What the workers run (the same for every batch of a streaming run)."""
         plan = self.plan
@@ -193,7 +201,8 @@ class SparkExecutor:
         ``frame_writer``, collected results and printed lines back to the driver. Adaptive
         execution is off while it runs (one Spark job for the whole run)."""
         with without_adaptive_execution(self.spark.conf):
-            return self._run()
+            columnar = self.columnar()
+            return self._run() if columnar is None else columnar.run()
 
     def _run(self) -> dict[str, int]:
         from pyspark.sql import functions as F
@@ -241,6 +250,10 @@ class SparkExecutor:
         user reads it, so the session keeps coalescing of shuffle partitions off (each subtask
         keeps its own partition)."""
         self.spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")
+        columnar = self.columnar(node_id)
+        columnar_frame = None if columnar is None else columnar.frame(node_id, ordered)
+        if columnar_frame is not None:
+            return columnar_frame
         produced = self.build(direct=type_info is not None)
         plan = self.plan
         origin = SOURCE_STAGE if node_id in plan.source_stage else plan.stage_of[node_id].index

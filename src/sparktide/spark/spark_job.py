@@ -35,6 +35,7 @@ from sparktide.runtime.execution.protocol import (
     unpack_entries,
 )
 from sparktide.runtime.execution.tasks import JobTasks
+from sparktide.runtime.gc_pacing import paced_iteration
 from sparktide.runtime.mailbox import Mailbox
 from sparktide.runtime.operators.simple import (
     CollectSinkOperator,
@@ -112,7 +113,7 @@ def partition_split_task(
         context = TaskContext.get()
         partition = context.partitionId() if context is not None else 0
         node = next(n for n in plan.sources if n.id == node_id)
-        yield from run_split(first_split + partition, node.source.records(batches))
+        yield from paced_iteration(run_split(first_split + partition, node.source.records(batches)))
 
     return run
 
@@ -300,7 +301,7 @@ class SparkJob:
         """Runs the splits listed in ``self.range_splits`` (one per ``spark.range`` row)."""
         for batch in batches:
             for i in batch.column(0).to_pylist():
-                yield from self.run_split(self.range_splits[int(i)])
+                yield from paced_iteration(self.run_split(self.range_splits[int(i)]))
 
     def frame_source_task(
         self, first_split: int, node_id: int
@@ -358,6 +359,8 @@ class SparkJob:
                         yield target, positions[i].as_py(), payloads[i].as_py()
 
             for target, group in groupby(rows(), key=itemgetter(0)):
-                yield from self.run_subtask(stage_index, target, (row[1:] for row in group))
+                yield from paced_iteration(
+                    self.run_subtask(stage_index, target, (row[1:] for row in group))
+                )
 
         return run

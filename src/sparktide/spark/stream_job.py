@@ -36,6 +36,7 @@ from sparktide.runtime.execution.protocol import (
     unpack_entries,
 )
 from sparktide.runtime.execution.tasks import JobTasks, SplitDriver, SubtaskTask
+from sparktide.runtime.gc_pacing import paced_iteration
 from sparktide.runtime.operator_identity import operator_identities
 from sparktide.runtime.processing_time import ManualProcessingTimeService
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot
@@ -392,7 +393,7 @@ class StreamingJob:
     ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
         def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
             for target, group in groupby(_rows(batches), key=itemgetter(0)):
-                yield from self.stream_subtask(stage_index, target, _tail(group))
+                yield from paced_iteration(self.stream_subtask(stage_index, target, _tail(group)))
 
         return run
 

@@ -1,0 +1,494 @@
+"""The subtask side of a columnar window aggregate: merge partials, apply raw records, fire.
+
+A subtask receives, for its key groups, what the splits shipped (:mod:`.split`): partial
+aggregates of normal records, raw records, and every split's watermarks. It replays the rounds
+as :class:`~sparktide.runtime.operators.window.WindowOperator` behind a
+:class:`~sparktide.runtime.valve.StatusWatermarkValve` would see them, in position order:
+
+1. **Records of round r** meet the operator watermark ``W`` of the end of round ``r - 1``. The
+   partials of round ``r`` are merged into the open windows (a pane into each of its windows);
+   none of their windows can be late or fire on arrival (see :mod:`.split`), and none of the
+   windows a raw record fires on arrival can hold a partial of the same round. Raw records are
+   then applied one at a time with the per-record rules: late windows are skipped; a record in
+   no window that is itself late goes to the late side output (or is counted as dropped); a
+   window whose ``max_timestamp <= W`` fires at once with its updated contents, at the record's
+   position; any other window registers its timer.
+2. **Watermarks of round r** (periodic, then ends of input; split order): each one updates its
+   channel; when the minimum over channels rises, the windows whose timer is due fire, ordered
+   as the timer queue pops them (key group, then time, then registration order: the position
+   of the first record that registered the timer) and numbered per key group; windows whose
+   cleanup time (``max_timestamp + allowed_lateness``) has passed are dropped.
+
+Counts and integer aggregates are exact; float sums are added in another order than record by
+record, so their last bits may differ from the per-record path's (compare with a relative
+tolerance of 1e-9).
+
+>>> import pyarrow as pa
+>>> from sparktide.runtime.columnar.split import SplitAggregator, SplitPlan
+>>> from sparktide.runtime.columnar.windows import WindowGeometry
+>>> g = WindowGeometry(10, 10, 0)
+>>> agg = SplitAggregator(SplitPlan(g, "k", "ts", (), ("k", "ts"), 0, None, 1, 128), split=0)
+>>> shipped = pa.concat_tables([*agg.feed(pa.table({"k": [1, 1, 2], "ts": [3, 5, 14]})),
+...     agg.finish()], promote_options="default")
+>>> out = WindowEngine(EnginePlan(g, 0, 1, 0)).run(shipped)
+>>> out.fired.select(["key", "start", "count"]).to_pylist()
+[{'key': 1, 'start': 0, 'count': 2}, {'key': 2, 'start': 10, 'count': 1}]
+>>> out.fired_positions.tolist()[0]  # the end of input of split 0, timers, key group 98
+[0, 2, 0, 3, 1, 0, 1, 86, 0]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sparktide.runtime.columnar.split import Kind, field_column, key_codes, row_column
+from sparktide.runtime.columnar.windows import WindowGeometry
+from sparktide.runtime.elements import MAX_TIMESTAMP, MIN_TIMESTAMP
+from sparktide.runtime.execution.protocol import PAD, Mark, Phase, RoundPhase
+
+__all__ = ["POSITION_WIDTH", "EngineOutput", "EnginePlan", "WindowEngine"]
+
+I64 = npt.NDArray[np.int64]
+
+POSITION_WIDTH = 9
+"""Columns of an output position: a source watermark's 6, then (phase, key group, n); a record's
+output has 8 (5 + (phase, channel, n)) and is padded with :data:`PAD`."""
+
+_AGGREGATES = ("nn", "sum", "min", "max")
+_NO_REG = np.iinfo(np.int64).max
+_READ = int(RoundPhase.READ)
+_RECORD = int(Mark.RECORD)
+_WM_MARK = int(Mark.WATERMARK)
+_TIMERS = int(Phase.EVENT_TIMERS)
+_RECORD_PHASE = int(Phase.RECORD)
+
+
+@dataclass(frozen=True)
+class EnginePlan:
+    """The windows, the allowed lateness, how many splits (valve channels) there are, how many
+    fields are aggregated, and whether late records go to a side output."""
+
+    geometry: WindowGeometry
+    lateness: int
+    splits: int
+    fields: int
+    late_side_output: bool = False
+    # Flink's record over field 0: the first record with the field aggregated, or with
+    # ``by`` ("min" / "max") the first record holding the extreme
+    records: bool = False
+    by: str | None = None
+    aggregate: str = "sum"  # without ``by``: what replaces the field (sum, min or max)
+    field_name: str = ""  # the aggregated source column
+
+
+@dataclass
+class EngineOutput:
+    """What a subtask emits: fired windows (``key``, ``start``, ``count``, the field
+    aggregates) with their positions, late records (indexes into the raw rows, with their
+    positions) and the subtask's metrics."""
+
+    fired: pa.Table
+    fired_positions: I64
+    late_rows: pa.Table
+    late_positions: I64
+    metrics: dict[str, int] = field(default_factory=dict)
+    records: pa.Table | None = None  # Flink's record per fired window (source columns)
+
+
+class _Windows:
+    """The open windows, as columns."""
+
+    names = (
+        "code",
+        "kg",
+        "start",
+        "count",
+        "pending",
+        "reg_r",
+        "reg_s",
+        "reg_seq",
+        # the first record (row id, position) and the extreme record (min_by / max_by)
+        "first_row",
+        "first_r",
+        "first_s",
+        "first_seq",
+        "ext_row",
+        "ext_r",
+        "ext_s",
+        "ext_seq",
+    )
+
+    def __init__(self, fields: int, dtypes: list[np.dtype[np.generic]]) -> None:
+        self.fields = fields
+        self.cols: dict[str, npt.NDArray[np.generic]] = {
+            name: np.zeros(0, np.bool_ if name == "pending" else np.int64) for name in self.names
+        }
+        for i, dtype in enumerate(dtypes):
+            for what in _AGGREGATES:
+                self.cols[field_column(what, i)] = np.zeros(0, np.int64 if what == "nn" else dtype)
+
+    def __len__(self) -> int:
+        return len(self.cols["code"])
+
+    def take(self, index: npt.NDArray[np.intp] | npt.NDArray[np.bool_]) -> None:
+        self.cols = {k: v[index] for k, v in self.cols.items()}
+
+
+class WindowEngine:
+    """Replays one subtask's rounds (see the module docstring)."""
+
+    def __init__(self, plan: EnginePlan) -> None:
+        self.plan = plan
+        self.late_dropped = 0
+        self.late_side = 0
+        self.timers_fired = 0
+
+    def run(self, shipped: pa.Table) -> EngineOutput:
+        plan = self.plan
+        kind = np.asarray(shipped.column("kind").to_numpy(zero_copy_only=False))
+        partials = shipped.filter(pa.array(kind == Kind.PARTIAL))
+        raws = shipped.filter(pa.array(kind == Kind.RAW))
+        marks = shipped.filter(pa.array(kind == Kind.WATERMARK))
+        keys = pa.chunked_array(
+            [*partials.column("key").chunks, *raws.column("key").chunks],
+            type=shipped.schema.field("key").type,
+        )
+        codes, self.uniques = key_codes(keys)
+        p_codes, r_codes = codes[: partials.num_rows], codes[partials.num_rows :]
+        dtypes = [
+            np.dtype(shipped.schema.field(field_column("sum", i)).type.to_pandas_dtype())
+            for i in range(plan.fields)
+        ]
+        self.windows = _Windows(plan.fields, dtypes)
+        self.fired: list[dict[str, npt.NDArray[np.generic]]] = []
+        self.late: list[tuple[list[int], int]] = []  # (position, raw row)
+        self.channels = np.full(plan.splits, MIN_TIMESTAMP, np.int64)
+        self.watermark = MIN_TIMESTAMP
+
+        p = _columns(partials, plan.fields)
+        p["code"] = p_codes
+        r = _columns(raws, plan.fields)
+        r["code"] = r_codes
+        p["row"] = np.arange(partials.num_rows, dtype=np.int64)
+        r["row"] = np.arange(raws.num_rows, dtype=np.int64)
+        r["id"] = r["row"] + partials.num_rows  # row ids: partials, then raws
+        zeros = np.zeros(partials.num_rows, np.int64)
+        p["ext_seq"] = _int_column(partials, "ext_seq") if plan.records else zeros
+        r["ext_seq"] = r["seq"]
+        w = _columns(marks, 0)
+        rounds = np.unique(np.concatenate([p["r"], r["r"], w["r"]]))
+        p_round = _by_round(p, ("r",))
+        r_round = _by_round(r, ("r", "s", "seq"))
+        w_round = _by_round(w, ("r", "phase", "s"))
+        for rnd in rounds.tolist():
+            self._merge(p_round(rnd))
+            self._raws(r_round(rnd))
+            self._watermarks(w_round(rnd))
+        return self._output(partials, raws)
+
+    # ------------------------------------------------------------------ records
+
+    def _merge(self, part: dict[str, npt.NDArray[np.generic]]) -> None:
+        """Add a round's partials to their windows (panes into every window holding them)."""
+        if not len(part["code"]):
+            return
+        g = self.plan.geometry
+        rows, starts = g.windows_of_panes(part["time"].astype(np.int64))
+        new = {
+            "code": part["code"][rows],
+            "kg": part["kg"][rows],
+            "start": starts,
+            "count": part["count"][rows],
+            "pending": np.ones(len(rows), np.bool_),
+            "reg_r": part["r"][rows],
+            "reg_s": part["s"][rows],
+            "reg_seq": part["seq"][rows],
+            "first_row": part["row"][rows],
+            "first_r": part["r"][rows],
+            "first_s": part["s"][rows],
+            "first_seq": part["seq"][rows],
+            "ext_row": part["row"][rows],
+            "ext_r": part["r"][rows],
+            "ext_s": part["s"][rows],
+            "ext_seq": part["ext_seq"][rows],
+        }
+        for i in range(self.plan.fields):
+            for what in _AGGREGATES:
+                name = field_column(what, i)
+                new[name] = part[name][rows]
+        cols = {k: np.concatenate([v, new[k]]) for k, v in self.windows.cols.items()}
+        order = np.lexsort(
+            (cols["reg_seq"], cols["reg_s"], cols["reg_r"], cols["start"], cols["code"])
+        )
+        cols = {k: v[order] for k, v in cols.items()}
+        same = (cols["code"][1:] == cols["code"][:-1]) & (cols["start"][1:] == cols["start"][:-1])
+        heads = np.flatnonzero(np.r_[True, ~same])
+        merged = {k: v[heads] for k, v in cols.items()}  # the first (lowest registration)
+        merged["count"] = np.add.reduceat(cols["count"], heads)
+        merged["pending"] = np.logical_or.reduceat(cols["pending"], heads)
+        for i in range(self.plan.fields):
+            for what, ufunc in (
+                ("nn", np.add),
+                ("sum", np.add),
+                ("min", np.minimum),
+                ("max", np.maximum),
+            ):
+                name = field_column(what, i)
+                merged[name] = ufunc.reduceat(cols[name], heads)
+        if self.plan.by is not None:  # the extreme's first holder: lowest value, then position
+            value = cols[field_column(self.plan.by, 0)]
+            group = np.repeat(np.arange(len(heads)), np.diff(np.r_[heads, len(value)]))
+            order = np.lexsort(
+                (
+                    cols["ext_seq"],
+                    cols["ext_s"],
+                    cols["ext_r"],
+                    value if self.plan.by == "min" else -value,
+                    group,
+                )
+            )
+            best = order[np.r_[True, group[order][1:] != group[order][:-1]]]
+            for name in ("ext_row", "ext_r", "ext_s", "ext_seq"):
+                merged[name] = cols[name][best]
+        self.windows.cols = merged
+
+    def _raws(self, raw: dict[str, npt.NDArray[np.generic]]) -> None:
+        """Apply a round's raw records one at a time (the per-record window rules)."""
+        n = len(raw["code"])
+        if not n:
+            return
+        plan = self.plan
+        g = plan.geometry
+        size, lateness, w = g.size, plan.lateness, self.watermark
+        win = {k: v.tolist() for k, v in self.windows.cols.items()}
+        at = {(c, s): i for i, (c, s) in enumerate(zip(win["code"], win["start"], strict=True))}
+        names = [field_column(what, i) for i in range(plan.fields) for what in _AGGREGATES]
+        by = plan.by
+        by_column = field_column(by or "min", 0)
+        quads = [tuple(field_column(what, i) for what in _AGGREGATES) for i in range(plan.fields)]
+        fired: dict[str, list[object]] = {k: [] for k in win}
+        positions: list[list[int]] = []
+        rows = {k: v.tolist() for k, v in raw.items()}
+        for j in range(n):
+            code, ts, rid = rows["code"][j], rows["time"][j], rows["id"][j]
+            r, s, seq = rows["r"][j], rows["s"][j], rows["seq"][j]
+            out = 0
+            skipped = True
+            for start in g.window_starts(ts):
+                max_ts = start + size - 1
+                if min(max_ts + lateness, MAX_TIMESTAMP) <= w:
+                    continue  # the window is late
+                skipped = False
+                i = at.get((code, start))
+                if i is None:
+                    i = at[code, start] = len(win["code"])
+                    for column, value in (
+                        ("code", code),
+                        ("kg", rows["kg"][j]),
+                        ("start", start),
+                        ("count", 0),
+                        ("pending", False),
+                        ("reg_r", _NO_REG),
+                        ("reg_s", _NO_REG),
+                        ("reg_seq", _NO_REG),
+                        ("first_row", rid),
+                        ("first_r", r),
+                        ("first_s", s),
+                        ("first_seq", seq),
+                        ("ext_row", rid),
+                        ("ext_r", r),
+                        ("ext_s", s),
+                        ("ext_seq", seq),
+                    ):
+                        win[column].append(value)
+                    for name in names:
+                        win[name].append(rows[name][j])
+                else:
+                    here = (r, s, seq)
+                    if here < (win["first_r"][i], win["first_s"][i], win["first_seq"][i]):
+                        win["first_row"][i] = rid
+                        win["first_r"][i], win["first_s"][i], win["first_seq"][i] = here
+                    if by is not None:
+                        v, best = rows[by_column][j], win[by_column][i]
+                        held = (win["ext_r"][i], win["ext_s"][i], win["ext_seq"][i])
+                        if (v < best if by == "min" else v > best) or (v == best and here < held):
+                            win["ext_row"][i] = rid
+                            win["ext_r"][i], win["ext_s"][i], win["ext_seq"][i] = here
+                    for nn, total, low, high in quads:
+                        if not rows[nn][j]:
+                            continue  # a null value: aggregates skip it
+                        v = rows[total][j]
+                        win[nn][i] += 1
+                        win[total][i] += v
+                        win[low][i] = min(win[low][i], v)
+                        win[high][i] = max(win[high][i], v)
+                win["count"][i] += 1
+                if max_ts <= w:  # EventTimeTrigger fires on arrival
+                    for k in win:
+                        fired[k].append(win[k][i])
+                    positions.append([r, _READ, s, seq, _RECORD, _RECORD_PHASE, s, out, PAD])
+                    out += 1
+                elif not win["pending"][i] or (r, s, seq) < (
+                    win["reg_r"][i],
+                    win["reg_s"][i],
+                    win["reg_seq"][i],
+                ):
+                    win["pending"][i] = True
+                    win["reg_r"][i], win["reg_s"][i], win["reg_seq"][i] = r, s, seq
+            if skipped and ts + lateness <= w:
+                if plan.late_side_output:
+                    self.late_side += 1
+                    self.late.append(
+                        ([r, _READ, s, seq, _RECORD, _RECORD_PHASE, s, 0, PAD], rows["row"][j])
+                    )
+                else:
+                    self.late_dropped += 1
+        cols = self.windows.cols
+        self.windows.cols = {k: np.asarray(win[k], dtype=cols[k].dtype) for k in cols}
+        if positions:
+            chunk = {k: np.asarray(fired[k], dtype=cols[k].dtype) for k in cols}
+            chunk["position"] = np.asarray(positions, dtype=np.int64)
+            self.fired.append(chunk)
+
+    # ------------------------------------------------------------------ watermarks
+
+    def _watermarks(self, marks: dict[str, npt.NDArray[np.generic]]) -> None:
+        for r, phase, s, seq, value in zip(
+            marks["r"].tolist(),
+            marks["phase"].tolist(),
+            marks["s"].tolist(),
+            marks["seq"].tolist(),
+            marks["time"].tolist(),
+            strict=True,
+        ):
+            if value > self.channels[s]:
+                self.channels[s] = value
+            combined = int(self.channels.min())
+            if combined > self.watermark:
+                self.watermark = combined
+                self._advance(combined, [r, phase, s, seq, _WM_MARK, 0])
+
+    def _advance(self, w: int, position: list[int]) -> None:
+        """The operator watermark rises to ``w`` at ``position``: due timers fire."""
+        cols = self.windows.cols
+        if not len(cols["code"]):
+            return
+        size, lateness = self.plan.geometry.size, self.plan.lateness
+        max_ts = cols["start"].astype(np.int64) + (size - 1)
+        due = np.flatnonzero(cols["pending"].astype(np.bool_) & (max_ts <= w))
+        if len(due):
+            kg = cols["kg"][due]
+            order = due[
+                np.lexsort(
+                    (cols["reg_seq"][due], cols["reg_s"][due], cols["reg_r"][due], max_ts[due], kg)
+                )
+            ]
+            kg = cols["kg"][order]
+            heads = np.flatnonzero(np.r_[True, kg[1:] != kg[:-1]])
+            n = np.arange(len(order)) - np.repeat(heads, np.diff(np.r_[heads, len(order)]))
+            pos = np.empty((len(order), POSITION_WIDTH), np.int64)
+            pos[:, :6] = position
+            pos[:, 6] = _TIMERS
+            pos[:, 7] = kg
+            pos[:, 8] = n
+            chunk = {k: v[order] for k, v in cols.items()}
+            chunk["position"] = pos
+            self.fired.append(chunk)
+            cols["pending"][due] = False
+            self.timers_fired += len(due)
+        cleanup = np.minimum(max_ts, MAX_TIMESTAMP - lateness) + lateness
+        gone = (cleanup <= w) & (cleanup < MAX_TIMESTAMP)
+        if lateness:
+            self.timers_fired += int(gone.sum())
+        if gone.any():
+            self.windows.take(~gone)
+
+    # ------------------------------------------------------------------ output
+
+    def _output(self, partials: pa.Table, raws: pa.Table) -> EngineOutput:
+        names = ["code", "start", "count", "first_row", "ext_row"] + [
+            field_column(what, i) for i in range(self.plan.fields) for what in _AGGREGATES
+        ]
+        if self.fired:
+            cols = {k: np.concatenate([c[k] for c in self.fired]) for k in [*names, "position"]}
+        else:
+            cols = {k: self.windows.cols[k][:0] for k in names}
+            cols["position"] = np.zeros((0, POSITION_WIDTH), np.int64)
+        fired = {"key": self.uniques.take(pa.array(cols["code"]))}
+        for k in names[1:]:
+            fired[k] = pa.array(cols[k])
+        late_index = pa.array([row for _, row in self.late], pa.int64())
+        row_names = [c for c in raws.column_names if c.startswith(row_column(""))]
+        late_rows = raws.select(row_names).take(late_index)
+        late_positions = np.asarray([p for p, _ in self.late], dtype=np.int64).reshape(
+            -1, POSITION_WIDTH
+        )
+        return EngineOutput(
+            pa.table(fired),
+            cols["position"],
+            late_rows,
+            late_positions,
+            {
+                "late_records_dropped": self.late_dropped,
+                "late_records_side_output": self.late_side,
+                "timers_fired": self.timers_fired,
+            },
+            self._records(partials, raws, cols) if self.plan.records else None,
+        )
+
+    def _records(
+        self, partials: pa.Table, raws: pa.Table, cols: dict[str, npt.NDArray[np.generic]]
+    ) -> pa.Table:
+        """Flink's record of each fired window: its first record with the field aggregated,
+        or the record holding the extreme (``min_by``/``max_by``)."""
+        plan = self.plan
+        names = [c for c in raws.column_names if c.startswith(row_column(""))]
+        rows = pa.concat_tables([partials.select(names), raws.select(names)])
+        if plan.by is not None:
+            return rows.take(pa.array(cols["ext_row"]))
+        taken = rows.take(pa.array(cols["first_row"]))
+        column = row_column(plan.field_name)
+        at = taken.column_names.index(column)
+        value = pa.array(cols[field_column(plan.aggregate, 0)]).cast(taken.schema.field(at).type)
+        return taken.set_column(at, column, value)
+
+
+def _int_column(table: pa.Table, name: str) -> I64:
+    column = pc.fill_null(table.column(name), 0).cast(pa.int64())
+    return np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def _columns(table: pa.Table, fields: int) -> dict[str, npt.NDArray[np.generic]]:
+    names = ["kg", "r", "phase", "s", "seq", "time", "count"] + [
+        field_column(what, i) for i in range(fields) for what in _AGGREGATES
+    ]
+    return {
+        name: np.asarray(table.column(name).to_numpy(zero_copy_only=False))
+        if name not in ("kg", "r", "phase", "s", "seq", "time", "count")
+        else np.asarray(
+            pc.cast(table.column(name), pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64
+        )
+        for name in names
+    }
+
+
+def _by_round(cols: dict[str, npt.NDArray[np.generic]], order_by: tuple[str, ...]) -> _RoundSlicer:
+    return _RoundSlicer(cols, order_by)
+
+
+class _RoundSlicer:
+    """The rows of one round at a time, in ``order_by`` order."""
+
+    def __init__(self, cols: dict[str, npt.NDArray[np.generic]], order_by: tuple[str, ...]) -> None:
+        order = np.lexsort(tuple(cols[k] for k in reversed(order_by)))
+        self.cols = {k: v[order] for k, v in cols.items()}
+        self.rounds = self.cols["r"]
+
+    def __call__(self, rnd: int) -> dict[str, npt.NDArray[np.generic]]:
+        lo, hi = np.searchsorted(self.rounds, [rnd, rnd + 1])
+        return {k: v[lo:hi] for k, v in self.cols.items()}

@@ -1,0 +1,494 @@
+"""A built-in window aggregate on Spark, on Arrow columns end to end.
+
+A bounded job of the shape ``from_dataframe(...)`` (a timestamp column, a built-in watermark
+strategy without idleness) → ``key_by("field")`` → a tumbling or sliding event-time window with
+a built-in aggregate (``node.window_aggregate``) → collect sinks, ``to_dataframe()`` or
+Spark-written sinks, runs here instead of through the per-record tasks:
+
+1. every source partition (split) runs a :class:`~sparktide.runtime.columnar.split.
+   SplitAggregator` in ``mapInArrow``: partial aggregates per round, key and pane, the few raw
+   records that may meet a late or fired window, and the split's watermarks (for every
+   subtask);
+2. Spark's shuffle moves them to the subtask owning their key group (``repartition`` on a
+   placement key, :mod:`sparktide.spark.placement`);
+3. each subtask runs a :class:`~sparktide.runtime.columnar.engine.WindowEngine` in
+   ``mapInArrow``, emitting fired windows and late records as Arrow rows with their positions
+   as ``long`` columns, so sorting by them gives the per-record path's order.
+
+The output equals the per-record path's (see :mod:`sparktide.runtime.columnar.engine` for
+float sums). Setting the environment variable ``SPARKTIDE_COLUMNAR=off`` keeps every job on the
+per-record path.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
+
+import numpy as np
+import pyarrow as pa
+
+from sparktide.common.types import Row
+from sparktide.common.watermark_strategy import (
+    AscendingTimestampsWatermarks,
+    BoundedOutOfOrdernessWatermarks,
+    NoWatermarksGenerator,
+    WatermarkStrategy,
+)
+from sparktide.runtime.columnar.engine import POSITION_WIDTH, EnginePlan, WindowEngine
+from sparktide.runtime.columnar.spec import AggregateKind, FieldKey, OutputForm, WindowAggregateSpec
+from sparktide.runtime.columnar.split import (
+    SHIPPED,
+    SplitAggregator,
+    SplitPlan,
+    field_column,
+    row_column,
+)
+from sparktide.runtime.columnar.windows import WindowGeometry
+from sparktide.runtime.elements import StreamRecord
+from sparktide.runtime.execution.planner import Plan
+from sparktide.runtime.execution.protocol import PAD
+from sparktide.runtime.execution.tasks import SUMMED_METRICS
+from sparktide.runtime.graph import Node
+from sparktide.spark.dataframe_source import DataFrameSource
+from sparktide.spark.frames import ColumnTimestampAssigner, arrow_schema_of, records_of_batch
+from sparktide.spark.placement import placement_keys
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+__all__ = ["SWITCH", "ColumnarJob", "columnar_job"]
+
+SWITCH = "SPARKTIDE_COLUMNAR"
+"""The environment variable that turns the columnar path off (``off``, ``0`` or ``false``)."""
+
+_MAIN, _LATE, _METRICS = 0, 1, 2  # what a result row is
+_POSITIONS = [f"p{i}" for i in range(POSITION_WIDTH)]
+
+
+def enabled() -> bool:
+    """Whether the columnar path may run (see :data:`SWITCH`)."""
+    return os.environ.get(SWITCH, "on").strip().lower() not in ("off", "0", "false", "no")
+
+
+def watermark_bound(strategy: WatermarkStrategy | None) -> tuple[bool, int | None]:
+    """``(built_in, bound)``: whether the strategy's generator is a built-in one the columnar
+    path reproduces, and its out-of-orderness bound (``None``: no watermarks)."""
+    if strategy is None or strategy.idle_timeout is not None or strategy.is_ingestion_time:
+        return False, None
+    if not isinstance(strategy.timestamp_assigner, ColumnTimestampAssigner):
+        return False, None
+    generator = strategy.create_watermark_generator()
+    if type(generator) is NoWatermarksGenerator:
+        return True, None
+    if type(generator) in (BoundedOutOfOrdernessWatermarks, AscendingTimestampsWatermarks):
+        bounded = cast(BoundedOutOfOrdernessWatermarks, generator)
+        return True, int(bounded.max_out_of_orderness)
+    return False, None
+
+
+def _column(source: DataFrameSource, field: int | str | None) -> str | None:
+    if isinstance(field, str):
+        return field if field in source.columns else None
+    if isinstance(field, int) and 0 <= field < len(source.columns):
+        return source.columns[field]
+    return None
+
+
+def _columns_fit(source: DataFrameSource, spec: WindowAggregateSpec) -> bool:
+    """Whether the key is an integer or string column and every aggregated field an integer
+    or double column of the source (other types keep the per-record path)."""
+    from pyspark.sql import types as T
+
+    schema = source.prepared().schema
+    key = _column(source, spec.key.field)
+    if key is None or not isinstance(schema[key].dataType, T.IntegralType | T.StringType):
+        return False
+    fields = [a.field for a in spec.aggregates if a.kind is not AggregateKind.COUNT]
+    if spec.field_aggregate is not None:
+        fields = [spec.field_aggregate.field]
+    for field in fields:
+        name = _column(source, field)
+        if name is None or not isinstance(schema[name].dataType, T.IntegralType | T.DoubleType):
+            return False
+    return True
+
+
+def _field_key(selector: object) -> FieldKey | None:
+    """The :class:`FieldKey` a key selector is (or is the bound ``get_key`` of)."""
+    owner = getattr(selector, "__self__", selector)
+    return owner if isinstance(owner, FieldKey) else None
+
+
+@dataclass(frozen=True)
+class _Sink:
+    node: Node
+    late: bool  # the late-data side output, else the main output
+
+
+class ColumnarJob:
+    """An eligible job (see the module docstring) and the DataFrames that run it."""
+
+    def __init__(
+        self,
+        plan: Plan,
+        source: Node,
+        window: Node,
+        spec: WindowAggregateSpec,
+        sinks: list[_Sink],
+        splits: int,
+        every: int | None,
+        bound: int | None,
+    ) -> None:
+        df_source: DataFrameSource = source.source
+        self.source = df_source
+        self.window = window
+        self.spec = spec
+        self.sinks = sinks
+        self.splits = splits
+        stage = plan.stage_of[window.id]
+        self.parallelism = stage.parallelism
+        assigner_ts = source.watermark_strategy.timestamp_assigner  # type: ignore[union-attr]
+        fields: list[str] = []
+        slots: list[int] = []
+        for agg in spec.aggregates:
+            name = _column(df_source, agg.field)
+            if agg.kind is AggregateKind.COUNT or name is None:
+                slots.append(-1)
+                continue
+            if name not in fields:
+                fields.append(name)
+            slots.append(fields.index(name))
+        record = spec.field_aggregate  # Flink's record: one field
+        if record is not None:
+            fields = [cast(str, _column(df_source, record.field))]
+        by = record.kind[:3] if record is not None and record.kind.endswith("_by") else None
+        self.fields = tuple(fields)
+        self.slots = tuple(slots)
+        key = _column(df_source, spec.key.field)
+        # whole rows travel only for Flink's record and the late side output; otherwise the
+        # splits read just the key, the timestamp and the aggregated fields
+        whole = record is not None or any(s.late for s in sinks)
+        wanted = {key, assigner_ts.column, *fields}  # type: ignore[union-attr]
+        self.columns = tuple(c for c in df_source.columns if whole or c in wanted)
+        self.split_plan = SplitPlan(
+            WindowGeometry(spec.size_ms, spec.slide_ms, spec.offset_ms),
+            key or "",
+            assigner_ts.column,  # type: ignore[union-attr]
+            self.fields,
+            self.columns,
+            bound,
+            every,
+            stage.parallelism,
+            stage.max_parallelism,
+            records=record is not None,
+            by=by,
+        )
+        self.engine_plan = EnginePlan(
+            self.split_plan.geometry,
+            spec.allowed_lateness_ms,
+            splits,
+            len(self.fields),
+            spec.late_tag is not None,  # counted as side output even when unread
+            records=record is not None,
+            by=by,
+            aggregate=record.kind if record is not None and by is None else "sum",
+            field_name=self.fields[0] if record is not None else "",
+        )
+        self.output_schema = arrow_schema_of(spec.output_type)
+
+    # ------------------------------------------------------------------ frames
+
+    def _schemas(self, source_schema: pa.Schema) -> tuple[pa.Schema, pa.Schema]:
+        key_type = source_schema.field(self.split_plan.key).type
+        shipped = [*SHIPPED, pa.field("pkey", pa.int64()), pa.field("key", key_type)]
+        for i, name in enumerate(self.fields):
+            t = source_schema.field(name).type
+            number = pa.int64() if pa.types.is_integer(t) else pa.float64()
+            shipped.append(pa.field(field_column("nn", i), pa.int64()))
+            shipped += [pa.field(field_column(w, i), number) for w in ("sum", "min", "max")]
+        if self.split_plan.records:
+            shipped.append(pa.field("ext_seq", pa.int64()))
+        rows = [pa.field(row_column(f.name), f.type) for f in source_schema]
+        shipped += rows
+        result = [pa.field("out", pa.int8()), *(pa.field(p, pa.int64()) for p in _POSITIONS)]
+        result += list(self.output_schema) + rows
+        result += [pa.field(f"m_{m}", pa.int64()) for m in (*SUMMED_METRICS, "rounds")]
+        return pa.schema(shipped), pa.schema(result)
+
+    def results(self) -> DataFrame:
+        """The lazy DataFrame of every subtask's result rows."""
+        from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+
+        prepared = self.source.prepared()
+        if len(self.columns) < len(self.source.columns):  # a projection keeps the partitions
+            prepared = prepared.select(*[f"`{c}`" for c in self.columns])
+        zone = prepared.sparkSession.conf.get("spark.sql.session.timeZone")
+        source_schema = to_arrow_schema(prepared.schema, timezone=zone)
+        shipped, result = self._schemas(source_schema)
+        split_task = SplitTask(self.split_plan, shipped, placement_keys(self.parallelism))
+        subtask = SubtaskTask(self, shipped, result)
+        return (
+            prepared.mapInArrow(split_task, from_arrow_schema(shipped))
+            .repartition(self.parallelism, "pkey")
+            .mapInArrow(subtask, from_arrow_schema(result))
+        )
+
+    def frame(self, node_id: int, ordered: bool) -> DataFrame | None:
+        """The DataFrame of the main output for sink ``node_id`` (``None``: not the main
+        output; the per-record path serves it)."""
+        sink = next((s for s in self.sinks if s.node.id == node_id), None)
+        if sink is None or sink.late:
+            return None
+        return self._main_frame(self.results(), ordered)
+
+    def _main_frame(self, results: DataFrame, ordered: bool) -> DataFrame:
+        from pyspark.sql import functions as F
+
+        rows = results.filter(F.col("out") == _MAIN)
+        if ordered:
+            rows = rows.repartition(1).sortWithinPartitions(*_POSITIONS)
+        return rows.select(*[F.col(f"`{f.name}`") for f in self.output_schema])
+
+    def run(self) -> dict[str, int]:
+        """Run the job: collect sinks receive their records with positions, Spark-written
+        sinks their DataFrame; returns the job's metrics."""
+        from pyspark.sql import functions as F
+
+        results = self.results().persist()
+        try:
+            to_driver = (
+                results.filter(F.col("out") != _MAIN)
+                if not any(s.node.collected is not None and not s.late for s in self.sinks)
+                else results
+            )
+            table = to_driver.toArrow()
+            metrics = self._deliver(table)
+            for sink in self.sinks:
+                if sink.node.frame_writer is not None:
+                    sink.node.frame_writer(self._main_frame(results, False))
+        finally:
+            results.unpersist()
+        return metrics
+
+    def _deliver(self, table: pa.Table) -> dict[str, int]:
+        import pyarrow.compute as pc
+
+        out = table.column("out")
+        metrics: dict[str, int] = {"rounds": 0, **dict.fromkeys(SUMMED_METRICS, 0)}
+        m = table.filter(pc.equal(out, _METRICS))
+        for name in SUMMED_METRICS:
+            metrics[name] = int(pc.sum(m.column(f"m_{name}")).as_py() or 0)
+        metrics["rounds"] = int(pc.max(m.column("m_rounds")).as_py() or 0)
+        main = table.filter(pc.equal(out, _MAIN))
+        late = table.filter(pc.equal(out, _LATE))
+        named = self.spec.form is OutputForm.NAMED_ROW
+        for sink in self.sinks:
+            collected = sink.node.collected
+            if collected is None:
+                continue
+            if sink.late:
+                names = self.source.columns
+                batch = late.select([row_column(c) for c in names]).rename_columns(names)
+                stamps = late.column(row_column(self.split_plan.timestamp))
+                times = _times(stamps)
+                rows = _rows(batch)
+                positions = _positions(late)
+            else:
+                names = self.output_schema.names
+                rows = _rows(main.select(names))
+                ends = main.column("window_end").to_pylist() if named else [None] * main.num_rows
+                times = [None if t is None else t - 1 for t in ends]
+                positions = _positions(main)
+            collected.extend(
+                (p, StreamRecord(v, t)) for p, v, t in zip(positions, rows, times, strict=True)
+            )
+        return metrics
+
+
+def _rows(table: pa.Table) -> list[Row]:
+    return [r for batch in table.to_batches() for r in records_of_batch(batch)]
+
+
+def _times(column: pa.ChunkedArray) -> list[int | None]:
+    from sparktide.runtime.columnar.split import timestamps_of
+
+    times: list[int | None] = timestamps_of(column, "timestamp").tolist()
+    return times
+
+
+def _positions(table: pa.Table) -> list[tuple[int, ...]]:
+    matrix = (
+        np.column_stack(
+            [np.asarray(table.column(p).to_numpy(), dtype=np.int64) for p in _POSITIONS]
+        )
+        if table.num_rows
+        else np.zeros((0, POSITION_WIDTH), np.int64)
+    )
+    return [tuple(v for v in row if v != PAD) for row in matrix.tolist()]
+
+
+# ---------------------------------------------------------------------- worker functions
+
+
+class SplitTask:
+    """``mapInArrow`` over the source partitions: split ``partition`` (pickled into tasks)."""
+
+    def __init__(self, plan: SplitPlan, schema: pa.Schema, keys: list[int]) -> None:
+        self.plan = plan
+        self.schema = schema
+        self.keys = np.asarray(keys, np.int64)
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        context = TaskContext.get()
+        split = context.partitionId() if context is not None else 0
+        aggregator = SplitAggregator(self.plan, split)
+        for batch in batches:
+            for table in aggregator.feed(pa.Table.from_batches([batch])):
+                yield from self._ship(table)
+        yield from self._ship(aggregator.finish())
+
+    def _ship(self, table: pa.Table) -> Iterator[pa.RecordBatch]:
+        target = np.asarray(table.column("target").to_numpy(), dtype=np.int64)
+        table = table.append_column("pkey", pa.array(self.keys[target]))
+        yield from _conform(table, self.schema).to_batches()
+
+
+class SubtaskTask:
+    """``mapInArrow`` over one subtask's shuffled input: its fired windows, late records and
+    metrics."""
+
+    def __init__(self, job: ColumnarJob, shipped: pa.Schema, result: pa.Schema) -> None:
+        self.engine_plan = job.engine_plan
+        self.spec = job.spec
+        self.slots = job.slots
+        self.shipped = shipped
+        self.result = result
+        self.output_schema = job.output_schema
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        table = pa.Table.from_batches(list(batches), schema=self.shipped)
+        if not table.num_rows:
+            return
+        out = WindowEngine(self.engine_plan).run(table)
+        if out.records is not None:  # Flink's record: the source row, named as the source
+            main = out.records.rename_columns(
+                [n[len(row_column("")) :] for n in out.records.column_names]
+            )
+        else:
+            main = named_rows(out.fired, self.spec, self.slots, self.output_schema)
+        yield from self._rows(_MAIN, out.fired_positions, main)
+        yield from self._rows(_LATE, out.late_positions, out.late_rows)
+        import pyarrow.compute as pc
+
+        rounds = int(pc.max(table.column("r")).as_py()) + 1
+        metrics = {f"m_{k}": pa.array([v], pa.int64()) for k, v in out.metrics.items()}
+        metrics["m_rounds"] = pa.array([rounds], pa.int64())
+        metrics["m_failed_records"] = pa.array([0], pa.int64())
+        metrics["out"] = pa.array([_METRICS], pa.int8())
+        yield from _conform(pa.table(metrics), self.result).to_batches()
+
+    def _rows(self, kind: int, positions: np.ndarray, values: pa.Table) -> Iterator[pa.RecordBatch]:
+        if not values.num_rows:
+            return
+        columns = {"out": pa.array(np.full(values.num_rows, kind, np.int8))}
+        for i, p in enumerate(_POSITIONS):
+            columns[p] = pa.array(positions[:, i])
+        for name in values.column_names:
+            columns[name] = values.column(name)
+        yield from _conform(pa.table(columns), self.result).to_batches()
+
+
+def named_rows(
+    fired: pa.Table, spec: WindowAggregateSpec, slots: tuple[int, ...], schema: pa.Schema
+) -> pa.Table:
+    """``Row(key, window_start, window_end, <aggregates>)`` columns of fired windows, in the
+    output type's Arrow schema; ``slots[j]``: the aggregated field of aggregate ``j`` (an
+    index into the engine's fields; ``-1`` for ``count``). An aggregate over no value that is
+    not null is null, as on the per-record path."""
+    start = np.asarray(fired.column("start").to_numpy(), dtype=np.int64)
+    count = np.asarray(fired.column("count").to_numpy(), dtype=np.int64)
+    values: list[pa.Array] = [
+        fired.column("key").combine_chunks(),
+        pa.array(start),
+        pa.array(start + spec.size_ms),
+    ]
+    for agg, i in zip(spec.aggregates, slots, strict=True):
+        if agg.kind is AggregateKind.COUNT:
+            values.append(pa.array(count))
+            continue
+        nn = np.asarray(fired.column(field_column("nn", i)).to_numpy(), dtype=np.int64)
+        empty = nn == 0
+        if agg.kind is AggregateKind.AVG:
+            total = np.asarray(fired.column(field_column("sum", i)).to_numpy(), dtype=np.float64)
+            values.append(pa.array(total / np.where(empty, 1, nn), mask=empty))
+        else:
+            column = np.asarray(fired.column(field_column(agg.kind.value, i)).to_numpy())
+            values.append(pa.array(column, mask=empty))
+    return pa.table(
+        [v.cast(f.type) for v, f in zip(values, schema, strict=True)],
+        schema=schema,
+    )
+
+
+def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table`` in ``schema``: missing columns as nulls, every column cast."""
+    n = table.num_rows
+    columns = []
+    for f in schema:
+        if f.name in table.column_names:
+            columns.append(table.column(f.name).cast(f.type))
+        else:
+            columns.append(pa.nulls(n, f.type))
+    return pa.table(columns, schema=schema)
+
+
+# ---------------------------------------------------------------------- eligibility
+
+
+def columnar_job(
+    plan: Plan, splits: int, every: int | None, frame_node: int | None = None
+) -> ColumnarJob | None:
+    """The columnar form of ``plan``, or ``None`` when it does not have the eligible shape
+    (see the module docstring); ``frame_node``: the sink a ``to_dataframe()`` reads."""
+    if not enabled() or len(plan.sources) != 1 or len(plan.stages) != 1:
+        return None
+    source = plan.sources[0]
+    if not isinstance(source.source, DataFrameSource) or plan.source_stage != {source.id}:
+        return None
+    built_in, bound = watermark_bound(source.watermark_strategy)
+    stage = plan.stages[0]
+    window = stage.entry
+    spec = window.window_aggregate
+    if not built_in or spec is None or spec.output_type is None:
+        return None
+    edges = stage.input_edges
+    if (
+        len(edges) != 1
+        or edges[0].source is not source
+        or edges[0].partitioning != "hash"
+        or edges[0].tag is not None
+        or _field_key(edges[0].key_selector) != spec.key
+    ):
+        return None
+    if not _columns_fit(source.source, spec):
+        return None
+    sinks = []
+    for node in stage.nodes[1:]:
+        ins = plan.edges_in[node.id]
+        if node.kind != "sink" or len(ins) != 1 or ins[0].source is not window:
+            return None
+        late = ins[0].tag is not None
+        if late and ins[0].tag != spec.late_tag:
+            return None
+        readable = node.collected is not None or node.id == frame_node
+        if not readable and (node.frame_writer is None or late):
+            return None
+        sinks.append(_Sink(node, late))
+    if not sinks:
+        return None
+    return ColumnarJob(plan, source, window, spec, sinks, splits, every, bound)
