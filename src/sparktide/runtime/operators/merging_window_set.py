@@ -7,7 +7,8 @@ of the merged windows (the earliest, by the order the assigner reports them; Fli
 "any"), and the other state windows are merged into it. The mapping lives in keyed state (a
 map state ``"merging-window-set"``, void namespace), so it is snapshotted with everything
 else; a set is loaded per element or timer and written back by :meth:`persist` only when it
-changed.
+changed. A store with a live dict (:class:`LiveMappingStore`, the heap map state) is read and
+updated in place: no copy per element, and :meth:`persist` only stores a new or emptied map.
 
 >>> from sparktide.core.window.assigners import EventTimeSessionWindows
 >>> from sparktide.core.window.windows import TimeWindow
@@ -30,12 +31,12 @@ TimeWindow(start=0, end=5)
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Protocol
+from typing import Protocol, cast
 
 from sparktide.core.window.assigners import MergingWindowAssigner
 from sparktide.core.window.windows import Window
 
-__all__ = ["MergeFunction", "MergingWindowSet", "WindowMappingStore"]
+__all__ = ["LiveMappingStore", "MergeFunction", "MergingWindowSet", "WindowMappingStore"]
 
 MergeFunction = Callable[[Window, list[Window], Window, list[Window]], None]
 """``merge(merge_result, merged_windows, state_window_result, merged_state_windows)``."""
@@ -51,22 +52,47 @@ class WindowMappingStore(Protocol):
     def put_all(self, dict_value: Mapping[Window, Window], /) -> None: ...
 
 
+class LiveMappingStore(WindowMappingStore, Protocol):
+    """A store that hands out its stored dict itself (the heap map state): the set updates it
+    in place instead of copying it in and out."""
+
+    def live_dict(self) -> dict[Window, Window] | None: ...
+
+    def store_live_dict(self, value: dict[Window, Window], /) -> None: ...
+
+
 class MergingWindowSet:
     """The window -> state window mapping of the current key, loaded from ``state`` (a map
-    state, or anything with ``items()``, ``clear()`` and ``put_all(dict)``)."""
+    state, or anything with ``items()``, ``clear()`` and ``put_all(dict)``; a
+    :class:`LiveMappingStore` is updated in place)."""
 
-    __slots__ = ("_assigner", "_initial", "_mapping", "_state")
+    __slots__ = ("_assigner", "_initial", "_live", "_mapping", "_state", "_stored")
 
     def __init__(
         self, assigner: MergingWindowAssigner[object, Window], state: WindowMappingStore
     ) -> None:
         self._assigner = assigner
         self._state = state
-        self._mapping: dict[Window, Window] = dict(state.items())
+        live = getattr(state, "live_dict", None)
+        self._live = live is not None
+        if live is not None:
+            stored = cast("dict[Window, Window] | None", live())
+            self._stored = stored is not None  # the state holds self._mapping itself
+            self._mapping: dict[Window, Window] = {} if stored is None else stored
+            self._initial: dict[Window, Window] = {}
+            return
+        self._stored = False
+        self._mapping = dict(state.items())
         self._initial = dict(self._mapping)
 
     def persist(self) -> None:
         """Write the mapping back to the state if it changed."""
+        if self._live:
+            # the stored dict was changed in place: only a new or emptied map is (re)stored
+            if self._stored != bool(self._mapping):
+                cast(LiveMappingStore, self._state).store_live_dict(self._mapping)
+                self._stored = not self._stored
+            return
         if self._mapping != self._initial:
             self._state.clear()
             if self._mapping:
@@ -114,6 +140,8 @@ class MergingWindowSet:
             if not merged_windows:  # only the new window: nothing held state yet
                 mapping.setdefault(merge_result, merge_result)
                 continue
+            if len(merged_windows) == 1 and merged_windows[0] == merge_result:
+                continue  # an in-flight window took in the new one: the mapping is unchanged
             state_window_result = mapping[merged_windows[0]]
             merged_state_windows = []
             for w in merged_windows:

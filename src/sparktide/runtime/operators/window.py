@@ -373,7 +373,10 @@ class WindowOperator(AbstractStreamOperator):
             # EventTimeTrigger.clear inlined
             self._clear()
             self._trigger_ctx.window = window
-            self._timers.delete_event_time_timer(window, max_ts)
+            if timestamp != max_ts:
+                # (without lateness the timer at max_timestamp is the one firing: the timer
+                # service removed it before this call, so deleting it would be a no-op)
+                self._timers.delete_event_time_timer(window, max_ts)
             pctx = self._process_ctx
             pctx.current_window = window
             self.function.clear(window, pctx)

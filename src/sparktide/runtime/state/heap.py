@@ -528,6 +528,37 @@ class HeapMapState(HeapKvState[dict[object, object]], MapState[object, object]):
     def __iter__(self) -> Iterator[object]:
         return iter(self.keys())
 
+    def live_dict(self) -> dict[object, object] | None:
+        """The stored dict of the current key and namespace itself (not a copy), or None when
+        there is none: for operators that update one map in place per record (merging window
+        sets). Changes made to it are the state's; store a new or emptied dict with
+        :meth:`store_live_dict`. Snapshots copy it, so they never see later changes.
+
+        >>> from sparktide.runtime.state.backend import HeapKeyedStateBackend
+        >>> from sparktide.runtime.keygroups import KeyGroupRange
+        >>> from sparktide.core.state import MapStateDescriptor
+        >>> b = HeapKeyedStateBackend(max_parallelism=128, key_group_range=KeyGroupRange(0, 127),
+        ...     time_provider=lambda: 0)
+        >>> m = b.get_partitioned_state(MapStateDescriptor("m", None, None))
+        >>> b.set_current_key("k")
+        >>> m.live_dict() is None
+        True
+        >>> m.store_live_dict({"a": 1}); m.live_dict()["b"] = 2; m.items()
+        [('a', 1), ('b', 2)]
+        >>> m.live_dict().clear(); m.store_live_dict(m.live_dict()); m.is_empty()
+        True
+        """
+        return self._current()
+
+    def store_live_dict(self, value: dict[object, object]) -> None:
+        """Make ``value`` itself the current key's map (no copy; an empty dict removes the
+        entry, as an emptied map state holds none)."""
+        if not value:
+            self.clear()
+            return
+        d, k = self._slot()
+        d[k] = value
+
 
 class HeapReducingState(MergingMixin[object], ReducingState[object]):
     """:class:`ReducingState` on the heap."""
@@ -567,7 +598,7 @@ class HeapReducingState(MergingMixin[object], ReducingState[object]):
 class HeapAggregatingState(MergingMixin[object], AggregatingState[object, object]):
     """:class:`AggregatingState` on the heap: stores the accumulator."""
 
-    __slots__ = ("_agg",)
+    __slots__ = ("_agg", "_agg_add", "_create_acc")
 
     def __init__(
         self,
@@ -578,6 +609,9 @@ class HeapAggregatingState(MergingMixin[object], AggregatingState[object, object
     ) -> None:
         super().__init__(backend, table, namespace)
         self._agg = agg
+        # bound once: add runs per record and window
+        self._agg_add = agg.add
+        self._create_acc = agg.create_accumulator
 
     def get(self) -> object:
         acc = self._current()
@@ -595,8 +629,8 @@ class HeapAggregatingState(MergingMixin[object], AggregatingState[object, object
             return
         acc = d.get(k)
         if acc is None:
-            acc = self._agg.create_accumulator()
-        acc = self._agg.add(value, acc)
+            acc = self._create_acc()
+        acc = self._agg_add(value, acc)
         if acc is None:
             raise returned_none_error(self._agg, "add")
         d[k] = acc
