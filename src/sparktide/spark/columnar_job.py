@@ -218,8 +218,10 @@ class ColumnarJob:
         result += [pa.field(f"m_{m}", pa.int64()) for m in (*SUMMED_METRICS, "rounds")]
         return pa.schema(shipped), pa.schema(result)
 
-    def results(self) -> DataFrame:
-        """The lazy DataFrame of every subtask's result rows."""
+    def results(self, main_only: bool = False, positions: bool = True) -> DataFrame:
+        """The lazy DataFrame of every subtask's result rows; ``main_only``: only the main
+        output's rows and columns (with their positions if ``positions``), what a sink's
+        DataFrame reads, so Spark converts no column it would drop."""
         from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
         prepared = self.source.prepared()
@@ -228,8 +230,11 @@ class ColumnarJob:
         zone = prepared.sparkSession.conf.get("spark.sql.session.timeZone")
         source_schema = to_arrow_schema(prepared.schema, timezone=zone)
         shipped, result = self._schemas(source_schema)
+        if main_only:
+            kept = [*(_POSITIONS if positions else ()), *self.output_schema.names]
+            result = pa.schema([result.field(name) for name in kept])
         split_task = SplitTask(self.split_plan, shipped, placement_keys(self.parallelism))
-        subtask = SubtaskTask(self, shipped, result)
+        subtask = SubtaskTask(self, shipped, result, main_only)
         return (
             prepared.mapInArrow(split_task, from_arrow_schema(SHIPPED_BLOBS))
             .repartition(self.parallelism, "pkey")
@@ -242,12 +247,12 @@ class ColumnarJob:
         sink = next((s for s in self.sinks if s.node.id == node_id), None)
         if sink is None or sink.late:
             return None
-        return self._main_frame(self.results(), ordered)
+        return self._main_frame(self.results(main_only=True, positions=ordered), ordered)
 
     def _main_frame(self, results: DataFrame, ordered: bool) -> DataFrame:
         from pyspark.sql import functions as F
 
-        rows = results.filter(F.col("out") == _MAIN)
+        rows = results.filter(F.col("out") == _MAIN) if "out" in results.columns else results
         if ordered:
             rows = rows.repartition(1).sortWithinPartitions(*_POSITIONS)
         return rows.select(*[F.col(f"`{f.name}`") for f in self.output_schema])
@@ -375,12 +380,15 @@ class SubtaskTask:
     """``mapInArrow`` over one subtask's shuffled input: its fired windows, late records and
     metrics."""
 
-    def __init__(self, job: ColumnarJob, shipped: pa.Schema, result: pa.Schema) -> None:
+    def __init__(
+        self, job: ColumnarJob, shipped: pa.Schema, result: pa.Schema, main_only: bool
+    ) -> None:
         self.engine_plan = job.engine_plan
         self.spec = job.spec
         self.slots = job.slots
         self.shipped = shipped
         self.result = result
+        self.main_only = main_only  # only the main output (a sink's DataFrame)
         self.output_schema = job.output_schema
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -400,6 +408,8 @@ class SubtaskTask:
         else:
             main = named_rows(out.fired, self.spec, self.slots, self.output_schema)
         yield from self._rows(_MAIN, out.fired_positions, main)
+        if self.main_only:
+            return
         yield from self._rows(_LATE, out.late_positions, out.late_rows)
         import pyarrow.compute as pc
 
@@ -415,7 +425,8 @@ class SubtaskTask:
             return
         columns = {"out": pa.array(np.full(values.num_rows, kind, np.int8))}
         for i, p in enumerate(_POSITIONS):
-            columns[p] = pa.array(positions[:, i])
+            if p in self.result.names:
+                columns[p] = pa.array(positions[:, i])
         for name in values.column_names:
             columns[name] = values.column(name)
         yield from _conform(pa.table(columns), self.result).to_batches()
