@@ -557,3 +557,13 @@ def test_agg_on_processing_time_windows_keys_by_the_context() -> None:
         ("B", 0, 10, 1, None),
         ("A", 10, 20, 1, 1),
     ]
+
+
+def test_a_named_aggregate_needs_a_field_exactly_unless_it_counts() -> None:
+    from sparktide.core.window.aggregates import AggregateKind, NamedAggregate
+
+    with pytest.raises(ValueError, match="'total': sum needs a field"):
+        NamedAggregate(AggregateKind.SUM, None, "total")
+    with pytest.raises(ValueError, match="'n': count takes no field"):
+        NamedAggregate(AggregateKind.COUNT, "price", "n")
+    assert NamedAggregate(AggregateKind.COUNT, None, "n").field is None

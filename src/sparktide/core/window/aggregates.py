@@ -134,6 +134,15 @@ class NamedAggregate:
     field: int | str | None
     name: str
 
+    def __post_init__(self) -> None:
+        if (self.field is None) != (self.kind is AggregateKind.COUNT):
+            raise ValueError(
+                f"aggregate {self.name!r}: {self.kind.value} "
+                + ("takes no field" if self.kind is AggregateKind.COUNT else "needs a field")
+                + f", got field {self.field!r}; build aggregates with Agg.count(), "
+                "Agg.sum(field), Agg.min(field), Agg.max(field) or Agg.avg(field)"
+            )
+
 
 class Agg:
     """The built-in aggregates of ``WindowedStream.agg(name=Agg..., ...)``.

@@ -137,9 +137,8 @@ def _aggregate_type(
     aggregate: NamedAggregate, stream_type: TypeInformation | None
 ) -> TypeInformation:
     kind = aggregate.kind
-    if kind is AggregateKind.COUNT:
+    if aggregate.field is None:  # COUNT, the one kind without a field (NamedAggregate checks)
         return Types.LONG()
-    assert aggregate.field is not None  # every kind but COUNT has a field (Agg checks it)
     where = f"Agg.{kind.value}({aggregate.field!r}) (as {aggregate.name!r})"
     of_field = field_type(stream_type, aggregate.field, where)
     basic = of_field.basic_type if isinstance(of_field, BasicTypeInfo) else None
@@ -197,10 +196,9 @@ class NamedAggregatesFunction(AggregateFunction):
         results: list[tuple[AggregateKind, int]] = []
         slot = 1
         for a in aggregates:
-            if a.kind is AggregateKind.COUNT:
+            if a.field is None:  # COUNT, the one kind without a field (NamedAggregate checks)
                 results.append((a.kind, 0))
                 continue
-            assert a.field is not None  # every kind but COUNT has a field (Agg checks it)
             plan.append((a.kind, a.field, slot))
             results.append((a.kind, slot))
             slot += 2 if a.kind is AggregateKind.AVG else 1
