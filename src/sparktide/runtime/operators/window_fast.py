@@ -1,0 +1,221 @@
+"""The per-record fast path of :class:`~sparktide.runtime.operators.window.WindowOperator` for
+non-merging event-time windows with the default trigger.
+
+It applies when the assigner is exactly ``TumblingEventTimeWindows`` or
+``SlidingEventTimeWindows``, the trigger exactly ``EventTimeTrigger``, and the contents are the
+heap backend's reducing or aggregating state without TTL (``reduce`` / ``aggregate``, with or
+without a window function). The steps per record and window are the operator's general ones,
+in the same order, with the same user calls and the same timers; what it saves:
+
+* *windows are made once*: the windows of a timestamp depend only on the start of its last
+  slide, so the tuple of ``(window, max_timestamp, cleanup_time)`` per slide start is cached
+  (bounded): no window objects per record, and every key shares one window object per window,
+  so the state and timer dicts compare namespaces by identity;
+* *contents without a namespace switch*: the accumulator is read and written in the state
+  table's key-group dict directly (what ``set_current_namespace`` + ``add`` do);
+* *no timer registration for a window that already holds contents*: contents of ``(key,
+  window)`` are only created by an element for which ``EventTimeTrigger`` either fired (the
+  window's end is at or below the watermark, and stays so) or registered the timer at the
+  window's end together with the cleanup timer. Those timers leave the queue only by firing
+  or by the cleanup, both at or after the window's end, so while the window's end is above
+  the watermark a window with contents has both timers: registering them again would be a
+  no-op of the timer queue's dedup. This needs watermarks that never go back (the valve
+  forwards only increasing ones); an operator that receives a lower watermark than its
+  current one leaves the fast path for good.
+
+Windows are visited in the assigner's order (latest start first), so cleanup times descend:
+the first late window ends the loop.
+
+Records the fast path does not cover (``None`` values, records without an int timestamp) and
+firings of windows at or below the watermark go through the operator's general steps.
+
+>>> from sparktide.core.window.assigners import SlidingEventTimeWindows
+>>> from sparktide.runtime.operators.window_builder import WindowOperatorBuilder
+>>> from sparktide.testing import KeyedOneInputStreamOperatorTestHarness
+>>> op = WindowOperatorBuilder(SlidingEventTimeWindows.of(10, 5)).reduce(lambda a, b: a + b)
+>>> h = KeyedOneInputStreamOperatorTestHarness(op, lambda v: "k"); h.open()
+>>> op._fast is not None
+True
+>>> for v, ts in [(1, 3), (2, 7), (4, 12)]: h.process_element(v, ts)
+>>> h.process_watermark(20)
+>>> h.get_output()
+[StreamRecord(1, 4), StreamRecord(3, 9), StreamRecord(6, 14), StreamRecord(4, 19), Watermark(20)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from sparktide.core.window.assigners import SlidingEventTimeWindows, TumblingEventTimeWindows
+from sparktide.core.window.triggers import EventTimeTrigger, TriggerResult
+from sparktide.core.window.windows import TimeWindow, new_time_window
+from sparktide.runtime.elements import MAX_TIMESTAMP, MIN_TIMESTAMP, StreamRecord
+from sparktide.runtime.state.heap import (
+    HeapAggregatingState,
+    HeapReducingState,
+    KeyGroupDict,
+    checked_reduce,
+    returned_none_error,
+)
+
+if TYPE_CHECKING:
+    from sparktide.runtime.operators.window import WindowOperator
+
+__all__ = ["FastWindowPath", "WindowSpan"]
+
+_FIRE = TriggerResult.FIRE
+
+_CACHE_LIMIT = 4096
+"""Cached slide starts before the cache is dropped (windows of old slides are not needed)."""
+
+WindowSpan = tuple[TimeWindow, int, int]
+"""A window with its ``max_timestamp`` and ``cleanup_time``."""
+
+
+class FastWindowPath:
+    """The fast path of one operator subtask; built by :meth:`build` in ``open`` (or None)."""
+
+    __slots__ = (
+        "_add",
+        "_agg",
+        "_cache",
+        "_create",
+        "_data",
+        "_lateness",
+        "_offset",
+        "_op",
+        "_reduce",
+        "_size",
+        "_slide",
+        "_state",
+        "_timer_add",
+        "_timers",
+        "_trigger_registers_cleanup",
+    )
+
+    def __init__(
+        self,
+        op: WindowOperator,
+        state: HeapAggregatingState | HeapReducingState,
+        size: int,
+        slide: int,
+        offset: int,
+    ) -> None:
+        self._op = op
+        self._state = state
+        self._data: list[KeyGroupDict[object]] = state.key_group_dicts()
+        self._reduce: Callable[[object, object], object] | None = None
+        self._add: Callable[[object, object], object] | None = None
+        self._create: Callable[[], object] | None = None
+        self._agg: object = None
+        if isinstance(state, HeapReducingState):
+            self._reduce = state.reduce_function
+        else:
+            self._agg = agg = state.aggregate_function
+            self._add = agg.add
+            self._create = agg.create_accumulator
+        self._size, self._slide, self._offset = size, slide, offset
+        self._lateness = op.allowed_lateness
+        self._trigger_registers_cleanup = not op.allowed_lateness
+        self._timers = op._timers
+        self._timer_add = op._timers.event_time_timers().add
+        self._cache: dict[int, tuple[WindowSpan, ...]] = {}
+
+    @staticmethod
+    def build(op: WindowOperator) -> FastWindowPath | None:
+        """The fast path for ``op`` (opened up to its contents and timers), or None when the
+        operator's assigner, trigger, contents or lateness need the general path."""
+        assigner = op.assigner
+        if type(op.trigger) is not EventTimeTrigger or op._merging or op._evicting:
+            return None
+        if op._timers.key_context is not op._backend:
+            return None
+        state = op.contents
+        if type(state) is not HeapAggregatingState and type(state) is not HeapReducingState:
+            return None
+        if type(assigner) is SlidingEventTimeWindows:
+            size, slide = assigner.get_size(), assigner.get_slide()
+        elif type(assigner) is TumblingEventTimeWindows:
+            size = slide = assigner.get_size()
+        else:
+            return None
+        return FastWindowPath(op, state, size, slide, assigner.get_offset())
+
+    # ------------------------------------------------------------------ windows
+
+    def _spans(self, last_start: int) -> tuple[WindowSpan, ...]:
+        """The windows of a timestamp whose last slide starts at ``last_start``, latest first
+        (the assigner's order), with their max timestamps and cleanup times."""
+        size, slide, lateness = self._size, self._slide, self._lateness
+        lowest = last_start - size  # the windows of ts = last_start; a later ts has fewer
+        out = []
+        start = last_start
+        while start > lowest:
+            end = start + size
+            max_ts = end - 1
+            cleanup = max_ts + lateness
+            out.append((new_time_window((start, end)), max_ts, min(cleanup, MAX_TIMESTAMP)))
+            start -= slide
+        spans = tuple(out)
+        cache = self._cache
+        if len(cache) >= _CACHE_LIMIT:
+            cache.clear()
+        cache[last_start] = spans
+        return spans
+
+    # ------------------------------------------------------------------ elements
+
+    def process(self, record: StreamRecord, key: object, key_group: int) -> bool | None:
+        """Process ``record`` of ``key`` (the current key of the backend); return whether it
+        was in no non-late window, or None when the general path must process it."""
+        value = record.value
+        ts = record.timestamp
+        if value is None or type(ts) is not int or ts <= MIN_TIMESTAMP:
+            return None
+        last_start = ts - (ts - self._offset) % self._slide
+        spans = self._cache.get(last_start)
+        if spans is None:
+            spans = self._spans(last_start)
+        op = self._op
+        # windows start above ts - size (when slide does not divide size, that may leave out the
+        # last span)
+        lowest = ts - self._size
+        watermark = op._current_watermark
+        timer_watermark = self._timers._current_watermark
+        d = self._data[key_group]
+        reduce, add = self._reduce, self._add
+        skipped = True
+        for window, max_ts, cleanup in spans:
+            if cleanup <= watermark:
+                break  # late, and so is every later (earlier-ending) window
+            if window[0] <= lowest:
+                break
+            skipped = False
+            sk = (key, window)
+            old = d.get(sk)
+            if add is None:
+                if old is None:
+                    d[sk] = value
+                else:
+                    d[sk] = checked_reduce(reduce, old, value)  # type: ignore[arg-type]
+            else:
+                acc = add(value, self._create() if old is None else old)  # type: ignore[misc]
+                if acc is None:
+                    raise returned_none_error(self._agg, "add")
+                d[sk] = acc
+            if max_ts <= timer_watermark:
+                self._fire_on_element(window, cleanup)
+            elif old is None:
+                self._timer_add(max_ts, key, window, key_group)
+                if not self._trigger_registers_cleanup and cleanup != MAX_TIMESTAMP:
+                    self._timers.register_event_time_timer(window, cleanup)
+        return skipped
+
+    def _fire_on_element(self, window: TimeWindow, cleanup: int) -> None:
+        """``EventTimeTrigger.on_element`` returned FIRE: act as the general path does."""
+        op = self._op
+        op._set_ns(window)
+        op._trigger_ctx.window = window
+        if op._act(_FIRE, window, "on_element") and cleanup != MAX_TIMESTAMP:
+            self._timers.register_event_time_timer(window, cleanup)
