@@ -384,7 +384,10 @@ class WindowOperator(AbstractStreamOperator):
     # ------------------------------------------------------------------ timers
 
     def on_event_time(self, timestamp: int, key: object, namespace: Window) -> None:
-        if self._inline_event_time_trigger:
+        fast = self._fast
+        if fast is not None:
+            fast.on_event_time(timestamp, key, namespace)
+        elif self._inline_event_time_trigger:
             self._on_event_timer_inline(timestamp, namespace)
         else:
             self._on_timer(timestamp, namespace, True)

@@ -51,6 +51,7 @@ from sparktide.core.window.assigners import SlidingEventTimeWindows, TumblingEve
 from sparktide.core.window.triggers import EventTimeTrigger, TriggerResult
 from sparktide.core.window.windows import TimeWindow, new_time_window
 from sparktide.runtime.elements import MAX_TIMESTAMP, MIN_TIMESTAMP, StreamRecord
+from sparktide.runtime.operators.window_functions import PassThroughFunction
 from sparktide.runtime.state.heap import (
     HeapAggregatingState,
     HeapReducingState,
@@ -82,9 +83,11 @@ class FastWindowPath:
         "_cache",
         "_create",
         "_data",
+        "_get_result",
         "_lateness",
         "_offset",
         "_op",
+        "_pass_through",
         "_reduce",
         "_size",
         "_slide",
@@ -109,12 +112,15 @@ class FastWindowPath:
         self._add: Callable[[object, object], object] | None = None
         self._create: Callable[[], object] | None = None
         self._agg: object = None
+        self._get_result: Callable[[object], object] | None = None
         if isinstance(state, HeapReducingState):
             self._reduce = state.reduce_function
         else:
             self._agg = agg = state.aggregate_function
             self._add = agg.add
             self._create = agg.create_accumulator
+            self._get_result = agg.get_result
+        self._pass_through = type(op.function) is PassThroughFunction
         self._size, self._slide, self._offset = size, slide, offset
         self._lateness = op.allowed_lateness
         self._trigger_registers_cleanup = not op.allowed_lateness
@@ -219,3 +225,47 @@ class FastWindowPath:
         op._trigger_ctx.window = window
         if op._act(_FIRE, window, "on_element") and cleanup != MAX_TIMESTAMP:
             self._timers.register_event_time_timer(window, cleanup)
+
+    # ------------------------------------------------------------------ timers
+
+    def on_event_time(self, timestamp: int, key: object, window: object) -> None:
+        """An event-time timer of ``window`` for ``key`` (the current key): the operator's
+        inline ``EventTimeTrigger`` steps (fire at the window's end, clear at its cleanup
+        time), with the contents read from the state table directly."""
+        op = self._op
+        if type(window) is not TimeWindow:  # restored from another job: the general steps
+            op._on_event_timer_inline(timestamp, window)  # type: ignore[arg-type]
+            return
+        max_ts: int = window[1] - 1
+        cleanup = max_ts + self._lateness
+        if cleanup > MAX_TIMESTAMP:
+            cleanup = MAX_TIMESTAMP
+        if timestamp == max_ts:
+            d = self._data[op._backend.current_key_group]
+            acc = d.get((key, window))
+            if acc is not None:
+                get_result = self._get_result
+                contents = acc if get_result is None else get_result(acc)
+                if contents is not None:
+                    if self._pass_through:
+                        op.output.collect(StreamRecord(contents, max_ts))
+                    else:
+                        op._set_ns(window)
+                        op._trigger_ctx.window = window
+                        op._emit_window_contents(window, contents)
+            if cleanup == timestamp:
+                d.pop((key, window), None)
+                if not self._pass_through:
+                    self._clear_function(window)
+        elif cleanup == timestamp:
+            self._data[op._backend.current_key_group].pop((key, window), None)
+            self._timers.delete_event_time_timer(window, max_ts)
+            if not self._pass_through:
+                self._clear_function(window)
+
+    def _clear_function(self, window: TimeWindow) -> None:
+        op = self._op
+        op._trigger_ctx.window = window
+        pctx = op._process_ctx
+        pctx.current_window = window
+        op.function.clear(window, pctx)
