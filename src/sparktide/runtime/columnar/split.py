@@ -67,6 +67,9 @@ __all__ = [
 
 I64 = npt.NDArray[np.int64]
 
+_DENSE_KEYS = 4
+"""Integer keys spanning at most this many values per row are coded by subtraction."""
+
 PIECE = 1 << 20
 """Rows aggregated at a time when a round has no limit (bounds a worker's memory)."""
 
@@ -172,11 +175,22 @@ def timestamps_of(column: pa.ChunkedArray | pa.Array, name: str) -> I64:
 
 
 def key_codes(column: pa.ChunkedArray) -> tuple[I64, pa.Array]:
-    """``(codes, uniques)`` of a key column (nulls are a value of their own)."""
+    """``(codes, uniques)`` of a key column (nulls are a value of their own): ``uniques`` holds
+    every key (a dense range of integer keys: every value of the range) and ``codes`` indexes
+    it.
+
+    >>> codes, uniques = key_codes(pa.chunked_array([[12, 10, 12]]))
+    >>> codes.tolist(), uniques.to_pylist()
+    ([2, 0, 2], [10, 11, 12])
+    """
     if pa.types.is_integer(column.type) and not column.null_count:
         import pandas as pd
 
         values = np.asarray(column.to_numpy(), dtype=np.int64)
+        if len(values):
+            low, high = int(values.min()), int(values.max())
+            if high - low <= _DENSE_KEYS * len(values):  # codes by subtraction, no hashing
+                return values - low, pa.array(np.arange(low, high + 1), column.type)
         codes, uniques = pd.factorize(values)
         return codes.astype(np.int64), pa.array(uniques, column.type)
     encoded = pc.dictionary_encode(column, null_encoding="encode").combine_chunks()
