@@ -223,18 +223,6 @@ class WindowOperator(AbstractStreamOperator):
         self._backend.set_current_key(self._key_selector(record.value))
         self.process_keyed_element(record)
 
-    def process_keyed(self, record: StreamRecord, key: object, key_group: int) -> None:
-        backend = self._backend
-        backend.set_current_key_and_group(key, key_group)
-        fast = self._fast
-        if fast is not None:
-            skipped = fast.process(record, key, key_group)
-            if skipped is not None:
-                if skipped:
-                    self._late_record(record)
-                return
-        self.process_keyed_element(record)
-
     def process_keyed_element(self, record: StreamRecord) -> None:
         """Process ``record`` for the key already set in the key context."""
         fast = self._fast

@@ -91,7 +91,6 @@ class FastWindowPath:
         "_reduce",
         "_size",
         "_slide",
-        "_state",
         "_timer_add",
         "_timers",
         "_trigger_registers_cleanup",
@@ -106,7 +105,6 @@ class FastWindowPath:
         offset: int,
     ) -> None:
         self._op = op
-        self._state = state
         self._data: list[KeyGroupDict[object]] = state.key_group_dicts()
         self._reduce: Callable[[object, object], object] | None = None
         self._add: Callable[[object, object], object] | None = None
