@@ -185,3 +185,67 @@ def test_a_watermark_going_back_leaves_the_fast_path() -> None:
         h.process_watermark(MAX_TIMESTAMP)
         outputs.append([(r.value, r.timestamp) for r in h.get_records()])
     assert outputs[0] == outputs[1] == [(("a", 1), 119), (("a", 2), 119)]
+
+
+class Average(AggregateFunction):
+    def create_accumulator(self) -> Any:
+        return (0, 0)
+
+    def add(self, value: Any, acc: Any) -> Any:
+        return (acc[0] + value[2], acc[1] + 1)
+
+    def get_result(self, acc: Any) -> Any:
+        return (acc[0], acc[1])
+
+    def merge(self, a: Any, b: Any) -> Any:
+        return (a[0] + b[0], a[1] + b[1])
+
+
+def _job(data: list[Any], sliding: bool, lateness: int, parallelism: int, every: int) -> Any:
+    from sparktide.common import WatermarkStrategy
+    from sparktide.datastream import StreamExecutionEnvironment
+    from sparktide.datastream.source import CollectionSource
+    from sparktide.datastream.windowed_stream import WindowedStream
+
+    env = StreamExecutionEnvironment.get_execution_environment(runtime="local")
+    env.set_parallelism(parallelism)
+    env.get_config().set_watermark_every(every)
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(5).with_timestamp_assigner(
+        lambda v, ts: v[1]
+    )
+    assigner = SlidingEventTimeWindows.of(30, 10) if sliding else TumblingEventTimeWindows.of(20)
+    ds = env.from_source(CollectionSource(data), strategy, "events")
+    late: list[Any] = []
+    main = (
+        WindowedStream(ds.key_by(lambda v: v[0]), assigner)
+        .allowed_lateness(lateness)
+        .side_output_late_data(LATE)
+        .aggregate(Average())
+    )
+    main.get_side_output(LATE).add_sink(lambda v, _: late.append(v))
+    return list(main.execute_and_collect()), late
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    data=st.lists(
+        st.tuples(st.sampled_from("abcd"), st.integers(0, 150), st.integers(0, 9)), max_size=60
+    ),
+    sliding=st.booleans(),
+    lateness=st.sampled_from([0, 12]),
+    parallelism=st.sampled_from([1, 2]),
+    every=st.sampled_from([1, 3, 10]),
+)
+def test_jobs_give_the_same_output_with_and_without_the_fast_path(
+    data: Any, sliding: bool, lateness: int, parallelism: int, every: int
+) -> None:
+    from sparktide.runtime.operators import window_fast
+
+    fast = _job(data, sliding, lateness, parallelism, every)
+    build = window_fast.FastWindowPath.build
+    window_fast.FastWindowPath.build = staticmethod(lambda op: None)  # type: ignore[method-assign]
+    try:
+        general = _job(data, sliding, lateness, parallelism, every)
+    finally:
+        window_fast.FastWindowPath.build = build  # type: ignore[method-assign]
+    assert fast == general
