@@ -64,6 +64,7 @@ ASSIGNERS = {
     "tumbling-offset": lambda: TumblingEventTimeWindows.of(30, 7),
     "sliding": lambda: SlidingEventTimeWindows.of(40, 10),
     "sliding-uneven": lambda: SlidingEventTimeWindows.of(35, 15, -4),
+    "sliding-gaps": lambda: SlidingEventTimeWindows.of(10, 25, 3),
 }
 
 
@@ -153,7 +154,8 @@ steps = st.lists(
     steps=steps,
     assigner=st.sampled_from(sorted(ASSIGNERS)),
     kind=st.sampled_from(["reduce", "aggregate"]),
-    lateness=st.sampled_from([0, 0, 15, 100]),
+    # the last one saturates cleanup times at MAX_TIMESTAMP
+    lateness=st.sampled_from([0, 0, 15, 100, MAX_TIMESTAMP - 100]),
     with_function=st.booleans(),
     restore_at=st.one_of(st.none(), st.integers(0, 40)),
 )

@@ -181,40 +181,52 @@ class FastWindowPath:
         spans = self._cache.get(last_start)
         if spans is None:
             spans = self._spans(last_start)
-        op = self._op
-        # windows start above ts - size (when slide does not divide size, that may leave out the
-        # last span)
-        lowest = ts - self._size
-        watermark = op._current_watermark
+        # the spans to visit: those that start above ts - size (when slide does not divide
+        # size, a later ts in the slide has one less; a slide above size leaves gaps) and are
+        # not late (cleanup above the watermark; cleanup times descend along the spans)
+        slide = self._slide
+        count = (last_start - ts + self._size + slide - 1) // slide
+        watermark = self._op._current_watermark
+        while count > 0 and spans[count - 1][2] <= watermark:
+            count -= 1
+        if count <= 0:
+            return True
         timer_watermark = self._timers._current_watermark
         d = self._data[key_group]
-        reduce, add = self._reduce, self._add
-        skipped = True
-        for window, max_ts, cleanup in spans:
-            if cleanup <= watermark:
-                break  # late, and so is every later (earlier-ending) window
-            if window[0] <= lowest:
-                break
-            skipped = False
+        add = self._add
+        if add is None:
+            reduce = self._reduce
+            for window, max_ts, cleanup in spans[:count]:
+                sk = (key, window)
+                old = d.get(sk)
+                d[sk] = value if old is None else checked_reduce(reduce, old, value)  # type: ignore[arg-type]
+                if max_ts <= timer_watermark:
+                    self._fire_on_element(window, cleanup)
+                elif old is None:
+                    self._register(max_ts, key, window, key_group, cleanup)
+            return False
+        create = self._create
+        for window, max_ts, cleanup in spans[:count]:
             sk = (key, window)
             old = d.get(sk)
-            if add is None:
-                if old is None:
-                    d[sk] = value
-                else:
-                    d[sk] = checked_reduce(reduce, old, value)  # type: ignore[arg-type]
-            else:
-                acc = add(value, self._create() if old is None else old)  # type: ignore[misc]
-                if acc is None:
-                    raise returned_none_error(self._agg, "add")
-                d[sk] = acc
+            acc = add(value, create() if old is None else old)  # type: ignore[misc]
+            if acc is None:
+                raise returned_none_error(self._agg, "add")
+            d[sk] = acc
             if max_ts <= timer_watermark:
                 self._fire_on_element(window, cleanup)
             elif old is None:
-                self._timer_add(max_ts, key, window, key_group)
-                if not self._trigger_registers_cleanup and cleanup != MAX_TIMESTAMP:
-                    self._timers.register_event_time_timer(window, cleanup)
-        return skipped
+                self._register(max_ts, key, window, key_group, cleanup)
+        return False
+
+    def _register(
+        self, max_ts: int, key: object, window: TimeWindow, key_group: int, cleanup: int
+    ) -> None:
+        """``EventTimeTrigger.on_element`` returned CONTINUE for a window without contents:
+        its timer at the window's end, then the cleanup timer (the same without lateness)."""
+        self._timer_add(max_ts, key, window, key_group)
+        if not self._trigger_registers_cleanup and cleanup != MAX_TIMESTAMP:
+            self._timers.register_event_time_timer(window, cleanup)
 
     def _fire_on_element(self, window: TimeWindow, cleanup: int) -> None:
         """``EventTimeTrigger.on_element`` returned FIRE: act as the general path does."""
