@@ -30,7 +30,10 @@ snapshot holds everything.
 Per record, a tumbling or sliding reduce does only: assign, then per window set the namespace,
 add to the reducing state and call ``trigger.on_element`` (``EventTimeTrigger``: compare with
 the watermark, register a deduplicated timer, which without allowed lateness is also the
-cleanup timer).
+cleanup timer). With the built-in tumbling or sliding event-time assigner, that trigger and
+reduce / aggregate contents on the heap backend, :mod:`~sparktide.runtime.operators.window_fast`
+runs these steps and the timers' firing with the windows made once per slide and the contents
+read and written in the state table directly (the same calls, output, timers and state).
 
 >>> from sparktide.core.window.assigners import TumblingEventTimeWindows
 >>> from sparktide.runtime.operators.window_builder import WindowOperatorBuilder
