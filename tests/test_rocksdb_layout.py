@@ -73,7 +73,7 @@ def test_undeclared_keys_round_trip_with_their_types(key):
     assert GENERIC.decode_key(GENERIC.key_bytes(key)) == key
     # a value's bytes are self-delimiting too: decoding stops where they end
     data = GENERIC.value_bytes(key) + b"tail"
-    value, end = GENERIC.decode_value_from(data, 0)
+    _, end = GENERIC.decode_value_from(data, 0)
     assert data[end:] == b"tail"
 
 

@@ -135,9 +135,9 @@ def encode_timestamp(timestamp: int) -> bytes:
     ('0000000000000000', '8000000000000000')
     """
     if type(timestamp) is not int or not _LONG_MIN <= timestamp <= _LONG_MAX:
-        if type(timestamp) is not int and isinstance(timestamp, numbers.Integral):
-            if not isinstance(timestamp, bool):  # NumPy ints, IntEnum
-                return encode_timestamp(operator.index(timestamp))
+        integral = isinstance(timestamp, numbers.Integral) and not isinstance(timestamp, bool)
+        if integral and type(timestamp) is not int:  # NumPy ints, IntEnum
+            return encode_timestamp(operator.index(timestamp))
         raise ValueError(
             f"timestamp must be an int in [{_LONG_MIN}, {_LONG_MAX}] (milliseconds, a Java "
             f"long), got {reprlib.repr(timestamp)}"
