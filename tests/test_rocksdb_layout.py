@@ -98,9 +98,7 @@ def test_the_equal_keys_the_heap_merges_give_one_encoding():
     for group in groups:
         assert len({GENERIC.key_bytes(k) for k in group}) == 1, group
         for k in group:  # and each comes back as the object it was
-            assert same_shape(GENERIC.decode_value(GENERIC.value_bytes(k)), k) or type(
-                k
-            ).__module__ == "numpy"
+            assert same_shape(GENERIC.decode_value(GENERIC.value_bytes(k)), k)
     assert GENERIC.key_bytes(math.nan) == GENERIC.key_bytes(float("nan"))
     assert GENERIC.key_bytes(0.5) != GENERIC.key_bytes(0.25)
     assert GENERIC.key_bytes((1,)) != GENERIC.key_bytes(1)

@@ -45,9 +45,9 @@ from collections.abc import Iterable, Iterator
 from heapq import heapify, heappop, heappush
 from pathlib import Path
 from types import TracebackType
-from typing import Generic, NoReturn
+from typing import Generic, NoReturn, cast
 
-from rocksdict import Options, Rdict, WriteBatch, WriteOptions
+from rocksdict import ColumnFamily, Options, Rdict, WriteBatch, WriteOptions
 
 from sparktide.runtime.keygroups import KeyGroupRange
 from sparktide.runtime.state.rocksdb_layout import (
@@ -70,6 +70,18 @@ TIMERS_CF = "timers"
 INDEX_CF = "timer-index"
 _SEQ_BYTES = 8
 _STALE_SLACK = 64
+
+
+class _Closed:
+    """Stands in for the handles of a closed store: any use raises a clear error."""
+
+    def __getattr__(self, name: str) -> NoReturn:
+        if name.startswith("__"):
+            raise AttributeError(name)  # introspection (copy, doctest) sees a plain object
+        raise RuntimeError("the timer queue's store is closed; open a new queue")
+
+
+_CLOSED = _Closed()
 
 
 def _options() -> Options:
@@ -163,7 +175,8 @@ class RocksDBTimerQueue(Generic[K, N]):
             return
         self._db = None
         # every handle keeps the database open: drop them before closing it
-        del self._timers, self._index, self._timers_cf, self._index_cf
+        self._timers = self._index = cast(Rdict, _CLOSED)
+        self._timers_cf = self._index_cf = cast(ColumnFamily, _CLOSED)
         db.close()
 
     def dispose(self) -> None:
@@ -217,7 +230,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         seq = int.from_bytes(seq_bytes, "big")
         head = self._peek()
         was_head = head is not None and head[1] == seq
-        batch = WriteBatch(raw_mode=True)
+        batch = self._batch()
         batch.delete(prefix + ts_bytes + seq_bytes, self._timers_cf)
         batch.delete(index_key, self._index_cf)
         self._commit(batch)
@@ -248,7 +261,7 @@ class RocksDBTimerQueue(Generic[K, N]):
     def clear(self) -> None:
         """Remove every timer (one range delete per column family)."""
         begin, end = key_group_bounds(self.key_group_range())
-        batch = WriteBatch(raw_mode=True)
+        batch = self._batch()
         batch.delete_range(begin, end, self._timers_cf)
         batch.delete_range(begin, end, self._index_cf)
         self._commit(batch)
@@ -364,7 +377,7 @@ class RocksDBTimerQueue(Generic[K, N]):
             other = kept.get(index_key)
             if other is None or seq < other[1]:
                 kept[index_key] = (ts, seq, key, ns, kg)
-        batch = WriteBatch(raw_mode=True)
+        batch = self._batch()
         per_group: list[list[TimerEntry[K, N]]] = [[] for _ in self._caches]
         for index_key, (ts, seq, key, ns, kg) in kept.items():
             prefix = self._prefixes[kg - start]
@@ -389,6 +402,11 @@ class RocksDBTimerQueue(Generic[K, N]):
     def _index_suffix(self, key: object, namespace: object) -> bytes:
         return self._keys.key_bytes(key) + self._namespaces.key_bytes(namespace)
 
+    def _batch(self) -> WriteBatch:
+        if self._db is None:
+            raise RuntimeError("the timer queue's store is closed; open a new queue")
+        return WriteBatch(raw_mode=True)
+
     def _commit(self, batch: WriteBatch) -> None:
         db = self._db
         if db is None:
@@ -398,7 +416,7 @@ class RocksDBTimerQueue(Generic[K, N]):
     def _write(self, index_key: bytes, timer_prefix: bytes, seq: int, key: K, ns: bytes) -> None:
         """Store one timer (both rows in one batch)."""
         seq_bytes = seq.to_bytes(_SEQ_BYTES, "big")
-        batch = WriteBatch(raw_mode=True)
+        batch = self._batch()
         batch.put(timer_prefix + seq_bytes, self._keys.value_bytes(key) + ns, self._timers_cf)
         batch.put(index_key, seq_bytes, self._index_cf)
         self._commit(batch)
@@ -431,7 +449,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         idx = kg - self._kg_start
         prefix = self._prefixes[idx]
         ts_bytes = encode_timestamp(ts)
-        batch = WriteBatch(raw_mode=True)
+        batch = self._batch()
         batch.delete(prefix + ts_bytes + seq.to_bytes(_SEQ_BYTES, "big"), self._timers_cf)
         batch.delete(prefix + self._index_suffix(key, ns) + ts_bytes, self._index_cf)
         self._commit(batch)
@@ -512,7 +530,7 @@ class RocksDBTimerQueue(Generic[K, N]):
                 raise AssertionError(f"cache {idx} holds {len(cache)} > {self._cache_size}")
             if [e[:2] for e in cache] != [e[:2] for e in stored[: len(cache)]]:
                 raise AssertionError(f"cache {idx} is not the head of its key group's timers")
-            if self._complete[idx] != (len(stored) == len(cache)):
+            if self._complete[idx] and len(stored) != len(cache):
                 raise AssertionError(f"complete flag of cache {idx} is wrong")
             if stored and not cache:
                 raise AssertionError(f"cache {idx} is empty while its key group has timers")
