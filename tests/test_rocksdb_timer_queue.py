@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from sparktide.core.window.windows import GlobalWindow, TimeWindow
 from sparktide.runtime.keygroups import KeyGroupRange, assign_to_key_group
+from sparktide.runtime.timers import rocksdb_queue
 from sparktide.runtime.timers.queue import KeyGroupedTimerQueue
 from sparktide.runtime.timers.rocksdb_queue import RocksDBTimerQueue
 
@@ -91,12 +92,22 @@ ops = st.lists(
 
 
 @settings(max_examples=60, deadline=None)
-@given(ops, st.sampled_from([1, 4, 128]), st.sampled_from([1, 2, 3, 128]))
-def test_same_results_and_firing_order_as_the_heap_queue(tmp_path_factory, ops, maxp, cache):
+@given(
+    ops,
+    st.sampled_from([1, 4, 128]),
+    st.sampled_from([1, 2, 3, 128]),
+    st.sampled_from([1, 3, 1024]),
+    st.integers(1, 4),
+)
+def test_same_results_and_firing_order_as_the_heap_queue(
+    tmp_path_factory, ops, maxp, cache, flush_every, check_every
+):
+    # small write batches, and checks (which write the pending batch) only now and then
+    saved_flush, rocksdb_queue._FLUSH_EVERY = rocksdb_queue._FLUSH_EVERY, flush_every
     pair = Pair(tmp_path_factory.mktemp("q"), maxp, cache)
     heap = pair.heap
     try:
-        for op in ops:
+        for step, op in enumerate(ops):
             heap, rocks = pair.heap, pair.rocks
             name = op[0]
             if name == "add":
@@ -144,7 +155,10 @@ def test_same_results_and_firing_order_as_the_heap_queue(tmp_path_factory, ops, 
             elif name == "clear":
                 heap.clear()
                 rocks.clear()
-            pair.check()
+            assert len(rocks) == len(heap)
+            assert same(rocks.peek(), heap.peek())
+            if step % check_every == 0:
+                pair.check()
         # drain: the whole firing order
         fired_heap, fired_rocks = [], []
         while (e := pair.heap.poll()) is not None:
@@ -154,6 +168,7 @@ def test_same_results_and_firing_order_as_the_heap_queue(tmp_path_factory, ops, 
         assert same_list(fired_rocks, fired_heap)
         pair.check()
     finally:
+        rocksdb_queue._FLUSH_EVERY = saved_flush
         pair.rocks.dispose()
 
 

@@ -18,9 +18,11 @@ with the timers in an embedded RocksDB store instead of the Python heap:
   current while it is the first of its key group's cache; stale entries are dropped when they
   reach the top.
 
-Each mutation writes its two rows in one write batch. The store is a working copy without a
-write-ahead log: what survives a failure is what a checkpoint holds, and timers come back through
-:meth:`RocksDBTimerQueue.add_restored`. Opening a directory wipes the store it holds.
+Writes collect in a write batch, written every 1024 index changes and before any read of the
+timers (a refill, a scan); lookups in the index see the pending changes. The store is a working
+copy without a write-ahead log: what survives a failure is what a checkpoint holds, and timers
+come back through :meth:`RocksDBTimerQueue.add_restored`. Opening a directory wipes the store
+it holds.
 
 >>> import tempfile
 >>> from sparktide.runtime.keygroups import KeyGroupRange
@@ -70,6 +72,7 @@ TIMERS_CF = "timers"
 INDEX_CF = "timer-index"
 _SEQ_BYTES = 8
 _STALE_SLACK = 64
+_FLUSH_EVERY = 1024  # index changes per write batch
 
 
 class _Closed:
@@ -106,6 +109,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         "_complete",
         "_db",
         "_directory",
+        "_floors",
         "_heads",
         "_index",
         "_index_cf",
@@ -113,6 +117,8 @@ class RocksDBTimerQueue(Generic[K, N]):
         "_kg_end",
         "_kg_start",
         "_namespaces",
+        "_overlay",
+        "_pending",
         "_prefixes",
         "_seq",
         "_size",
@@ -145,6 +151,9 @@ class RocksDBTimerQueue(Generic[K, N]):
         self._namespaces = namespaces if namespaces is not None else namespace_codec()
         n = len(key_group_range)
         self._prefixes = [key_group_prefix(kg) for kg in key_group_range]
+        # per key group, a store key at or below its first timer: refills seek there, past the
+        # tombstones of the timers polled before it
+        self._floors = list(self._prefixes)
         self._caches: list[list[TimerEntry[K, N]]] = [[] for _ in range(n)]
         self._complete = [True] * n
         self._heads: list[TimerEntry[K, N]] = []
@@ -162,6 +171,8 @@ class RocksDBTimerQueue(Generic[K, N]):
         self._index = self._db.get_column_family(INDEX_CF)
         self._timers_cf = self._db.get_column_family_handle(TIMERS_CF)
         self._index_cf = self._db.get_column_family_handle(INDEX_CF)
+        self._pending = WriteBatch(raw_mode=True)
+        self._overlay: dict[bytes, bytes | None] = {}
         self._write_options = WriteOptions()
         # a property at run time (rocksdict's stubs declare a method)
         setattr(self._write_options, "disable_wal", True)  # noqa: B010
@@ -173,6 +184,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         db = self._db
         if db is None:
             return
+        self._flush()
         self._db = None
         # every handle keeps the database open: drop them before closing it
         self._timers = self._index = cast(Rdict, _CLOSED)
@@ -209,11 +221,11 @@ class RocksDBTimerQueue(Generic[K, N]):
         ns_bytes = self._namespaces.key_bytes(namespace)
         ts_bytes = encode_timestamp(timestamp)
         index_key = prefix + self._keys.key_bytes(key) + ns_bytes + ts_bytes
-        if self._index.get(index_key) is not None:
+        if self._index_get(index_key) is not None:
             return False
         seq = self._seq
         self._seq = seq + 1
-        self._write(index_key, prefix + ts_bytes, seq, key, ns_bytes)
+        self._write(idx, index_key, prefix + ts_bytes, seq, key, ns_bytes)
         return self._admit(idx, (timestamp, seq, key, namespace, key_group))
 
     def remove(self, timestamp: int, key: K, namespace: N, key_group: int) -> bool:
@@ -224,16 +236,14 @@ class RocksDBTimerQueue(Generic[K, N]):
         prefix = self._prefixes[idx]
         ts_bytes = encode_timestamp(timestamp)
         index_key = prefix + self._index_suffix(key, namespace) + ts_bytes
-        seq_bytes = self._index.get(index_key)
+        seq_bytes = self._index_get(index_key)
         if seq_bytes is None:
             return False
         seq = int.from_bytes(seq_bytes, "big")
         head = self._peek()
         was_head = head is not None and head[1] == seq
-        batch = self._batch()
-        batch.delete(prefix + ts_bytes + seq_bytes, self._timers_cf)
-        batch.delete(index_key, self._index_cf)
-        self._commit(batch)
+        self._pending.delete(prefix + ts_bytes + seq_bytes, self._timers_cf)
+        self._delete_index(index_key)
         self._size -= 1
         cache = self._caches[idx]
         i = bisect_left(cache, (timestamp, seq))
@@ -261,12 +271,13 @@ class RocksDBTimerQueue(Generic[K, N]):
     def clear(self) -> None:
         """Remove every timer (one range delete per column family)."""
         begin, end = key_group_bounds(self.key_group_range())
-        batch = self._batch()
-        batch.delete_range(begin, end, self._timers_cf)
-        batch.delete_range(begin, end, self._index_cf)
-        self._commit(batch)
+        self._check_open()
+        self._pending.delete_range(begin, end, self._timers_cf)
+        self._pending.delete_range(begin, end, self._index_cf)
+        self._flush()
         for cache in self._caches:
             cache.clear()
+        self._floors = list(self._prefixes)
         self._complete = [True] * len(self._caches)
         self._heads.clear()
         self._size = 0
@@ -284,7 +295,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         index_key = (
             self._prefixes[idx] + self._index_suffix(key, namespace) + encode_timestamp(timestamp)
         )
-        return self._index.get(index_key) is not None
+        return self._index_get(index_key) is not None
 
     def __len__(self) -> int:
         return self._size
@@ -329,7 +340,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         found = []
         for index_key, seq_bytes in self._scan(self._index, prefix + self._keys.key_bytes(key)):
             ts_bytes = index_key[-8:]
-            value = self._timers.get(prefix + ts_bytes + seq_bytes)
+            value = self._timers.get(prefix + ts_bytes + seq_bytes)  # flushed by _scan
             if not isinstance(value, bytes):
                 raise RuntimeError(f"timer store corrupt: index row {index_key!r} has no timer")
             found.append(self._entry(decode_timestamp(ts_bytes), seq_bytes, value, key_group))
@@ -347,10 +358,10 @@ class RocksDBTimerQueue(Generic[K, N]):
         idx = key_group - self._kg_start
         prefix = self._prefixes[idx]
         for suffix, e in keep.items():
-            if self._index.get(prefix + suffix) is None:
+            if self._index_get(prefix + suffix) is None:
                 ts, seq, k, ns, _kg = e
                 ns_bytes = self._namespaces.key_bytes(ns)
-                self._write(prefix + suffix, prefix + encode_timestamp(ts), seq, k, ns_bytes)
+                self._write(idx, prefix + suffix, prefix + encode_timestamp(ts), seq, k, ns_bytes)
                 self._admit(idx, (ts, seq, k, ns, key_group))
 
     # ------------------------------------------------------------------ restore
@@ -377,7 +388,8 @@ class RocksDBTimerQueue(Generic[K, N]):
             other = kept.get(index_key)
             if other is None or seq < other[1]:
                 kept[index_key] = (ts, seq, key, ns, kg)
-        batch = self._batch()
+        self._check_open()
+        batch = self._pending
         per_group: list[list[TimerEntry[K, N]]] = [[] for _ in self._caches]
         for index_key, (ts, seq, key, ns, kg) in kept.items():
             prefix = self._prefixes[kg - start]
@@ -386,11 +398,12 @@ class RocksDBTimerQueue(Generic[K, N]):
             batch.put(prefix + encode_timestamp(ts) + seq_bytes, value, self._timers_cf)
             batch.put(index_key, seq_bytes, self._index_cf)
             per_group[kg - start].append((ts, seq, key, ns, kg))
-        self._commit(batch)
+        self._flush()
         size = self._cache_size
         for idx, group in enumerate(per_group):
             group.sort()
             self._caches[idx] = group[:size]
+            self._floors[idx] = self._prefixes[idx]
             self._complete[idx] = len(group) <= size
         self._heads = [c[0] for c in self._caches if c]
         heapify(self._heads)
@@ -402,24 +415,52 @@ class RocksDBTimerQueue(Generic[K, N]):
     def _index_suffix(self, key: object, namespace: object) -> bytes:
         return self._keys.key_bytes(key) + self._namespaces.key_bytes(namespace)
 
-    def _batch(self) -> WriteBatch:
+    def _check_open(self) -> None:
         if self._db is None:
             raise RuntimeError("the timer queue's store is closed; open a new queue")
-        return WriteBatch(raw_mode=True)
 
-    def _commit(self, batch: WriteBatch) -> None:
-        db = self._db
-        if db is None:
-            raise RuntimeError("the timer queue's store is closed; open a new queue")
-        db.write(batch, self._write_options)
+    def _index_get(self, index_key: bytes) -> bytes | None:
+        """The seq bytes of an index row, pending writes included."""
+        overlay = self._overlay
+        if index_key in overlay:
+            return overlay[index_key]
+        found = self._index.get(index_key)
+        return found if isinstance(found, bytes) else None
 
-    def _write(self, index_key: bytes, timer_prefix: bytes, seq: int, key: K, ns: bytes) -> None:
-        """Store one timer (both rows in one batch)."""
+    def _put_index(self, index_key: bytes, seq_bytes: bytes) -> None:
+        self._pending.put(index_key, seq_bytes, self._index_cf)
+        self._overlay[index_key] = seq_bytes
+        if len(self._overlay) >= _FLUSH_EVERY:
+            self._flush()
+
+    def _delete_index(self, index_key: bytes) -> None:
+        self._pending.delete(index_key, self._index_cf)
+        self._overlay[index_key] = None
+        if len(self._overlay) >= _FLUSH_EVERY:
+            self._flush()
+
+    def _flush(self) -> None:
+        """Write the pending batch (before any read of the timers or a scan, and every
+        ``_FLUSH_EVERY`` index changes)."""
+        if self._pending.len():
+            db = self._db
+            if db is None:
+                raise RuntimeError("the timer queue's store is closed; open a new queue")
+            db.write(self._pending, self._write_options)
+            self._pending = WriteBatch(raw_mode=True)
+        self._overlay.clear()
+
+    def _write(
+        self, idx: int, index_key: bytes, timer_prefix: bytes, seq: int, key: K, ns: bytes
+    ) -> None:
+        """Store one timer of local key group ``idx`` (its two rows go into the pending batch)."""
         seq_bytes = seq.to_bytes(_SEQ_BYTES, "big")
-        batch = self._batch()
-        batch.put(timer_prefix + seq_bytes, self._keys.value_bytes(key) + ns, self._timers_cf)
-        batch.put(index_key, seq_bytes, self._index_cf)
-        self._commit(batch)
+        self._check_open()
+        timer_key = timer_prefix + seq_bytes
+        self._pending.put(timer_key, self._keys.value_bytes(key) + ns, self._timers_cf)
+        if timer_key < self._floors[idx]:
+            self._floors[idx] = timer_key
+        self._put_index(index_key, seq_bytes)
         self._size += 1
 
     def _admit(self, idx: int, entry: TimerEntry[K, N]) -> bool:
@@ -449,10 +490,11 @@ class RocksDBTimerQueue(Generic[K, N]):
         idx = kg - self._kg_start
         prefix = self._prefixes[idx]
         ts_bytes = encode_timestamp(ts)
-        batch = self._batch()
-        batch.delete(prefix + ts_bytes + seq.to_bytes(_SEQ_BYTES, "big"), self._timers_cf)
-        batch.delete(prefix + self._index_suffix(key, ns) + ts_bytes, self._index_cf)
-        self._commit(batch)
+        self._check_open()
+        timer_key = prefix + ts_bytes + seq.to_bytes(_SEQ_BYTES, "big")
+        self._pending.delete(timer_key, self._timers_cf)
+        self._delete_index(prefix + self._index_suffix(key, ns) + ts_bytes)
+        self._floors[idx] = timer_key  # it was the first timer of its key group
         self._size -= 1
         heappop(self._heads)
         del self._caches[idx][0]
@@ -486,9 +528,13 @@ class RocksDBTimerQueue(Generic[K, N]):
             heappop(heads)
         return None
 
-    def _scan(self, cf: Rdict, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
+    def _scan(
+        self, cf: Rdict, prefix: bytes, start: bytes | None = None
+    ) -> Iterator[tuple[bytes, bytes]]:
+        """The rows of ``cf`` whose keys start with ``prefix`` (from ``start`` on, if given)."""
+        self._flush()
         it = cf.iter()
-        it.seek(prefix)
+        it.seek(prefix if start is None else start)
         while it.valid():
             k = it.key()
             if not k.startswith(prefix):
@@ -501,7 +547,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         """The first ``limit`` (None: all) stored timers of local key group ``idx``."""
         kg = idx + self._kg_start
         found: list[TimerEntry[K, N]] = []
-        for k, v in self._scan(self._timers, self._prefixes[idx]):
+        for k, v in self._scan(self._timers, self._prefixes[idx], self._floors[idx]):
             found.append(self._entry(decode_timestamp(k, 2), k[10:], v, kg))
             if limit is not None and len(found) >= limit:
                 break
@@ -525,6 +571,9 @@ class RocksDBTimerQueue(Generic[K, N]):
         heads = []
         for idx, cache in enumerate(self._caches):
             stored = self._read(idx, None)
+            first = next(self._scan(self._timers, self._prefixes[idx]), None)
+            if first is not None and first[0] < self._floors[idx]:
+                raise AssertionError(f"timers of cache {idx} below its floor")
             total += len(stored)
             if len(cache) > self._cache_size:
                 raise AssertionError(f"cache {idx} holds {len(cache)} > {self._cache_size}")
@@ -537,7 +586,7 @@ class RocksDBTimerQueue(Generic[K, N]):
             for ts, seq, key, ns, _kg in stored:
                 index_key = self._prefixes[idx] + self._index_suffix(key, ns)
                 index_key += encode_timestamp(ts)
-                if self._index.get(index_key) != seq.to_bytes(_SEQ_BYTES, "big"):
+                if self._index_get(index_key) != seq.to_bytes(_SEQ_BYTES, "big"):
                     raise AssertionError(f"index row missing for timer {(ts, seq, key, ns)}")
                 if seq >= self._seq:
                     raise AssertionError("sequence counter went backwards")
