@@ -494,11 +494,17 @@ class _GenericKeyCodec(Codec):
     __slots__ = ()
 
     def key_bytes(self, value: Any) -> bytes:
+        if type(value) is str:  # the common key, without the general dispatch
+            raw = value.encode("utf-8", "surrogatepass")
+            return b"S" + _LEN.pack(len(raw)) + raw
         out: list[bytes] = []
         _canonical(value, out)
         return b"".join(out)
 
     def value_bytes(self, value: Any) -> bytes:
+        t = type(value)
+        if t is str or t is int:  # exact and canonical bytes agree
+            return self.key_bytes(value)
         out: list[bytes] = []
         _exact(value, out)
         return b"".join(out)

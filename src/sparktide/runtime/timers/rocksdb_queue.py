@@ -49,7 +49,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Generic, NoReturn, cast
 
-from rocksdict import ColumnFamily, Options, Rdict, WriteBatch, WriteOptions
+from rocksdict import BlockBasedOptions, ColumnFamily, Options, Rdict, WriteBatch, WriteOptions
 
 from sparktide.runtime.keygroups import KeyGroupRange
 from sparktide.runtime.state.rocksdb_layout import (
@@ -87,10 +87,14 @@ class _Closed:
 _CLOSED = _Closed()
 
 
-def _options() -> Options:
+def _options(bloom: bool = False) -> Options:
     opts = Options(raw_mode=True)
     opts.create_if_missing(True)
     opts.create_missing_column_families(True)
+    if bloom:  # the index is read by point lookups (dedup on every add): a bloom filter
+        table = BlockBasedOptions()
+        table.set_bloom_filter(10, False)
+        opts.set_block_based_table_factory(table)
     return opts
 
 
@@ -165,7 +169,9 @@ class RocksDBTimerQueue(Generic[K, N]):
         path.mkdir(parents=True)
         self._directory = path
         self._db: Rdict | None = Rdict(
-            str(path), _options(), column_families={TIMERS_CF: _options(), INDEX_CF: _options()}
+            str(path),
+            _options(),
+            column_families={TIMERS_CF: _options(), INDEX_CF: _options(bloom=True)},
         )
         self._timers = self._db.get_column_family(TIMERS_CF)
         self._index = self._db.get_column_family(INDEX_CF)
