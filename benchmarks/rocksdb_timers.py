@@ -98,14 +98,14 @@ def bench_source(n: int) -> None:
     elapsed = time.perf_counter() - t0
     grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
     as_list = sys.getsizeof(list(range(1000))) / 1000 * n + 28 * n  # list slots + int objects
-    print()
-    print("| NumberSequenceSource | records/s | peak RSS growth | as a Python list |")
-    print("|---:|---:|---:|---:|")
+    print("| NumberSequenceSource | records/s | peak RSS before | growth | as a Python list |")
+    print("|---:|---:|---:|---:|---:|")
     print(
-        f"| 1..{n:,} (local, p=1) | {n / elapsed:,.0f} | {grown / 1024:,.1f} MiB | "
-        f"{as_list / 2**20:,.0f} MiB |"
+        f"| 1..{n:,} (local, p=1) | {n / elapsed:,.0f} | {before / 1024:,.0f} MiB | "
+        f"{grown / 1024:,.1f} MiB | {as_list / 2**20:,.0f} MiB |"
     )
     assert out == []
+    print()
 
 
 def main() -> None:
@@ -115,9 +115,9 @@ def main() -> None:
     parser.add_argument("--cache", type=int, default=128)
     parser.add_argument("--source", type=int, default=0, help="also stream 1..N through")
     args = parser.parse_args()
-    bench_queues([int(s) for s in args.sizes.split(",")], args.repeat, args.cache)
-    if args.source:
+    if args.source:  # first: the peak RSS is the process's, the queues would raise it
         bench_source(args.source)
+    bench_queues([int(s) for s in args.sizes.split(",")], args.repeat, args.cache)
 
 
 if __name__ == "__main__":
