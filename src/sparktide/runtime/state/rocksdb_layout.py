@@ -48,6 +48,7 @@ import pickle
 import reprlib
 import struct
 from abc import ABC, abstractmethod
+from enum import Enum
 from typing import Any
 
 from sparktide.common.row_kind import RowKind
@@ -624,8 +625,8 @@ def value_codec(type_info: TypeInformation | None) -> Codec:
 # --------------------------------------------------------------------------------------------
 
 
-class NamespaceKind:
-    """The namespace kinds with a fixed layout (names for :func:`namespace_codec`)."""
+class NamespaceKind(Enum):
+    """The namespace kinds with a fixed layout (see :func:`namespace_codec`)."""
 
     VOID = "void"
     """User timers and state: the namespace is ``None`` (no bytes)."""
@@ -722,28 +723,35 @@ class _AnyNamespace(_ExactCodec):
         return _BY_TAG[data[offset]].decode_value_from(data, offset + 1)
 
 
-_NAMESPACES: dict[str, Codec] = {
+_NAMESPACES: dict[NamespaceKind, Codec] = {
     NamespaceKind.VOID: _VoidNamespace(),
     NamespaceKind.TIME_WINDOW: _TimeWindowNamespace(),
     NamespaceKind.GLOBAL_WINDOW: _GlobalWindowNamespace(),
     NamespaceKind.COUNT_WINDOW: _CountWindowNamespace(),
     NamespaceKind.ANY: _AnyNamespace(),
 }
-_BY_TAG = [_NAMESPACES[k] for k in ("void", "time_window", "global_window", "count_window")]
+_BY_TAG = [
+    _NAMESPACES[k]
+    for k in (
+        NamespaceKind.VOID,
+        NamespaceKind.TIME_WINDOW,
+        NamespaceKind.GLOBAL_WINDOW,
+        NamespaceKind.COUNT_WINDOW,
+    )
+]
 
 
-def namespace_codec(kind: str = NamespaceKind.ANY) -> Codec:
-    """The fixed-bytes codec of the namespaces of ``kind`` (a :class:`NamespaceKind` name).
+def namespace_codec(kind: NamespaceKind = NamespaceKind.ANY) -> Codec:
+    """The fixed-bytes codec of the namespaces of ``kind``.
 
     >>> namespace_codec(NamespaceKind.TIME_WINDOW).key_bytes(TimeWindow(-1, 1)).hex()
     '7fffffffffffffff8000000000000001'
     >>> namespace_codec(NamespaceKind.VOID).key_bytes(None)
     b''
     """
-    codec = _NAMESPACES.get(kind)
-    if codec is None:
-        raise ValueError(
-            f"kind must be one of {sorted(_NAMESPACES)}, got {reprlib.repr(kind)}; use the "
-            "NamespaceKind names"
+    if not isinstance(kind, NamespaceKind):
+        raise TypeError(
+            f"kind must be a NamespaceKind, got {type(kind).__name__} ({reprlib.repr(kind)}); "
+            f"use one of {[k.name for k in NamespaceKind]}, e.g. NamespaceKind.TIME_WINDOW"
         )
-    return codec
+    return _NAMESPACES[kind]
