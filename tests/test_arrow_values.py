@@ -5,14 +5,18 @@ from __future__ import annotations
 import datetime as dt
 import math
 import pickle
+import random
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sparktide.common import Duration, WatermarkStrategy
 from sparktide.common.typeinfo import TypeInformation, Types
 from sparktide.common.types import Row, RowKind
+from sparktide.datastream import KeyedProcessFunction, StreamExecutionEnvironment
+from sparktide.datastream.state import ValueStateDescriptor
 from sparktide.runtime.elements import StreamRecord, Watermark
 from sparktide.runtime.execution.arrow_values import (
     ArrowValues,
@@ -26,6 +30,8 @@ from sparktide.runtime.execution.protocol import (
     unpack_collected,
     unpack_entries,
 )
+from sparktide.spark import spark_job
+from sparktide.spark.executor import SparkExecutor
 
 INT64 = (-(2**63), 2**63 - 1)
 
@@ -206,3 +212,84 @@ def test_chunks_of_watermarks_and_of_two_inputs_stay_as_they_were() -> None:
     payload = pack_entries(mixed, {1: codec, 2: codec})  # type: ignore[arg-type]
     assert type(pickle.loads(payload)[5]) is list
     assert unpack_entries(payload) == mixed
+
+
+# ------------------------------------------------------------------ end to end on Spark
+
+_EVENT = Types.ROW_NAMED(
+    ["key", "n", "x", "at"], [Types.STRING(), Types.LONG(), Types.DOUBLE(), Types.SQL_TIMESTAMP()]
+)
+_OUT = Types.TUPLE([Types.STRING(), Types.LONG(), Types.ROW([Types.LONG(), Types.DOUBLE()])])
+
+
+class _Summary(KeyedProcessFunction):
+    """Per key: count and sum in state, a timer per record; emits rows and tuples."""
+
+    def open(self, runtime_context: Any) -> None:
+        self.count = runtime_context.get_state(ValueStateDescriptor("count", Types.LONG()))
+
+    def process_element(self, value: Any, ctx: Any) -> Any:
+        n = (self.count.value() or 0) + 1
+        self.count.update(n)
+        ctx.timer_service().register_event_time_timer(ctx.timestamp() + 50)
+        yield (value["key"], n, Row(value["n"], value["x"]))
+
+    def on_timer(self, timestamp: int, ctx: Any) -> Any:
+        yield (ctx.get_current_key(), timestamp, Row(self.count.value(), None))
+
+
+def _event(record: tuple[str, int, float | None, int]) -> Row:
+    key, n, x, ts = record
+    at = dt.datetime(2024, 1, 1) + dt.timedelta(milliseconds=ts)
+    return Row(key=key, n=n, x=x, at=at)
+
+
+def _keyed_job(records: list[tuple[str, int, float | None, int]]) -> Any:
+    env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
+    env.set_parallelism(2)
+    env.get_config().set_watermark_every(7)
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(
+        Duration.of_millis(20)
+    ).with_timestamp_assigner(lambda v, previous: v[3])
+    events = (
+        env.from_collection(records)
+        .assign_timestamps_and_watermarks(strategy)
+        .map(_event, output_type=_EVENT)
+    )
+    out = events.key_by(lambda r: r["key"]).process(_Summary(), output_type=_OUT)
+    pairs = Types.TUPLE([Types.ROW([Types.LONG(), Types.DOUBLE()]), Types.STRING()])
+    return env, out.key_by(lambda t: t[1] % 3).map(lambda t: (t[2], t[0]), output_type=pairs)
+
+
+def test_a_keyed_job_gives_the_same_output_with_and_without_arrow_values(
+    spark: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rnd = random.Random(15)
+    records = [
+        (
+            rnd.choice(["a", "b", "ü", ""]),
+            rnd.randrange(-(2**63), 2**63),
+            rnd.choice([None, rnd.random()]),
+            rnd.randrange(2000),
+        )
+        for _ in range(200)
+    ]
+    outputs = []
+    for arrow in (True, False):
+        monkeypatch.setattr(spark_job, "_ARROW_VALUES", arrow)
+        env, out = _keyed_job(records)
+        job = SparkExecutor(env._graph, env).job()  # the job the workers get
+        codecs = [job.stage_codecs(s.index)[1] for s in job.plan.stages]
+        assert all((c is not None) is arrow for c in codecs)
+        outputs.append(out.execute_and_collect())
+    with_arrow, pickled = outputs
+    assert len(with_arrow) == len(pickled) > 200
+    assert all(same(a, b) for a, b in zip(with_arrow, pickled, strict=True))
+
+
+def test_by_default_only_the_stages_of_rows_get_arrow_values(spark: Any) -> None:
+    env, out = _keyed_job([("a", 1, 0.5, 1)])
+    out.print()
+    job = SparkExecutor(env._graph, env).job()
+    codecs = [job.stage_codecs(s.index)[1] for s in job.plan.stages]
+    assert [c is not None for c in codecs] == [True, True]  # the rows; the tuples hold a row

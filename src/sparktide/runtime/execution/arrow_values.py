@@ -73,18 +73,16 @@ class _Shape:
 
 
 class _Scalars(_Shape):
-    """ints, floats, booleans (numpy's ``tolist`` gives Python objects), text, dates."""
+    """ints, floats, booleans, text, dates and times: numpy's ``tolist`` makes the Python
+    objects (many times faster than Arrow's ``to_pylist`` for dates and times)."""
 
-    __slots__ = ("numeric",)
-
-    def __init__(self, numeric: bool) -> None:
-        self.numeric = numeric
+    __slots__ = ()
 
     def __reduce__(self) -> tuple[object, ...]:
-        return _Scalars, (self.numeric,)
+        return _Scalars, ()
 
     def decode(self, column: pa.Array) -> list[object]:
-        if column.null_count == 0 and self.numeric:
+        if column.null_count == 0:
             values: list[object] = column.to_numpy(zero_copy_only=False).tolist()
         else:
             values = column.to_pylist()
@@ -172,12 +170,10 @@ class _Column:
 class _ScalarColumn(_Column):
     """Values of exactly one Python type (or ``None``) in one Arrow type."""
 
-    def __init__(
-        self, kind: type, arrow: Callable[[], pa.DataType], numeric: bool, exact: bool = True
-    ) -> None:
+    def __init__(self, kind: type, arrow: Callable[[], pa.DataType], exact: bool = True) -> None:
         self.allowed = {kind, _NONE}
         self.arrow = arrow
-        self.shape = _Scalars(numeric)
+        self.shape = _Scalars()
         self.exact = exact  # False: each value must also be naive and fold 0 (times)
 
     def encode(self, values: Sequence[object]) -> tuple[pa.Array, _Shape]:
@@ -282,17 +278,17 @@ def _time() -> pa.DataType:
 
 _TEMPORAL = (DateTypeInfo, TimeTypeInfo, TimestampTypeInfo, LocalTimeTypeInfo)
 
-_BASIC: dict[BasicType, tuple[type, Callable[[], pa.DataType], bool]] = {
-    BasicType.BYTE: (int, _int64, True),
-    BasicType.SHORT: (int, _int64, True),
-    BasicType.INT: (int, _int64, True),
-    BasicType.LONG: (int, _int64, True),
-    BasicType.BIG_INT: (int, _int64, True),
-    BasicType.FLOAT: (float, _float64, True),
-    BasicType.DOUBLE: (float, _float64, True),
-    BasicType.BOOLEAN: (bool, _bool, True),
-    BasicType.STRING: (str, _string, False),
-    BasicType.CHAR: (str, _string, False),
+_BASIC: dict[BasicType, tuple[type, Callable[[], pa.DataType]]] = {
+    BasicType.BYTE: (int, _int64),
+    BasicType.SHORT: (int, _int64),
+    BasicType.INT: (int, _int64),
+    BasicType.LONG: (int, _int64),
+    BasicType.BIG_INT: (int, _int64),
+    BasicType.FLOAT: (float, _float64),
+    BasicType.DOUBLE: (float, _float64),
+    BasicType.BOOLEAN: (bool, _bool),
+    BasicType.STRING: (str, _string),
+    BasicType.CHAR: (str, _string),
 }
 
 
@@ -314,11 +310,11 @@ def _column_of(type_info: TypeInformation) -> _Column | None:
 def _temporal_column(kind: type) -> _Column | None:
     """Dates, and naive times and timestamps (in microseconds: all Python keeps)."""
     if kind is _dt.date:
-        return _ScalarColumn(_dt.date, _date, False)
+        return _ScalarColumn(_dt.date, _date)
     if kind is _dt.datetime:
-        return _ScalarColumn(_dt.datetime, _timestamp, False, exact=False)
+        return _ScalarColumn(_dt.datetime, _timestamp, exact=False)
     if kind is _dt.time:
-        return _ScalarColumn(_dt.time, _time, False, exact=False)
+        return _ScalarColumn(_dt.time, _time, exact=False)
     return None
 
 
