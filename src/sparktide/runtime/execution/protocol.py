@@ -40,6 +40,9 @@ share a position prefix (the records one split read in one round share ``(round,
 the outputs of one input share everything but ``n``) is stored as the prefix once plus the
 varying columns (``seq`` or ``n``) as an int64 array; :func:`encode_position` gives the same order
 as bytes for one row's sort key. The Python tuple stays the per-record form inside a task.
+A packed chunk (:func:`pack_entries`) carries the values of its records as typed Arrow columns
+when their declared type has columns and every value has exactly that shape
+(:mod:`.arrow_values`), else as a pickled list.
 
 **Shipments.** Rows between Spark tasks have a ``stage`` column: a stage index (>= 0) for entries
 sent to that stage, else a :class:`Shipment` saying what the row carries to the driver.
