@@ -281,7 +281,7 @@ def test_a_keyed_job_gives_the_same_output_with_and_without_arrow_values(
         job = SparkExecutor(env._graph, env).job()  # the job the workers get
         codecs = [job.stage_codecs(s.index)[1] for s in job.plan.stages]
         assert all((c is not None) is arrow for c in codecs)
-        outputs.append(out.execute_and_collect())
+        outputs.append(list(out.execute_and_collect()))
     with_arrow, pickled = outputs
     assert len(with_arrow) == len(pickled) > 200
     assert all(same(a, b) for a, b in zip(with_arrow, pickled, strict=True))
