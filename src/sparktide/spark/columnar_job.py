@@ -40,6 +40,7 @@ from sparktide.common.watermark_strategy import (
 from sparktide.runtime.columnar.engine import POSITION_WIDTH, EnginePlan, WindowEngine
 from sparktide.runtime.columnar.spec import AggregateKind, FieldKey, OutputForm, WindowAggregateSpec
 from sparktide.runtime.columnar.split import (
+    AGGREGATES,
     SHIPPED,
     SplitAggregator,
     SplitPlan,
@@ -116,6 +117,23 @@ def _columns_fit(source: DataFrameSource, spec: WindowAggregateSpec) -> bool:
     return True
 
 
+def _held_aggregates(
+    spec: WindowAggregateSpec, fields: tuple[str, ...], slots: tuple[int, ...], by: str | None
+) -> tuple[tuple[str, ...], ...]:
+    """Per aggregated field, what its partials must hold (see ``AGGREGATES``): Flink's record
+    needs its one aggregate (nulls fail there); named aggregates count the values that are not
+    null, and add the sum (``sum``, ``avg``), minimum or maximum they read."""
+    record = spec.field_aggregate
+    if record is not None:
+        return ((by or record.kind,),)
+    wanted: list[set[str]] = [{"nn"} for _ in fields]
+    for agg, slot in zip(spec.aggregates, slots, strict=True):
+        if slot >= 0:
+            kind = agg.kind.value
+            wanted[slot].add("sum" if kind in ("sum", "avg") else kind)
+    return tuple(tuple(a for a in AGGREGATES if a in held) for held in wanted)
+
+
 def _field_key(selector: object) -> FieldKey | None:
     """The :class:`FieldKey` a key selector is (or is the bound ``get_key`` of)."""
     owner = getattr(selector, "__self__", selector)
@@ -167,6 +185,7 @@ class ColumnarJob:
         by = record.kind[:3] if record is not None and record.kind.endswith("_by") else None
         self.fields = tuple(fields)
         self.slots = tuple(slots)
+        aggregates = _held_aggregates(spec, self.fields, self.slots, by)
         key = _column(df_source, spec.key.field)
         # whole rows travel only for Flink's record and the late side output; otherwise the
         # splits read just the key, the timestamp and the aggregated fields
@@ -185,6 +204,7 @@ class ColumnarJob:
             stage.max_parallelism,
             records=record is not None,
             by=by,
+            aggregates=aggregates,
         )
         self.engine_plan = EnginePlan(
             self.split_plan.geometry,
@@ -196,6 +216,9 @@ class ColumnarJob:
             by=by,
             aggregate=record.kind if record is not None and by is None else "sum",
             field_name=self.fields[0] if record is not None else "",
+            aggregates=aggregates,
+            key_name=key or "",
+            columns=self.columns,
         )
         self.output_schema = arrow_schema_of(spec.output_type)
 
@@ -207,8 +230,9 @@ class ColumnarJob:
         for i, name in enumerate(self.fields):
             t = source_schema.field(name).type
             number = pa.int64() if pa.types.is_integer(t) else pa.float64()
-            shipped.append(pa.field(field_column("nn", i), pa.int64()))
-            shipped += [pa.field(field_column(w, i), number) for w in ("sum", "min", "max")]
+            for what in self.split_plan.field_aggregates(i):
+                kind = pa.int64() if what == "nn" else number
+                shipped.append(pa.field(field_column(what, i), kind))
         if self.split_plan.records:
             shipped.append(pa.field("ext_seq", pa.int64()))
         rows = [pa.field(row_column(f.name), f.type) for f in source_schema]
@@ -363,7 +387,9 @@ class SplitTask:
         if not table.num_rows:
             return
         target = np.asarray(table.column("target").to_numpy(), dtype=np.int64)
-        table = _conform(table.append_column("pkey", pa.array(self.keys[target])), self.schema)
+        table = _conform(
+            table.append_column("pkey", pa.array(self.keys[target])), self.schema, fill=False
+        )
         order = np.argsort(target, kind="stable")
         bounds = np.flatnonzero(np.diff(target[order])) + 1
         pkeys: list[int] = []
@@ -397,7 +423,9 @@ class SubtaskTask:
             for batch in batches
             for blob in batch.column("payload").to_pylist()
         ]
-        table = pa.concat_tables(tables) if tables else self.shipped.empty_table()
+        if not tables:
+            return
+        table = _conform(pa.concat_tables(tables, promote_options="default"), self.shipped)
         if not table.num_rows:
             return
         out = WindowEngine(self.engine_plan).run(table)
@@ -482,16 +510,20 @@ def _ipc_bytes(table: pa.Table) -> bytes:
     return bytes(sink.getvalue())
 
 
-def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """``table`` in ``schema``: missing columns as nulls, every column cast."""
+def _conform(table: pa.Table, schema: pa.Schema, fill: bool = True) -> pa.Table:
+    """``table`` in ``schema``'s column order and types: missing columns as nulls, or with
+    ``fill=False`` left out (a shipped blob carries only what its rows hold)."""
     n = table.num_rows
-    columns = []
+    fields, columns = [], []
     for f in schema:
         if f.name in table.column_names:
             columns.append(table.column(f.name).cast(f.type))
-        else:
+        elif fill:
             columns.append(pa.nulls(n, f.type))
-    return pa.table(columns, schema=schema)
+        else:
+            continue
+        fields.append(f)
+    return pa.table(columns, schema=pa.schema(fields))
 
 
 # ---------------------------------------------------------------------- eligibility
