@@ -321,9 +321,9 @@ def _temporal_column(kind: type) -> _Column | None:
 def arrow_pays(type_info: TypeInformation) -> bool:
     """Whether a chunk of ``type_info``'s values encodes and decodes faster as Arrow than as a
     pickled list: when a row or a date or time is in it (benchmarks/arrow_values.py: rows of
-    four fields 0.5-0.65x pickling's time, timestamps 0.8x). Tuples and single values of
-    numbers, booleans and text pickle as fast or faster (tuples of two longs: pickling takes
-    0.7x Arrow's time), so they stay pickled.
+    four fields take 0.4x pickling's time, tuples with a timestamp 0.34x). Tuples and single
+    values of numbers, booleans and text pickle as fast or faster (tuples of two longs: Arrow
+    takes 1.55x pickling's time), so they stay pickled.
 
     >>> from sparktide.common.typeinfo import Types
     >>> arrow_pays(Types.TUPLE([Types.STRING(), Types.ROW([Types.LONG()])]))
