@@ -266,9 +266,7 @@ def main(argv: list[str] | None = None) -> None:
     if not args.skip_local:
         seconds, kb = run_local(folder, args.parallelism, args.budget)
         rate = args.records / seconds
-        print(
-            f"{'local runtime':<28} | {seconds:8.1f} | {rate:10,.0f} | {kb / 1024:7,.0f} MB | 1"
-        )
+        print(f"{'local runtime':<28} | {seconds:8.1f} | {rate:10,.0f} | {kb / 1024:7,.0f} MB | 1")
     sys.stdout.flush()
 
 

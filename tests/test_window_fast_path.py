@@ -241,13 +241,13 @@ def _job(data: list[Any], sliding: bool, lateness: int, parallelism: int, every:
 def test_jobs_give_the_same_output_with_and_without_the_fast_path(
     data: Any, sliding: bool, lateness: int, parallelism: int, every: int
 ) -> None:
-    from sparktide.runtime.operators import window_fast
+    from sparktide.runtime.operators.window import WindowOperator
 
     fast = _job(data, sliding, lateness, parallelism, every)
-    build = window_fast.FastWindowPath.build
-    window_fast.FastWindowPath.build = staticmethod(lambda op: None)  # type: ignore[method-assign]
+    chooser = WindowOperator._fast_path
+    WindowOperator._fast_path = lambda self: None  # type: ignore[method-assign]
     try:
         general = _job(data, sliding, lateness, parallelism, every)
     finally:
-        window_fast.FastWindowPath.build = build  # type: ignore[method-assign]
+        WindowOperator._fast_path = chooser  # type: ignore[method-assign]
     assert fast == general

@@ -67,7 +67,7 @@ from sparktide.runtime.operators.window_contents import (
     StateContents,
     WindowContents,
 )
-from sparktide.runtime.operators.window_fast import FastWindowPath
+from sparktide.runtime.operators.window_fast import FastWindowPath, WindowHooks
 from sparktide.runtime.operators.window_functions import (
     AssignerContext,
     InternalWindowFunction,
@@ -213,8 +213,49 @@ class WindowOperator(AbstractStreamOperator):
                 WindowMappingStore,
                 backend.get_partitioned_state(MapStateDescriptor(MERGING_WINDOW_SET, None, None)),
             )
-        self._fast = FastWindowPath.build(self) if self._fast_path_enabled else None
+        self._fast = self._fast_path() if self._fast_path_enabled else None
         self.function.open(self.runtime_context)
+
+    def _fast_path(self) -> FastWindowPath | None:
+        """The fast path (:mod:`~sparktide.runtime.operators.window_fast`) when the trigger is
+        ``EventTimeTrigger``, windows neither merge nor evict and timers read the key from
+        this operator's backend; the assigner and contents decide the rest."""
+        if type(self.trigger) is not EventTimeTrigger or self._merging or self._evicting:
+            return None
+        if self._timers.key_context is not self._backend:
+            return None
+        hooks = WindowHooks(
+            self._fire_on_element, self._on_event_timer_inline, self._emit_in, self._clear_function
+        )
+        return FastWindowPath.build(
+            self.assigner,
+            self.contents,
+            self.allowed_lateness,
+            self._timers,
+            self.current_watermark,
+            self.output,
+            hooks,
+            self._pass_through,
+        )
+
+    def _fire_on_element(self, window: Window) -> bool:
+        """``EventTimeTrigger.on_element`` returned FIRE for ``window``: act on it."""
+        self._set_ns(window)
+        self._trigger_ctx.window = window
+        return self._act(_FIRE, window, "on_element")
+
+    def _emit_in(self, window: Window, contents: object) -> None:
+        """Emit ``contents`` of ``window`` with the namespace and trigger context on it."""
+        self._set_ns(window)
+        self._trigger_ctx.window = window
+        self._emit_window_contents(window, contents)
+
+    def _clear_function(self, window: Window) -> None:
+        """The window function's ``clear`` for ``window``."""
+        self._trigger_ctx.window = window
+        pctx = self._process_ctx
+        pctx.current_window = window
+        self.function.clear(window, pctx)
 
     def close(self) -> None:
         self.function.close()
@@ -404,9 +445,7 @@ class WindowOperator(AbstractStreamOperator):
                 # (without lateness the timer at max_timestamp is the one firing: the timer
                 # service removed it before this call, so deleting it would be a no-op)
                 self._timers.delete_event_time_timer(window, max_ts)
-            pctx = self._process_ctx
-            pctx.current_window = window
-            self.function.clear(window, pctx)
+            self._clear_function(window)
 
     def on_processing_time(self, timestamp: int, key: object, namespace: Window) -> None:
         self._on_timer(timestamp, namespace, False)

@@ -34,8 +34,6 @@ firings of windows at or below the watermark go through the operator's general s
 >>> from sparktide.testing import KeyedOneInputStreamOperatorTestHarness
 >>> op = WindowOperatorBuilder(SlidingEventTimeWindows.of(10, 5)).reduce(lambda a, b: a + b)
 >>> h = KeyedOneInputStreamOperatorTestHarness(op, lambda v: "k"); h.open()
->>> op._fast is not None
-True
 >>> for v, ts in [(1, 3), (2, 7), (4, 12)]: h.process_element(v, ts)
 >>> h.process_watermark(20)
 >>> h.get_output()
@@ -45,13 +43,11 @@ True
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from sparktide.core.window.assigners import SlidingEventTimeWindows, TumblingEventTimeWindows
-from sparktide.core.window.triggers import EventTimeTrigger, TriggerResult
-from sparktide.core.window.windows import TimeWindow, new_time_window
+from sparktide.core.window.windows import TimeWindow, Window, new_time_window
 from sparktide.runtime.elements import MAX_TIMESTAMP, MIN_TIMESTAMP, StreamRecord
-from sparktide.runtime.operators.window_functions import PassThroughFunction
 from sparktide.runtime.state.heap import (
     HeapAggregatingState,
     HeapReducingState,
@@ -61,17 +57,32 @@ from sparktide.runtime.state.heap import (
 )
 
 if TYPE_CHECKING:
-    from sparktide.runtime.operators.window import WindowOperator
+    from sparktide.core.window.assigners import WindowAssigner
+    from sparktide.runtime.output import Output
+    from sparktide.runtime.timers.service import InternalTimerService
 
-__all__ = ["FastWindowPath", "WindowSpan"]
-
-_FIRE = TriggerResult.FIRE
+__all__ = ["FastWindowPath", "WindowHooks", "WindowSpan"]
 
 _CACHE_LIMIT = 4096
 """Cached slide starts before the cache is dropped (windows of old slides are not needed)."""
 
 WindowSpan = tuple[TimeWindow, int, int]
 """A window with its ``max_timestamp`` and ``cleanup_time``."""
+
+
+class WindowHooks(NamedTuple):
+    """The operator's general steps the fast path hands over to (bound methods of the
+    :class:`~sparktide.runtime.operators.window.WindowOperator` that builds it)."""
+
+    fire_on_element: Callable[[TimeWindow], bool]
+    """``EventTimeTrigger.on_element`` returned FIRE: emit the window's contents; whether the
+    window still exists (its cleanup timer is then due)."""
+    on_event_timer: Callable[[int, Window], None]
+    """The general steps of an event-time timer (a window restored from another job)."""
+    emit: Callable[[TimeWindow, object], None]
+    """Emit a window's contents through the window function."""
+    clear_function: Callable[[TimeWindow], None]
+    """The window function's ``clear`` for a window being cleaned up."""
 
 
 class FastWindowPath:
@@ -84,27 +95,33 @@ class FastWindowPath:
         "_create",
         "_data",
         "_get_result",
+        "_hooks",
+        "_keys",
         "_lateness",
         "_offset",
-        "_op",
+        "_output",
         "_pass_through",
         "_reduce",
         "_size",
         "_slide",
         "_timer_add",
+        "_timer_watermark",
         "_timers",
         "_trigger_registers_cleanup",
+        "_watermark",
     )
 
     def __init__(
         self,
-        op: WindowOperator,
         state: HeapAggregatingState | HeapReducingState,
-        size: int,
-        slide: int,
-        offset: int,
+        geometry: tuple[int, int, int],
+        lateness: int,
+        timers: InternalTimerService[object, object],
+        watermark: Callable[[], int],
+        output: Output,
+        hooks: WindowHooks,
+        pass_through: bool,
     ) -> None:
-        self._op = op
         self._data: list[KeyGroupDict[object]] = state.key_group_dicts()
         self._reduce: Callable[[object, object], object] | None = None
         self._add: Callable[[object, object], object] | None = None
@@ -118,25 +135,33 @@ class FastWindowPath:
             self._add = agg.add
             self._create = agg.create_accumulator
             self._get_result = agg.get_result
-        self._pass_through = type(op.function) is PassThroughFunction
-        self._size, self._slide, self._offset = size, slide, offset
-        self._lateness = op.allowed_lateness
-        self._trigger_registers_cleanup = not op.allowed_lateness
-        self._timers = op._timers
-        self._timer_add = op._timers.event_time_timers().add
+        self._pass_through = pass_through
+        self._size, self._slide, self._offset = geometry
+        self._lateness = lateness
+        self._trigger_registers_cleanup = not lateness
+        self._timers = timers
+        self._keys = timers.key_context
+        self._timer_add = timers.event_time_timers().add
+        self._timer_watermark = timers.current_watermark
+        self._watermark = watermark
+        self._output = output
+        self._hooks = hooks
         self._cache: dict[int, tuple[WindowSpan, ...]] = {}
 
     @staticmethod
-    def build(op: WindowOperator) -> FastWindowPath | None:
-        """The fast path for ``op`` (opened up to its contents and timers), or None when the
-        operator's assigner, trigger, contents or lateness need the general path."""
-        assigner = op.assigner
-        if type(op.trigger) is not EventTimeTrigger or op._merging or op._evicting:
-            return None
-        if op._timers.key_context is not op._backend:
-            return None
-        state = op.contents
-        if type(state) is not HeapAggregatingState and type(state) is not HeapReducingState:
+    def build(
+        assigner: WindowAssigner[object, Window],
+        contents: object,
+        lateness: int,
+        timers: InternalTimerService[object, object],
+        watermark: Callable[[], int],
+        output: Output,
+        hooks: WindowHooks,
+        pass_through: bool,
+    ) -> FastWindowPath | None:
+        """The fast path for an operator's assigner and contents (the operator checked its
+        trigger, merging and evicting), or None when they need the general path."""
+        if type(contents) is not HeapAggregatingState and type(contents) is not HeapReducingState:
             return None
         if type(assigner) is SlidingEventTimeWindows:
             size, slide = assigner.get_size(), assigner.get_slide()
@@ -144,7 +169,10 @@ class FastWindowPath:
             size = slide = assigner.get_size()
         else:
             return None
-        return FastWindowPath(op, state, size, slide, assigner.get_offset())
+        geometry = (size, slide, assigner.get_offset())
+        return FastWindowPath(
+            contents, geometry, lateness, timers, watermark, output, hooks, pass_through
+        )
 
     # ------------------------------------------------------------------ windows
 
@@ -186,12 +214,12 @@ class FastWindowPath:
         # not late (cleanup above the watermark; cleanup times descend along the spans)
         slide = self._slide
         count = (last_start - ts + self._size + slide - 1) // slide
-        watermark = self._op._current_watermark
+        watermark = self._watermark()
         while count > 0 and spans[count - 1][2] <= watermark:
             count -= 1
         if count <= 0:
             return True
-        timer_watermark = self._timers._current_watermark
+        timer_watermark = self._timer_watermark()
         d = self._data[key_group]
         add = self._add
         if add is None:
@@ -230,52 +258,39 @@ class FastWindowPath:
 
     def _fire_on_element(self, window: TimeWindow, cleanup: int) -> None:
         """``EventTimeTrigger.on_element`` returned FIRE: act as the general path does."""
-        op = self._op
-        op._set_ns(window)
-        op._trigger_ctx.window = window
-        if op._act(_FIRE, window, "on_element") and cleanup != MAX_TIMESTAMP:
+        if self._hooks.fire_on_element(window) and cleanup != MAX_TIMESTAMP:
             self._timers.register_event_time_timer(window, cleanup)
 
     # ------------------------------------------------------------------ timers
 
-    def on_event_time(self, timestamp: int, key: object, window: object) -> None:
+    def on_event_time(self, timestamp: int, key: object, window: Window) -> None:
         """An event-time timer of ``window`` for ``key`` (the current key): the operator's
         inline ``EventTimeTrigger`` steps (fire at the window's end, clear at its cleanup
         time), with the contents read from the state table directly."""
-        op = self._op
         if type(window) is not TimeWindow:  # restored from another job: the general steps
-            op._on_event_timer_inline(timestamp, window)  # type: ignore[arg-type]
+            self._hooks.on_event_timer(timestamp, window)
             return
         max_ts: int = window[1] - 1
         cleanup = max_ts + self._lateness
         if cleanup > MAX_TIMESTAMP:
             cleanup = MAX_TIMESTAMP
         if timestamp == max_ts:
-            d = self._data[op._backend.current_key_group]
+            d = self._data[self._keys.current_key_group]
             acc = d.get((key, window))
             if acc is not None:
                 get_result = self._get_result
                 contents = acc if get_result is None else get_result(acc)
                 if contents is not None:
                     if self._pass_through:
-                        op.output.collect(StreamRecord(contents, max_ts))
+                        self._output.collect(StreamRecord(contents, max_ts))
                     else:
-                        op._set_ns(window)
-                        op._trigger_ctx.window = window
-                        op._emit_window_contents(window, contents)
+                        self._hooks.emit(window, contents)
             if cleanup == timestamp:
                 d.pop((key, window), None)
                 if not self._pass_through:
-                    self._clear_function(window)
+                    self._hooks.clear_function(window)
         elif cleanup == timestamp:
-            self._data[op._backend.current_key_group].pop((key, window), None)
+            self._data[self._keys.current_key_group].pop((key, window), None)
             self._timers.delete_event_time_timer(window, max_ts)
             if not self._pass_through:
-                self._clear_function(window)
-
-    def _clear_function(self, window: TimeWindow) -> None:
-        op = self._op
-        op._trigger_ctx.window = window
-        pctx = op._process_ctx
-        pctx.current_window = window
-        op.function.clear(window, pctx)
+                self._hooks.clear_function(window)
