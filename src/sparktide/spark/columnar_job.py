@@ -59,13 +59,15 @@ from sparktide.spark.placement import placement_keys
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["SWITCH", "ColumnarJob", "columnar_job"]
+__all__ = ["POSITIONS", "SWITCH", "ColumnarJob", "columnar_job", "shipped_schema"]
 
 SWITCH = "SPARKTIDE_COLUMNAR"
 """The environment variable that turns the columnar path off (``off``, ``0`` or ``false``)."""
 
 _MAIN, _LATE, _METRICS = 0, 1, 2  # what a result row is
 _POSITIONS = [f"p{i}" for i in range(POSITION_WIDTH)]
+POSITIONS = _POSITIONS
+"""The ``long`` columns of a result row's position (padded with ``PAD``)."""
 
 
 def enabled() -> bool:
@@ -116,7 +118,7 @@ def _columns_fit(source: DataFrameSource, spec: WindowAggregateSpec) -> bool:
     return True
 
 
-def _field_key(selector: object) -> FieldKey | None:
+def field_key(selector: object) -> FieldKey | None:
     """The :class:`FieldKey` a key selector is (or is the bound ``get_key`` of)."""
     owner = getattr(selector, "__self__", selector)
     return owner if isinstance(owner, FieldKey) else None
@@ -202,21 +204,12 @@ class ColumnarJob:
     # ------------------------------------------------------------------ frames
 
     def _schemas(self, source_schema: pa.Schema) -> tuple[pa.Schema, pa.Schema]:
-        key_type = source_schema.field(self.split_plan.key).type
-        shipped = [*SHIPPED, pa.field("pkey", pa.int64()), pa.field("key", key_type)]
-        for i, name in enumerate(self.fields):
-            t = source_schema.field(name).type
-            number = pa.int64() if pa.types.is_integer(t) else pa.float64()
-            shipped.append(pa.field(field_column("nn", i), pa.int64()))
-            shipped += [pa.field(field_column(w, i), number) for w in ("sum", "min", "max")]
-        if self.split_plan.records:
-            shipped.append(pa.field("ext_seq", pa.int64()))
+        shipped = shipped_schema(self.split_plan, source_schema)
         rows = [pa.field(row_column(f.name), f.type) for f in source_schema]
-        shipped += rows
         result = [pa.field("out", pa.int8()), *(pa.field(p, pa.int64()) for p in _POSITIONS)]
         result += list(self.output_schema) + rows
         result += [pa.field(f"m_{m}", pa.int64()) for m in (*SUMMED_METRICS, "rounds")]
-        return pa.schema(shipped), pa.schema(result)
+        return shipped, pa.schema(result)
 
     def results(self, main_only: bool = False, positions: bool = True) -> DataFrame:
         """The lazy DataFrame of every subtask's result rows; ``main_only``: only the main
@@ -313,6 +306,22 @@ class ColumnarJob:
         return metrics
 
 
+def shipped_schema(plan: SplitPlan, source_schema: pa.Schema) -> pa.Schema:
+    """What a split of ``plan`` ships over a source of ``source_schema``: the fixed columns,
+    the placement key, the key, the partial aggregates per field and the source row."""
+    key_type = source_schema.field(plan.key).type
+    shipped = [*SHIPPED, pa.field("pkey", pa.int64()), pa.field("key", key_type)]
+    for i, name in enumerate(plan.fields):
+        t = source_schema.field(name).type
+        number = pa.int64() if pa.types.is_integer(t) else pa.float64()
+        shipped.append(pa.field(field_column("nn", i), pa.int64()))
+        shipped += [pa.field(field_column(w, i), number) for w in ("sum", "min", "max")]
+    if plan.records:
+        shipped.append(pa.field("ext_seq", pa.int64()))
+    shipped += [pa.field(row_column(f.name), f.type) for f in source_schema]
+    return pa.schema(shipped)
+
+
 def _rows(table: pa.Table) -> list[Row]:
     return [r for batch in table.to_batches() for r in records_of_batch(batch)]
 
@@ -363,14 +372,14 @@ class SplitTask:
         if not table.num_rows:
             return
         target = np.asarray(table.column("target").to_numpy(), dtype=np.int64)
-        table = _conform(table.append_column("pkey", pa.array(self.keys[target])), self.schema)
+        table = conform(table.append_column("pkey", pa.array(self.keys[target])), self.schema)
         order = np.argsort(target, kind="stable")
         bounds = np.flatnonzero(np.diff(target[order])) + 1
         pkeys: list[int] = []
         blobs: list[bytes] = []
         for rows in np.split(order, bounds):
             pkeys.append(int(self.keys[target[rows[0]]]))
-            blobs.append(_ipc_bytes(table.take(pa.array(rows))))
+            blobs.append(ipc_bytes(table.take(pa.array(rows))))
         yield pa.RecordBatch.from_arrays(
             [pa.array(pkeys, pa.int64()), pa.array(blobs, pa.binary())], schema=SHIPPED_BLOBS
         )
@@ -418,7 +427,7 @@ class SubtaskTask:
         metrics["m_rounds"] = pa.array([rounds], pa.int64())
         metrics["m_failed_records"] = pa.array([0], pa.int64())
         metrics["out"] = pa.array([_METRICS], pa.int8())
-        yield from _conform(pa.table(metrics), self.result).to_batches()
+        yield from conform(pa.table(metrics), self.result).to_batches()
 
     def _rows(self, kind: int, positions: np.ndarray, values: pa.Table) -> Iterator[pa.RecordBatch]:
         if not values.num_rows:
@@ -429,7 +438,7 @@ class SubtaskTask:
                 columns[p] = pa.array(positions[:, i])
         for name in values.column_names:
             columns[name] = values.column(name)
-        yield from _conform(pa.table(columns), self.result).to_batches()
+        yield from conform(pa.table(columns), self.result).to_batches()
 
 
 def named_rows(
@@ -466,14 +475,14 @@ def named_rows(
 
 SHIPPED_BLOBS = pa.schema([("pkey", pa.int64()), ("payload", pa.binary())])
 """What a split task gives Spark's shuffle: per target subtask (``pkey`` places it), a blob of
-shipped rows in Arrow's IPC stream format (:func:`_ipc_bytes`)."""
+shipped rows in Arrow's IPC stream format (:func:`ipc_bytes`)."""
 
 
-def _ipc_bytes(table: pa.Table) -> bytes:
+def ipc_bytes(table: pa.Table) -> bytes:
     """``table`` as an Arrow IPC stream.
 
     >>> t = pa.table({"a": [1, 2]})
-    >>> pa.ipc.open_stream(_ipc_bytes(t)).read_all().equals(t)
+    >>> pa.ipc.open_stream(ipc_bytes(t)).read_all().equals(t)
     True
     """
     sink = pa.BufferOutputStream()
@@ -482,7 +491,7 @@ def _ipc_bytes(table: pa.Table) -> bytes:
     return bytes(sink.getvalue())
 
 
-def _conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
+def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
     """``table`` in ``schema``: missing columns as nulls, every column cast."""
     n = table.num_rows
     columns = []
@@ -519,7 +528,7 @@ def columnar_job(
         or edges[0].source is not source
         or edges[0].partitioning != "hash"
         or edges[0].tag is not None
-        or _field_key(edges[0].key_selector) != spec.key
+        or field_key(edges[0].key_selector) != spec.key
     ):
         return None
     if not _columns_fit(source.source, spec):

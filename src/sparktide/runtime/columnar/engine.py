@@ -51,7 +51,16 @@ from sparktide.runtime.columnar.windows import WindowGeometry
 from sparktide.runtime.elements import MAX_TIMESTAMP, MIN_TIMESTAMP
 from sparktide.runtime.execution.protocol import PAD, Mark, Phase, RoundPhase
 
-__all__ = ["POSITION_WIDTH", "EngineOutput", "EnginePlan", "WindowEngine"]
+__all__ = [
+    "NO_REGISTRATION",
+    "NO_TIMER",
+    "POSITION_WIDTH",
+    "RESTORED_ROUND",
+    "EngineOutput",
+    "EnginePlan",
+    "EngineState",
+    "WindowEngine",
+]
 
 I64 = npt.NDArray[np.int64]
 
@@ -61,6 +70,13 @@ output has 8 (5 + (phase, channel, n)) and is padded with :data:`PAD`."""
 
 _AGGREGATES = ("nn", "sum", "min", "max")
 _NO_REG = np.iinfo(np.int64).max
+NO_REGISTRATION = _NO_REG
+"""``reg_*`` of a window without a pending trigger timer."""
+NO_TIMER = -1
+"""``clean_seq`` of a window whose cleanup timer was not restored (registered in this run)."""
+RESTORED_ROUND = -1
+"""``reg_r`` / ``first_r`` of a restored window: before every round of this run, so restored
+timers fire before new ones of the same time, in their sequence order (``reg_seq``)."""
 _READ = int(RoundPhase.READ)
 _RECORD = int(Mark.RECORD)
 _WM_MARK = int(Mark.WATERMARK)
@@ -100,6 +116,22 @@ class EngineOutput:
     records: pa.Table | None = None  # Flink's record per fired window (source columns)
 
 
+@dataclass
+class EngineState:
+    """What a subtask carries from one micro-batch of a streaming run to the next: its open
+    windows (the columns of :class:`_Windows`, without ``code``, and their ``keys``), the
+    watermark of every channel (split) and the operator's watermark.
+
+    A restored window's timers keep their order: ``reg_r``/``first_r`` are
+    :data:`RESTORED_ROUND` and ``reg_seq`` the sequence number of its trigger timer (when
+    ``pending``); ``clean_seq`` is that of its cleanup timer."""
+
+    keys: pa.Array
+    windows: dict[str, npt.NDArray[np.generic]]
+    channels: I64
+    watermark: int
+
+
 class _Windows:
     """The open windows, as columns."""
 
@@ -121,6 +153,8 @@ class _Windows:
         "ext_r",
         "ext_s",
         "ext_seq",
+        # the sequence number of a restored cleanup timer (NO_TIMER: none restored)
+        "clean_seq",
     )
 
     def __init__(self, fields: int, dtypes: list[np.dtype[np.generic]]) -> None:
@@ -148,18 +182,24 @@ class WindowEngine:
         self.late_side = 0
         self.timers_fired = 0
 
-    def run(self, shipped: pa.Table) -> EngineOutput:
+    def run(self, shipped: pa.Table, state: EngineState | None = None) -> EngineOutput:
+        """Replay ``shipped``'s rounds; ``state``: where a streaming run's previous
+        micro-batch left the subtask (then :meth:`state` gives where this one leaves it)."""
         plan = self.plan
         kind = np.asarray(shipped.column("kind").to_numpy(zero_copy_only=False))
         partials = shipped.filter(pa.array(kind == Kind.PARTIAL))
         raws = shipped.filter(pa.array(kind == Kind.RAW))
         marks = shipped.filter(pa.array(kind == Kind.WATERMARK))
+        key_type = shipped.schema.field("key").type
+        restored = [] if state is None else [state.keys.cast(key_type)]
         keys = pa.chunked_array(
-            [*partials.column("key").chunks, *raws.column("key").chunks],
-            type=shipped.schema.field("key").type,
+            [*restored, *partials.column("key").chunks, *raws.column("key").chunks],
+            type=key_type,
         )
         codes, self.uniques = key_codes(keys)
-        p_codes, r_codes = codes[: partials.num_rows], codes[partials.num_rows :]
+        held = 0 if state is None else len(state.keys)
+        p_codes = codes[held : held + partials.num_rows]
+        r_codes = codes[held + partials.num_rows :]
         dtypes = [
             np.dtype(shipped.schema.field(field_column("sum", i)).type.to_pandas_dtype())
             for i in range(plan.fields)
@@ -169,6 +209,14 @@ class WindowEngine:
         self.late: list[tuple[list[int], int]] = []  # (position, raw row)
         self.channels = np.full(plan.splits, MIN_TIMESTAMP, np.int64)
         self.watermark = MIN_TIMESTAMP
+        if state is not None:
+            cols = self.windows.cols
+            for name in cols:
+                if name != "code":
+                    cols[name] = np.asarray(state.windows[name], dtype=cols[name].dtype)
+            cols["code"] = codes[:held]
+            self.channels = np.asarray(state.channels, np.int64).copy()
+            self.watermark = state.watermark
 
         p = _columns(partials, plan.fields)
         p["code"] = p_codes
@@ -216,6 +264,7 @@ class WindowEngine:
             "ext_r": part["r"][rows],
             "ext_s": part["s"][rows],
             "ext_seq": part["ext_seq"][rows],
+            "clean_seq": np.full(len(rows), NO_TIMER, np.int64),
         }
         for i in range(self.plan.fields):
             for what in _AGGREGATES:
@@ -231,6 +280,7 @@ class WindowEngine:
         merged = {k: v[heads] for k, v in cols.items()}  # the first (lowest registration)
         merged["count"] = np.add.reduceat(cols["count"], heads)
         merged["pending"] = np.logical_or.reduceat(cols["pending"], heads)
+        merged["clean_seq"] = np.maximum.reduceat(cols["clean_seq"], heads)
         for i in range(self.plan.fields):
             for what, ufunc in (
                 ("nn", np.add),
@@ -304,6 +354,7 @@ class WindowEngine:
                         ("ext_r", r),
                         ("ext_s", s),
                         ("ext_seq", seq),
+                        ("clean_seq", NO_TIMER),
                     ):
                         win[column].append(value)
                     for name in names:
@@ -409,6 +460,13 @@ class WindowEngine:
             self.windows.take(~gone)
 
     # ------------------------------------------------------------------ output
+
+    def state(self) -> EngineState:
+        """Where this run leaves the subtask (after :meth:`run`): its open windows, the
+        channels' and the operator's watermarks."""
+        cols = {k: v for k, v in self.windows.cols.items() if k != "code"}
+        keys = self.uniques.take(pa.array(self.windows.cols["code"], pa.int64()))
+        return EngineState(keys, cols, self.channels.copy(), self.watermark)
 
     def _output(self, partials: pa.Table, raws: pa.Table) -> EngineOutput:
         names = ["code", "start", "count", "first_row", "ext_row"] + [
