@@ -134,3 +134,103 @@ def test_columnar_stream_equals_the_per_record_stream(
     assert columnar == general
     assert general_metrics["late_records_side_output"] > 0
     assert columnar_metrics == general_metrics
+
+
+def test_paths_and_parallelism_switch_between_runs_on_one_checkpoint(
+    spark, tmp_path, monkeypatch, paths
+) -> None:
+    batches = _batches(random.Random(5), 6, 40)
+    _write(tmp_path / "all", batches)
+    monkeypatch.setenv("SPARKTIDE_COLUMNAR", "off")
+    reference, _ = _run(spark, tmp_path / "all", tmp_path / "c0", 2, True, 500)
+    got: dict[int, list[tuple]] = {}
+    runs = [("on", 1), ("off", 2), ("on", 2)]  # restarted twice: other path, rescaled
+    for i, (switch, parallelism) in enumerate(runs):
+        _write(tmp_path / "in", batches[2 * i : 2 * i + 2], first=2 * i)
+        monkeypatch.setenv("SPARKTIDE_COLUMNAR", switch)
+        out, _ = _run(spark, tmp_path / "in", tmp_path / "ckpt", parallelism, True, 500)
+        assert sorted(out["main"]) == [2 * i, 2 * i + 1]
+        got.update(out["main"])
+    assert paths == [False, True, False, True]
+    assert got == reference["main"]
+
+
+_KILL_SCRIPT = """
+import sys
+sys.path.insert(0, {tests!r})
+import test_columnar_stream
+from sparktide.spark.session import get_spark
+test_columnar_stream.run_to_parquet(get_spark("local[2]"), {inp!r}, {ckpt!r}, {out!r})
+"""
+
+
+def run_to_parquet(spark, directory: str, ckpt: str, out: str) -> None:
+    """The job of the kill test (also run by its subprocess): counts and sums per key and
+    tumbling window, to Parquet, on the columnar path unless switched off."""
+    from sparktide.spark.streaming import ParquetBatchSink
+
+    env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
+    env.set_parallelism(2)
+    frame = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(directory)
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(300))
+    stream = env.from_stream(frame, strategy, timestamp_column="ts", split_by="part", num_splits=2)
+    windowed = stream.key_by("key").window(TumblingEventTimeWindows.of(Time.milliseconds(500)))
+    windowed.agg(n=Agg.count(), total=Agg.sum("v")).sink_to(ParquetBatchSink(out))
+    env.execute(checkpoint_location=ckpt, trigger="available_now")
+
+
+def test_killed_columnar_runs_resume_without_loss_or_duplicates(
+    spark, tmp_path, monkeypatch
+) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    # in order within the out-of-orderness bound: the output does not depend on where a
+    # killed run's batches end (a batch Spark had not logged may take two files)
+    rng = random.Random(9)
+    batches = [
+        [
+            {"key": f"k{rng.randrange(4)}", "part": rng.randrange(4), "ts": t, "v": t % 7}
+            for t in range(f * 1_000, (f + 1) * 1_000, 25)
+        ]
+        for f in range(6)
+    ]
+    _write(tmp_path / "in", batches)
+    ckpt, out = tmp_path / "ckpt", tmp_path / "out"
+    script = tmp_path / "job.py"
+    tests = os.path.dirname(os.path.abspath(__file__))
+    script.write_text(
+        _KILL_SCRIPT.format(tests=tests, inp=str(tmp_path / "in"), ckpt=str(ckpt), out=str(out))
+    )
+    commits = ckpt / "commits"
+
+    def last_commit() -> int:
+        names = os.listdir(commits) if commits.exists() else []
+        return max((int(n[:-5]) for n in names if n.endswith(".json")), default=-1)
+
+    kills = 0
+    env = {k: v for k, v in os.environ.items() if k != "SPARKTIDE_COLUMNAR"}
+    for _ in range(2):  # SIGKILL at a random point after the run commits a batch
+        proc = subprocess.Popen([sys.executable, str(script)], start_new_session=True, env=env)
+        before = last_commit()
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and proc.poll() is None:
+            if last_commit() > before:
+                break
+            time.sleep(0.05)
+        time.sleep(rng.uniform(0.0, 1.5))
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            kills += 1
+        proc.wait()
+    assert kills >= 1
+    run_to_parquet(spark, str(tmp_path / "in"), str(ckpt), str(out))
+    monkeypatch.setenv("SPARKTIDE_COLUMNAR", "off")  # the per-record path, uninterrupted
+    run_to_parquet(spark, str(tmp_path / "in"), str(tmp_path / "c2"), str(tmp_path / "o2"))
+
+    def rows(path) -> list[tuple]:
+        return sorted(tuple(r) for r in spark.read.parquet(str(path)).collect())
+
+    assert rows(out) == rows(tmp_path / "o2")
