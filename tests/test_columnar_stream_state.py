@@ -89,10 +89,22 @@ class _Run:
         self.channels = [MIN_TIMESTAMP] * SPLITS
         self.watermark = MIN_TIMESTAMP
         geometry = WindowGeometry(spec.size_ms, spec.slide_ms, 0)
+        held = (("nn", "sum", "min"),)  # what the aggregates read of field v
         self.split_plan = SplitPlan(
-            geometry, "key", "ts", ("v",), ("key", "ts", "v"), BOUND, None, 1, MAXP
+            geometry,
+            "key",
+            "ts",
+            ("v",),
+            ("key", "ts", "v"),
+            BOUND,
+            None,
+            1,
+            MAXP,
+            aggregates=held,
         )
-        self.engine_plan = EnginePlan(geometry, spec.allowed_lateness_ms, SPLITS, 1, True)
+        self.engine_plan = EnginePlan(
+            geometry, spec.allowed_lateness_ms, SPLITS, 1, True, aggregates=held
+        )
         self.layout = AccumulatorLayout.of(AGGS, SLOTS, 1)
 
     # ------------------------------------------------------------------ per record
@@ -143,6 +155,7 @@ class _Run:
             shipped += [*agg.feed(table), agg.end_round()]
             self.splits[s] = agg.resume
         table = pa.concat_tables(shipped, promote_options="default")
+        assert "max_0" not in table.column_names
         spec = self.spec
         restored = restore_windows(
             self.snapshot, self.layout, spec.size_ms, spec.allowed_lateness_ms, [np.dtype("int64")]

@@ -40,6 +40,7 @@ from sparktide.common.watermark_strategy import (
 from sparktide.runtime.columnar.engine import POSITION_WIDTH, EnginePlan, WindowEngine
 from sparktide.runtime.columnar.spec import AggregateKind, FieldKey, OutputForm, WindowAggregateSpec
 from sparktide.runtime.columnar.split import (
+    AGGREGATES,
     SHIPPED,
     SplitAggregator,
     SplitPlan,
@@ -118,6 +119,23 @@ def _columns_fit(source: DataFrameSource, spec: WindowAggregateSpec) -> bool:
     return True
 
 
+def held_aggregates(
+    spec: WindowAggregateSpec, fields: tuple[str, ...], slots: tuple[int, ...], by: str | None
+) -> tuple[tuple[str, ...], ...]:
+    """Per aggregated field, what its partials must hold (see ``AGGREGATES``): Flink's record
+    needs its one aggregate (nulls fail there); named aggregates count the values that are not
+    null, and add the sum (``sum``, ``avg``), minimum or maximum they read."""
+    record = spec.field_aggregate
+    if record is not None:
+        return ((by or record.kind,),)
+    wanted: list[set[str]] = [{"nn"} for _ in fields]
+    for agg, slot in zip(spec.aggregates, slots, strict=True):
+        if slot >= 0:
+            kind = agg.kind.value
+            wanted[slot].add("sum" if kind in ("sum", "avg") else kind)
+    return tuple(tuple(a for a in AGGREGATES if a in held) for held in wanted)
+
+
 def field_key(selector: object) -> FieldKey | None:
     """The :class:`FieldKey` a key selector is (or is the bound ``get_key`` of)."""
     owner = getattr(selector, "__self__", selector)
@@ -169,6 +187,7 @@ class ColumnarJob:
         by = record.kind[:3] if record is not None and record.kind.endswith("_by") else None
         self.fields = tuple(fields)
         self.slots = tuple(slots)
+        aggregates = held_aggregates(spec, self.fields, self.slots, by)
         key = _column(df_source, spec.key.field)
         # whole rows travel only for Flink's record and the late side output; otherwise the
         # splits read just the key, the timestamp and the aggregated fields
@@ -187,6 +206,7 @@ class ColumnarJob:
             stage.max_parallelism,
             records=record is not None,
             by=by,
+            aggregates=aggregates,
         )
         self.engine_plan = EnginePlan(
             self.split_plan.geometry,
@@ -198,6 +218,9 @@ class ColumnarJob:
             by=by,
             aggregate=record.kind if record is not None and by is None else "sum",
             field_name=self.fields[0] if record is not None else "",
+            aggregates=aggregates,
+            key_name=key or "",
+            columns=self.columns,
         )
         self.output_schema = arrow_schema_of(spec.output_type)
 
@@ -308,14 +331,15 @@ class ColumnarJob:
 
 def shipped_schema(plan: SplitPlan, source_schema: pa.Schema) -> pa.Schema:
     """What a split of ``plan`` ships over a source of ``source_schema``: the fixed columns,
-    the placement key, the key, the partial aggregates per field and the source row."""
+    the placement key, the key, each field's partial aggregates and the source row."""
     key_type = source_schema.field(plan.key).type
     shipped = [*SHIPPED, pa.field("pkey", pa.int64()), pa.field("key", key_type)]
     for i, name in enumerate(plan.fields):
         t = source_schema.field(name).type
         number = pa.int64() if pa.types.is_integer(t) else pa.float64()
-        shipped.append(pa.field(field_column("nn", i), pa.int64()))
-        shipped += [pa.field(field_column(w, i), number) for w in ("sum", "min", "max")]
+        for what in plan.field_aggregates(i):
+            kind = pa.int64() if what == "nn" else number
+            shipped.append(pa.field(field_column(what, i), kind))
     if plan.records:
         shipped.append(pa.field("ext_seq", pa.int64()))
     shipped += [pa.field(row_column(f.name), f.type) for f in source_schema]
@@ -372,14 +396,16 @@ class SplitTask:
         if not table.num_rows:
             return
         target = np.asarray(table.column("target").to_numpy(), dtype=np.int64)
-        table = conform(table.append_column("pkey", pa.array(self.keys[target])), self.schema)
+        table = conform(
+            table.append_column("pkey", pa.array(self.keys[target])), self.schema, fill=False
+        )
         order = np.argsort(target, kind="stable")
         bounds = np.flatnonzero(np.diff(target[order])) + 1
         pkeys: list[int] = []
         blobs: list[bytes] = []
         for rows in np.split(order, bounds):
             pkeys.append(int(self.keys[target[rows[0]]]))
-            blobs.append(ipc_bytes(table.take(pa.array(rows))))
+            blobs.append(_ipc_bytes(table.take(pa.array(rows))))
         yield pa.RecordBatch.from_arrays(
             [pa.array(pkeys, pa.int64()), pa.array(blobs, pa.binary())], schema=SHIPPED_BLOBS
         )
@@ -406,7 +432,9 @@ class SubtaskTask:
             for batch in batches
             for blob in batch.column("payload").to_pylist()
         ]
-        table = pa.concat_tables(tables) if tables else self.shipped.empty_table()
+        if not tables:
+            return
+        table = conform(pa.concat_tables(tables, promote_options="default"), self.shipped)
         if not table.num_rows:
             return
         out = WindowEngine(self.engine_plan).run(table)
@@ -475,14 +503,14 @@ def named_rows(
 
 SHIPPED_BLOBS = pa.schema([("pkey", pa.int64()), ("payload", pa.binary())])
 """What a split task gives Spark's shuffle: per target subtask (``pkey`` places it), a blob of
-shipped rows in Arrow's IPC stream format (:func:`ipc_bytes`)."""
+shipped rows in Arrow's IPC stream format (:func:`_ipc_bytes`)."""
 
 
-def ipc_bytes(table: pa.Table) -> bytes:
+def _ipc_bytes(table: pa.Table) -> bytes:
     """``table`` as an Arrow IPC stream.
 
     >>> t = pa.table({"a": [1, 2]})
-    >>> pa.ipc.open_stream(ipc_bytes(t)).read_all().equals(t)
+    >>> pa.ipc.open_stream(_ipc_bytes(t)).read_all().equals(t)
     True
     """
     sink = pa.BufferOutputStream()
@@ -491,16 +519,20 @@ def ipc_bytes(table: pa.Table) -> bytes:
     return bytes(sink.getvalue())
 
 
-def conform(table: pa.Table, schema: pa.Schema) -> pa.Table:
-    """``table`` in ``schema``: missing columns as nulls, every column cast."""
+def conform(table: pa.Table, schema: pa.Schema, fill: bool = True) -> pa.Table:
+    """``table`` in ``schema``'s column order and types: missing columns as nulls, or with
+    ``fill=False`` left out (a shipped blob carries only what its rows hold)."""
     n = table.num_rows
-    columns = []
+    fields, columns = [], []
     for f in schema:
         if f.name in table.column_names:
             columns.append(table.column(f.name).cast(f.type))
-        else:
+        elif fill:
             columns.append(pa.nulls(n, f.type))
-    return pa.table(columns, schema=schema)
+        else:
+            continue
+        fields.append(f)
+    return pa.table(columns, schema=pa.schema(fields))
 
 
 # ---------------------------------------------------------------------- eligibility

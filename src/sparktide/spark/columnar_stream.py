@@ -61,6 +61,7 @@ from sparktide.spark.columnar_job import (
     conform,
     enabled,
     field_key,
+    held_aggregates,
     named_rows,
     shipped_schema,
     watermark_bound,
@@ -142,6 +143,7 @@ class ColumnarStream:
         from sparktide.runtime.columnar.windows import WindowGeometry
 
         geometry = WindowGeometry(spec.size_ms, spec.slide_ms, spec.offset_ms)
+        aggregates = held_aggregates(spec, self.fields, self.slots, None)
         self.split_plan = SplitPlan(
             geometry,
             key,
@@ -152,9 +154,15 @@ class ColumnarStream:
             None,
             stage.parallelism,
             stage.max_parallelism,
+            aggregates=aggregates,
         )
         self.engine_plan = EnginePlan(
-            geometry, spec.allowed_lateness_ms, self.splits, len(fields), spec.late_tag is not None
+            geometry,
+            spec.allowed_lateness_ms,
+            self.splits,
+            len(fields),
+            spec.late_tag is not None,
+            aggregates=aggregates,
         )
         self.layout = AccumulatorLayout.of(spec.aggregates, self.slots, len(fields))
         self.output_schema = arrow_schema_of(spec.output_type)
@@ -364,7 +372,11 @@ class StreamSubtaskTask:
             ]
         if target < 0:
             return
-        table = pa.concat_tables(tables) if tables else self.shipped.empty_table()
+        table = (
+            conform(pa.concat_tables(tables, promote_options="default"), self.shipped)
+            if tables
+            else self.shipped.empty_table()
+        )
         yield from self.run(target, table)
 
     def run(self, target: int, table: pa.Table) -> Iterator[pa.RecordBatch]:
@@ -382,10 +394,11 @@ class StreamSubtaskTask:
         session.restore_watermarks(watermarks, job.identities)
         entry = task.entry
         template = entry.snapshot_state()
-        dtypes = [
-            np.dtype(self.shipped.field(field_column("sum", i)).type.to_pandas_dtype())
-            for i in range(self.engine_plan.fields)
-        ]
+        dtypes: list[np.dtype[np.generic]] = [np.dtype(np.int64)] * self.engine_plan.fields
+        for i, what in self.engine_plan.held:
+            if what != "nn":
+                column = self.shipped.field(field_column(what, i))
+                dtypes[i] = np.dtype(column.type.to_pandas_dtype())
         restored = restore_windows(template, self.layout, size, lateness, dtypes)
         valve = task.valves[1]
         channels = np.asarray(

@@ -39,6 +39,8 @@ tolerance of 1e-9).
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -46,7 +48,13 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sparktide.runtime.columnar.split import Kind, field_column, key_codes, row_column
+from sparktide.runtime.columnar.split import (
+    AGGREGATES,
+    Kind,
+    field_column,
+    key_codes,
+    row_column,
+)
 from sparktide.runtime.columnar.windows import WindowGeometry
 from sparktide.runtime.elements import MAX_TIMESTAMP, MIN_TIMESTAMP
 from sparktide.runtime.execution.protocol import PAD, Mark, Phase, RoundPhase
@@ -68,7 +76,9 @@ POSITION_WIDTH = 9
 """Columns of an output position: a source watermark's 6, then (phase, key group, n); a record's
 output has 8 (5 + (phase, channel, n)) and is padded with :data:`PAD`."""
 
-_AGGREGATES = ("nn", "sum", "min", "max")
+_MERGE = {"nn": np.add, "sum": np.add, "min": np.minimum, "max": np.maximum}
+_Update = Callable[[float, float], float]
+_UPDATE: dict[str, _Update] = {"sum": operator.add, "min": min, "max": max}
 _NO_REG = np.iinfo(np.int64).max
 NO_REGISTRATION = _NO_REG
 """``reg_*`` of a window without a pending trigger timer."""
@@ -100,6 +110,19 @@ class EnginePlan:
     by: str | None = None
     aggregate: str = "sum"  # without ``by``: what replaces the field (sum, min or max)
     field_name: str = ""  # the aggregated source column
+    # per field, what its partials hold (SplitPlan.aggregates; empty: all of AGGREGATES)
+    aggregates: tuple[tuple[str, ...], ...] = ()
+    key_name: str = ""  # Flink's record: the key's source column (the ``key`` column holds it)
+    columns: tuple[str, ...] = ()  # Flink's record: the source columns, in order
+
+    @property
+    def held(self) -> list[tuple[int, str]]:
+        """``(field, aggregate)`` of every aggregate column the partials hold."""
+        return [
+            (i, what)
+            for i in range(self.fields)
+            for what in (self.aggregates[i] if self.aggregates else AGGREGATES)
+        ]
 
 
 @dataclass
@@ -157,14 +180,12 @@ class _Windows:
         "clean_seq",
     )
 
-    def __init__(self, fields: int, dtypes: list[np.dtype[np.generic]]) -> None:
-        self.fields = fields
+    def __init__(self, held: list[tuple[int, str]], dtypes: list[np.dtype[np.generic]]) -> None:
         self.cols: dict[str, npt.NDArray[np.generic]] = {
             name: np.zeros(0, np.bool_ if name == "pending" else np.int64) for name in self.names
         }
-        for i, dtype in enumerate(dtypes):
-            for what in _AGGREGATES:
-                self.cols[field_column(what, i)] = np.zeros(0, np.int64 if what == "nn" else dtype)
+        for i, what in held:
+            self.cols[field_column(what, i)] = np.zeros(0, np.int64 if what == "nn" else dtypes[i])
 
     def __len__(self) -> int:
         return len(self.cols["code"])
@@ -197,14 +218,15 @@ class WindowEngine:
             type=key_type,
         )
         codes, self.uniques = key_codes(keys)
-        held = 0 if state is None else len(state.keys)
-        p_codes = codes[held : held + partials.num_rows]
-        r_codes = codes[held + partials.num_rows :]
-        dtypes = [
-            np.dtype(shipped.schema.field(field_column("sum", i)).type.to_pandas_dtype())
-            for i in range(plan.fields)
-        ]
-        self.windows = _Windows(plan.fields, dtypes)
+        restored_rows = 0 if state is None else len(state.keys)
+        p_codes = codes[restored_rows : restored_rows + partials.num_rows]
+        r_codes = codes[restored_rows + partials.num_rows :]
+        dtypes: list[np.dtype[np.generic]] = [np.dtype(np.int64)] * plan.fields
+        for i, what in plan.held:
+            if what != "nn":
+                column = shipped.schema.field(field_column(what, i))
+                dtypes[i] = np.dtype(column.type.to_pandas_dtype())
+        self.windows = _Windows(plan.held, dtypes)
         self.fired: list[dict[str, npt.NDArray[np.generic]]] = []
         self.late: list[tuple[list[int], int]] = []  # (position, raw row)
         self.channels = np.full(plan.splits, MIN_TIMESTAMP, np.int64)
@@ -214,13 +236,13 @@ class WindowEngine:
             for name in cols:
                 if name != "code":
                     cols[name] = np.asarray(state.windows[name], dtype=cols[name].dtype)
-            cols["code"] = codes[:held]
+            cols["code"] = codes[:restored_rows]
             self.channels = np.asarray(state.channels, np.int64).copy()
             self.watermark = state.watermark
 
-        p = _columns(partials, plan.fields)
+        p = _columns(partials, plan.held)
         p["code"] = p_codes
-        r = _columns(raws, plan.fields)
+        r = _columns(raws, plan.held)
         r["code"] = r_codes
         p["row"] = np.arange(partials.num_rows, dtype=np.int64)
         r["row"] = np.arange(raws.num_rows, dtype=np.int64)
@@ -228,7 +250,7 @@ class WindowEngine:
         zeros = np.zeros(partials.num_rows, np.int64)
         p["ext_seq"] = _int_column(partials, "ext_seq") if plan.records else zeros
         r["ext_seq"] = r["seq"]
-        w = _columns(marks, 0)
+        w = _columns(marks, [])
         rounds = np.unique(np.concatenate([p["r"], r["r"], w["r"]]))
         p_round = _by_round(p, ("r",))
         r_round = _by_round(r, ("r", "s", "seq"))
@@ -266,10 +288,9 @@ class WindowEngine:
             "ext_seq": part["ext_seq"][rows],
             "clean_seq": np.full(len(rows), NO_TIMER, np.int64),
         }
-        for i in range(self.plan.fields):
-            for what in _AGGREGATES:
-                name = field_column(what, i)
-                new[name] = part[name][rows]
+        for i, what in self.plan.held:
+            name = field_column(what, i)
+            new[name] = part[name][rows]
         cols = {k: np.concatenate([v, new[k]]) for k, v in self.windows.cols.items()}
         order = np.lexsort(
             (cols["reg_seq"], cols["reg_s"], cols["reg_r"], cols["start"], cols["code"])
@@ -281,15 +302,9 @@ class WindowEngine:
         merged["count"] = np.add.reduceat(cols["count"], heads)
         merged["pending"] = np.logical_or.reduceat(cols["pending"], heads)
         merged["clean_seq"] = np.maximum.reduceat(cols["clean_seq"], heads)
-        for i in range(self.plan.fields):
-            for what, ufunc in (
-                ("nn", np.add),
-                ("sum", np.add),
-                ("min", np.minimum),
-                ("max", np.maximum),
-            ):
-                name = field_column(what, i)
-                merged[name] = ufunc.reduceat(cols[name], heads)
+        for i, what in self.plan.held:
+            name = field_column(what, i)
+            merged[name] = _MERGE[what].reduceat(cols[name], heads)
         if self.plan.by is not None:  # the extreme's first holder: lowest value, then position
             value = cols[field_column(self.plan.by, 0)]
             group = np.repeat(np.arange(len(heads)), np.diff(np.r_[heads, len(value)]))
@@ -317,10 +332,10 @@ class WindowEngine:
         size, lateness, w = g.size, plan.lateness, self.watermark
         win = {k: v.tolist() for k, v in self.windows.cols.items()}
         at = {(c, s): i for i, (c, s) in enumerate(zip(win["code"], win["start"], strict=True))}
-        names = [field_column(what, i) for i in range(plan.fields) for what in _AGGREGATES]
+        names = [field_column(what, i) for i, what in plan.held]
         by = plan.by
         by_column = field_column(by or "min", 0)
-        quads = [tuple(field_column(what, i) for what in _AGGREGATES) for i in range(plan.fields)]
+        updates = _raw_updates(plan)
         fired: dict[str, list[object]] = {k: [] for k in win}
         positions: list[list[int]] = []
         rows = {k: v.tolist() for k, v in raw.items()}
@@ -370,14 +385,15 @@ class WindowEngine:
                         if (v < best if by == "min" else v > best) or (v == best and here < held):
                             win["ext_row"][i] = rid
                             win["ext_r"][i], win["ext_s"][i], win["ext_seq"][i] = here
-                    for nn, total, low, high in quads:
-                        if not rows[nn][j]:
-                            continue  # a null value: aggregates skip it
-                        v = rows[total][j]
-                        win[nn][i] += 1
-                        win[total][i] += v
-                        win[low][i] = min(win[low][i], v)
-                        win[high][i] = max(win[high][i], v)
+                    for nn, source, ops in updates:
+                        if nn is not None:
+                            if not rows[nn][j]:
+                                continue  # a null value: aggregates skip it
+                            win[nn][i] += 1
+                        if source is not None:
+                            v = rows[source][j]
+                            for name, op in ops:
+                                win[name][i] = op(win[name][i], v)
                 win["count"][i] += 1
                 if max_ts <= w:  # EventTimeTrigger fires on arrival
                     for k in win:
@@ -470,7 +486,7 @@ class WindowEngine:
 
     def _output(self, partials: pa.Table, raws: pa.Table) -> EngineOutput:
         names = ["code", "start", "count", "first_row", "ext_row"] + [
-            field_column(what, i) for i in range(self.plan.fields) for what in _AGGREGATES
+            field_column(what, i) for i, what in self.plan.held
         ]
         if self.fired:
             cols = {k: np.concatenate([c[k] for c in self.fired]) for k in [*names, "position"]}
@@ -502,18 +518,21 @@ class WindowEngine:
     def _records(
         self, partials: pa.Table, raws: pa.Table, cols: dict[str, npt.NDArray[np.generic]]
     ) -> pa.Table:
-        """Flink's record of each fired window: its first record with the field aggregated,
-        or the record holding the extreme (``min_by``/``max_by``)."""
+        """Flink's record of each fired window, in the source's columns (named with
+        :func:`row_column`): its first record with the field aggregated, or the record holding
+        the extreme (``min_by``/``max_by``). Partials do not carry the key (nor the field
+        replaced by its aggregate): those come from the window."""
         plan = self.plan
-        names = [c for c in raws.column_names if c.startswith(row_column(""))]
+        names = [row_column(c) for c in plan.columns]
         rows = pa.concat_tables([partials.select(names), raws.select(names)])
-        if plan.by is not None:
-            return rows.take(pa.array(cols["ext_row"]))
-        taken = rows.take(pa.array(cols["first_row"]))
-        column = row_column(plan.field_name)
-        at = taken.column_names.index(column)
-        value = pa.array(cols[field_column(plan.aggregate, 0)]).cast(taken.schema.field(at).type)
-        return taken.set_column(at, column, value)
+        taken = rows.take(pa.array(cols["ext_row" if plan.by is not None else "first_row"]))
+        replaced = {plan.key_name: self.uniques.take(pa.array(cols["code"]))}
+        if plan.by is None:
+            replaced[plan.field_name] = pa.array(cols[field_column(plan.aggregate, 0)])
+        for name, values in replaced.items():
+            at = names.index(row_column(name))
+            taken = taken.set_column(at, names[at], values.cast(taken.schema.field(at).type))
+        return taken
 
 
 def _int_column(table: pa.Table, name: str) -> I64:
@@ -521,9 +540,24 @@ def _int_column(table: pa.Table, name: str) -> I64:
     return np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.int64)
 
 
-def _columns(table: pa.Table, fields: int) -> dict[str, npt.NDArray[np.generic]]:
+def _raw_updates(
+    plan: EnginePlan,
+) -> list[tuple[str | None, str | None, list[tuple[str, _Update]]]]:
+    """Per field, how a raw record updates a window: ``(nn, source, [(column, op)])``, the
+    count of values that are not null (if held), the raw column holding the value and the
+    aggregate columns it updates."""
+    out = []
+    for i in range(plan.fields):
+        held = [what for j, what in plan.held if j == i]
+        nn = field_column("nn", i) if "nn" in held else None
+        ops = [(field_column(w, i), _UPDATE[w]) for w in held if w != "nn"]
+        out.append((nn, ops[0][0] if ops else None, ops))
+    return out
+
+
+def _columns(table: pa.Table, held: list[tuple[int, str]]) -> dict[str, npt.NDArray[np.generic]]:
     names = ["kg", "r", "phase", "s", "seq", "time", "count"] + [
-        field_column(what, i) for i in range(fields) for what in _AGGREGATES
+        field_column(what, i) for i, what in held
     ]
     return {
         name: np.asarray(table.column(name).to_numpy(zero_copy_only=False))

@@ -2,7 +2,8 @@
 minima and maxima per group.
 
 Dense keys (at most a few times as many distinct values as rows) are counted with
-``np.bincount`` and aggregated with ``ufunc.at``; sparse ones fall back to ``np.unique``.
+``np.bincount``; sparse ones fall back to ``np.unique``. Sums use ``np.bincount`` too (integers
+only while every partial sum is exact in a double), minima and maxima ``ufunc.at``.
 
 >>> import numpy as np
 >>> g = Groups.of(np.array([7, 3, 7, 7, 3]))
@@ -10,6 +11,9 @@ Dense keys (at most a few times as many distinct values as rows) are counted wit
 ([2, 3], [1, 0])
 >>> g.sum(np.array([1, 2, 3, 4, 5])).tolist(), g.min(np.array([1.0, 2, 3, 4, 5])).tolist()
 ([7, 8], [2.0, 1.0])
+>>> g = Groups.of(np.array([0, 0]))
+>>> g.sum(np.array([2**62, 2**62 - 1])).tolist()  # beyond 2^53: ufunc.at, exact
+[9223372036854775807]
 """
 
 from __future__ import annotations
@@ -67,6 +71,9 @@ class Groups:
         if values.dtype.kind == "f":
             sums = np.bincount(self.ids, weights=values, minlength=len(self))
             return cast("Numbers", sums.astype(np.float64))
+        if len(values) and _exact_in_doubles(values):
+            sums = np.bincount(self.ids, weights=values, minlength=len(self))
+            return sums.astype(np.int64)
         out = np.zeros(len(self), np.int64)
         np.add.at(out, self.ids, values)
         return out
@@ -80,6 +87,13 @@ class Groups:
         out = np.full(len(self), _bottom(values), values.dtype)
         np.maximum.at(out, self.ids, values)
         return cast("Numbers", out)
+
+
+def _exact_in_doubles(values: Numbers) -> bool:
+    """Whether every partial sum of ``values`` is an integer a double holds exactly (below
+    2^53 in magnitude), so that ``np.bincount`` adds them without rounding."""
+    bound = max(abs(int(values.min())), abs(int(values.max())))
+    return bound * len(values) < 1 << 53
 
 
 def _top(values: Numbers) -> float | int:

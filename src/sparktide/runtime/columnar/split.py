@@ -52,6 +52,7 @@ from sparktide.runtime.elements import MAX_TIMESTAMP, MIN_TIMESTAMP
 from sparktide.runtime.execution.protocol import RoundPhase
 
 __all__ = [
+    "AGGREGATES",
     "SHIPPED",
     "Kind",
     "SplitAggregator",
@@ -66,6 +67,9 @@ __all__ = [
 ]
 
 I64 = npt.NDArray[np.int64]
+
+_DENSE_KEYS = 4
+"""Integer keys spanning at most this many values per row are coded by subtraction."""
 
 PIECE = 1 << 20
 """Rows aggregated at a time when a round has no limit (bounds a worker's memory)."""
@@ -95,6 +99,12 @@ SHIPPED = pa.schema(
 """The fixed columns of what a split ships; then ``key``, per aggregated field ``i`` the columns
 ``field_column("nn" | "sum" | "min" | "max", i)`` (``nn``: values that are not null), and
 for raw records the source row (``row_column``)."""
+
+
+AGGREGATES = ("nn", "sum", "min", "max")
+"""What a partial can hold per aggregated field, in this order: how many values are not null,
+their sum, minimum and maximum. A plan names the ones its aggregates read
+(:attr:`SplitPlan.aggregates`); the others are neither computed nor shipped."""
 
 
 def field_column(what: str, i: int) -> str:
@@ -127,6 +137,20 @@ class SplitPlan:
     # row of their first record, or with ``by`` ("min" / "max") of their extreme record
     records: bool = False
     by: str | None = None
+    # per aggregated field, the members of AGGREGATES it needs (empty: all of them)
+    aggregates: tuple[tuple[str, ...], ...] = ()
+
+    def field_aggregates(self, i: int) -> tuple[str, ...]:
+        """What field ``i``'s partials hold (see :data:`AGGREGATES`)."""
+        return self.aggregates[i] if self.aggregates else AGGREGATES
+
+    @property
+    def record_columns(self) -> tuple[str, ...]:
+        """The source columns a partial of Flink's record carries: all but the key (the
+        ``key`` column has it) and, unless the record is an extreme's, the aggregated field
+        (its aggregate replaces it)."""
+        dropped = {self.key} if self.by is not None else {self.key, self.fields[0]}
+        return tuple(c for c in self.columns if c not in dropped)
 
 
 @dataclass(frozen=True)
@@ -163,11 +187,22 @@ def timestamps_of(column: pa.ChunkedArray | pa.Array, name: str) -> I64:
 
 
 def key_codes(column: pa.ChunkedArray) -> tuple[I64, pa.Array]:
-    """``(codes, uniques)`` of a key column (nulls are a value of their own)."""
+    """``(codes, uniques)`` of a key column (nulls are a value of their own): ``uniques`` holds
+    every key (a dense range of integer keys: every value of the range) and ``codes`` indexes
+    it.
+
+    >>> codes, uniques = key_codes(pa.chunked_array([[12, 10, 12]]))
+    >>> codes.tolist(), uniques.to_pylist()
+    ([2, 0, 2], [10, 11, 12])
+    """
     if pa.types.is_integer(column.type) and not column.null_count:
         import pandas as pd
 
         values = np.asarray(column.to_numpy(), dtype=np.int64)
+        if len(values):
+            low, high = int(values.min()), int(values.max())
+            if high - low <= _DENSE_KEYS * len(values):  # codes by subtraction, no hashing
+                return values - low, pa.array(np.arange(low, high + 1), column.type)
         codes, uniques = pd.factorize(values)
         return codes.astype(np.int64), pa.array(uniques, column.type)
     encoded = pc.dictionary_encode(column, null_encoding="encode").combine_chunks()
@@ -363,18 +398,25 @@ class SplitAggregator:
         for i, name in enumerate(plan.fields):
             values, valid = numbers(table.column(name), name)
             values, valid = values[index], valid[index]
-            columns[field_column("nn", i)] = pa.array(groups.sum(valid.astype(np.int64)))
+            nulls = not valid.all()
             low, high = extremes(values.dtype)
-            columns[field_column("sum", i)] = pa.array(groups.sum(np.where(valid, values, 0)))
-            columns[field_column("min", i)] = pa.array(groups.min(np.where(valid, values, low)))
-            columns[field_column("max", i)] = pa.array(groups.max(np.where(valid, values, high)))
+            for what in plan.field_aggregates(i):
+                if what == "nn":
+                    column = groups.sum(valid.astype(np.int64)) if nulls else groups.count
+                elif what == "sum":
+                    column = groups.sum(np.where(valid, values, 0) if nulls else values)
+                elif what == "min":
+                    column = groups.min(np.where(valid, values, low) if nulls else values)
+                else:
+                    column = groups.max(np.where(valid, values, high) if nulls else values)
+                columns[field_column(what, i)] = pa.array(column)
         if plan.records:
             rows = first
             if plan.by is not None:
                 rows = index[self._extremes(table, groups, index)]
                 columns["ext_seq"] = pa.array(seq[rows])
-            taken = table.take(pa.array(rows))
-            for name in plan.columns:
+            taken = table.select(list(plan.record_columns)).take(pa.array(rows))
+            for name in plan.record_columns:
                 columns[row_column(name)] = taken.column(name).combine_chunks()
         return pa.table(columns)
 
@@ -416,10 +458,12 @@ class SplitAggregator:
         for i, name in enumerate(plan.fields):
             values, valid = numbers(rows.column(name), name)
             low, high = extremes(values.dtype)
-            columns[field_column("nn", i)] = pa.array(valid.astype(np.int64))
-            columns[field_column("sum", i)] = pa.array(np.where(valid, values, 0))
-            columns[field_column("min", i)] = pa.array(np.where(valid, values, low))
-            columns[field_column("max", i)] = pa.array(np.where(valid, values, high))
+            fill = {"sum": 0, "min": low, "max": high}
+            for what in plan.field_aggregates(i):
+                if what == "nn":
+                    columns[field_column(what, i)] = pa.array(valid.astype(np.int64))
+                else:
+                    columns[field_column(what, i)] = pa.array(np.where(valid, values, fill[what]))
         if plan.records:
             columns["ext_seq"] = pa.array(seq[index])
         for name in plan.columns:
