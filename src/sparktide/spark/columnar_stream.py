@@ -3,8 +3,9 @@
 A streaming job of the shape ``from_stream(...)`` (a timestamp column and a built-in strategy:
 bounded out-of-orderness, monotonous or none, without idleness) → ``key_by("field")`` → a
 tumbling or sliding event-time window with a named aggregate (``count()`` / ``agg(...)``) →
-streaming sinks of its main output and of its late side output runs each micro-batch (round =
-batch id) on the columnar split and engine of the bounded path
+streaming sinks of its main output (and of its late side output when that sink is typed as the
+source's rows; a late-data tag without a sink is counted as the per-record path counts it) runs
+each micro-batch (round = batch id) on the columnar split and engine of the bounded path
 (:mod:`sparktide.spark.columnar_job`) instead of the per-record tasks, with the same output in
 every batch, order included:
 
