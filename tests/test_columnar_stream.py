@@ -82,10 +82,13 @@ def paths(monkeypatch):
 
 
 def _run(
-    spark, directory, ckpt, parallelism: int, sliding: bool, lateness: int, plain: bool = False
+    spark, directory, ckpt, parallelism: int, sliding: bool, lateness: int, variant: str = "agg"
 ):
-    """Run the stream until the files are done; per sink, batch id -> rows. ``plain``: one
-    split, monotonous timestamps, integer keys, a double field and no late side output."""
+    """Run the stream until the files are done; per sink, batch id -> rows. ``variant``:
+    ``agg`` (named aggregates over two splits with a late side output), ``plain`` (one split,
+    monotonous timestamps, integer keys, a double field, no late side output), ``sum`` or
+    ``max_by`` (Flink's record)."""
+    plain = variant == "plain"
     env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
     env.set_parallelism(parallelism)
     frame = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(directory))
@@ -115,9 +118,14 @@ def _run(
             .allowed_lateness(Time.milliseconds(lateness))
             .side_output_late_data(LATE)
         )
-        counts = windowed.agg(
-            n=Agg.count(), total=Agg.sum("v"), low=Agg.min("v"), mean=Agg.avg("v")
-        )
+        if variant == "sum":
+            counts = windowed.sum("part")
+        elif variant == "max_by":
+            counts = windowed.max_by("x")
+        else:
+            counts = windowed.agg(
+                n=Agg.count(), total=Agg.sum("v"), low=Agg.min("v"), mean=Agg.avg("v")
+            )
     out: dict[str, dict[int, list[tuple]]] = {"main": {}}
 
     def sink(name):
@@ -132,26 +140,32 @@ def _run(
 
 
 @pytest.mark.parametrize(
-    ("parallelism", "sliding", "lateness", "seed", "plain"),
-    [(1, False, 400, 1, False), (2, True, 700, 2, False), (2, False, 0, 3, True)],
+    ("parallelism", "sliding", "lateness", "seed", "variant"),
+    [
+        (1, False, 400, 1, "agg"),
+        (2, True, 700, 2, "agg"),
+        (2, False, 0, 3, "plain"),
+        (2, True, 400, 4, "sum"),
+        (1, False, 300, 5, "max_by"),
+    ],
 )
 def test_columnar_stream_equals_the_per_record_stream(
-    spark, tmp_path, monkeypatch, paths, parallelism, sliding, lateness, seed, plain
+    spark, tmp_path, monkeypatch, paths, parallelism, sliding, lateness, seed, variant
 ) -> None:
     batches = _batches(random.Random(seed), 4, 60)
     _write(tmp_path / "in", batches)
     monkeypatch.setenv("SPARKTIDE_COLUMNAR", "off")
     general, general_metrics = _run(
-        spark, tmp_path / "in", tmp_path / "c1", parallelism, sliding, lateness, plain
+        spark, tmp_path / "in", tmp_path / "c1", parallelism, sliding, lateness, variant
     )
     monkeypatch.setenv("SPARKTIDE_COLUMNAR", "on")
     columnar, columnar_metrics = _run(
-        spark, tmp_path / "in", tmp_path / "c2", parallelism, sliding, lateness, plain
+        spark, tmp_path / "in", tmp_path / "c2", parallelism, sliding, lateness, variant
     )
     assert paths == [False, True]
     assert sorted(general["main"]) == [0, 1, 2, 3]
     assert columnar == general  # x is a multiple of 1/4: its float sums are exact
-    late = "late_records_dropped" if plain else "late_records_side_output"
+    late = "late_records_dropped" if variant == "plain" else "late_records_side_output"
     assert general_metrics[late] > 0
     assert columnar_metrics == general_metrics
 

@@ -36,13 +36,15 @@ from typing import TYPE_CHECKING, cast
 import numpy as np
 import pyarrow as pa
 
+from sparktide.core.window.aggregates import read_field
 from sparktide.runtime.columnar.engine import EngineState, WindowEngine
 from sparktide.runtime.columnar.operator_state import (
     AccumulatorLayout,
+    RecordLayout,
     restore_windows,
     snapshot_windows,
 )
-from sparktide.runtime.columnar.spec import AggregateKind, OutputForm, WindowAggregateSpec
+from sparktide.runtime.columnar.spec import AggregateKind, WindowAggregateSpec
 from sparktide.runtime.columnar.split import (
     SplitAggregator,
     SplitResume,
@@ -67,7 +69,7 @@ from sparktide.spark.columnar_job import (
     shipped_schema,
     watermark_bound,
 )
-from sparktide.spark.frames import arrow_schema_of, spark_schema_of
+from sparktide.spark.frames import arrow_schema_of, records_of_batch, spark_schema_of
 from sparktide.spark.placement import placement_keys
 from sparktide.spark.split_state import apply_generator_state, capture_generator_state
 from sparktide.spark.stream_source import StreamSource
@@ -132,19 +134,23 @@ class ColumnarStream:
             if name not in fields:
                 fields.append(name)
             slots.append(fields.index(name))
+        record = spec.field_aggregate  # Flink's record: one field
+        if record is not None:
+            fields = [cast(str, _column(columns, record.field))]
+        by = record.kind[:3] if record is not None and record.kind.endswith("_by") else None
         self.fields = tuple(fields)
         self.slots = tuple(slots)
         key = cast(str, _column(columns, spec.key.field))
         timestamp = self.strategy.timestamp_assigner.column  # type: ignore[union-attr]
-        late = any(s.late for s in sinks)
+        whole = record is not None or any(s.late for s in sinks)
         wanted = {key, timestamp, *fields}
-        self.columns = tuple(c for c in columns if late or c in wanted)
+        self.columns = tuple(c for c in columns if whole or c in wanted)
         from sparktide.runtime.columnar.engine import EnginePlan
         from sparktide.runtime.columnar.split import SplitPlan
         from sparktide.runtime.columnar.windows import WindowGeometry
 
         geometry = WindowGeometry(spec.size_ms, spec.slide_ms, spec.offset_ms)
-        aggregates = held_aggregates(spec, self.fields, self.slots, None)
+        aggregates = held_aggregates(spec, self.fields, self.slots, by)
         self.split_plan = SplitPlan(
             geometry,
             key,
@@ -155,6 +161,8 @@ class ColumnarStream:
             None,
             stage.parallelism,
             stage.max_parallelism,
+            records=record is not None,
+            by=by,
             aggregates=aggregates,
         )
         self.engine_plan = EnginePlan(
@@ -163,9 +171,19 @@ class ColumnarStream:
             self.splits,
             len(fields),
             spec.late_tag is not None,
+            records=record is not None,
+            by=by,
+            aggregate=record.kind if record is not None and by is None else "sum",
+            field_name=self.fields[0] if record is not None else "",
             aggregates=aggregates,
+            key_name=key,
+            columns=self.columns,
         )
-        self.layout = AccumulatorLayout.of(spec.aggregates, self.slots, len(fields))
+        self.layout: AccumulatorLayout | RecordLayout = (
+            AccumulatorLayout.of(spec.aggregates, self.slots, len(fields))
+            if record is None
+            else RecordLayout(self.fields[0], by or record.kind)
+        )
         self.output_schema = arrow_schema_of(spec.output_type)
 
     # ------------------------------------------------------------------ one micro-batch
@@ -411,6 +429,7 @@ class StreamSubtaskTask:
             restored.windows,
             channels,
             int(entry.current_watermark()),
+            self._rows_of(restored.records) if self.engine_plan.records else None,
         )
         engine = WindowEngine(self.engine_plan)
         out = engine.run(table, state)
@@ -420,7 +439,11 @@ class StreamSubtaskTask:
             valve.input_watermark(value, s, _Discard())
         # the per-record subtask again, holding the engine's state, writes the next version
         saved = tasks.build_subtask(stage, target, ManualProcessingTimeService(job.now), None)
-        snapshot = snapshot_windows(after, self.layout, template, size, lateness, restored.next_seq)
+        named = self.layout if isinstance(self.layout, AccumulatorLayout) else None
+        records = self._records_of(after.rows) if after.rows is not None else []
+        snapshot = snapshot_windows(
+            after, named, template, size, lateness, restored.next_seq, records
+        )
         saved.entry.initialize_state([snapshot])
         saved_session = SubtaskSession(saved, simulated=None)
         saved_session.open()
@@ -437,7 +460,12 @@ class StreamSubtaskTask:
         metrics: dict[str, object] = {**saved_session.metrics(), "file": written}
         saved_session.close()
 
-        main = named_rows(out.fired, spec, self.slots, self.output_schema)
+        if out.records is not None:  # Flink's record: the source row, named as the source
+            main = out.records.rename_columns(
+                [n[len(row_column("")) :] for n in out.records.column_names]
+            )
+        else:
+            main = named_rows(out.fired, spec, self.slots, self.output_schema)
         yield from self._rows(_MAIN, out.fired_positions, main)
         if any(name.startswith(row_column("")) for name in self.result.names):
             yield from self._rows(_LATE, out.late_positions, out.late_rows)
@@ -445,6 +473,25 @@ class StreamSubtaskTask:
         totals.update({k: v for k, v in out.metrics.items() if k in totals})
         yield from self._driver(Shipment.SUBTASK_METRICS, target, pickle.dumps(metrics))
         yield from self._driver(Shipment.METRICS, target, pickle.dumps(totals))
+
+    def _rows_of(self, records: list[object]) -> pa.Table:
+        """Windows' records (source rows) as the engine's row columns."""
+        columns = self.engine_plan.columns
+        return pa.table(
+            {
+                row_column(c): pa.array(
+                    [read_field(r, c, "a window's record") for r in records],
+                    self.shipped.field(row_column(c)).type,
+                )
+                for c in columns
+            }
+        )
+
+    def _records_of(self, rows: pa.Table) -> list[object]:
+        """The engine's row columns as the source's records (what the window operator holds)."""
+        columns = list(self.engine_plan.columns)
+        table = rows.select([row_column(c) for c in columns]).rename_columns(columns)
+        return [r for batch in table.to_batches() for r in records_of_batch(batch, columns)]
 
     def _rows(self, kind: int, positions: np.ndarray, values: pa.Table) -> Iterator[pa.RecordBatch]:
         if not values.num_rows:
@@ -507,8 +554,6 @@ def columnar_stream(plan: Plan) -> ColumnarStream | None:
     spec = stage.entry.window_aggregate
     if not built_in or spec is None or spec.output_type is None:
         return None
-    if spec.form is not OutputForm.NAMED_ROW:
-        return None  # Flink's record keeps its reduced record: the per-record path
     edges = stage.input_edges
     if (
         len(edges) != 1
@@ -547,10 +592,11 @@ def _stream_columns_fit(stream: StreamSource, spec: WindowAggregateSpec) -> bool
     key = _column(stream.columns, spec.key.field)
     if key is None or not isinstance(schema[key].dataType, T.IntegralType | T.StringType):
         return False
-    for agg in spec.aggregates:
-        if agg.kind is AggregateKind.COUNT:
-            continue
-        name = _column(stream.columns, agg.field)
+    fields = [a.field for a in spec.aggregates if a.kind is not AggregateKind.COUNT]
+    if spec.field_aggregate is not None:
+        fields = [spec.field_aggregate.field]
+    for field in fields:
+        name = _column(stream.columns, field)
         if name is None or not isinstance(schema[name].dataType, T.IntegralType | T.DoubleType):
             return False
     return True

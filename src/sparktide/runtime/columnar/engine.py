@@ -153,6 +153,9 @@ class EngineState:
     windows: dict[str, npt.NDArray[np.generic]]
     channels: I64
     watermark: int
+    # Flink's record: each window's record so far (``first_row``/``ext_row`` index it), in the
+    # source's columns (named with ``row_column``)
+    rows: pa.Table | None = None
 
 
 class _Windows:
@@ -244,9 +247,13 @@ class WindowEngine:
         p["code"] = p_codes
         r = _columns(raws, plan.held)
         r["code"] = r_codes
-        p["row"] = np.arange(partials.num_rows, dtype=np.int64)
+        # row ids: the restored windows' records, then partials, then raws
+        self.restored = state.rows if state is not None else None
+        held_rows = 0 if self.restored is None else self.restored.num_rows
+        p["row"] = np.arange(partials.num_rows, dtype=np.int64) + held_rows
         r["row"] = np.arange(raws.num_rows, dtype=np.int64)
-        r["id"] = r["row"] + partials.num_rows  # row ids: partials, then raws
+        r["id"] = r["row"] + partials.num_rows + held_rows
+        self.partials, self.raws = partials, raws
         zeros = np.zeros(partials.num_rows, np.int64)
         p["ext_seq"] = _int_column(partials, "ext_seq") if plan.records else zeros
         r["ext_seq"] = r["seq"]
@@ -482,7 +489,11 @@ class WindowEngine:
         channels' and the operator's watermarks."""
         cols = {k: v for k, v in self.windows.cols.items() if k != "code"}
         keys = self.uniques.take(pa.array(self.windows.cols["code"], pa.int64()))
-        return EngineState(keys, cols, self.channels.copy(), self.watermark)
+        rows = None
+        if self.plan.records:  # each open window's record, which its row ids now index
+            rows = self._records(self.partials, self.raws, self.windows.cols)
+            cols["first_row"] = cols["ext_row"] = np.arange(len(keys), dtype=np.int64)
+        return EngineState(keys, cols, self.channels.copy(), self.watermark, rows)
 
     def _output(self, partials: pa.Table, raws: pa.Table) -> EngineOutput:
         names = ["code", "start", "count", "first_row", "ext_row"] + [
@@ -524,7 +535,10 @@ class WindowEngine:
         replaced by its aggregate): those come from the window."""
         plan = self.plan
         names = [row_column(c) for c in plan.columns]
-        rows = pa.concat_tables([partials.select(names), raws.select(names)])
+        tables = [partials.select(names), raws.select(names)]
+        if self.restored is not None:
+            tables.insert(0, self.restored.select(names).cast(tables[0].schema))
+        rows = pa.concat_tables(tables)
         taken = rows.take(pa.array(cols["ext_row" if plan.by is not None else "first_row"]))
         replaced = {plan.key_name: self.uniques.take(pa.array(cols["code"]))}
         if plan.by is None:

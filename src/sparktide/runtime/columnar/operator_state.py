@@ -37,7 +37,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from sparktide.core.window.aggregates import AggregateKind, NamedAggregate
+from sparktide.core.window.aggregates import AggregateKind, NamedAggregate, read_field
 from sparktide.core.window.windows import TimeWindow
 from sparktide.runtime.columnar.engine import (
     NO_REGISTRATION,
@@ -54,6 +54,7 @@ __all__ = [
     "CONTENTS",
     "TIMERS",
     "AccumulatorLayout",
+    "RecordLayout",
     "RestoredWindows",
     "restore_windows",
     "snapshot_windows",
@@ -170,19 +171,44 @@ class AccumulatorLayout:
         return out
 
 
+@dataclass(frozen=True)
+class RecordLayout:
+    """Flink's record (``sum``/``min``/``max``/``min_by``/``max_by``): the window contents are
+    the reduced record itself, whose field ``field`` holds the engine's aggregate ``what`` of
+    engine field 0 (``sum``, ``min`` or ``max``)."""
+
+    field: str
+    what: str
+
+    def columns(
+        self, records: Sequence[object], dtypes: Sequence[np.dtype[np.generic]]
+    ) -> dict[str, npt.NDArray[np.generic]]:
+        n = len(records)
+        values = [
+            read_field(r, self.field, f"the window's record field {self.field!r}") for r in records
+        ]
+        return {
+            "count": np.ones(n, np.int64),
+            field_column("nn", 0): np.ones(n, np.int64),
+            field_column(self.what, 0): np.asarray(values, dtypes[0]).reshape(n),
+        }
+
+
 @dataclass
 class RestoredWindows:
-    """A subtask's windows read from the window operator's keyed snapshot, and the next
-    timer sequence number (after every restored one)."""
+    """A subtask's windows read from the window operator's keyed snapshot, the next timer
+    sequence number (after every restored one) and, for Flink's record, each window's record
+    (``first_row``/``ext_row`` index ``records``)."""
 
     keys: list[object]
     windows: dict[str, npt.NDArray[np.generic]]
     next_seq: int
+    records: list[object]
 
 
 def restore_windows(
     snapshot: KeyedOperatorSnapshot | None,
-    layout: AccumulatorLayout,
+    layout: AccumulatorLayout | RecordLayout,
     size: int,
     lateness: int,
     dtypes: Sequence[np.dtype[np.generic]],
@@ -211,6 +237,7 @@ def restore_windows(
                 trigger = seqs.get(max_ts)
                 cleanup = seqs.get(min(max_ts + lateness, MAX_TIMESTAMP)) if lateness else None
                 first = min(seqs.values(), default=0)
+                row = len(keys)
                 keys.append(key)
                 accs.append(cast("Sequence[object]", acc))
                 pending.append(trigger is not None)
@@ -220,11 +247,11 @@ def restore_windows(
                     ("reg_r", RESTORED_ROUND if trigger is not None else NO_REGISTRATION),
                     ("reg_s", 0 if trigger is not None else NO_REGISTRATION),
                     ("reg_seq", trigger if trigger is not None else NO_REGISTRATION),
-                    ("first_row", -1),
+                    ("first_row", row),
                     ("first_r", RESTORED_ROUND),
                     ("first_s", 0),
                     ("first_seq", first),
-                    ("ext_row", -1),
+                    ("ext_row", row),
                     ("ext_r", RESTORED_ROUND),
                     ("ext_s", 0),
                     ("ext_seq", first),
@@ -236,19 +263,21 @@ def restore_windows(
     }
     windows["pending"] = np.asarray(pending, np.bool_)
     windows.update(layout.columns(accs, dtypes))
-    return RestoredWindows(keys, windows, top + 1)
+    return RestoredWindows(keys, windows, top + 1, list(accs))
 
 
 def snapshot_windows(
     state: EngineState,
-    layout: AccumulatorLayout,
+    layout: AccumulatorLayout | None,
     template: KeyedOperatorSnapshot,
     size: int,
     lateness: int,
     next_seq: int,
+    records: Sequence[object] = (),
 ) -> KeyedOperatorSnapshot:
     """``state``'s windows as the window operator's keyed snapshot (``template``: the
-    operator's own, for its name, key-group range and state descriptions)."""
+    operator's own, for its name, key-group range and state descriptions): named aggregates
+    as ``layout``'s accumulators, or (``layout`` None) Flink's ``records``, one per window."""
     w = state.windows
     n = len(w["start"])
     keys = state.keys.to_pylist() if isinstance(state.keys, pa.Array) else list(state.keys)
@@ -278,7 +307,7 @@ def snapshot_windows(
     cleanup_seq[new_cleanup] = seqs[len(new_trigger) :]
 
     counts = np.asarray(w["count"], np.int64)
-    accs = layout.accumulators(counts, w)
+    accs = layout.accumulators(counts, w) if layout is not None else list(records)
     kgs = np.asarray(w["kg"], np.int64).tolist()
     state_data: dict[int, dict[str, list[tuple[object, object, object]]]] = {}
     timer_data: dict[int, list[tuple[int, int, object, object, int]]] = {}
@@ -296,5 +325,6 @@ def snapshot_windows(
         if entries
     }
     meta = dict(template.state_meta)
-    meta.setdefault(CONTENTS, {"kind": "aggregating", "ttl": False})
+    kind = "aggregating" if layout is not None else "reducing"
+    meta.setdefault(CONTENTS, {"kind": kind, "ttl": False})
     return replace(template, state_meta=meta, state=state_data, timers=timer_snapshot)
