@@ -23,17 +23,23 @@ from sparktide.core.window.aggregates import Agg, named_aggregates
 from sparktide.runtime.columnar.engine import EnginePlan, EngineState, WindowEngine
 from sparktide.runtime.columnar.operator_state import (
     AccumulatorLayout,
+    RecordLayout,
     restore_windows,
     snapshot_windows,
 )
-from sparktide.runtime.columnar.spec import FieldKey, OutputForm, WindowAggregateSpec
+from sparktide.runtime.columnar.spec import (
+    FieldAggregate,
+    FieldKey,
+    OutputForm,
+    WindowAggregateSpec,
+)
 from sparktide.runtime.columnar.split import SplitAggregator, SplitPlan, SplitResume, row_column
 from sparktide.runtime.columnar.windows import WindowGeometry
 from sparktide.runtime.elements import MIN_TIMESTAMP
 from sparktide.runtime.keygroups import KeyGroupRange
 from sparktide.runtime.operators.window_aggregates import general_operator, named_row_type
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot
-from sparktide.spark.columnar_job import named_rows
+from sparktide.spark.columnar_job import conform, named_rows, shipped_schema
 from sparktide.testing import KeyedOneInputStreamOperatorTestHarness
 
 BOUND = 100
@@ -46,7 +52,21 @@ AGGS = named_aggregates(
 SLOTS = (-1, 0, 0, 0)
 
 
-def _spec(size: int, slide: int, lateness: int) -> WindowAggregateSpec:
+def _spec(size: int, slide: int, lateness: int, record: str | None = None) -> WindowAggregateSpec:
+    """Named aggregates, or with ``record`` Flink's record of that kind over ``v``."""
+    if record is not None:
+        return WindowAggregateSpec(
+            FieldKey("key"),
+            size,
+            slide,
+            0,
+            lateness,
+            LATE,
+            OutputForm.FLINK_RECORD,
+            FieldAggregate(record, "v"),
+            (),
+            None,
+        )
     return WindowAggregateSpec(
         FieldKey("key"),
         size,
@@ -61,7 +81,9 @@ def _spec(size: int, slide: int, lateness: int) -> WindowAggregateSpec:
     )
 
 
-def _batches(seed: int, batches: int) -> list[list[list[tuple[str, int, int | None]]]]:
+def _batches(
+    seed: int, batches: int, nulls: bool = True
+) -> list[list[list[tuple[str, int, int | None]]]]:
     rng = random.Random(seed)
     clock = 0
     out = []
@@ -72,7 +94,7 @@ def _batches(seed: int, batches: int) -> list[list[list[tuple[str, int, int | No
             for _ in range(rng.randrange(0, 25)):
                 clock += rng.randrange(0, 30)
                 behind = rng.randrange(300, 1_200) if rng.random() < 0.2 else rng.randrange(120)
-                v = None if rng.random() < 0.1 else rng.randrange(-20, 50)
+                v = None if nulls and rng.random() < 0.1 else rng.randrange(-20, 50)
                 rows.append((f"k{rng.randrange(5)}", clock - behind, v))
             per_split.append(rows)
         out.append(per_split)
@@ -89,7 +111,11 @@ class _Run:
         self.channels = [MIN_TIMESTAMP] * SPLITS
         self.watermark = MIN_TIMESTAMP
         geometry = WindowGeometry(spec.size_ms, spec.slide_ms, 0)
-        held = (("nn", "sum", "min"),)  # what the aggregates read of field v
+        record = spec.field_aggregate
+        kind = None if record is None else record.kind
+        by = kind[:3] if kind is not None and kind.endswith("_by") else None
+        # what the aggregates read of field v
+        held = (("nn", "sum", "min"),) if kind is None else ((by or kind,),)
         self.split_plan = SplitPlan(
             geometry,
             "key",
@@ -100,12 +126,27 @@ class _Run:
             None,
             1,
             MAXP,
+            records=kind is not None,
+            by=by,
             aggregates=held,
         )
         self.engine_plan = EnginePlan(
-            geometry, spec.allowed_lateness_ms, SPLITS, 1, True, aggregates=held
+            geometry,
+            spec.allowed_lateness_ms,
+            SPLITS,
+            1,
+            True,
+            records=kind is not None,
+            by=by,
+            aggregate=kind if kind is not None and by is None else "sum",
+            field_name="v",
+            aggregates=held,
+            key_name="key",
+            columns=("key", "ts", "v"),
         )
-        self.layout = AccumulatorLayout.of(AGGS, SLOTS, 1)
+        self.layout: AccumulatorLayout | RecordLayout = (
+            AccumulatorLayout.of(AGGS, SLOTS, 1) if kind is None else RecordLayout("v", held[0][0])
+        )
 
     # ------------------------------------------------------------------ per record
 
@@ -155,40 +196,65 @@ class _Run:
             shipped += [*agg.feed(table), agg.end_round()]
             self.splits[s] = agg.resume
         table = pa.concat_tables(shipped, promote_options="default")
-        assert "max_0" not in table.column_names
+        held = self.engine_plan.held
+        assert {f"{what}_{i}" for i, what in held} == {
+            c for c in table.column_names if c[-2:] == "_0"
+        }
+        source = pa.schema([("key", pa.string()), ("ts", pa.int64()), ("v", pa.int64())])
+        table = conform(table, shipped_schema(self.split_plan, source))  # as a subtask reads it
         spec = self.spec
         restored = restore_windows(
             self.snapshot, self.layout, spec.size_ms, spec.allowed_lateness_ms, [np.dtype("int64")]
         )
+        rows = None
+        if self.engine_plan.records:
+            rows = pa.table(
+                {
+                    row_column(c): pa.array([r[c] for r in restored.records], t)
+                    for c, t in (("key", pa.string()), ("ts", pa.int64()), ("v", pa.int64()))
+                }
+            )
         state = EngineState(
             pa.array(restored.keys, pa.string()),
             restored.windows,
             np.asarray(self.channels, np.int64),
             self.watermark,
+            rows,
         )
         engine = WindowEngine(self.engine_plan)
         out = engine.run(table, state)
         after = engine.state()
         self.channels = after.channels.tolist()
         self.watermark = after.watermark
+        records = [] if after.rows is None else [Row(**r) for r in _plain(after.rows)]
         self.snapshot = snapshot_windows(
             after,
-            self.layout,
+            self.layout if isinstance(self.layout, AccumulatorLayout) else None,
             self.snapshot,
             spec.size_ms,
             spec.allowed_lateness_ms,
             restored.next_seq,
+            records,
         )
         schema = pa.schema(
             [("key", pa.string())]
             + [(n, pa.int64()) for n in ("window_start", "window_end", "n", "total", "low")]
             + [("mean", pa.float64())]
         )
-        rows = named_rows(out.fired, spec, SLOTS, schema).to_pylist()
-        main = [tuple(r.values()) for r in rows]
+        if out.records is not None:
+            main = [(r["key"], r["ts"], r["v"]) for r in _plain(out.records)]
+        else:
+            main = [
+                tuple(r.values()) for r in named_rows(out.fired, spec, SLOTS, schema).to_pylist()
+            ]
         late_rows = out.late_rows.to_pylist()
         late = [(r[row_column("key")], r[row_column("ts")], r[row_column("v")]) for r in late_rows]
         return main, late
+
+
+def _plain(rows: pa.Table) -> list[dict[str, object]]:
+    """Row columns as dicts by source column."""
+    return [{k[len(row_column("")) :]: v for k, v in r.items()} for r in rows.to_pylist()]
 
 
 def _per_key(rows: list[tuple]) -> dict[object, list[tuple]]:
@@ -209,22 +275,25 @@ def _timers(snapshot: KeyedOperatorSnapshot) -> dict[int, list[tuple]]:
 
 def _contents(snapshot: KeyedOperatorSnapshot) -> dict[int, set[tuple]]:
     return {
-        kg: {(k, w, tuple(acc)) for k, w, acc in states["window-contents"]}
+        kg: {(k, w, type(acc).__name__, tuple(acc)) for k, w, acc in states["window-contents"]}
         for kg, states in snapshot.state.items()
         if states.get("window-contents")
     }
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(
     seed=st.integers(0, 10_000),
     shape=st.sampled_from([(200, 200), (400, 100), (300, 200)]),
     lateness=st.sampled_from([0, 150, 600]),
     paths=st.lists(st.booleans(), min_size=5, max_size=5),
+    record=st.sampled_from([None, None, "sum", "max", "min_by"]),
 )
-def test_batches_alternate_between_paths_on_one_snapshot(seed, shape, lateness, paths) -> None:
-    spec = _spec(shape[0], shape[1], lateness)
-    batches = _batches(seed, len(paths))
+def test_batches_alternate_between_paths_on_one_snapshot(
+    seed, shape, lateness, paths, record
+) -> None:
+    spec = _spec(shape[0], shape[1], lateness, record)
+    batches = _batches(seed, len(paths), nulls=record is None)
     reference, mixed = _Run(spec), _Run(spec)
     h = reference.harness()
     for r, (batch, on_columns) in enumerate(zip(batches, paths, strict=True)):
