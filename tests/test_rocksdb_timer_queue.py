@@ -1,0 +1,234 @@
+"""The RocksDB timer queue against the heap queue: the same results, entries and firing order on
+random operation sequences (duplicates, equal timestamps, removal, restore, tiny caches)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sparktide.core.window.windows import GlobalWindow, TimeWindow
+from sparktide.runtime.keygroups import KeyGroupRange, assign_to_key_group
+from sparktide.runtime.timers import rocksdb_queue
+from sparktide.runtime.timers.queue import KeyGroupedTimerQueue
+from sparktide.runtime.timers.rocksdb_queue import RocksDBTimerQueue
+
+LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
+# keys the heap treats as one (1, 1.0, True; 0 and -0.0; tuples of them) next to distinct ones
+KEYS = [1, 1.0, True, 0, -0.0, 2, "a", "b", ("a", 1), ("a", 1.0), None, b"x", 2**70, 0.5]
+NAMESPACES = [None, TimeWindow(0, 10), TimeWindow(-5, 3), GlobalWindow()]
+TIMESTAMPS = st.one_of(st.integers(-3, 6), st.sampled_from([LONG_MIN, LONG_MAX, 10**12]))
+
+
+def same(a, b) -> bool:
+    """Equal entries whose keys and namespaces also have the same types."""
+    if a is None or b is None:
+        return a is b
+    return a == b and type(a[2]) is type(b[2]) and type(a[3]) is type(b[3])
+
+
+def same_list(a, b) -> bool:
+    return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+
+
+class Pair:
+    """The heap queue and the RocksDB queue, driven together."""
+
+    def __init__(self, tmp_path, max_parallelism: int, cache_size: int) -> None:
+        self.maxp = max_parallelism
+        self.range = KeyGroupRange(0, max_parallelism - 1)
+        self.cache_size = cache_size
+        self.tmp_path = tmp_path
+        self.opened = 0
+        self.heap = KeyGroupedTimerQueue(self.range)
+        self.rocks = self._open()
+
+    def _open(self) -> RocksDBTimerQueue:
+        self.opened += 1
+        return RocksDBTimerQueue(self.range, self.tmp_path / f"db{self.opened}", self.cache_size)
+
+    def kg(self, key) -> int:
+        return assign_to_key_group(key, self.maxp)
+
+    def reopen(self) -> None:
+        """Both queues restored from the heap's snapshot, into new queues."""
+        snapshot = [e for kg in self.range for e in self.heap.entries_for_key_group(kg)]
+        random.Random(len(snapshot)).shuffle(snapshot)
+        self.rocks.dispose()
+        self.heap = KeyGroupedTimerQueue(self.range)
+        self.rocks = self._open()
+        self.heap.add_restored(list(snapshot))
+        self.rocks.add_restored(list(snapshot))
+
+    def check(self) -> None:
+        # (the heap queue's own _check is not called: after reset_key_timers it may hold a dead
+        # copy of a timer next to the live one, equal in (timestamp, seq), which it flags)
+        self.rocks._check()
+        assert len(self.rocks) == len(self.heap)
+        assert bool(self.rocks) == bool(self.heap)
+        assert same(self.rocks.peek(), self.heap.peek())
+        assert sorted(self.rocks) == sorted(self.heap)
+
+
+ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("add"), TIMESTAMPS, st.sampled_from(KEYS), st.sampled_from(NAMESPACES)),
+        st.tuples(st.just("add"), TIMESTAMPS, st.integers(0, 300), st.sampled_from(NAMESPACES)),
+        st.tuples(
+            st.just("remove"), TIMESTAMPS, st.sampled_from(KEYS), st.sampled_from(NAMESPACES)
+        ),
+        st.tuples(st.just("poll")),
+        st.tuples(st.just("poll_until"), TIMESTAMPS),
+        st.tuples(st.just("key"), st.sampled_from(KEYS), st.sampled_from(NAMESPACES)),
+        st.tuples(st.just("reset"), st.sampled_from(KEYS), TIMESTAMPS),
+        st.tuples(st.just("restore")),
+        st.tuples(st.just("restore_into"), st.lists(TIMESTAMPS, max_size=3)),
+        st.tuples(st.just("clear")),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    ops,
+    st.sampled_from([1, 4, 128]),
+    st.sampled_from([1, 2, 3, 128]),
+    st.sampled_from([1, 3, 1024]),
+    st.integers(1, 4),
+)
+def test_same_results_and_firing_order_as_the_heap_queue(
+    tmp_path_factory, ops, maxp, cache, flush_every, check_every
+):
+    # small write batches, and checks (which write the pending batch) only now and then
+    saved_flush, rocksdb_queue._FLUSH_EVERY = rocksdb_queue._FLUSH_EVERY, flush_every
+    pair = Pair(tmp_path_factory.mktemp("q"), maxp, cache)
+    heap = pair.heap
+    try:
+        for step, op in enumerate(ops):
+            heap, rocks = pair.heap, pair.rocks
+            name = op[0]
+            if name == "add":
+                _, ts, key, ns = op
+                kg = pair.kg(key)
+                assert rocks.add(ts, key, ns, kg) == heap.add(ts, key, ns, kg)
+                assert rocks.contains(ts, key, ns, kg) and heap.contains(ts, key, ns, kg)
+            elif name == "remove":
+                _, ts, key, ns = op
+                kg = pair.kg(key)
+                assert rocks.contains(ts, key, ns, kg) == heap.contains(ts, key, ns, kg)
+                assert rocks.remove(ts, key, ns, kg) == heap.remove(ts, key, ns, kg)
+            elif name == "poll":
+                assert same(rocks.poll(), heap.poll())
+            elif name == "poll_until":
+                assert same(rocks.poll_until(op[1]), heap.poll_until(op[1]))
+            elif name == "key":
+                _, key, ns = op
+                kg = pair.kg(key)
+                assert rocks.timers_for_namespace(key, ns, kg) == heap.timers_for_namespace(
+                    key, ns, kg
+                )
+                assert same_list(rocks.entries_for_key_group(kg), heap.entries_for_key_group(kg))
+                assert same_list(
+                    rocks.key_timers(key, kg), sorted(heap.key_timers(key, kg), key=lambda e: e[1])
+                )
+            elif name == "reset":
+                # save a key's timers, change them, put them back
+                _, key, ts = op
+                kg = pair.kg(key)
+                saved_heap, saved_rocks = heap.key_timers(key, kg), rocks.key_timers(key, kg)
+                for q in (heap, rocks):
+                    q.add(ts, key, None, kg)
+                    for e in q.key_timers(key, kg)[:1]:
+                        q.remove(e[0], e[2], e[3], kg)
+                heap.reset_key_timers(key, kg, saved_heap)
+                rocks.reset_key_timers(key, kg, saved_rocks)
+            elif name == "restore":
+                pair.reopen()
+            elif name == "restore_into":
+                # timers of another snapshot whose sequence numbers collide: renumbered
+                entries = [(ts, 0, i, None, pair.kg(i)) for i, ts in enumerate(op[1])]
+                heap.add_restored(list(entries))
+                rocks.add_restored(list(entries))
+            elif name == "clear":
+                heap.clear()
+                rocks.clear()
+            assert len(rocks) == len(heap)
+            assert same(rocks.peek(), heap.peek())
+            if step % check_every == 0:
+                pair.check()
+        # drain: the whole firing order
+        fired_heap, fired_rocks = [], []
+        while (e := pair.heap.poll()) is not None:
+            fired_heap.append(e)
+        while (e := pair.rocks.poll()) is not None:
+            fired_rocks.append(e)
+        assert same_list(fired_rocks, fired_heap)
+        pair.check()
+    finally:
+        rocksdb_queue._FLUSH_EVERY = saved_flush
+        pair.rocks.dispose()
+
+
+def test_many_key_groups_and_a_tiny_cache_fire_in_the_heap_order(tmp_path):
+    rng = random.Random(7)
+    r = KeyGroupRange(10, 300)
+    heap = KeyGroupedTimerQueue(r)
+    with RocksDBTimerQueue(r, tmp_path / "db", cache_size=2) as rocks:
+        live = []
+        for i in range(3000):
+            key = rng.randrange(5000)
+            kg = assign_to_key_group(key, 1024)
+            if kg not in r:
+                continue
+            ts = rng.randrange(-50, 200)
+            assert rocks.add(ts, key, None, kg) == heap.add(ts, key, None, kg)
+            live.append((ts, key, kg))
+            if i % 5 == 0:
+                ts, key, kg = live.pop(rng.randrange(len(live)))
+                assert rocks.remove(ts, key, None, kg) == heap.remove(ts, key, None, kg)
+            if i % 7 == 0:
+                until = rng.randrange(-50, 50)
+                while (e := heap.poll_until(until)) is not None:
+                    assert rocks.poll_until(until) == e
+                assert rocks.poll_until(until) is None
+        rocks._check()
+        assert len(rocks) == len(heap) > 300
+        assert [rocks.poll() for _ in range(len(rocks))] == [heap.poll() for _ in range(len(heap))]
+
+
+def test_timers_beyond_the_cache_stay_in_the_store(tmp_path):
+    with RocksDBTimerQueue(KeyGroupRange(0, 0), tmp_path / "db", cache_size=4) as q:
+        for ts in range(1000, 0, -1):
+            q.add(ts, "k", None, 0)
+        assert len(q._caches[0]) == 4 and len(q) == 1000
+        assert [q.poll()[0] for _ in range(10)] == list(range(1, 11))
+        q._check()
+
+
+def test_key_group_outside_range_names_both(tmp_path):
+    with RocksDBTimerQueue(KeyGroupRange(0, 3), tmp_path / "db") as q:
+        with pytest.raises(ValueError, match=r"key group 9, outside .* range \[0, 3\]"):
+            q.add(1, "k", None, 9)
+        with pytest.raises(ValueError, match="key group 9"):
+            q.add_restored([(1, 0, "k", None, 9)])
+        assert not q.contains(1, "k", None, 9) and q.entries_for_key_group(9) == []
+        with pytest.raises(ValueError, match="cache_size must be an int >= 1"):
+            RocksDBTimerQueue(KeyGroupRange(0, 3), tmp_path / "other", cache_size=0)
+
+
+def test_open_wipes_the_directory_and_dispose_deletes_it(tmp_path):
+    path = tmp_path / "db"
+    q = RocksDBTimerQueue(KeyGroupRange(0, 3), path)
+    q.add(5, "k", None, 1)
+    q.close()
+    q.close()  # idempotent
+    for use in (q.clear, lambda: q.add(1, "k", None, 1), lambda: q.contains(5, "k", None, 1)):
+        with pytest.raises(RuntimeError, match="closed"):
+            use()
+    again = RocksDBTimerQueue(KeyGroupRange(0, 3), path)
+    assert len(again) == 0 and list(again) == [] and not again.contains(5, "k", None, 1)
+    again.dispose()
+    assert not path.exists()
