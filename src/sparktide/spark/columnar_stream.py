@@ -2,7 +2,9 @@
 
 A streaming job of the shape ``from_stream(...)`` (a timestamp column and a built-in strategy:
 bounded out-of-orderness, monotonous or none, without idleness) → ``key_by("field")`` → a
-tumbling or sliding event-time window with a named aggregate (``count()`` / ``agg(...)``) →
+tumbling or sliding event-time window with a built-in aggregate (``count()`` / ``agg(...)``, or
+Flink's record: ``sum``/``min``/``max``/``min_by``/``max_by``; integer or string keys, integer
+or double fields) →
 streaming sinks of its main output (and of its late side output when that sink is typed as the
 source's rows; a late-data tag without a sink is counted as the per-record path counts it) runs
 each micro-batch (round = batch id) on the columnar split and engine of the bounded path
@@ -21,9 +23,8 @@ every batch, order included:
    windows back as the window operator's keyed state and timers, with the valve and watermarks,
    through the same checkpoint code. A checkpoint of either path restores with the other.
 
-Flink's record form (``sum``/``min``/``max``/``min_by``/``max_by``), other key or field types,
-idleness, lambdas and every other shape keep the per-record path, as does
-``SPARKTIDE_COLUMNAR=off``.
+Other key or field types, idleness, lambdas, a late-data sink typed otherwise than the source's
+rows and every other shape keep the per-record path, as does ``SPARKTIDE_COLUMNAR=off``.
 """
 
 from __future__ import annotations
