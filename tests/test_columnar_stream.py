@@ -246,7 +246,7 @@ def test_killed_columnar_runs_resume_without_loss_or_duplicates(
 
     kills = 0
     env = {k: v for k, v in os.environ.items() if k != "SPARKTIDE_COLUMNAR"}
-    for _ in range(2):  # SIGKILL at a random point after the run commits a batch
+    for _ in range(2):  # SIGKILL at a random point after the run commits a batch (once)
         proc = subprocess.Popen([sys.executable, str(script)], start_new_session=True, env=env)
         before = last_commit()
         deadline = time.monotonic() + 180
@@ -259,7 +259,9 @@ def test_killed_columnar_runs_resume_without_loss_or_duplicates(
             os.killpg(proc.pid, signal.SIGKILL)
             kills += 1
         proc.wait()
-    assert kills >= 1
+        if kills:
+            break
+    assert kills == 1
     run_to_parquet(spark, str(tmp_path / "in"), str(ckpt), str(out))
     monkeypatch.setenv("SPARKTIDE_COLUMNAR", "off")  # the per-record path, uninterrupted
     run_to_parquet(spark, str(tmp_path / "in"), str(tmp_path / "c2"), str(tmp_path / "o2"))
