@@ -266,7 +266,8 @@ def test_killed_columnar_runs_resume_without_loss_or_duplicates(
     monkeypatch.setenv("SPARKTIDE_COLUMNAR", "off")  # the per-record path, uninterrupted
     run_to_parquet(spark, str(tmp_path / "in"), str(tmp_path / "c2"), str(tmp_path / "o2"))
 
-    def rows(path) -> list[tuple]:
-        return sorted(tuple(r) for r in spark.read.parquet(str(path)).collect())
+    def rows(path) -> list[tuple]:  # without the batch directory's column: it may differ
+        frame = spark.read.parquet(str(path)).select("key", "window_start", "n", "total")
+        return sorted(tuple(r) for r in frame.collect())
 
     assert rows(out) == rows(tmp_path / "o2")
