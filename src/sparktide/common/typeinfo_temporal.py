@@ -114,6 +114,16 @@ class _TemporalTypeInfo(TypeInformation):
     def to_arrow_type(self) -> pa.DataType:
         return self._spec()[4]
 
+    @property
+    def python_type(self) -> type:
+        """The Python type of the values: ``datetime.date``, ``time`` or ``datetime``.
+
+        >>> from sparktide.common.typeinfo import Types
+        >>> Types.SQL_TIMESTAMP().python_type.__name__, Types.LOCAL_DATE().python_type.__name__
+        ('datetime', 'date')
+        """
+        return self._spec()[0]
+
     def coerce(self, value: Any, path: str = "value") -> Any:
         wanted, millis = self._spec()[:2]
         datetime_for_date = wanted is _dt.date and isinstance(value, _dt.datetime)

@@ -40,6 +40,9 @@ share a position prefix (the records one split read in one round share ``(round,
 the outputs of one input share everything but ``n``) is stored as the prefix once plus the
 varying columns (``seq`` or ``n``) as an int64 array; :func:`encode_position` gives the same order
 as bytes for one row's sort key. The Python tuple stays the per-record form inside a task.
+A packed chunk (:func:`pack_entries`) carries the values of its records as typed Arrow columns
+when their declared type has columns and every value has exactly that shape
+(:mod:`.arrow_values`), else as a pickled list.
 
 **Shipments.** Rows between Spark tasks have a ``stage`` column: a stage index (>= 0) for entries
 sent to that stage, else a :class:`Shipment` saying what the row carries to the driver.
@@ -49,12 +52,13 @@ from __future__ import annotations
 
 import pickle
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from enum import IntEnum
 from itertools import repeat
 from typing import Protocol, TypeAlias, cast
 
 from sparktide.runtime.elements import StreamRecord, Watermark, WatermarkStatus
+from sparktide.runtime.execution.arrow_values import ValueCodec, decode_values
 from sparktide.runtime.output import Output
 
 __all__ = [
@@ -239,10 +243,22 @@ def _expand(column: object, n: int) -> Iterable[object]:
     return repeat(column, n) if type(column) is int else cast("Iterable[object]", column)
 
 
-def pack_entries(entries: list[Entry]) -> bytes:
+def _values_of(values: list[object], codec: ValueCodec | None) -> object:
+    """A chunk's values: typed Arrow columns when ``codec`` can hold them all, else the list."""
+    if codec is None:
+        return values
+    encoded = codec.encode(values)
+    return values if encoded is None else encoded
+
+
+def pack_entries(
+    entries: list[Entry], codecs: Mapping[int, ValueCodec | None] | None = None
+) -> bytes:
     """A chunk of entries as bytes, by columns: positions, channels and inputs (one int when
     all equal), and for a chunk of records their values and timestamps apart (no record object
-    is pickled), keys and key groups.
+    is pickled), keys and key groups. ``codecs``: per input (1, 2) of the receiving stage, the
+    codec of its declared value type; the values of a chunk of records of one input travel as
+    typed Arrow columns when the codec holds them all (:mod:`.arrow_values`), else pickled.
 
     >>> chunk = [((0, 0, 1, 5, 0), 0, 1, StreamRecord(("a", 1), 7), "a", 3)]
     >>> unpack_entries(pack_entries(chunk)) == chunk
@@ -250,19 +266,29 @@ def pack_entries(entries: list[Entry]) -> bytes:
     >>> marks = [((0, 1, 1, 5, 1), 2, 1, Watermark(4), None, None)]
     >>> unpack_entries(pack_entries(marks)) == marks
     True
+    >>> from sparktide.common.typeinfo import Types
+    >>> from sparktide.common.types import Row
+    >>> codecs = {1: ValueCodec.of(Types.ROW_NAMED(["k", "n"], [Types.STRING(), Types.LONG()]))}
+    >>> rows = [((0, 0, 1, 5, 0), 0, 1, StreamRecord(Row(k="a", n=1), 7), "a", 3)]
+    >>> unpack_entries(pack_entries(rows, codecs)) == rows
+    True
     """
     if not entries:
         return pickle.dumps(entries, 5)
     positions, channels, inputs, elements, keys, key_groups = zip(*entries, strict=True)
     records = all(type(e) is StreamRecord for e in elements)
     body: tuple[object, ...]
+    input_column = _column(inputs)
     if records:
         values = [e.value for e in cast("tuple[StreamRecord, ...]", elements)]
         stamps = [e.timestamp for e in cast("tuple[StreamRecord, ...]", elements)]
-        body = (values, stamps)
+        codec = None
+        if codecs is not None and type(input_column) is int:  # records of one input
+            codec = codecs.get(input_column)
+        body = (_values_of(values, codec), stamps)
     else:
         body = (elements,)
-    return pickle.dumps((positions, _column(channels), _column(inputs), keys, key_groups, *body), 5)
+    return pickle.dumps((positions, _column(channels), input_column, keys, key_groups, *body), 5)
 
 
 def unpack_entries(payload: bytes) -> list[Entry]:
@@ -272,7 +298,10 @@ def unpack_entries(payload: bytes) -> list[Entry]:
         return cast("list[Entry]", packed)
     positions, channels, inputs, keys, key_groups, *body = packed
     n = len(positions)
-    elements = map(StreamRecord, *body) if len(body) == 2 else body[0]
+    if len(body) == 2:
+        elements: Iterable[object] = map(StreamRecord, decode_values(body[0]), body[1])
+    else:
+        elements = body[0]
     return list(
         cast(
             "Iterator[Entry]",
@@ -293,8 +322,9 @@ Collected: TypeAlias = tuple[Position, StreamRecord]
 """``(position, record)``: what a collect sink holds for the runner."""
 
 
-def pack_collected(items: list[Collected]) -> bytes:
-    """A chunk of collected records as bytes, by columns (positions, values, timestamps).
+def pack_collected(items: list[Collected], codec: ValueCodec | None = None) -> bytes:
+    """A chunk of collected records as bytes, by columns (positions, values, timestamps); the
+    values as typed Arrow columns when ``codec`` (of the sink's declared type) holds them all.
 
     >>> chunk = [((0, 1), StreamRecord("a", 5)), ((0, 2), StreamRecord(("b", 1), None))]
     >>> unpack_collected(pack_collected(chunk)) == chunk
@@ -305,7 +335,7 @@ def pack_collected(items: list[Collected]) -> bytes:
     return pickle.dumps(
         (
             [position for position, _ in items],
-            [record.value for _, record in items],
+            _values_of([record.value for _, record in items], codec),
             [record.timestamp for _, record in items],
         ),
         5,
@@ -315,13 +345,13 @@ def pack_collected(items: list[Collected]) -> bytes:
 def collected_values(payload: bytes) -> tuple[list[Position], list[object]]:
     """The positions and values of a chunk made by :func:`pack_collected` (no record objects)."""
     positions, values, _ = pickle.loads(payload)
-    return positions, values
+    return positions, decode_values(values)
 
 
 def unpack_collected(payload: bytes) -> list[Collected]:
     """The ``(position, record)`` items of a chunk made by :func:`pack_collected`."""
     positions, values, stamps = pickle.loads(payload)
-    return list(zip(positions, map(StreamRecord, values, stamps), strict=True))
+    return list(zip(positions, map(StreamRecord, decode_values(values), stamps), strict=True))
 
 
 # ------------------------------------------------------------------ the per-record builders
