@@ -304,3 +304,24 @@ def test_batches_alternate_between_paths_on_one_snapshot(
         assert (mixed.watermark, mixed.channels) == (reference.watermark, reference.channels)
         assert _contents(mixed.snapshot) == _contents(reference.snapshot)
         assert _timers(mixed.snapshot) == _timers(reference.snapshot)
+
+
+def test_a_null_timestamp_is_an_error_naming_from_stream() -> None:
+    import pytest
+
+    plan = SplitPlan(
+        WindowGeometry(10, 10, 0),
+        "key",
+        "ts",
+        (),
+        ("key", "ts"),
+        0,
+        None,
+        1,
+        MAXP,
+        source="from_stream",
+    )
+    aggregator = SplitAggregator(plan, 0, round_=3)
+    list(aggregator.feed(pa.table({"key": ["a", "b"], "ts": pa.array([1, None], pa.int64())})))
+    with pytest.raises(ValueError, match="from_stream: the timestamp column 'ts' holds null"):
+        aggregator.end_round()

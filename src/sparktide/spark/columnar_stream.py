@@ -165,6 +165,7 @@ class ColumnarStream:
             records=record is not None,
             by=by,
             aggregates=aggregates,
+            source="from_stream",
         )
         self.engine_plan = EnginePlan(
             geometry,

@@ -139,6 +139,7 @@ class SplitPlan:
     by: str | None = None
     # per aggregated field, the members of AGGREGATES it needs (empty: all of them)
     aggregates: tuple[tuple[str, ...], ...] = ()
+    source: str = "from_dataframe"  # the method that made the source (errors name it)
 
     def field_aggregates(self, i: int) -> tuple[str, ...]:
         """What field ``i``'s partials hold (see :data:`AGGREGATES`)."""
@@ -164,12 +165,14 @@ class SplitResume:
     emitted: int
 
 
-def timestamps_of(column: pa.ChunkedArray | pa.Array, name: str) -> I64:
+def timestamps_of(
+    column: pa.ChunkedArray | pa.Array, name: str, source: str = "from_dataframe"
+) -> I64:
     """Epoch milliseconds of an integer or timestamp column (nulls are an error, as the
-    per-record timestamp assigner raises)."""
+    per-record timestamp assigner raises; ``source``: the method the user called)."""
     if column.null_count:
         raise ValueError(
-            f"from_dataframe: the timestamp column {name!r} holds null; filter those rows out or "
+            f"{source}: the timestamp column {name!r} holds null; filter those rows out or "
             f"fill them (e.g. df.na.drop(subset=[{name!r}]))"
         )
     t = column.type
@@ -181,7 +184,7 @@ def timestamps_of(column: pa.ChunkedArray | pa.Array, name: str) -> I64:
     if pa.types.is_integer(t):
         return np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.int64)
     raise TypeError(
-        f"from_dataframe: the timestamp column {name!r} must hold integers (epoch milliseconds) "
+        f"{source}: the timestamp column {name!r} must hold integers (epoch milliseconds) "
         f"or timestamps, got {t}"
     )
 
@@ -331,7 +334,7 @@ class SplitAggregator:
         first_seq = self.read + 1
         self.read += n
         plan = self.plan
-        ts = timestamps_of(table.column(plan.timestamp), plan.timestamp)
+        ts = timestamps_of(table.column(plan.timestamp), plan.timestamp, plan.source)
         w_prev = self.emitted  # the split's watermark after round r - 1
         if len(ts) and plan.bound is not None:
             self.max_ts = max(self.max_ts, int(ts.max()))
