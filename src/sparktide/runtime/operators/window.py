@@ -30,7 +30,10 @@ snapshot holds everything.
 Per record, a tumbling or sliding reduce does only: assign, then per window set the namespace,
 add to the reducing state and call ``trigger.on_element`` (``EventTimeTrigger``: compare with
 the watermark, register a deduplicated timer, which without allowed lateness is also the
-cleanup timer).
+cleanup timer). With the built-in tumbling or sliding event-time assigner, that trigger and
+reduce / aggregate contents on the heap backend, :mod:`~sparktide.runtime.operators.window_fast`
+runs these steps and the timers' firing with the windows made once per slide and the contents
+read and written in the state table directly (the same calls, output, timers and state).
 
 >>> from sparktide.core.window.assigners import TumblingEventTimeWindows
 >>> from sparktide.runtime.operators.window_builder import WindowOperatorBuilder
@@ -54,7 +57,7 @@ from sparktide.core.state import ListStateDescriptor, MapStateDescriptor, StateD
 from sparktide.core.window.assigners import MergingWindowAssigner, WindowAssigner
 from sparktide.core.window.triggers import EventTimeTrigger, Trigger, TriggerResult
 from sparktide.core.window.windows import Window
-from sparktide.runtime.elements import MAX_TIMESTAMP, StreamRecord
+from sparktide.runtime.elements import MAX_TIMESTAMP, StreamRecord, Watermark
 from sparktide.runtime.operators.base import AbstractStreamOperator, KeySelector
 from sparktide.runtime.operators.merging_window_set import MergingWindowSet, WindowMappingStore
 from sparktide.runtime.operators.process import emit_results
@@ -64,6 +67,7 @@ from sparktide.runtime.operators.window_contents import (
     StateContents,
     WindowContents,
 )
+from sparktide.runtime.operators.window_fast import FastWindowPath
 from sparktide.runtime.operators.window_functions import (
     AssignerContext,
     InternalWindowFunction,
@@ -152,6 +156,9 @@ class WindowOperator(AbstractStreamOperator):
         self.num_late_records_side_output = 0
         """Records dropped as late (no late side output set): Flink's metric."""
         self._inline_event_time_trigger = False  # decided by open()
+        self._fast: FastWindowPath | None = None  # decided by open()
+        self._fast_path_enabled = True
+        """Whether ``open`` may choose the fast path (tests switch it off to compare)."""
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -206,6 +213,7 @@ class WindowOperator(AbstractStreamOperator):
                 WindowMappingStore,
                 backend.get_partitioned_state(MapStateDescriptor(MERGING_WINDOW_SET, None, None)),
             )
+        self._fast = FastWindowPath.build(self) if self._fast_path_enabled else None
         self.function.open(self.runtime_context)
 
     def close(self) -> None:
@@ -220,6 +228,14 @@ class WindowOperator(AbstractStreamOperator):
 
     def process_keyed_element(self, record: StreamRecord) -> None:
         """Process ``record`` for the key already set in the key context."""
+        fast = self._fast
+        if fast is not None:
+            backend = self._backend
+            skipped = fast.process(record, backend.current_key, backend.current_key_group)
+            if skipped is not None:
+                if skipped:
+                    self._late_record(record)
+                return
         value = record.value
         ts = record.timestamp
         windows = self._assign(value, ts, self._assigner_ctx)
@@ -271,18 +287,26 @@ class WindowOperator(AbstractStreamOperator):
                         register(window, cleanup)
                 elif max_ts != MAX_TIMESTAMP:
                     self._timers.register_processing_time_timer(window, max_ts)
-        if (
-            skipped
-            and self._event_time
-            and ts is not None
-            and ts + self.allowed_lateness <= self._current_watermark
-        ):
+        if skipped:
+            self._late_record(record)
+
+    def _late_record(self, record: StreamRecord) -> None:
+        """``record`` landed in no non-late window: side output or count it if it is late."""
+        ts = record.timestamp
+        late = ts is not None and ts + self.allowed_lateness <= self._current_watermark
+        if self._event_time and late:
             tag = self.late_data_output_tag
             if tag is not None:
                 self.num_late_records_side_output += 1
                 self.output.collect_side(tag, record)
             else:
                 self.num_late_records_dropped += 1
+
+    def process_watermark(self, watermark: Watermark) -> None:
+        if self._fast is not None and watermark.timestamp < self._current_watermark:
+            # the fast path relies on watermarks that never go back (see window_fast)
+            self._fast = None
+        super().process_watermark(watermark)
 
     def _process_merging(
         self, value: object, ts: int | None, windows: Iterable[Window], item: object
@@ -351,7 +375,10 @@ class WindowOperator(AbstractStreamOperator):
     # ------------------------------------------------------------------ timers
 
     def on_event_time(self, timestamp: int, key: object, namespace: Window) -> None:
-        if self._inline_event_time_trigger:
+        fast = self._fast
+        if fast is not None:
+            fast.on_event_time(timestamp, key, namespace)
+        elif self._inline_event_time_trigger:
             self._on_event_timer_inline(timestamp, namespace)
         else:
             self._on_timer(timestamp, namespace, True)

@@ -306,6 +306,12 @@ class HeapKvState(InternalKvState, Generic[R]):
     def get_current_namespace(self) -> object:
         return self._ns
 
+    def key_group_dicts(self) -> list[KeyGroupDict[R]]:
+        """The state table's dicts by key group (``(key, namespace) -> raw value``), for
+        operators that read and write the entries of several namespaces per record; only the
+        key groups of the backend's range hold a dict."""
+        return self._data
+
     def _slot(self) -> tuple[KeyGroupDict[R], EntryKey]:
         """The current key group's dict and the current entry key ``(key, namespace)``.
 
@@ -575,6 +581,11 @@ class HeapReducingState(MergingMixin[object], ReducingState[object]):
         super().__init__(backend, table, namespace)
         self._reduce = reduce
 
+    @property
+    def reduce_function(self) -> Reducer:
+        """The reduce function ``(a, b) -> combined``."""
+        return self._reduce
+
     def get(self) -> object:
         return self._current()
 
@@ -612,6 +623,11 @@ class HeapAggregatingState(MergingMixin[object], AggregatingState[object, object
         # bound once: add runs per record and window
         self._agg_add = agg.add
         self._create_acc = agg.create_accumulator
+
+    @property
+    def aggregate_function(self) -> AggregateLike:
+        """The aggregate function whose accumulators the entries hold."""
+        return self._agg
 
     def get(self) -> object:
         acc = self._current()

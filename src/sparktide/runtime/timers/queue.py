@@ -6,24 +6,27 @@ insertion order (a per-queue sequence number), so firing order is deterministic.
 
 Layout:
 
-* ``_heap`` is a binary min-heap of entries ``(timestamp, seq, key, namespace, key_group)``,
-  maintained with :mod:`heapq` (C). ``seq`` is unique, so comparisons never reach the key.
-* ``_run`` is a :class:`~collections.deque` of entries in ascending ``(timestamp, seq)`` order:
-  a timer whose timestamp is at least the last one of the run is appended to it instead of
-  pushed on the heap (timers registered in time order, such as "ts + timeout" per record, all
-  take this path), and the earliest timer leaves it by ``popleft``, O(1) where the heap pays
-  O(log n) comparisons. The head of the queue is the smaller of the two heads: the firing order
-  is exactly the one a single heap gives.
+* ``_run`` is a :class:`~collections.deque` of entries ``(timestamp, seq, key, namespace,
+  key_group)`` in ascending ``(timestamp, seq)`` order: a timer whose timestamp is at least
+  the last one of the run is appended to it (timers registered in time order, such as "ts +
+  timeout" per record, all take this path), and the earliest leaves it by ``popleft``.
+* Every other timer goes to the *bucket* of its timestamp: ``_buckets`` maps a timestamp to the
+  list of its entries in ``seq`` order (a new timer has the highest ``seq`` so far and is
+  appended). Many timers share a timestamp (the end of a window, for every key), so such a
+  registration is an append and its firing an index step. ``_heap`` is a binary min-heap
+  (:mod:`heapq`, C) of the timestamps that have a bucket: int comparisons, one per timestamp.
+  The head bucket (of ``_heap[0]``) is consumed from the front: its first ``_pos`` entries
+  have left the queue; when an earlier bucket arrives that part is cut off.
+* The head of the queue is the smaller of the run's first entry and the head bucket's entry at
+  ``_pos``: the firing order is exactly the one a single heap of entries gives.
 * ``_maps[i]`` is the dedup map of local key group ``i``: ``(timestamp, key, namespace) ->
   entry``. It is the source of truth for membership, and gives per-key-group extraction for
   snapshots in O(timers of that group).
-* Removal is O(1): the entry leaves its dedup map and stays in the heap as a dead entry,
-  discarded as soon as it reaches the top (the top of the heap and the head of the run are
-  always live). When dead entries outnumber live ones the heap is rebuilt in O(n) from the live
-  entries (and the run emptied), so removal is O(1) amortized and the two never hold more than
-  ~2x the live timers.
-  (An index-tracking heap would need its sift loops in Python; keeping every heap operation in
-  ``heapq`` makes register + fire about 2x cheaper; see ``benchmarks/timers.py``.)
+* Removal is O(1): the entry leaves its dedup map and stays in the run or its bucket as a dead
+  entry, skipped as soon as it reaches the front (the run's first entry and the head bucket's
+  current one are always live). When dead entries outnumber live ones, the buckets are rebuilt
+  from the live entries (and the run emptied), so removal is O(1) amortized and the run and the
+  buckets never hold more than ~2x the live timers.
 
 >>> from sparktide.runtime.keygroups import KeyGroupRange
 >>> q = KeyGroupedTimerQueue(KeyGroupRange(0, 127))
@@ -39,9 +42,11 @@ True
 
 from __future__ import annotations
 
+from bisect import insort
 from collections import deque
 from collections.abc import Iterable, Iterator
 from heapq import heapify, heappop, heappush
+from operator import itemgetter
 from typing import Generic, NoReturn, TypeVar
 
 from sparktide.runtime.keygroups import KeyGroupRange
@@ -63,6 +68,8 @@ TimerKey = tuple[int, K, N]
 
 _COMPACT_MIN_DEAD = 64
 
+_SEQ = itemgetter(1)
+
 
 def _distinct_int_sequences(entries: list[TimerEntry[K, N]]) -> bool:
     """Whether the sequence numbers of ``entries`` are ints, each used once."""
@@ -73,7 +80,18 @@ def _distinct_int_sequences(entries: list[TimerEntry[K, N]]) -> bool:
 class KeyGroupedTimerQueue(Generic[K, N]):
     """A set of timers ordered by ``(timestamp, insertion order)``, deduplicated per key group."""
 
-    __slots__ = ("_dead", "_heap", "_kg_end", "_kg_start", "_maps", "_run", "_seq")
+    __slots__ = (
+        "_buckets",
+        "_count",
+        "_dead",
+        "_heap",
+        "_kg_end",
+        "_kg_start",
+        "_maps",
+        "_pos",
+        "_run",
+        "_seq",
+    )
 
     def __init__(self, key_group_range: KeyGroupRange) -> None:
         if not isinstance(key_group_range, KeyGroupRange):
@@ -82,14 +100,17 @@ class KeyGroupedTimerQueue(Generic[K, N]):
             )
         self._kg_start = key_group_range.start
         self._kg_end = key_group_range.end
-        # both containers keep their identity for the queue's life (the timer service holds them)
-        self._heap: list[TimerEntry[K, N]] = []
+        # the containers keep their identity for the queue's life (the timer service holds them)
+        self._heap: list[int] = []
         self._run: deque[TimerEntry[K, N]] = deque()
+        self._buckets: dict[int, list[TimerEntry[K, N]]] = {}
         self._maps: list[dict[TimerKey[K, N], TimerEntry[K, N]]] = [
             {} for _ in range(len(key_group_range))
         ]
+        self._pos = 0
         self._seq = 0
         self._dead = 0
+        self._count = 0
 
     # ------------------------------------------------------------------ mutation
 
@@ -109,14 +130,25 @@ class KeyGroupedTimerQueue(Generic[K, N]):
         self._seq = seq + 1
         entry = (timestamp, seq, key, namespace, key_group)
         m[tkey] = entry
+        self._count += 1
         run = self._run
         heap = self._heap
         if not run or run[-1][0] <= timestamp:
             # after the last of the run (a larger seq breaks a tie): it stays sorted
             run.append(entry)
-            return run[0] is entry and (not heap or entry < heap[0])
-        heappush(heap, entry)
-        return heap[0] is entry and entry < run[0]
+            return run[0] is entry and (not heap or timestamp < heap[0])
+        bucket = self._buckets.get(timestamp)
+        if bucket is not None:
+            bucket.append(entry)  # after a live entry or in a later bucket: not the head
+            return False
+        self._buckets[timestamp] = [entry]
+        if heap and heap[0] < timestamp:
+            heappush(heap, timestamp)
+            return False
+        if self._pos:
+            self._cut_head()
+        heappush(heap, timestamp)
+        return timestamp < run[0][0]  # (the run is not empty here; a tie: the run is first)
 
     def remove(self, timestamp: int, key: K, namespace: N, key_group: int) -> bool:
         """Remove a timer if present; return True if it was the head. Absent timers: no-op."""
@@ -126,67 +158,65 @@ class KeyGroupedTimerQueue(Generic[K, N]):
         entry = self._maps[idx].pop((timestamp, key, namespace), None)
         if entry is None:
             return False
+        self._count -= 1
         heap, run = self._heap, self._run
-        if heap and heap[0] is entry:
-            was_head = not run or entry < run[0]
-            heappop(heap)
-        elif run and run[0] is entry:
-            was_head = not heap or entry < heap[0]
+        if run and run[0] is entry:
+            was_head = not heap or entry < self._buckets[heap[0]][self._pos]
             run.popleft()
-        else:
-            self._dead = dead = self._dead + 1
-            if dead > _COMPACT_MIN_DEAD and dead > len(heap) + len(run) - dead:
-                self._compact()
-            return False
-        if self._dead:
+            if self._dead:
+                self._drop_dead_top()
+            return was_head
+        if heap and heap[0] == timestamp and self._buckets[timestamp][self._pos] is entry:
+            was_head = not run or entry < run[0]
+            self._pos += 1
             self._drop_dead_top()
-        return was_head
+            return was_head
+        self._dead = dead = self._dead + 1
+        if dead > _COMPACT_MIN_DEAD and dead > self._count:
+            self._compact()
+        return False
 
     def poll(self) -> TimerEntry[K, N] | None:
         """Remove and return the head entry ``(timestamp, seq, key, namespace, key_group)``."""
-        heap, run = self._heap, self._run
-        if run and (not heap or run[0] < heap[0]):
-            entry = run.popleft()
-        elif heap:
-            entry = heappop(heap)
-        else:
-            return None
-        del self._maps[entry[4] - self._kg_start][(entry[0], entry[2], entry[3])]
-        if self._dead:
-            self._drop_dead_top()
-        return entry
+        head = self.peek()
+        return None if head is None else self._pop(head)
 
     def poll_until(self, timestamp: int) -> TimerEntry[K, N] | None:
         """Remove and return the head if its timestamp is ``<= timestamp``, else None."""
-        heap, run = self._heap, self._run
-        if run and (not heap or run[0] < heap[0]):
-            if run[0][0] > timestamp:
-                return None
-            entry = run.popleft()
-        elif heap and heap[0][0] <= timestamp:
-            entry = heappop(heap)
+        head = self.peek()
+        return None if head is None or head[0] > timestamp else self._pop(head)
+
+    def _pop(self, head: TimerEntry[K, N]) -> TimerEntry[K, N]:
+        """Remove ``head`` (the head of the queue) and return it."""
+        del self._maps[head[4] - self._kg_start][(head[0], head[2], head[3])]
+        self._count -= 1
+        run = self._run
+        if run and run[0] is head:
+            run.popleft()
+            if self._dead:
+                self._drop_dead_top()
         else:
-            return None
-        del self._maps[entry[4] - self._kg_start][(entry[0], entry[2], entry[3])]
-        if self._dead:
+            self._pos += 1
             self._drop_dead_top()
-        return entry
+        return head
 
     def clear(self) -> None:
         self._heap.clear()
         self._run.clear()
+        self._buckets.clear()
         for m in self._maps:
             m.clear()
-        self._dead = 0
+        self._pos = self._dead = self._count = 0
 
     # ------------------------------------------------------------------ queries
 
     def peek(self) -> TimerEntry[K, N] | None:
         """The head entry without removing it, or None when empty."""
         heap, run = self._heap, self._run
-        if run and (not heap or run[0] < heap[0]):
-            return run[0]
-        return heap[0] if heap else None
+        if heap:
+            head = self._buckets[heap[0]][self._pos]
+            return run[0] if run and run[0] < head else head
+        return run[0] if run else None
 
     def contains(self, timestamp: int, key: K, namespace: N, key_group: int) -> bool:
         idx = key_group - self._kg_start
@@ -195,10 +225,10 @@ class KeyGroupedTimerQueue(Generic[K, N]):
         return (timestamp, key, namespace) in self._maps[idx]
 
     def __len__(self) -> int:
-        return len(self._heap) + len(self._run) - self._dead
+        return self._count
 
     def __bool__(self) -> bool:
-        return len(self._heap) + len(self._run) > self._dead
+        return self._count > 0
 
     def __iter__(self) -> Iterator[TimerEntry[K, N]]:
         """Live entries, key group by key group, in insertion order within a group."""
@@ -237,12 +267,23 @@ class KeyGroupedTimerQueue(Generic[K, N]):
             if keep.get((e[0], e[2], e[3])) is not e:
                 self.remove(e[0], e[2], e[3], key_group)
         m = self._maps[key_group - self._kg_start]
+        buckets, heap = self._buckets, self._heap
         for tkey, entry in keep.items():
             if tkey not in m:
-                # a new tuple: a dead copy of the old one may still sit in the heap
+                # a new tuple: a dead copy of the old one may still sit in a bucket
                 fresh = (entry[0], entry[1], entry[2], entry[3], entry[4])
                 m[tkey] = fresh
-                heappush(self._heap, fresh)
+                self._count += 1
+                if self._pos:
+                    self._cut_head()  # the fresh entry may sort before the consumed ones
+                bucket = buckets.get(fresh[0])
+                if bucket is None:
+                    buckets[fresh[0]] = [fresh]
+                    heappush(heap, fresh[0])
+                else:
+                    insort(bucket, fresh, key=_SEQ)
+        if self._dead:
+            self._drop_dead_top()
 
     # ------------------------------------------------------------------ restore
 
@@ -259,7 +300,7 @@ class KeyGroupedTimerQueue(Generic[K, N]):
         timestamp, so a restore at the same parallelism reproduces the original order exactly
         and any restore gives a deterministic one. Timers already present are kept once.
         """
-        if self._heap or self._run or not _distinct_int_sequences(entries):
+        if self._count or not _distinct_int_sequences(entries):
             self._resequence(entries)
             return
         maps, start, end = self._maps, self._kg_start, self._kg_end
@@ -275,9 +316,7 @@ class KeyGroupedTimerQueue(Generic[K, N]):
                 m[tkey] = (ts, seq, key, ns, kg)
             if seq > top:
                 top = seq
-        heap = self._heap
-        heap[:] = [e for m in maps for e in m.values()]
-        heapify(heap)
+        self._rebuild()
         self._seq = top + 1
 
     def _resequence(self, entries: list[TimerEntry[K, N]]) -> None:
@@ -287,31 +326,62 @@ class KeyGroupedTimerQueue(Generic[K, N]):
 
     # ------------------------------------------------------------------ internals
 
+    def _cut_head(self) -> None:
+        """Drop the consumed part of the head bucket (before another bucket becomes head)."""
+        del self._buckets[self._heap[0]][: self._pos]
+        self._pos = 0
+
     def _drop_dead_top(self) -> None:
-        """Discard dead entries from the top of the heap and the head of the run."""
-        heap, run = self._heap, self._run
-        maps = self._maps
-        start = self._kg_start
-        while heap and self._dead:
-            entry = heap[0]
-            if maps[entry[4] - start].get((entry[0], entry[2], entry[3])) is entry:
+        """Make the fronts live: step over dead entries of the head bucket (dropping exhausted
+        buckets) and of the run."""
+        heap, buckets = self._heap, self._buckets
+        maps, start = self._maps, self._kg_start
+        pos = self._pos
+        while heap:
+            bucket = buckets[heap[0]]
+            n = len(bucket)
+            while pos < n:
+                if not self._dead:
+                    break
+                e = bucket[pos]
+                if maps[e[4] - start].get((e[0], e[2], e[3])) is e:
+                    break
+                pos += 1
+                self._dead -= 1
+            if pos < n:
                 break
-            heappop(heap)
-            self._dead -= 1
+            del buckets[heappop(heap)]
+            pos = 0
+        self._pos = pos if heap else 0
+        run = self._run
         while run and self._dead:
-            entry = run[0]
-            if maps[entry[4] - start].get((entry[0], entry[2], entry[3])) is entry:
+            e = run[0]
+            if maps[e[4] - start].get((e[0], e[2], e[3])) is e:
                 break
             run.popleft()
             self._dead -= 1
 
     def _compact(self) -> None:
-        """Rebuild the heap from the live entries and empty the run (no dead entries left)."""
-        heap = self._heap
-        heap[:] = [e for m in self._maps for e in m.values()]
-        heapify(heap)
+        """Rebuild the buckets from the live entries (no dead entries left)."""
+        self._rebuild()
+
+    def _rebuild(self) -> None:
+        """Buckets and heap from the dedup maps (the run emptied)."""
         self._run.clear()
+        buckets = self._buckets
+        buckets.clear()
+        for e in sorted(e for m in self._maps for e in m.values()):
+            bucket = buckets.get(e[0])
+            if bucket is None:
+                buckets[e[0]] = [e]
+            else:
+                bucket.append(e)
+        heap = self._heap
+        heap[:] = list(buckets)
+        heapify(heap)
+        self._pos = 0
         self._dead = 0
+        self._count = sum(len(b) for b in buckets.values())
 
     def _raise_out_of_range(self, key_group: int, key: object) -> NoReturn:
         raise ValueError(
@@ -322,33 +392,52 @@ class KeyGroupedTimerQueue(Generic[K, N]):
 
     def _check(self) -> None:
         """Assert every invariant (for tests; O(n))."""
-        heap = self._heap
+        heap, buckets = self._heap, self._buckets
         for i in range(1, len(heap)):
-            parent = heap[(i - 1) >> 1]
-            if not (parent[:2] < heap[i][:2]):
+            if not (heap[(i - 1) >> 1] < heap[i]):
                 raise AssertionError(f"heap order broken at {i}")
-        run = list(self._run)
-        for i in range(1, len(run)):
-            if not (run[i - 1][:2] < run[i][:2]):
-                raise AssertionError(f"run order broken at {i}")
-        live_ids = set()
+        if sorted(heap) != sorted(buckets):
+            raise AssertionError("the heap does not hold exactly the bucket timestamps")
+        live: dict[int, TimerEntry[K, N]] = {}
         for idx, m in enumerate(self._maps):
             for tkey, entry in m.items():
                 if not (tkey == (entry[0], entry[2], entry[3])):
                     raise AssertionError("dedup key does not match entry")
                 if not (entry[4] == idx + self._kg_start):
                     raise AssertionError("entry in wrong key-group map")
-                live_ids.add(id(entry))
-        in_heap = [id(e) for e in heap + run if id(e) in live_ids]
-        if not (len(in_heap) == len(set(in_heap))):
-            raise AssertionError("a live entry is in the heap or the run twice")
-        if not (set(in_heap) == live_ids):
-            raise AssertionError("a live entry is missing from the heap and the run")
-        if not (self._dead == len(heap) + len(run) - len(live_ids)):
-            raise AssertionError("dead count is wrong")
-        if not (all(e[1] < self._seq for e in heap + run)):
-            raise AssertionError("sequence counter went backwards")
-        if heap and id(heap[0]) not in live_ids:
-            raise AssertionError("the head of the heap is a dead entry")
-        if run and id(run[0]) not in live_ids:
+                live[id(entry)] = entry
+        if self._count != len(live):
+            raise AssertionError("live count is wrong")
+        if not heap and self._pos:
+            raise AssertionError("an empty queue has a consumed head")
+        run = list(self._run)
+        for i in range(1, len(run)):
+            if not (run[i - 1][:2] < run[i][:2]):
+                raise AssertionError(f"run order broken at {i}")
+        if run and id(run[0]) not in live:
             raise AssertionError("the head of the run is a dead entry")
+        pending: list[int] = [id(e) for e in run]
+        for ts, bucket in buckets.items():
+            if not bucket:
+                raise AssertionError(f"empty bucket at {ts}")
+            for i, e in enumerate(bucket):
+                if e[0] != ts:
+                    raise AssertionError(f"entry {e[:2]} in the bucket of {ts}")
+                # (a timer reset to a saved entry shares its seq with its dead old copy)
+                if i and not (bucket[i - 1][1] <= e[1]):
+                    raise AssertionError(f"bucket {ts} out of seq order at {i}")
+                if not (e[1] < self._seq):
+                    raise AssertionError("sequence counter went backwards")
+            first = self._pos if heap and ts == heap[0] else 0
+            pending.extend(id(e) for e in bucket[first:])
+        if heap and not (self._pos < len(buckets[heap[0]])):
+            raise AssertionError("the head bucket is consumed")
+        in_buckets = [i for i in pending if i in live]
+        if not (len(in_buckets) == len(set(in_buckets))):
+            raise AssertionError("a live entry is in the run or the buckets twice")
+        if not (set(in_buckets) == set(live)):
+            raise AssertionError("a live entry is missing from the run and the buckets")
+        if not (self._dead == len(pending) - len(in_buckets)):
+            raise AssertionError("dead count is wrong")
+        if heap and id(buckets[heap[0]][self._pos]) not in live:
+            raise AssertionError("the head of the buckets is a dead entry")

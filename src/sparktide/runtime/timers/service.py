@@ -149,28 +149,48 @@ class InternalTimerService(Generic[K, N]):
         queue = self._event
         # KeyGroupedTimerQueue.poll_until, inlined: this loop runs once per fired timer
         heap, run = queue._heap, queue._run
-        if (not run or run[0][0] > time) and (not heap or heap[0][0] > time):
+        if (not run or run[0][0] > time) and (not heap or heap[0] > time):
             return
         triggerable = self._triggerable
         if triggerable is None:
             raise self._unbound_error()
         set_key = self._key_context.set_current_key_and_group
         fire = triggerable.on_event_time
-        maps, start = queue._maps, queue._kg_start
+        buckets, maps, start = queue._buckets, queue._maps, queue._kg_start
         fired = 0
         while True:
-            if run and (not heap or run[0] < heap[0]):
-                if run[0][0] > time:
-                    break
+            if heap:
+                bucket = buckets[heap[0]]
+                pos = queue._pos
+                entry = bucket[pos]
+                if run and run[0] < entry:
+                    entry = run[0]
+                    if entry[0] > time:
+                        break
+                    run.popleft()
+                    if queue._dead:
+                        queue._drop_dead_top()
+                else:
+                    if entry[0] > time:
+                        break
+                    pos += 1
+                    if queue._dead:
+                        queue._pos = pos
+                        queue._drop_dead_top()
+                    elif pos == len(bucket):
+                        del buckets[heappop(heap)]
+                        queue._pos = 0
+                    else:
+                        queue._pos = pos
+            elif run and run[0][0] <= time:
                 entry = run.popleft()
-            elif heap and heap[0][0] <= time:
-                entry = heappop(heap)
+                if queue._dead:
+                    queue._drop_dead_top()
             else:
                 break
             key, kg = entry[2], entry[4]
             del maps[kg - start][(entry[0], key, entry[3])]
-            if queue._dead:
-                queue._drop_dead_top()
+            queue._count -= 1
             set_key(key, kg)
             fire(entry[0], key, entry[3])
             fired += 1
