@@ -60,13 +60,15 @@ from sparktide.spark.placement import placement_keys
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["SWITCH", "ColumnarJob", "columnar_job"]
+__all__ = ["POSITIONS", "SWITCH", "ColumnarJob", "columnar_job", "shipped_schema"]
 
 SWITCH = "SPARKTIDE_COLUMNAR"
 """The environment variable that turns the columnar path off (``off``, ``0`` or ``false``)."""
 
 _MAIN, _LATE, _METRICS = 0, 1, 2  # what a result row is
 _POSITIONS = [f"p{i}" for i in range(POSITION_WIDTH)]
+POSITIONS = _POSITIONS
+"""The ``long`` columns of a result row's position (padded with ``PAD``)."""
 
 
 def enabled() -> bool:
@@ -117,7 +119,7 @@ def _columns_fit(source: DataFrameSource, spec: WindowAggregateSpec) -> bool:
     return True
 
 
-def _held_aggregates(
+def held_aggregates(
     spec: WindowAggregateSpec, fields: tuple[str, ...], slots: tuple[int, ...], by: str | None
 ) -> tuple[tuple[str, ...], ...]:
     """Per aggregated field, what its partials must hold (see ``AGGREGATES``): Flink's record
@@ -134,7 +136,7 @@ def _held_aggregates(
     return tuple(tuple(a for a in AGGREGATES if a in held) for held in wanted)
 
 
-def _field_key(selector: object) -> FieldKey | None:
+def field_key(selector: object) -> FieldKey | None:
     """The :class:`FieldKey` a key selector is (or is the bound ``get_key`` of)."""
     owner = getattr(selector, "__self__", selector)
     return owner if isinstance(owner, FieldKey) else None
@@ -185,7 +187,7 @@ class ColumnarJob:
         by = record.kind[:3] if record is not None and record.kind.endswith("_by") else None
         self.fields = tuple(fields)
         self.slots = tuple(slots)
-        aggregates = _held_aggregates(spec, self.fields, self.slots, by)
+        aggregates = held_aggregates(spec, self.fields, self.slots, by)
         key = _column(df_source, spec.key.field)
         # whole rows travel only for Flink's record and the late side output; otherwise the
         # splits read just the key, the timestamp and the aggregated fields
@@ -225,22 +227,12 @@ class ColumnarJob:
     # ------------------------------------------------------------------ frames
 
     def _schemas(self, source_schema: pa.Schema) -> tuple[pa.Schema, pa.Schema]:
-        key_type = source_schema.field(self.split_plan.key).type
-        shipped = [*SHIPPED, pa.field("pkey", pa.int64()), pa.field("key", key_type)]
-        for i, name in enumerate(self.fields):
-            t = source_schema.field(name).type
-            number = pa.int64() if pa.types.is_integer(t) else pa.float64()
-            for what in self.split_plan.field_aggregates(i):
-                kind = pa.int64() if what == "nn" else number
-                shipped.append(pa.field(field_column(what, i), kind))
-        if self.split_plan.records:
-            shipped.append(pa.field("ext_seq", pa.int64()))
+        shipped = shipped_schema(self.split_plan, source_schema)
         rows = [pa.field(row_column(f.name), f.type) for f in source_schema]
-        shipped += rows
         result = [pa.field("out", pa.int8()), *(pa.field(p, pa.int64()) for p in _POSITIONS)]
         result += list(self.output_schema) + rows
         result += [pa.field(f"m_{m}", pa.int64()) for m in (*SUMMED_METRICS, "rounds")]
-        return pa.schema(shipped), pa.schema(result)
+        return shipped, pa.schema(result)
 
     def results(self, main_only: bool = False, positions: bool = True) -> DataFrame:
         """The lazy DataFrame of every subtask's result rows; ``main_only``: only the main
@@ -337,6 +329,23 @@ class ColumnarJob:
         return metrics
 
 
+def shipped_schema(plan: SplitPlan, source_schema: pa.Schema) -> pa.Schema:
+    """What a split of ``plan`` ships over a source of ``source_schema``: the fixed columns,
+    the placement key, the key, each field's partial aggregates and the source row."""
+    key_type = source_schema.field(plan.key).type
+    shipped = [*SHIPPED, pa.field("pkey", pa.int64()), pa.field("key", key_type)]
+    for i, name in enumerate(plan.fields):
+        t = source_schema.field(name).type
+        number = pa.int64() if pa.types.is_integer(t) else pa.float64()
+        for what in plan.field_aggregates(i):
+            kind = pa.int64() if what == "nn" else number
+            shipped.append(pa.field(field_column(what, i), kind))
+    if plan.records:
+        shipped.append(pa.field("ext_seq", pa.int64()))
+    shipped += [pa.field(row_column(f.name), f.type) for f in source_schema]
+    return pa.schema(shipped)
+
+
 def _rows(table: pa.Table) -> list[Row]:
     return [r for batch in table.to_batches() for r in records_of_batch(batch)]
 
@@ -387,7 +396,7 @@ class SplitTask:
         if not table.num_rows:
             return
         target = np.asarray(table.column("target").to_numpy(), dtype=np.int64)
-        table = _conform(
+        table = conform(
             table.append_column("pkey", pa.array(self.keys[target])), self.schema, fill=False
         )
         order = np.argsort(target, kind="stable")
@@ -425,7 +434,7 @@ class SubtaskTask:
         ]
         if not tables:
             return
-        table = _conform(pa.concat_tables(tables, promote_options="default"), self.shipped)
+        table = conform(pa.concat_tables(tables, promote_options="default"), self.shipped)
         if not table.num_rows:
             return
         out = WindowEngine(self.engine_plan).run(table)
@@ -446,7 +455,7 @@ class SubtaskTask:
         metrics["m_rounds"] = pa.array([rounds], pa.int64())
         metrics["m_failed_records"] = pa.array([0], pa.int64())
         metrics["out"] = pa.array([_METRICS], pa.int8())
-        yield from _conform(pa.table(metrics), self.result).to_batches()
+        yield from conform(pa.table(metrics), self.result).to_batches()
 
     def _rows(self, kind: int, positions: np.ndarray, values: pa.Table) -> Iterator[pa.RecordBatch]:
         if not values.num_rows:
@@ -457,7 +466,7 @@ class SubtaskTask:
                 columns[p] = pa.array(positions[:, i])
         for name in values.column_names:
             columns[name] = values.column(name)
-        yield from _conform(pa.table(columns), self.result).to_batches()
+        yield from conform(pa.table(columns), self.result).to_batches()
 
 
 def named_rows(
@@ -510,7 +519,7 @@ def _ipc_bytes(table: pa.Table) -> bytes:
     return bytes(sink.getvalue())
 
 
-def _conform(table: pa.Table, schema: pa.Schema, fill: bool = True) -> pa.Table:
+def conform(table: pa.Table, schema: pa.Schema, fill: bool = True) -> pa.Table:
     """``table`` in ``schema``'s column order and types: missing columns as nulls, or with
     ``fill=False`` left out (a shipped blob carries only what its rows hold)."""
     n = table.num_rows
@@ -551,7 +560,7 @@ def columnar_job(
         or edges[0].source is not source
         or edges[0].partitioning != "hash"
         or edges[0].tag is not None
-        or _field_key(edges[0].key_selector) != spec.key
+        or field_key(edges[0].key_selector) != spec.key
     ):
         return None
     if not _columns_fit(source.source, spec):

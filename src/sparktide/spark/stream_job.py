@@ -321,6 +321,18 @@ class StreamingJob:
             self.version, plan, snap, new_digests, parts["valves"], parts["watermarks"]
         )
 
+    def restore_subtask(
+        self, task: SubtaskTask, stage: Stage, target: int
+    ) -> dict[str, OperatorWatermarks]:
+        """:meth:`_restore_subtask` for another runner of the stage (the columnar one)."""
+        return self._restore_subtask(task, stage, target)
+
+    def save_subtask(self, task: SubtaskTask, stage: Stage, target: int) -> tuple[str, FileRecord]:
+        """:meth:`_save_subtask` for another runner of the stage; returns the file written
+        (what the subtask's metrics carry for the manifest)."""
+        self._save_subtask(task, stage, target)
+        return self._written.pop(target)
+
     def run_stream_subtask(
         self, stage_index: int, target: int, chunks: list[bytes]
     ) -> list[pa.RecordBatch]:

@@ -78,6 +78,7 @@ from sparktide.spark.checkpoint_meta import (
     SplitState,
     StageFingerprint,
 )
+from sparktide.spark.columnar_stream import columnar_stream
 from sparktide.spark.connect_batches import connect_batch_function
 from sparktide.spark.executor import SparkExecutor, without_adaptive_execution
 from sparktide.spark.failures import quiet_query_failure_log, raise_first_failure
@@ -280,6 +281,8 @@ class _StreamRunner:
             self.first_splits.append(first)
             first += len(splits_of(node))
         self.base = executor.job()
+        # an eligible window aggregate runs its batches on columns (None: per record)
+        self.columnar = columnar_stream(plan)
         self.store = CheckpointStore(
             location, fingerprint(plan), snapshot_every, allow_non_restored_state
         )
@@ -550,7 +553,10 @@ class _StreamRunner:
         spark = frames[0].sparkSession
         plan = self.executor.plan
         produced = []
+        columnar = self.columnar.batch(frames[0], job) if self.columnar is not None else None
         for node, first, frame in zip(self.nodes, self.first_splits, frames, strict=True):
+            if columnar is not None:  # the columnar path runs the batch
+                break
             task = node.source.prepare(frame).mapInArrow(
                 job.stream_source_task(first, node.id), SPARK_SCHEMA
             )
@@ -559,7 +565,7 @@ class _StreamRunner:
                 # whose task i reads partition i (in a union, task ids would be shifted)
                 task = task.repartition(node.source.num_splits)
             produced.append(task.persist())
-        if plan.stages:
+        if plan.stages and columnar is None:
             heartbeats = self._heartbeats(spark, job)
             for stage in plan.stages:
                 inputs = [df.filter(F.col("stage") == stage.index) for df in produced]
@@ -577,9 +583,13 @@ class _StreamRunner:
             to_driver = (F.col("stage") < FIRST_STAGE) & ~(
                 (F.col("stage") == Shipment.COLLECTED.value) & F.col("target").isin(written_ids)
             )
-            rows = reduce(
-                lambda a, b: a.unionAll(b), [df.filter(to_driver) for df in produced]
-            ).collect()
+            rows: list[Any] = (  # Spark's rows, or the columnar path's in their shape
+                columnar.driver_rows()
+                if columnar is not None
+                else reduce(
+                    lambda a, b: a.unionAll(b), [df.filter(to_driver) for df in produced]
+                ).collect()
+            )
             totals = TaskTotals(
                 late_records_dropped=0,
                 late_records_side_output=0,
@@ -620,8 +630,12 @@ class _StreamRunner:
             for _, line in printed:
                 print(line)
             for node in written:
-                frame = self.executor.collected_frame(
-                    produced, node.id, node.output_type, ordered=True
+                frame = (
+                    columnar.frame(node)
+                    if columnar is not None
+                    else self.executor.collected_frame(
+                        produced, node.id, node.output_type, ordered=True
+                    )
                 )
                 sink = batch_sink_of(node.frame_writer)
                 if sink is not None:
@@ -653,6 +667,8 @@ class _StreamRunner:
         finally:
             for df in produced:
                 df.unpersist()
+            if columnar is not None:
+                columnar.unpersist()
 
     def _heartbeats(self, spark: SparkSession, job: StreamingJob) -> DataFrame:
         rows = [

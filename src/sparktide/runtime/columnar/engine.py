@@ -59,7 +59,16 @@ from sparktide.runtime.columnar.windows import WindowGeometry
 from sparktide.runtime.elements import MAX_TIMESTAMP, MIN_TIMESTAMP
 from sparktide.runtime.execution.protocol import PAD, Mark, Phase, RoundPhase
 
-__all__ = ["POSITION_WIDTH", "EngineOutput", "EnginePlan", "WindowEngine"]
+__all__ = [
+    "NO_REGISTRATION",
+    "NO_TIMER",
+    "POSITION_WIDTH",
+    "RESTORED_ROUND",
+    "EngineOutput",
+    "EnginePlan",
+    "EngineState",
+    "WindowEngine",
+]
 
 I64 = npt.NDArray[np.int64]
 
@@ -71,6 +80,13 @@ _MERGE = {"nn": np.add, "sum": np.add, "min": np.minimum, "max": np.maximum}
 _Update = Callable[[float, float], float]
 _UPDATE: dict[str, _Update] = {"sum": operator.add, "min": min, "max": max}
 _NO_REG = np.iinfo(np.int64).max
+NO_REGISTRATION = _NO_REG
+"""``reg_*`` of a window without a pending trigger timer."""
+NO_TIMER = -1
+"""``clean_seq`` of a window whose cleanup timer was not restored (registered in this run)."""
+RESTORED_ROUND = -1
+"""``reg_r`` / ``first_r`` of a restored window: before every round of this run, so restored
+timers fire before new ones of the same time, in their sequence order (``reg_seq``)."""
 _READ = int(RoundPhase.READ)
 _RECORD = int(Mark.RECORD)
 _WM_MARK = int(Mark.WATERMARK)
@@ -123,6 +139,25 @@ class EngineOutput:
     records: pa.Table | None = None  # Flink's record per fired window (source columns)
 
 
+@dataclass
+class EngineState:
+    """What a subtask carries from one micro-batch of a streaming run to the next: its open
+    windows (the columns of :class:`_Windows`, without ``code``, and their ``keys``), the
+    watermark of every channel (split) and the operator's watermark.
+
+    A restored window's timers keep their order: ``reg_r``/``first_r`` are
+    :data:`RESTORED_ROUND` and ``reg_seq`` the sequence number of its trigger timer (when
+    ``pending``); ``clean_seq`` is that of its cleanup timer."""
+
+    keys: pa.Array
+    windows: dict[str, npt.NDArray[np.generic]]
+    channels: I64
+    watermark: int
+    # Flink's record: each window's record so far (``first_row``/``ext_row`` index it), in the
+    # source's columns (named with ``row_column``)
+    rows: pa.Table | None = None
+
+
 class _Windows:
     """The open windows, as columns."""
 
@@ -144,6 +179,8 @@ class _Windows:
         "ext_r",
         "ext_s",
         "ext_seq",
+        # the sequence number of a restored cleanup timer (NO_TIMER: none restored)
+        "clean_seq",
     )
 
     def __init__(self, held: list[tuple[int, str]], dtypes: list[np.dtype[np.generic]]) -> None:
@@ -169,18 +206,24 @@ class WindowEngine:
         self.late_side = 0
         self.timers_fired = 0
 
-    def run(self, shipped: pa.Table) -> EngineOutput:
+    def run(self, shipped: pa.Table, state: EngineState | None = None) -> EngineOutput:
+        """Replay ``shipped``'s rounds; ``state``: where a streaming run's previous
+        micro-batch left the subtask (then :meth:`state` gives where this one leaves it)."""
         plan = self.plan
         kind = np.asarray(shipped.column("kind").to_numpy(zero_copy_only=False))
         partials = shipped.filter(pa.array(kind == Kind.PARTIAL))
         raws = shipped.filter(pa.array(kind == Kind.RAW))
         marks = shipped.filter(pa.array(kind == Kind.WATERMARK))
+        key_type = shipped.schema.field("key").type
+        restored = [] if state is None else [state.keys.cast(key_type)]
         keys = pa.chunked_array(
-            [*partials.column("key").chunks, *raws.column("key").chunks],
-            type=shipped.schema.field("key").type,
+            [*restored, *partials.column("key").chunks, *raws.column("key").chunks],
+            type=key_type,
         )
         codes, self.uniques = key_codes(keys)
-        p_codes, r_codes = codes[: partials.num_rows], codes[partials.num_rows :]
+        restored_rows = 0 if state is None else len(state.keys)
+        p_codes = codes[restored_rows : restored_rows + partials.num_rows]
+        r_codes = codes[restored_rows + partials.num_rows :]
         dtypes: list[np.dtype[np.generic]] = [np.dtype(np.int64)] * plan.fields
         for i, what in plan.held:
             if what != "nn":
@@ -191,14 +234,26 @@ class WindowEngine:
         self.late: list[tuple[list[int], int]] = []  # (position, raw row)
         self.channels = np.full(plan.splits, MIN_TIMESTAMP, np.int64)
         self.watermark = MIN_TIMESTAMP
+        if state is not None:
+            cols = self.windows.cols
+            for name in cols:
+                if name != "code":
+                    cols[name] = np.asarray(state.windows[name], dtype=cols[name].dtype)
+            cols["code"] = codes[:restored_rows]
+            self.channels = np.asarray(state.channels, np.int64).copy()
+            self.watermark = state.watermark
 
         p = _columns(partials, plan.held)
         p["code"] = p_codes
         r = _columns(raws, plan.held)
         r["code"] = r_codes
-        p["row"] = np.arange(partials.num_rows, dtype=np.int64)
+        # row ids: the restored windows' records, then partials, then raws
+        self.restored = state.rows if state is not None else None
+        held_rows = 0 if self.restored is None else self.restored.num_rows
+        p["row"] = np.arange(partials.num_rows, dtype=np.int64) + held_rows
         r["row"] = np.arange(raws.num_rows, dtype=np.int64)
-        r["id"] = r["row"] + partials.num_rows  # row ids: partials, then raws
+        r["id"] = r["row"] + partials.num_rows + held_rows
+        self.partials, self.raws = partials, raws
         zeros = np.zeros(partials.num_rows, np.int64)
         p["ext_seq"] = _int_column(partials, "ext_seq") if plan.records else zeros
         r["ext_seq"] = r["seq"]
@@ -238,6 +293,7 @@ class WindowEngine:
             "ext_r": part["r"][rows],
             "ext_s": part["s"][rows],
             "ext_seq": part["ext_seq"][rows],
+            "clean_seq": np.full(len(rows), NO_TIMER, np.int64),
         }
         for i, what in self.plan.held:
             name = field_column(what, i)
@@ -252,6 +308,7 @@ class WindowEngine:
         merged = {k: v[heads] for k, v in cols.items()}  # the first (lowest registration)
         merged["count"] = np.add.reduceat(cols["count"], heads)
         merged["pending"] = np.logical_or.reduceat(cols["pending"], heads)
+        merged["clean_seq"] = np.maximum.reduceat(cols["clean_seq"], heads)
         for i, what in self.plan.held:
             name = field_column(what, i)
             merged[name] = _MERGE[what].reduceat(cols[name], heads)
@@ -319,6 +376,7 @@ class WindowEngine:
                         ("ext_r", r),
                         ("ext_s", s),
                         ("ext_seq", seq),
+                        ("clean_seq", NO_TIMER),
                     ):
                         win[column].append(value)
                     for name in names:
@@ -426,6 +484,17 @@ class WindowEngine:
 
     # ------------------------------------------------------------------ output
 
+    def state(self) -> EngineState:
+        """Where this run leaves the subtask (after :meth:`run`): its open windows, the
+        channels' and the operator's watermarks."""
+        cols = {k: v for k, v in self.windows.cols.items() if k != "code"}
+        keys = self.uniques.take(pa.array(self.windows.cols["code"], pa.int64()))
+        rows = None
+        if self.plan.records:  # each open window's record, which its row ids now index
+            rows = self._records(self.partials, self.raws, self.windows.cols)
+            cols["first_row"] = cols["ext_row"] = np.arange(len(keys), dtype=np.int64)
+        return EngineState(keys, cols, self.channels.copy(), self.watermark, rows)
+
     def _output(self, partials: pa.Table, raws: pa.Table) -> EngineOutput:
         names = ["code", "start", "count", "first_row", "ext_row"] + [
             field_column(what, i) for i, what in self.plan.held
@@ -466,7 +535,10 @@ class WindowEngine:
         replaced by its aggregate): those come from the window."""
         plan = self.plan
         names = [row_column(c) for c in plan.columns]
-        rows = pa.concat_tables([partials.select(names), raws.select(names)])
+        tables = [partials.select(names), raws.select(names)]
+        if self.restored is not None:
+            tables.insert(0, self.restored.select(names).cast(tables[0].schema))
+        rows = pa.concat_tables(tables)
         taken = rows.take(pa.array(cols["ext_row" if plan.by is not None else "first_row"]))
         replaced = {plan.key_name: self.uniques.take(pa.array(cols["code"]))}
         if plan.by is None:

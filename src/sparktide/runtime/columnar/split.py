@@ -57,6 +57,7 @@ __all__ = [
     "Kind",
     "SplitAggregator",
     "SplitPlan",
+    "SplitResume",
     "extremes",
     "field_column",
     "key_codes",
@@ -138,6 +139,7 @@ class SplitPlan:
     by: str | None = None
     # per aggregated field, the members of AGGREGATES it needs (empty: all of them)
     aggregates: tuple[tuple[str, ...], ...] = ()
+    source: str = "from_dataframe"  # the method that made the source (errors name it)
 
     def field_aggregates(self, i: int) -> tuple[str, ...]:
         """What field ``i``'s partials hold (see :data:`AGGREGATES`)."""
@@ -152,12 +154,25 @@ class SplitPlan:
         return tuple(c for c in self.columns if c not in dropped)
 
 
-def timestamps_of(column: pa.ChunkedArray | pa.Array, name: str) -> I64:
+@dataclass(frozen=True)
+class SplitResume:
+    """Where a split continues in a streaming run's next micro-batch: the records it has read
+    (the last record's sequence number), its generator's highest timestamp (bounded
+    out-of-orderness) and the watermark it emitted last."""
+
+    read: int
+    max_ts: int
+    emitted: int
+
+
+def timestamps_of(
+    column: pa.ChunkedArray | pa.Array, name: str, source: str = "from_dataframe"
+) -> I64:
     """Epoch milliseconds of an integer or timestamp column (nulls are an error, as the
-    per-record timestamp assigner raises)."""
+    per-record timestamp assigner raises; ``source``: the method the user called)."""
     if column.null_count:
         raise ValueError(
-            f"from_dataframe: the timestamp column {name!r} holds null; filter those rows out or "
+            f"{source}: the timestamp column {name!r} holds null; filter those rows out or "
             f"fill them (e.g. df.na.drop(subset=[{name!r}]))"
         )
     t = column.type
@@ -169,7 +184,7 @@ def timestamps_of(column: pa.ChunkedArray | pa.Array, name: str) -> I64:
     if pa.types.is_integer(t):
         return np.asarray(column.to_numpy(zero_copy_only=False), dtype=np.int64)
     raise TypeError(
-        f"from_dataframe: the timestamp column {name!r} must hold integers (epoch milliseconds) "
+        f"{source}: the timestamp column {name!r} must hold integers (epoch milliseconds) "
         f"or timestamps, got {t}"
     )
 
@@ -211,12 +226,18 @@ class SplitAggregator:
     """One split's rounds (see the module docstring): :meth:`feed` it the split's rows in
     order, then :meth:`finish`."""
 
-    def __init__(self, plan: SplitPlan, split: int) -> None:
+    def __init__(
+        self, plan: SplitPlan, split: int, resume: SplitResume | None = None, round_: int = 0
+    ) -> None:
         self.plan = plan
         self.split = split
         self.read = 0  # records read so far (the last record's seq)
         self.max_ts = MIN_TIMESTAMP if plan.bound is None else MIN_TIMESTAMP + plan.bound + 1
         self.emitted = MIN_TIMESTAMP  # the split's watermark (the last one emitted)
+        if resume is not None:  # a streaming run's next micro-batch
+            self.read, self.max_ts, self.emitted = resume.read, resume.max_ts, resume.emitted
+        self.round = round_  # the round of rows read without a limit (``every`` is None)
+        self.first_read = self.read
         self.watermarks: list[tuple[int, int, int, int]] = []  # (round, phase, seq, value)
         self.pending: list[pa.Table] = []
         self.pending_rows = 0
@@ -237,7 +258,7 @@ class SplitAggregator:
             self.pending_rows += head.num_rows
             if every is None:
                 if self.pending_rows >= limit:
-                    yield self._piece(0)
+                    yield self._piece(self.round)
             elif (self.read + self.pending_rows) % every == 0:
                 r = (self.read + self.pending_rows) // every - 1
                 yield self._piece(r)
@@ -254,6 +275,22 @@ class SplitAggregator:
         self.watermarks.append((end_round, int(RoundPhase.END_OF_INPUT), self.read, MAX_TIMESTAMP))
         out.append(self._watermark_rows())
         return pa.concat_tables(out, promote_options="default")
+
+    def end_round(self) -> pa.Table:
+        """A streaming micro-batch's end (its one round, :attr:`round`): the last rows and
+        the periodic watermark, if it rose (the input of a stream never ends: no ``MAX``)."""
+        out = []
+        if self.pending_rows:
+            out.append(self._piece(self.round))
+        self._periodic(self.round)
+        out.append(self._watermark_rows())
+        self.watermarks = []
+        return pa.concat_tables(out, promote_options="default")
+
+    @property
+    def resume(self) -> SplitResume:
+        """Where the split stands (what the next micro-batch continues from)."""
+        return SplitResume(self.read, self.max_ts, self.emitted)
 
     @property
     def rounds(self) -> int:
@@ -297,7 +334,7 @@ class SplitAggregator:
         first_seq = self.read + 1
         self.read += n
         plan = self.plan
-        ts = timestamps_of(table.column(plan.timestamp), plan.timestamp)
+        ts = timestamps_of(table.column(plan.timestamp), plan.timestamp, plan.source)
         w_prev = self.emitted  # the split's watermark after round r - 1
         if len(ts) and plan.bound is not None:
             self.max_ts = max(self.max_ts, int(ts.max()))
