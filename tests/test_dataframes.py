@@ -148,6 +148,33 @@ def test_side_output_is_its_own_dataframe(events) -> None:
     assert sum(r[2] for r in main) + sum(r[2] for r in late_rows) == sum(v for *_, v in _rows())
 
 
+def test_a_side_output_has_its_tags_type_not_the_operators(events) -> None:
+    results = {}
+    for runtime in ("local", "spark"):
+        env = _env(runtime, 2)
+        counts = (
+            env.from_dataframe(
+                events,
+                WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(1_500)),
+                timestamp_column="ts",
+            )
+            .key_by("key")
+            .window(TumblingEventTimeWindows.of(Time.seconds(2)))
+            .side_output_late_data(LATE)
+            .count()
+        )
+        assert counts.get_side_output(OutputTag("late")).get_type() is None  # untyped: pickled
+        late = counts.get_side_output(LATE).to_dataframe()
+        assert late.columns == ["key", "ts", "v"]
+        main = counts.to_dataframe()
+        assert main.columns == ["key", "window_start", "window_end", "count"]
+        results[runtime] = (_collect(main), _collect(late))
+    main, late_rows = results["spark"]
+    assert late_rows, "the input has late records"
+    assert results["local"] == results["spark"]
+    assert sum(r[3] for r in main) + len(late_rows) == len(_rows())
+
+
 def test_typed_columns_and_pickled_column(spark) -> None:
     env = _env("spark", 2)
     numbers = env.from_collection(list(range(5)))

@@ -167,7 +167,9 @@ class DataStream:
         return self
 
     def get_type(self) -> Any:
-        return self._node.output_type
+        """The type information of the stream's elements: its operator's output type, or for
+        a side output its tag's (``None``, an untyped tag: pickled values, as in PyFlink)."""
+        return self._node.output_type if self._tag is None else self._tag.type_info
 
     def get_execution_environment(self) -> StreamExecutionEnvironment:
         return self._env
@@ -235,7 +237,7 @@ class DataStream:
         node = self._one_input(
             "Filter",
             lambda: StreamFilter(copy_function(func)),
-            self._node.output_type,
+            self.get_type(),
             split_local=True,
             coerce_output=False,
         )
@@ -299,7 +301,7 @@ class DataStream:
         node = self._one_input(
             "Timestamps/Watermarks",
             factory,
-            self._node.output_type,
+            self.get_type(),
             split_local=True,
             coerce_output=False,
         )
@@ -318,7 +320,7 @@ class DataStream:
                 "Union",
                 [self._edge()] + [s._edge() for s in streams],
                 operator_factory=None,
-                output_type=self._node.output_type,
+                output_type=self.get_type(),
                 split_local=True,
             )
         )
@@ -360,7 +362,7 @@ class DataStream:
                 "operator",
                 "Rebalance",
                 [self._edge("rebalance")],
-                output_type=self._node.output_type,
+                output_type=self.get_type(),
             )
         )
         return DataStream(self._env, node)
@@ -371,7 +373,7 @@ class DataStream:
     def global_(self) -> DataStream:
         """Send every element to the first subtask of the next operator."""
         node = self._env._graph.add(
-            Node("operator", "Global", [self._edge("global")], output_type=self._node.output_type)
+            Node("operator", "Global", [self._edge("global")], output_type=self.get_type())
         )
         return DataStream(self._env, node)
 
@@ -391,7 +393,7 @@ class DataStream:
     def print(self, sink_identifier: str | None = None) -> DataStreamSink:
         """Print every element as PyFlink does (see ``PrintSinkOperator``), prefixed by
         ``"N> "`` when run in parallel."""
-        type_info = self._node.output_type
+        type_info = self.get_type()
         node = self._env._graph.add(
             Node(
                 "sink",
@@ -410,7 +412,7 @@ class DataStream:
                 "sink must be a Sink such as FileSink.for_row_format(path, "
                 f"Encoder.simple_string_encoder()).build(), got {type(sink).__name__}"
             )
-        type_info = self._node.output_type
+        type_info = self.get_type()
         node = self._env._graph.add(
             Node(
                 "sink",
@@ -578,7 +580,7 @@ class KeyedStream(DataStream):
         node = self._keyed(
             "Filter",
             lambda: KeyedProcessOperator(copy_function(adapter)),
-            self._node.output_type,
+            self.get_type(),
             coerce=False,
         )
         return DataStream(self._env, node)
@@ -586,7 +588,7 @@ class KeyedStream(DataStream):
     def reduce(self, func: Any) -> DataStream:
         """Rolling reduce per key: emits the running result after every element."""
         as_callable(func, "reduce", "func")
-        t = self._node.output_type
+        t = self.get_type()
         env = self._env
 
         def factory() -> StreamGroupedReduce:
