@@ -37,17 +37,16 @@ from sparktide.common.watermark_strategy import (
     NoWatermarksGenerator,
     WatermarkStrategy,
 )
-from sparktide.runtime.columnar.engine import POSITION_WIDTH, EnginePlan, WindowEngine
+from sparktide.runtime.columnar.engine import POSITION_WIDTH, WindowEngine
+from sparktide.runtime.columnar.plans import ColumnarPlans, column_of
 from sparktide.runtime.columnar.spec import AggregateKind, FieldKey, OutputForm, WindowAggregateSpec
 from sparktide.runtime.columnar.split import (
-    AGGREGATES,
     SHIPPED,
     SplitAggregator,
     SplitPlan,
     field_column,
     row_column,
 )
-from sparktide.runtime.columnar.windows import WindowGeometry
 from sparktide.runtime.elements import StreamRecord
 from sparktide.runtime.execution.planner import Plan
 from sparktide.runtime.execution.protocol import PAD
@@ -59,6 +58,7 @@ from sparktide.spark.placement import placement_keys
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructType
 
 __all__ = ["POSITIONS", "SWITCH", "ColumnarJob", "columnar_job", "shipped_schema"]
 
@@ -92,48 +92,22 @@ def watermark_bound(strategy: WatermarkStrategy | None) -> tuple[bool, int | Non
     return False, None
 
 
-def _column(source: DataFrameSource, field: int | str | None) -> str | None:
-    if isinstance(field, str):
-        return field if field in source.columns else None
-    if isinstance(field, int) and 0 <= field < len(source.columns):
-        return source.columns[field]
-    return None
-
-
-def _columns_fit(source: DataFrameSource, spec: WindowAggregateSpec) -> bool:
+def columns_fit(schema: StructType, columns: list[str], spec: WindowAggregateSpec) -> bool:
     """Whether the key is an integer or string column and every aggregated field an integer
-    or double column of the source (other types keep the per-record path)."""
+    or double column of a source of ``schema`` (other types keep the per-record path)."""
     from pyspark.sql import types as T
 
-    schema = source.prepared().schema
-    key = _column(source, spec.key.field)
+    key = column_of(columns, spec.key.field)
     if key is None or not isinstance(schema[key].dataType, T.IntegralType | T.StringType):
         return False
     fields = [a.field for a in spec.aggregates if a.kind is not AggregateKind.COUNT]
     if spec.field_aggregate is not None:
         fields = [spec.field_aggregate.field]
     for field in fields:
-        name = _column(source, field)
+        name = column_of(columns, field)
         if name is None or not isinstance(schema[name].dataType, T.IntegralType | T.DoubleType):
             return False
     return True
-
-
-def held_aggregates(
-    spec: WindowAggregateSpec, fields: tuple[str, ...], slots: tuple[int, ...], by: str | None
-) -> tuple[tuple[str, ...], ...]:
-    """Per aggregated field, what its partials must hold (see ``AGGREGATES``): Flink's record
-    needs its one aggregate (nulls fail there); named aggregates count the values that are not
-    null, and add the sum (``sum``, ``avg``), minimum or maximum they read."""
-    record = spec.field_aggregate
-    if record is not None:
-        return ((by or record.kind,),)
-    wanted: list[set[str]] = [{"nn"} for _ in fields]
-    for agg, slot in zip(spec.aggregates, slots, strict=True):
-        if slot >= 0:
-            kind = agg.kind.value
-            wanted[slot].add("sum" if kind in ("sum", "avg") else kind)
-    return tuple(tuple(a for a in AGGREGATES if a in held) for held in wanted)
 
 
 def field_key(selector: object) -> FieldKey | None:
@@ -171,57 +145,19 @@ class ColumnarJob:
         stage = plan.stage_of[window.id]
         self.parallelism = stage.parallelism
         assigner_ts = source.watermark_strategy.timestamp_assigner  # type: ignore[union-attr]
-        fields: list[str] = []
-        slots: list[int] = []
-        for agg in spec.aggregates:
-            name = _column(df_source, agg.field)
-            if agg.kind is AggregateKind.COUNT or name is None:
-                slots.append(-1)
-                continue
-            if name not in fields:
-                fields.append(name)
-            slots.append(fields.index(name))
-        record = spec.field_aggregate  # Flink's record: one field
-        if record is not None:
-            fields = [cast(str, _column(df_source, record.field))]
-        by = record.kind[:3] if record is not None and record.kind.endswith("_by") else None
-        self.fields = tuple(fields)
-        self.slots = tuple(slots)
-        aggregates = held_aggregates(spec, self.fields, self.slots, by)
-        key = _column(df_source, spec.key.field)
-        # whole rows travel only for Flink's record and the late side output; otherwise the
-        # splits read just the key, the timestamp and the aggregated fields
-        whole = record is not None or any(s.late for s in sinks)
-        wanted = {key, assigner_ts.column, *fields}  # type: ignore[union-attr]
-        self.columns = tuple(c for c in df_source.columns if whole or c in wanted)
-        self.split_plan = SplitPlan(
-            WindowGeometry(spec.size_ms, spec.slide_ms, spec.offset_ms),
-            key or "",
+        plans = ColumnarPlans.of(
+            spec,
+            df_source.columns,
             assigner_ts.column,  # type: ignore[union-attr]
-            self.fields,
-            self.columns,
-            bound,
-            every,
-            stage.parallelism,
-            stage.max_parallelism,
-            records=record is not None,
-            by=by,
-            aggregates=aggregates,
+            bound=bound,
+            every=every,
+            parallelism=stage.parallelism,
+            max_parallelism=stage.max_parallelism,
+            splits=splits,
+            late_rows=any(s.late for s in sinks),
         )
-        self.engine_plan = EnginePlan(
-            self.split_plan.geometry,
-            spec.allowed_lateness_ms,
-            splits,
-            len(self.fields),
-            spec.late_tag is not None,  # counted as side output even when unread
-            records=record is not None,
-            by=by,
-            aggregate=record.kind if record is not None and by is None else "sum",
-            field_name=self.fields[0] if record is not None else "",
-            aggregates=aggregates,
-            key_name=key or "",
-            columns=self.columns,
-        )
+        self.fields, self.slots, self.columns = plans.fields, plans.slots, plans.columns
+        self.split_plan, self.engine_plan = plans.split, plans.engine
         self.output_schema = arrow_schema_of(spec.output_type)
 
     # ------------------------------------------------------------------ frames
@@ -563,7 +499,8 @@ def columnar_job(
         or field_key(edges[0].key_selector) != spec.key
     ):
         return None
-    if not _columns_fit(source.source, spec):
+    df_source = source.source
+    if not columns_fit(df_source.prepared().schema, df_source.columns, spec):
         return None
     sinks = []
     for node in stage.nodes[1:]:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import pickle
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -45,7 +45,8 @@ from sparktide.runtime.columnar.operator_state import (
     restore_windows,
     snapshot_windows,
 )
-from sparktide.runtime.columnar.spec import AggregateKind, WindowAggregateSpec
+from sparktide.runtime.columnar.plans import ColumnarPlans
+from sparktide.runtime.columnar.spec import WindowAggregateSpec
 from sparktide.runtime.columnar.split import (
     SplitAggregator,
     SplitResume,
@@ -62,10 +63,10 @@ from sparktide.spark.checkpoint_meta import OperatorWatermarks, SplitState
 from sparktide.spark.columnar_job import (
     POSITIONS,
     SplitTask,
+    columns_fit,
     conform,
     enabled,
     field_key,
-    held_aggregates,
     named_rows,
     shipped_schema,
     watermark_bound,
@@ -124,65 +125,24 @@ class ColumnarStream:
         stage = plan.stages[0]
         self.stage = stage
         self.splits = self.stream.num_splits
-        columns = self.stream.columns
-        fields: list[str] = []
-        slots: list[int] = []
-        for agg in spec.aggregates:
-            name = _column(columns, agg.field)
-            if agg.kind is AggregateKind.COUNT or name is None:
-                slots.append(-1)
-                continue
-            if name not in fields:
-                fields.append(name)
-            slots.append(fields.index(name))
-        record = spec.field_aggregate  # Flink's record: one field
-        if record is not None:
-            fields = [cast(str, _column(columns, record.field))]
-        by = record.kind[:3] if record is not None and record.kind.endswith("_by") else None
-        self.fields = tuple(fields)
-        self.slots = tuple(slots)
-        key = cast(str, _column(columns, spec.key.field))
         timestamp = self.strategy.timestamp_assigner.column  # type: ignore[union-attr]
-        whole = record is not None or any(s.late for s in sinks)
-        wanted = {key, timestamp, *fields}
-        self.columns = tuple(c for c in columns if whole or c in wanted)
-        from sparktide.runtime.columnar.engine import EnginePlan
-        from sparktide.runtime.columnar.split import SplitPlan
-        from sparktide.runtime.columnar.windows import WindowGeometry
-
-        geometry = WindowGeometry(spec.size_ms, spec.slide_ms, spec.offset_ms)
-        aggregates = held_aggregates(spec, self.fields, self.slots, by)
-        self.split_plan = SplitPlan(
-            geometry,
-            key,
+        plans = ColumnarPlans.of(
+            spec,
+            self.stream.columns,
             timestamp,
-            self.fields,
-            self.columns,
-            bound,
-            None,
-            stage.parallelism,
-            stage.max_parallelism,
-            records=record is not None,
-            by=by,
-            aggregates=aggregates,
+            bound=bound,
+            every=None,
+            parallelism=stage.parallelism,
+            max_parallelism=stage.max_parallelism,
+            splits=self.splits,
+            late_rows=any(s.late for s in sinks),
             source="from_stream",
         )
-        self.engine_plan = EnginePlan(
-            geometry,
-            spec.allowed_lateness_ms,
-            self.splits,
-            len(fields),
-            spec.late_tag is not None,
-            records=record is not None,
-            by=by,
-            aggregate=record.kind if record is not None and by is None else "sum",
-            field_name=self.fields[0] if record is not None else "",
-            aggregates=aggregates,
-            key_name=key,
-            columns=self.columns,
-        )
+        self.fields, self.slots, self.columns = plans.fields, plans.slots, plans.columns
+        self.split_plan, self.engine_plan = plans.split, plans.engine
+        record, by = spec.field_aggregate, self.split_plan.by
         self.layout: AccumulatorLayout | RecordLayout = (
-            AccumulatorLayout.of(spec.aggregates, self.slots, len(fields))
+            AccumulatorLayout.of(spec.aggregates, self.slots, len(self.fields))
             if record is None
             else RecordLayout(self.fields[0], by or record.kind)
         )
@@ -279,14 +239,6 @@ class _Batch:
     def unpersist(self) -> None:
         self.results.unpersist()
         self.splits.unpersist()
-
-
-def _column(columns: list[str], field: int | str | None) -> str | None:
-    if isinstance(field, str):
-        return field if field in columns else None
-    if isinstance(field, int) and 0 <= field < len(columns):
-        return columns[field]
-    return None
 
 
 # ---------------------------------------------------------------------- worker functions
@@ -565,7 +517,7 @@ def columnar_stream(plan: Plan) -> ColumnarStream | None:
         or field_key(edges[0].key_selector) != spec.key
     ):
         return None
-    if not _stream_columns_fit(stream, spec):
+    if stream.df is None or not columns_fit(stream.df.schema, stream.columns, spec):
         return None
     sinks = []
     for node in stage.nodes[1:]:
@@ -581,24 +533,3 @@ def columnar_stream(plan: Plan) -> ColumnarStream | None:
     if not sinks:
         return None
     return ColumnarStream(plan, source, spec, sinks, bound)
-
-
-def _stream_columns_fit(stream: StreamSource, spec: WindowAggregateSpec) -> bool:
-    """Whether the key is an integer or string column and every aggregated field an integer
-    or double column of the stream."""
-    from pyspark.sql import types as T
-
-    if stream.df is None:
-        return False
-    schema = stream.df.schema
-    key = _column(stream.columns, spec.key.field)
-    if key is None or not isinstance(schema[key].dataType, T.IntegralType | T.StringType):
-        return False
-    fields = [a.field for a in spec.aggregates if a.kind is not AggregateKind.COUNT]
-    if spec.field_aggregate is not None:
-        fields = [spec.field_aggregate.field]
-    for field in fields:
-        name = _column(stream.columns, field)
-        if name is None or not isinstance(schema[name].dataType, T.IntegralType | T.DoubleType):
-            return False
-    return True
