@@ -48,7 +48,7 @@ from sparktide.runtime.columnar.split import (
     row_column,
 )
 from sparktide.runtime.elements import StreamRecord
-from sparktide.runtime.execution.planner import Plan
+from sparktide.runtime.execution.planner import Plan, Stage
 from sparktide.runtime.execution.protocol import PAD
 from sparktide.runtime.execution.tasks import SUMMED_METRICS
 from sparktide.runtime.graph import Node
@@ -474,20 +474,29 @@ def conform(table: pa.Table, schema: pa.Schema, fill: bool = True) -> pa.Table:
 # ---------------------------------------------------------------------- eligibility
 
 
-def columnar_job(
-    plan: Plan, splits: int, every: int | None, frame_node: int | None = None
-) -> ColumnarJob | None:
-    """The columnar form of ``plan``, or ``None`` when it does not have the eligible shape
-    (see the module docstring); ``frame_node``: the sink a ``to_dataframe()`` reads."""
+@dataclass(frozen=True)
+class Shape:
+    """A plan of the shape both columnar paths need: one source feeding one stage whose entry
+    is a window with a built-in aggregate, keyed by a field, under a built-in watermark
+    strategy (its out-of-orderness ``bound``)."""
+
+    source: Node
+    stage: Stage
+    spec: WindowAggregateSpec
+    bound: int | None
+
+
+def window_aggregate_shape(plan: Plan, source_type: type) -> Shape | None:
+    """``plan``'s :class:`Shape`, when its source is a ``source_type`` and the columnar path
+    is on (see :data:`SWITCH`); else ``None``."""
     if not enabled() or len(plan.sources) != 1 or len(plan.stages) != 1:
         return None
     source = plan.sources[0]
-    if not isinstance(source.source, DataFrameSource) or plan.source_stage != {source.id}:
+    if not isinstance(source.source, source_type) or plan.source_stage != {source.id}:
         return None
     built_in, bound = watermark_bound(source.watermark_strategy)
     stage = plan.stages[0]
-    window = stage.entry
-    spec = window.window_aggregate
+    spec = stage.entry.window_aggregate
     if not built_in or spec is None or spec.output_type is None:
         return None
     edges = stage.input_edges
@@ -499,6 +508,19 @@ def columnar_job(
         or field_key(edges[0].key_selector) != spec.key
     ):
         return None
+    return Shape(source, stage, spec, bound)
+
+
+def columnar_job(
+    plan: Plan, splits: int, every: int | None, frame_node: int | None = None
+) -> ColumnarJob | None:
+    """The columnar form of ``plan``, or ``None`` when it does not have the eligible shape
+    (see the module docstring); ``frame_node``: the sink a ``to_dataframe()`` reads."""
+    shape = window_aggregate_shape(plan, DataFrameSource)
+    if shape is None:
+        return None
+    source, stage, spec = shape.source, shape.stage, shape.spec
+    window = stage.entry
     df_source = source.source
     if not columns_fit(df_source.prepared().schema, df_source.columns, spec):
         return None
@@ -516,4 +538,4 @@ def columnar_job(
         sinks.append(_Sink(node, late))
     if not sinks:
         return None
-    return ColumnarJob(plan, source, window, spec, sinks, splits, every, bound)
+    return ColumnarJob(plan, source, window, spec, sinks, splits, every, shape.bound)

@@ -65,11 +65,9 @@ from sparktide.spark.columnar_job import (
     SplitTask,
     columns_fit,
     conform,
-    enabled,
-    field_key,
     named_rows,
     shipped_schema,
-    watermark_bound,
+    window_aggregate_shape,
 )
 from sparktide.spark.frames import arrow_schema_of, records_of_batch, spark_schema_of
 from sparktide.spark.placement import placement_keys
@@ -497,26 +495,11 @@ class _Discard:
 def columnar_stream(plan: Plan) -> ColumnarStream | None:
     """The columnar form of a streaming job's ``plan``, or ``None`` when it does not have the
     eligible shape (see the module docstring)."""
-    if not enabled() or len(plan.sources) != 1 or len(plan.stages) != 1:
+    shape = window_aggregate_shape(plan, StreamSource)
+    if shape is None:
         return None
-    source = plan.sources[0]
-    stream = source.source
-    if not isinstance(stream, StreamSource) or plan.source_stage != {source.id}:
-        return None
-    built_in, bound = watermark_bound(source.watermark_strategy)
-    stage = plan.stages[0]
-    spec = stage.entry.window_aggregate
-    if not built_in or spec is None or spec.output_type is None:
-        return None
-    edges = stage.input_edges
-    if (
-        len(edges) != 1
-        or edges[0].source is not source
-        or edges[0].partitioning != "hash"
-        or edges[0].tag is not None
-        or field_key(edges[0].key_selector) != spec.key
-    ):
-        return None
+    source, stage, spec = shape.source, shape.stage, shape.spec
+    stream: StreamSource = source.source
     if stream.df is None or not columns_fit(stream.df.schema, stream.columns, spec):
         return None
     sinks = []
@@ -532,4 +515,4 @@ def columnar_stream(plan: Plan) -> ColumnarStream | None:
         sinks.append(_Sink(node, late))
     if not sinks:
         return None
-    return ColumnarStream(plan, source, spec, sinks, bound)
+    return ColumnarStream(plan, source, spec, sinks, shape.bound)

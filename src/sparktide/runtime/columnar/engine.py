@@ -64,6 +64,7 @@ __all__ = [
     "NO_TIMER",
     "POSITION_WIDTH",
     "RESTORED_ROUND",
+    "WINDOW_COLUMNS",
     "EngineOutput",
     "EnginePlan",
     "EngineState",
@@ -158,30 +159,34 @@ class EngineState:
     rows: pa.Table | None = None
 
 
+WINDOW_COLUMNS = (
+    "code",
+    "kg",
+    "start",
+    "count",
+    "pending",
+    "reg_r",
+    "reg_s",
+    "reg_seq",
+    # the first record (row id, position) and the extreme record (min_by / max_by)
+    "first_row",
+    "first_r",
+    "first_s",
+    "first_seq",
+    "ext_row",
+    "ext_r",
+    "ext_s",
+    "ext_seq",
+    # the sequence number of a restored cleanup timer (NO_TIMER: none restored)
+    "clean_seq",
+)
+"""The columns of an open window (integers; ``pending``: whether its timer is set)."""
+
+
 class _Windows:
     """The open windows, as columns."""
 
-    names = (
-        "code",
-        "kg",
-        "start",
-        "count",
-        "pending",
-        "reg_r",
-        "reg_s",
-        "reg_seq",
-        # the first record (row id, position) and the extreme record (min_by / max_by)
-        "first_row",
-        "first_r",
-        "first_s",
-        "first_seq",
-        "ext_row",
-        "ext_r",
-        "ext_s",
-        "ext_seq",
-        # the sequence number of a restored cleanup timer (NO_TIMER: none restored)
-        "clean_seq",
-    )
+    names = WINDOW_COLUMNS
 
     def __init__(self, held: list[tuple[int, str]], dtypes: list[np.dtype[np.generic]]) -> None:
         self.cols: dict[str, npt.NDArray[np.generic]] = {

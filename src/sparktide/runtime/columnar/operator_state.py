@@ -43,6 +43,7 @@ from sparktide.runtime.columnar.engine import (
     NO_REGISTRATION,
     NO_TIMER,
     RESTORED_ROUND,
+    WINDOW_COLUMNS,
     EngineState,
 )
 from sparktide.runtime.columnar.split import extremes, field_column
@@ -65,23 +66,7 @@ CONTENTS = "window-contents"
 TIMERS = "window-timers"
 """The window operator's timer service (``WINDOW_TIMERS``)."""
 
-_INDEXES = (
-    "kg",
-    "start",
-    "count",
-    "reg_r",
-    "reg_s",
-    "reg_seq",
-    "first_row",
-    "first_r",
-    "first_s",
-    "first_seq",
-    "ext_row",
-    "ext_r",
-    "ext_s",
-    "ext_seq",
-    "clean_seq",
-)
+_INDEXES = tuple(c for c in WINDOW_COLUMNS if c not in ("code", "pending"))
 
 
 @dataclass(frozen=True)
