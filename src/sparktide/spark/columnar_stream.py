@@ -16,7 +16,7 @@ every batch, order included:
    the per-record split writes: watermark, sequence number, the generator's highest timestamp)
    and ships partials, raw records and its periodic watermark;
 2. each subtask restores its key groups exactly as the per-record subtask does
-   (:meth:`StreamingJob.restore_subtask <sparktide.spark.stream_job.StreamingJob>`: the worker
+   (:meth:`StreamingJob.open_subtask <sparktide.spark.stream_job.StreamingJob>`: the worker
    cache or the checkpoint, rescaled by key-group range), reads the window operator's state as
    the engine's open windows (:mod:`sparktide.runtime.columnar.operator_state`), runs the
    :class:`~sparktide.runtime.columnar.engine.WindowEngine` on the batch, and writes the engine's
@@ -357,12 +357,7 @@ class StreamSubtaskTask:
         stage = self.stage
         tasks = job.base.tasks(ManualProcessingTimeService(job.now))
         # the per-record subtask, restored as the per-record path restores it
-        clock = ManualProcessingTimeService(job.previous_now)
-        task = tasks.build_subtask(stage, target, clock, None)
-        session = SubtaskSession(task, simulated=None)
-        watermarks = job.restore_subtask(task, stage, target)
-        session.open()
-        session.restore_watermarks(watermarks, job.identities)
+        task, session = job.open_subtask(tasks, stage, target)
         entry = task.entry
         template = entry.snapshot_state()
         dtypes: list[np.dtype[np.generic]] = [np.dtype(np.int64)] * self.engine_plan.fields

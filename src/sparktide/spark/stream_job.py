@@ -321,11 +321,19 @@ class StreamingJob:
             self.version, plan, snap, new_digests, parts["valves"], parts["watermarks"]
         )
 
-    def restore_subtask(
-        self, task: SubtaskTask, stage: Stage, target: int
-    ) -> dict[str, OperatorWatermarks]:
-        """:meth:`_restore_subtask` for another runner of the stage (the columnar one)."""
-        return self._restore_subtask(task, stage, target)
+    def open_subtask(
+        self, tasks: JobTasks, stage: Stage, target: int
+    ) -> tuple[SubtaskTask, SubtaskSession]:
+        """Subtask ``target`` of ``stage``, restored from version ``version - 1``
+        (:meth:`_restore_subtask`) and opened with its operators' watermarks, its clock still
+        at the previous batch's time; for this runner and for the columnar one."""
+        clock = ManualProcessingTimeService(self.previous_now)
+        task = tasks.build_subtask(stage, target, clock, None)
+        session = SubtaskSession(task, simulated=None)
+        watermarks = self._restore_subtask(task, stage, target)
+        session.open()
+        session.restore_watermarks(watermarks, self.identities)
+        return task, session
 
     def save_subtask(self, task: SubtaskTask, stage: Stage, target: int) -> tuple[str, FileRecord]:
         """:meth:`_save_subtask` for another runner of the stage; returns the file written
@@ -379,12 +387,7 @@ class StreamingJob:
         self, tasks: JobTasks, stage_index: int, target: int, rows: Iterator[tuple[bytes, bytes]]
     ) -> Iterator[pa.RecordBatch]:
         stage = self.plan.stages[stage_index]
-        clock = ManualProcessingTimeService(self.previous_now)
-        task = tasks.build_subtask(stage, target, clock, None)
-        session = SubtaskSession(task, simulated=None)
-        watermarks = self._restore_subtask(task, stage, target)
-        session.open()
-        session.restore_watermarks(watermarks, self.identities)
+        task, session = self.open_subtask(tasks, stage, target)
         session.advance_clock(self.now, self.version)
         merge = RunMerge(self.base.flush)
         for first, payload in rows:

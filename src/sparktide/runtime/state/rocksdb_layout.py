@@ -571,6 +571,19 @@ _GENERIC_KEYS = _GenericKeyCodec()
 _PICKLED = _PickleCodec()
 
 
+def _declared(type_info: object) -> TypeInformation | None:
+    """``type_info`` when it declares a type (None for no type and for pickled values); an
+    error naming the fix for anything that is not type information."""
+    if type_info is None or isinstance(type_info, PickledBytesTypeInfo):
+        return None
+    if not isinstance(type_info, TypeInformation):
+        raise TypeError(
+            f"type_info must be a TypeInformation (e.g. Types.LONG()) or None, got "
+            f"{type(type_info).__name__}"
+        )
+    return type_info
+
+
 def key_codec(type_info: TypeInformation | None) -> Codec:
     """The codec of keys of the declared ``type_info`` (None: undeclared).
 
@@ -589,14 +602,8 @@ def key_codec(type_info: TypeInformation | None) -> Codec:
 None, bool, int, float, str, bytes or (nested) tuples of these; convert it to a tuple, e.g. \
 tuple(key)
     """
-    if type_info is None or isinstance(type_info, PickledBytesTypeInfo):
-        return _GENERIC_KEYS
-    if not isinstance(type_info, TypeInformation):
-        raise TypeError(
-            f"type_info must be a TypeInformation (e.g. Types.LONG()) or None, got "
-            f"{type(type_info).__name__}"
-        )
-    return _typed_codec(type_info) or _GENERIC_KEYS
+    declared = _declared(type_info)
+    return _GENERIC_KEYS if declared is None else _typed_codec(declared) or _GENERIC_KEYS
 
 
 def value_codec(type_info: TypeInformation | None) -> Codec:
@@ -610,14 +617,8 @@ def value_codec(type_info: TypeInformation | None) -> Codec:
     >>> c.decode_value(c.value_bytes({"a": [1]}))
     {'a': [1]}
     """
-    if type_info is None or isinstance(type_info, PickledBytesTypeInfo):
-        return _PICKLED
-    if not isinstance(type_info, TypeInformation):
-        raise TypeError(
-            f"type_info must be a TypeInformation (e.g. Types.LONG()) or None, got "
-            f"{type(type_info).__name__}"
-        )
-    return _typed_codec(type_info) or _PICKLED
+    declared = _declared(type_info)
+    return _PICKLED if declared is None else _typed_codec(declared) or _PICKLED
 
 
 # --------------------------------------------------------------------------------------------
