@@ -233,7 +233,9 @@ class RocksDBCheckpointStorage:
                 "were deleted: restore the directory or start from an empty one"
             ) from None
         manifest = RocksDBManifest.decode(data, self._path(relative))
-        self._manifests[relative] = manifest
+        if relative.startswith("completed/"):
+            # a completed manifest never changes; a pending one may be replaced by a retry
+            self._manifests[relative] = manifest
         return manifest
 
     def _ids(self, folder: str) -> list[int]:
@@ -345,12 +347,8 @@ class RocksDBCheckpointStorage:
             files.append(stored)
         manifest = RocksDBManifest(checkpoint_id, tuple(files), uploaded)
         relative = f"pending/{checkpoint_id}.json"
-        replaced = self._manifests.pop(relative, None)
-        if replaced is None and self._exists(relative):
-            replaced = self._read_manifest(relative)
-            self._manifests.pop(relative, None)
+        replaced = self._read_manifest(relative) if self._exists(relative) else None
         self._write_atomic(relative, manifest.encode())
-        self._manifests[relative] = manifest
         if replaced is not None:
             self._release_files(replaced)
         return manifest
@@ -385,7 +383,6 @@ class RocksDBCheckpointStorage:
             manifest = self._read_manifest(pending)
             self._fs.create_dir(self._path("completed"), recursive=True)
             self._fs.move(self._path(pending), self._path(done))
-            self._manifests.pop(pending, None)
             self._manifests[done] = manifest
         completed = self.completed_ids()
         released = [i for i in completed if i not in completed[-self.retain :]]

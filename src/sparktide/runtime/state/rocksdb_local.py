@@ -19,7 +19,8 @@ A slot's directories are ``<base>/<location digest>/<operator>/<subtask>[.<n>]``
 (the kernel drops the lock when the process dies, so a lock file whose pid is dead is stale and
 taken over; two processes never open one directory). A process that finds the first directory
 held by another live process uses ``.1``, ``.2``, .... Inside a directory, ``work-<token>`` is
-the live database and ``v<version>`` the local copy of each checkpoint; opening at a version
+the live database and ``v<version>`` the local copy of a checkpoint: a checkpoint keeps its own
+copy and the one of its base (to replay a batch that is not committed), opening at a version
 deletes the copies of other versions and older working directories.
 
 :class:`LocalRecoveryStats` counts and times each outcome (a streaming job ships it as
@@ -229,7 +230,13 @@ class LocalDatabases:
         empty one), ready for writing (see the module docstring for the order of attempts)."""
         start = time.perf_counter()
         held = self._held.get(slot)
-        if held is not None and version is not None and held.clean_version == version:
+        base = None if version is None else storage.manifest(version)
+        if held is not None and base is not None and held.clean_version == version:
+            # the checkpoint this process took (not one another attempt replaced it with)
+            reusable = held.base == base
+        else:
+            reusable = False
+        if held is not None and reusable:
             held.clean_version = None
             held.outcome = OpenOutcome.REUSED_IN_MEMORY
             self.stats.record(held.outcome, time.perf_counter() - start)
@@ -239,21 +246,19 @@ class LocalDatabases:
             del self._held[slot]
         root = self._lock(slot)
         work = os.path.join(root, f"work-{uuid.uuid4().hex[:12]}")
-        base: RocksDBManifest | None = None
-        if version is None:
+        if base is None:
             outcome = OpenOutcome.CREATED
             self._clean(root, keep=None)
             db = self.open_db(work)
         else:
-            base = storage.manifest(version)
-            copy = os.path.join(root, f"v{version}")
+            copy = os.path.join(root, f"v{base.checkpoint_id}")
             if _local_copy_matches(copy, base):
                 outcome = OpenOutcome.REUSED_ON_DISK
                 _link_copy(copy, work)
             else:
                 outcome = OpenOutcome.RESTORED
                 storage.download(base, work)
-            self._clean(root, keep=version, work=work)
+            self._clean(root, keep=base.checkpoint_id, work=work)
             db = self.open_db(work)
         local = LocalDatabase(slot, db, root, work, base, None, outcome)
         self._held[slot] = local
@@ -309,6 +314,10 @@ class LocalDatabases:
         manifest = storage.snapshot(local.db, version, copy, base=local.base)
         with open(os.path.join(copy, _MARKER), "w") as stream:
             json.dump({"manifest": digest_bytes(manifest.encode())}, stream)
+        keep = {f"v{version}"} | (set() if local.base is None else {f"v{local.base.checkpoint_id}"})
+        for name in os.listdir(local.root):
+            if name not in keep and name.startswith("v") and name[1:].isdigit():
+                shutil.rmtree(os.path.join(local.root, name), ignore_errors=True)
         local.base = manifest
         local.clean_version = version
         return manifest
