@@ -62,10 +62,16 @@ def stored_shared(root: Path) -> set[str]:
     return {f"shared/{p.name}" for p in folder.iterdir()} if folder.exists() else set()
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
-def test_every_retained_checkpoint_restores_its_contents(tmp_path: Path, seed: int) -> None:
+@pytest.mark.parametrize(("seed", "where"), [(1, "path"), (2, "path"), (3, "memory")])
+def test_every_retained_checkpoint_restores_its_contents(
+    tmp_path: Path, seed: int, where: str
+) -> None:
+    # "memory": pyarrow's in-memory file system, a storage that is not the local disk (every
+    # file is copied, none hard-linked)
     rng = random.Random(seed)
-    storage = RocksDBCheckpointStorage(str(tmp_path / "ckpt"), retain=3)
+    location = str(tmp_path / "ckpt") if where == "path" else "mock:///ckpt"
+    storage = RocksDBCheckpointStorage(location, retain=3)
+    assert storage.is_local is (where == "path")
     db = open_db(tmp_path / "db")
     model: dict[str, dict[bytes, bytes]] = {name: {} for name in CFS}
     expected = {}
@@ -79,7 +85,9 @@ def test_every_retained_checkpoint_restores_its_contents(tmp_path: Path, seed: i
         expected[version] = {name: dict(kv) for name, kv in model.items()}
     db.close()
     assert storage.completed_ids() == [4, 5, 6]
-    assert stored_shared(tmp_path / "ckpt") == set(storage.shared_references())
+    if where == "path":
+        assert stored_shared(tmp_path / "ckpt") == set(storage.shared_references())
+    assert storage.collect_garbage() == 0
     for version in storage.completed_ids():
         restored = storage.restore(version, str(tmp_path / f"restored-{version}"))
         assert contents(restored.db) == expected[version]

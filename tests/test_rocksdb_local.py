@@ -86,6 +86,8 @@ def test_the_next_process_reuses_the_local_copy_on_disk(
     first.close(slot)  # the worker goes away and releases its directory
     second = LocalDatabases(str(tmp_path / "local"))
     assert batch(second, slot, storage, 3, {b"c": b"3"}) is OpenOutcome.REUSED_ON_DISK
+    # the reused copy keeps sharing the SSTs checkpoint 2 uploaded
+    assert storage.manifest(2).shared_paths() < storage.manifest(3).shared_paths()
     local = second.open(slot, 3, storage)
     assert dict(local.db.items()) == {b"a": b"1", b"b": b"2", b"c": b"3"}
     assert local.outcome is OpenOutcome.REUSED_IN_MEMORY
@@ -103,6 +105,7 @@ def test_a_batch_run_elsewhere_makes_the_local_database_stale(
     batch(a, slot, storage, 1, {b"a": b"1"})
     assert batch(b, slot, storage, 2, {b"b": b"2"}) is OpenOutcome.RESTORED
     assert b.stats.lock_conflicts == 1
+    assert storage.manifest(1).shared_paths() < storage.manifest(2).shared_paths()
     stale = a.open(slot, 2, storage)  # a holds version 1: a version mismatch
     assert stale.outcome is OpenOutcome.RESTORED
     assert dict(stale.db.items()) == {b"a": b"1", b"b": b"2"}
@@ -222,3 +225,16 @@ def test_stats_and_bad_arguments(tmp_path: Path, storage: RocksDBCheckpointStora
         SubtaskSlot("x", "", 0)
     with pytest.raises(ValueError, match="no RocksDB checkpoint 9"):
         dbs.open(slot_of(tmp_path), 9, storage)
+
+
+def test_a_slot_names_its_storage_under_the_checkpoint_location(tmp_path: Path) -> None:
+    slot = SubtaskSlot(str(tmp_path / "ckpt"), "stage-1/window", 3)
+    assert slot.storage(retain=4).retain == 4
+    location = slot.storage().location
+    assert location.startswith(str(tmp_path / "ckpt" / "rocksdb")) and location.endswith("/3")
+    other = SubtaskSlot(str(tmp_path / "ckpt"), "stage-1/window", 4).storage().location
+    assert other != location
+    dbs = LocalDatabases(str(tmp_path / "local"))
+    assert batch(dbs, slot, slot.storage(), 1, {b"a": b"1"}) is OpenOutcome.CREATED
+    assert slot.storage().completed_ids() == [1]
+    dbs.close_all()

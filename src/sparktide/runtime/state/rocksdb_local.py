@@ -59,6 +59,7 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 from sparktide.runtime.state.rocksdb_checkpoint import (
+    DEFAULT_RETAIN,
     RocksDBCheckpointStorage,
     open_rdict,
 )
@@ -141,12 +142,27 @@ class SubtaskSlot:
         if type(self.subtask) is not int or self.subtask < 0:
             raise ValueError(f"subtask must be an int >= 0, got {self.subtask!r}")
 
+    def storage(self, retain: int = DEFAULT_RETAIN) -> RocksDBCheckpointStorage:
+        """The checkpoint storage of the slot: ``<location>/rocksdb/<operator>/<subtask>``.
+
+        >>> SubtaskSlot("mock:///ckpt", "stage 1", 0).storage().location
+        'mock:///ckpt/rocksdb/stage_1-f02b6d55/0'
+        """
+        return RocksDBCheckpointStorage(
+            "/".join(
+                [self.location.rstrip("/"), "rocksdb", self._operator_dir(), str(self.subtask)]
+            ),
+            retain,
+        )
+
+    def _operator_dir(self) -> str:
+        op = "".join(c if c.isalnum() or c in "-_" else "_" for c in self.operator)[:64]
+        return f"{op}-{hashlib.blake2b(self.operator.encode(), digest_size=4).hexdigest()}"
+
     def relative_dir(self) -> str:
         """The slot's directory below the base (no characters a path cannot hold)."""
         where = hashlib.blake2b(self.location.encode(), digest_size=8).hexdigest()
-        op = "".join(c if c.isalnum() or c in "-_" else "_" for c in self.operator)[:64]
-        op_digest = hashlib.blake2b(self.operator.encode(), digest_size=4).hexdigest()
-        return os.path.join(where, f"{op}-{op_digest}", str(self.subtask))
+        return os.path.join(where, self._operator_dir(), str(self.subtask))
 
 
 @dataclass
