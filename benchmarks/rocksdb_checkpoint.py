@@ -14,8 +14,14 @@ compactions on) and level compaction, or universal compaction (``--compaction``)
 keys, level compaction rewrites the whole level below L0 every few flushes, universal
 compaction merges runs of similar size.
 
+A second table shows what opening a subtask's database at a checkpoint costs
+(:class:`~sparktide.runtime.state.rocksdb_local.LocalDatabases`, best of ``--repeat``): reused
+in memory by the process that took the checkpoint, reused from the local copy on disk by the
+next process, restored from the storage on the local disk (hard links, digests checked) and
+from a storage elsewhere (pyarrow's in-memory file system: every file copied and checked).
+
 Usage: ``python benchmarks/rocksdb_checkpoint.py [--keys 10000,100000,1000000]
-[--changed 1,10] [--checkpoints 20] [--compaction level,universal]``
+[--changed 1,10] [--checkpoints 20] [--compaction level,universal] [--repeat 3]``
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from pathlib import Path
 from rocksdict import DBCompactionStyle, Options, Rdict, WriteBatch
 
 from sparktide.runtime.state.rocksdb_checkpoint import RocksDBCheckpointStorage
+from sparktide.runtime.state.rocksdb_local import LocalDatabase, LocalDatabases, SubtaskSlot
 
 _KEY = struct.Struct(">HQ")  # key group, key
 
@@ -94,12 +101,67 @@ def run(keys: int, changed: float, checkpoints: int, compaction: str, workdir: P
     )
 
 
+def open_costs(keys: int, repeat: int, workdir: Path) -> str:
+    """Best-of-``repeat`` seconds of each way :class:`LocalDatabases` opens a subtask's
+    database at a checkpoint of ``keys`` entries."""
+    rng = random.Random(keys)
+    best: dict[str, float] = {}
+
+    def opener(path: str) -> Rdict:
+        return _open(Path(path), "level")
+
+    def timed(
+        label: str,
+        dbs: LocalDatabases,
+        slot: SubtaskSlot,
+        storage: RocksDBCheckpointStorage,
+        version: int,
+    ) -> LocalDatabase:
+        start = time.perf_counter()
+        local = dbs.open(slot, version, storage)
+        best[label] = min(best.get(label, float("inf")), time.perf_counter() - start)
+        if local.outcome.value != label.split(" ")[0]:
+            raise RuntimeError(f"expected {label}, got {local.outcome}")
+        return local
+
+    for storage, where in (
+        (RocksDBCheckpointStorage(str(workdir / "ckpt")), "local"),
+        (RocksDBCheckpointStorage("mock:///ckpt"), "memory"),
+    ):
+        slot = SubtaskSlot(str(workdir / f"job-{where}"), "stage-1", 0)
+        writer = LocalDatabases(str(workdir / f"writer-{where}"), opener)
+        local = writer.open(slot, None, storage)
+        _write(local.db, list(range(keys)), rng)
+        version = 1
+        writer.checkpoint(local, version, storage)
+        storage.complete(version)
+        for n in range(repeat):
+            if where == "local":
+                for label in ("reused_in_memory", "reused_on_disk"):
+                    if label == "reused_on_disk":
+                        writer.close(slot)  # the next process finds the local copy
+                    local = timed(label, writer, slot, storage, version)
+                    version += 1
+                    writer.checkpoint(local, version, storage)
+                    storage.complete(version)
+            reader = LocalDatabases(str(workdir / f"reader-{where}-{n}"), opener)
+            timed(f"restored ({where})", reader, slot, storage, version)
+            reader.close_all()
+        writer.close_all()
+    cells = " | ".join(
+        f"{1000 * best[k]:.2f} ms"
+        for k in ("reused_in_memory", "reused_on_disk", "restored (local)", "restored (memory)")
+    )
+    return f"| {keys:,} | {cells} |"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--keys", default="10000,100000,1000000")
     parser.add_argument("--changed", default="1,10", help="percent of keys changed per checkpoint")
     parser.add_argument("--checkpoints", type=int, default=20)
     parser.add_argument("--compaction", default="level,universal")
+    parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
     print(
         "| keys | changed per checkpoint | compaction | checkpoint size | uploaded (median) "
@@ -113,6 +175,15 @@ def main() -> None:
                 with tempfile.TemporaryDirectory(prefix="sparktide-ckpt-bench-") as tmp:
                     row = run(keys, changed, args.checkpoints, compaction, Path(tmp))
                     print(row, flush=True)
+    print()
+    print(
+        "| keys | reused in memory | reused on disk | restored (storage on the local disk) "
+        f"| restored (storage in memory: every file copied) |  (best of {args.repeat})"
+    )
+    print("|---:|---:|---:|---:|---:|")
+    for keys in (int(k) for k in args.keys.split(",")):
+        with tempfile.TemporaryDirectory(prefix="sparktide-open-bench-") as tmp:
+            print(open_costs(keys, args.repeat, Path(tmp)), flush=True)
 
 
 if __name__ == "__main__":

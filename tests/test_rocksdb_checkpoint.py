@@ -265,6 +265,8 @@ def test_bad_arguments_are_named(tmp_path: Path) -> None:
     db = open_db(tmp_path / "db")
     with pytest.raises(ValueError, match="already exists"):
         storage.snapshot(db, 2, str(tmp_path / "s1"))
+    with pytest.raises(ValueError, match="checkpoint 1 is completed already"):
+        storage.snapshot(db, 1, str(tmp_path / "s1b"))
     db.close()
 
 

@@ -306,6 +306,11 @@ class RocksDBCheckpointStorage:
         from rocksdict import Checkpoint
 
         _check_id(checkpoint_id)
+        if self._exists(f"completed/{checkpoint_id}.json"):
+            raise ValueError(
+                f"checkpoint {checkpoint_id} is completed already; a completed checkpoint never "
+                "changes: take the next checkpoint under a newer id"
+            )
         if os.path.exists(staging_dir):
             raise ValueError(
                 f"staging_dir {staging_dir!r} already exists; the native checkpoint needs a "
