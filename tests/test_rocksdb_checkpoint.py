@@ -62,32 +62,53 @@ def stored_shared(root: Path) -> set[str]:
     return {f"shared/{p.name}" for p in folder.iterdir()} if folder.exists() else set()
 
 
+def check_storage(storage: RocksDBCheckpointStorage, root: Path | None) -> None:
+    """The storage's invariants: the stored shared files and private folders are exactly those
+    the manifests present name (``root``: where a local storage keeps them)."""
+    manifests = [storage.manifest(i) for i in storage.completed_ids() + storage.pending_ids()]
+    shared = {p for m in manifests for p in m.shared_paths()}
+    assert set(storage.shared_references()) == shared
+    if root is not None:
+        assert stored_shared(root) == shared
+        private = {p.rsplit("/", 1)[0] for m in manifests for p in m.private_paths()}
+        folder = root / "private"
+        stored = {f"private/{p.name}" for p in folder.iterdir()} if folder.exists() else set()
+        assert stored == private
+    assert len(storage.completed_ids()) <= storage.retain
+
+
 @pytest.mark.parametrize(("seed", "where"), [(1, "path"), (2, "path"), (3, "memory")])
 def test_every_retained_checkpoint_restores_its_contents(
     tmp_path: Path, seed: int, where: str
 ) -> None:
-    # "memory": pyarrow's in-memory file system, a storage that is not the local disk (every
-    # file is copied, none hard-linked)
+    # random writes, compactions, and checkpoints completed or discarded (a batch that was not
+    # committed); "memory": pyarrow's in-memory file system, a storage that is not the local
+    # disk (every file is copied, none hard-linked)
     rng = random.Random(seed)
     location = str(tmp_path / "ckpt") if where == "path" else "mock:///ckpt"
+    root = tmp_path / "ckpt" if where == "path" else None
     storage = RocksDBCheckpointStorage(location, retain=3)
     assert storage.is_local is (where == "path")
     db = open_db(tmp_path / "db")
     model: dict[str, dict[bytes, bytes]] = {name: {} for name in CFS}
     expected = {}
     base = None
-    for version in range(1, 7):
+    for version in range(1, 9):
         write(db, model, rng, rng.randrange(1, 400))
         if rng.random() < 0.3:
             db.compact_range(None, None)
-        base = storage.snapshot(db, version, str(tmp_path / f"stage-{version}"), base=base)
-        storage.complete(version)
-        expected[version] = {name: dict(kv) for name, kv in model.items()}
+        manifest = storage.snapshot(db, version, str(tmp_path / f"stage-{version}"), base=base)
+        check_storage(storage, root)
+        if version > 1 and rng.random() < 0.25:
+            storage.discard(version)
+        else:
+            storage.complete(version)
+            expected[version] = {name: dict(kv) for name, kv in model.items()}
+            base = manifest
+        check_storage(storage, root)
     db.close()
-    assert storage.completed_ids() == [4, 5, 6]
-    if where == "path":
-        assert stored_shared(tmp_path / "ckpt") == set(storage.shared_references())
     assert storage.collect_garbage() == 0
+    assert storage.completed_ids() == sorted(expected)[-3:]
     for version in storage.completed_ids():
         restored = storage.restore(version, str(tmp_path / f"restored-{version}"))
         assert contents(restored.db) == expected[version]
