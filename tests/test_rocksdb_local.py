@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -132,7 +133,7 @@ _HOLD_LOCK = textwrap.dedent(
 )
 
 
-def test_a_directory_locked_by_a_live_process_is_never_opened_twice(
+def test_a_directory_locked_by_a_live_process_is_never_opened_twice_until_it_dies(
     tmp_path: Path, storage: RocksDBCheckpointStorage
 ) -> None:
     slot = slot_of(tmp_path)
@@ -159,6 +160,15 @@ def test_a_directory_locked_by_a_live_process_is_never_opened_twice(
         assert dbs.stats.lock_conflicts == 1
         assert dict(local.db.items()) == {b"a": b"1"}
         dbs.close_all()
+        # the holder is killed: its directory (and the local copy in it) is taken over
+        child.send_signal(signal.SIGKILL)
+        assert child.wait() == -signal.SIGKILL
+        after = LocalDatabases(str(tmp_path / "local"))
+        local = after.open(slot, 1, storage)
+        assert (local.root, local.outcome) == (child_root, OpenOutcome.REUSED_ON_DISK)
+        assert after.stats.stale_locks == 1 and after.stats.lock_conflicts == 0
+        assert dict(local.db.items()) == {b"a": b"1"}
+        after.close_all()
     finally:
         assert child.stdin is not None
         child.stdin.close()
