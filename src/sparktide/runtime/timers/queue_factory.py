@@ -249,6 +249,4 @@ class RocksDBTimerQueueFactory:
         shutil.rmtree(self._directory, ignore_errors=True)
 
     def __repr__(self) -> str:
-        return (
-            f"RocksDBTimerQueueFactory({str(self._directory)!r}, cache_size={self._cache_size})"
-        )
+        return f"RocksDBTimerQueueFactory({str(self._directory)!r}, cache_size={self._cache_size})"
