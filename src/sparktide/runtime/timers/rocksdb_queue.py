@@ -73,6 +73,7 @@ INDEX_CF = "timer-index"
 _SEQ_BYTES = 8
 _STALE_SLACK = 64
 _FLUSH_EVERY = 1024  # index changes per write batch
+_SIGN = 2**63
 
 
 class _Closed:
@@ -129,6 +130,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         "_complete",
         "_db",
         "_directory",
+        "_dirty",
         "_floors",
         "_heads",
         "_index",
@@ -221,6 +223,8 @@ class RocksDBTimerQueue(Generic[K, N]):
         self._index_cf = self._db.get_column_family_handle(index_cf)
         self._pending = WriteBatch(raw_mode=True)
         self._overlay: dict[bytes, bytes | None] = {}
+        # local key groups whose timers the pending batch changes at or above their floor
+        self._dirty: set[int] = set()
         self._write_options = WriteOptions()
         # a property at run time (rocksdict's stubs declare a method)
         setattr(self._write_options, "disable_wal", True)  # noqa: B010
@@ -273,15 +277,53 @@ class RocksDBTimerQueue(Generic[K, N]):
         idx = key_group - self._kg_start
         if idx < 0 or key_group > self._kg_end:
             self._raise_out_of_range(key_group, key)
+        if self._db is None:
+            self._check_open()
         prefix = self._prefixes[idx]
         ns_bytes = self._namespaces.key_bytes(namespace)
         ts_bytes = encode_timestamp(timestamp)
-        index_key = prefix + self._keys.key_bytes(key) + ns_bytes + ts_bytes
-        if self._index_get(index_key) is not None:
-            return False
+        key_type = type(key)
+        key_bytes = self._keys.key_bytes(key)
+        index_key = prefix + key_bytes + ns_bytes + ts_bytes
+        cache = self._caches[idx]
+        if (key_type is str or key_type is int) and (
+            self._complete[idx] or timestamp < cache[-1][0]
+        ):
+            # the cache holds every timer of the key group before its last one: a timer not in
+            # it is not in the store either (== is the store's equality for str and int keys)
+            i = bisect_left(cache, (timestamp,))
+            n = len(cache)
+            while i < n:
+                e = cache[i]
+                if e[0] != timestamp:
+                    break
+                if e[2] == key and e[3] == namespace:
+                    return False
+                i += 1
+        else:
+            overlay = self._overlay
+            if index_key in overlay:
+                if overlay[index_key] is not None:
+                    return False
+            elif self._index.get(index_key) is not None:
+                return False
         seq = self._seq
         self._seq = seq + 1
-        self._write(idx, index_key, prefix + ts_bytes, seq, key, ns_bytes)
+        seq_bytes = seq.to_bytes(_SEQ_BYTES, "big")
+        timer_key = prefix + ts_bytes + seq_bytes
+        # the value bytes of str and int keys are their key bytes (every codec's contract)
+        value = key_bytes if key_type is str or key_type is int else self._keys.value_bytes(key)
+        pending = self._pending
+        pending.put(timer_key, value + ns_bytes, self._timers_cf)
+        pending.put(index_key, seq_bytes, self._index_cf)
+        if timer_key < self._floors[idx]:
+            self._floors[idx] = timer_key
+        self._dirty.add(idx)
+        self._size += 1
+        overlay = self._overlay
+        overlay[index_key] = seq_bytes
+        if len(overlay) >= _FLUSH_EVERY:
+            self._flush()
         return self._admit(idx, (timestamp, seq, key, namespace, key_group))
 
     def remove(self, timestamp: int, key: K, namespace: N, key_group: int) -> bool:
@@ -299,6 +341,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         head = self._peek()
         was_head = head is not None and head[1] == seq
         self._pending.delete(prefix + ts_bytes + seq_bytes, self._timers_cf)
+        self._dirty.add(idx)
         self._delete_index(index_key)
         self._size -= 1
         cache = self._caches[idx]
@@ -505,6 +548,7 @@ class RocksDBTimerQueue(Generic[K, N]):
             db.write(self._pending, self._write_options)
             self._pending = WriteBatch(raw_mode=True)
         self._overlay.clear()
+        self._dirty.clear()
 
     def _write(
         self, idx: int, index_key: bytes, timer_prefix: bytes, seq: int, key: K, ns: bytes
@@ -516,6 +560,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         self._pending.put(timer_key, self._keys.value_bytes(key) + ns, self._timers_cf)
         if timer_key < self._floors[idx]:
             self._floors[idx] = timer_key
+        self._dirty.add(idx)
         self._put_index(index_key, seq_bytes)
         self._size += 1
 
@@ -545,22 +590,37 @@ class RocksDBTimerQueue(Generic[K, N]):
         ts, seq, key, ns, kg = head
         idx = kg - self._kg_start
         prefix = self._prefixes[idx]
-        ts_bytes = encode_timestamp(ts)
-        self._check_open()
+        ts_bytes = (ts + _SIGN).to_bytes(8, "big")  # encode_timestamp of a stored timestamp
+        if self._db is None:
+            self._check_open()
         timer_key = prefix + ts_bytes + seq.to_bytes(_SEQ_BYTES, "big")
-        self._pending.delete(timer_key, self._timers_cf)
-        self._delete_index(prefix + self._index_suffix(key, ns) + ts_bytes)
-        self._floors[idx] = timer_key  # it was the first timer of its key group
+        pending = self._pending
+        pending.delete(timer_key, self._timers_cf)
+        index_key = prefix + self._keys.key_bytes(key) + self._namespaces.key_bytes(ns) + ts_bytes
+        pending.delete(index_key, self._index_cf)
+        # it was the first timer of its key group: the next one is above (refills do not see
+        # its pending delete)
+        self._floors[idx] = timer_key + b"\x00"
         self._size -= 1
         heappop(self._heads)
-        del self._caches[idx][0]
-        self._new_head(idx)
+        cache = self._caches[idx]
+        del cache[0]
+        if cache:
+            heappush(self._heads, cache[0])  # one popped, one pushed: the heap does not grow
+        else:
+            self._new_head(idx)
+        overlay = self._overlay
+        overlay[index_key] = None
+        if len(overlay) >= _FLUSH_EVERY:
+            self._flush()
 
     def _new_head(self, idx: int) -> None:
         """After the first entry of a cache left: refill it if it ran dry, push its new head."""
         cache = self._caches[idx]
         if not cache and not self._complete[idx]:
-            cache[:] = self._read(idx, self._cache_size + 1)
+            if idx in self._dirty:  # the pending batch changes what the refill reads
+                self._flush()
+            cache[:] = self._read(idx, self._cache_size + 1, flush=False)
             self._complete[idx] = len(cache) <= self._cache_size
             del cache[self._cache_size :]
         if cache:
@@ -585,10 +645,12 @@ class RocksDBTimerQueue(Generic[K, N]):
         return None
 
     def _scan(
-        self, cf: Rdict, prefix: bytes, start: bytes | None = None
+        self, cf: Rdict, prefix: bytes, start: bytes | None = None, flush: bool = True
     ) -> Iterator[tuple[bytes, bytes]]:
-        """The rows of ``cf`` whose keys start with ``prefix`` (from ``start`` on, if given)."""
-        self._flush()
+        """The rows of ``cf`` whose keys start with ``prefix`` (from ``start`` on, if given),
+        after writing the pending batch (unless ``flush`` is False)."""
+        if flush:
+            self._flush()
         it = cf.iter()
         it.seek(prefix if start is None else start)
         while it.valid():
@@ -599,11 +661,12 @@ class RocksDBTimerQueue(Generic[K, N]):
             it.next()
         del it
 
-    def _read(self, idx: int, limit: int | None) -> list[TimerEntry[K, N]]:
-        """The first ``limit`` (None: all) stored timers of local key group ``idx``."""
+    def _read(self, idx: int, limit: int | None, flush: bool = True) -> list[TimerEntry[K, N]]:
+        """The first ``limit`` (None: all) stored timers of local key group ``idx`` (without
+        ``flush``: as the store holds them, the pending batch left out)."""
         kg = idx + self._kg_start
         found: list[TimerEntry[K, N]] = []
-        for k, v in self._scan(self._timers, self._prefixes[idx], self._floors[idx]):
+        for k, v in self._scan(self._timers, self._prefixes[idx], self._floors[idx], flush):
             found.append(self._entry(decode_timestamp(k, 2), k[10:], v, kg))
             if limit is not None and len(found) >= limit:
                 break
