@@ -74,6 +74,7 @@ _SEQ_BYTES = 8
 _STALE_SLACK = 64
 _FLUSH_EVERY = 1024  # index changes per write batch
 _SIGN = 2**63
+_MEMO_SIZE = 1 << 14  # keys whose bytes, values whose decoding, a queue remembers
 
 
 class _Closed:
@@ -92,10 +93,13 @@ def _options(bloom: bool = False) -> Options:
     opts = Options(raw_mode=True)
     opts.create_if_missing(True)
     opts.create_missing_column_families(True)
-    if bloom:  # the index is read by point lookups (dedup on every add): a bloom filter
+    if bloom:  # the index is read by point lookups (dedup on every add): bloom filters, in
+        # its files and in its memtable (a lookup of an absent timer then skips the memtable)
         table = BlockBasedOptions()
         table.set_bloom_filter(10, False)
         opts.set_block_based_table_factory(table)
+        opts.set_memtable_whole_key_filtering(True)
+        opts.set_memtable_prefix_bloom_ratio(0.1)
     return opts
 
 
@@ -129,16 +133,19 @@ class RocksDBTimerQueue(Generic[K, N]):
         "_cf_names",
         "_complete",
         "_db",
+        "_decoded",
         "_directory",
         "_dirty",
         "_floors",
         "_heads",
         "_index",
         "_index_cf",
+        "_key_memo",
         "_keys",
         "_kg_end",
         "_kg_start",
         "_namespaces",
+        "_ns_memo",
         "_overlay",
         "_pending",
         "_prefixes",
@@ -225,6 +232,9 @@ class RocksDBTimerQueue(Generic[K, N]):
         self._overlay: dict[bytes, bytes | None] = {}
         # local key groups whose timers the pending batch changes at or above their floor
         self._dirty: set[int] = set()
+        self._key_memo: dict[object, bytes] = {}
+        self._ns_memo: dict[object, bytes] = {}
+        self._decoded: dict[bytes, tuple[K, N]] = {}
         self._write_options = WriteOptions()
         # a property at run time (rocksdict's stubs declare a method)
         setattr(self._write_options, "disable_wal", True)  # noqa: B010
@@ -280,10 +290,14 @@ class RocksDBTimerQueue(Generic[K, N]):
         if self._db is None:
             self._check_open()
         prefix = self._prefixes[idx]
-        ns_bytes = self._namespaces.key_bytes(namespace)
+        ns_bytes = self._ns_memo.get(namespace) if namespace is None else None
+        if ns_bytes is None:
+            ns_bytes = self._ns_bytes(namespace)
         ts_bytes = encode_timestamp(timestamp)
         key_type = type(key)
-        key_bytes = self._keys.key_bytes(key)
+        key_bytes = self._key_memo.get(key) if key_type is str else None
+        if key_bytes is None:
+            key_bytes = self._key_bytes(key)
         index_key = prefix + key_bytes + ns_bytes + ts_bytes
         cache = self._caches[idx]
         if (key_type is str or key_type is int) and (
@@ -459,7 +473,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         for suffix, e in keep.items():
             if self._index_get(prefix + suffix) is None:
                 ts, seq, k, ns, _kg = e
-                ns_bytes = self._namespaces.key_bytes(ns)
+                ns_bytes = self._ns_bytes(ns)
                 self._write(idx, prefix + suffix, prefix + encode_timestamp(ts), seq, k, ns_bytes)
                 self._admit(idx, (ts, seq, k, ns, key_group))
 
@@ -512,7 +526,7 @@ class RocksDBTimerQueue(Generic[K, N]):
     # ------------------------------------------------------------------ internals
 
     def _index_suffix(self, key: object, namespace: object) -> bytes:
-        return self._keys.key_bytes(key) + self._namespaces.key_bytes(namespace)
+        return self._key_bytes(key) + self._ns_bytes(namespace)
 
     def _check_open(self) -> None:
         if self._db is None:
@@ -596,7 +610,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         timer_key = prefix + ts_bytes + seq.to_bytes(_SEQ_BYTES, "big")
         pending = self._pending
         pending.delete(timer_key, self._timers_cf)
-        index_key = prefix + self._keys.key_bytes(key) + self._namespaces.key_bytes(ns) + ts_bytes
+        index_key = prefix + self._key_bytes(key) + self._ns_bytes(ns) + ts_bytes
         pending.delete(index_key, self._index_cf)
         # it was the first timer of its key group: the next one is above (refills do not see
         # its pending delete)
@@ -645,12 +659,11 @@ class RocksDBTimerQueue(Generic[K, N]):
         return None
 
     def _scan(
-        self, cf: Rdict, prefix: bytes, start: bytes | None = None, flush: bool = True
+        self, cf: Rdict, prefix: bytes, start: bytes | None = None
     ) -> Iterator[tuple[bytes, bytes]]:
         """The rows of ``cf`` whose keys start with ``prefix`` (from ``start`` on, if given),
-        after writing the pending batch (unless ``flush`` is False)."""
-        if flush:
-            self._flush()
+        after writing the pending batch."""
+        self._flush()
         it = cf.iter()
         it.seek(prefix if start is None else start)
         while it.valid():
@@ -664,12 +677,76 @@ class RocksDBTimerQueue(Generic[K, N]):
     def _read(self, idx: int, limit: int | None, flush: bool = True) -> list[TimerEntry[K, N]]:
         """The first ``limit`` (None: all) stored timers of local key group ``idx`` (without
         ``flush``: as the store holds them, the pending batch left out)."""
+        if flush:
+            self._flush()
+        else:
+            self._check_open()
         kg = idx + self._kg_start
+        prefix = self._prefixes[idx]
         found: list[TimerEntry[K, N]] = []
-        for k, v in self._scan(self._timers, self._prefixes[idx], self._floors[idx], flush):
-            found.append(self._entry(decode_timestamp(k, 2), k[10:], v, kg))
-            if limit is not None and len(found) >= limit:
+        decoded = self._decoded
+        stop = -1 if limit is None else limit
+        it = self._timers.iter()
+        it.seek(self._floors[idx])
+        while it.valid():
+            k = it.key()
+            if k[:2] != prefix:
                 break
+            v = it.value()
+            parts = decoded.get(v)
+            if parts is None:
+                parts = self._decode(v)
+            found.append(
+                (
+                    int.from_bytes(k[2:10], "big") - _SIGN,
+                    int.from_bytes(k[10:], "big"),
+                    parts[0],
+                    parts[1],
+                    kg,
+                )
+            )
+            if len(found) == stop:
+                break
+            it.next()
+        del it
+        return found
+
+    def _decode(self, value: bytes) -> tuple[K, N]:
+        """The key and namespace of a stored timer's value (remembered: keys have many)."""
+        key, offset = self._keys.decode_value_from(value, 0)
+        parts = (key, self._namespaces.decode_value(value, offset))
+        decoded = self._decoded
+        if len(decoded) >= _MEMO_SIZE:
+            decoded.clear()
+        decoded[value] = parts
+        return parts
+
+    def _ns_bytes(self, namespace: object) -> bytes:
+        """The key bytes of ``namespace`` (remembered: windows are shared by many keys)."""
+        memo = self._ns_memo
+        try:
+            found = memo.get(namespace)
+        except TypeError:  # unhashable: the codec names what is wrong
+            return self._namespaces.key_bytes(namespace)
+        if found is None:
+            found = self._namespaces.key_bytes(namespace)
+            if len(memo) >= _MEMO_SIZE:
+                memo.clear()
+            memo[namespace] = found
+        return found
+
+    def _key_bytes(self, key: object) -> bytes:
+        """The key bytes of ``key`` (remembered: equal keys have equal key bytes)."""
+        memo = self._key_memo
+        try:
+            found = memo.get(key)
+        except TypeError:  # unhashable: the codec names what is wrong
+            return self._keys.key_bytes(key)
+        if found is None:
+            found = self._keys.key_bytes(key)
+            if len(memo) >= _MEMO_SIZE:
+                memo.clear()
+            memo[key] = found
         return found
 
     def _entry(self, ts: int, seq_bytes: bytes, value: bytes, kg: int) -> TimerEntry[K, N]:
