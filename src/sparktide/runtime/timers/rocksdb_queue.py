@@ -49,7 +49,15 @@ from pathlib import Path
 from types import TracebackType
 from typing import Generic, NoReturn, cast
 
-from rocksdict import BlockBasedOptions, ColumnFamily, Options, Rdict, WriteBatch, WriteOptions
+from rocksdict import (
+    BlockBasedOptions,
+    Cache,
+    ColumnFamily,
+    Options,
+    Rdict,
+    WriteBatch,
+    WriteOptions,
+)
 
 from sparktide.runtime.keygroups import KeyGroupRange
 from sparktide.runtime.state.rocksdb_layout import (
@@ -89,17 +97,36 @@ class _Closed:
 _CLOSED = _Closed()
 
 
+_WRITE_BUFFER_BYTES = 16 << 20  # per column family
+_STORE_WRITE_BUFFER_BYTES = 64 << 20  # all column families of a store together
+_BLOCK_CACHE_BYTES = 32 << 20  # all timer stores of the process together
+_block_cache: Cache | None = None
+
+
+def _shared_block_cache() -> Cache:
+    """One block cache for every timer store of the process (RocksDB would give each column
+    family a cache of its own)."""
+    global _block_cache
+    if _block_cache is None:
+        _block_cache = Cache(_BLOCK_CACHE_BYTES)
+    return _block_cache
+
+
 def _options(bloom: bool = False) -> Options:
     opts = Options(raw_mode=True)
     opts.create_if_missing(True)
     opts.create_missing_column_families(True)
+    # memory: bounded memtables (a store holds several column families, each with its own)
+    opts.set_write_buffer_size(_WRITE_BUFFER_BYTES)
+    opts.set_db_write_buffer_size(_STORE_WRITE_BUFFER_BYTES)
+    table = BlockBasedOptions()
+    table.set_block_cache(_shared_block_cache())
     if bloom:  # the index is read by point lookups (dedup on every add): bloom filters, in
         # its files and in its memtable (a lookup of an absent timer then skips the memtable)
-        table = BlockBasedOptions()
         table.set_bloom_filter(10, False)
-        opts.set_block_based_table_factory(table)
         opts.set_memtable_whole_key_filtering(True)
         opts.set_memtable_prefix_bloom_ratio(0.1)
+    opts.set_block_based_table_factory(table)
     return opts
 
 
