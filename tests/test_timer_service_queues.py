@@ -242,3 +242,43 @@ def test_manager_dispose_releases_the_rocksdb_store(tmp_path) -> None:
     assert (tmp_path / "t").exists()
     manager.dispose()
     assert not (tmp_path / "t").exists()
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    timers=st.lists(
+        st.tuples(
+            st.sampled_from(KEYS),
+            st.integers(-3, 30),
+            st.sampled_from(NAMESPACES),
+            st.booleans(),
+        ),
+        max_size=30,
+    )
+)
+def test_a_snapshot_restores_into_either_queue(timers: list[tuple[Any, int, Any, bool]]) -> None:
+    """Timer snapshots are the same plain entries for both queues: one taken on the heap
+    restores onto RocksDB and back, and every copy fires the same timers in the same order."""
+    with tempfile.TemporaryDirectory() as tmp:
+        heap = Side(HeapTimerQueueFactory())
+        for key, ts, ns, event in timers:
+            heap.backend.set_current_key(key)
+            if event:
+                heap.service.register_event_time_timer(ns, ts)
+            else:
+                heap.service.register_processing_time_timer(ns, ts)
+        snapshot = heap.manager.snapshot()
+        on_rocksdb = Side(RocksDBTimerQueueFactory(f"{tmp}/a", cache_size=1))
+        on_rocksdb.manager.restore(snapshot)
+        back = Side(HeapTimerQueueFactory())
+        back.manager.restore(on_rocksdb.manager.snapshot())
+        assert on_rocksdb.manager.snapshot() == snapshot
+        assert back.manager.snapshot() == snapshot
+        try:
+            for side in (heap, on_rocksdb, back):
+                side.manager.advance_watermark(2**63 - 1)
+                side.clock.advance(100)
+            assert on_rocksdb.fired == heap.fired
+            assert back.fired == heap.fired
+        finally:
+            on_rocksdb.factory.dispose()
