@@ -18,11 +18,18 @@ with the timers in an embedded RocksDB store instead of the Python heap:
   current while it is the first of its key group's cache; stale entries are dropped when they
   reach the top.
 
-Writes collect in a write batch, written every 1024 index changes and before any read of the
-timers (a refill, a scan); lookups in the index see the pending changes. The store is a working
-copy without a write-ahead log: what survives a failure is what a checkpoint holds, and timers
-come back through :meth:`RocksDBTimerQueue.add_restored`. Opening a directory wipes the store
-it holds.
+Writes collect in a write batch, written every 1024 index changes, before a scan, and before
+a refill whose key group the batch changes (a poll moves its key group's floor past the polled
+timer, so the deletes of polled timers never hold a refill back); lookups in the index see the
+pending changes. ``add`` skips the index lookup when the cache proves the timer absent (its key
+group's timers before the cache's last one are all in the cache). Key and namespace bytes and
+decoded values are remembered (bounded), as keys have many timers and windows many keys.
+
+Memory is bounded per store (memtables) and per process (one block cache for every timer store).
+The store is a working copy without a write-ahead log: what survives a failure is what a
+checkpoint holds, and timers come back through :meth:`RocksDBTimerQueue.add_restored`. Opening a
+directory wipes the store it holds; queues may share one store (``db``), each in its own two
+column families.
 
 >>> import tempfile
 >>> from sparktide.runtime.keygroups import KeyGroupRange
@@ -643,6 +650,10 @@ class RocksDBTimerQueue(Generic[K, N]):
         # its pending delete)
         self._floors[idx] = timer_key + b"\x00"
         self._size -= 1
+        overlay = self._overlay
+        overlay[index_key] = None
+        if len(overlay) >= _FLUSH_EVERY:
+            self._flush()
         heappop(self._heads)
         cache = self._caches[idx]
         del cache[0]
@@ -650,10 +661,6 @@ class RocksDBTimerQueue(Generic[K, N]):
             heappush(self._heads, cache[0])  # one popped, one pushed: the heap does not grow
         else:
             self._new_head(idx)
-        overlay = self._overlay
-        overlay[index_key] = None
-        if len(overlay) >= _FLUSH_EVERY:
-            self._flush()
 
     def _new_head(self, idx: int) -> None:
         """After the first entry of a cache left: refill it if it ran dry, push its new head."""
