@@ -63,7 +63,7 @@ from sparktide.runtime.state.rocksdb_layout import (
 )
 from sparktide.runtime.timers.queue import K, N, TimerEntry
 
-__all__ = ["DEFAULT_CACHE_SIZE", "RocksDBTimerQueue"]
+__all__ = ["DEFAULT_CACHE_SIZE", "RocksDBTimerQueue", "open_store"]
 
 DEFAULT_CACHE_SIZE = 128
 """Timers per key group held in memory (Flink's ``RocksDBPriorityQueueSetFactory`` default)."""
@@ -98,6 +98,16 @@ def _options(bloom: bool = False) -> Options:
     return opts
 
 
+def open_store(directory: str | os.PathLike[str]) -> Rdict:
+    """A fresh store in ``directory`` for queues to share (what the directory held is wiped:
+    a working copy, timers come back by :meth:`RocksDBTimerQueue.add_restored`)."""
+    path = Path(directory)
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    return Rdict(str(path), _options())
+
+
 class RocksDBTimerQueue(Generic[K, N]):
     """A set of timers ordered by ``(timestamp, insertion order)``, deduplicated per key group,
     stored in RocksDB in ``directory`` with the first ``cache_size`` timers of each key group
@@ -105,11 +115,17 @@ class RocksDBTimerQueue(Generic[K, N]):
 
     ``keys`` / ``namespaces``: the codecs of keys and namespaces (default: undeclared keys, and
     None or window namespaces).
+
+    ``db``: instead of a ``directory``, an open store shared with other queues (one store per
+    subtask, see :class:`~sparktide.runtime.timers.queue_factory.RocksDBTimerQueueFactory`);
+    the queue keeps its timers in the two column families ``column_families`` (timers, index)
+    and the store's owner closes it.
     """
 
     __slots__ = (
         "_cache_size",
         "_caches",
+        "_cf_names",
         "_complete",
         "_db",
         "_directory",
@@ -134,10 +150,13 @@ class RocksDBTimerQueue(Generic[K, N]):
     def __init__(
         self,
         key_group_range: KeyGroupRange,
-        directory: str | os.PathLike[str],
+        directory: str | os.PathLike[str] | None = None,
         cache_size: int = DEFAULT_CACHE_SIZE,
         keys: Codec | None = None,
         namespaces: Codec | None = None,
+        *,
+        db: Rdict | None = None,
+        column_families: tuple[str, str] = (TIMERS_CF, INDEX_CF),
     ) -> None:
         if not isinstance(key_group_range, KeyGroupRange):
             raise TypeError(
@@ -147,6 +166,18 @@ class RocksDBTimerQueue(Generic[K, N]):
             raise ValueError(
                 f"cache_size must be an int >= 1 (timers per key group kept in memory), got "
                 f"{cache_size!r}"
+            )
+        if (directory is None) == (db is None):
+            raise ValueError(
+                "give either directory (the queue opens a store of its own there) or db (an "
+                "open store the queue shares, with column_families naming its two column "
+                "families), not both nor neither"
+            )
+        timers_cf, index_cf = column_families
+        if not timers_cf or not index_cf or timers_cf == index_cf:
+            raise ValueError(
+                f"column_families must be two distinct non-empty names (timers, index), got "
+                f"{column_families!r}"
             )
         self._kg_start = key_group_range.start
         self._kg_end = key_group_range.end
@@ -163,20 +194,31 @@ class RocksDBTimerQueue(Generic[K, N]):
         self._heads: list[TimerEntry[K, N]] = []
         self._seq = 0
         self._size = 0
-        path = Path(directory)
-        if path.exists():
-            shutil.rmtree(path)  # a working copy: what it held comes back by add_restored
-        path.mkdir(parents=True)
-        self._directory = path
-        self._db: Rdict | None = Rdict(
-            str(path),
-            _options(),
-            column_families={TIMERS_CF: _options(), INDEX_CF: _options(bloom=True)},
-        )
-        self._timers = self._db.get_column_family(TIMERS_CF)
-        self._index = self._db.get_column_family(INDEX_CF)
-        self._timers_cf = self._db.get_column_family_handle(TIMERS_CF)
-        self._index_cf = self._db.get_column_family_handle(INDEX_CF)
+        self._cf_names = (timers_cf, index_cf)
+        if db is None:
+            path = Path(cast("str | os.PathLike[str]", directory))
+            if path.exists():
+                shutil.rmtree(path)  # a working copy: what it held comes back by add_restored
+            path.mkdir(parents=True)
+            self._directory: Path | None = path
+            self._db: Rdict | None = Rdict(
+                str(path),
+                _options(),
+                column_families={timers_cf: _options(), index_cf: _options(bloom=True)},
+            )
+            self._timers = self._db.get_column_family(timers_cf)
+            self._index = self._db.get_column_family(index_cf)
+        else:
+            self._directory = None  # the store's owner closes it
+            self._db = db
+            existing = set(Rdict.list_cf(db.path()))
+            for name in column_families:
+                if name in existing:  # a working copy: what it held comes back by add_restored
+                    db.drop_column_family(name)
+            self._timers = db.create_column_family(timers_cf, _options())
+            self._index = db.create_column_family(index_cf, _options(bloom=True))
+        self._timers_cf = self._db.get_column_family_handle(timers_cf)
+        self._index_cf = self._db.get_column_family_handle(index_cf)
         self._pending = WriteBatch(raw_mode=True)
         self._overlay: dict[bytes, bytes | None] = {}
         self._write_options = WriteOptions()
@@ -186,7 +228,8 @@ class RocksDBTimerQueue(Generic[K, N]):
     # ------------------------------------------------------------------ life cycle
 
     def close(self) -> None:
-        """Close the store (its files stay in the directory). Idempotent."""
+        """Close the store (its files stay in the directory); a queue on a shared store lets
+        go of its column families (the store's owner closes the store). Idempotent."""
         db = self._db
         if db is None:
             return
@@ -195,12 +238,19 @@ class RocksDBTimerQueue(Generic[K, N]):
         # every handle keeps the database open: drop them before closing it
         self._timers = self._index = cast(Rdict, _CLOSED)
         self._timers_cf = self._index_cf = cast(ColumnFamily, _CLOSED)
-        db.close()
+        if self._directory is not None:
+            db.close()
 
     def dispose(self) -> None:
-        """Close the store and delete its directory."""
+        """Close the store and delete its directory; on a shared store, drop the queue's
+        column families."""
+        db = self._db
         self.close()
-        shutil.rmtree(self._directory, ignore_errors=True)
+        if self._directory is not None:
+            shutil.rmtree(self._directory, ignore_errors=True)
+        elif db is not None:
+            for name in self._cf_names:
+                db.drop_column_family(name)
 
     def __enter__(self) -> RocksDBTimerQueue[K, N]:
         return self
