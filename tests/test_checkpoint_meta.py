@@ -16,7 +16,11 @@ from sparktide.common.watermark_strategy import (
     WatermarksWithIdleness,
 )
 from sparktide.spark.checkpoint import CheckpointStore
-from sparktide.spark.checkpoint_format import CHECKPOINT_FORMAT_VERSION, CheckpointError
+from sparktide.spark.checkpoint_format import (
+    CHECKPOINT_FORMAT_VERSION,
+    MIGRATED_FORMAT_VERSIONS,
+    CheckpointError,
+)
 from sparktide.spark.checkpoint_meta import (
     BatchCommit,
     Chain,
@@ -68,7 +72,7 @@ def test_a_manifest_survives_its_json_form() -> None:
     manifest = _manifest()
     raw = _through_json(manifest.to_json())
     assert raw["format_version"] == CHECKPOINT_FORMAT_VERSION
-    assert raw["chains"]["0"][1] == {"snapshot": 1, "changelogs": [2, 3]}  # the on-disk keys
+    assert raw["chains"]["0"][1] == {"snapshot": 1, "changelogs": [2, 3], "backend": "hashmap"}
     assert raw["files"]["state/3/stage-0/sub-1.log"]["key_groups"] == [64, 127]
     assert CommitManifest.from_json(raw, WHERE) == manifest
     assert manifest.chain(0, 1) == Chain(1, (2, 3)) and manifest.chain(0, 2) is None
@@ -87,7 +91,7 @@ def test_every_part_survives_its_json_form() -> None:
     assert OperatorWatermarks.decode(OperatorWatermarks.encode(marks), "sub-0") == marks
 
 
-@pytest.mark.parametrize("version", [1, CHECKPOINT_FORMAT_VERSION - 1, 99, None, "3"])
+@pytest.mark.parametrize("version", [1, min(MIGRATED_FORMAT_VERSIONS) - 1, 99, None, "3"])
 def test_an_unknown_format_version_is_refused_naming_it(version) -> None:
     raw = {**_manifest().to_json(), "format_version": version}
     if version is None:
