@@ -859,7 +859,6 @@ def checkpoint_interval(backend: StateBackend, snapshot_every: object) -> int:
     1
     """
     every = check_snapshot_every(snapshot_every)
-    rocksdb = isinstance(backend, EmbeddedRocksDBStateBackend)
-    if rocksdb and not backend.is_incremental_checkpoints_enabled():
-        return 1
-    return every
+    if not isinstance(backend, EmbeddedRocksDBStateBackend):
+        return every
+    return every if backend.is_incremental_checkpoints_enabled() else 1
