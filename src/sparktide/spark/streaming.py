@@ -68,6 +68,7 @@ from sparktide.runtime.execution.tasks import SUMMED_METRICS, splits_of
 from sparktide.runtime.failures import is_described
 from sparktide.runtime.graph import JobGraph
 from sparktide.runtime.operator_identity import operator_identities
+from sparktide.runtime.state.rocksdb_local import LocalRecoveryStats, OpenOutcome
 from sparktide.spark.checkpoint import CheckpointError, CheckpointStore, checkpoint_interval
 from sparktide.spark.checkpoint_format import JsonObject
 from sparktide.spark.checkpoint_lock import CheckpointLock
@@ -611,6 +612,7 @@ class _StreamRunner:
                 [(r["position"], r["payload"]) for r in rows if r["stage"] == Shipment.FAILED]
             )
             files: dict[str, FileRecord] = {}  # the records of the state files subtasks wrote
+            restores = LocalRecoveryStats()  # how the subtasks got their state
             for row in rows:
                 stage = row["stage"]
                 if stage == Shipment.SPLIT_STATE:
@@ -620,6 +622,9 @@ class _StreamRunner:
                     sub = pickle.loads(row["payload"])
                     path, record = sub.pop("file")
                     files[path] = record
+                    restore = sub.pop("restore", None)
+                    if restore is not None:
+                        restores.record(OpenOutcome(restore[0]), restore[1])
                     subtasks.append(sub)
                 elif stage == Shipment.METRICS:
                     m = pickle.loads(row["payload"])
@@ -660,6 +665,7 @@ class _StreamRunner:
                 splits=splits,
                 tasks=totals,
                 subtasks=subtasks,
+                restores=restores,
             )
             commit = BatchCommit(
                 processing_time=now,
