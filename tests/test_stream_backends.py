@@ -23,6 +23,7 @@ from sparktide.datastream.state import ValueStateDescriptor
 from sparktide.datastream.state_backend import EmbeddedRocksDBStateBackend
 from sparktide.spark.checkpoint import CheckpointStore
 from sparktide.spark.checkpoint_format import CHECKPOINT_FORMAT_VERSION
+from sparktide.spark.checkpoint_inspect import describe_checkpoint
 from sparktide.spark.streaming import ForeachBatchSink
 from test_streaming import (
     SCHEMA,
@@ -59,6 +60,8 @@ def test_a_restart_on_the_other_backend_continues_exactly(spark, tmp_path, befor
     expected = _fired_before_end("timers", _reference("timers", batches), _final_watermark(batches))
     assert _flatten(first) + _flatten(second) == expected
     assert _backends(ckpt, 4) == {after}
+    [stage] = describe_checkpoint(CheckpointStore(str(ckpt)))["stages"]
+    assert {s["backend"] for s in stage["subtasks"]} == {after}
     # the first batch on the new backend started new chains (full snapshots)
     assert [c["snapshot"] for c in _manifest(ckpt, 2)["chains"]["0"]] == [2, 2, 2]
     restores = [m.get("state_restores") for m in (_manifest(ckpt, v)["metrics"] for v in (2, 3))]

@@ -23,14 +23,22 @@ directory, given as a local path or any URI :func:`pyarrow.fs.FileSystem.from_ur
 batches (and after a change of the stage's parallelism), else a changelog. The state of a
 subtask at version ``v`` is its *chain*: the newest full snapshot ``<= v`` plus the changelogs
 after it, applied in order; the manifest names every subtask's chain (``"chains": {stage:
-[{"snapshot": v0, "changelogs": [v1, ...]}, ...]}``, see :meth:`CheckpointStore.plan_chain`),
-so a restart and ``sparktide inspect`` never guess. :meth:`CheckpointStore.read_subtask` returns
-the materialized full state whatever the layout. Version ``v`` only counts once
-``commits/<v>.json`` exists; that file is written (to a temporary name, then moved) after the
-batch's sinks have written, so the highest commit file names the last committed batch. A
-replayed, uncommitted batch reads version ``v - 1`` and overwrites the files of version ``v``.
-After a commit, the manifests of the last three batches are kept, with every state file their
-chains name (so a replay of the next batch still finds version ``v - 1``); the rest is deleted.
+[{"snapshot": v0, "changelogs": [v1, ...], "backend": "hashmap"}, ...]}``, see
+:meth:`CheckpointStore.plan_chain`), so a restart and ``sparktide inspect`` never guess.
+:meth:`CheckpointStore.read_subtask` returns the materialized full state whatever the layout.
+Version ``v`` only counts once ``commits/<v>.json`` exists; that file is written (to a
+temporary name, then moved) after the batch's sinks have written, so the highest commit file
+names the last committed batch. A replayed, uncommitted batch reads version ``v - 1`` and
+overwrites the files of version ``v``. After a commit, the manifests of the last three batches
+are kept, with every state file their chains name (so a replay of the next batch still finds
+version ``v - 1``); the rest is deleted.
+
+**State backends.** The files hold the backend-neutral form of keyed state and timers (what
+``snapshot_state()`` of the heap and of the RocksDB backend both give, timers with their
+sequence numbers), so a job restarted on the other backend restores them; each chain records
+the backend of the job that wrote it (:attr:`CheckpointStore.state_backend`), and a batch on
+another backend starts a new chain with a full snapshot. A RocksDB job without incremental
+checkpointing writes a full snapshot every batch (:func:`checkpoint_interval`).
 
 **Integrity.** Every file of this module starts with a magic string and a format version and
 carries CRC32 checksums of its parts (a changelog: one part per key group); the snapshots inside
@@ -54,8 +62,10 @@ values are pickled (state contents and keys, timer keys and namespaces, a waterm
 state). A file or manifest of another format version (:data:`CHECKPOINT_FORMAT_VERSION`; 1
 pickled valves, watermarks and split states, 2 a changelog's timer timestamps and sequence
 numbers, 3 the built-in watermark generators' attributes) is refused with an error naming both
-versions, never read. Restoring a checkpoint unpickles its user values, so a checkpoint
-directory must be trusted like code.
+versions, never read; version 4 (whose manifests name no backend: every chain was on the heap)
+is migrated (:data:`~sparktide.spark.checkpoint_format.MIGRATED_FORMAT_VERSIONS`): its files
+are read as they are and its chains as heap chains. Restoring a checkpoint unpickles its user
+values, so a checkpoint directory must be trusted like code.
 
 **Rescaling.** Key groups are the unit: a subtask reads the chain of every old subtask whose
 key-group range intersects its own and keeps only its key groups (of snapshots and changelogs
