@@ -110,15 +110,24 @@ def successor(prefix: bytes) -> bytes:
 class EntryCodec:
     """Raw values (the heap backend's format) to stored bytes and back, for one state."""
 
-    __slots__ = ("kind", "map_key", "ttl", "value")
+    __slots__ = ("kind", "map_key", "ttl", "types", "value")
 
     def __init__(self, kind: str, ttl: bool, value_type: object, map_key_type: object) -> None:
         self.kind = kind
         self.ttl = ttl
-        self.value = typed_value_codec(value_type)
-        self.map_key = key_codec(
-            map_key_type if isinstance(map_key_type, TypeInformation) else None
+        declared = map_key_type if isinstance(map_key_type, TypeInformation) else None
+        value_declared = value_type if isinstance(value_type, TypeInformation) else None
+        # the declared types the bytes follow (value, map key): equal types, equal bytes
+        self.types: tuple[TypeInformation | None, TypeInformation | None] = (
+            value_declared,
+            declared,
         )
+        self.value = typed_value_codec(value_declared)
+        self.map_key = key_codec(declared)
+
+    def same_bytes(self, other: EntryCodec) -> bool:
+        """Whether ``other`` reads and writes the same bytes for the same raw values."""
+        return (self.kind, self.ttl, self.types) == (other.kind, other.ttl, other.types)
 
     # single values (value, reducing, aggregating)
 
