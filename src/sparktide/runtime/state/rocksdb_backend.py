@@ -605,8 +605,8 @@ class RocksDBKeyedStateBackend:
         codec = state.codec
         it = state.cf.iter()
         it.seek(lo)
-        if codec.kind != "map":
-            decode = codec.decode_list if codec.kind == "list" else codec.decode_single
+        if codec.kind not in ("map", "list"):
+            decode = codec.decode_single
             while it.valid():
                 sk = it.key()
                 if sk >= hi:
@@ -624,7 +624,7 @@ class RocksDBKeyedStateBackend:
                 break
             if current is None or not sk.startswith(current):
                 if current is not None:
-                    yield (*head, dict(codec.decode_map(group)))
+                    yield (*head, self._group_raw(codec, group))
                 key, ns, end = self._split(sk)
                 current = sk[:end]
                 head = (int.from_bytes(sk[:2], "big"), key, ns)
@@ -632,7 +632,14 @@ class RocksDBKeyedStateBackend:
             group.append(it.value())
             it.next()
         if current is not None:
-            yield (*head, dict(codec.decode_map(group)))
+            yield (*head, self._group_raw(codec, group))
+
+    @staticmethod
+    def _group_raw(codec: EntryCodec, group: list[bytes]) -> object:
+        """The raw value of a list (its elements' stored values) or a map (its entries')."""
+        if codec.kind == "list":
+            return [codec.decode_single(data) for data in group]
+        return dict(codec.decode_map(group))
 
     def _write_raw(
         self, state: StoredState, entries: Iterable[tuple[int, object, object, Any]]
@@ -651,7 +658,11 @@ class RocksDBKeyedStateBackend:
                     data = codec.encode_map_value(self.next_seq(), mk, v)
                     batch.put(base + codec.map_key_bytes(mk), data)
             elif codec.kind == "list":
-                batch.put(base, codec.encode_list(raw))
+                batch.delete_range(base, successor(base))
+                for element in raw:
+                    batch.put(
+                        base + self.next_seq().to_bytes(8, "big"), codec.encode_element(element)
+                    )
             else:
                 batch.put(base, codec.encode_single(raw))
             if len(batch) >= _BATCH_ENTRIES:
