@@ -16,7 +16,7 @@ namespaces come back from the store in canonical form (``1.0`` and ``True`` as `
 >>> from sparktide.runtime.keygroups import KeyGroupRange
 >>> from sparktide.runtime.state import HeapKeyedStateBackend
 >>> b = RocksDBKeyedStateBackend(max_parallelism=128, key_group_range=KeyGroupRange(0, 127),
-...     time_provider=lambda: 0, directory=tempfile.mkdtemp() + "/db")
+...     time_provider=lambda: 0, directory=tempfile.mkdtemp())
 >>> count = b.get_partitioned_state(ValueStateDescriptor("count", None))
 >>> b.set_current_key("user-1"); count.update(3)
 >>> meta, per_key_group = b.snapshot_state()
@@ -178,8 +178,8 @@ def _open_error(directory: Path, exc: Exception) -> RuntimeError:
 
 class RocksDBKeyedStateBackend:
     """The keyed state of one operator subtask in RocksDB, for the key groups in
-    ``key_group_range``; the database lives in ``directory`` (created; it must not hold a
-    database yet) until :meth:`dispose` deletes it.
+    ``key_group_range``; the database lives in ``directory`` (created if missing; it must be
+    empty) until :meth:`dispose` deletes it.
 
     ``key_type``: the declared type information of the keys (``Types.LONG()``, ...) or None
     (keys are then ``None``, ``bool``, ``int``, ``float``, ``str``, ``bytes`` or tuples of
@@ -187,7 +187,7 @@ class RocksDBKeyedStateBackend:
 
     >>> import tempfile
     >>> b = RocksDBKeyedStateBackend(max_parallelism=128, key_group_range=KeyGroupRange(0, 63),
-    ...     time_provider=lambda: 0, directory=tempfile.mkdtemp() + "/db")
+    ...     time_provider=lambda: 0, directory=tempfile.mkdtemp())
     >>> b.set_current_key("b")
     >>> b.current_key, b.current_key_group
     ('b', 22)
@@ -261,7 +261,7 @@ class RocksDBKeyedStateBackend:
         >>> import tempfile
         >>> from rocksdict import Options, Rdict
         >>> from sparktide.core.state import ValueStateDescriptor
-        >>> path = tempfile.mkdtemp() + "/db"
+        >>> path = tempfile.mkdtemp()
         >>> kw = dict(max_parallelism=128, key_group_range=KeyGroupRange(0, 127),
         ...           time_provider=lambda: 0)
         >>> db = Rdict(path, Options(raw_mode=True))
@@ -273,7 +273,7 @@ class RocksDBKeyedStateBackend:
         >>> b = RocksDBKeyedStateBackend.attach(db, **kw)
         >>> b.set_current_key("k"); b.get_partitioned_state(v).value()
         1
-        >>> b.dispose(); db.close()
+        >>> b.dispose(); db.close(); shutil.rmtree(path)
         """
         _check_args(max_parallelism, key_group_range, time_provider)
         self = cls.__new__(cls)

@@ -11,7 +11,7 @@ semantics, as in Flink's RocksDB backend; the heap backend shares the stored obj
 >>> from sparktide.runtime.state.rocksdb_backend import RocksDBKeyedStateBackend
 >>> import tempfile
 >>> b = RocksDBKeyedStateBackend(max_parallelism=128, key_group_range=KeyGroupRange(0, 127),
-...     time_provider=lambda: 0, directory=tempfile.mkdtemp() + "/db")
+...     time_provider=lambda: 0, directory=tempfile.mkdtemp())
 >>> events = b.get_partitioned_state(ListStateDescriptor("events", None))
 >>> b.set_current_key("k"); events.add("a"); events.add_all(["b", "c"]); events.get()
 ['a', 'b', 'c']

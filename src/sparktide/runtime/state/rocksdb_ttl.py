@@ -14,7 +14,7 @@ snapshot (:func:`~sparktide.runtime.state.cleanup.purge_expired`).
 >>> from sparktide.runtime.state.rocksdb_backend import RocksDBKeyedStateBackend
 >>> clock = [0]
 >>> b = RocksDBKeyedStateBackend(max_parallelism=128, key_group_range=KeyGroupRange(0, 127),
-...     time_provider=lambda: clock[0], directory=tempfile.mkdtemp() + "/db")
+...     time_provider=lambda: clock[0], directory=tempfile.mkdtemp())
 >>> d = ValueStateDescriptor("seen", None)
 >>> d.enable_time_to_live(StateTtlConfig.new_builder(10).build())
 >>> s = b.get_partitioned_state(d)
