@@ -419,3 +419,16 @@ def test_a_backend_attached_to_a_reopened_database_finds_its_state(tmp_path: Pat
     b._check()
     b.dispose()
     db.close()
+
+
+def test_entry_counts_exact_and_estimated(tmp_path: Path) -> None:
+    b = rocksdb(tmp_path / "db")
+    pair = Pair(b, descriptors(None, typed=False))
+    for i in range(200):
+        pair.run("value.update", i, i, None)
+        pair.run("map.put_all", {"a": 1, "b": 2}, i, "w1")
+        pair.run("list.add_all", ["x", "y", "z"], i, None)
+    assert b.num_entries() == 600  # (state, key, namespace) entries, as on the heap
+    # stored entries: one per value, map key and list element (an estimate, no scan)
+    assert 600 < b.estimate_num_store_entries() <= 2 * 1200
+    b.dispose()
