@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from state_backends import BACKENDS, BackendFactory
+
 STATE_BACKENDS = ("hashmap", "rocksdb")
 """The values of ``SPARKTIDE_STATE_BACKEND`` the backend matrix runs with."""
 
@@ -33,9 +35,7 @@ a database writes and syncs a few files, which costs ~10x more on a disk than in
 
 
 @pytest.fixture(params=STATE_BACKENDS)
-def state_backend(
-    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[str]:
+def state_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Runs a test once per state backend: environments, and operators set up without one (the
     test harness), use the backend ``SPARKTIDE_STATE_BACKEND`` names, in this process and in the
     processes it starts. RocksDB's temporary directories go to :data:`MEMORY_DISK` if there is
@@ -68,3 +68,13 @@ def wait_for(condition: Callable[[], Any], seconds: float) -> bool:
             return True
         time.sleep(0.1)
     return bool(condition())
+
+
+@pytest.fixture(params=BACKENDS)
+def make_backend(request: Any, tmp_path: Any) -> Any:
+    """A factory of keyed state backends, once per backend kind ("heap", "rocksdb"):
+    ``make_backend(key_group_range=None, maxp=128, now=0)``; RocksDB ones are disposed after
+    the test (see ``tests/state_backends.py``)."""
+    factory = BackendFactory(request.param, tmp_path)
+    yield factory
+    factory.close()

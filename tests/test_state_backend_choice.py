@@ -80,7 +80,7 @@ def test_bad_settings_say_what_is_wrong() -> None:
         b.set_predefined_options("DEFAULT")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="an int >= 1"):
         b.set_number_of_transfer_threads(0)
-    with pytest.raises(NotImplementedError, match="Java RocksDBOptionsFactory.*not by a JVM"):
+    with pytest.raises(NotImplementedError, match=r"Java RocksDBOptionsFactory.*not by a JVM"):
         b.set_options("org.example.MyOptions")
     with pytest.raises(NotImplementedError, match="wraps a Java state backend"):
         CustomStateBackend(object())
