@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import sparktide.runtime.state.rocksdb_backend as backend_mod
 import sparktide.runtime.state.rocksdb_entries as entries_mod
+import sparktide.runtime.state.rocksdb_raw as raw_mod
 import sparktide.runtime.state.rocksdb_states as states_mod
 import sparktide.runtime.state.rocksdb_ttl as ttl_mod
 from sparktide.common.typeinfo import Types
@@ -241,7 +242,7 @@ def test_random_operations_read_and_snapshot_the_same_on_both_backends(
 # ------------------------------------------------------------------------------ RocksDB only
 
 
-@pytest.mark.parametrize("module", [backend_mod, entries_mod, states_mod, ttl_mod])
+@pytest.mark.parametrize("module", [backend_mod, entries_mod, raw_mod, states_mod, ttl_mod])
 def test_doctests(module: Any) -> None:
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
