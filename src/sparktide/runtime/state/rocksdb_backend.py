@@ -6,10 +6,12 @@ restore in the same backend-neutral form), with the entries in a RocksDB databas
 ``directory``: one column family per state, store keys ``key group | key | namespace``
 (:mod:`~sparktide.runtime.state.rocksdb_entries`), so a key-group range is one contiguous range.
 
-Differences from the heap backend, as in Flink: values are copies (a value changed in place and
-not written back stays unchanged in the store), map entries iterate in the byte order of their
-keys and keys in the byte order of their bytes (the heap: insertion order), and keys and
-namespaces come back from the store in canonical form (``1.0`` and ``True`` as ``1``).
+Differences from the heap backend: values are copies, as in Flink's RocksDB backend (a value
+changed in place and not written back stays unchanged in the store); values must fit their
+declared types and be picklable where undeclared, map keys and namespaces must be values a key
+may be (or windows); ``get_keys`` and snapshots list a key group's entries in the byte order of
+their store keys (the heap: insertion order; lists and maps keep insertion order on both); keys
+and namespaces come back from the store in canonical form (``1.0`` and ``True`` as ``1``).
 
 >>> import tempfile
 >>> from sparktide.core.state import ValueStateDescriptor
@@ -37,7 +39,7 @@ import pickle
 import shutil
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from rocksdict import Options, Rdict, WriteOptions
 
@@ -73,9 +75,6 @@ from sparktide.runtime.state.rocksdb_states import (
     RocksDBReducingState,
 )
 
-if TYPE_CHECKING:
-    pass
-
 __all__ = ["RocksDBKeyedStateBackend", "StoredState"]
 
 _KEY_CACHE_SIZE = 1 << 17
@@ -83,8 +82,9 @@ _META_BACKEND = b"backend"
 _META_STATE = b"state:"
 _META_SEQ = b"seq"
 _SEQ_BLOCK = 1 << 20
-"""Map sequence numbers are reserved in blocks: the database records the end of the block in
-use, so a backend attached to it later starts past every number given."""
+"""Sequence numbers (the order of list elements and map entries) are reserved in blocks: the
+database records the end of the block in use, so a backend attached to it later starts past
+every number given."""
 _NO_PREFIX = cast(bytes, None)
 """``key_prefix`` while no key is current: ``None`` at run time, so a state that appends its
 namespace raises TypeError and turns that into the clear "no current key" error."""
@@ -487,7 +487,8 @@ class RocksDBKeyedStateBackend:
         attach_cleanup(self, state, cfg)
 
     def next_seq(self) -> int:
-        """A number greater than every one given before (orders the entries of map states)."""
+        """A number greater than every one given before (orders list elements and map
+        entries)."""
         self._seq += 1
         if self._seq >= self._seq_mark:
             self._seq_mark += _SEQ_BLOCK
