@@ -6,17 +6,19 @@ restore in the same backend-neutral form), with the entries in a RocksDB databas
 ``directory``: one column family per state, store keys ``key group | key | namespace``
 (:mod:`~sparktide.runtime.state.rocksdb_entries`), so a key-group range is one contiguous range.
 
-Differences from the heap backend, as in Flink: values are copies (a value changed in place and
-not written back stays unchanged in the store), map entries iterate in the byte order of their
-keys and keys in the byte order of their bytes (the heap: insertion order), and keys and
-namespaces come back from the store in canonical form (``1.0`` and ``True`` as ``1``).
+Differences from the heap backend: values are copies, as in Flink's RocksDB backend (a value
+changed in place and not written back stays unchanged in the store); values must fit their
+declared types and be picklable where undeclared, map keys and namespaces must be values a key
+may be (or windows); ``get_keys`` and snapshots list a key group's entries in the byte order of
+their store keys (the heap: insertion order; lists and maps keep insertion order on both); keys
+and namespaces come back from the store in canonical form (``1.0`` and ``True`` as ``1``).
 
 >>> import tempfile
 >>> from sparktide.core.state import ValueStateDescriptor
 >>> from sparktide.runtime.keygroups import KeyGroupRange
 >>> from sparktide.runtime.state import HeapKeyedStateBackend
 >>> b = RocksDBKeyedStateBackend(max_parallelism=128, key_group_range=KeyGroupRange(0, 127),
-...     time_provider=lambda: 0, directory=tempfile.mkdtemp() + "/db")
+...     time_provider=lambda: 0, directory=tempfile.mkdtemp())
 >>> count = b.get_partitioned_state(ValueStateDescriptor("count", None))
 >>> b.set_current_key("user-1"); count.update(3)
 >>> meta, per_key_group = b.snapshot_state()
@@ -30,17 +32,19 @@ True
 
 from __future__ import annotations
 
+import base64
+import json
 import os
+import pickle
 import shutil
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
-from rocksdict import Options, Rdict, WriteBatch, WriteOptions
+from rocksdict import Options, Rdict, WriteOptions
 
 from sparktide.core.state import (
     AggregatingStateDescriptor,
-    MapStateDescriptor,
     ReducingStateDescriptor,
     State,
     StateDescriptor,
@@ -64,54 +68,54 @@ from sparktide.runtime.state.cleanup import purge_expired
 from sparktide.runtime.state.heap import KINDS, EntryKey, InternalKvState, check_raw, describe_kind
 from sparktide.runtime.state.rocksdb_entries import NAMESPACES, EntryCodec, successor
 from sparktide.runtime.state.rocksdb_layout import Codec, key_codec, key_group_bounds
+from sparktide.runtime.state.rocksdb_raw import CF_PREFIX, RawStore, StoredState, codec_for
 from sparktide.runtime.state.rocksdb_states import (
     PLAIN,
     RocksDBAggregatingState,
     RocksDBReducingState,
 )
 
-if TYPE_CHECKING:
-    from sparktide.runtime.state.rocksdb_ttl import RocksDBIncrementalCleanup
-
 __all__ = ["RocksDBKeyedStateBackend", "StoredState"]
 
 _KEY_CACHE_SIZE = 1 << 17
+_META_BACKEND = b"backend"
+_META_STATE = b"state:"
+_META_SEQ = b"seq"
+_SEQ_BLOCK = 1 << 20
+"""Sequence numbers (the order of list elements and map entries) are reserved in blocks: the
+database records the end of the block in use, so a backend attached to it later starts past
+every number given."""
 _NO_PREFIX = cast(bytes, None)
 """``key_prefix`` while no key is current: ``None`` at run time, so a state that appends its
 namespace raises TypeError and turns that into the clear "no current key" error."""
-_CF_PREFIX = "state:"
-_BATCH_ENTRIES = 4096
 
 
-class StoredState:
-    """One named state in the store: its column family, kind, TTL setting and codec.
-
-    A state restored from a snapshot before its descriptor registers keeps its values pickled
-    (``registered`` False); the registration re-encodes them with the descriptor's types.
-    """
-
-    __slots__ = ("cf", "cleanup", "codec", "kind", "name", "registered", "ttl", "ttl_config")
-
-    def __init__(self, name: str, kind: str, ttl: bool, cf: Rdict, codec: EntryCodec) -> None:
-        self.name = name
-        self.kind = kind
-        self.ttl = ttl
-        self.cf = cf
-        self.codec = codec
-        self.registered = False
-        self.ttl_config: StateTtlConfig | None = None
-        self.cleanup: RocksDBIncrementalCleanup | None = None
-
-    def describe(self) -> str:
-        return describe_kind(self.kind, self.ttl)
-
-
-def _codec_for(kind: str, ttl: bool, descriptor: StateDescriptor | None) -> EntryCodec:
-    if descriptor is None:
-        return EntryCodec(kind, ttl, None, None)
-    if isinstance(descriptor, MapStateDescriptor):
-        return EntryCodec(kind, ttl, descriptor.value_type_info, descriptor.key_type_info)
-    return EntryCodec(kind, ttl, descriptor.type_info, None)
+def _check_args(
+    max_parallelism: int, key_group_range: KeyGroupRange, time_provider: Callable[[], int]
+) -> None:
+    if type(max_parallelism) is not int or not 1 <= max_parallelism <= UPPER_BOUND_MAX_PARALLELISM:
+        raise ValueError(
+            f"max_parallelism must be an int in [1, {UPPER_BOUND_MAX_PARALLELISM}], got "
+            f"{max_parallelism!r}; use compute_default_max_parallelism(parallelism)"
+        )
+    if not isinstance(key_group_range, KeyGroupRange):
+        raise TypeError(
+            f"key_group_range must be a KeyGroupRange, got {type(key_group_range).__name__}; "
+            "use compute_key_group_range_for_operator_index(...)"
+        )
+    if len(key_group_range) and not (
+        key_group_range.start >= 0 and key_group_range.end < max_parallelism
+    ):
+        raise ValueError(
+            f"key_group_range {key_group_range} must lie within [0, {max_parallelism - 1}] "
+            f"for max_parallelism={max_parallelism}"
+        )
+    if not callable(time_provider):
+        raise TypeError(
+            f"time_provider must be a callable returning the processing time in ms, got "
+            f"{type(time_provider).__name__}; pass e.g. the processing-time service's "
+            "get_current_processing_time"
+        )
 
 
 def _open_error(directory: Path, exc: Exception) -> RuntimeError:
@@ -130,8 +134,8 @@ def _open_error(directory: Path, exc: Exception) -> RuntimeError:
 
 class RocksDBKeyedStateBackend:
     """The keyed state of one operator subtask in RocksDB, for the key groups in
-    ``key_group_range``; the database lives in ``directory`` (created; it must not hold a
-    database yet) until :meth:`dispose` deletes it.
+    ``key_group_range``; the database lives in ``directory`` (created if missing; it must be
+    empty) until :meth:`dispose` deletes it.
 
     ``key_type``: the declared type information of the keys (``Types.LONG()``, ...) or None
     (keys are then ``None``, ``bool``, ``int``, ``float``, ``str``, ``bytes`` or tuples of
@@ -139,7 +143,7 @@ class RocksDBKeyedStateBackend:
 
     >>> import tempfile
     >>> b = RocksDBKeyedStateBackend(max_parallelism=128, key_group_range=KeyGroupRange(0, 63),
-    ...     time_provider=lambda: 0, directory=tempfile.mkdtemp() + "/db")
+    ...     time_provider=lambda: 0, directory=tempfile.mkdtemp())
     >>> b.set_current_key("b")
     >>> b.current_key, b.current_key_group
     ('b', 22)
@@ -155,8 +159,11 @@ class RocksDBKeyedStateBackend:
         "_key_codec",
         "_key_listeners",
         "_max_parallelism",
+        "_owns_db",
         "_range",
+        "_raw",
         "_seq",
+        "_seq_mark",
         "_start",
         "_states",
         "_time",
@@ -176,32 +183,7 @@ class RocksDBKeyedStateBackend:
         directory: str | os.PathLike[str],
         key_type: Any = None,
     ) -> None:
-        if (
-            type(max_parallelism) is not int
-            or not 1 <= max_parallelism <= UPPER_BOUND_MAX_PARALLELISM
-        ):
-            raise ValueError(
-                f"max_parallelism must be an int in [1, {UPPER_BOUND_MAX_PARALLELISM}], got "
-                f"{max_parallelism!r}; use compute_default_max_parallelism(parallelism)"
-            )
-        if not isinstance(key_group_range, KeyGroupRange):
-            raise TypeError(
-                f"key_group_range must be a KeyGroupRange, got {type(key_group_range).__name__}; "
-                "use compute_key_group_range_for_operator_index(...)"
-            )
-        if len(key_group_range) and not (
-            key_group_range.start >= 0 and key_group_range.end < max_parallelism
-        ):
-            raise ValueError(
-                f"key_group_range {key_group_range} must lie within [0, {max_parallelism - 1}] "
-                f"for max_parallelism={max_parallelism}"
-            )
-        if not callable(time_provider):
-            raise TypeError(
-                f"time_provider must be a callable returning the processing time in ms, got "
-                f"{type(time_provider).__name__}; pass e.g. the processing-time service's "
-                "get_current_processing_time"
-            )
+        _check_args(max_parallelism, key_group_range, time_provider)
         if not isinstance(directory, (str, os.PathLike)) or not str(directory):
             raise TypeError(
                 f"directory must be a path (str or os.PathLike) for the RocksDB files, got "
@@ -215,19 +197,113 @@ class RocksDBKeyedStateBackend:
         self._time = time_provider
         self._directory = Path(directory)
         self._db = self._open(self._directory)
+        self._owns_db = True
+        self._setup()
+
+    @classmethod
+    def attach(
+        cls,
+        db: Rdict,
+        *,
+        max_parallelism: int,
+        key_group_range: KeyGroupRange,
+        time_provider: Callable[[], int],
+        key_type: Any = None,
+    ) -> RocksDBKeyedStateBackend:
+        """A backend on ``db``, a raw-mode database opened by its owner (e.g. a worker-local
+        database that survives micro-batches): the states a backend stored in it before are
+        there again, kept as stored until their descriptors register. :meth:`dispose` leaves
+        closing and deleting the database to the owner.
+
+        >>> import tempfile
+        >>> from rocksdict import Options, Rdict
+        >>> from sparktide.core.state import ValueStateDescriptor
+        >>> path = tempfile.mkdtemp()
+        >>> kw = dict(max_parallelism=128, key_group_range=KeyGroupRange(0, 127),
+        ...           time_provider=lambda: 0)
+        >>> db = Rdict(path, Options(raw_mode=True))
+        >>> b = RocksDBKeyedStateBackend.attach(db, **kw)
+        >>> v = ValueStateDescriptor("v", None)
+        >>> b.set_current_key("k"); b.get_partitioned_state(v).update(1)
+        >>> b.dispose(); db.close()
+        >>> db = Rdict(path)  # reopened with every column family
+        >>> b = RocksDBKeyedStateBackend.attach(db, **kw)
+        >>> b.set_current_key("k"); b.get_partitioned_state(v).value()
+        1
+        >>> b.dispose(); db.close(); shutil.rmtree(path)
+        """
+        _check_args(max_parallelism, key_group_range, time_provider)
+        self = cls.__new__(cls)
+        self._key_codec = key_codec(key_type)
+        self._max_parallelism = max_parallelism
+        self._range = key_group_range
+        self._start = key_group_range.start
+        self._end = key_group_range.end
+        self._time = time_provider
+        self._directory = Path(db.path())
+        self._db = db
+        self._owns_db = False
+        self._setup()
+        return self
+
+    def _setup(self) -> None:
         self._write_options = WriteOptions()
         # snapshots, not the log, make state durable (the stub declares a method; it is a
         # property)
         self._write_options.disable_wal = True  # type: ignore[method-assign,assignment]
+        self._raw = RawStore(
+            self._db, self._key_codec, self._range, self._write_options, self.next_seq
+        )
         self._states: dict[str, StoredState] = {}
         self._void_states: dict[str, InternalKvState] = {}
         self._key_listeners: list[Callable[[], None]] = []
         self._key_cache: dict[object, tuple[int, bytes]] = {}
         self._seq = 0
+        self._seq_mark = 0
         self._disposed = False
         self.current_key: object = None
         self.current_key_group: int = NO_KEY_GROUP
         self.key_prefix: bytes = _NO_PREFIX
+        self._load_meta()
+
+    def _load_meta(self) -> None:
+        """Read what a backend stored in this database before: its max parallelism, its states
+        and the sequence numbers it gave."""
+        db = self._db
+        stored = db.get(_META_BACKEND)
+        if stored is None:
+            db.put(_META_BACKEND, json.dumps({"max_parallelism": self._max_parallelism}).encode())
+        else:
+            maxp = json.loads(stored)["max_parallelism"]
+            if maxp != self._max_parallelism:
+                raise ValueError(
+                    f"the database in {str(self._directory)!r} holds state of max_parallelism="
+                    f"{maxp}, not {self._max_parallelism}; key groups cannot change: restore "
+                    "from a snapshot (restore_state) instead"
+                )
+        mark = db.get(_META_SEQ)
+        if mark is not None:
+            self._seq = self._seq_mark = int.from_bytes(mark, "big")
+        it = db.iter()
+        it.seek(_META_STATE)
+        while it.valid():
+            k: bytes = it.key()
+            if not k.startswith(_META_STATE):
+                break
+            info = json.loads(it.value())
+            name = k[len(_META_STATE) :].decode()
+            cf = db.get_column_family(CF_PREFIX + name)
+            cf.set_write_options(self._write_options)
+            kind, ttl = info["kind"], info["ttl"]
+            value_type, map_key_type = pickle.loads(base64.b64decode(info["types"]))
+            codec = EntryCodec(kind, ttl, value_type, map_key_type)
+            self._states[name] = StoredState(name, kind, ttl, cf, codec)
+            it.next()
+
+    def _store_meta(self, state: StoredState) -> None:
+        types = base64.b64encode(pickle.dumps(state.codec.types)).decode()
+        info = {"kind": state.kind, "ttl": state.ttl, "types": types}
+        self._db.put(_META_STATE + state.name.encode(), json.dumps(info).encode())
 
     @staticmethod
     def _open(directory: Path) -> Rdict:
@@ -362,12 +438,13 @@ class RocksDBKeyedStateBackend:
     # ------------------------------------------------------------------ registration
 
     def _new_state(self, name: str, kind: str, ttl: bool) -> StoredState:
-        cf_name = _CF_PREFIX + name
+        cf_name = CF_PREFIX + name
         options = Options(raw_mode=True)
         cf = self._db.create_column_family(cf_name, options)
         cf.set_write_options(self._write_options)
         state = StoredState(name, kind, ttl, cf, EntryCodec(kind, ttl, None, None))
         self._states[name] = state
+        self._store_meta(state)
         return state
 
     def _register(self, descriptor: StateDescriptor) -> StoredState:
@@ -392,7 +469,12 @@ class RocksDBKeyedStateBackend:
                 f"descriptor has {cfg!r}; use the same StateTtlConfig for every registration"
             )
         if not state.registered:
-            self._recode(state, _codec_for(kind, ttl, descriptor))
+            codec = codec_for(kind, ttl, descriptor)
+            if codec.same_bytes(state.codec):  # e.g. stored by a backend attached before
+                state.codec = codec
+            else:
+                self._recode(state, codec)
+                self._store_meta(state)
             state.registered = True
             if cfg is not None:
                 state.ttl_config = cfg
@@ -405,8 +487,12 @@ class RocksDBKeyedStateBackend:
         attach_cleanup(self, state, cfg)
 
     def next_seq(self) -> int:
-        """A number greater than every one given before (orders the entries of map states)."""
+        """A number greater than every one given before (orders list elements and map
+        entries)."""
         self._seq += 1
+        if self._seq >= self._seq_mark:
+            self._seq_mark += _SEQ_BLOCK
+            self._db.put(_META_SEQ, self._seq_mark.to_bytes(8, "big"))
         return self._seq
 
     def add_key_listener(self, listener: Callable[[], None]) -> None:
@@ -416,19 +502,13 @@ class RocksDBKeyedStateBackend:
     def _recode(self, state: StoredState, codec: EntryCodec) -> None:
         """Give ``state`` the codec of its descriptor, re-encoding the (pickled) values restored
         before it registered."""
-        old = state.codec
-        same = (
-            old.value is codec.value
-            and old.map_key is codec.map_key
-            and old.kind == codec.kind
-            and old.ttl == codec.ttl
-        )
-        if not same and self._count_raw(state, limit=1):
-            entries = list(self._raw_entries(state))
+        same = state.codec.same_bytes(codec)
+        if not same and self._raw.count(state, limit=1):
+            entries = list(self._raw.entries(state))
             lo, hi = key_group_bounds(self._range)
             state.cf.delete_range(lo, hi)
             state.codec = codec
-            self._write_raw(state, ((kg, k, ns, raw) for kg, k, ns, raw in entries))
+            self._raw.write(state, ((kg, k, ns, raw) for kg, k, ns, raw in entries))
         state.codec = codec
 
     def _create(
@@ -465,103 +545,20 @@ class RocksDBKeyedStateBackend:
         reducing and aggregating states have ``merge_namespaces(target, sources)``."""
         return self._create(self._register(descriptor), descriptor, None)
 
-    # ------------------------------------------------------------------ raw entries
-
-    def _split(self, store_key: bytes) -> tuple[object, object, int]:
-        """``(key, namespace, end)`` of a store key (``end``: where a map key starts)."""
-        key, pos = self._key_codec.decode_key_from(store_key, 2)
-        ns, pos = NAMESPACES.decode_value_from(store_key, pos)
-        return key, ns, pos
-
-    def _raw_entries(
-        self,
-        state: StoredState,
-        lo: bytes | None = None,
-        hi: bytes | None = None,
-    ) -> Iterator[tuple[int, object, object, Any]]:
-        """``(key_group, key, namespace, raw_value)`` of the entries in ``[lo, hi)`` (default:
-        this backend's key groups), in store order; raw values as the heap backend keeps them."""
-        if lo is None or hi is None:
-            lo, hi = key_group_bounds(self._range)
-        codec = state.codec
-        it = state.cf.iter()
-        it.seek(lo)
-        if codec.kind != "map":
-            decode = codec.decode_list if codec.kind == "list" else codec.decode_single
-            while it.valid():
-                sk = it.key()
-                if sk >= hi:
-                    return
-                key, ns, _ = self._split(sk)
-                yield int.from_bytes(sk[:2], "big"), key, ns, decode(it.value())
-                it.next()
-            return
-        current: bytes | None = None
-        group: list[bytes] = []
-        head: tuple[int, object, object] = (0, None, None)
-        while it.valid():
-            sk = it.key()
-            if sk >= hi:
-                break
-            if current is None or not sk.startswith(current):
-                if current is not None:
-                    yield (*head, dict(codec.decode_map(group)))
-                key, ns, end = self._split(sk)
-                current = sk[:end]
-                head = (int.from_bytes(sk[:2], "big"), key, ns)
-                group = []
-            group.append(it.value())
-            it.next()
-        if current is not None:
-            yield (*head, dict(codec.decode_map(group)))
-
-    def _write_raw(
-        self, state: StoredState, entries: Iterable[tuple[int, object, object, Any]]
-    ) -> None:
-        """Store raw values (the heap backend's format), replacing what is there."""
-        codec = state.codec
-        handle = self._db.get_column_family_handle(_CF_PREFIX + state.name)
-        batch = WriteBatch(raw_mode=True)
-        batch.set_default_column_family(handle)
-        kc = self._key_codec
-        for kg, key, ns, raw in entries:
-            base = kg.to_bytes(2, "big") + kc.key_bytes(key) + NAMESPACES.key_bytes(ns)
-            if codec.kind == "map":
-                batch.delete_range(base, successor(base))
-                for mk, v in raw.items():
-                    data = codec.encode_map_value(self.next_seq(), mk, v)
-                    batch.put(base + codec.map_key_bytes(mk), data)
-            elif codec.kind == "list":
-                batch.put(base, codec.encode_list(raw))
-            else:
-                batch.put(base, codec.encode_single(raw))
-            if len(batch) >= _BATCH_ENTRIES:
-                self._db.write(batch, self._write_options)
-                batch = WriteBatch(raw_mode=True)
-                batch.set_default_column_family(handle)
-        if len(batch):
-            self._db.write(batch, self._write_options)
-
-    @staticmethod
-    def _has_prefix(state: StoredState, prefix: bytes) -> bool:
-        it = state.cf.iter()
-        it.seek(prefix)
-        return it.valid() and bytes(it.key()).startswith(prefix)
-
-    def _count_raw(self, state: StoredState, limit: int | None = None) -> int:
-        n = 0
-        for _ in self._raw_entries(state):
-            n += 1
-            if limit is not None and n >= limit:
-                break
-        return n
-
     # ------------------------------------------------------------------ inspection
 
     def num_entries(self) -> int:
         """The number of (state, key, namespace) entries holding a value (TTL: including expired
-        values not yet cleaned up). O(entries): it reads the store."""
-        return sum(self._count_raw(s) for s in self._states.values())
+        values not yet cleaned up). O(entries): it reads the store's keys; metrics of large
+        states use :meth:`estimate_num_store_entries`."""
+        return sum(self._raw.count(s) for s in self._states.values())
+
+    def estimate_num_store_entries(self) -> int:
+        """RocksDB's estimate of the stored entries of every state (a list counts its elements,
+        a map its map keys), read without scanning: for metrics of large states."""
+        return sum(
+            s.cf.property_int_value("rocksdb.estimate-num-keys") or 0 for s in self._states.values()
+        )
 
     def key_entries(self, key: object, key_group: int) -> KeyEntries:
         """Copies of every entry of ``key`` (all states, all namespaces), to roll back to with
@@ -571,7 +568,7 @@ class RocksDBKeyedStateBackend:
         for name, state in self._states.items():
             mine: dict[EntryKey, object] = {
                 (key, ns): raw
-                for _, _, ns, raw in self._raw_entries(state, prefix, successor(prefix))
+                for _, _, ns, raw in self._raw.entries(state, prefix, successor(prefix))
             }
             if mine:
                 out[name] = mine
@@ -584,7 +581,7 @@ class RocksDBKeyedStateBackend:
             state.cf.delete_range(prefix, successor(prefix))
             old = saved.get(name)
             if old:
-                self._write_raw(state, ((key_group, k, ns, raw) for (k, ns), raw in old.items()))
+                self._raw.write(state, ((key_group, k, ns, raw) for (k, ns), raw in old.items()))
 
     def get_keys(self, state_name: str, namespace: object) -> Iterator[object]:
         """The keys with an entry of ``state_name`` in ``namespace`` (a snapshot: state may be
@@ -601,7 +598,7 @@ class RocksDBKeyedStateBackend:
             sk: bytes = it.key()
             if sk >= hi:
                 break
-            key, ns, end = self._split(sk)
+            key, ns, end = self._raw.split(sk)
             if ns == namespace and sk[:end] != last:
                 keys.append(key)
                 last = sk[:end]
@@ -613,9 +610,12 @@ class RocksDBKeyedStateBackend:
         return list(self._states)
 
     def dispose(self) -> None:
-        """Close the database and delete its directory; the backend cannot be used afterwards."""
+        """Close the database and delete its directory (an attached database: leave both to
+        its owner); the backend cannot be used afterwards."""
         if self._disposed:
             return
+        for state in self._states.values():
+            state.cf.close()  # state objects may outlive the backend: release the database
         self._states.clear()
         self._void_states.clear()
         self._key_listeners.clear()
@@ -625,8 +625,9 @@ class RocksDBKeyedStateBackend:
         self.key_prefix = _NO_PREFIX
         self._start, self._end = 0, -1  # every key is out of range: set_current_key raises
         self._disposed = True
-        self._db.close()
-        shutil.rmtree(self._directory, ignore_errors=True)
+        if self._owns_db:
+            self._db.close()
+            shutil.rmtree(self._directory, ignore_errors=True)
 
     # ------------------------------------------------------------------ invariants
 
@@ -638,14 +639,14 @@ class RocksDBKeyedStateBackend:
         for name, state in self._states.items():
             if state.name != name:
                 raise AssertionError("invariant broken: state.name == name")
-            every = self._raw_entries(state, b"\x00\x00", b"\xff\xff")
+            every = self._raw.entries(state, b"\x00\x00", b"\xff\xff")
             for kg, key, ns, raw in every:
                 if not self._start <= kg <= self._end:
                     raise AssertionError((name, kg))
                 if assign_to_key_group(key, self._max_parallelism) != kg:
                     raise AssertionError((name, key, kg))
                 base = kg.to_bytes(2, "big") + kc.key_bytes(key) + NAMESPACES.key_bytes(ns)
-                if self._split(base) != (key, ns, len(base)):
+                if self._raw.split(base) != (key, ns, len(base)):
                     raise AssertionError((name, key, ns))
                 if raw is None or check_raw(state.kind, state.ttl, raw, "raw") != raw:
                     raise AssertionError((name, key, raw))
@@ -680,7 +681,7 @@ class RocksDBKeyedStateBackend:
         for n in names:
             state = self._states[n]
             ttl = purge.get(n)
-            for kg, key, ns, raw in self._raw_entries(state):
+            for kg, key, ns, raw in self._raw.entries(state):
                 if ttl is not None:
                     raw = purge_expired(state.kind, raw, now, ttl)
                     if raw is None:
@@ -722,7 +723,7 @@ class RocksDBKeyedStateBackend:
                 self._new_state(name, kind, ttl)
         for name, to_write in staged.items():
             if to_write:
-                self._write_raw(self._states[name], to_write)
+                self._raw.write(self._states[name], to_write)
                 cleanup = self._states[name].cleanup
                 if cleanup is not None:
                     cleanup.reset()
@@ -767,7 +768,7 @@ class RocksDBKeyedStateBackend:
                         f"{type(entries).__name__}"
                     )
                 state = self._states.get(name)
-                if state is not None and not self._count_raw(state, limit=1):
+                if state is not None and not self._raw.count(state, limit=1):
                     state = None  # nothing stored yet: no entry to collide with
                 for i, entry in enumerate(entries):
                     at = f"{where}[{i}]"
@@ -775,7 +776,7 @@ class RocksDBKeyedStateBackend:
                     if checked is None:
                         continue
                     key, ns, raw, base = checked
-                    exists = state is not None and self._has_prefix(state, base)
+                    exists = state is not None and self._raw.has_prefix(state, base)
                     if (name, base) in seen or exists:
                         raise ValueError(
                             f"{at}: state {name!r} already has an entry for key {key!r} and "
