@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from state_backends import BACKENDS, BackendFactory
+
 
 @pytest.fixture(scope="session")
 def spark() -> Any:
@@ -36,3 +38,13 @@ def wait_for(condition: Callable[[], Any], seconds: float) -> bool:
             return True
         time.sleep(0.1)
     return bool(condition())
+
+
+@pytest.fixture(params=BACKENDS)
+def make_backend(request: Any, tmp_path: Any) -> Any:
+    """A factory of keyed state backends, once per backend kind ("heap", "rocksdb"):
+    ``make_backend(key_group_range=None, maxp=128, now=0)``; RocksDB ones are disposed after
+    the test (see ``tests/state_backends.py``)."""
+    factory = BackendFactory(request.param, tmp_path)
+    yield factory
+    factory.close()

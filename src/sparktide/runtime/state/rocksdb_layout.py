@@ -190,6 +190,11 @@ class Codec(ABC):
     def decode_value_from(self, data: bytes, offset: int) -> tuple[Any, int]:
         """The value at ``data[offset]`` and the offset after its bytes."""
 
+    def decode_key_from(self, data: bytes, offset: int) -> tuple[Any, int]:
+        """The value whose :meth:`key_bytes` start at ``data[offset]`` (for undeclared keys the
+        canonical value: ``1.0`` and ``True`` come back as ``1``) and the offset after them."""
+        return self.decode_value_from(data, offset)
+
 
 class _ExactCodec(Codec):
     """A codec whose key bytes are its value bytes (typed values: one shape per value)."""
@@ -519,6 +524,9 @@ class _GenericKeyCodec(Codec):
     def decode_key(self, data: bytes, offset: int = 0) -> Any:
         """The canonical value of key bytes (``1.0`` and ``True`` come back as ``1``)."""
         return _decode_canonical(data, offset)[0]
+
+    def decode_key_from(self, data: bytes, offset: int) -> tuple[Any, int]:
+        return _decode_canonical(data, offset)
 
 
 class _PickleCodec(_ExactCodec):
