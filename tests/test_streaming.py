@@ -90,10 +90,7 @@ def _fired_before_end(job: str, output: list[tuple], watermark: int) -> list[tup
     return [o for o in output if (o[1] // WINDOW + 1) * WINDOW - 1 <= watermark]
 
 
-BACKENDS = ["hashmap", "rocksdb"]
-
-
-def state_backend(name: str):
+def backend_named(name: str):
     """The state backend a test names: the heap, or RocksDB with incremental checkpoints."""
     if name == "hashmap":
         return HashMapStateBackend()
@@ -104,7 +101,7 @@ def _stream(spark, directory, job: str, parallelism: int, ckpt, sink=None, backe
     env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
     env.set_parallelism(parallelism)
     if backend is not None:
-        env.set_state_backend(state_backend(backend))
+        env.set_state_backend(backend_named(backend))
     frame = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(directory))
     stream = env.from_stream(frame, _strategy(), timestamp_column="ts", **options)
     out: dict[int, list[tuple]] = {}
@@ -141,15 +138,15 @@ def test_stream_equals_bounded_run_with_rounds_per_batch(spark, tmp_path, job) -
     assert result.metrics["rounds"] == 4
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_restart_continues_with_state_and_timers(spark, tmp_path, capsys, backend) -> None:
+@pytest.mark.usefixtures("state_backend")
+def test_restart_continues_with_state_and_timers(spark, tmp_path, capsys) -> None:
     batches = _records(5)
     _write_files(tmp_path / "in", batches[:2])
-    first, _ = _stream(spark, tmp_path / "in", "timers", 2, tmp_path / "ckpt", backend=backend)
+    first, _ = _stream(spark, tmp_path / "in", "timers", 2, tmp_path / "ckpt")
     assert sorted(first) == [0, 1]
     _write_files(tmp_path / "in", batches[2:], first=2)
     # restart with another parallelism: the key groups are redistributed
-    second, _ = _stream(spark, tmp_path / "in", "timers", 3, tmp_path / "ckpt", backend=backend)
+    second, _ = _stream(spark, tmp_path / "in", "timers", 3, tmp_path / "ckpt")
     assert sorted(second) == [2, 3, 4]
     reference = _reference("timers", batches)
     expected = _fired_before_end("timers", reference, _final_watermark(batches))
@@ -362,7 +359,7 @@ import sys
 sys.path.insert(0, {tests!r})
 import test_streaming
 from sparktide.spark.session import get_spark
-test_streaming.run_to_parquet(get_spark("local[2]"), {inp!r}, {ckpt!r}, {out!r}, {backend!r})
+test_streaming.run_to_parquet(get_spark("local[2]"), {inp!r}, {ckpt!r}, {out!r})
 """
 
 
@@ -378,9 +375,10 @@ def _in_order_records(files: int, seed: int = 11) -> list[list[tuple[str, int, i
 
 
 def run_to_parquet(
-    spark, directory: str, ckpt: str, out: str, backend: str = "hashmap", parallelism: int = 2
+    spark, directory: str, ckpt: str, out: str, backend: str | None = None, parallelism: int = 2
 ) -> None:
-    """The job of the kill test (also run by its subprocess)."""
+    """The job of the kill test (also run by its subprocess); ``backend`` None: the default
+    (``SPARKTIDE_STATE_BACKEND``, set by the ``state_backend`` fixture)."""
     sink = ParquetBatchSink(out)
     _stream(spark, directory, "windows", parallelism, ckpt, sink=sink, backend=backend)
 
@@ -394,8 +392,8 @@ def _last_commit(commits) -> int:
     return max((int(n[:-5]) for n in names if n.endswith(".json")), default=-1)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_killed_runs_resume_without_loss_or_duplicates(spark, tmp_path, backend) -> None:
+@pytest.mark.usefixtures("state_backend")
+def test_killed_runs_resume_without_loss_or_duplicates(spark, tmp_path) -> None:
     import signal
     import subprocess
     import sys
@@ -407,9 +405,7 @@ def test_killed_runs_resume_without_loss_or_duplicates(spark, tmp_path, backend)
     script = tmp_path / "job.py"
     tests = os.path.dirname(os.path.abspath(__file__))
     script.write_text(
-        _KILL_SCRIPT.format(
-            tests=tests, inp=str(tmp_path / "in"), ckpt=str(ckpt), out=str(out), backend=backend
-        )
+        _KILL_SCRIPT.format(tests=tests, inp=str(tmp_path / "in"), ckpt=str(ckpt), out=str(out))
     )
     rng = random.Random(3)
     commits = ckpt / "commits"
@@ -428,7 +424,7 @@ def test_killed_runs_resume_without_loss_or_duplicates(spark, tmp_path, backend)
             kills += 1
         proc.wait()
     # the last run rescales (3 subtasks where the killed runs had 2)
-    run_to_parquet(spark, str(tmp_path / "in"), str(ckpt), str(out), backend, parallelism=3)
+    run_to_parquet(spark, str(tmp_path / "in"), str(ckpt), str(out), parallelism=3)
     assert kills >= 1
     expected = _fired_before_end(
         "windows", _reference("windows", batches), _final_watermark(batches)

@@ -131,9 +131,9 @@ def batch_metrics(
     watermark, ``split_watermarks``: per split its watermark or ``"idle"``;
     ``operator_watermarks``: per stage the lowest watermark of its subtasks;
     ``timers_pending`` per domain and the earliest pending (``next_event_timer``,
-    ``next_processing_timer``); ``state_entries``: keyed state entries over all subtasks;
-    ``state_restores`` (given ``restores``): how the subtasks got their state
-    (:func:`restore_metrics`).
+    ``next_processing_timer``); ``state_entries``: keyed state entries over all subtasks
+    (RocksDB: its estimate); ``state_restores`` (given ``restores``): how the subtasks got
+    their state (:func:`restore_metrics`).
     """
     subtasks = list(subtasks)
     pending = {"event": 0, "processing": 0}
