@@ -374,13 +374,10 @@ def _in_order_records(files: int, seed: int = 11) -> list[list[tuple[str, int, i
     ]
 
 
-def run_to_parquet(
-    spark, directory: str, ckpt: str, out: str, backend: str | None = None, parallelism: int = 2
-) -> None:
-    """The job of the kill test (also run by its subprocess); ``backend`` None: the default
-    (``SPARKTIDE_STATE_BACKEND``, set by the ``state_backend`` fixture)."""
-    sink = ParquetBatchSink(out)
-    _stream(spark, directory, "windows", parallelism, ckpt, sink=sink, backend=backend)
+def run_to_parquet(spark, directory: str, ckpt: str, out: str, parallelism: int = 2) -> None:
+    """The job of the kill test (also run by its subprocess, on the default state backend,
+    which the ``state_backend`` fixture sets for both)."""
+    _stream(spark, directory, "windows", parallelism, ckpt, sink=ParquetBatchSink(out))
 
 
 def _read_parquet(spark, out) -> list[tuple]:
