@@ -333,11 +333,16 @@ class RocksDBKeyedStateBackend:
                 f"key_group {key_group!r} (of key {key!r}) is outside this backend's key-group "
                 f"range [{self._start}, {self._end}]; pass the key group the key was stored under"
             )
-        cached = self._key_cache.get(key)
+        cache = self._key_cache
+        cached = cache.get(key)
         if cached is not None and cached[0] == key_group:
             prefix = cached[1]
         else:
             prefix = key_group.to_bytes(2, "big") + self._key_codec.key_bytes(key)
+            if cached is None:  # remembered as set_current_key does (records come this way)
+                if len(cache) >= _KEY_CACHE_SIZE:
+                    cache.clear()
+                cache[key] = (key_group, prefix)
         self.current_key = key
         self.current_key_group = key_group
         self.key_prefix = prefix
