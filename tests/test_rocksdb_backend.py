@@ -388,3 +388,47 @@ def test_key_entries_roll_a_key_back(make_backend: BackendFactory) -> None:
         assert mine == {e: raw for e, raw in before[1][kg][name].items() if e[0] == "a"}
     assert ("a", None) not in after.get("reducing", {})
     assert ("b", "w1") not in after["list"]
+
+
+def test_a_backend_attached_to_a_reopened_database_finds_its_state(tmp_path: Path) -> None:
+    from rocksdict import Options, Rdict
+
+    path = str(tmp_path / "db")
+    kw: dict[str, Any] = {"max_parallelism": MAXP, "key_group_range": FULL, "time_provider": int}
+    ds = descriptors(None, typed=True)
+    db = Rdict(path, Options(raw_mode=True))
+    first = Pair(RocksDBKeyedStateBackend.attach(db, **kw), ds)
+    first.run("map.put_all", {"z": 1, "a": 2}, "k", None)
+    first.run("list.add_all", ["x", "y"], "k", "w1")
+    first.run("value.update", 5, 7, None)
+    snap = first.backend.snapshot_state()
+    first.backend.dispose()
+    assert Path(path).is_dir()  # the owner's to delete
+    db.close()
+    db = Rdict(path)
+    with pytest.raises(ValueError, match="max_parallelism=16, not 32"):
+        RocksDBKeyedStateBackend.attach(db, **{**kw, "max_parallelism": 32})
+    b = RocksDBKeyedStateBackend.attach(db, **kw)
+    assert sorted(b.get_state_names()) == sorted(ds)
+    assert normalized(b.snapshot_state()) == normalized(snap)  # before registration
+    again = Pair(b, ds)
+    assert normalized(b.snapshot_state()) == normalized(snap)  # registered: not re-encoded
+    again.run("map.put", ("m", 3), "k", None)  # a later sequence number than any before
+    assert again.run("map.items", None, "k", None) == [("z", 1), ("a", 2), ("m", 3)]
+    assert again.run("value.get", None, 7, None) == 5
+    b._check()
+    b.dispose()
+    db.close()
+
+
+def test_entry_counts_exact_and_estimated(tmp_path: Path) -> None:
+    b = rocksdb(tmp_path / "db")
+    pair = Pair(b, descriptors(None, typed=False))
+    for i in range(200):
+        pair.run("value.update", i, i, None)
+        pair.run("map.put_all", {"a": 1, "b": 2}, i, "w1")
+        pair.run("list.add_all", ["x", "y", "z"], i, None)
+    assert b.num_entries() == 600  # (state, key, namespace) entries, as on the heap
+    # stored entries: one per value, map key and list element (an estimate, no scan)
+    assert 600 < b.estimate_num_store_entries() <= 2 * 1200
+    b.dispose()

@@ -16,7 +16,7 @@ namespaces come back from the store in canonical form (``1.0`` and ``True`` as `
 >>> from sparktide.runtime.keygroups import KeyGroupRange
 >>> from sparktide.runtime.state import HeapKeyedStateBackend
 >>> b = RocksDBKeyedStateBackend(max_parallelism=128, key_group_range=KeyGroupRange(0, 127),
-...     time_provider=lambda: 0, directory=tempfile.mkdtemp() + "/db")
+...     time_provider=lambda: 0, directory=tempfile.mkdtemp())
 >>> count = b.get_partitioned_state(ValueStateDescriptor("count", None))
 >>> b.set_current_key("user-1"); count.update(3)
 >>> meta, per_key_group = b.snapshot_state()
@@ -30,7 +30,10 @@ True
 
 from __future__ import annotations
 
+import base64
+import json
 import os
+import pickle
 import shutil
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
@@ -76,6 +79,12 @@ if TYPE_CHECKING:
 __all__ = ["RocksDBKeyedStateBackend", "StoredState"]
 
 _KEY_CACHE_SIZE = 1 << 17
+_META_BACKEND = b"backend"
+_META_STATE = b"state:"
+_META_SEQ = b"seq"
+_SEQ_BLOCK = 1 << 20
+"""Map sequence numbers are reserved in blocks: the database records the end of the block in
+use, so a backend attached to it later starts past every number given."""
 _NO_PREFIX = cast(bytes, None)
 """``key_prefix`` while no key is current: ``None`` at run time, so a state that appends its
 namespace raises TypeError and turns that into the clear "no current key" error."""
@@ -87,10 +96,21 @@ class StoredState:
     """One named state in the store: its column family, kind, TTL setting and codec.
 
     A state restored from a snapshot before its descriptor registers keeps its values pickled
-    (``registered`` False); the registration re-encodes them with the descriptor's types.
+    (``registered`` False); the registration re-encodes them with the descriptor's types. The
+    database records each state's kind, TTL setting and declared types (a backend attached to
+    it later reads them back).
     """
 
-    __slots__ = ("cf", "cleanup", "codec", "kind", "name", "registered", "ttl", "ttl_config")
+    __slots__ = (
+        "cf",
+        "cleanup",
+        "codec",
+        "kind",
+        "name",
+        "registered",
+        "ttl",
+        "ttl_config",
+    )
 
     def __init__(self, name: str, kind: str, ttl: bool, cf: Rdict, codec: EntryCodec) -> None:
         self.name = name
@@ -114,6 +134,34 @@ def _codec_for(kind: str, ttl: bool, descriptor: StateDescriptor | None) -> Entr
     return EntryCodec(kind, ttl, descriptor.type_info, None)
 
 
+def _check_args(
+    max_parallelism: int, key_group_range: KeyGroupRange, time_provider: Callable[[], int]
+) -> None:
+    if type(max_parallelism) is not int or not 1 <= max_parallelism <= UPPER_BOUND_MAX_PARALLELISM:
+        raise ValueError(
+            f"max_parallelism must be an int in [1, {UPPER_BOUND_MAX_PARALLELISM}], got "
+            f"{max_parallelism!r}; use compute_default_max_parallelism(parallelism)"
+        )
+    if not isinstance(key_group_range, KeyGroupRange):
+        raise TypeError(
+            f"key_group_range must be a KeyGroupRange, got {type(key_group_range).__name__}; "
+            "use compute_key_group_range_for_operator_index(...)"
+        )
+    if len(key_group_range) and not (
+        key_group_range.start >= 0 and key_group_range.end < max_parallelism
+    ):
+        raise ValueError(
+            f"key_group_range {key_group_range} must lie within [0, {max_parallelism - 1}] "
+            f"for max_parallelism={max_parallelism}"
+        )
+    if not callable(time_provider):
+        raise TypeError(
+            f"time_provider must be a callable returning the processing time in ms, got "
+            f"{type(time_provider).__name__}; pass e.g. the processing-time service's "
+            "get_current_processing_time"
+        )
+
+
 def _open_error(directory: Path, exc: Exception) -> RuntimeError:
     text = str(exc)
     if "lock" in text.lower():
@@ -130,8 +178,8 @@ def _open_error(directory: Path, exc: Exception) -> RuntimeError:
 
 class RocksDBKeyedStateBackend:
     """The keyed state of one operator subtask in RocksDB, for the key groups in
-    ``key_group_range``; the database lives in ``directory`` (created; it must not hold a
-    database yet) until :meth:`dispose` deletes it.
+    ``key_group_range``; the database lives in ``directory`` (created if missing; it must be
+    empty) until :meth:`dispose` deletes it.
 
     ``key_type``: the declared type information of the keys (``Types.LONG()``, ...) or None
     (keys are then ``None``, ``bool``, ``int``, ``float``, ``str``, ``bytes`` or tuples of
@@ -139,7 +187,7 @@ class RocksDBKeyedStateBackend:
 
     >>> import tempfile
     >>> b = RocksDBKeyedStateBackend(max_parallelism=128, key_group_range=KeyGroupRange(0, 63),
-    ...     time_provider=lambda: 0, directory=tempfile.mkdtemp() + "/db")
+    ...     time_provider=lambda: 0, directory=tempfile.mkdtemp())
     >>> b.set_current_key("b")
     >>> b.current_key, b.current_key_group
     ('b', 22)
@@ -155,8 +203,10 @@ class RocksDBKeyedStateBackend:
         "_key_codec",
         "_key_listeners",
         "_max_parallelism",
+        "_owns_db",
         "_range",
         "_seq",
+        "_seq_mark",
         "_start",
         "_states",
         "_time",
@@ -176,32 +226,7 @@ class RocksDBKeyedStateBackend:
         directory: str | os.PathLike[str],
         key_type: Any = None,
     ) -> None:
-        if (
-            type(max_parallelism) is not int
-            or not 1 <= max_parallelism <= UPPER_BOUND_MAX_PARALLELISM
-        ):
-            raise ValueError(
-                f"max_parallelism must be an int in [1, {UPPER_BOUND_MAX_PARALLELISM}], got "
-                f"{max_parallelism!r}; use compute_default_max_parallelism(parallelism)"
-            )
-        if not isinstance(key_group_range, KeyGroupRange):
-            raise TypeError(
-                f"key_group_range must be a KeyGroupRange, got {type(key_group_range).__name__}; "
-                "use compute_key_group_range_for_operator_index(...)"
-            )
-        if len(key_group_range) and not (
-            key_group_range.start >= 0 and key_group_range.end < max_parallelism
-        ):
-            raise ValueError(
-                f"key_group_range {key_group_range} must lie within [0, {max_parallelism - 1}] "
-                f"for max_parallelism={max_parallelism}"
-            )
-        if not callable(time_provider):
-            raise TypeError(
-                f"time_provider must be a callable returning the processing time in ms, got "
-                f"{type(time_provider).__name__}; pass e.g. the processing-time service's "
-                "get_current_processing_time"
-            )
+        _check_args(max_parallelism, key_group_range, time_provider)
         if not isinstance(directory, (str, os.PathLike)) or not str(directory):
             raise TypeError(
                 f"directory must be a path (str or os.PathLike) for the RocksDB files, got "
@@ -215,6 +240,56 @@ class RocksDBKeyedStateBackend:
         self._time = time_provider
         self._directory = Path(directory)
         self._db = self._open(self._directory)
+        self._owns_db = True
+        self._setup()
+
+    @classmethod
+    def attach(
+        cls,
+        db: Rdict,
+        *,
+        max_parallelism: int,
+        key_group_range: KeyGroupRange,
+        time_provider: Callable[[], int],
+        key_type: Any = None,
+    ) -> RocksDBKeyedStateBackend:
+        """A backend on ``db``, a raw-mode database opened by its owner (e.g. a worker-local
+        database that survives micro-batches): the states a backend stored in it before are
+        there again, kept as stored until their descriptors register. :meth:`dispose` leaves
+        closing and deleting the database to the owner.
+
+        >>> import tempfile
+        >>> from rocksdict import Options, Rdict
+        >>> from sparktide.core.state import ValueStateDescriptor
+        >>> path = tempfile.mkdtemp()
+        >>> kw = dict(max_parallelism=128, key_group_range=KeyGroupRange(0, 127),
+        ...           time_provider=lambda: 0)
+        >>> db = Rdict(path, Options(raw_mode=True))
+        >>> b = RocksDBKeyedStateBackend.attach(db, **kw)
+        >>> v = ValueStateDescriptor("v", None)
+        >>> b.set_current_key("k"); b.get_partitioned_state(v).update(1)
+        >>> b.dispose(); db.close()
+        >>> db = Rdict(path)  # reopened with every column family
+        >>> b = RocksDBKeyedStateBackend.attach(db, **kw)
+        >>> b.set_current_key("k"); b.get_partitioned_state(v).value()
+        1
+        >>> b.dispose(); db.close(); shutil.rmtree(path)
+        """
+        _check_args(max_parallelism, key_group_range, time_provider)
+        self = cls.__new__(cls)
+        self._key_codec = key_codec(key_type)
+        self._max_parallelism = max_parallelism
+        self._range = key_group_range
+        self._start = key_group_range.start
+        self._end = key_group_range.end
+        self._time = time_provider
+        self._directory = Path(db.path())
+        self._db = db
+        self._owns_db = False
+        self._setup()
+        return self
+
+    def _setup(self) -> None:
         self._write_options = WriteOptions()
         # snapshots, not the log, make state durable (the stub declares a method; it is a
         # property)
@@ -224,10 +299,51 @@ class RocksDBKeyedStateBackend:
         self._key_listeners: list[Callable[[], None]] = []
         self._key_cache: dict[object, tuple[int, bytes]] = {}
         self._seq = 0
+        self._seq_mark = 0
         self._disposed = False
         self.current_key: object = None
         self.current_key_group: int = NO_KEY_GROUP
         self.key_prefix: bytes = _NO_PREFIX
+        self._load_meta()
+
+    def _load_meta(self) -> None:
+        """Read what a backend stored in this database before: its max parallelism, its states
+        and the sequence numbers it gave."""
+        db = self._db
+        stored = db.get(_META_BACKEND)
+        if stored is None:
+            db.put(_META_BACKEND, json.dumps({"max_parallelism": self._max_parallelism}).encode())
+        else:
+            maxp = json.loads(stored)["max_parallelism"]
+            if maxp != self._max_parallelism:
+                raise ValueError(
+                    f"the database in {str(self._directory)!r} holds state of max_parallelism="
+                    f"{maxp}, not {self._max_parallelism}; key groups cannot change: restore "
+                    "from a snapshot (restore_state) instead"
+                )
+        mark = db.get(_META_SEQ)
+        if mark is not None:
+            self._seq = self._seq_mark = int.from_bytes(mark, "big")
+        it = db.iter()
+        it.seek(_META_STATE)
+        while it.valid():
+            k: bytes = it.key()
+            if not k.startswith(_META_STATE):
+                break
+            info = json.loads(it.value())
+            name = k[len(_META_STATE) :].decode()
+            cf = db.get_column_family(_CF_PREFIX + name)
+            cf.set_write_options(self._write_options)
+            kind, ttl = info["kind"], info["ttl"]
+            value_type, map_key_type = pickle.loads(base64.b64decode(info["types"]))
+            codec = EntryCodec(kind, ttl, value_type, map_key_type)
+            self._states[name] = StoredState(name, kind, ttl, cf, codec)
+            it.next()
+
+    def _store_meta(self, state: StoredState) -> None:
+        types = base64.b64encode(pickle.dumps(state.codec.types)).decode()
+        info = {"kind": state.kind, "ttl": state.ttl, "types": types}
+        self._db.put(_META_STATE + state.name.encode(), json.dumps(info).encode())
 
     @staticmethod
     def _open(directory: Path) -> Rdict:
@@ -373,6 +489,7 @@ class RocksDBKeyedStateBackend:
         cf.set_write_options(self._write_options)
         state = StoredState(name, kind, ttl, cf, EntryCodec(kind, ttl, None, None))
         self._states[name] = state
+        self._store_meta(state)
         return state
 
     def _register(self, descriptor: StateDescriptor) -> StoredState:
@@ -397,7 +514,12 @@ class RocksDBKeyedStateBackend:
                 f"descriptor has {cfg!r}; use the same StateTtlConfig for every registration"
             )
         if not state.registered:
-            self._recode(state, _codec_for(kind, ttl, descriptor))
+            codec = _codec_for(kind, ttl, descriptor)
+            if codec.same_bytes(state.codec):  # e.g. stored by a backend attached before
+                state.codec = codec
+            else:
+                self._recode(state, codec)
+                self._store_meta(state)
             state.registered = True
             if cfg is not None:
                 state.ttl_config = cfg
@@ -412,6 +534,9 @@ class RocksDBKeyedStateBackend:
     def next_seq(self) -> int:
         """A number greater than every one given before (orders the entries of map states)."""
         self._seq += 1
+        if self._seq >= self._seq_mark:
+            self._seq_mark += _SEQ_BLOCK
+            self._db.put(_META_SEQ, self._seq_mark.to_bytes(8, "big"))
         return self._seq
 
     def add_key_listener(self, listener: Callable[[], None]) -> None:
@@ -421,13 +546,7 @@ class RocksDBKeyedStateBackend:
     def _recode(self, state: StoredState, codec: EntryCodec) -> None:
         """Give ``state`` the codec of its descriptor, re-encoding the (pickled) values restored
         before it registered."""
-        old = state.codec
-        same = (
-            old.value is codec.value
-            and old.map_key is codec.map_key
-            and old.kind == codec.kind
-            and old.ttl == codec.ttl
-        )
+        same = state.codec.same_bytes(codec)
         if not same and self._count_raw(state, limit=1):
             entries = list(self._raw_entries(state))
             lo, hi = key_group_bounds(self._range)
@@ -491,8 +610,8 @@ class RocksDBKeyedStateBackend:
         codec = state.codec
         it = state.cf.iter()
         it.seek(lo)
-        if codec.kind != "map":
-            decode = codec.decode_list if codec.kind == "list" else codec.decode_single
+        if codec.kind not in ("map", "list"):
+            decode = codec.decode_single
             while it.valid():
                 sk = it.key()
                 if sk >= hi:
@@ -510,7 +629,7 @@ class RocksDBKeyedStateBackend:
                 break
             if current is None or not sk.startswith(current):
                 if current is not None:
-                    yield (*head, dict(codec.decode_map(group)))
+                    yield (*head, self._group_raw(codec, group))
                 key, ns, end = self._split(sk)
                 current = sk[:end]
                 head = (int.from_bytes(sk[:2], "big"), key, ns)
@@ -518,7 +637,14 @@ class RocksDBKeyedStateBackend:
             group.append(it.value())
             it.next()
         if current is not None:
-            yield (*head, dict(codec.decode_map(group)))
+            yield (*head, self._group_raw(codec, group))
+
+    @staticmethod
+    def _group_raw(codec: EntryCodec, group: list[bytes]) -> object:
+        """The raw value of a list (its elements' stored values) or a map (its entries')."""
+        if codec.kind == "list":
+            return [codec.decode_single(data) for data in group]
+        return dict(codec.decode_map(group))
 
     def _write_raw(
         self, state: StoredState, entries: Iterable[tuple[int, object, object, Any]]
@@ -537,7 +663,11 @@ class RocksDBKeyedStateBackend:
                     data = codec.encode_map_value(self.next_seq(), mk, v)
                     batch.put(base + codec.map_key_bytes(mk), data)
             elif codec.kind == "list":
-                batch.put(base, codec.encode_list(raw))
+                batch.delete_range(base, successor(base))
+                for element in raw:
+                    batch.put(
+                        base + self.next_seq().to_bytes(8, "big"), codec.encode_element(element)
+                    )
             else:
                 batch.put(base, codec.encode_single(raw))
             if len(batch) >= _BATCH_ENTRIES:
@@ -554,19 +684,43 @@ class RocksDBKeyedStateBackend:
         return it.valid() and bytes(it.key()).startswith(prefix)
 
     def _count_raw(self, state: StoredState, limit: int | None = None) -> int:
+        """The number of ``(key, namespace)`` entries of ``state`` (up to ``limit``), read from
+        the store keys alone."""
+        lo, hi = key_group_bounds(self._range)
+        grouped = state.kind in ("list", "map")
         n = 0
-        for _ in self._raw_entries(state):
+        last = b""
+        it = state.cf.iter()
+        it.seek(lo)
+        while it.valid():
+            sk: bytes = it.key()
+            if sk >= hi:
+                break
+            if grouped:
+                if last and sk.startswith(last):
+                    it.next()
+                    continue
+                last = sk[: self._split(sk)[2]]
             n += 1
             if limit is not None and n >= limit:
                 break
+            it.next()
         return n
 
     # ------------------------------------------------------------------ inspection
 
     def num_entries(self) -> int:
         """The number of (state, key, namespace) entries holding a value (TTL: including expired
-        values not yet cleaned up). O(entries): it reads the store."""
+        values not yet cleaned up). O(entries): it reads the store's keys; metrics of large
+        states use :meth:`estimate_num_store_entries`."""
         return sum(self._count_raw(s) for s in self._states.values())
+
+    def estimate_num_store_entries(self) -> int:
+        """RocksDB's estimate of the stored entries of every state (a list counts its elements,
+        a map its map keys), read without scanning: for metrics of large states."""
+        return sum(
+            s.cf.property_int_value("rocksdb.estimate-num-keys") or 0 for s in self._states.values()
+        )
 
     def key_entries(self, key: object, key_group: int) -> KeyEntries:
         """Copies of every entry of ``key`` (all states, all namespaces), to roll back to with
@@ -618,9 +772,12 @@ class RocksDBKeyedStateBackend:
         return list(self._states)
 
     def dispose(self) -> None:
-        """Close the database and delete its directory; the backend cannot be used afterwards."""
+        """Close the database and delete its directory (an attached database: leave both to
+        its owner); the backend cannot be used afterwards."""
         if self._disposed:
             return
+        for state in self._states.values():
+            state.cf.close()  # state objects may outlive the backend: release the database
         self._states.clear()
         self._void_states.clear()
         self._key_listeners.clear()
@@ -630,8 +787,9 @@ class RocksDBKeyedStateBackend:
         self.key_prefix = _NO_PREFIX
         self._start, self._end = 0, -1  # every key is out of range: set_current_key raises
         self._disposed = True
-        self._db.close()
-        shutil.rmtree(self._directory, ignore_errors=True)
+        if self._owns_db:
+            self._db.close()
+            shutil.rmtree(self._directory, ignore_errors=True)
 
     # ------------------------------------------------------------------ invariants
 

@@ -11,17 +11,19 @@ user value serialized by the state's type information where declared, else pickl
 every user value is preceded by its 8-byte last-access timestamp:
 
 * value, reducing, aggregating: ``[ts] value``;
-* list: the elements one after the other, each ``[ts] element`` (a list is one store entry, so
-  ``add`` is one read and one write of bytes, and ``get`` one read);
+* list: one store entry per element (store key ``... | namespace | seq``, ``seq`` 8 bytes from
+  the backend's sequence: the elements of a list in the order they were added), its value
+  ``[ts] element``: ``add`` is one write whatever the list's length (one stored value per list
+  made ``add`` read and rewrite the whole list: 12,000 adds/s at 10,000 elements);
 * map: one store entry per map key (store key ``... | namespace | map key``), its value
   ``[ts] seq map_key 0`` or ``[ts] seq map_key 1 value``: ``seq`` (8 bytes) numbers the entries
   in the order they were first put, so a map iterates in insertion order as on the heap; the
   map key again with its exact type; ``0`` for a ``None`` value.
 
 >>> from sparktide.common.typeinfo import Types
->>> codec = EntryCodec("list", False, Types.LONG(), None)
->>> codec.decode_list(codec.encode_list([1, 2]))
-[1, 2]
+>>> codec = EntryCodec("list", True, Types.LONG(), None)
+>>> codec.decode_single(codec.encode_element((5, 100)))
+(5, 100)
 >>> codec = EntryCodec("map", True, None, None)
 >>> codec.decode_map_entry(codec.encode_map_value(1, "a", (None, 7)))
 ('a', (None, 7))
@@ -110,15 +112,24 @@ def successor(prefix: bytes) -> bytes:
 class EntryCodec:
     """Raw values (the heap backend's format) to stored bytes and back, for one state."""
 
-    __slots__ = ("kind", "map_key", "ttl", "value")
+    __slots__ = ("kind", "map_key", "ttl", "types", "value")
 
     def __init__(self, kind: str, ttl: bool, value_type: object, map_key_type: object) -> None:
         self.kind = kind
         self.ttl = ttl
-        self.value = typed_value_codec(value_type)
-        self.map_key = key_codec(
-            map_key_type if isinstance(map_key_type, TypeInformation) else None
+        declared = map_key_type if isinstance(map_key_type, TypeInformation) else None
+        value_declared = value_type if isinstance(value_type, TypeInformation) else None
+        # the declared types the bytes follow (value, map key): equal types, equal bytes
+        self.types: tuple[TypeInformation | None, TypeInformation | None] = (
+            value_declared,
+            declared,
         )
+        self.value = typed_value_codec(value_declared)
+        self.map_key = key_codec(declared)
+
+    def same_bytes(self, other: EntryCodec) -> bool:
+        """Whether ``other`` reads and writes the same bytes for the same raw values."""
+        return (self.kind, self.ttl, self.types) == (other.kind, other.ttl, other.types)
 
     # single values (value, reducing, aggregating)
 
@@ -134,32 +145,10 @@ class EntryCodec:
 
     # lists
 
-    def encode_list(self, raw: list[Any]) -> bytes:
-        enc = self.value.value_bytes
-        if self.ttl:
-            return b"".join(encode_timestamp(e[1]) + enc(e[0]) for e in raw)
-        return b"".join(map(enc, raw))
-
     def encode_element(self, element: Any) -> bytes:
-        """One list element (with TTL: an ``(element, ts)`` pair)."""
-        if self.ttl:
-            return encode_timestamp(element[1]) + self.value.value_bytes(element[0])
-        return self.value.value_bytes(element)
-
-    def decode_list(self, data: bytes) -> list[Any]:
-        dec = self.value.decode_value_from
-        out: list[Any] = []
-        pos, end = 0, len(data)
-        if self.ttl:
-            while pos < end:
-                ts = decode_timestamp(data, pos)
-                v, pos = dec(data, pos + 8)
-                out.append((v, ts))
-        else:
-            while pos < end:
-                v, pos = dec(data, pos)
-                out.append(v)
-        return out
+        """One list element (with TTL: an ``(element, ts)`` pair); read with
+        :meth:`decode_single`."""
+        return self.encode_single(element)
 
     # map entries
 

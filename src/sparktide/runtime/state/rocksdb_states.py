@@ -11,7 +11,7 @@ semantics, as in Flink's RocksDB backend; the heap backend shares the stored obj
 >>> from sparktide.runtime.state.rocksdb_backend import RocksDBKeyedStateBackend
 >>> import tempfile
 >>> b = RocksDBKeyedStateBackend(max_parallelism=128, key_group_range=KeyGroupRange(0, 127),
-...     time_provider=lambda: 0, directory=tempfile.mkdtemp() + "/db")
+...     time_provider=lambda: 0, directory=tempfile.mkdtemp())
 >>> events = b.get_partitioned_state(ListStateDescriptor("events", None))
 >>> b.set_current_key("k"); events.add("a"); events.add_all(["b", "c"]); events.get()
 ['a', 'b', 'c']
@@ -182,7 +182,8 @@ class RocksDBValueState(RocksDBKvState, ValueState[object]):
 
 
 class _Merging(RocksDBKvState):
-    """``merge_namespaces`` for states holding one stored value per namespace."""
+    """``merge_namespaces`` for states holding one stored value per namespace (reducing,
+    aggregating)."""
 
     __slots__ = ()
 
@@ -214,49 +215,82 @@ class _Merging(RocksDBKvState):
                 self._put(tk, merged)
 
 
-class RocksDBListState(_Merging, ListState[object]):
-    """:class:`ListState` in RocksDB: the list is one stored value, its elements' bytes one
-    after the other (``add`` appends bytes)."""
+class ElementsMixin(RocksDBKvState):
+    """A list as one stored entry per element: store key ``... | namespace | seq`` (8 bytes,
+    from the backend's sequence), so ``add`` is one write whatever the list's length and the
+    elements of a list are one contiguous range in the order they were added."""
 
-    __slots__ = ("_enc",)
+    __slots__ = ()
+
+    def _element_keys(self, k: bytes) -> list[tuple[bytes, bytes]]:
+        """The ``(store_key, stored_value)`` elements of the list at ``k``, in order."""
+        return list(scan_prefix(self._cf, k))
+
+    def _append(self, k: bytes, encoded: Iterable[bytes]) -> None:
+        seq = self._backend.next_seq
+        put = self._put
+        for data in encoded:
+            put(k + seq().to_bytes(8, "big"), data)
+
+    def _remove_all(self, k: bytes) -> None:
+        delete = self._delete
+        for sk, _ in scan_prefix(self._cf, k):
+            delete(sk)
+
+    def clear(self) -> None:
+        self._remove_all(self._key())
+
+    def merge_namespaces(self, target: object, sources: Iterable[object]) -> None:
+        """Append the elements of ``sources`` (in order) to ``target``'s for the current key,
+        removing the sources."""
+        k = self._key()
+        base = k[: len(k) - len(self._ns_bytes)]
+        tk = base + NAMESPACES.key_bytes(target)
+        for source in sources:
+            if source == target:
+                continue
+            elements = self._element_keys(base + NAMESPACES.key_bytes(source))
+            for sk, _ in elements:
+                self._delete(sk)
+            self._append(tk, [data for _, data in elements])
+
+
+class RocksDBListState(ElementsMixin, ListState[object]):
+    """:class:`ListState` in RocksDB, one stored entry per element (:class:`ElementsMixin`)."""
+
+    __slots__ = ("_dec", "_enc")
 
     def __init__(
         self, backend: RocksDBKeyedStateBackend, state: StoredState, namespace: object = None
     ) -> None:
         super().__init__(backend, state, namespace)
         self._enc = state.codec.encode_element
+        self._dec = state.codec.decode_single
 
     def get(self) -> list[object]:
-        data = self._get(self._key())
-        return [] if data is None else self._codec.decode_list(data)
+        dec = self._dec
+        return [dec(data) for _, data in scan_prefix(self._cf, self._key())]
 
     def add(self, value: object) -> None:
         if value is None:
             check_not_none(value)
-        k = self._key()
-        old = self._get(k)
-        new = self._enc(value)
-        self._put(k, new if old is None else old + new)
+        try:
+            k = self._backend.key_prefix + self._ns_bytes
+        except TypeError:
+            self._fail()
+            raise
+        self._put(k + self._backend.next_seq().to_bytes(8, "big"), self._enc(value))
 
     def add_all(self, values: Iterable[object]) -> None:
         new = list_values(values, "values")
-        if not new:
-            return
-        k = self._key()
-        old = self._get(k)
-        data = self._codec.encode_list(new)
-        self._put(k, data if old is None else old + data)
+        if new:
+            self._append(self._key(), map(self._enc, new))
 
     def update(self, values: Iterable[object]) -> None:
         new = list_values(values, "values")
         k = self._key()
-        if new:
-            self._put(k, self._codec.encode_list(new))
-        else:
-            self._delete(k)
-
-    def _merge_data(self, a: bytes, b: bytes) -> bytes:
-        return a + b
+        self._remove_all(k)
+        self._append(k, map(self._enc, new))
 
 
 class RocksDBMapState(RocksDBKvState, MapState[object, object]):

@@ -14,7 +14,7 @@ snapshot (:func:`~sparktide.runtime.state.cleanup.purge_expired`).
 >>> from sparktide.runtime.state.rocksdb_backend import RocksDBKeyedStateBackend
 >>> clock = [0]
 >>> b = RocksDBKeyedStateBackend(max_parallelism=128, key_group_range=KeyGroupRange(0, 127),
-...     time_provider=lambda: clock[0], directory=tempfile.mkdtemp() + "/db")
+...     time_provider=lambda: clock[0], directory=tempfile.mkdtemp())
 >>> d = ValueStateDescriptor("seen", None)
 >>> d.enable_time_to_live(StateTtlConfig.new_builder(10).build())
 >>> s = b.get_partitioned_state(d)
@@ -28,7 +28,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sparktide.core.state import (
     AggregatingState,
@@ -41,7 +41,6 @@ from sparktide.core.state import (
     StateTtlConfig,
     ValueState,
 )
-from sparktide.runtime.state.cleanup import purge_expired
 from sparktide.runtime.state.heap import (
     AggregateLike,
     InternalKvState,
@@ -56,7 +55,12 @@ from sparktide.runtime.state.heap import (
 )
 from sparktide.runtime.state.rocksdb_entries import successor
 from sparktide.runtime.state.rocksdb_layout import decode_timestamp, key_group_bounds
-from sparktide.runtime.state.rocksdb_states import RocksDBKvState, _Merging, scan_prefix
+from sparktide.runtime.state.rocksdb_states import (
+    ElementsMixin,
+    RocksDBKvState,
+    _Merging,
+    scan_prefix,
+)
 
 if TYPE_CHECKING:
     from sparktide.runtime.state.rocksdb_backend import RocksDBKeyedStateBackend, StoredState
@@ -157,60 +161,52 @@ class RocksDBTtlValueState(_TtlState, ValueState[object]):
             self._put(k, self._codec.encode_single((value, now)))
 
 
-class RocksDBTtlListState(_Merging, _TtlState, ListState[object]):
-    """:class:`ListState` with TTL per element in RocksDB."""
+class RocksDBTtlListState(ElementsMixin, _TtlState, ListState[object]):
+    """:class:`ListState` with TTL per element in RocksDB (one stored entry per element)."""
 
     __slots__ = ()
 
     def get(self) -> list[object]:
         k, now = self._enter()
-        data = self._get(k)
-        if data is None:
-            return []
         c = self._codec
-        lst: list[TtlEntry] = c.decode_list(data)
         limit = now - self._ttl
-        alive = [e for e in lst if e[1] > limit]
-        if len(alive) == len(lst):
-            result = [e[0] for e in lst]
-        else:
-            source = lst if self._return_expired else alive
-            result = [e[0] for e in source]
-            if alive:
-                self._put(k, c.encode_list(alive))
+        result: list[object] = []
+        for sk, data in self._element_keys(k):
+            e = c.decode_single(data)
+            if e[1] > limit:
+                result.append(e[0])
+                if self._on_read:
+                    self._put(sk, c.encode_single((e[0], now)))
             else:
-                self._delete(k)
-        if self._on_read and alive:
-            self._put(k, c.encode_list([(e[0], now) for e in alive]))
+                self._delete(sk)
+                if self._return_expired:
+                    result.append(e[0])
         return result
 
     def add(self, value: object) -> None:
         if value is None:
             check_not_none(value)
         k, now = self._enter()
-        old = self._get(k)
-        new = self._codec.encode_element((value, now))
-        self._put(k, new if old is None else old + new)
+        self._append(k, [self._codec.encode_element((value, now))])
 
     def add_all(self, values: Iterable[object]) -> None:
         new = list_values(values, "values")
         if not new:
             return
         k, now = self._enter()
-        old = self._get(k)
-        data = self._codec.encode_list([(v, now) for v in new])
-        self._put(k, data if old is None else old + data)
+        enc = self._codec.encode_element
+        self._append(k, [enc((v, now)) for v in new])
 
     def update(self, values: Iterable[object]) -> None:
         new = list_values(values, "values")
         k, now = self._enter()
-        if new:
-            self._put(k, self._codec.encode_list([(v, now) for v in new]))
-        else:
-            self._delete(k)
+        self._remove_all(k)
+        enc = self._codec.encode_element
+        self._append(k, [enc((v, now)) for v in new])
 
-    def _merge_data(self, a: bytes, b: bytes) -> bytes:
-        return a + b  # elements keep their own timestamps, as in Flink
+    def clear(self) -> None:
+        k, _ = self._enter()
+        self._remove_all(k)
 
 
 class RocksDBTtlMapState(_TtlState, MapState[object, object]):
@@ -443,7 +439,6 @@ class RocksDBIncrementalCleanup:
     __slots__ = (
         "_backend",
         "_cursor",
-        "_kind",
         "_pass_min_ts",
         "_pass_start",
         "_quiet_until",
@@ -459,7 +454,6 @@ class RocksDBIncrementalCleanup:
     ) -> None:
         self._backend = backend
         self._state = state
-        self._kind = state.kind
         self._ttl = ttl
         self._size = cleanup_size * self.BATCH
         self.ticks = self.BATCH
@@ -496,7 +490,6 @@ class RocksDBIncrementalCleanup:
             self._pass_start, self._pass_min_ts = now, None
             self._cursor = lo
         cf = self._state.cf
-        codec = self._state.codec
         limit = now - self._ttl
         budget = self._size
         it = cf.iter()
@@ -511,20 +504,10 @@ class RocksDBIncrementalCleanup:
                 return
             sk, data = it.key(), it.value()
             budget -= 1
-            if self._kind == "list":
-                raw: Any = codec.decode_list(data)
-                alive = purge_expired("list", raw, now, self._ttl)
-                if alive is None:
-                    cf.delete(sk)
-                else:
-                    if alive is not raw:
-                        cf.put(sk, codec.encode_list(alive))
-                    self._keep(min(e[1] for e in alive))
-            else:  # single values and map entries start with their timestamp
-                ts = decode_timestamp(data)
-                if ts <= limit:
-                    cf.delete(sk)
-                else:
-                    self._keep(ts)
+            ts = decode_timestamp(data)  # every stored entry starts with its timestamp
+            if ts <= limit:
+                cf.delete(sk)
+            else:
+                self._keep(ts)
             it.next()
         self._cursor = it.key() if it.valid() else hi
