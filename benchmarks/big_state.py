@@ -30,6 +30,7 @@ needs more fails instead of swapping the machine.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import resource
@@ -153,10 +154,8 @@ def _du(path: str) -> int:
     size = 0
     for root, _dirs, files in os.walk(path):
         for f in files:
-            try:
+            with contextlib.suppress(OSError):  # a file removed meanwhile
                 size += os.path.getsize(os.path.join(root, f))
-            except OSError:
-                pass
     return size
 
 
@@ -182,9 +181,7 @@ def child(backend: str, keys: int, every: int, directory: str) -> dict[str, Any]
         env.set_state_backend(HashMapStateBackend())
     function = CountAndTimer(keys)
     _PROBE.update(backend=backend, directory=directory, started=time.perf_counter())
-    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(
-        lambda n, _: n
-    )
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(lambda n, _: n)
     numbers = env.from_source(NumberSequenceSource(0, keys - 1), strategy, "numbers")
     out = numbers.key_by(lambda n: n).process(function)
     out.filter(lambda _: False).print()
@@ -263,9 +260,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"| {keys:>10,} | {backend:<7} | {result} |")
                 continue
             mem = result["memory"]
-            notes = (
-                ", ".join(f"{k} {v / 2**20:,.0f} MB" for k, v in mem.items()) if mem else "-"
-            )
+            notes = ", ".join(f"{k} {v / 2**20:,.0f} MB" for k, v in mem.items()) if mem else "-"
             fire = result["seconds"] - result["input_seconds"]
             print(
                 f"| {keys:>10,} | {backend:<7} | {_mb(result['peak_kb']):>9} | "

@@ -500,11 +500,10 @@ class _GenericKeyCodec(Codec):
     __slots__ = ()
 
     def key_bytes(self, value: Any) -> bytes:
-        t = type(value)
-        if t is str:  # the common keys, without the general dispatch
+        if type(value) is str:  # the common keys, without the general dispatch
             raw = value.encode("utf-8", "surrogatepass")
             return b"S" + _LEN.pack(len(raw)) + raw
-        if t is int:
+        if type(value) is int:
             n = (value.bit_length() + 8) // 8
             return b"I" + _LEN.pack(n) + value.to_bytes(n, "big", signed=True)
         out: list[bytes] = []
