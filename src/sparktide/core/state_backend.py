@@ -45,6 +45,7 @@ __all__ = [
     "PredefinedOptions",
     "StateBackend",
     "StateBackendKind",
+    "default_state_backend",
     "state_backend_from_config",
 ]
 
@@ -56,6 +57,11 @@ CONFIG_LOCAL_DIR = "state.backend.rocksdb.localdir"
 
 CONFIG_INCREMENTAL = "execution.checkpointing.incremental"
 """The configuration key enabling incremental checkpoints (``"true"``/``"false"``, Flink's)."""
+
+ENV_STATE_BACKEND = "SPARKTIDE_STATE_BACKEND"
+"""The environment variable giving the default backend (``"hashmap"``, the default, or
+``"rocksdb"``): what an environment starts with, and what an operator set up without one uses
+(the test harness). ``set_state_backend`` in the job wins."""
 
 DEFAULT_TRANSFER_THREADS = 4
 """Flink's default number of threads moving checkpoint files of a RocksDB backend."""
@@ -267,6 +273,25 @@ def _flag(value: object, key: str) -> bool:
     if text in _TRUE or text in _FALSE:
         return text in _TRUE
     raise ValueError(f"configuration {key!r} must be 'true' or 'false', got {value!r}")
+
+
+def default_state_backend() -> StateBackend:
+    """The backend ``SPARKTIDE_STATE_BACKEND`` names (``"hashmap"`` or ``"rocksdb"``), else
+    :class:`HashMapStateBackend`.
+
+    >>> default_state_backend().kind in (StateBackendKind.HASHMAP, StateBackendKind.ROCKSDB)
+    True
+    """
+    raw = os.environ.get(ENV_STATE_BACKEND, "").strip()
+    if not raw:
+        return HashMapStateBackend()
+    try:
+        chosen = state_backend_from_config({CONFIG_STATE_BACKEND_TYPE: raw})
+    except ValueError:
+        raise ValueError(
+            f"{ENV_STATE_BACKEND} must be 'hashmap' or 'rocksdb', got {raw!r}; unset it or fix it"
+        ) from None
+    return HashMapStateBackend() if chosen is None else chosen
 
 
 def state_backend_from_config(config: Mapping[str, object]) -> StateBackend | None:

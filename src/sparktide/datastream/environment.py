@@ -22,8 +22,8 @@ from typing import Any
 
 from sparktide.common.watermark_strategy import WatermarkStrategy
 from sparktide.core.state_backend import (
-    HashMapStateBackend,
     StateBackend,
+    default_state_backend,
     state_backend_from_config,
 )
 from sparktide.datastream.data_stream import DataStream
@@ -202,7 +202,7 @@ class StreamExecutionEnvironment:
         self._config = ExecutionConfig()
         self._graph = JobGraph()
         self._mode = RuntimeExecutionMode.STREAMING
-        self._state_backend: StateBackend = HashMapStateBackend()
+        self._state_backend: StateBackend = default_state_backend()
 
     @staticmethod
     def get_execution_environment(
@@ -293,7 +293,8 @@ class StreamExecutionEnvironment:
         return self
 
     def get_state_backend(self) -> StateBackend:
-        """The backend set with :meth:`set_state_backend` (default: HashMapStateBackend)."""
+        """The backend set with :meth:`set_state_backend` (default: HashMapStateBackend, or the
+        one ``SPARKTIDE_STATE_BACKEND`` names: ``"hashmap"`` or ``"rocksdb"``)."""
         return self._state_backend
 
     def set_runtime_mode(self, execution_mode: RuntimeExecutionMode) -> StreamExecutionEnvironment:

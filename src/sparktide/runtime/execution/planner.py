@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sparktide.core.state_backend import HashMapStateBackend, StateBackend
+from sparktide.core.state_backend import StateBackend, default_state_backend
 from sparktide.runtime.graph import Edge, JobGraph, Node
 from sparktide.runtime.keygroups import compute_default_max_parallelism
 
@@ -57,7 +57,7 @@ class Plan:
     edges_in: dict[int, list[Edge]]  # resolved input edges per node id
     consumers: dict[int, list[tuple[Node, Edge]]]  # resolved (consumer, edge) per producer id
     nodes: list[Node]
-    state_backend: StateBackend = field(default_factory=HashMapStateBackend)
+    state_backend: StateBackend = field(default_factory=default_state_backend)
     """Where the keyed operators of the job keep their state (a copy of the environment's)."""
 
 
@@ -87,7 +87,8 @@ def plan_job(
     default_max_parallelism: int | None,
     state_backend: StateBackend | None = None,
 ) -> Plan:
-    """The stages of ``graph``; ``state_backend`` (default: the heap) is copied into the plan,
+    """The stages of ``graph``; ``state_backend`` (default: :func:`~sparktide.core.state_backend.
+    default_state_backend`) is copied into the plan,
     which takes it to every keyed operator subtask."""
     nodes = [n for n in graph.reachable_from_sinks() if not _is_virtual(n)]
     edges_in = {n.id: [r for e in n.inputs for r in _resolve(e)] for n in nodes}
@@ -136,5 +137,5 @@ def plan_job(
         for e in edges_in[n.id]:
             consumers[e.source.id].append((n, e))
     sources = [n for n in nodes if n.kind == "source"]
-    backend = HashMapStateBackend() if state_backend is None else state_backend.copy()
+    backend = default_state_backend() if state_backend is None else state_backend.copy()
     return Plan(sources, source_stage, stages, stage_of, edges_in, consumers, nodes, backend)

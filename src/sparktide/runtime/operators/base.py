@@ -29,7 +29,7 @@ from sparktide.core.state import (
     ValueState,
     ValueStateDescriptor,
 )
-from sparktide.core.state_backend import HashMapStateBackend, StateBackend
+from sparktide.core.state_backend import StateBackend, default_state_backend
 from sparktide.runtime.elements import MIN_TIMESTAMP, StreamRecord, Watermark, WatermarkStatus
 from sparktide.runtime.keygroups import (
     KeyGroupRange,
@@ -65,8 +65,9 @@ class OperatorSetup:
     parallelism: int = 1
     max_parallelism: int | None = None
     job_parameters: dict[str, str] = field(default_factory=dict)
-    state_backend: StateBackend = field(default_factory=HashMapStateBackend)
-    """Where a keyed operator keeps its state and timers (the job's choice)."""
+    state_backend: StateBackend = field(default_factory=default_state_backend)
+    """Where a keyed operator keeps its state and timers (the job's choice; without one, the
+    default: :func:`~sparktide.core.state_backend.default_state_backend`)."""
 
     def __post_init__(self) -> None:
         for pname in ("parallelism", "subtask_index"):
@@ -236,6 +237,7 @@ class AbstractStreamOperator:
                 cast(KeyContext, backend),
                 processing_time_service,
                 kg_range,
+                keyed.queue_factory,
             )
 
     def initialize_state(self, snapshots: Sequence[bytes | KeyedOperatorSnapshot]) -> None:

@@ -14,22 +14,43 @@ temporary directory) is deleted then, or when the process exits if the subtask n
 >>> type(state.backend).__name__, state.directory
 ('HeapKeyedStateBackend', None)
 >>> state.close()
+>>> from sparktide.core.state_backend import EmbeddedRocksDBStateBackend
+>>> import os
+>>> state = create_keyed_state(EmbeddedRocksDBStateBackend(), SubtaskState(
+...     "op", 0, 128, KeyGroupRange(0, 127), lambda: 0))
+>>> type(state.backend).__name__, os.path.basename(state.directory).startswith(ROCKSDB_DIR_PREFIX)
+('RocksDBKeyedStateBackend', True)
+>>> state.close(); os.path.exists(state.directory)
+False
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
-from sparktide.core.state_backend import HashMapStateBackend, StateBackend, StateBackendKind
+from sparktide.core.state_backend import (
+    EmbeddedRocksDBStateBackend,
+    StateBackend,
+    StateBackendKind,
+)
 from sparktide.runtime.keygroups import KeyGroupRange
 from sparktide.runtime.state.backend import HeapKeyedStateBackend
 from sparktide.runtime.state.keyed_backend import KeyedStateBackend
+from sparktide.runtime.timers.queue_factory import (
+    HeapTimerQueueFactory,
+    RocksDBTimerQueueFactory,
+    TimerQueueFactory,
+)
 
 __all__ = ["ROCKSDB_DIR_PREFIX", "KeyedState", "SubtaskState", "create_keyed_state"]
 
 ROCKSDB_DIR_PREFIX = "sparktide-rocksdb-"
-"""The prefix of a RocksDB subtask's directory."""
+"""The prefix of a RocksDB subtask's directory (``tempfile.mkdtemp``'s ``prefix``)."""
 
 
 @dataclass(frozen=True)
@@ -44,23 +65,60 @@ class SubtaskState:
     time_provider: Callable[[], int]
 
 
+def _remove(directory: str) -> None:
+    shutil.rmtree(directory, ignore_errors=True)
+
+
 class KeyedState:
-    """What :func:`create_keyed_state` built for one subtask: the keyed state ``backend`` and
-    the ``directory`` holding its files (``None`` on the heap)."""
+    """What :func:`create_keyed_state` built for one subtask: the keyed state ``backend``, the
+    ``queue_factory`` of its timer services and the ``directory`` holding their files
+    (``None`` on the heap)."""
 
-    __slots__ = ("_closed", "backend", "directory")
+    __slots__ = ("__weakref__", "_cleanup", "_closed", "backend", "directory", "queue_factory")
 
-    def __init__(self, backend: KeyedStateBackend, directory: str | None = None) -> None:
+    def __init__(
+        self,
+        backend: KeyedStateBackend,
+        queue_factory: TimerQueueFactory,
+        directory: str | None = None,
+    ) -> None:
         self.backend = backend
+        self.queue_factory = queue_factory
         self.directory = directory
         self._closed = False
+        # a subtask that is never closed (a failed run) still leaves no files behind
+        self._cleanup = None if directory is None else weakref.finalize(self, _remove, directory)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     def close(self) -> None:
-        """Dispose of the backend and delete its directory (idempotent)."""
+        """Dispose of the backend and the timer queues and delete the directory (idempotent)."""
         if self._closed:
             return
         self._closed = True
-        self.backend.dispose()
+        try:
+            self.backend.dispose()
+        finally:
+            self.queue_factory.dispose()
+            if self._cleanup is not None:
+                self._cleanup()
+
+
+def _rocksdb_directory(config: EmbeddedRocksDBStateBackend, subtask: SubtaskState) -> str:
+    """A new directory for the subtask's databases: under the configured storage path (spread
+    by subtask index), else in the system's temporary directory."""
+    parent = config.db_storage_path_for(subtask.subtask_index)
+    if parent is not None:
+        try:
+            Path(parent).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RuntimeError(
+                f"cannot create the RocksDB storage path {parent!r}: {exc}; pass a writable "
+                "local directory to set_db_storage_paths(...)"
+            ) from None
+    return tempfile.mkdtemp(prefix=ROCKSDB_DIR_PREFIX, dir=parent)
 
 
 def create_keyed_state(config: StateBackend, subtask: SubtaskState) -> KeyedState:
@@ -71,11 +129,27 @@ def create_keyed_state(config: StateBackend, subtask: SubtaskState) -> KeyedStat
             "use env.set_state_backend(HashMapStateBackend() or EmbeddedRocksDBStateBackend())"
         )
     if config.kind is StateBackendKind.HASHMAP:
-        return KeyedState(
-            HeapKeyedStateBackend(
-                max_parallelism=subtask.max_parallelism,
-                key_group_range=subtask.key_group_range,
-                time_provider=subtask.time_provider,
-            )
+        heap = HeapKeyedStateBackend(
+            max_parallelism=subtask.max_parallelism,
+            key_group_range=subtask.key_group_range,
+            time_provider=subtask.time_provider,
         )
-    raise NotImplementedError(f"{config!r} is not available yet; use {HashMapStateBackend()!r}")
+        return KeyedState(heap, HeapTimerQueueFactory())
+    if not isinstance(config, EmbeddedRocksDBStateBackend):  # pragma: no cover - two kinds
+        raise TypeError(f"unknown state backend {config!r}")
+    # loaded with the first RocksDB subtask: jobs on the heap never open a database
+    from sparktide.runtime.state.rocksdb_backend import RocksDBKeyedStateBackend
+
+    directory = _rocksdb_directory(config, subtask)
+    try:
+        backend = RocksDBKeyedStateBackend(
+            max_parallelism=subtask.max_parallelism,
+            key_group_range=subtask.key_group_range,
+            time_provider=subtask.time_provider,
+            directory=Path(directory) / "state",
+        )
+        timers = RocksDBTimerQueueFactory(Path(directory) / "timers")
+    except BaseException:
+        _remove(directory)
+        raise
+    return KeyedState(backend, timers, directory)

@@ -6,10 +6,12 @@ restore in the same backend-neutral form), with the entries in a RocksDB databas
 ``directory``: one column family per state, store keys ``key group | key | namespace``
 (:mod:`~sparktide.runtime.state.rocksdb_entries`), so a key-group range is one contiguous range.
 
-Differences from the heap backend, as in Flink: values are copies (a value changed in place and
-not written back stays unchanged in the store), map entries iterate in the byte order of their
-keys and keys in the byte order of their bytes (the heap: insertion order), and keys and
-namespaces come back from the store in canonical form (``1.0`` and ``True`` as ``1``).
+Differences from the heap backend: values are copies, as in Flink's RocksDB backend (a value
+changed in place and not written back stays unchanged in the store); values must fit their
+declared types and be picklable where undeclared, map keys and namespaces must be values a key
+may be (or windows); ``get_keys`` and snapshots list a key group's entries in the byte order of
+their store keys (the heap: insertion order; lists and maps keep insertion order on both); keys
+and namespaces come back from the store in canonical form (``1.0`` and ``True`` as ``1``).
 
 >>> import tempfile
 >>> from sparktide.core.state import ValueStateDescriptor
@@ -37,13 +39,12 @@ import pickle
 import shutil
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
-from rocksdict import Options, Rdict, WriteBatch, WriteOptions
+from rocksdict import Options, Rdict, WriteOptions
 
 from sparktide.core.state import (
     AggregatingStateDescriptor,
-    MapStateDescriptor,
     ReducingStateDescriptor,
     State,
     StateDescriptor,
@@ -67,14 +68,12 @@ from sparktide.runtime.state.cleanup import purge_expired
 from sparktide.runtime.state.heap import KINDS, EntryKey, InternalKvState, check_raw, describe_kind
 from sparktide.runtime.state.rocksdb_entries import NAMESPACES, EntryCodec, successor
 from sparktide.runtime.state.rocksdb_layout import Codec, key_codec, key_group_bounds
+from sparktide.runtime.state.rocksdb_raw import CF_PREFIX, RawStore, StoredState, codec_for
 from sparktide.runtime.state.rocksdb_states import (
     PLAIN,
     RocksDBAggregatingState,
     RocksDBReducingState,
 )
-
-if TYPE_CHECKING:
-    from sparktide.runtime.state.rocksdb_ttl import RocksDBIncrementalCleanup
 
 __all__ = ["RocksDBKeyedStateBackend", "StoredState"]
 
@@ -83,55 +82,12 @@ _META_BACKEND = b"backend"
 _META_STATE = b"state:"
 _META_SEQ = b"seq"
 _SEQ_BLOCK = 1 << 20
-"""Map sequence numbers are reserved in blocks: the database records the end of the block in
-use, so a backend attached to it later starts past every number given."""
+"""Sequence numbers (the order of list elements and map entries) are reserved in blocks: the
+database records the end of the block in use, so a backend attached to it later starts past
+every number given."""
 _NO_PREFIX = cast(bytes, None)
 """``key_prefix`` while no key is current: ``None`` at run time, so a state that appends its
 namespace raises TypeError and turns that into the clear "no current key" error."""
-_CF_PREFIX = "state:"
-_BATCH_ENTRIES = 4096
-
-
-class StoredState:
-    """One named state in the store: its column family, kind, TTL setting and codec.
-
-    A state restored from a snapshot before its descriptor registers keeps its values pickled
-    (``registered`` False); the registration re-encodes them with the descriptor's types. The
-    database records each state's kind, TTL setting and declared types (a backend attached to
-    it later reads them back).
-    """
-
-    __slots__ = (
-        "cf",
-        "cleanup",
-        "codec",
-        "kind",
-        "name",
-        "registered",
-        "ttl",
-        "ttl_config",
-    )
-
-    def __init__(self, name: str, kind: str, ttl: bool, cf: Rdict, codec: EntryCodec) -> None:
-        self.name = name
-        self.kind = kind
-        self.ttl = ttl
-        self.cf = cf
-        self.codec = codec
-        self.registered = False
-        self.ttl_config: StateTtlConfig | None = None
-        self.cleanup: RocksDBIncrementalCleanup | None = None
-
-    def describe(self) -> str:
-        return describe_kind(self.kind, self.ttl)
-
-
-def _codec_for(kind: str, ttl: bool, descriptor: StateDescriptor | None) -> EntryCodec:
-    if descriptor is None:
-        return EntryCodec(kind, ttl, None, None)
-    if isinstance(descriptor, MapStateDescriptor):
-        return EntryCodec(kind, ttl, descriptor.value_type_info, descriptor.key_type_info)
-    return EntryCodec(kind, ttl, descriptor.type_info, None)
 
 
 def _check_args(
@@ -205,6 +161,7 @@ class RocksDBKeyedStateBackend:
         "_max_parallelism",
         "_owns_db",
         "_range",
+        "_raw",
         "_seq",
         "_seq_mark",
         "_start",
@@ -294,6 +251,9 @@ class RocksDBKeyedStateBackend:
         # snapshots, not the log, make state durable (the stub declares a method; it is a
         # property)
         self._write_options.disable_wal = True  # type: ignore[method-assign,assignment]
+        self._raw = RawStore(
+            self._db, self._key_codec, self._range, self._write_options, self.next_seq
+        )
         self._states: dict[str, StoredState] = {}
         self._void_states: dict[str, InternalKvState] = {}
         self._key_listeners: list[Callable[[], None]] = []
@@ -332,7 +292,7 @@ class RocksDBKeyedStateBackend:
                 break
             info = json.loads(it.value())
             name = k[len(_META_STATE) :].decode()
-            cf = db.get_column_family(_CF_PREFIX + name)
+            cf = db.get_column_family(CF_PREFIX + name)
             cf.set_write_options(self._write_options)
             kind, ttl = info["kind"], info["ttl"]
             value_type, map_key_type = pickle.loads(base64.b64decode(info["types"]))
@@ -483,7 +443,7 @@ class RocksDBKeyedStateBackend:
     # ------------------------------------------------------------------ registration
 
     def _new_state(self, name: str, kind: str, ttl: bool) -> StoredState:
-        cf_name = _CF_PREFIX + name
+        cf_name = CF_PREFIX + name
         options = Options(raw_mode=True)
         cf = self._db.create_column_family(cf_name, options)
         cf.set_write_options(self._write_options)
@@ -514,7 +474,7 @@ class RocksDBKeyedStateBackend:
                 f"descriptor has {cfg!r}; use the same StateTtlConfig for every registration"
             )
         if not state.registered:
-            codec = _codec_for(kind, ttl, descriptor)
+            codec = codec_for(kind, ttl, descriptor)
             if codec.same_bytes(state.codec):  # e.g. stored by a backend attached before
                 state.codec = codec
             else:
@@ -532,7 +492,8 @@ class RocksDBKeyedStateBackend:
         attach_cleanup(self, state, cfg)
 
     def next_seq(self) -> int:
-        """A number greater than every one given before (orders the entries of map states)."""
+        """A number greater than every one given before (orders list elements and map
+        entries)."""
         self._seq += 1
         if self._seq >= self._seq_mark:
             self._seq_mark += _SEQ_BLOCK
@@ -547,12 +508,12 @@ class RocksDBKeyedStateBackend:
         """Give ``state`` the codec of its descriptor, re-encoding the (pickled) values restored
         before it registered."""
         same = state.codec.same_bytes(codec)
-        if not same and self._count_raw(state, limit=1):
-            entries = list(self._raw_entries(state))
+        if not same and self._raw.count(state, limit=1):
+            entries = list(self._raw.entries(state))
             lo, hi = key_group_bounds(self._range)
             state.cf.delete_range(lo, hi)
             state.codec = codec
-            self._write_raw(state, ((kg, k, ns, raw) for kg, k, ns, raw in entries))
+            self._raw.write(state, ((kg, k, ns, raw) for kg, k, ns, raw in entries))
         state.codec = codec
 
     def _create(
@@ -589,131 +550,13 @@ class RocksDBKeyedStateBackend:
         reducing and aggregating states have ``merge_namespaces(target, sources)``."""
         return self._create(self._register(descriptor), descriptor, None)
 
-    # ------------------------------------------------------------------ raw entries
-
-    def _split(self, store_key: bytes) -> tuple[object, object, int]:
-        """``(key, namespace, end)`` of a store key (``end``: where a map key starts)."""
-        key, pos = self._key_codec.decode_key_from(store_key, 2)
-        ns, pos = NAMESPACES.decode_value_from(store_key, pos)
-        return key, ns, pos
-
-    def _raw_entries(
-        self,
-        state: StoredState,
-        lo: bytes | None = None,
-        hi: bytes | None = None,
-    ) -> Iterator[tuple[int, object, object, Any]]:
-        """``(key_group, key, namespace, raw_value)`` of the entries in ``[lo, hi)`` (default:
-        this backend's key groups), in store order; raw values as the heap backend keeps them."""
-        if lo is None or hi is None:
-            lo, hi = key_group_bounds(self._range)
-        codec = state.codec
-        it = state.cf.iter()
-        it.seek(lo)
-        if codec.kind not in ("map", "list"):
-            decode = codec.decode_single
-            while it.valid():
-                sk = it.key()
-                if sk >= hi:
-                    return
-                key, ns, _ = self._split(sk)
-                yield int.from_bytes(sk[:2], "big"), key, ns, decode(it.value())
-                it.next()
-            return
-        current: bytes | None = None
-        group: list[bytes] = []
-        head: tuple[int, object, object] = (0, None, None)
-        while it.valid():
-            sk = it.key()
-            if sk >= hi:
-                break
-            if current is None or not sk.startswith(current):
-                if current is not None:
-                    yield (*head, self._group_raw(codec, group))
-                key, ns, end = self._split(sk)
-                current = sk[:end]
-                head = (int.from_bytes(sk[:2], "big"), key, ns)
-                group = []
-            group.append(it.value())
-            it.next()
-        if current is not None:
-            yield (*head, self._group_raw(codec, group))
-
-    @staticmethod
-    def _group_raw(codec: EntryCodec, group: list[bytes]) -> object:
-        """The raw value of a list (its elements' stored values) or a map (its entries')."""
-        if codec.kind == "list":
-            return [codec.decode_single(data) for data in group]
-        return dict(codec.decode_map(group))
-
-    def _write_raw(
-        self, state: StoredState, entries: Iterable[tuple[int, object, object, Any]]
-    ) -> None:
-        """Store raw values (the heap backend's format), replacing what is there."""
-        codec = state.codec
-        handle = self._db.get_column_family_handle(_CF_PREFIX + state.name)
-        batch = WriteBatch(raw_mode=True)
-        batch.set_default_column_family(handle)
-        kc = self._key_codec
-        for kg, key, ns, raw in entries:
-            base = kg.to_bytes(2, "big") + kc.key_bytes(key) + NAMESPACES.key_bytes(ns)
-            if codec.kind == "map":
-                batch.delete_range(base, successor(base))
-                for mk, v in raw.items():
-                    data = codec.encode_map_value(self.next_seq(), mk, v)
-                    batch.put(base + codec.map_key_bytes(mk), data)
-            elif codec.kind == "list":
-                batch.delete_range(base, successor(base))
-                for element in raw:
-                    batch.put(
-                        base + self.next_seq().to_bytes(8, "big"), codec.encode_element(element)
-                    )
-            else:
-                batch.put(base, codec.encode_single(raw))
-            if len(batch) >= _BATCH_ENTRIES:
-                self._db.write(batch, self._write_options)
-                batch = WriteBatch(raw_mode=True)
-                batch.set_default_column_family(handle)
-        if len(batch):
-            self._db.write(batch, self._write_options)
-
-    @staticmethod
-    def _has_prefix(state: StoredState, prefix: bytes) -> bool:
-        it = state.cf.iter()
-        it.seek(prefix)
-        return it.valid() and bytes(it.key()).startswith(prefix)
-
-    def _count_raw(self, state: StoredState, limit: int | None = None) -> int:
-        """The number of ``(key, namespace)`` entries of ``state`` (up to ``limit``), read from
-        the store keys alone."""
-        lo, hi = key_group_bounds(self._range)
-        grouped = state.kind in ("list", "map")
-        n = 0
-        last = b""
-        it = state.cf.iter()
-        it.seek(lo)
-        while it.valid():
-            sk: bytes = it.key()
-            if sk >= hi:
-                break
-            if grouped:
-                if last and sk.startswith(last):
-                    it.next()
-                    continue
-                last = sk[: self._split(sk)[2]]
-            n += 1
-            if limit is not None and n >= limit:
-                break
-            it.next()
-        return n
-
     # ------------------------------------------------------------------ inspection
 
     def num_entries(self) -> int:
         """The number of (state, key, namespace) entries holding a value (TTL: including expired
         values not yet cleaned up). O(entries): it reads the store's keys; metrics of large
         states use :meth:`estimate_num_store_entries`."""
-        return sum(self._count_raw(s) for s in self._states.values())
+        return sum(self._raw.count(s) for s in self._states.values())
 
     def estimate_num_store_entries(self) -> int:
         """RocksDB's estimate of the stored entries of every state (a list counts its elements,
@@ -730,7 +573,7 @@ class RocksDBKeyedStateBackend:
         for name, state in self._states.items():
             mine: dict[EntryKey, object] = {
                 (key, ns): raw
-                for _, _, ns, raw in self._raw_entries(state, prefix, successor(prefix))
+                for _, _, ns, raw in self._raw.entries(state, prefix, successor(prefix))
             }
             if mine:
                 out[name] = mine
@@ -743,7 +586,7 @@ class RocksDBKeyedStateBackend:
             state.cf.delete_range(prefix, successor(prefix))
             old = saved.get(name)
             if old:
-                self._write_raw(state, ((key_group, k, ns, raw) for (k, ns), raw in old.items()))
+                self._raw.write(state, ((key_group, k, ns, raw) for (k, ns), raw in old.items()))
 
     def get_keys(self, state_name: str, namespace: object) -> Iterator[object]:
         """The keys with an entry of ``state_name`` in ``namespace`` (a snapshot: state may be
@@ -760,7 +603,7 @@ class RocksDBKeyedStateBackend:
             sk: bytes = it.key()
             if sk >= hi:
                 break
-            key, ns, end = self._split(sk)
+            key, ns, end = self._raw.split(sk)
             if ns == namespace and sk[:end] != last:
                 keys.append(key)
                 last = sk[:end]
@@ -801,14 +644,14 @@ class RocksDBKeyedStateBackend:
         for name, state in self._states.items():
             if state.name != name:
                 raise AssertionError("invariant broken: state.name == name")
-            every = self._raw_entries(state, b"\x00\x00", b"\xff\xff")
+            every = self._raw.entries(state, b"\x00\x00", b"\xff\xff")
             for kg, key, ns, raw in every:
                 if not self._start <= kg <= self._end:
                     raise AssertionError((name, kg))
                 if assign_to_key_group(key, self._max_parallelism) != kg:
                     raise AssertionError((name, key, kg))
                 base = kg.to_bytes(2, "big") + kc.key_bytes(key) + NAMESPACES.key_bytes(ns)
-                if self._split(base) != (key, ns, len(base)):
+                if self._raw.split(base) != (key, ns, len(base)):
                     raise AssertionError((name, key, ns))
                 if raw is None or check_raw(state.kind, state.ttl, raw, "raw") != raw:
                     raise AssertionError((name, key, raw))
@@ -843,7 +686,7 @@ class RocksDBKeyedStateBackend:
         for n in names:
             state = self._states[n]
             ttl = purge.get(n)
-            for kg, key, ns, raw in self._raw_entries(state):
+            for kg, key, ns, raw in self._raw.entries(state):
                 if ttl is not None:
                     raw = purge_expired(state.kind, raw, now, ttl)
                     if raw is None:
@@ -885,7 +728,7 @@ class RocksDBKeyedStateBackend:
                 self._new_state(name, kind, ttl)
         for name, to_write in staged.items():
             if to_write:
-                self._write_raw(self._states[name], to_write)
+                self._raw.write(self._states[name], to_write)
                 cleanup = self._states[name].cleanup
                 if cleanup is not None:
                     cleanup.reset()
@@ -930,7 +773,7 @@ class RocksDBKeyedStateBackend:
                         f"{type(entries).__name__}"
                     )
                 state = self._states.get(name)
-                if state is not None and not self._count_raw(state, limit=1):
+                if state is not None and not self._raw.count(state, limit=1):
                     state = None  # nothing stored yet: no entry to collide with
                 for i, entry in enumerate(entries):
                     at = f"{where}[{i}]"
@@ -938,7 +781,7 @@ class RocksDBKeyedStateBackend:
                     if checked is None:
                         continue
                     key, ns, raw, base = checked
-                    exists = state is not None and self._has_prefix(state, base)
+                    exists = state is not None and self._raw.has_prefix(state, base)
                     if (name, base) in seen or exists:
                         raise ValueError(
                             f"{at}: state {name!r} already has an entry for key {key!r} and "
