@@ -68,6 +68,7 @@ from sparktide.runtime.state.cleanup import purge_expired
 from sparktide.runtime.state.heap import KINDS, EntryKey, InternalKvState, check_raw, describe_kind
 from sparktide.runtime.state.rocksdb_entries import NAMESPACES, EntryCodec, successor
 from sparktide.runtime.state.rocksdb_layout import Codec, key_codec, key_group_bounds
+from sparktide.runtime.state.rocksdb_memory import db_options, state_options
 from sparktide.runtime.state.rocksdb_raw import CF_PREFIX, RawStore, StoredState, codec_for
 from sparktide.runtime.state.rocksdb_states import (
     PLAIN,
@@ -336,10 +337,8 @@ class RocksDBKeyedStateBackend:
                 f"the RocksDB state directory {str(directory)!r} is not writable; pass a "
                 "writable directory"
             )
-        options = Options(raw_mode=True)
-        options.create_if_missing(True)
         try:
-            return Rdict(str(directory), options)
+            return Rdict(str(directory), db_options())
         except Exception as exc:
             raise _open_error(directory, exc) from None
 
@@ -444,8 +443,7 @@ class RocksDBKeyedStateBackend:
 
     def _new_state(self, name: str, kind: str, ttl: bool) -> StoredState:
         cf_name = CF_PREFIX + name
-        options = Options(raw_mode=True)
-        cf = self._db.create_column_family(cf_name, options)
+        cf = self._db.create_column_family(cf_name, state_options())
         cf.set_write_options(self._write_options)
         state = StoredState(name, kind, ttl, cf, EntryCodec(kind, ttl, None, None))
         self._states[name] = state
