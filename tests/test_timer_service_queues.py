@@ -217,6 +217,9 @@ def test_rocksdb_factory_shares_one_store_and_dispose_deletes_it(tmp_path) -> No
     with pytest.raises(RuntimeError, match="closed"):
         queues[0].add(1, "k", None, 3)
     factory.dispose()  # idempotent
+    with pytest.raises(RuntimeError, match="closed"):
+        factory.create_timer_queue("late", TimeDomain.EVENT_TIME, FULL)
+    assert not directory.exists()
 
 
 def test_rocksdb_factory_refuses_bad_arguments(tmp_path) -> None:

@@ -179,7 +179,7 @@ class RocksDBTimerQueueFactory:
     :func:`~sparktide.runtime.state.rocksdb_layout.key_codec`).
     """
 
-    __slots__ = ("_cache_size", "_db", "_directory", "_keys", "_queues")
+    __slots__ = ("_cache_size", "_closed", "_db", "_directory", "_keys", "_queues")
 
     def __init__(
         self,
@@ -201,6 +201,7 @@ class RocksDBTimerQueueFactory:
         self._keys = key_codec(key_type)
         self._queues: dict[tuple[str, TimeDomain], RocksDBTimerQueue[object, object]] = {}
         self._db: Rdict | None = None
+        self._closed = False
 
     @property
     def directory(self) -> Path:
@@ -216,6 +217,11 @@ class RocksDBTimerQueueFactory:
         self, service_name: str, domain: TimeDomain, key_group_range: KeyGroupRange
     ) -> RocksDBTimerQueue[K2, N2]:
         _check_request(service_name, domain, key_group_range)
+        if self._closed:
+            raise RuntimeError(
+                f"{self!r} is closed: its queues and store are gone; timer services of a new "
+                "subtask need a new factory"
+            )
         slot = (service_name, domain)
         if slot in self._queues:
             raise ValueError(
@@ -236,6 +242,7 @@ class RocksDBTimerQueueFactory:
 
     def close(self) -> None:
         """Close the queues and the store (the files stay). Idempotent."""
+        self._closed = True
         for queue in self._queues.values():
             queue.close()
         self._queues.clear()

@@ -73,7 +73,12 @@ class Triggerable(Protocol[K_contra, N_contra]):
 
 
 class InternalTimerService(Generic[K, N]):
-    """Timers of one operator for one name (``"user-timers"``, ``"window-timers"``, ...)."""
+    """Timers of one operator for one name (``"user-timers"``, ``"window-timers"``, ...).
+
+    ``queue_factory`` makes its two queues (None: heap queues). The heap queue's firing loop is
+    inlined in :meth:`advance_watermark`; other queues fire through ``poll_until``, with the
+    same semantics.
+    """
 
     __slots__ = (
         "_current_watermark",
