@@ -23,8 +23,9 @@ readers) with the size of their directory. The parent prints one table row per r
     python benchmarks/big_state.py --keys 10000000 --backends rocksdb
     PYTHONPATH=/other/tree/src python benchmarks/big_state.py --keys 100000
 
-``--limit-mb M`` runs the child with an address-space limit (``RLIMIT_AS``, M MB): a backend that
-needs more fails instead of swapping the machine.
+``--tracemalloc`` traces the Python allocations of each run (slower) and prints the files that
+hold the most at the end of the input. ``--limit-mb M`` runs the child with an address-space
+limit (``RLIMIT_AS``, M MB): a backend that needs more fails instead of swapping the machine.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ import resource
 import subprocess
 import sys
 import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +56,12 @@ def _end_of_input() -> None:
     _PROBE["rss_input_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     if _PROBE["backend"] == "rocksdb":
         _PROBE["memory"] = {**_rocksdb_memory(), "disk": _du(_PROBE["directory"])}
+    if tracemalloc.is_tracing():
+        stats = tracemalloc.take_snapshot().statistics("filename")
+        _PROBE["python"] = [
+            (str(s.traceback[0].filename).split("/src/")[-1], s.size) for s in stats[:8]
+        ]
+        _PROBE["python_total"] = sum(s.size for s in stats)
 
 
 class CountAndTimer(KeyedProcessFunction):  # type: ignore[misc]
@@ -193,17 +201,23 @@ def child(backend: str, keys: int, every: int, directory: str) -> dict[str, Any]
         "rss_input_kb": _PROBE.get("rss_input_kb", 0),
         "peak_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
         "memory": _PROBE.get("memory", {}),
+        "python": _PROBE.get("python", []),
+        "python_total": _PROBE.get("python_total", 0),
     }
 
 
 # ------------------------------------------------------------------ the parent
 
 
-def run(backend: str, keys: int, every: int, limit_mb: int | None) -> dict[str, Any] | str:
+def run(
+    backend: str, keys: int, every: int, limit_mb: int | None, trace: bool = False
+) -> dict[str, Any] | str:
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="sparktide-big-state-") as directory:
         cmd = [sys.executable, __file__, "--child", backend, str(keys), str(every), directory]
+        if trace:
+            cmd.append("--tracemalloc")
 
         def limit() -> None:
             if limit_mb is not None:
@@ -226,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "--child":
         backend, keys, every, directory = argv[1], int(argv[2]), int(argv[3]), argv[4]
+        if argv[5:] == ["--tracemalloc"]:
+            tracemalloc.start()
         print(json.dumps(child(backend, keys, every, directory)))
         return 0
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
@@ -233,6 +249,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--round", type=int, default=100_000, help="records per round")
     ap.add_argument("--backends", default=",".join(BACKENDS), help="heap, rocksdb or both")
     ap.add_argument("--limit-mb", type=int, default=None, help="address-space limit per run")
+    ap.add_argument(
+        "--tracemalloc",
+        action="store_true",
+        help="trace Python allocations (slower): the largest files at the end of the input",
+    )
     args = ap.parse_args(argv)
     sizes = [int(k) for k in args.keys.split(",") if k]
     backends = [b.strip() for b in args.backends.split(",") if b.strip()]
@@ -255,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     print("|---:|---|---:|---:|---:|---:|---:|---|")
     for keys in sizes:
         for backend in backends:
-            result = run(backend, keys, args.round, args.limit_mb)
+            result = run(backend, keys, args.round, args.limit_mb, args.tracemalloc)
             if isinstance(result, str):
                 print(f"| {keys:>10,} | {backend:<7} | {result} |")
                 continue
@@ -267,6 +288,11 @@ def main(argv: list[str] | None = None) -> int:
                 f"{_mb(result['rss_input_kb']):>9} | {keys / result['seconds']:>9,.0f} | "
                 f"{result['input_seconds']:>7.1f} | {fire:>8.1f} | {notes}"
             )
+            if result["python"]:
+                top = ", ".join(f"{f} {size / 2**20:,.1f} MB" for f, size in result["python"])
+                print(
+                    f"|            | Python heap {result['python_total'] / 2**20:,.0f} MB: {top} |"
+                )
             sys.stdout.flush()
     return 0
 
