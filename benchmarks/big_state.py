@@ -15,7 +15,8 @@ value. So the peak holds ``keys`` values and ``keys`` timers at once.
 
 Each run is a child process (``python big_state.py --child BACKEND KEYS ROUND``) that prints
 its peak RSS (``ru_maxrss``), the seconds of the two phases (reading the input: state updates
-and timer registrations; the end of input: every timer fired) and, for RocksDB, what the
+and timer registrations; the end of input: every timer fired), its CPU seconds (all threads:
+steadier than the wall clock on a shared machine) and, for RocksDB, what the
 databases' memory properties say at the end of the input (memtables, block cache, table
 readers) with the size of their directory. The parent prints one table row per run::
 
@@ -200,6 +201,7 @@ def child(backend: str, keys: int, every: int, directory: str) -> dict[str, Any]
         "input_seconds": _PROBE.get("input_seconds", total),
         "rss_input_kb": _PROBE.get("rss_input_kb", 0),
         "peak_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        "cpu_seconds": time.process_time(),  # all threads: RocksDB's flushes and compactions
         "memory": _PROBE.get("memory", {}),
         "python": _PROBE.get("python", []),
         "python_total": _PROBE.get("python_total", 0),
@@ -270,10 +272,11 @@ def main(argv: list[str] | None = None) -> int:
     print()
     head = (
         f"| {'keys':>10} | {'backend':<7} | {'peak RSS':>9} | {'RSS input':>9} | "
-        f"{'records/s':>9} | {'input s':>7} | {'timers s':>8} | rocksdb at end of input"
+        f"{'records/s':>9} | {'input s':>7} | {'timers s':>8} | {'CPU s':>6} | "
+        "rocksdb at end of input"
     )
     print(head)
-    print("|---:|---|---:|---:|---:|---:|---:|---|")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---|")
     for keys in sizes:
         for backend in backends:
             result = run(backend, keys, args.round, args.limit_mb, args.tracemalloc)
@@ -286,7 +289,8 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"| {keys:>10,} | {backend:<7} | {_mb(result['peak_kb']):>9} | "
                 f"{_mb(result['rss_input_kb']):>9} | {keys / result['seconds']:>9,.0f} | "
-                f"{result['input_seconds']:>7.1f} | {fire:>8.1f} | {notes}"
+                f"{result['input_seconds']:>7.1f} | {fire:>8.1f} | {result['cpu_seconds']:>6.1f} | "
+                f"{notes}"
             )
             if result["python"]:
                 top = ", ".join(f"{f} {size / 2**20:,.1f} MB" for f, size in result["python"])
