@@ -15,11 +15,12 @@ share, per process:
 
 >>> import tempfile
 >>> from rocksdict import Rdict
->>> db = Rdict(tempfile.mkdtemp(), db_options())
+>>> folder = tempfile.TemporaryDirectory()
+>>> db = Rdict(folder.name, db_options())
 >>> cf = db.create_column_family("state:count", state_options())
 >>> cf[b"k"] = b"v"; cf[b"k"]
 b'v'
->>> db.close()
+>>> cf.close(); db.close(); folder.cleanup()
 """
 
 from __future__ import annotations
