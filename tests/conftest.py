@@ -35,7 +35,11 @@ a database writes and syncs a few files, which costs ~10x more on a disk than in
 
 
 @pytest.fixture(params=STATE_BACKENDS)
-def state_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+def state_backend(
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[str]:
     """Runs a test once per state backend: environments, and operators set up without one (the
     test harness), use the backend ``SPARKTIDE_STATE_BACKEND`` names, in this process and in the
     processes it starts. RocksDB's temporary directories go to :data:`MEMORY_DISK` if there is
@@ -44,6 +48,7 @@ def state_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("SPARKTIDE_STATE_BACKEND", name)
     scratch = None
     if name == "rocksdb" and MEMORY_DISK.is_dir() and os.access(MEMORY_DISK, os.W_OK):
+        tmp_path_factory.getbasetemp()  # pytest's tmp_path stays where it is
         scratch = tempfile.mkdtemp(prefix="sparktide-tests-", dir=MEMORY_DISK)
         monkeypatch.setenv("TMPDIR", scratch)
         monkeypatch.setattr(tempfile, "tempdir", scratch)

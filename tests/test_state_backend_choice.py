@@ -370,3 +370,12 @@ def test_jobs_give_the_same_output_on_both_backends(
     assert _job(data, rocks, parallelism, every) == heap
     assert list(where.iterdir()) == []  # every subtask deleted its database
     where.rmdir()
+
+
+def test_a_storage_path_that_cannot_be_a_directory_is_a_clear_error(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    config = EmbeddedRocksDBStateBackend()
+    config.set_db_storage_paths(str(blocker / "rocks"))
+    with pytest.raises(RuntimeError, match=r"cannot create the RocksDB storage path .*writable"):
+        create_keyed_state(config, _subtask())
