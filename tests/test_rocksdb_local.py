@@ -1,0 +1,250 @@
+"""A worker-local database per subtask: reused in memory, reused on disk, or restored."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from sparktide.runtime.state.rocksdb_checkpoint import RocksDBCheckpointStorage
+from sparktide.runtime.state.rocksdb_local import (
+    LocalDatabases,
+    OpenOutcome,
+    SubtaskSlot,
+)
+
+
+@pytest.fixture
+def storage(tmp_path: Path) -> RocksDBCheckpointStorage:
+    return RocksDBCheckpointStorage(str(tmp_path / "ckpt"))
+
+
+def slot_of(tmp_path: Path, subtask: int = 0) -> SubtaskSlot:
+    return SubtaskSlot(str(tmp_path / "ckpt"), "stage-1/window", subtask)
+
+
+def batch(
+    dbs: LocalDatabases,
+    slot: SubtaskSlot,
+    storage: RocksDBCheckpointStorage,
+    version: int,
+    writes: dict[bytes, bytes],
+) -> OpenOutcome:
+    """One micro-batch: open at the previous version, write, checkpoint, commit."""
+    local = dbs.open(slot, version - 1 if version > 1 else None, storage)
+    for k, v in writes.items():
+        local.db[k] = v
+    dbs.checkpoint(local, version, storage)
+    storage.complete(version)
+    return local.outcome
+
+
+def held_directories(tmp_path: Path, base: str = "local") -> list[str]:
+    return sorted(p.name for p in (tmp_path / base).rglob("*") if p.name.startswith(("v", "work-")))
+
+
+def test_a_worker_keeps_its_database_in_memory_across_batches(
+    tmp_path: Path, storage: RocksDBCheckpointStorage
+) -> None:
+    dbs = LocalDatabases(str(tmp_path / "local"))
+    slot = slot_of(tmp_path)
+    outcomes = [batch(dbs, slot, storage, v, {b"k%d" % v: b"v"}) for v in range(1, 5)]
+    assert outcomes == [OpenOutcome.CREATED] + [OpenOutcome.REUSED_IN_MEMORY] * 3
+    local = dbs.open(slot, 4, storage)
+    assert dict(local.db.items()) == {b"k%d" % v: b"v" for v in range(1, 5)}
+    # older local copies are removed: the copy at 4 and the live directory stay
+    assert dbs.stats.count(OpenOutcome.REUSED_IN_MEMORY) == 4
+    assert len([n for n in held_directories(tmp_path) if n.startswith("v")]) <= 2
+    dbs.close_all()
+
+
+def test_a_batch_that_failed_after_writing_is_not_reused_from_memory(
+    tmp_path: Path, storage: RocksDBCheckpointStorage
+) -> None:
+    dbs = LocalDatabases(str(tmp_path / "local"))
+    slot = slot_of(tmp_path)
+    batch(dbs, slot, storage, 1, {b"a": b"1"})
+    local = dbs.open(slot, 1, storage)
+    local.db[b"uncommitted"] = b"x"  # the batch fails here: no checkpoint
+    replay = dbs.open(slot, 1, storage)
+    assert replay.outcome is OpenOutcome.REUSED_ON_DISK
+    assert dict(replay.db.items()) == {b"a": b"1"}
+    dbs.close_all()
+
+
+def test_the_next_process_reuses_the_local_copy_on_disk(
+    tmp_path: Path, storage: RocksDBCheckpointStorage
+) -> None:
+    first = LocalDatabases(str(tmp_path / "local"))
+    slot = slot_of(tmp_path)
+    batch(first, slot, storage, 1, {b"a": b"1"})
+    batch(first, slot, storage, 2, {b"b": b"2"})
+    first.close(slot)  # the worker goes away and releases its directory
+    second = LocalDatabases(str(tmp_path / "local"))
+    assert batch(second, slot, storage, 3, {b"c": b"3"}) is OpenOutcome.REUSED_ON_DISK
+    # the reused copy keeps sharing the SSTs checkpoint 2 uploaded
+    assert storage.manifest(2).shared_paths() < storage.manifest(3).shared_paths()
+    local = second.open(slot, 3, storage)
+    assert dict(local.db.items()) == {b"a": b"1", b"b": b"2", b"c": b"3"}
+    assert local.outcome is OpenOutcome.REUSED_IN_MEMORY
+    second.close_all()
+
+
+def test_a_batch_run_elsewhere_makes_the_local_database_stale(
+    tmp_path: Path, storage: RocksDBCheckpointStorage
+) -> None:
+    # two workers on one machine (the same base directory): the second finds the first's
+    # directory locked, works in another one and restores from the checkpoint
+    a = LocalDatabases(str(tmp_path / "local"))
+    b = LocalDatabases(str(tmp_path / "local"))
+    slot = slot_of(tmp_path)
+    batch(a, slot, storage, 1, {b"a": b"1"})
+    assert batch(b, slot, storage, 2, {b"b": b"2"}) is OpenOutcome.RESTORED
+    assert b.stats.lock_conflicts == 1
+    assert storage.manifest(1).shared_paths() < storage.manifest(2).shared_paths()
+    stale = a.open(slot, 2, storage)  # a holds version 1: a version mismatch
+    assert stale.outcome is OpenOutcome.RESTORED
+    assert dict(stale.db.items()) == {b"a": b"1", b"b": b"2"}
+    a.close_all()
+    local = b.open(slot, 2, storage)
+    assert local.outcome is OpenOutcome.REUSED_IN_MEMORY
+    assert dict(local.db.items()) == {b"a": b"1", b"b": b"2"}
+    b.close_all()
+
+
+_HOLD_LOCK = textwrap.dedent(
+    """
+    import sys
+    from sparktide.runtime.state.rocksdb_checkpoint import RocksDBCheckpointStorage
+    from sparktide.runtime.state.rocksdb_local import LocalDatabases, SubtaskSlot
+
+    base, location = sys.argv[1], sys.argv[2]
+    dbs = LocalDatabases(base)
+    slot = SubtaskSlot(location, "stage-1/window", 0)
+    local = dbs.open(slot, 1, RocksDBCheckpointStorage(location))
+    print(local.root, flush=True)
+    sys.stdin.read()  # hold the lock until the parent closes stdin
+    """
+)
+
+
+def test_a_directory_locked_by_a_live_process_is_never_opened_twice_until_it_dies(
+    tmp_path: Path, storage: RocksDBCheckpointStorage
+) -> None:
+    slot = slot_of(tmp_path)
+    first = LocalDatabases(str(tmp_path / "local"))
+    batch(first, slot, storage, 1, {b"a": b"1"})
+    first.close_all()
+    script = tmp_path / "hold.py"
+    script.write_text(_HOLD_LOCK)
+    child = subprocess.Popen(
+        [sys.executable, str(script), str(tmp_path / "local"), slot.location],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        child_root = child.stdout.readline().strip()
+        with open(os.path.join(child_root, "LOCK")) as f:
+            assert f.read().strip() == str(child.pid)
+        dbs = LocalDatabases(str(tmp_path / "local"))
+        local = dbs.open(slot, 1, storage)
+        assert local.outcome is OpenOutcome.RESTORED
+        assert local.root != child_root and local.root.startswith(child_root)
+        assert dbs.stats.lock_conflicts == 1
+        assert dict(local.db.items()) == {b"a": b"1"}
+        dbs.close_all()
+        # the holder is killed: its directory (and the local copy in it) is taken over
+        child.send_signal(signal.SIGKILL)
+        assert child.wait() == -signal.SIGKILL
+        after = LocalDatabases(str(tmp_path / "local"))
+        local = after.open(slot, 1, storage)
+        assert (local.root, local.outcome) == (child_root, OpenOutcome.REUSED_ON_DISK)
+        assert after.stats.stale_locks == 1 and after.stats.lock_conflicts == 0
+        assert dict(local.db.items()) == {b"a": b"1"}
+        after.close_all()
+    finally:
+        assert child.stdin is not None
+        child.stdin.close()
+        child.wait()
+
+
+def test_a_stale_lock_of_a_dead_process_is_taken_over(
+    tmp_path: Path, storage: RocksDBCheckpointStorage
+) -> None:
+    slot = slot_of(tmp_path)
+    first = LocalDatabases(str(tmp_path / "local"))
+    batch(first, slot, storage, 1, {b"a": b"1"})
+    root = first.open(slot, 1, storage).root
+    first.close_all()
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    Path(root, "LOCK").write_text(dead.stdout)  # a worker that died holding the directory
+    dbs = LocalDatabases(str(tmp_path / "local"))
+    local = dbs.open(slot, 1, storage)
+    assert local.root == root
+    assert local.outcome is OpenOutcome.REUSED_ON_DISK
+    assert dbs.stats.stale_locks == 1 and dbs.stats.lock_conflicts == 0
+    assert Path(root, "LOCK").read_text().strip() == str(os.getpid())
+    dbs.close_all()
+
+
+def test_a_local_copy_of_another_attempt_is_not_reused(
+    tmp_path: Path, storage: RocksDBCheckpointStorage
+) -> None:
+    slot = slot_of(tmp_path)
+    a = LocalDatabases(str(tmp_path / "local-a"))
+    batch(a, slot, storage, 1, {b"a": b"1"})
+    local = a.open(slot, 1, storage)
+    local.db[b"attempt"] = b"a"
+    a.checkpoint(local, 2, storage)  # attempt a of batch 2, never committed
+    b = LocalDatabases(str(tmp_path / "local-b"))
+    other = b.open(slot, 1, storage)
+    other.db[b"attempt"] = b"b"
+    b.checkpoint(other, 2, storage)  # attempt b replaces it and is committed
+    storage.complete(2)
+    b.close_all()
+    reopened = a.open(slot, 2, storage)
+    assert reopened.outcome is OpenOutcome.RESTORED
+    assert reopened.db[b"attempt"] == b"b"
+    a.close_all()
+
+
+def test_stats_and_bad_arguments(tmp_path: Path, storage: RocksDBCheckpointStorage) -> None:
+    dbs = LocalDatabases(str(tmp_path / "local"))
+    batch(dbs, slot_of(tmp_path), storage, 1, {b"a": b"1"})
+    dbs.open(slot_of(tmp_path), 1, storage)
+    stats = dbs.stats.to_json()
+    assert stats["created"] == {"count": 1, "seconds": stats["created"]["seconds"]}  # type: ignore[index]
+    assert stats["reused_in_memory"]["count"] == 1  # type: ignore[index]
+    assert stats["restored"]["count"] == 0  # type: ignore[index]
+    dbs.close_all()
+    with pytest.raises(ValueError, match="subtask must be an int >= 0"):
+        SubtaskSlot("x", "op", -1)
+    with pytest.raises(TypeError, match="operator must be a non-empty str"):
+        SubtaskSlot("x", "", 0)
+    with pytest.raises(ValueError, match="no RocksDB checkpoint 9"):
+        dbs.open(slot_of(tmp_path), 9, storage)
+
+
+def test_a_slot_names_its_storage_under_the_checkpoint_location(tmp_path: Path) -> None:
+    slot = SubtaskSlot(str(tmp_path / "ckpt"), "stage-1/window", 3)
+    assert slot.storage(retain=4).retain == 4
+    location = slot.storage().location
+    assert location.startswith(str(tmp_path / "ckpt" / "rocksdb")) and location.endswith("/3")
+    other = SubtaskSlot(str(tmp_path / "ckpt"), "stage-1/window", 4).storage().location
+    assert other != location
+    dbs = LocalDatabases(str(tmp_path / "local"))
+    assert batch(dbs, slot, slot.storage(), 1, {b"a": b"1"}) is OpenOutcome.CREATED
+    assert slot.storage().completed_ids() == [1]
+    dbs.close_all()
