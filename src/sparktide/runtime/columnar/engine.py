@@ -292,9 +292,16 @@ class WindowEngine:
 
     def _replays(self) -> bool:
         """Whether :func:`replay_partials` may replace the rounds when only partials came:
-        no lateness (a fired window is dropped), no extreme record to pick, and no float
-        sum (it adds in another order)."""
-        return self.plan.lateness == 0 and self.plan.by is None and self._exact
+        one window per pane (sliding windows would hold every pane's rows for all of its
+        windows at once, many times what a round holds), no lateness (a fired window is
+        dropped), no extreme record to pick, and no float sum (it adds in another order)."""
+        plan = self.plan
+        return (
+            plan.geometry.windows_per_pane == 1
+            and plan.lateness == 0
+            and plan.by is None
+            and self._exact
+        )
 
     # ------------------------------------------------------------------ records
 
@@ -303,6 +310,8 @@ class WindowEngine:
         if not len(part["code"]):
             return
         new = self._window_rows(part)
+        if not len(new["code"]):
+            return  # panes in no window (the slide is larger than the size)
         if self.plan.by is None and self._exact:
             merged = merge_round(self.windows.cols, new, self._combine)
             if merged is not None:
