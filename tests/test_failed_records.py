@@ -144,6 +144,7 @@ def test_a_stateless_map_routes_its_failed_records() -> None:
     assert sorted(out, key=repr) == [("ok", 1), ("ok", 3), ("x", None, "ValueError")]
 
 
+@pytest.mark.usefixtures("state_backend")
 def test_a_window_reduce_that_raises_leaves_the_window_as_it_was() -> None:
     from sparktide.common import Time
     from sparktide.datastream.window import TumblingEventTimeWindows

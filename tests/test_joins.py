@@ -406,6 +406,7 @@ def test_saturated_cleanup_times_clear_at_the_end_of_input():
     assert (h.buffered(), h.timers()) == (0, 0)
 
 
+@pytest.mark.usefixtures("state_backend")
 def test_snapshot_and_restore_continue_the_join():
     first = JoinHarness(-5, 5)
     first.left(("k", "l1"), 10)
@@ -526,6 +527,7 @@ def timestamped(env, rows, splits: int = 1, delay: int = 1000):
     return env.from_source(CollectionSource(rows, num_splits=splits), strategy, "rows")
 
 
+@pytest.mark.usefixtures("state_backend")
 def test_interval_join_job_equals_the_naive_join():
     rng = random.Random(5)
     left = [(f"k{rng.randrange(4)}", i * 7 + rng.randrange(40), f"l{i}") for i in range(120)]

@@ -11,6 +11,8 @@ from sparktide.testing import for_keyed_process_function, for_process_function
 
 SIDE = OutputTag("side")
 
+pytestmark = pytest.mark.usefixtures("state_backend")  # every test on both state backends
+
 
 class TimerEcho(KeyedProcessFunction):
     """Registers an event timer at ts+10 and a processing timer at now+100 per element."""

@@ -163,6 +163,7 @@ def test_one_round_fires_everything_at_the_end_with_max_watermark():
     assert len({k for k, *_ in main}) == n_keys
 
 
+@pytest.mark.usefixtures("state_backend")
 def test_two_keyed_stages_are_deterministic_across_parallelism():
     class Rekey(KeyedProcessFunction):
         def process_element(self, value, ctx):
@@ -229,6 +230,7 @@ def test_print_prefixes_subtask_when_parallel():
     assert all(line[:3] in ("1> ", "2> ") for line in buf.getvalue().splitlines())
 
 
+@pytest.mark.usefixtures("state_backend")
 def test_union_and_connect_with_keyed_co_process_min_watermark():
     class Join(KeyedCoProcessFunction):
         def open(self, rc):
@@ -307,6 +309,7 @@ def test_source_function_with_watermarks_and_idleness():
     assert [wm for _, wm in out][:4] == [10, 20, 30, 40]
 
 
+@pytest.mark.usefixtures("state_backend")
 def test_simulated_processing_time_fires_at_round_boundaries():
     class Proc(KeyedProcessFunction):
         def process_element(self, value, ctx):
@@ -384,6 +387,7 @@ def test_user_functions_are_copied_per_subtask():
     assert len(list(out)) == 6
 
 
+@pytest.mark.usefixtures("state_backend")
 def test_job_result_reports_rounds_late_drops_and_timers():
     from sparktide.datastream.window import TumblingEventTimeWindows
 

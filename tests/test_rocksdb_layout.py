@@ -200,13 +200,13 @@ def test_namespaces_have_fixed_bytes():
     cw = namespace_codec(NamespaceKind.COUNT_WINDOW)
     assert cw.decode_value(cw.key_bytes(CountWindow(7))) == CountWindow(7)
     anyns = namespace_codec()
-    for ns in (None, TimeWindow(1, 2), GlobalWindow(), CountWindow(3)):
+    for ns in (None, TimeWindow(1, 2), GlobalWindow(), CountWindow(3), "CLEANUP_LEFT"):
         data = anyns.key_bytes(ns)
         assert anyns.decode_value(data) == ns and type(anyns.decode_value(data)) is type(ns)
     with pytest.raises(TypeError, match="namespace must be a TimeWindow, got tuple"):
         tw.key_bytes((1, 2))
     with pytest.raises(TypeError, match="keep state with other namespaces on the heap"):
-        anyns.key_bytes("custom")
+        anyns.key_bytes(("custom",))
     with pytest.raises(TypeError, match=r"kind must be a NamespaceKind, got str .*TIME_WINDOW"):
         namespace_codec("time_window")  # type: ignore[arg-type]
 

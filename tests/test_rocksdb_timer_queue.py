@@ -232,3 +232,31 @@ def test_open_wipes_the_directory_and_dispose_deletes_it(tmp_path):
     assert len(again) == 0 and list(again) == [] and not again.contains(5, "k", None, 1)
     again.dispose()
     assert not path.exists()
+
+
+def test_queues_sharing_a_store_keep_their_own_timers(tmp_path):
+    db = rocksdb_queue.open_store(tmp_path / "store")
+    full = KeyGroupRange(0, 127)
+    a = RocksDBTimerQueue(full, db=db, column_families=("a/timers", "a/index"), cache_size=1)
+    b = RocksDBTimerQueue(full, db=db, column_families=("b/timers", "b/index"), cache_size=1)
+    for ts in (3, 1, 2):
+        a.add(ts, "k", None, 9)
+    b.add(7, "k", None, 9)
+    assert [a.poll()[0] for _ in range(3)] == [1, 2, 3] and a.poll() is None
+    assert b.peek()[0] == 7 and len(b) == 1
+    a.dispose()  # drops its column families only
+    assert b.poll()[0] == 7
+    b.close()
+    db.close()
+
+
+def test_a_queue_needs_exactly_one_of_directory_and_store(tmp_path):
+    full = KeyGroupRange(0, 127)
+    with pytest.raises(ValueError, match="either directory"):
+        RocksDBTimerQueue(full)
+    db = rocksdb_queue.open_store(tmp_path / "store")
+    with pytest.raises(ValueError, match="either directory"):
+        RocksDBTimerQueue(full, tmp_path / "q", db=db)
+    with pytest.raises(ValueError, match="column_families"):
+        RocksDBTimerQueue(full, db=db, column_families=("same", "same"))
+    db.close()

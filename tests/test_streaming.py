@@ -128,6 +128,7 @@ def test_stream_equals_bounded_run_with_rounds_per_batch(spark, tmp_path, job) -
     assert result.metrics["rounds"] == 4
 
 
+@pytest.mark.usefixtures("state_backend")
 def test_restart_continues_with_state_and_timers(spark, tmp_path, capsys) -> None:
     batches = _records(5)
     _write_files(tmp_path / "in", batches[:2])
@@ -377,6 +378,7 @@ def _last_commit(commits) -> int:
     return max((int(n[:-5]) for n in names if n.endswith(".json")), default=-1)
 
 
+@pytest.mark.usefixtures("state_backend")
 def test_killed_runs_resume_without_loss_or_duplicates(spark, tmp_path) -> None:
     import signal
     import subprocess

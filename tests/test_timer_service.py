@@ -1,4 +1,5 @@
-"""InternalTimerService and InternalTimeServiceManager semantics (GUIDE §3, seeds 000-002)."""
+"""InternalTimerService and InternalTimeServiceManager semantics (GUIDE §3, seeds 000-002), on
+both timer queues: heap and RocksDB."""
 
 from __future__ import annotations
 
@@ -6,14 +7,22 @@ from typing import Any
 
 import pytest
 
+from sparktide.core.window.windows import GlobalWindow, TimeWindow
 from sparktide.runtime.elements import MAX_TIMESTAMP, MIN_TIMESTAMP
 from sparktide.runtime.keygroups import KeyGroupRange, assign_to_key_group
 from sparktide.runtime.processing_time import ManualProcessingTimeService
 from sparktide.runtime.state.backend import HeapKeyedStateBackend
 from sparktide.runtime.timers.manager import InternalTimeServiceManager
+from sparktide.runtime.timers.queue_factory import (
+    HeapTimerQueueFactory,
+    RocksDBTimerQueueFactory,
+    TimerQueueFactory,
+)
 
 MAXP = 128
 FULL = KeyGroupRange(0, MAXP - 1)
+# namespaces both queues store (windows: the RocksDB queue has layouts for them)
+W, OTHER, AGAIN = TimeWindow(0, 10), TimeWindow(0, 20), GlobalWindow()
 
 
 class Recorder:
@@ -55,13 +64,31 @@ class RecordingClock(ManualProcessingTimeService):
         return super().register_timer(timestamp, spy)
 
 
+@pytest.fixture(params=["heap", "rocksdb"])
+def make_factory(request, tmp_path):
+    """Makes timer queue factories of the parametrized kind (each in its own directory)."""
+    made: list[TimerQueueFactory] = []
+
+    def make() -> TimerQueueFactory:
+        if request.param == "heap":
+            factory: TimerQueueFactory = HeapTimerQueueFactory()
+        else:  # a tiny cache: refills from the store happen in small tests too
+            factory = RocksDBTimerQueueFactory(tmp_path / f"timers{len(made)}", cache_size=2)
+        made.append(factory)
+        return factory
+
+    yield make
+    for factory in made:
+        factory.dispose()
+
+
 @pytest.fixture
-def env():
+def env(make_factory):
     clock = RecordingClock()
     backend = HeapKeyedStateBackend(
         max_parallelism=MAXP, key_group_range=FULL, time_provider=clock.get_current_processing_time
     )
-    manager = InternalTimeServiceManager(backend, clock, FULL)
+    manager = InternalTimeServiceManager(backend, clock, FULL, make_factory())
     rec = Recorder(backend)
     svc = manager.get_internal_timer_service("user-timers", rec)
     return clock, backend, manager, rec, svc
@@ -93,14 +120,14 @@ def test_duplicate_timer_kept_once_and_delete_missing_is_noop(env):
     _, backend, manager, rec, svc = env
     reg_event(backend, svc, "a", 10)
     reg_event(backend, svc, "a", 10)
-    reg_event(backend, svc, "a", 10, ns="w")
+    reg_event(backend, svc, "a", 10, ns=W)
     assert svc.num_event_time_timers() == 2
     backend.set_current_key("a")
     svc.delete_event_time_timer(None, 99)
-    svc.delete_event_time_timer("other", 10)
+    svc.delete_event_time_timer(OTHER, 10)
     assert svc.num_event_time_timers() == 2
     manager.advance_watermark(MAX_TIMESTAMP)
-    assert rec.fired == [("event", 10, "a", None), ("event", 10, "a", "w")]
+    assert rec.fired == [("event", 10, "a", None), ("event", 10, "a", W)]
 
 
 def test_timer_registered_in_callback_at_or_before_watermark_fires_in_same_advance(env):
@@ -149,10 +176,10 @@ def test_same_name_same_service_and_watermark_advances_all(env):
     other = manager.get_internal_timer_service("window-timers", rec2)
     assert other is not svc
     reg_event(backend, svc, "a", 5)
-    reg_event(backend, other, "a", 6, ns="w")
+    reg_event(backend, other, "a", 6, ns=W)
     manager.advance_watermark(10)
     assert rec.fired == [("event", 5, "a", None)]
-    assert rec2.fired == [("event", 6, "a", "w")]
+    assert rec2.fired == [("event", 6, "a", W)]
     with pytest.raises(ValueError, match="already bound"):
         manager.get_internal_timer_service("user-timers", rec2)
 
@@ -201,10 +228,10 @@ def test_processing_timer_registered_in_callback_in_the_past_fires(env):
     clock, backend, _, rec, svc = env
     reg_proc(backend, svc, "a", 10)
     rec.on_fire = lambda ts, key, ns: (
-        svc.register_processing_time_timer("again", 5) if ns is None else None
+        svc.register_processing_time_timer(AGAIN, 5) if ns is None else None
     )
     clock.set_current_time(10)
-    assert ("proc", 5, "a", "again") in rec.fired
+    assert ("proc", 5, "a", AGAIN) in rec.fired
     assert svc.num_processing_time_timers() == 0
 
 
@@ -219,18 +246,18 @@ def test_timer_of_foreign_key_group_is_refused():
         backend.set_current_key(key)
 
 
-def test_snapshot_restore_reregisters_processing_head(env):
+def test_snapshot_restore_reregisters_processing_head(env, make_factory):
     _clock, backend, manager, _rec, svc = env
     reg_proc(backend, svc, "a", 300)
     reg_proc(backend, svc, "b", 100)
-    reg_event(backend, svc, "c", 7, ns="w")
+    reg_event(backend, svc, "c", 7, ns=W)
     snap = manager.snapshot()
 
     clock2 = RecordingClock()
     backend2 = HeapKeyedStateBackend(
         max_parallelism=MAXP, key_group_range=FULL, time_provider=clock2.get_current_processing_time
     )
-    manager2 = InternalTimeServiceManager(backend2, clock2, FULL)
+    manager2 = InternalTimeServiceManager(backend2, clock2, FULL, make_factory())
     manager2.restore(snap)
     assert clock2.registrations == []  # no operator bound yet
     rec2 = Recorder(backend2)
@@ -242,5 +269,5 @@ def test_snapshot_restore_reregisters_processing_head(env):
     assert rec2.fired == [
         ("proc", 100, "b", None),
         ("proc", 300, "a", None),
-        ("event", 7, "c", "w"),
+        ("event", 7, "c", W),
     ]

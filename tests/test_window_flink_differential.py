@@ -32,9 +32,11 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import os
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+from unittest import mock
 
 import pytest
 
@@ -65,10 +67,13 @@ def _recording() -> tuple[dict[str, Any], list[dict[str, Any]], Outputs]:
 
 
 @functools.cache
-def _sparktide(parallelism: int = 1, watermark_every: int | None = None) -> Outputs:
-    return oracle.run_sparktide(  # type: ignore[no-any-return]
-        CASES, parallelism=parallelism, watermark_every=watermark_every
-    )
+def _sparktide(
+    parallelism: int = 1, watermark_every: int | None = None, backend: str = "hashmap"
+) -> Outputs:
+    with mock.patch.dict(os.environ, {"SPARKTIDE_STATE_BACKEND": backend}):
+        return oracle.run_sparktide(  # type: ignore[no-any-return]
+            CASES, parallelism=parallelism, watermark_every=watermark_every
+        )
 
 
 def _has_window(case: dict[str, Any]) -> bool:
@@ -156,8 +161,8 @@ def test_record_by_record_rounds_match_recorded_flink(case_id: str) -> None:
     _assert_same(case_id, _sparktide(watermark_every=1), _recording()[2])
 
 
-def test_parallelism_3_matches_recorded_flink() -> None:
-    actual = _sparktide(parallelism=3, watermark_every=7)
+def test_parallelism_3_matches_recorded_flink(state_backend: str) -> None:
+    actual = _sparktide(parallelism=3, watermark_every=7, backend=state_backend)
     flink = _recording()[2]
     problems = [p for i in IDS for p in differences(BY_ID[i], actual[i], flink[i])]
     assert not problems, "\n".join(problems[:5])

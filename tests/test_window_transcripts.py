@@ -291,6 +291,7 @@ def _id(case: tuple) -> str:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[_id(c) for c in CASES])
+@pytest.mark.usefixtures("state_backend")
 def test_transcript(case: tuple) -> None:
     t, function = case
     errors = run(t, function)
@@ -298,6 +299,7 @@ def test_transcript(case: tuple) -> None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[_id(c) for c in CASES])
+@pytest.mark.usefixtures("state_backend")
 def test_transcript_with_restore_after_every_step(case: tuple) -> None:
     t, function = case
     errors = run(t, function, restore_after_each_step=True)

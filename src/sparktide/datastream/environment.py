@@ -16,11 +16,16 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from enum import Enum
 from typing import Any
 
 from sparktide.common.watermark_strategy import WatermarkStrategy
+from sparktide.core.state_backend import (
+    StateBackend,
+    default_state_backend,
+    state_backend_from_config,
+)
 from sparktide.datastream.data_stream import DataStream
 from sparktide.datastream.source import CollectionSource
 from sparktide.runtime.graph import JobGraph, Node
@@ -197,6 +202,7 @@ class StreamExecutionEnvironment:
         self._config = ExecutionConfig()
         self._graph = JobGraph()
         self._mode = RuntimeExecutionMode.STREAMING
+        self._state_backend: StateBackend = default_state_backend()
 
     @staticmethod
     def get_execution_environment(
@@ -212,6 +218,8 @@ class StreamExecutionEnvironment:
         """
         chosen = runtime or os.environ.get("SPARKTIDE_RUNTIME") or DEFAULT_RUNTIME
         env = StreamExecutionEnvironment(chosen)
+        if configuration is not None:
+            env.configure(configuration)
         raw = os.environ.get("SPARKTIDE_PARALLELISM", "").strip()
         if raw:
             if not raw.isdigit() or int(raw) < 1:
@@ -245,6 +253,49 @@ class StreamExecutionEnvironment:
 
     def get_config(self) -> ExecutionConfig:
         return self._config
+
+    def configure(self, configuration: Any) -> StreamExecutionEnvironment:
+        """Take the options of ``configuration`` (a dict of Flink configuration keys, or an
+        object with ``to_dict()`` such as PyFlink's ``Configuration``) that this environment
+        knows; others are ignored, as in PyFlink. Known: ``state.backend.type``
+        (``"hashmap"``/``"rocksdb"``), ``state.backend.rocksdb.localdir`` and
+        ``execution.checkpointing.incremental``.
+
+        >>> env = StreamExecutionEnvironment("local")
+        >>> env.configure({"state.backend.type": "rocksdb"}).get_state_backend().kind.value
+        'rocksdb'
+        """
+        to_dict = getattr(configuration, "to_dict", None)
+        options = to_dict() if callable(to_dict) else configuration
+        if not isinstance(options, Mapping):
+            raise TypeError(
+                f"configuration must be a dict of configuration keys to values or have "
+                f"to_dict(), got {type(configuration).__name__}"
+            )
+        backend = state_backend_from_config(options)
+        if backend is not None:
+            self._state_backend = backend
+        return self
+
+    def set_state_backend(self, state_backend: StateBackend) -> StreamExecutionEnvironment:
+        """Where keyed state and timers are kept: :class:`~sparktide.datastream.state_backend.
+        HashMapStateBackend` (the default: Python objects in memory) or
+        :class:`~sparktide.datastream.state_backend.EmbeddedRocksDBStateBackend` (an embedded
+        RocksDB database per subtask, for state larger than memory). A job takes a copy of the
+        backend when it is executed."""
+        if not isinstance(state_backend, StateBackend):
+            raise TypeError(
+                f"state_backend must be a StateBackend, got {type(state_backend).__name__} "
+                f"({state_backend!r}); pass HashMapStateBackend() or "
+                "EmbeddedRocksDBStateBackend() from sparktide.datastream.state_backend"
+            )
+        self._state_backend = state_backend
+        return self
+
+    def get_state_backend(self) -> StateBackend:
+        """The backend set with :meth:`set_state_backend` (default: HashMapStateBackend, or the
+        one ``SPARKTIDE_STATE_BACKEND`` names: ``"hashmap"`` or ``"rocksdb"``)."""
+        return self._state_backend
 
     def set_runtime_mode(self, execution_mode: RuntimeExecutionMode) -> StreamExecutionEnvironment:
         self._mode = execution_mode

@@ -58,7 +58,9 @@ class LocalExecutor:
 
     def __init__(self, graph: JobGraph, env: JobEnvironment) -> None:
         self.config = env.get_config()
-        self.plan: Plan = plan_job(graph, env.get_parallelism(), env.get_max_parallelism())
+        self.plan: Plan = plan_job(
+            graph, env.get_parallelism(), env.get_max_parallelism(), env.get_state_backend()
+        )
         self.simulated = SimulatedTime.of(self.config.get_simulated_processing_time())
         self.rounds = 0
 

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from sparktide.core.output_tag import OutputTag
     from sparktide.runtime.elements import Watermark, WatermarkStatus
     from sparktide.runtime.output import Output
-    from sparktide.runtime.state.backend import HeapKeyedStateBackend, KeyEntries
+    from sparktide.runtime.state.backend import KeyEntries
+    from sparktide.runtime.state.keyed_backend import KeyedStateBackend
     from sparktide.runtime.timers.manager import InternalTimeServiceManager, ServiceTimers
 
 __all__ = ["FailedRecord", "FailedRecordsGuard", "GuardedOperator", "install"]
@@ -63,7 +64,7 @@ class GuardedOperator(Protocol):
     """What the guard uses of an operator (an ``AbstractStreamOperator``)."""
 
     output: Output
-    keyed_state_backend: HeapKeyedStateBackend | None
+    keyed_state_backend: KeyedStateBackend | None
     time_service_manager: InternalTimeServiceManager | None
 
 
@@ -174,14 +175,14 @@ class FailedRecordsGuard:
             op.output = output
         held.replay(output)
 
-    def _save(self, backend: HeapKeyedStateBackend) -> _Saved:
+    def _save(self, backend: KeyedStateBackend) -> _Saved:
         key, kg = backend.current_key, backend.current_key_group
         manager = self.operator.time_service_manager
         services = manager.services() if manager is not None else {}
         timers = {name: s.key_timers(key, kg) for name, s in services.items()}
         return key, kg, backend.key_entries(key, kg), timers
 
-    def _roll_back(self, backend: HeapKeyedStateBackend, saved: _Saved) -> None:
+    def _roll_back(self, backend: KeyedStateBackend, saved: _Saved) -> None:
         key, kg, entries, timers = saved
         backend.set_current_key_and_group(key, kg)
         backend.reset_key_entries(key, kg, entries)

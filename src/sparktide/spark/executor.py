@@ -113,7 +113,9 @@ class SparkExecutor:
     def __init__(self, graph: JobGraph, env: JobEnvironment) -> None:
         self.env = env
         self.config = env.get_config()
-        self.plan = plan_job(graph, env.get_parallelism(), env.get_max_parallelism())
+        self.plan = plan_job(
+            graph, env.get_parallelism(), env.get_max_parallelism(), env.get_state_backend()
+        )
         check_picklable(self.plan)
         self.spark = get_spark()
         self.tasks = JobTasks(self.plan, {}, None)  # the split layout (computed on the driver)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol, TypedDict
 
+from sparktide.core.state_backend import StateBackend
 from sparktide.runtime.execution.protocol import Entry, RoundPhase, round_of
 from sparktide.runtime.execution.tasks import SplitTask, SubtaskTask
 from sparktide.runtime.operators.base import AbstractStreamOperator
@@ -67,6 +68,8 @@ class JobEnvironment(Protocol):
     def get_parallelism(self) -> int: ...
 
     def get_max_parallelism(self) -> int | None: ...
+
+    def get_state_backend(self) -> StateBackend: ...
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from sparktide.core.state_backend import StateBackend, default_state_backend
 from sparktide.runtime.graph import Edge, JobGraph, Node
 from sparktide.runtime.keygroups import compute_default_max_parallelism
 
@@ -56,6 +57,8 @@ class Plan:
     edges_in: dict[int, list[Edge]]  # resolved input edges per node id
     consumers: dict[int, list[tuple[Node, Edge]]]  # resolved (consumer, edge) per producer id
     nodes: list[Node]
+    state_backend: StateBackend = field(default_factory=default_state_backend)
+    """Where the keyed operators of the job keep their state (a copy of the environment's)."""
 
 
 def _is_virtual(node: Node) -> bool:
@@ -79,8 +82,14 @@ def _resolve(edge: Edge) -> list[Edge]:
 
 
 def plan_job(
-    graph: JobGraph, default_parallelism: int, default_max_parallelism: int | None
+    graph: JobGraph,
+    default_parallelism: int,
+    default_max_parallelism: int | None,
+    state_backend: StateBackend | None = None,
 ) -> Plan:
+    """The stages of ``graph``; ``state_backend`` (default: :func:`~sparktide.core.state_backend.
+    default_state_backend`) is copied into the plan,
+    which takes it to every keyed operator subtask."""
     nodes = [n for n in graph.reachable_from_sinks() if not _is_virtual(n)]
     edges_in = {n.id: [r for e in n.inputs for r in _resolve(e)] for n in nodes}
 
@@ -128,4 +137,5 @@ def plan_job(
         for e in edges_in[n.id]:
             consumers[e.source.id].append((n, e))
     sources = [n for n in nodes if n.kind == "source"]
-    return Plan(sources, source_stage, stages, stage_of, edges_in, consumers, nodes)
+    backend = default_state_backend() if state_backend is None else state_backend.copy()
+    return Plan(sources, source_stage, stages, stage_of, edges_in, consumers, nodes, backend)

@@ -375,6 +375,7 @@ class JobTasks:
             parallelism=stage.parallelism,
             max_parallelism=stage.max_parallelism,
             job_parameters=self.job_parameters,
+            state_backend=self.plan.state_backend,
         )
         ks1 = next((e.key_selector for e in stage.input_edges if e.input_index == 1), None)
         ks2 = next((e.key_selector for e in stage.input_edges if e.input_index == 2), None)

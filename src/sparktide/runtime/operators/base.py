@@ -29,6 +29,7 @@ from sparktide.core.state import (
     ValueState,
     ValueStateDescriptor,
 )
+from sparktide.core.state_backend import StateBackend, default_state_backend
 from sparktide.runtime.elements import MIN_TIMESTAMP, StreamRecord, Watermark, WatermarkStatus
 from sparktide.runtime.keygroups import (
     KeyGroupRange,
@@ -38,7 +39,9 @@ from sparktide.runtime.keygroups import (
 from sparktide.runtime.output import Output
 from sparktide.runtime.processing_time import ProcessingTimeService
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot, StateData
-from sparktide.runtime.state.backend import HeapKeyedStateBackend, StateMeta
+from sparktide.runtime.state.backend import StateMeta
+from sparktide.runtime.state.factory import KeyedState, SubtaskState, create_keyed_state
+from sparktide.runtime.state.keyed_backend import KeyedStateBackend
 from sparktide.runtime.timers.manager import InternalTimeServiceManager, TimerSnapshot
 from sparktide.runtime.timers.service import InternalTimerService, KeyContext, Triggerable
 
@@ -62,6 +65,9 @@ class OperatorSetup:
     parallelism: int = 1
     max_parallelism: int | None = None
     job_parameters: dict[str, str] = field(default_factory=dict)
+    state_backend: StateBackend = field(default_factory=default_state_backend)
+    """Where a keyed operator keeps its state and timers (the job's choice; without one, the
+    default: :func:`~sparktide.core.state_backend.default_state_backend`)."""
 
     def __post_init__(self) -> None:
         for pname in ("parallelism", "subtask_index"):
@@ -70,6 +76,10 @@ class OperatorSetup:
                 raise TypeError(f"{pname} must be an int, got {type(v).__name__}")
         if self.parallelism < 1:
             raise ValueError(f"parallelism must be >= 1, got {self.parallelism}")
+        if not isinstance(self.state_backend, StateBackend):
+            raise TypeError(
+                f"state_backend must be a StateBackend, got {type(self.state_backend).__name__}"
+            )
         if not 0 <= self.subtask_index < self.parallelism:
             raise ValueError(
                 f"subtask_index must be in [0, parallelism={self.parallelism}), got "
@@ -116,7 +126,7 @@ class StreamingRuntimeContext(RuntimeContext):
     def get_job_parameter(self, key: str, default_value: str | None = None) -> str | None:
         return self._op.setup_info.job_parameters.get(key, default_value)
 
-    def _backend(self) -> HeapKeyedStateBackend:
+    def _backend(self) -> KeyedStateBackend:
         backend = self._op.keyed_state_backend
         if backend is None:
             raise RuntimeError(_KEYED_STATE_NEEDS_KEY_BY)
@@ -175,7 +185,7 @@ class AbstractStreamOperator:
     """Base of all operators. Subclasses implement ``process_element``."""
 
     setup_info: OperatorSetup
-    keyed_state_backend: HeapKeyedStateBackend | None
+    keyed_state_backend: KeyedStateBackend | None
     time_service_manager: InternalTimeServiceManager | None
 
     def __init__(self) -> None:
@@ -185,6 +195,7 @@ class AbstractStreamOperator:
         self.key_selector: KeySelector | None = None
         self.keyed_state_backend = None
         self.time_service_manager = None
+        self._keyed_state: KeyedState | None = None
         self.runtime_context = StreamingRuntimeContext(self)
         self._current_watermark = MIN_TIMESTAMP
 
@@ -204,18 +215,29 @@ class AbstractStreamOperator:
         self.setup_info = setup_info or OperatorSetup()
         self.key_selector = key_selector
         if key_selector is not None:
-            kg_range = self.setup_info.key_group_range
-            backend = HeapKeyedStateBackend(
-                max_parallelism=self.setup_info.effective_max_parallelism,
-                key_group_range=kg_range,
-                time_provider=processing_time_service.get_current_processing_time,
+            info = self.setup_info
+            kg_range = info.key_group_range
+            if self._keyed_state is not None:  # set up again: the old store goes
+                self._keyed_state.close()
+            keyed = create_keyed_state(
+                info.state_backend,
+                SubtaskState(
+                    info.name,
+                    info.subtask_index,
+                    info.effective_max_parallelism,
+                    kg_range,
+                    processing_time_service.get_current_processing_time,
+                ),
             )
+            self._keyed_state = keyed
+            backend = keyed.backend
             self.keyed_state_backend = backend
             self.time_service_manager = InternalTimeServiceManager(
                 # the timers read current_key_group only while a key is set
                 cast(KeyContext, backend),
                 processing_time_service,
                 kg_range,
+                keyed.queue_factory,
             )
 
     def initialize_state(self, snapshots: Sequence[bytes | KeyedOperatorSnapshot]) -> None:
@@ -262,9 +284,9 @@ class AbstractStreamOperator:
         """Called at the end of input, after the final watermark."""
 
     def close(self) -> None:
-        """Release resources."""
-        if self.keyed_state_backend is not None:
-            self.keyed_state_backend.dispose()
+        """Release resources (the keyed state's store and its files)."""
+        if self._keyed_state is not None:
+            self._keyed_state.close()
 
     # ------------------------------------------------------------------ elements
 

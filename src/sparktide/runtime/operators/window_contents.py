@@ -31,7 +31,7 @@ from typing import Protocol, TypeVar, cast
 
 from sparktide.core.state import StateDescriptor
 from sparktide.core.window.windows import Window
-from sparktide.runtime.state.backend import HeapKeyedStateBackend
+from sparktide.runtime.state.keyed_backend import KeyedStateBackend
 
 __all__ = ["ContentsFactory", "MergeableWindowContents", "StateContents", "WindowContents"]
 
@@ -66,7 +66,7 @@ class MergeableWindowContents(WindowContents[IN_contra], Protocol):
     def merge_namespaces(self, target: Window, sources: Iterable[Window]) -> None: ...
 
 
-ContentsFactory = Callable[[HeapKeyedStateBackend], WindowContents[object]]
+ContentsFactory = Callable[[KeyedStateBackend], WindowContents[object]]
 """Called once in ``WindowOperator.open`` with the keyed state backend; returns the contents."""
 
 
@@ -84,7 +84,7 @@ class StateContents:
     def __init__(self, descriptor: StateDescriptor) -> None:
         self.descriptor = descriptor
 
-    def __call__(self, backend: HeapKeyedStateBackend) -> MergeableWindowContents[object]:
+    def __call__(self, backend: KeyedStateBackend) -> MergeableWindowContents[object]:
         # a list, reducing or aggregating state: add / get / clear / merge_namespaces
         state = backend.get_internal_state(self.descriptor)
         return cast("MergeableWindowContents[object]", state)

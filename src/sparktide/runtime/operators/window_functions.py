@@ -38,8 +38,8 @@ from sparktide.core.window.functions import (
 from sparktide.core.window.triggers import Trigger
 from sparktide.core.window.windows import Window
 from sparktide.runtime.elements import StreamRecord, check_timestamp
-from sparktide.runtime.state.backend import HeapKeyedStateBackend
 from sparktide.runtime.state.heap import InternalKvState
+from sparktide.runtime.state.keyed_backend import KeyedStateBackend
 from sparktide.runtime.timers.service import InternalTimerService
 
 if TYPE_CHECKING:
@@ -231,7 +231,7 @@ class PerWindowStateStore(KeyedStateStore):
 
     __slots__ = ("_backend", "_window")
 
-    def __init__(self, backend: HeapKeyedStateBackend, window: Window) -> None:
+    def __init__(self, backend: KeyedStateBackend, window: Window) -> None:
         self._backend = backend
         self._window = window
 
@@ -309,7 +309,7 @@ class WindowTriggerContext(Trigger.OnMergeContext):
 
     __slots__ = ("_backend", "_states", "_timers", "merged_windows", "window")
 
-    def __init__(self, backend: HeapKeyedStateBackend, timers: InternalTimerService) -> None:
+    def __init__(self, backend: KeyedStateBackend, timers: InternalTimerService) -> None:
         self._backend = backend
         self._timers = timers
         self._states: dict[str | None, tuple[StateDescriptor, InternalKvState]] = {}

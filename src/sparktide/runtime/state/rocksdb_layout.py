@@ -190,6 +190,11 @@ class Codec(ABC):
     def decode_value_from(self, data: bytes, offset: int) -> tuple[Any, int]:
         """The value at ``data[offset]`` and the offset after its bytes."""
 
+    def decode_key_from(self, data: bytes, offset: int) -> tuple[Any, int]:
+        """The value whose :meth:`key_bytes` start at ``data[offset]`` (for undeclared keys the
+        canonical value: ``1.0`` and ``True`` come back as ``1``) and the offset after them."""
+        return self.decode_value_from(data, offset)
+
 
 class _ExactCodec(Codec):
     """A codec whose key bytes are its value bytes (typed values: one shape per value)."""
@@ -520,6 +525,9 @@ class _GenericKeyCodec(Codec):
         """The canonical value of key bytes (``1.0`` and ``True`` come back as ``1``)."""
         return _decode_canonical(data, offset)[0]
 
+    def decode_key_from(self, data: bytes, offset: int) -> tuple[Any, int]:
+        return _decode_canonical(data, offset)
+
 
 class _PickleCodec(_ExactCodec):
     """Values without usable type information: a length-prefixed pickle (values only)."""
@@ -698,12 +706,31 @@ class _CountWindowNamespace(_ExactCodec):
         return CountWindow(decode_timestamp(data, offset)), offset + 8
 
 
+class _StrNamespace(_ExactCodec):
+    """A str namespace (an operator's own timers, e.g. the interval join's cleanup timers):
+    length-prefixed UTF-8."""
+
+    __slots__ = ()
+
+    def key_bytes(self, value: Any) -> bytes:
+        if type(value) is not str:
+            raise _wrong_namespace(value, "a str")
+        return _length_prefixed(value.encode("utf-8", "surrogatepass"))
+
+    def decode_value_from(self, data: bytes, offset: int) -> tuple[Any, int]:
+        raw, offset = _read_length_prefixed(data, offset)
+        return raw.decode("utf-8", "surrogatepass"), offset
+
+
 class _AnyNamespace(_ExactCodec):
-    """A tag byte (0 None, 1 TimeWindow, 2 GlobalWindow, 3 CountWindow), then the fixed bytes.
+    """A tag byte (0 None, 1 TimeWindow, 2 GlobalWindow, 3 CountWindow, 4 str), then the
+    bytes of the namespace.
 
     >>> c = _AnyNamespace()
     >>> [c.decode_value(c.key_bytes(ns)) for ns in (None, TimeWindow(0, 5), GlobalWindow())]
     [None, TimeWindow(start=0, end=5), GlobalWindow]
+    >>> c.decode_value(c.key_bytes("CLEANUP_LEFT"))
+    'CLEANUP_LEFT'
     """
 
     __slots__ = ()
@@ -718,7 +745,11 @@ class _AnyNamespace(_ExactCodec):
             return b"\x02"
         if t is CountWindow:
             return b"\x03" + encode_timestamp(value[0])
-        raise _wrong_namespace(value, "None, a TimeWindow, the GlobalWindow or a CountWindow")
+        if t is str:
+            return b"\x04" + _STR_NAMESPACE.key_bytes(value)
+        raise _wrong_namespace(
+            value, "None, a TimeWindow, the GlobalWindow, a CountWindow or a str"
+        )
 
     def decode_value_from(self, data: bytes, offset: int) -> tuple[Any, int]:
         return _BY_TAG[data[offset]].decode_value_from(data, offset + 1)
@@ -731,14 +762,18 @@ _NAMESPACES: dict[NamespaceKind, Codec] = {
     NamespaceKind.COUNT_WINDOW: _CountWindowNamespace(),
     NamespaceKind.ANY: _AnyNamespace(),
 }
+_STR_NAMESPACE = _StrNamespace()
 _BY_TAG = [
-    _NAMESPACES[k]
-    for k in (
-        NamespaceKind.VOID,
-        NamespaceKind.TIME_WINDOW,
-        NamespaceKind.GLOBAL_WINDOW,
-        NamespaceKind.COUNT_WINDOW,
-    )
+    *(
+        _NAMESPACES[k]
+        for k in (
+            NamespaceKind.VOID,
+            NamespaceKind.TIME_WINDOW,
+            NamespaceKind.GLOBAL_WINDOW,
+            NamespaceKind.COUNT_WINDOW,
+        )
+    ),
+    _STR_NAMESPACE,
 ]
 
 

@@ -1,6 +1,8 @@
 """``InternalTimeServiceManager``: the timer services of one operator subtask, by name.
 
 The same name returns the same service; a watermark advances all of them (in creation order).
+The services' queues come from a :class:`~sparktide.runtime.timers.queue_factory.TimerQueueFactory`
+(heap queues unless one is given).
 Timers snapshot and restore per key group; restored services wait for their operator to bind a
 triggerable, then re-register their processing-time head.
 
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING, cast
 
 from sparktide.runtime.keygroups import KeyGroupRange
 from sparktide.runtime.timers.queue import N, TimerEntry
+from sparktide.runtime.timers.queue_factory import HeapTimerQueueFactory, TimerQueueFactory
 from sparktide.runtime.timers.service import InternalTimerService, KeyContext, Triggerable
 
 if TYPE_CHECKING:
@@ -48,10 +51,14 @@ class InternalTimeServiceManager:
         key_context: KeyContext[object],
         processing_time_service: ProcessingTimeService,
         key_group_range: KeyGroupRange,
+        queue_factory: TimerQueueFactory | None = None,
     ) -> None:
         self._key_context = key_context
         self._pts = processing_time_service
         self._range = key_group_range
+        self._queue_factory: TimerQueueFactory = (
+            HeapTimerQueueFactory() if queue_factory is None else queue_factory
+        )
         # The namespace type of each service is its operator's (None, a window, ...): they are
         # kept as object here and typed again for the operator that asks for its service.
         self._services: dict[str, InternalTimerService[object, object]] = {}
@@ -65,12 +72,22 @@ class InternalTimeServiceManager:
         service = cast("InternalTimerService[object, N] | None", self._services.get(name))
         if service is None:
             service = InternalTimerService(
-                name, self._key_context, self._pts, triggerable, self._range
+                name, self._key_context, self._pts, triggerable, self._range, self._queue_factory
             )
             self._services[name] = cast("InternalTimerService[object, object]", service)
         elif service.triggerable is not triggerable:
             service.start(triggerable)
         return service
+
+    @property
+    def queue_factory(self) -> TimerQueueFactory:
+        """Where the services' timer queues come from (the keyed state backend's choice)."""
+        return self._queue_factory
+
+    def dispose(self) -> None:
+        """Release the timer queues (a RocksDB factory closes its store and deletes its files).
+        The services must not be used afterwards."""
+        self._queue_factory.dispose()
 
     def services(self) -> dict[str, InternalTimerService[object, object]]:
         return dict(self._services)
@@ -118,7 +135,7 @@ class InternalTimeServiceManager:
             service = self._services.get(name)
             if service is None:
                 service = InternalTimerService(
-                    name, self._key_context, self._pts, None, self._range
+                    name, self._key_context, self._pts, None, self._range, self._queue_factory
                 )
                 self._services[name] = service
             service.restore(event, proc)

@@ -18,11 +18,18 @@ with the timers in an embedded RocksDB store instead of the Python heap:
   current while it is the first of its key group's cache; stale entries are dropped when they
   reach the top.
 
-Writes collect in a write batch, written every 1024 index changes and before any read of the
-timers (a refill, a scan); lookups in the index see the pending changes. The store is a working
-copy without a write-ahead log: what survives a failure is what a checkpoint holds, and timers
-come back through :meth:`RocksDBTimerQueue.add_restored`. Opening a directory wipes the store
-it holds.
+Writes collect in a write batch, written every 1024 index changes, before a scan, and before
+a refill whose key group the batch changes (a poll moves its key group's floor past the polled
+timer, so the deletes of polled timers never hold a refill back); lookups in the index see the
+pending changes. ``add`` skips the index lookup when the cache proves the timer absent (its key
+group's timers before the cache's last one are all in the cache). Key and namespace bytes and
+decoded values are remembered (bounded), as keys have many timers and windows many keys.
+
+Memory is bounded per store (memtables) and per process (one block cache for every timer store).
+The store is a working copy without a write-ahead log: what survives a failure is what a
+checkpoint holds, and timers come back through :meth:`RocksDBTimerQueue.add_restored`. Opening a
+directory wipes the store it holds; queues may share one store (``db``), each in its own two
+column families.
 
 >>> import tempfile
 >>> from sparktide.runtime.keygroups import KeyGroupRange
@@ -49,7 +56,15 @@ from pathlib import Path
 from types import TracebackType
 from typing import Generic, NoReturn, cast
 
-from rocksdict import BlockBasedOptions, ColumnFamily, Options, Rdict, WriteBatch, WriteOptions
+from rocksdict import (
+    BlockBasedOptions,
+    Cache,
+    ColumnFamily,
+    Options,
+    Rdict,
+    WriteBatch,
+    WriteOptions,
+)
 
 from sparktide.runtime.keygroups import KeyGroupRange
 from sparktide.runtime.state.rocksdb_layout import (
@@ -63,7 +78,7 @@ from sparktide.runtime.state.rocksdb_layout import (
 )
 from sparktide.runtime.timers.queue import K, N, TimerEntry
 
-__all__ = ["DEFAULT_CACHE_SIZE", "RocksDBTimerQueue"]
+__all__ = ["DEFAULT_CACHE_SIZE", "RocksDBTimerQueue", "open_store"]
 
 DEFAULT_CACHE_SIZE = 128
 """Timers per key group held in memory (Flink's ``RocksDBPriorityQueueSetFactory`` default)."""
@@ -73,6 +88,8 @@ INDEX_CF = "timer-index"
 _SEQ_BYTES = 8
 _STALE_SLACK = 64
 _FLUSH_EVERY = 1024  # index changes per write batch
+_SIGN = 2**63
+_MEMO_SIZE = 1 << 14  # keys whose bytes, values whose decoding, a queue remembers
 
 
 class _Closed:
@@ -87,15 +104,47 @@ class _Closed:
 _CLOSED = _Closed()
 
 
+_WRITE_BUFFER_BYTES = 16 << 20  # per column family
+_STORE_WRITE_BUFFER_BYTES = 64 << 20  # all column families of a store together
+_BLOCK_CACHE_BYTES = 32 << 20  # all timer stores of the process together
+_block_cache: Cache | None = None
+
+
+def _shared_block_cache() -> Cache:
+    """One block cache for every timer store of the process (RocksDB would give each column
+    family a cache of its own)."""
+    global _block_cache
+    if _block_cache is None:
+        _block_cache = Cache(_BLOCK_CACHE_BYTES)
+    return _block_cache
+
+
 def _options(bloom: bool = False) -> Options:
     opts = Options(raw_mode=True)
     opts.create_if_missing(True)
     opts.create_missing_column_families(True)
-    if bloom:  # the index is read by point lookups (dedup on every add): a bloom filter
-        table = BlockBasedOptions()
+    # memory: bounded memtables (a store holds several column families, each with its own)
+    opts.set_write_buffer_size(_WRITE_BUFFER_BYTES)
+    opts.set_db_write_buffer_size(_STORE_WRITE_BUFFER_BYTES)
+    table = BlockBasedOptions()
+    table.set_block_cache(_shared_block_cache())
+    if bloom:  # the index is read by point lookups (dedup on every add): bloom filters, in
+        # its files and in its memtable (a lookup of an absent timer then skips the memtable)
         table.set_bloom_filter(10, False)
-        opts.set_block_based_table_factory(table)
+        opts.set_memtable_whole_key_filtering(True)
+        opts.set_memtable_prefix_bloom_ratio(0.1)
+    opts.set_block_based_table_factory(table)
     return opts
+
+
+def open_store(directory: str | os.PathLike[str]) -> Rdict:
+    """A fresh store in ``directory`` for queues to share (what the directory held is wiped:
+    a working copy, timers come back by :meth:`RocksDBTimerQueue.add_restored`)."""
+    path = Path(directory)
+    if path.exists():
+        shutil.rmtree(path)
+    path.mkdir(parents=True)
+    return Rdict(str(path), _options())
 
 
 class RocksDBTimerQueue(Generic[K, N]):
@@ -105,22 +154,32 @@ class RocksDBTimerQueue(Generic[K, N]):
 
     ``keys`` / ``namespaces``: the codecs of keys and namespaces (default: undeclared keys, and
     None or window namespaces).
+
+    ``db``: instead of a ``directory``, an open store shared with other queues (one store per
+    subtask, see :class:`~sparktide.runtime.timers.queue_factory.RocksDBTimerQueueFactory`);
+    the queue keeps its timers in the two column families ``column_families`` (timers, index)
+    and the store's owner closes it.
     """
 
     __slots__ = (
         "_cache_size",
         "_caches",
+        "_cf_names",
         "_complete",
         "_db",
+        "_decoded",
         "_directory",
+        "_dirty",
         "_floors",
         "_heads",
         "_index",
         "_index_cf",
+        "_key_memo",
         "_keys",
         "_kg_end",
         "_kg_start",
         "_namespaces",
+        "_ns_memo",
         "_overlay",
         "_pending",
         "_prefixes",
@@ -134,10 +193,13 @@ class RocksDBTimerQueue(Generic[K, N]):
     def __init__(
         self,
         key_group_range: KeyGroupRange,
-        directory: str | os.PathLike[str],
+        directory: str | os.PathLike[str] | None = None,
         cache_size: int = DEFAULT_CACHE_SIZE,
         keys: Codec | None = None,
         namespaces: Codec | None = None,
+        *,
+        db: Rdict | None = None,
+        column_families: tuple[str, str] = (TIMERS_CF, INDEX_CF),
     ) -> None:
         if not isinstance(key_group_range, KeyGroupRange):
             raise TypeError(
@@ -147,6 +209,18 @@ class RocksDBTimerQueue(Generic[K, N]):
             raise ValueError(
                 f"cache_size must be an int >= 1 (timers per key group kept in memory), got "
                 f"{cache_size!r}"
+            )
+        if (directory is None) == (db is None):
+            raise ValueError(
+                "give either directory (the queue opens a store of its own there) or db (an "
+                "open store the queue shares, with column_families naming its two column "
+                "families), not both nor neither"
+            )
+        timers_cf, index_cf = column_families
+        if not timers_cf or not index_cf or timers_cf == index_cf:
+            raise ValueError(
+                f"column_families must be two distinct non-empty names (timers, index), got "
+                f"{column_families!r}"
             )
         self._kg_start = key_group_range.start
         self._kg_end = key_group_range.end
@@ -163,22 +237,38 @@ class RocksDBTimerQueue(Generic[K, N]):
         self._heads: list[TimerEntry[K, N]] = []
         self._seq = 0
         self._size = 0
-        path = Path(directory)
-        if path.exists():
-            shutil.rmtree(path)  # a working copy: what it held comes back by add_restored
-        path.mkdir(parents=True)
-        self._directory = path
-        self._db: Rdict | None = Rdict(
-            str(path),
-            _options(),
-            column_families={TIMERS_CF: _options(), INDEX_CF: _options(bloom=True)},
-        )
-        self._timers = self._db.get_column_family(TIMERS_CF)
-        self._index = self._db.get_column_family(INDEX_CF)
-        self._timers_cf = self._db.get_column_family_handle(TIMERS_CF)
-        self._index_cf = self._db.get_column_family_handle(INDEX_CF)
+        self._cf_names = (timers_cf, index_cf)
+        if db is None:
+            path = Path(cast("str | os.PathLike[str]", directory))
+            if path.exists():
+                shutil.rmtree(path)  # a working copy: what it held comes back by add_restored
+            path.mkdir(parents=True)
+            self._directory: Path | None = path
+            self._db: Rdict | None = Rdict(
+                str(path),
+                _options(),
+                column_families={timers_cf: _options(), index_cf: _options(bloom=True)},
+            )
+            self._timers = self._db.get_column_family(timers_cf)
+            self._index = self._db.get_column_family(index_cf)
+        else:
+            self._directory = None  # the store's owner closes it
+            self._db = db
+            existing = set(Rdict.list_cf(db.path()))
+            for name in column_families:
+                if name in existing:  # a working copy: what it held comes back by add_restored
+                    db.drop_column_family(name)
+            self._timers = db.create_column_family(timers_cf, _options())
+            self._index = db.create_column_family(index_cf, _options(bloom=True))
+        self._timers_cf = self._db.get_column_family_handle(timers_cf)
+        self._index_cf = self._db.get_column_family_handle(index_cf)
         self._pending = WriteBatch(raw_mode=True)
         self._overlay: dict[bytes, bytes | None] = {}
+        # local key groups whose timers the pending batch changes at or above their floor
+        self._dirty: set[int] = set()
+        self._key_memo: dict[object, bytes] = {}
+        self._ns_memo: dict[object, bytes] = {}
+        self._decoded: dict[bytes, tuple[K, N]] = {}
         self._write_options = WriteOptions()
         # a property at run time (rocksdict's stubs declare a method)
         setattr(self._write_options, "disable_wal", True)  # noqa: B010
@@ -186,7 +276,8 @@ class RocksDBTimerQueue(Generic[K, N]):
     # ------------------------------------------------------------------ life cycle
 
     def close(self) -> None:
-        """Close the store (its files stay in the directory). Idempotent."""
+        """Close the store (its files stay in the directory); a queue on a shared store lets
+        go of its column families (the store's owner closes the store). Idempotent."""
         db = self._db
         if db is None:
             return
@@ -195,12 +286,19 @@ class RocksDBTimerQueue(Generic[K, N]):
         # every handle keeps the database open: drop them before closing it
         self._timers = self._index = cast(Rdict, _CLOSED)
         self._timers_cf = self._index_cf = cast(ColumnFamily, _CLOSED)
-        db.close()
+        if self._directory is not None:
+            db.close()
 
     def dispose(self) -> None:
-        """Close the store and delete its directory."""
+        """Close the store and delete its directory; on a shared store, drop the queue's
+        column families."""
+        db = self._db
         self.close()
-        shutil.rmtree(self._directory, ignore_errors=True)
+        if self._directory is not None:
+            shutil.rmtree(self._directory, ignore_errors=True)
+        elif db is not None:
+            for name in self._cf_names:
+                db.drop_column_family(name)
 
     def __enter__(self) -> RocksDBTimerQueue[K, N]:
         return self
@@ -223,15 +321,57 @@ class RocksDBTimerQueue(Generic[K, N]):
         idx = key_group - self._kg_start
         if idx < 0 or key_group > self._kg_end:
             self._raise_out_of_range(key_group, key)
+        if self._db is None:
+            self._check_open()
         prefix = self._prefixes[idx]
-        ns_bytes = self._namespaces.key_bytes(namespace)
+        ns_bytes = self._ns_memo.get(namespace) if namespace is None else None
+        if ns_bytes is None:
+            ns_bytes = self._ns_bytes(namespace)
         ts_bytes = encode_timestamp(timestamp)
-        index_key = prefix + self._keys.key_bytes(key) + ns_bytes + ts_bytes
-        if self._index_get(index_key) is not None:
-            return False
+        key_type = type(key)
+        key_bytes = self._key_memo.get(key) if key_type is str else None
+        if key_bytes is None:
+            key_bytes = self._key_bytes(key)
+        index_key = prefix + key_bytes + ns_bytes + ts_bytes
+        cache = self._caches[idx]
+        if (key_type is str or key_type is int) and (
+            self._complete[idx] or timestamp < cache[-1][0]
+        ):
+            # the cache holds every timer of the key group before its last one: a timer not in
+            # it is not in the store either (== is the store's equality for str and int keys)
+            i = bisect_left(cache, (timestamp,))
+            n = len(cache)
+            while i < n:
+                e = cache[i]
+                if e[0] != timestamp:
+                    break
+                if e[2] == key and e[3] == namespace:
+                    return False
+                i += 1
+        else:
+            overlay = self._overlay
+            if index_key in overlay:
+                if overlay[index_key] is not None:
+                    return False
+            elif self._index.get(index_key) is not None:
+                return False
         seq = self._seq
         self._seq = seq + 1
-        self._write(idx, index_key, prefix + ts_bytes, seq, key, ns_bytes)
+        seq_bytes = seq.to_bytes(_SEQ_BYTES, "big")
+        timer_key = prefix + ts_bytes + seq_bytes
+        # the value bytes of str and int keys are their key bytes (every codec's contract)
+        value = key_bytes if key_type is str or key_type is int else self._keys.value_bytes(key)
+        pending = self._pending
+        pending.put(timer_key, value + ns_bytes, self._timers_cf)
+        pending.put(index_key, seq_bytes, self._index_cf)
+        if timer_key < self._floors[idx]:
+            self._floors[idx] = timer_key
+        self._dirty.add(idx)
+        self._size += 1
+        overlay = self._overlay
+        overlay[index_key] = seq_bytes
+        if len(overlay) >= _FLUSH_EVERY:
+            self._flush()
         return self._admit(idx, (timestamp, seq, key, namespace, key_group))
 
     def remove(self, timestamp: int, key: K, namespace: N, key_group: int) -> bool:
@@ -249,6 +389,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         head = self._peek()
         was_head = head is not None and head[1] == seq
         self._pending.delete(prefix + ts_bytes + seq_bytes, self._timers_cf)
+        self._dirty.add(idx)
         self._delete_index(index_key)
         self._size -= 1
         cache = self._caches[idx]
@@ -366,7 +507,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         for suffix, e in keep.items():
             if self._index_get(prefix + suffix) is None:
                 ts, seq, k, ns, _kg = e
-                ns_bytes = self._namespaces.key_bytes(ns)
+                ns_bytes = self._ns_bytes(ns)
                 self._write(idx, prefix + suffix, prefix + encode_timestamp(ts), seq, k, ns_bytes)
                 self._admit(idx, (ts, seq, k, ns, key_group))
 
@@ -419,7 +560,7 @@ class RocksDBTimerQueue(Generic[K, N]):
     # ------------------------------------------------------------------ internals
 
     def _index_suffix(self, key: object, namespace: object) -> bytes:
-        return self._keys.key_bytes(key) + self._namespaces.key_bytes(namespace)
+        return self._key_bytes(key) + self._ns_bytes(namespace)
 
     def _check_open(self) -> None:
         if self._db is None:
@@ -455,6 +596,7 @@ class RocksDBTimerQueue(Generic[K, N]):
             db.write(self._pending, self._write_options)
             self._pending = WriteBatch(raw_mode=True)
         self._overlay.clear()
+        self._dirty.clear()
 
     def _write(
         self, idx: int, index_key: bytes, timer_prefix: bytes, seq: int, key: K, ns: bytes
@@ -466,6 +608,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         self._pending.put(timer_key, self._keys.value_bytes(key) + ns, self._timers_cf)
         if timer_key < self._floors[idx]:
             self._floors[idx] = timer_key
+        self._dirty.add(idx)
         self._put_index(index_key, seq_bytes)
         self._size += 1
 
@@ -495,22 +638,37 @@ class RocksDBTimerQueue(Generic[K, N]):
         ts, seq, key, ns, kg = head
         idx = kg - self._kg_start
         prefix = self._prefixes[idx]
-        ts_bytes = encode_timestamp(ts)
-        self._check_open()
+        ts_bytes = (ts + _SIGN).to_bytes(8, "big")  # encode_timestamp of a stored timestamp
+        if self._db is None:
+            self._check_open()
         timer_key = prefix + ts_bytes + seq.to_bytes(_SEQ_BYTES, "big")
-        self._pending.delete(timer_key, self._timers_cf)
-        self._delete_index(prefix + self._index_suffix(key, ns) + ts_bytes)
-        self._floors[idx] = timer_key  # it was the first timer of its key group
+        pending = self._pending
+        pending.delete(timer_key, self._timers_cf)
+        index_key = prefix + self._key_bytes(key) + self._ns_bytes(ns) + ts_bytes
+        pending.delete(index_key, self._index_cf)
+        # it was the first timer of its key group: the next one is above (refills do not see
+        # its pending delete)
+        self._floors[idx] = timer_key + b"\x00"
         self._size -= 1
+        overlay = self._overlay
+        overlay[index_key] = None
+        if len(overlay) >= _FLUSH_EVERY:
+            self._flush()
         heappop(self._heads)
-        del self._caches[idx][0]
-        self._new_head(idx)
+        cache = self._caches[idx]
+        del cache[0]
+        if cache:
+            heappush(self._heads, cache[0])  # one popped, one pushed: the heap does not grow
+        else:
+            self._new_head(idx)
 
     def _new_head(self, idx: int) -> None:
         """After the first entry of a cache left: refill it if it ran dry, push its new head."""
         cache = self._caches[idx]
         if not cache and not self._complete[idx]:
-            cache[:] = self._read(idx, self._cache_size + 1)
+            if idx in self._dirty:  # the pending batch changes what the refill reads
+                self._flush()
+            cache[:] = self._read(idx, self._cache_size + 1, flush=False)
             self._complete[idx] = len(cache) <= self._cache_size
             del cache[self._cache_size :]
         if cache:
@@ -537,7 +695,8 @@ class RocksDBTimerQueue(Generic[K, N]):
     def _scan(
         self, cf: Rdict, prefix: bytes, start: bytes | None = None
     ) -> Iterator[tuple[bytes, bytes]]:
-        """The rows of ``cf`` whose keys start with ``prefix`` (from ``start`` on, if given)."""
+        """The rows of ``cf`` whose keys start with ``prefix`` (from ``start`` on, if given),
+        after writing the pending batch."""
         self._flush()
         it = cf.iter()
         it.seek(prefix if start is None else start)
@@ -549,14 +708,79 @@ class RocksDBTimerQueue(Generic[K, N]):
             it.next()
         del it
 
-    def _read(self, idx: int, limit: int | None) -> list[TimerEntry[K, N]]:
-        """The first ``limit`` (None: all) stored timers of local key group ``idx``."""
+    def _read(self, idx: int, limit: int | None, flush: bool = True) -> list[TimerEntry[K, N]]:
+        """The first ``limit`` (None: all) stored timers of local key group ``idx`` (without
+        ``flush``: as the store holds them, the pending batch left out)."""
+        if flush:
+            self._flush()
+        else:
+            self._check_open()
         kg = idx + self._kg_start
+        prefix = self._prefixes[idx]
         found: list[TimerEntry[K, N]] = []
-        for k, v in self._scan(self._timers, self._prefixes[idx], self._floors[idx]):
-            found.append(self._entry(decode_timestamp(k, 2), k[10:], v, kg))
-            if limit is not None and len(found) >= limit:
+        decoded = self._decoded
+        stop = -1 if limit is None else limit
+        it = self._timers.iter()
+        it.seek(self._floors[idx])
+        while it.valid():
+            k = it.key()
+            if k[:2] != prefix:
                 break
+            v = it.value()
+            parts = decoded.get(v)
+            if parts is None:
+                parts = self._decode(v)
+            found.append(
+                (
+                    int.from_bytes(k[2:10], "big") - _SIGN,
+                    int.from_bytes(k[10:], "big"),
+                    parts[0],
+                    parts[1],
+                    kg,
+                )
+            )
+            if len(found) == stop:
+                break
+            it.next()
+        del it
+        return found
+
+    def _decode(self, value: bytes) -> tuple[K, N]:
+        """The key and namespace of a stored timer's value (remembered: keys have many)."""
+        key, offset = self._keys.decode_value_from(value, 0)
+        parts = (key, self._namespaces.decode_value(value, offset))
+        decoded = self._decoded
+        if len(decoded) >= _MEMO_SIZE:
+            decoded.clear()
+        decoded[value] = parts
+        return parts
+
+    def _ns_bytes(self, namespace: object) -> bytes:
+        """The key bytes of ``namespace`` (remembered: windows are shared by many keys)."""
+        memo = self._ns_memo
+        try:
+            found = memo.get(namespace)
+        except TypeError:  # unhashable: the codec names what is wrong
+            return self._namespaces.key_bytes(namespace)
+        if found is None:
+            found = self._namespaces.key_bytes(namespace)
+            if len(memo) >= _MEMO_SIZE:
+                memo.clear()
+            memo[namespace] = found
+        return found
+
+    def _key_bytes(self, key: object) -> bytes:
+        """The key bytes of ``key`` (remembered: equal keys have equal key bytes)."""
+        memo = self._key_memo
+        try:
+            found = memo.get(key)
+        except TypeError:  # unhashable: the codec names what is wrong
+            return self._keys.key_bytes(key)
+        if found is None:
+            found = self._keys.key_bytes(key)
+            if len(memo) >= _MEMO_SIZE:
+                memo.clear()
+            memo[key] = found
         return found
 
     def _entry(self, ts: int, seq_bytes: bytes, value: bytes, kg: int) -> TimerEntry[K, N]:

@@ -1,7 +1,9 @@
 """``InternalTimerService``: event- and processing-time timers of an operator, per key.
 
-Flink's ``InternalTimerServiceImpl``. Each service owns two :class:`KeyGroupedTimerQueue`\\ s (event
-time, processing time) and calls back a :class:`Triggerable` with the key context already set.
+Flink's ``InternalTimerServiceImpl``. Each service owns two timer queues (event time, processing
+time) made by a :class:`~sparktide.runtime.timers.queue_factory.TimerQueueFactory` (default: heap
+queues, :class:`KeyGroupedTimerQueue`) and calls back a :class:`Triggerable` with the key context
+already set.
 
 Event time: :meth:`advance_watermark` sets the current watermark, then fires every timer with
 ``timestamp <= watermark`` in ``(timestamp, insertion)`` order. A timer registered by a callback
@@ -30,9 +32,15 @@ from __future__ import annotations
 from heapq import heappop
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
+from sparktide.core.timerservice import TimeDomain
 from sparktide.runtime.elements import MIN_TIMESTAMP
 from sparktide.runtime.keygroups import KeyGroupRange
 from sparktide.runtime.timers.queue import K, KeyGroupedTimerQueue, N, TimerEntry
+from sparktide.runtime.timers.queue_factory import (
+    HeapTimerQueueFactory,
+    TimerQueue,
+    TimerQueueFactory,
+)
 
 if TYPE_CHECKING:
     from sparktide.runtime.processing_time import ProcessingTimeService, ScheduledTimer
@@ -41,6 +49,9 @@ K_contra = TypeVar("K_contra", contravariant=True)
 N_contra = TypeVar("N_contra", contravariant=True)
 
 __all__ = ["InternalTimerService", "KeyContext", "Triggerable"]
+
+
+_HEAP = HeapTimerQueueFactory()
 
 
 class KeyContext(Protocol[K]):
@@ -62,7 +73,12 @@ class Triggerable(Protocol[K_contra, N_contra]):
 
 
 class InternalTimerService(Generic[K, N]):
-    """Timers of one operator for one name (``"user-timers"``, ``"window-timers"``, ...)."""
+    """Timers of one operator for one name (``"user-timers"``, ``"window-timers"``, ...).
+
+    ``queue_factory`` makes its two queues (None: heap queues). The heap queue's firing loop is
+    inlined in :meth:`advance_watermark`; other queues fire through ``poll_until``, with the
+    same semantics.
+    """
 
     __slots__ = (
         "_current_watermark",
@@ -84,13 +100,19 @@ class InternalTimerService(Generic[K, N]):
         processing_time_service: ProcessingTimeService,
         triggerable: Triggerable[K, N] | None,
         key_group_range: KeyGroupRange,
+        queue_factory: TimerQueueFactory | None = None,
     ) -> None:
         self.name = name
         self._key_context = key_context
         self._pts = processing_time_service
         self._triggerable = triggerable
-        self._event: KeyGroupedTimerQueue[K, N] = KeyGroupedTimerQueue(key_group_range)
-        self._proc: KeyGroupedTimerQueue[K, N] = KeyGroupedTimerQueue(key_group_range)
+        factory = _HEAP if queue_factory is None else queue_factory
+        self._event: TimerQueue[K, N] = factory.create_timer_queue(
+            name, TimeDomain.EVENT_TIME, key_group_range
+        )
+        self._proc: TimerQueue[K, N] = factory.create_timer_queue(
+            name, TimeDomain.PROCESSING_TIME, key_group_range
+        )
         self._current_watermark = MIN_TIMESTAMP
         self._next_timer: ScheduledTimer | None = None
         self.fired_event_time = 0
@@ -147,6 +169,9 @@ class InternalTimerService(Generic[K, N]):
         """Set the watermark to ``time`` and fire every event-time timer ``<= time``."""
         self._current_watermark = time
         queue = self._event
+        if not isinstance(queue, KeyGroupedTimerQueue):
+            self._fire_event_timers_until(time)
+            return
         # KeyGroupedTimerQueue.poll_until, inlined: this loop runs once per fired timer
         heap, run = queue._heap, queue._run
         if (not run or run[0][0] > time) and (not heap or heap[0] > time):
@@ -196,6 +221,27 @@ class InternalTimerService(Generic[K, N]):
             fired += 1
         self.fired_event_time += fired
 
+    def _fire_event_timers_until(self, time: int) -> None:
+        """Fire every event-time timer ``<= time`` of a queue other than the heap queue (the
+        loop :meth:`advance_watermark` inlines for it): polled one by one, so timers registered
+        or deleted by a callback count."""
+        poll_until = self._event.poll_until
+        entry = poll_until(time)
+        if entry is None:
+            return
+        triggerable = self._triggerable
+        if triggerable is None:
+            raise self._unbound_error()
+        set_key = self._key_context.set_current_key_and_group
+        fire = triggerable.on_event_time
+        fired = 0
+        while entry is not None:
+            set_key(entry[2], entry[4])
+            fire(entry[0], entry[2], entry[3])
+            fired += 1
+            entry = poll_until(time)
+        self.fired_event_time += fired
+
     def _on_processing_time(self, time: int) -> None:
         """Callback of the processing-time service, with the registered timestamp ``time``."""
         self._next_timer = None
@@ -230,10 +276,10 @@ class InternalTimerService(Generic[K, N]):
     def num_processing_time_timers(self) -> int:
         return len(self._proc)
 
-    def event_time_timers(self) -> KeyGroupedTimerQueue[K, N]:
+    def event_time_timers(self) -> TimerQueue[K, N]:
         return self._event
 
-    def processing_time_timers(self) -> KeyGroupedTimerQueue[K, N]:
+    def processing_time_timers(self) -> TimerQueue[K, N]:
         return self._proc
 
     def event_time_timers_of(self, namespace: N | None = None) -> list[int]:

@@ -1,0 +1,259 @@
+"""Where timer services get their queues (Flink's ``PriorityQueueSetFactory``).
+
+A keyed state backend decides where its timers live: the heap backend keeps them in
+:class:`~sparktide.runtime.timers.queue.KeyGroupedTimerQueue`\\ s on the Python heap, the
+RocksDB backend in :class:`~sparktide.runtime.timers.rocksdb_queue.RocksDBTimerQueue`\\ s. A
+:class:`TimerQueueFactory` makes the two queues (event time, processing time) of every timer
+service of one operator subtask; :class:`TimerQueue` is what a service needs of a queue, the
+interface both queues share (same entries, same firing order).
+
+:class:`RocksDBTimerQueueFactory` opens one store per subtask in its directory and gives each
+queue a pair of column families in it (timers, index): one set of background threads, block
+cache and write buffers per subtask instead of one per queue. Disposing of the factory closes
+its queues and the store and deletes the directory.
+
+>>> import tempfile
+>>> from sparktide.core.timerservice import TimeDomain
+>>> from sparktide.runtime.keygroups import KeyGroupRange
+>>> factory = RocksDBTimerQueueFactory(tempfile.mkdtemp(), cache_size=4)
+>>> q = factory.create_timer_queue("user-timers", TimeDomain.EVENT_TIME, KeyGroupRange(0, 127))
+>>> q.add(20, "a", None, 5), q.add(10, "b", None, 7)
+(True, True)
+>>> q.poll()[:3], len(q)
+((10, 1, 'b'), 1)
+>>> factory.dispose()
+>>> type(HeapTimerQueueFactory().create_timer_queue(
+...     "user-timers", TimeDomain.EVENT_TIME, KeyGroupRange(0, 127))).__name__
+'KeyGroupedTimerQueue'
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, TypeVar, cast
+
+from sparktide.core.timerservice import TimeDomain
+from sparktide.runtime.keygroups import KeyGroupRange
+from sparktide.runtime.state.rocksdb_layout import key_codec
+from sparktide.runtime.timers.queue import K, KeyGroupedTimerQueue, N, TimerEntry
+from sparktide.runtime.timers.rocksdb_queue import (
+    DEFAULT_CACHE_SIZE,
+    RocksDBTimerQueue,
+    open_store,
+)
+
+if TYPE_CHECKING:
+    from rocksdict import Rdict
+
+    from sparktide.common.typeinfo_base import TypeInformation
+
+__all__ = [
+    "HeapTimerQueueFactory",
+    "RocksDBTimerQueueFactory",
+    "TimerQueue",
+    "TimerQueueFactory",
+]
+
+K2 = TypeVar("K2")
+N2 = TypeVar("N2")
+
+_DOMAIN_NAMES = {TimeDomain.EVENT_TIME: "event", TimeDomain.PROCESSING_TIME: "processing"}
+
+
+class TimerQueue(Protocol[K, N]):
+    """A set of timers ``(timestamp, key, namespace)`` ordered by ``(timestamp, insertion
+    order)`` and deduplicated per key group: what a timer service needs of its queues.
+
+    Entries are ``(timestamp, seq, key, namespace, key_group)``
+    (:data:`~sparktide.runtime.timers.queue.TimerEntry`).
+    """
+
+    def add(self, timestamp: int, key: K, namespace: N, key_group: int) -> bool:
+        """Add a timer; True if it became the head. An equal timer present: no-op, False."""
+        ...
+
+    def remove(self, timestamp: int, key: K, namespace: N, key_group: int) -> bool:
+        """Remove a timer if present; True if it was the head."""
+        ...
+
+    def poll(self) -> TimerEntry[K, N] | None:
+        """Remove and return the head entry, None when empty."""
+        ...
+
+    def poll_until(self, timestamp: int) -> TimerEntry[K, N] | None:
+        """Remove and return the head if its timestamp is ``<= timestamp``, else None."""
+        ...
+
+    def peek(self) -> TimerEntry[K, N] | None:
+        """The head entry without removing it, None when empty."""
+        ...
+
+    def clear(self) -> None: ...
+
+    def contains(self, timestamp: int, key: K, namespace: N, key_group: int) -> bool: ...
+
+    def __len__(self) -> int: ...
+
+    def __bool__(self) -> bool: ...
+
+    def __iter__(self) -> Iterator[TimerEntry[K, N]]: ...
+
+    def key_group_range(self) -> KeyGroupRange: ...
+
+    def entries_for_key_group(self, key_group: int) -> list[TimerEntry[K, N]]:
+        """The entries of ``key_group`` in ``(timestamp, seq)`` order (snapshot order)."""
+        ...
+
+    def timers_for_namespace(self, key: K, namespace: object, key_group: int) -> list[int]:
+        """Timestamps of the timers of ``(key, namespace)``, ascending."""
+        ...
+
+    def key_timers(self, key: K, key_group: int) -> list[TimerEntry[K, N]]:
+        """The entries of ``key`` (to put back with :meth:`reset_key_timers`)."""
+        ...
+
+    def reset_key_timers(self, key: K, key_group: int, saved: Iterable[TimerEntry[K, N]]) -> None:
+        """Make the timers of ``key`` exactly ``saved``, with their sequence numbers."""
+        ...
+
+    def add_restored(self, entries: list[TimerEntry[K, N]]) -> None:
+        """Add the timers of a snapshot."""
+        ...
+
+
+class TimerQueueFactory(Protocol):
+    """Makes the timer queues of one operator subtask and owns them until :meth:`dispose`."""
+
+    def create_timer_queue(
+        self, service_name: str, domain: TimeDomain, key_group_range: KeyGroupRange
+    ) -> TimerQueue[K2, N2]:
+        """A new, empty queue for the ``domain`` timers of service ``service_name``."""
+        ...
+
+    def dispose(self) -> None:
+        """Release the queues and whatever holds them (files, stores). Idempotent."""
+        ...
+
+
+def _check_request(service_name: object, domain: object, key_group_range: object) -> None:
+    if not isinstance(service_name, str) or not service_name:
+        raise ValueError(f"service_name must be a non-empty str, got {service_name!r}")
+    if not isinstance(domain, TimeDomain):
+        raise TypeError(
+            f"domain must be a TimeDomain (TimeDomain.EVENT_TIME or TimeDomain.PROCESSING_TIME), "
+            f"got {domain!r}"
+        )
+    if not isinstance(key_group_range, KeyGroupRange):
+        raise TypeError(
+            f"key_group_range must be a KeyGroupRange, got {type(key_group_range).__name__}"
+        )
+
+
+class HeapTimerQueueFactory:
+    """Timer queues on the Python heap (:class:`KeyGroupedTimerQueue`): the default."""
+
+    __slots__ = ()
+
+    def create_timer_queue(
+        self, service_name: str, domain: TimeDomain, key_group_range: KeyGroupRange
+    ) -> KeyGroupedTimerQueue[K2, N2]:
+        _check_request(service_name, domain, key_group_range)
+        return KeyGroupedTimerQueue(key_group_range)
+
+    def dispose(self) -> None:
+        """Nothing to release: the queues are garbage-collected."""
+
+    def __repr__(self) -> str:
+        return "HeapTimerQueueFactory()"
+
+
+class RocksDBTimerQueueFactory:
+    """Timer queues in one RocksDB store in ``directory`` (created, wiped if it exists).
+
+    ``cache_size``: timers per key group each queue keeps in memory. ``key_type``: the type
+    information of the keys (``Types.LONG()``, ...), None for undeclared keys (see
+    :func:`~sparktide.runtime.state.rocksdb_layout.key_codec`).
+    """
+
+    __slots__ = ("_cache_size", "_closed", "_db", "_directory", "_keys", "_queues")
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        cache_size: int = DEFAULT_CACHE_SIZE,
+        key_type: TypeInformation | None = None,
+    ) -> None:
+        if not isinstance(directory, str | os.PathLike):
+            raise TypeError(
+                f"directory must be a path (str or os.PathLike), got {type(directory).__name__}"
+            )
+        if type(cache_size) is not int or cache_size < 1:
+            raise ValueError(
+                f"cache_size must be an int >= 1 (timers per key group kept in memory), got "
+                f"{cache_size!r}"
+            )
+        self._directory = Path(directory)
+        self._cache_size = cache_size
+        self._keys = key_codec(key_type)
+        self._queues: dict[tuple[str, TimeDomain], RocksDBTimerQueue[object, object]] = {}
+        self._db: Rdict | None = None
+        self._closed = False
+
+    @property
+    def directory(self) -> Path:
+        return self._directory
+
+    def _store(self) -> Rdict:
+        """The subtask's store, opened on first use (a fresh working copy)."""
+        if self._db is None:
+            self._db = open_store(self._directory)
+        return self._db
+
+    def create_timer_queue(
+        self, service_name: str, domain: TimeDomain, key_group_range: KeyGroupRange
+    ) -> RocksDBTimerQueue[K2, N2]:
+        _check_request(service_name, domain, key_group_range)
+        if self._closed:
+            raise RuntimeError(
+                f"{self!r} is closed: its queues and store are gone; timer services of a new "
+                "subtask need a new factory"
+            )
+        slot = (service_name, domain)
+        if slot in self._queues:
+            raise ValueError(
+                f"a {_DOMAIN_NAMES[domain]}-time queue for service {service_name!r} already "
+                "exists in this factory; each service creates its two queues once"
+            )
+        base = f"{re.sub(r'[^A-Za-z0-9_.-]', '_', service_name)}-{len(self._queues)}"
+        base += f"/{_DOMAIN_NAMES[domain]}"
+        queue: RocksDBTimerQueue[K2, N2] = RocksDBTimerQueue(
+            key_group_range,
+            cache_size=self._cache_size,
+            keys=self._keys,
+            db=self._store(),
+            column_families=(f"{base}/timers", f"{base}/timer-index"),
+        )
+        self._queues[slot] = cast("RocksDBTimerQueue[object, object]", queue)
+        return queue
+
+    def close(self) -> None:
+        """Close the queues and the store (the files stay). Idempotent."""
+        self._closed = True
+        for queue in self._queues.values():
+            queue.close()
+        self._queues.clear()
+        if self._db is not None:
+            db, self._db = self._db, None
+            db.close()
+
+    def dispose(self) -> None:
+        """Close the queues and the store and delete the directory. Idempotent."""
+        self.close()
+        shutil.rmtree(self._directory, ignore_errors=True)
+
+    def __repr__(self) -> str:
+        return f"RocksDBTimerQueueFactory({str(self._directory)!r}, cache_size={self._cache_size})"
