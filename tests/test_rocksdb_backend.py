@@ -451,7 +451,7 @@ def test_entry_counts_exact_and_estimated(tmp_path: Path) -> None:
         pair.run("list.add_all", ["x", "y", "z"], i, None)
     assert b.num_entries() == 600  # (state, key, namespace) entries, as on the heap
     # stored entries: one per value, map key and list element (an estimate, no scan)
-    assert 600 < b.estimate_num_store_entries() <= 2 * 1200
+    assert 600 < b.estimate_num_entries() <= 2 * 1200
     b.dispose()
 
 

@@ -323,9 +323,14 @@ class _Tally(KeyedProcessFunction):
 
 
 def _job(
-    data: list[tuple[int, int]], backend: StateBackend, parallelism: int, every: int | None
+    data: list[tuple[int, int]],
+    backend: StateBackend,
+    parallelism: int,
+    every: int | None,
+    runtime: str = "local",
+    windows: bool = True,
 ) -> list[Any]:
-    env = StreamExecutionEnvironment.get_execution_environment(runtime="local")
+    env = StreamExecutionEnvironment.get_execution_environment(runtime=runtime)
     env.set_parallelism(parallelism).set_state_backend(backend)
     env.get_config().set_watermark_every(every)
     strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(
@@ -334,6 +339,8 @@ def _job(
     stream = env.from_collection(data).assign_timestamps_and_watermarks(strategy)
     keyed = stream.key_by(lambda e: e[0])
     tallies = keyed.process(_Tally())
+    if not windows:
+        return list(tallies.execute_and_collect())
     windows = (
         keyed.window(TumblingEventTimeWindows.of(5))
         .reduce(lambda a, b: (a[0], a[1] + b[1]))
@@ -379,3 +386,13 @@ def test_a_storage_path_that_cannot_be_a_directory_is_a_clear_error(tmp_path: Pa
     config.set_db_storage_paths(str(blocker / "rocks"))
     with pytest.raises(RuntimeError, match=r"cannot create the RocksDB storage path .*writable"):
         create_keyed_state(config, _subtask())
+
+
+def test_spark_workers_build_the_backend_of_the_plan(spark: Any, tmp_path: Path) -> None:
+    rng = random.Random(7)
+    data = sorted(((rng.randint(0, 9), rng.randint(0, 60)) for _ in range(60)), key=lambda e: e[1])
+    rocks = EmbeddedRocksDBStateBackend()
+    rocks.set_db_storage_paths(str(tmp_path))
+    expected = _job(data, HashMapStateBackend(), 2, None, windows=False)
+    assert _job(data, rocks, 2, None, runtime="spark", windows=False) == expected
+    assert list(tmp_path.iterdir()) == []  # the workers' subtasks deleted their databases

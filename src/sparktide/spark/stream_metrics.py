@@ -111,7 +111,8 @@ def batch_metrics(
     watermark, ``split_watermarks``: per split its watermark or ``"idle"``;
     ``operator_watermarks``: per stage the lowest watermark of its subtasks;
     ``timers_pending`` per domain and the earliest pending (``next_event_timer``,
-    ``next_processing_timer``); ``state_entries``: keyed state entries over all subtasks.
+    ``next_processing_timer``); ``state_entries``: keyed state entries over all subtasks (on
+    RocksDB, its estimate).
     """
     subtasks = list(subtasks)
     pending = {"event": 0, "processing": 0}

@@ -274,7 +274,7 @@ class SubtaskSession:
         return SubtaskMetrics(
             stage=task.stage.index,
             subtask=task.index,
-            state_entries=0 if backend is None else backend.num_entries(),
+            state_entries=0 if backend is None else backend.estimate_num_entries(),
             event_timers=counts["event"],
             next_event_timer=earliest["event"],
             processing_timers=counts["processing"],

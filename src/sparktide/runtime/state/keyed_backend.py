@@ -89,6 +89,11 @@ class KeyedStateBackend(Protocol):
         """The (state, key, namespace) entries holding a value."""
         ...
 
+    def estimate_num_entries(self) -> int:
+        """:meth:`num_entries`, or an estimate where counting would read the whole state
+        (metrics read this every micro-batch)."""
+        ...
+
     # ------------------------------------------------------------------ rollback of one key
 
     def key_entries(self, key: object, key_group: int) -> KeyEntries:

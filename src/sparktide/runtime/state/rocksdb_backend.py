@@ -553,10 +553,10 @@ class RocksDBKeyedStateBackend:
     def num_entries(self) -> int:
         """The number of (state, key, namespace) entries holding a value (TTL: including expired
         values not yet cleaned up). O(entries): it reads the store's keys; metrics of large
-        states use :meth:`estimate_num_store_entries`."""
+        states use :meth:`estimate_num_entries`."""
         return sum(self._raw.count(s) for s in self._states.values())
 
-    def estimate_num_store_entries(self) -> int:
+    def estimate_num_entries(self) -> int:
         """RocksDB's estimate of the stored entries of every state (a list counts its elements,
         a map its map keys), read without scanning: for metrics of large states."""
         return sum(
