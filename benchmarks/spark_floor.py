@@ -7,6 +7,9 @@ Spark session, best of ``--repeat``:
 * the source's columns moved into Python and dropped there (``mapInArrow`` with a function that
   only counts rows): the key and the timestamp (what ``count()`` reads), and the key, the
   timestamp and the field (what ``sum(field)``, Flink's record, reads);
+* the same, then Spark's shuffle of one row per task into a second ``mapInArrow`` that drops
+  it: what a second stage with Python workers costs by itself (the columnar path shuffles its
+  partials to the subtasks);
 * sparktide's built-in ``count()`` and ``sum('v')`` (the columnar path).
 
 The transfer is the floor of the columnar path: Spark reads its cached column batches directly,
@@ -66,6 +69,11 @@ def main(argv: list[str] | None = None) -> None:
             df.select("key", "ts").mapInArrow(_count_rows, "rows long")
         ),
         "into Python: key, ts, v": lambda: noop(df.mapInArrow(_count_rows, "rows long")),
+        "  + a second Python stage": lambda: noop(
+            df.mapInArrow(_count_rows, "rows long")
+            .repartition(2, "rows")
+            .mapInArrow(_count_rows, "rows long")
+        ),
         "sparktide count()": lambda: noop(
             bench.builtin_frame(data, df, "count", False, 2, 100_000)
         ),

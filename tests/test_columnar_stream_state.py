@@ -196,10 +196,9 @@ class _Run:
             shipped += [*agg.feed(table), agg.end_round()]
             self.splits[s] = agg.resume
         table = pa.concat_tables(shipped, promote_options="default")
-        held = self.engine_plan.held
-        assert {f"{what}_{i}" for i, what in held} == {
-            c for c in table.column_names if c[-2:] == "_0"
-        }
+        held = {f"{what}_{i}" for i, what in self.engine_plan.held}
+        # partials ship exactly the held aggregates; a batch without partials ships none
+        assert {c for c in table.column_names if c[-2:] == "_0"} in (held, set())
         source = pa.schema([("key", pa.string()), ("ts", pa.int64()), ("v", pa.int64())])
         table = conform(table, shipped_schema(self.split_plan, source))  # as a subtask reads it
         spec = self.spec

@@ -60,7 +60,15 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
-__all__ = ["POSITIONS", "SWITCH", "ColumnarJob", "columnar_job", "shipped_schema"]
+__all__ = [
+    "POSITIONS",
+    "SWITCH",
+    "ColumnarJob",
+    "columnar_job",
+    "narrowed",
+    "shipped_schema",
+    "shipped_table",
+]
 
 SWITCH = "SPARKTIDE_COLUMNAR"
 """The environment variable that turns the columnar path off (``off``, ``0`` or ``false``)."""
@@ -332,16 +340,18 @@ class SplitTask:
         if not table.num_rows:
             return
         target = np.asarray(table.column("target").to_numpy(), dtype=np.int64)
-        table = conform(
-            table.append_column("pkey", pa.array(self.keys[target])), self.schema, fill=False
-        )
-        order = np.argsort(target, kind="stable")
-        bounds = np.flatnonzero(np.diff(target[order])) + 1
+        table = conform(table, self.schema, fill=False).drop_columns(["target"])
         pkeys: list[int] = []
         blobs: list[bytes] = []
-        for rows in np.split(order, bounds):
-            pkeys.append(int(self.keys[target[rows[0]]]))
-            blobs.append(_ipc_bytes(table.take(pa.array(rows))))
+        if int(target.min()) == int(target.max()):  # one subtask: no reordering
+            parts = [(int(target[0]), table)]
+        else:
+            order = np.argsort(target, kind="stable")
+            bounds = np.flatnonzero(np.diff(target[order])) + 1
+            parts = [(int(target[rows[0]]), table.take(rows)) for rows in np.split(order, bounds)]
+        for to, part in parts:
+            pkeys.append(int(self.keys[to]))
+            blobs.append(_ipc_bytes(narrowed(part)))
         yield pa.RecordBatch.from_arrays(
             [pa.array(pkeys, pa.int64()), pa.array(blobs, pa.binary())], schema=SHIPPED_BLOBS
         )
@@ -370,7 +380,7 @@ class SubtaskTask:
         ]
         if not tables:
             return
-        table = conform(pa.concat_tables(tables, promote_options="default"), self.shipped)
+        table = shipped_table(tables, self.shipped)
         if not table.num_rows:
             return
         out = WindowEngine(self.engine_plan).run(table)
@@ -453,6 +463,49 @@ def _ipc_bytes(table: pa.Table) -> bytes:
     with pa.ipc.new_stream(sink, table.schema) as writer:
         writer.write_table(table)
     return bytes(sink.getvalue())
+
+
+def narrowed(table: pa.Table) -> pa.Table:
+    """``table`` with each ``int64`` column whose values all fit in an ``int32`` narrowed to
+    one: less for Spark's shuffle to move (:func:`shipped_table` widens them back).
+
+    >>> narrowed(pa.table({"a": [1, -2], "b": [1, 2**40]})).schema.types
+    [DataType(int32), DataType(int64)]
+    """
+    columns = []
+    for column in table.columns:
+        if column.type == pa.int64() and len(column):
+            values = np.asarray(column.to_numpy(), dtype=np.int64)
+            if _INT32.min <= int(values.min()) and int(values.max()) <= _INT32.max:
+                column = pa.array(values.astype(np.int32))
+        columns.append(column)
+    return pa.table(columns, names=table.column_names)
+
+
+_INT32 = np.iinfo(np.int32)
+
+
+def shipped_table(tables: list[pa.Table], shipped: pa.Schema) -> pa.Table:
+    """The shipped rows of ``tables`` (blobs read back) in the ``shipped`` schema: columns a
+    blob left out are null, narrowed ones (:func:`narrowed`) are widened back.
+
+    >>> schema = pa.schema([("a", pa.int64()), ("b", pa.int8())])
+    >>> shipped_table([pa.table({"a": pa.array([1], pa.int32())})], schema).to_pylist()
+    [{'a': 1, 'b': None}]
+    """
+    if not tables:
+        return shipped.empty_table()
+    columns = []
+    for f in shipped:
+        parts = []
+        for t in tables:
+            if f.name not in t.column_names:
+                parts.append(pa.nulls(t.num_rows, f.type))
+                continue
+            for chunk in t.column(f.name).chunks:
+                parts.append(chunk if chunk.type == f.type else chunk.cast(f.type))
+        columns.append(pa.concat_arrays(parts) if parts else pa.array([], f.type))
+    return pa.table(columns, schema=shipped)
 
 
 def conform(table: pa.Table, schema: pa.Schema, fill: bool = True) -> pa.Table:

@@ -67,6 +67,7 @@ from sparktide.spark.columnar_job import (
     conform,
     named_rows,
     shipped_schema,
+    shipped_table,
     window_aggregate_shape,
 )
 from sparktide.spark.frames import arrow_schema_of, records_of_batch, spark_schema_of
@@ -343,11 +344,7 @@ class StreamSubtaskTask:
             ]
         if target < 0:
             return
-        table = (
-            conform(pa.concat_tables(tables, promote_options="default"), self.shipped)
-            if tables
-            else self.shipped.empty_table()
-        )
+        table = shipped_table(tables, self.shipped)
         yield from self.run(target, table)
 
     def run(self, target: int, table: pa.Table) -> Iterator[pa.RecordBatch]:

@@ -131,8 +131,8 @@ def batch_metrics(
     watermark, ``split_watermarks``: per split its watermark or ``"idle"``;
     ``operator_watermarks``: per stage the lowest watermark of its subtasks;
     ``timers_pending`` per domain and the earliest pending (``next_event_timer``,
-    ``next_processing_timer``); ``state_entries``: keyed state entries over all subtasks
-    (RocksDB: its estimate); ``state_restores`` (given ``restores``): how the subtasks got
+    ``next_processing_timer``); ``state_entries``: keyed state entries over all subtasks (on
+    RocksDB, its estimate); ``state_restores`` (given ``restores``): how the subtasks got
     their state (:func:`restore_metrics`).
     """
     subtasks = list(subtasks)

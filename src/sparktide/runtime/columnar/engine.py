@@ -48,6 +48,8 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from sparktide.runtime.columnar.merge import merge_round
+from sparktide.runtime.columnar.replay import replay_partials
 from sparktide.runtime.columnar.split import (
     AGGREGATES,
     Kind,
@@ -235,6 +237,11 @@ class WindowEngine:
                 column = shipped.schema.field(field_column(what, i))
                 dtypes[i] = np.dtype(column.type.to_pandas_dtype())
         self.windows = _Windows(plan.held, dtypes)
+        # the order-free merge (merge_round) adds in another order: not for float sums
+        self._combine: list[tuple[str, np.ufunc]] = [
+            (field_column(what, i), _MERGE[what]) for i, what in plan.held
+        ]
+        self._exact = all(what != "sum" or dtypes[i].kind != "f" for i, what in plan.held)
         self.fired: list[dict[str, npt.NDArray[np.generic]]] = []
         self.late: list[tuple[list[int], int]] = []  # (position, raw row)
         self.channels = np.full(plan.splits, MIN_TIMESTAMP, np.int64)
@@ -263,6 +270,16 @@ class WindowEngine:
         p["ext_seq"] = _int_column(partials, "ext_seq") if plan.records else zeros
         r["ext_seq"] = r["seq"]
         w = _columns(marks, [])
+        if state is None and not raws.num_rows and self._replays():
+            done = replay_partials(
+                self._window_rows(p), w, plan.splits, plan.geometry.size, self._combine
+            )
+            if done is not None:
+                self.windows.cols = done.open
+                self.fired = [done.fired] if len(done.fired["code"]) else []
+                self.channels, self.watermark = done.channels, done.watermark
+                self.timers_fired += done.timers_fired
+                return self._output(partials, raws)
         rounds = np.unique(np.concatenate([p["r"], r["r"], w["r"]]))
         p_round = _by_round(p, ("r",))
         r_round = _by_round(r, ("r", "s", "seq"))
@@ -273,36 +290,78 @@ class WindowEngine:
             self._watermarks(w_round(rnd))
         return self._output(partials, raws)
 
+    def _replays(self) -> bool:
+        """Whether :func:`replay_partials` may replace the rounds when only partials came:
+        one window per pane (sliding windows would hold every pane's rows for all of its
+        windows at once, many times what a round holds), no lateness (a fired window is
+        dropped), no extreme record to pick, and no float sum (it adds in another order)."""
+        plan = self.plan
+        return (
+            plan.geometry.windows_per_pane == 1
+            and plan.lateness == 0
+            and plan.by is None
+            and self._exact
+        )
+
     # ------------------------------------------------------------------ records
 
     def _merge(self, part: dict[str, npt.NDArray[np.generic]]) -> None:
         """Add a round's partials to their windows (panes into every window holding them)."""
         if not len(part["code"]):
             return
+        new = self._window_rows(part)
+        if not len(new["code"]):
+            return  # panes in no window (the slide is larger than the size)
+        if self.plan.by is None and self._exact:
+            merged = merge_round(self.windows.cols, new, self._combine)
+            if merged is not None:
+                self.windows.cols = merged
+                return
+        self._merge_sorted(new)
+
+    def _window_rows(
+        self, part: dict[str, npt.NDArray[np.generic]]
+    ) -> dict[str, npt.NDArray[np.generic]]:
+        """One row per partial and window holding its pane, in the open windows' columns."""
         g = self.plan.geometry
         rows, starts = g.windows_of_panes(part["time"].astype(np.int64))
+        n = len(rows)
+        if g.windows_per_pane == 1 and n == len(part["code"]):  # rows is every partial once
+
+            def take(column: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
+                return column
+
+        else:
+
+            def take(column: npt.NDArray[np.generic]) -> npt.NDArray[np.generic]:
+                return column[rows]
+
         new = {
-            "code": part["code"][rows],
-            "kg": part["kg"][rows],
+            "code": take(part["code"]),
+            "kg": take(part["kg"]),
             "start": starts,
-            "count": part["count"][rows],
-            "pending": np.ones(len(rows), np.bool_),
-            "reg_r": part["r"][rows],
-            "reg_s": part["s"][rows],
-            "reg_seq": part["seq"][rows],
-            "first_row": part["row"][rows],
-            "first_r": part["r"][rows],
-            "first_s": part["s"][rows],
-            "first_seq": part["seq"][rows],
-            "ext_row": part["row"][rows],
-            "ext_r": part["r"][rows],
-            "ext_s": part["s"][rows],
-            "ext_seq": part["ext_seq"][rows],
-            "clean_seq": np.full(len(rows), NO_TIMER, np.int64),
+            "count": take(part["count"]),
+            "pending": np.ones(n, np.bool_),
+            "reg_r": take(part["r"]),
+            "reg_s": take(part["s"]),
+            "reg_seq": take(part["seq"]),
+            "first_row": take(part["row"]),
+            "first_r": take(part["r"]),
+            "first_s": take(part["s"]),
+            "first_seq": take(part["seq"]),
+            "ext_row": take(part["row"]),
+            "ext_r": take(part["r"]),
+            "ext_s": take(part["s"]),
+            "ext_seq": take(part["ext_seq"]),
+            "clean_seq": np.full(n, NO_TIMER, np.int64),
         }
         for i, what in self.plan.held:
             name = field_column(what, i)
-            new[name] = part[name][rows]
+            new[name] = take(part[name])
+        return new
+
+    def _merge_sorted(self, new: dict[str, npt.NDArray[np.generic]]) -> None:
+        """Merge window rows into the open windows by sorting them all (the general case)."""
         cols = {k: np.concatenate([v, new[k]]) for k, v in self.windows.cols.items()}
         order = np.lexsort(
             (cols["reg_seq"], cols["reg_s"], cols["reg_r"], cols["start"], cols["code"])

@@ -340,12 +340,16 @@ class SplitAggregator:
             self.max_ts = max(self.max_ts, int(ts.max()))
         if plan.records and table.column(plan.fields[0]).null_count:
             raise null_field_error(plan.fields[0], "the field aggregate")
-        normal = plan.geometry.earliest_max_timestamps(ts) > w_prev
         codes, uniques = key_codes(table.column(plan.key))
         kg_of_code = unique_key_groups(uniques, plan.max_parallelism)
-        seq = np.arange(first_seq, first_seq + n, dtype=np.int64)
-        parts = [self._partials(table, r, ts, normal, codes, uniques, kg_of_code, seq)]
+        earliest = plan.geometry.earliest_max_timestamps
+        if not n or int(earliest(ts[ts.argmin() : ts.argmin() + 1])[0]) > w_prev:
+            # the earliest window grows with the timestamp: every record is normal
+            return self._partials(table, r, ts, None, codes, uniques, kg_of_code, first_seq)
+        normal = earliest(ts) > w_prev
+        parts = [self._partials(table, r, ts, normal, codes, uniques, kg_of_code, first_seq)]
         if not normal.all():
+            seq = np.arange(first_seq, first_seq + n, dtype=np.int64)
             parts.append(self._raws(table, r, ts, ~normal, codes, kg_of_code, seq))
         return pa.concat_tables(parts, promote_options="default")
 
@@ -372,35 +376,39 @@ class SplitAggregator:
         table: pa.Table,
         r: int,
         ts: I64,
-        normal: npt.NDArray[np.bool_],
+        normal: npt.NDArray[np.bool_] | None,
         codes: I64,
         uniques: pa.Array,
         kg_of_code: I64,
-        seq: I64,
+        first_seq: int,
     ) -> pa.Table:
+        """The partials of the ``normal`` rows (``None``: all rows; the common case, with no
+        copies of the columns)."""
         plan = self.plan
-        index = np.flatnonzero(normal)
-        panes = plan.geometry.pane_starts(ts[index])
-        keys = codes[index]
-        if len(index):
+        g = plan.geometry
+        index = None if normal is None else np.flatnonzero(normal)
+        stamps, keys = (ts, codes) if index is None else (ts[index], codes[index])
+        panes = (stamps - g.offset) // g.pane  # each row's pane, numbered
+        if len(panes):
             lo = int(panes.min())
-            width = (int(panes.max()) - lo) // plan.geometry.pane + 1
-            groups = Groups.of(keys * width + (panes - lo) // plan.geometry.pane)
+            width = int(panes.max()) - lo + 1
+            groups = Groups.of(keys * width + (panes - lo))
         else:
             groups = Groups.of(keys)
-        first = index[groups.first]  # each group's first record (lowest seq)
+        first = groups.first if index is None else index[groups.first]  # lowest seq
         columns = self._fixed(
             Kind.PARTIAL,
             kg_of_code[codes[first]],
             r,
-            seq[first],
-            panes[groups.first],
+            first + first_seq,
+            panes[groups.first] * g.pane + g.offset,
             groups.count,
         )
         columns["key"] = uniques.take(pa.array(codes[first]))
         for i, name in enumerate(plan.fields):
             values, valid = numbers(table.column(name), name)
-            values, valid = values[index], valid[index]
+            if index is not None:
+                values, valid = values[index], valid[index]
             nulls = not valid.all()
             low, high = extremes(values.dtype)
             for what in plan.field_aggregates(i):
@@ -416,8 +424,9 @@ class SplitAggregator:
         if plan.records:
             rows = first
             if plan.by is not None:
-                rows = index[self._extremes(table, groups, index)]
-                columns["ext_seq"] = pa.array(seq[rows])
+                members = np.arange(len(ts), dtype=np.int64) if index is None else index
+                rows = members[self._extremes(table, groups, members)]
+                columns["ext_seq"] = pa.array(rows + first_seq)
             taken = table.select(list(plan.record_columns)).take(pa.array(rows))
             for name in plan.record_columns:
                 columns[row_column(name)] = taken.column(name).combine_chunks()
@@ -484,6 +493,11 @@ def numbers(column: pa.ChunkedArray | pa.Array, name: str) -> tuple[Numbers, npt
         dtype = np.float64
     else:
         raise TypeError(f"the aggregated column {name!r} must be numeric, got {t}")
+    if not column.null_count:  # no copy of an int64 or double column
+        wanted = pa.int64() if dtype is np.int64 else pa.float64()
+        whole = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        plain = np.asarray(whole.cast(wanted).to_numpy(zero_copy_only=False), dtype=dtype)
+        return cast("Numbers", plain), np.ones(len(plain), np.bool_)
     valid = np.asarray(pc.is_valid(column).to_numpy(zero_copy_only=False), dtype=np.bool_)
     filled = pc.fill_null(column, 0).cast(pa.int64() if dtype is np.int64 else pa.float64())
     values = cast("Numbers", np.asarray(filled.to_numpy(zero_copy_only=False), dtype=dtype))
