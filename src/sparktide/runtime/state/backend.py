@@ -32,11 +32,11 @@ from typing import TypedDict, cast
 from sparktide.core.state import (
     AggregatingStateDescriptor,
     ReducingStateDescriptor,
-    State,
     StateDescriptor,
     StateTtlConfig,
 )
 from sparktide.runtime.keygroups import KeyGroupRange, assign_to_key_group
+from sparktide.runtime.state.backend_base import KeyedStateBackendBase
 from sparktide.runtime.state.backend_checks import (
     check_backend_args,
     check_registration,
@@ -44,7 +44,6 @@ from sparktide.runtime.state.backend_checks import (
     key_group_out_of_range,
     key_out_of_range,
     kind_of,
-    no_current_key,
     ttl_enabled,
     unhashable_key,
 )
@@ -130,7 +129,7 @@ error (:meth:`HeapKeyedStateBackend.check_key`) without a check on every access;
 because every reader runs with a key set (states, timer services)."""
 
 
-class HeapKeyedStateBackend:
+class HeapKeyedStateBackend(KeyedStateBackendBase[StateTable]):
     """The in-memory keyed state of one operator subtask, for the key groups in
     ``key_group_range``.
 
@@ -186,20 +185,6 @@ class HeapKeyedStateBackend:
         self.current_key: object = None
         self.current_key_group: int = NO_KEY_GROUP
 
-    # ------------------------------------------------------------------ properties
-
-    @property
-    def max_parallelism(self) -> int:
-        return self._max_parallelism
-
-    @property
-    def key_group_range(self) -> KeyGroupRange:
-        return self._range
-
-    @property
-    def time_provider(self) -> Callable[[], int]:
-        return self._time
-
     # ------------------------------------------------------------------ current key
 
     def _key_group(self, key: object) -> int:
@@ -239,16 +224,6 @@ class HeapKeyedStateBackend:
         if self._key_listeners:
             for listener in self._key_listeners:
                 listener()
-
-    def _check_open(self) -> None:
-        if self._disposed:
-            raise disposed("state can no longer be used")
-
-    def check_key(self) -> None:
-        """Raise a clear RuntimeError when no key is current (called by states on failure)."""
-        self._check_open()
-        if self.current_key_group is None:
-            raise no_current_key() from None
 
     # ------------------------------------------------------------------ registration
 
@@ -298,26 +273,6 @@ class HeapKeyedStateBackend:
         if cfg is None:
             return _PLAIN[kind](self, table, ns)
         return _TTL[kind](self, table, ns, cfg, self._time)
-
-    def get_partitioned_state(self, descriptor: StateDescriptor, namespace: object = None) -> State:
-        """The state object for ``descriptor``, scoped to ``namespace`` (``None``: the void
-        namespace of ``KeyedProcessFunction``) and to the current key at each call.
-
-        States with the same name share their entries; registering a name again with another
-        kind (or TTL setting) raises ValueError.
-        """
-        table = self._register(descriptor)
-        if namespace is None:
-            state = self._void_states.get(table.name)
-            if state is None:
-                state = self._void_states[table.name] = self._create(table, descriptor, None)
-            return state
-        return self._create(table, descriptor, namespace)
-
-    def get_internal_state(self, descriptor: StateDescriptor) -> InternalKvState:
-        """A new state object for operators: ``set_current_namespace(ns)`` scopes it, and list,
-        reducing and aggregating states have ``merge_namespaces(target, sources)``."""
-        return self._create(self._register(descriptor), descriptor, None)
 
     # ------------------------------------------------------------------ inspection
 

@@ -46,7 +46,6 @@ from rocksdict import Options, Rdict, WriteOptions
 from sparktide.core.state import (
     AggregatingStateDescriptor,
     ReducingStateDescriptor,
-    State,
     StateDescriptor,
     StateTtlConfig,
 )
@@ -58,6 +57,7 @@ from sparktide.runtime.state.backend import (
     StateMeta,
     StateSnapshot,
 )
+from sparktide.runtime.state.backend_base import KeyedStateBackendBase
 from sparktide.runtime.state.backend_checks import (
     check_backend_args,
     check_registration,
@@ -65,7 +65,6 @@ from sparktide.runtime.state.backend_checks import (
     key_group_out_of_range,
     key_out_of_range,
     kind_of,
-    no_current_key,
     ttl_enabled,
     unhashable_key,
 )
@@ -116,7 +115,7 @@ def _open_error(directory: Path, exc: Exception) -> RuntimeError:
     )
 
 
-class RocksDBKeyedStateBackend:
+class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
     """The keyed state of one operator subtask in RocksDB, for the key groups in
     ``key_group_range``; the database lives in ``directory`` (created if missing; it must be
     empty) until :meth:`dispose` deletes it.
@@ -330,18 +329,6 @@ class RocksDBKeyedStateBackend:
     # ------------------------------------------------------------------ properties
 
     @property
-    def max_parallelism(self) -> int:
-        return self._max_parallelism
-
-    @property
-    def key_group_range(self) -> KeyGroupRange:
-        return self._range
-
-    @property
-    def time_provider(self) -> Callable[[], int]:
-        return self._time
-
-    @property
     def directory(self) -> Path:
         """Where the database lives."""
         return self._directory
@@ -394,16 +381,6 @@ class RocksDBKeyedStateBackend:
         if self._key_listeners:
             for listener in self._key_listeners:
                 listener()
-
-    def _check_open(self) -> None:
-        if self._disposed:
-            raise disposed("state can no longer be used")
-
-    def check_key(self) -> None:
-        """Raise a clear RuntimeError when no key is current (called by states on failure)."""
-        self._check_open()
-        if self.current_key_group is None:
-            raise no_current_key() from None
 
     # ------------------------------------------------------------------ registration
 
@@ -484,26 +461,6 @@ class RocksDBKeyedStateBackend:
         if isinstance(descriptor, AggregatingStateDescriptor):
             return RocksDBAggregatingState(self, state, ns, descriptor.get_agg_function())
         return PLAIN[state.kind](self, state, ns)
-
-    def get_partitioned_state(self, descriptor: StateDescriptor, namespace: object = None) -> State:
-        """The state object for ``descriptor``, scoped to ``namespace`` (``None``: the void
-        namespace of ``KeyedProcessFunction``) and to the current key at each call.
-
-        States with the same name share their entries; registering a name again with another
-        kind (or TTL setting) raises ValueError.
-        """
-        state = self._register(descriptor)
-        if namespace is None:
-            obj = self._void_states.get(state.name)
-            if obj is None:
-                obj = self._void_states[state.name] = self._create(state, descriptor, None)
-            return obj
-        return self._create(state, descriptor, namespace)
-
-    def get_internal_state(self, descriptor: StateDescriptor) -> InternalKvState:
-        """A new state object for operators: ``set_current_namespace(ns)`` scopes it, and list,
-        reducing and aggregating states have ``merge_namespaces(target, sources)``."""
-        return self._create(self._register(descriptor), descriptor, None)
 
     # ------------------------------------------------------------------ inspection
 
