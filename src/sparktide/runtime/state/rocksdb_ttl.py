@@ -46,12 +46,12 @@ from sparktide.runtime.state.heap import (
     InternalKvState,
     Reducer,
     TtlEntry,
+    accumulate,
     check_mapping,
     check_not_none,
     checked_reduce,
     list_values,
     merge_accumulators,
-    returned_none_error,
 )
 from sparktide.runtime.state.rocksdb_entries import successor
 from sparktide.runtime.state.rocksdb_layout import decode_timestamp, key_group_bounds
@@ -340,13 +340,8 @@ class RocksDBTtlAggregatingState(_Merging, _TtlState, AggregatingState[object, o
             return
         c = self._codec
         data = self._get(k)
-        acc = None if data is None else self._unexpired(c.decode_single(data), now)
-        if acc is None:
-            acc = self._agg.create_accumulator()
-        acc = self._agg.add(value, acc)
-        if acc is None:
-            raise returned_none_error(self._agg, "add")
-        self._put(k, c.encode_single((acc, now)))
+        old = None if data is None else self._unexpired(c.decode_single(data), now)
+        self._put(k, c.encode_single((accumulate(self._agg, old, value), now)))
 
     def _merge_data(self, a: bytes, b: bytes) -> bytes | None:
         return self._merge_unexpired(a, b, lambda x, y: merge_accumulators(self._agg, x, y))

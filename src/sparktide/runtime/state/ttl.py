@@ -52,12 +52,12 @@ from sparktide.runtime.state.heap import (
     Reducer,
     StateTable,
     TtlEntry,
+    accumulate,
     check_mapping,
     check_not_none,
     checked_reduce,
     list_values,
     merge_accumulators,
-    returned_none_error,
 )
 from sparktide.runtime.state.ttl_rules import TtlMapViews, TtlRules, ttl_settings
 
@@ -390,13 +390,7 @@ class TtlAggregatingState(
         if value is None:
             d.pop(k, None)
             return
-        acc = self._unexpired(d.get(k), now)
-        if acc is None:
-            acc = self._agg.create_accumulator()
-        acc = self._agg.add(value, acc)
-        if acc is None:
-            raise returned_none_error(self._agg, "add")
-        d[k] = (acc, now)
+        d[k] = (accumulate(self._agg, self._unexpired(d.get(k), now), value), now)
 
     def _merge_raw(self, a: TtlEntry, b: TtlEntry) -> TtlEntry | None:
         return self._merge_entries(a, b, lambda x, y: merge_accumulators(self._agg, x, y))
