@@ -453,3 +453,33 @@ def test_entry_counts_exact_and_estimated(tmp_path: Path) -> None:
     # stored entries: one per value, map key and list element (an estimate, no scan)
     assert 600 < b.estimate_num_entries() <= 2 * 1200
     b.dispose()
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.lists(
+        st.tuples(st.integers(-3, 3) | st.sampled_from(["a", "b"]), st.booleans(), st.integers()),
+        max_size=40,
+    )
+)
+def test_keys_set_with_their_group_read_what_keys_set_alone_wrote(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, ops: list[Any]
+) -> None:
+    monkeypatch.setattr(backend_mod, "_KEY_CACHE_SIZE", 3)  # the key cache fills and clears
+    b = rocksdb(tmp_path_factory.mktemp("db"))
+    state = b.get_partitioned_state(ValueStateDescriptor("v", None))
+    model: dict[Any, int] = {}
+    for key, with_group, value in ops:
+        if with_group:  # as records and timers come: the key group computed once upstream
+            b.set_current_key_and_group(key, assign_to_key_group(key, MAXP))
+        else:
+            b.set_current_key(key)
+        assert state.value() == model.get(key)
+        state.update(value)
+        model[key] = value
+    for key, value in model.items():
+        b.set_current_key(key)
+        assert state.value() == value
+    b.dispose()

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from sparktide.common.types import Row
 from sparktide.common.watermark_strategy import (
@@ -469,15 +470,21 @@ def narrowed(table: pa.Table) -> pa.Table:
     """``table`` with each ``int64`` column whose values all fit in an ``int32`` narrowed to
     one: less for Spark's shuffle to move (:func:`shipped_table` widens them back).
 
-    >>> narrowed(pa.table({"a": [1, -2], "b": [1, 2**40]})).schema.types
+    Nulls stay nulls.
+
+    >>> t = narrowed(pa.table({"a": [1, None, -2], "b": [1, None, 2**40]}))
+    >>> t.schema.types
     [DataType(int32), DataType(int64)]
+    >>> t.column("a").to_pylist()
+    [1, None, -2]
     """
     columns = []
     for column in table.columns:
         if column.type == pa.int64() and len(column):
-            values = np.asarray(column.to_numpy(), dtype=np.int64)
-            if _INT32.min <= int(values.min()) and int(values.max()) <= _INT32.max:
-                column = pa.array(values.astype(np.int32))
+            bounds = pc.min_max(column)
+            low, high = bounds["min"].as_py(), bounds["max"].as_py()
+            if low is None or (_INT32.min <= low and high <= _INT32.max):
+                column = column.cast(pa.int32())
         columns.append(column)
     return pa.table(columns, names=table.column_names)
 

@@ -72,6 +72,7 @@ from sparktide.runtime.state.cleanup import purge_expired
 from sparktide.runtime.state.heap import EntryKey, InternalKvState, check_raw
 from sparktide.runtime.state.rocksdb_entries import NAMESPACES, EntryCodec, successor
 from sparktide.runtime.state.rocksdb_layout import Codec, key_codec, key_group_bounds
+from sparktide.runtime.state.rocksdb_memory import db_options, state_options
 from sparktide.runtime.state.rocksdb_raw import CF_PREFIX, RawStore, StoredState, codec_for
 from sparktide.runtime.state.rocksdb_states import (
     PLAIN,
@@ -319,10 +320,8 @@ class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
                 f"the RocksDB state directory {str(directory)!r} is not writable; pass a "
                 "writable directory"
             )
-        options = Options(raw_mode=True)
-        options.create_if_missing(True)
         try:
-            return Rdict(str(directory), options)
+            return Rdict(str(directory), db_options())
         except Exception as exc:
             raise _open_error(directory, exc) from None
 
@@ -370,11 +369,16 @@ class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
         if not self._start <= key_group <= self._end:
             self._check_open()
             raise key_group_out_of_range(key, key_group, self._start, self._end)
-        cached = self._key_cache.get(key)
+        cache = self._key_cache
+        cached = cache.get(key)
         if cached is not None and cached[0] == key_group:
             prefix = cached[1]
         else:
             prefix = key_group.to_bytes(2, "big") + self._key_codec.key_bytes(key)
+            if cached is None:  # remembered as set_current_key does (records come this way)
+                if len(cache) >= _KEY_CACHE_SIZE:
+                    cache.clear()
+                cache[key] = (key_group, prefix)
         self.current_key = key
         self.current_key_group = key_group
         self.key_prefix = prefix
@@ -386,8 +390,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
 
     def _new_state(self, name: str, kind: str, ttl: bool) -> StoredState:
         cf_name = CF_PREFIX + name
-        options = Options(raw_mode=True)
-        cf = self._db.create_column_family(cf_name, options)
+        cf = self._db.create_column_family(cf_name, state_options())
         cf.set_write_options(self._write_options)
         state = StoredState(name, kind, ttl, cf, EntryCodec(kind, ttl, None, None))
         self._states[name] = state

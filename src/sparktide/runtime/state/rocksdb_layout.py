@@ -241,9 +241,16 @@ class _IntCodec(_ExactCodec):
     def key_bytes(self, value: Any) -> bytes:
         return int(self._coerce(value) + self._offset).to_bytes(self._width, "big")
 
+    value_bytes = key_bytes  # state values: one call, not two
+
     def decode_value_from(self, data: bytes, offset: int) -> tuple[Any, int]:
         end = offset + self._width
         return int.from_bytes(data[offset:end], "big") - self._offset, end
+
+    def decode_value(self, data: bytes, offset: int = 0) -> Any:
+        if offset == 0 and len(data) == self._width:  # a stored value: all of ``data``
+            return int.from_bytes(data, "big") - self._offset
+        return int.from_bytes(data[offset : offset + self._width], "big") - self._offset
 
 
 class _FloatCodec(_ExactCodec):
@@ -500,9 +507,12 @@ class _GenericKeyCodec(Codec):
     __slots__ = ()
 
     def key_bytes(self, value: Any) -> bytes:
-        if type(value) is str:  # the common key, without the general dispatch
+        if type(value) is str:  # the common keys, without the general dispatch
             raw = value.encode("utf-8", "surrogatepass")
             return b"S" + _LEN.pack(len(raw)) + raw
+        if type(value) is int:
+            n = (value.bit_length() + 8) // 8
+            return b"I" + _LEN.pack(n) + value.to_bytes(n, "big", signed=True)
         out: list[bytes] = []
         _canonical(value, out)
         return b"".join(out)
