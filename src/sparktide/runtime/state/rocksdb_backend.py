@@ -509,20 +509,14 @@ class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
         state = self._states.get(state_name)
         if state is None:
             return iter(())
-        lo, hi = key_group_bounds(self._range)
         keys: list[object] = []
         last: bytes | None = None
-        it = state.cf.iter()
-        it.seek(lo)
-        while it.valid():
-            sk: bytes = it.key()
-            if sk >= hi:
-                break
-            key, ns, end = self._raw.split(sk)
+        split = self._raw.split
+        for sk in self._raw.store_keys(state):
+            key, ns, end = split(sk)
             if ns == namespace and sk[:end] != last:
                 keys.append(key)
                 last = sk[:end]
-            it.next()
         return iter(keys)
 
     def get_state_names(self) -> list[str]:
