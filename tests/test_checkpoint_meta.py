@@ -15,8 +15,13 @@ from sparktide.common.watermark_strategy import (
     WatermarkGenerator,
     WatermarksWithIdleness,
 )
+from sparktide.core.state_backend import StateBackendKind
 from sparktide.spark.checkpoint import CheckpointStore
-from sparktide.spark.checkpoint_format import CHECKPOINT_FORMAT_VERSION, CheckpointError
+from sparktide.spark.checkpoint_format import (
+    CHECKPOINT_FORMAT_VERSION,
+    MIGRATED_FORMAT_VERSIONS,
+    CheckpointError,
+)
 from sparktide.spark.checkpoint_meta import (
     BatchCommit,
     Chain,
@@ -68,7 +73,7 @@ def test_a_manifest_survives_its_json_form() -> None:
     manifest = _manifest()
     raw = _through_json(manifest.to_json())
     assert raw["format_version"] == CHECKPOINT_FORMAT_VERSION
-    assert raw["chains"]["0"][1] == {"snapshot": 1, "changelogs": [2, 3]}  # the on-disk keys
+    assert raw["chains"]["0"][1] == {"snapshot": 1, "changelogs": [2, 3], "backend": "hashmap"}
     assert raw["files"]["state/3/stage-0/sub-1.log"]["key_groups"] == [64, 127]
     assert CommitManifest.from_json(raw, WHERE) == manifest
     assert manifest.chain(0, 1) == Chain(1, (2, 3)) and manifest.chain(0, 2) is None
@@ -87,7 +92,7 @@ def test_every_part_survives_its_json_form() -> None:
     assert OperatorWatermarks.decode(OperatorWatermarks.encode(marks), "sub-0") == marks
 
 
-@pytest.mark.parametrize("version", [1, CHECKPOINT_FORMAT_VERSION - 1, 99, None, "3"])
+@pytest.mark.parametrize("version", [1, min(MIGRATED_FORMAT_VERSIONS) - 1, 99, None, "3"])
 def test_an_unknown_format_version_is_refused_naming_it(version) -> None:
     raw = {**_manifest().to_json(), "format_version": version}
     if version is None:
@@ -229,3 +234,56 @@ def test_a_duck_typed_generator_gets_its_data_attributes_back() -> None:
     outer = WatermarksWithIdleness(old, 100, lambda: 0)
     apply_generator_state(inner, capture_generator_state(outer))
     assert fresh.highest == 7
+
+
+# ------------------------------------------------------------------------- state backends
+
+
+def test_chains_record_their_backend_and_a_format_4_manifest_reads_as_heap_chains() -> None:
+    rocks = Chain(2, (3,), StateBackendKind.ROCKSDB)
+    manifest = CommitManifest(
+        version=3,
+        processing_time=0,
+        parallelism={0: 2},
+        chains={0: (Chain(3), rocks)},
+        files={},
+        fingerprint=None,
+    )
+    raw = _through_json(manifest.to_json())
+    assert [c["backend"] for c in raw["chains"]["0"]] == ["hashmap", "rocksdb"]
+    assert CommitManifest.from_json(raw, WHERE) == manifest
+    # the previous format named no backend: every chain was on the heap
+    old = {**json.loads(json.dumps(raw)), "format_version": 4}
+    for chain in old["chains"]["0"]:
+        del chain["backend"]
+    migrated = CommitManifest.from_json(old, WHERE)
+    assert {c.backend for c in migrated.chains[0]} == {StateBackendKind.HASHMAP}
+    assert migrated.chain(0, 1) == Chain(2, (3,))
+    # the current format must name it, and name a known one
+    with pytest.raises(CheckpointError, match=r"field 'chains.0\[0\].backend' is missing"):
+        CommitManifest.from_json({**old, "format_version": CHECKPOINT_FORMAT_VERSION}, WHERE)
+    raw["chains"]["0"][1]["backend"] = "leveldb"
+    with pytest.raises(CheckpointError, match=r"must be one of 'hashmap', 'rocksdb', got"):
+        CommitManifest.from_json(raw, WHERE)
+
+
+@pytest.mark.parametrize("switch", [False, True])
+def test_a_switch_of_backend_starts_a_new_chain(tmp_path, switch) -> None:
+    info = CommitManifest(
+        version=4,
+        processing_time=0,
+        parallelism={0: 1},
+        chains={0: (Chain(3, (4,)),)},
+        files={},
+        fingerprint=None,
+    )
+    backend = StateBackendKind.ROCKSDB if switch else StateBackendKind.HASHMAP
+    store = CheckpointStore(str(tmp_path), snapshot_every=5, state_backend=backend)
+    chain = store.plan_chain(info, 0, 0, 1, 5)
+    assert chain == (Chain(5, (), backend) if switch else Chain(3, (4, 5)))
+    # the store travels to the workers with its backend
+    import pickle
+
+    assert pickle.loads(pickle.dumps(store)).state_backend is backend
+    with pytest.raises(TypeError, match="state_backend must be a StateBackendKind"):
+        CheckpointStore(str(tmp_path), state_backend="rocksdb")  # type: ignore[arg-type]

@@ -18,6 +18,7 @@ from sparktide.spark.checkpoint import (
     CheckpointStore,
     unpack_parts,
 )
+from sparktide.spark.checkpoint_format import MIGRATED_FORMAT_VERSIONS
 from sparktide.spark.checkpoint_inspect import describe_checkpoint
 from test_checkpoint_identity import _run, _write
 
@@ -135,7 +136,7 @@ def test_an_older_format_version_is_refused_naming_both(checkpoint, tmp_path) ->
     old = tmp_path / "old"
     shutil.copytree(checkpoint, old)
     store = CheckpointStore(str(old))
-    for older in range(1, CHECKPOINT_FORMAT_VERSION):  # the layouts of older format versions
+    for older in range(1, min(MIGRATED_FORMAT_VERSIONS)):  # layouts no longer read
         for version in (0, 1):
             _rewrite_manifest(store, version, older)
         with pytest.raises(CheckpointError) as info:

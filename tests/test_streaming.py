@@ -18,6 +18,7 @@ import pytest
 from sparktide.common import Duration, Row, Time, Types
 from sparktide.common.watermark_strategy import WatermarkStrategy
 from sparktide.datastream import KeyedProcessFunction, StreamExecutionEnvironment
+from sparktide.datastream.state_backend import EmbeddedRocksDBStateBackend, HashMapStateBackend
 from sparktide.datastream.window import TumblingEventTimeWindows
 from sparktide.spark.checkpoint import CheckpointError, CheckpointStore, pack_parts, unpack_parts
 from sparktide.spark.checkpoint_inspect import describe_checkpoint
@@ -89,9 +90,18 @@ def _fired_before_end(job: str, output: list[tuple], watermark: int) -> list[tup
     return [o for o in output if (o[1] // WINDOW + 1) * WINDOW - 1 <= watermark]
 
 
-def _stream(spark, directory, job: str, parallelism: int, ckpt, sink=None, **options):
+def backend_named(name: str):
+    """The state backend a test names: the heap, or RocksDB with incremental checkpoints."""
+    if name == "hashmap":
+        return HashMapStateBackend()
+    return EmbeddedRocksDBStateBackend(enable_incremental_checkpointing=True)
+
+
+def _stream(spark, directory, job: str, parallelism: int, ckpt, sink=None, backend=None, **options):
     env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
     env.set_parallelism(parallelism)
+    if backend is not None:
+        env.set_state_backend(backend_named(backend))
     frame = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(directory))
     stream = env.from_stream(frame, _strategy(), timestamp_column="ts", **options)
     out: dict[int, list[tuple]] = {}
@@ -364,9 +374,10 @@ def _in_order_records(files: int, seed: int = 11) -> list[list[tuple[str, int, i
     ]
 
 
-def run_to_parquet(spark, directory: str, ckpt: str, out: str) -> None:
-    """The job of the kill test (also run by its subprocess)."""
-    _stream(spark, directory, "windows", 2, ckpt, sink=ParquetBatchSink(out))
+def run_to_parquet(spark, directory: str, ckpt: str, out: str, parallelism: int = 2) -> None:
+    """The job of the kill test (also run by its subprocess, on the default state backend,
+    which the ``state_backend`` fixture sets for both)."""
+    _stream(spark, directory, "windows", parallelism, ckpt, sink=ParquetBatchSink(out))
 
 
 def _read_parquet(spark, out) -> list[tuple]:
@@ -409,7 +420,8 @@ def test_killed_runs_resume_without_loss_or_duplicates(spark, tmp_path) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
             kills += 1
         proc.wait()
-    run_to_parquet(spark, str(tmp_path / "in"), str(ckpt), str(out))
+    # the last run rescales (3 subtasks where the killed runs had 2)
+    run_to_parquet(spark, str(tmp_path / "in"), str(ckpt), str(out), parallelism=3)
     assert kills >= 1
     expected = _fired_before_end(
         "windows", _reference("windows", batches), _final_watermark(batches)

@@ -23,14 +23,22 @@ directory, given as a local path or any URI :func:`pyarrow.fs.FileSystem.from_ur
 batches (and after a change of the stage's parallelism), else a changelog. The state of a
 subtask at version ``v`` is its *chain*: the newest full snapshot ``<= v`` plus the changelogs
 after it, applied in order; the manifest names every subtask's chain (``"chains": {stage:
-[{"snapshot": v0, "changelogs": [v1, ...]}, ...]}``, see :meth:`CheckpointStore.plan_chain`),
-so a restart and ``sparktide inspect`` never guess. :meth:`CheckpointStore.read_subtask` returns
-the materialized full state whatever the layout. Version ``v`` only counts once
-``commits/<v>.json`` exists; that file is written (to a temporary name, then moved) after the
-batch's sinks have written, so the highest commit file names the last committed batch. A
-replayed, uncommitted batch reads version ``v - 1`` and overwrites the files of version ``v``.
-After a commit, the manifests of the last three batches are kept, with every state file their
-chains name (so a replay of the next batch still finds version ``v - 1``); the rest is deleted.
+[{"snapshot": v0, "changelogs": [v1, ...], "backend": "hashmap"}, ...]}``, see
+:meth:`CheckpointStore.plan_chain`), so a restart and ``sparktide inspect`` never guess.
+:meth:`CheckpointStore.read_subtask` returns the materialized full state whatever the layout.
+Version ``v`` only counts once ``commits/<v>.json`` exists; that file is written (to a
+temporary name, then moved) after the batch's sinks have written, so the highest commit file
+names the last committed batch. A replayed, uncommitted batch reads version ``v - 1`` and
+overwrites the files of version ``v``. After a commit, the manifests of the last three batches
+are kept, with every state file their chains name (so a replay of the next batch still finds
+version ``v - 1``); the rest is deleted.
+
+**State backends.** The files hold the backend-neutral form of keyed state and timers (what
+``snapshot_state()`` of the heap and of the RocksDB backend both give, timers with their
+sequence numbers), so a job restarted on the other backend restores them; each chain records
+the backend of the job that wrote it (:attr:`CheckpointStore.state_backend`), and a batch on
+another backend starts a new chain with a full snapshot. A RocksDB job without incremental
+checkpointing writes a full snapshot every batch (:func:`checkpoint_interval`).
 
 **Integrity.** Every file of this module starts with a magic string and a format version and
 carries CRC32 checksums of its parts (a changelog: one part per key group); the snapshots inside
@@ -54,8 +62,10 @@ values are pickled (state contents and keys, timer keys and namespaces, a waterm
 state). A file or manifest of another format version (:data:`CHECKPOINT_FORMAT_VERSION`; 1
 pickled valves, watermarks and split states, 2 a changelog's timer timestamps and sequence
 numbers, 3 the built-in watermark generators' attributes) is refused with an error naming both
-versions, never read. Restoring a checkpoint unpickles its user values, so a checkpoint
-directory must be trusted like code.
+versions, never read; version 4 (whose manifests name no backend: every chain was on the heap)
+is migrated (:data:`~sparktide.spark.checkpoint_format.MIGRATED_FORMAT_VERSIONS`): its files
+are read as they are and its chains as heap chains. Restoring a checkpoint unpickles its user
+values, so a checkpoint directory must be trusted like code.
 
 **Rescaling.** Key groups are the unit: a subtask reads the chain of every old subtask whose
 key-group range intersects its own and keeps only its key groups (of snapshots and changelogs
@@ -81,6 +91,11 @@ import zlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from sparktide.core.state_backend import (
+    EmbeddedRocksDBStateBackend,
+    StateBackend,
+    StateBackendKind,
+)
 from sparktide.runtime.keygroups import KeyGroupRange, compute_key_group_range_for_operator_index
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot, SnapshotFormatError
 from sparktide.runtime.state.backend import StateMeta
@@ -126,6 +141,7 @@ __all__ = [
     "FileRecord",
     "LoadedSubtask",
     "check_snapshot_every",
+    "checkpoint_interval",
     "format_version_error",
     "pack_parts",
     "unpack_parts",
@@ -191,7 +207,14 @@ class CheckpointStore:
         fingerprint: JobFingerprint | None = None,
         snapshot_every: int | None = None,
         allow_non_restored_state: bool = False,
+        state_backend: StateBackendKind = StateBackendKind.HASHMAP,
     ) -> None:
+        if not isinstance(state_backend, StateBackendKind):
+            raise TypeError(
+                "state_backend must be a StateBackendKind (StateBackendKind.HASHMAP or "
+                f"StateBackendKind.ROCKSDB), got {state_backend!r}"
+            )
+        self.state_backend = state_backend
         if not isinstance(allow_non_restored_state, bool):
             raise TypeError(
                 "allow_non_restored_state must be a bool (True: drop the checkpointed state of "
@@ -204,17 +227,20 @@ class CheckpointStore:
         self.records: dict[str, FileRecord] = {}  # files this object wrote, by relative path
         self._fs, self.root = _filesystem(location)
 
-    def __getstate__(self) -> tuple[str, JobFingerprint | None, int, bool]:
+    def __getstate__(self) -> tuple[str, JobFingerprint | None, int, bool, StateBackendKind]:
         return (
             self.location,
             self.fingerprint,
             self.snapshot_every,
             self.allow_non_restored_state,
+            self.state_backend,
         )
 
-    def __setstate__(self, state: tuple[str, JobFingerprint | None, int, bool]) -> None:
+    def __setstate__(
+        self, state: tuple[str, JobFingerprint | None, int, bool, StateBackendKind]
+    ) -> None:
         self.location, self.fingerprint, self.snapshot_every = state[:3]
-        self.allow_non_restored_state = state[3]
+        self.allow_non_restored_state, self.state_backend = state[3], state[4]
         self.records = {}
         self._fs, self.root = _filesystem(self.location)
 
@@ -458,22 +484,26 @@ class CheckpointStore:
         manifest of ``version - 1`` (``previous``).
 
         A full snapshot when there is no previous version, the stage's parallelism changed (the
-        key groups of the subtask moved) or the chain already holds ``snapshot_every`` files;
-        else the previous chain plus a changelog at ``version``. Workers and the driver both
-        call this, so they agree on what a batch writes.
+        key groups of the subtask moved), the job's state backend (:attr:`state_backend`) is
+        not the chain's, or the chain already holds ``snapshot_every`` files; else the previous
+        chain plus a changelog at ``version``. Workers and the driver both call this, so they
+        agree on what a batch writes.
 
         >>> import tempfile
         >>> store = CheckpointStore(tempfile.mkdtemp(), snapshot_every=2)
-        >>> store.plan_chain(None, 0, 0, 1, 0)
-        Chain(snapshot=0, changelogs=())
+        >>> store.plan_chain(None, 0, 0, 1, 0).versions()
+        (0,)
         >>> info = CommitManifest(version=0, processing_time=0, parallelism={0: 1},
         ...     chains={0: (Chain(0),)}, files={}, fingerprint=None)
+        >>> store.plan_chain(info, 0, 0, 1, 1).versions()
+        (0, 1)
+        >>> store.plan_chain(info, 0, 0, 2, 1).versions()  # rescaled: a full snapshot
+        (1,)
+        >>> store.state_backend = StateBackendKind.ROCKSDB  # switched: a full snapshot
         >>> store.plan_chain(info, 0, 0, 1, 1)
-        Chain(snapshot=0, changelogs=(1,))
-        >>> store.plan_chain(info, 0, 0, 2, 1)  # rescaled: a full snapshot
-        Chain(snapshot=1, changelogs=())
+        Chain(snapshot=1, changelogs=(), backend=<StateBackendKind.ROCKSDB: 'rocksdb'>)
         """
-        full = Chain(version)
+        full = Chain(version, backend=self.state_backend)
         # a chain continues only in the same stage directory: a stage restored from another
         # index (the job's stages were built in another order) starts a new chain
         if previous is None or self.previous_stage(previous, stage) != stage:
@@ -483,7 +513,9 @@ class CheckpointStore:
         chain = previous.chain(stage, subtask)
         if chain is None or len(chain.changelogs) + 1 >= self.snapshot_every:
             return full
-        return Chain(chain.snapshot, (*chain.changelogs, version))
+        if chain.backend is not self.state_backend:
+            return full
+        return Chain(chain.snapshot, (*chain.changelogs, version), chain.backend)
 
     # ------------------------------------------------------------------ batches
 
@@ -575,7 +607,7 @@ class CheckpointStore:
         """The chain of files of a stage subtask at committed ``version`` (as its manifest
         names it; an uncommitted version: its full snapshot file)."""
         if not self._has_commit(version):
-            return Chain(version)
+            return Chain(version, backend=self.state_backend)
         chain = self.commit_info(version).chain(stage, subtask)
         if chain is None:
             raise CheckpointError(
@@ -821,3 +853,22 @@ def check_snapshot_every(snapshot_every: object) -> int:
             f"{DEFAULT_SNAPSHOT_EVERY}, got {snapshot_every!r}"
         )
     return snapshot_every
+
+
+def checkpoint_interval(backend: StateBackend, snapshot_every: object) -> int:
+    """The ``snapshot_every`` of a job on state backend ``backend``: as given (validated, see
+    :func:`check_snapshot_every`), but 1 (a full snapshot every batch) on an
+    ``EmbeddedRocksDBStateBackend`` whose incremental checkpointing is off.
+
+    >>> from sparktide.core.state_backend import EmbeddedRocksDBStateBackend, HashMapStateBackend
+    >>> checkpoint_interval(HashMapStateBackend(), None)
+    10
+    >>> checkpoint_interval(EmbeddedRocksDBStateBackend(enable_incremental_checkpointing=True), 4)
+    4
+    >>> checkpoint_interval(EmbeddedRocksDBStateBackend(enable_incremental_checkpointing=False), 4)
+    1
+    """
+    every = check_snapshot_every(snapshot_every)
+    if not isinstance(backend, EmbeddedRocksDBStateBackend):
+        return every
+    return every if backend.is_incremental_checkpoints_enabled() else 1

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 
 __all__ = [
     "CHECKPOINT_FORMAT_VERSION",
+    "MIGRATED_FORMAT_VERSIONS",
     "CheckpointError",
     "JsonObject",
     "JsonValue",
@@ -32,10 +33,15 @@ __all__ = [
     "unpack_parts",
 ]
 
-CHECKPOINT_FORMAT_VERSION = 4
+CHECKPOINT_FORMAT_VERSION = 5
 # 1: valves, watermarks and split states were pickled; 2: a changelog's key groups were one
 # pickle each (timer timestamps and sequence numbers with the user values); 3: a split's
-# watermark generator state was its attributes, also for the built-in generators
+# watermark generator state was its attributes, also for the built-in generators; 4: a
+# manifest named no state backend per chain (every chain was on the heap)
+MIGRATED_FORMAT_VERSIONS = frozenset({4})
+"""Older format versions still read: their files mean the same, a manifest is migrated (a
+version 4 manifest's chains are heap chains, see
+:meth:`~sparktide.spark.checkpoint_meta.CommitManifest.from_json`)."""
 _MAGIC = b"\x89STKCKP\n"
 _PREFIX = struct.Struct(">8sII")
 
@@ -54,9 +60,11 @@ def format_version_error(where: str, version: object) -> CheckpointError:
     metadata may mean something else in another)."""
     older = isinstance(version, int) and version < CHECKPOINT_FORMAT_VERSION
     who = "an older" if older else "another"
+    readable = ", ".join(str(v) for v in sorted({*MIGRATED_FORMAT_VERSIONS}))
     return CheckpointError(
         f"{where}: checkpoint format version {version} is not supported; this sparktide "
-        f"reads version {CHECKPOINT_FORMAT_VERSION} (the checkpoint was written by {who} "
+        f"reads version {CHECKPOINT_FORMAT_VERSION} and migrates {readable} (the checkpoint "
+        f"was written by {who} "
         "sparktide): resume the query with the sparktide version that wrote it, or start from "
         "an empty checkpoint directory (its state is then not restored)"
     )
@@ -89,7 +97,7 @@ def unpack_parts(data: bytes, where: str) -> tuple[JsonObject, dict[str, bytes]]
             "corrupt: restore the directory from a backup or start from an empty one"
         )
     _, version, head_len = _PREFIX.unpack_from(data)
-    if version != CHECKPOINT_FORMAT_VERSION:
+    if version != CHECKPOINT_FORMAT_VERSION and version not in MIGRATED_FORMAT_VERSIONS:
         raise format_version_error(where, version)
     start = _PREFIX.size
     end = start + head_len

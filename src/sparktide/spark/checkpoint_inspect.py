@@ -88,7 +88,7 @@ def _subtask(
     paths.extend(store.changelog_path(v, stage, subtask) for v in chain.changelogs)
     newest = paths[-1]
     meta, parts = unpack_parts(store.read_bound(newest, files), newest)  # checksums, no pickle
-    entry: JsonObject = {"subtask": subtask}
+    entry: JsonObject = {"subtask": subtask, "backend": chain.backend.value}
     key_groups = meta.get("key_groups")
     if isinstance(key_groups, list):
         entry["key_groups"] = list(key_groups)
@@ -128,7 +128,8 @@ def describe_checkpoint(store: CheckpointStore) -> JsonObject:
     """A summary of the last committed version, for people and tools (``sparktide
     inspect``), read without unpickling anything: its batch id, processing time, the sources'
     combined watermark and each split's (or ``"idle"``) with its state, the batch's metrics,
-    and per stage its operators and per subtask its key groups, state entries, pending timers
+    and per stage its operators and per subtask the state backend of the job that wrote it,
+    its key groups, state entries, pending timers
     per domain (count, earliest and latest), operator watermarks and the bytes of its files,
     and, when its newest file is a changelog, what that changelog put and deleted."""
     check_is_checkpoint(store)

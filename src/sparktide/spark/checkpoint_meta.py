@@ -41,9 +41,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import cast
 
+from sparktide.core.state_backend import StateBackendKind
 from sparktide.runtime.valve import StatusWatermarkValve, ValveState
 from sparktide.spark.checkpoint_format import (
     CHECKPOINT_FORMAT_VERSION,
+    MIGRATED_FORMAT_VERSIONS,
     CheckpointError,
     JsonObject,
     JsonValue,
@@ -179,22 +181,49 @@ def _int_list(fields: _Fields, name: str) -> tuple[int, ...]:
 @dataclass(frozen=True)
 class Chain:
     """The files that make up the state of a stage subtask at a version: the full snapshot of
-    version ``snapshot`` plus the changelogs of ``changelogs``, applied in order."""
+    version ``snapshot`` plus the changelogs of ``changelogs``, applied in order, written by a
+    job on the state backend ``backend``.
+
+    The files hold the backend-neutral form of keyed state (the ``snapshot_state()`` form
+    both backends share), so a chain restores onto either backend; the backend is recorded so
+    that a switch starts a new chain and ``sparktide inspect`` can say where the state lived.
+
+    >>> Chain(3, (4,), StateBackendKind.ROCKSDB).to_json()
+    {'snapshot': 3, 'changelogs': [4], 'backend': 'rocksdb'}
+    """
 
     snapshot: int
     changelogs: tuple[int, ...] = ()
+    backend: StateBackendKind = StateBackendKind.HASHMAP
 
     def versions(self) -> tuple[int, ...]:
         """Every version whose file the chain names."""
         return (self.snapshot, *self.changelogs)
 
     def to_json(self) -> JsonObject:
-        return {"snapshot": self.snapshot, "changelogs": list(self.changelogs)}
+        return {
+            "snapshot": self.snapshot,
+            "changelogs": list(self.changelogs),
+            "backend": self.backend.value,
+        }
 
     @classmethod
-    def from_json(cls, raw: object, where: str, path: str = "") -> Chain:
+    def from_json(
+        cls, raw: object, where: str, path: str = "", format_version: int | None = None
+    ) -> Chain:
+        """Read a chain of a manifest of ``format_version`` (``None``: the current one; a
+        version 4 chain names no backend: it was on the heap)."""
         fields = _Fields(raw, where, path)
-        return cls(fields.get_int("snapshot"), _int_list(fields, "changelogs"))
+        snapshot, changelogs = fields.get_int("snapshot"), _int_list(fields, "changelogs")
+        if format_version in MIGRATED_FORMAT_VERSIONS and "backend" not in fields.raw:
+            return cls(snapshot, changelogs, StateBackendKind.HASHMAP)
+        name = fields.get_str("backend")
+        try:
+            backend = StateBackendKind(name)
+        except ValueError:
+            known = ", ".join(repr(k.value) for k in StateBackendKind)
+            raise fields.fail("backend", f"one of {known}", name) from None
+        return cls(snapshot, changelogs, backend)
 
 
 _BINDING = ("version", "operator", "stage", "subtask", "key_groups", "kind")
@@ -475,8 +504,9 @@ version 99 is not supported; ...
     def from_json(cls, raw: object, where: str) -> CommitManifest:
         fields = _Fields(raw, where)
         version = fields.raw.get("format_version")
-        if version != CHECKPOINT_FORMAT_VERSION:
+        if version != CHECKPOINT_FORMAT_VERSION and version not in MIGRATED_FORMAT_VERSIONS:
             raise format_version_error(where, version)
+        fmt = version if isinstance(version, int) else None
         number = fields.get_int("version")
         parallelism: dict[int, int] = {}
         for stage, p in fields.int_keyed("parallelism").items():
@@ -489,10 +519,10 @@ version 99 is not supported; ...
                 if not isinstance(raw_chains, list):
                     raise fields.fail(f"chains.{stage}", "a list of chains", raw_chains)
                 chains[stage] = tuple(
-                    Chain.from_json(c, where, f"chains.{stage}[{i}]")
+                    Chain.from_json(c, where, f"chains.{stage}[{i}]", fmt)
                     for i, c in enumerate(raw_chains)
                 )
-        else:  # a manifest without chains: full snapshots
+        else:  # a manifest without chains: full snapshots (on the heap: older formats)
             chains = {s: (Chain(number),) * p for s, p in parallelism.items()}
         files = fields.get_object("files").raw if "files" in fields.raw else {}
         raw_fp = fields.raw.get("fingerprint")

@@ -14,11 +14,20 @@ checkpoint location, job fingerprint, stage, subtask and parallelism. The next b
 entry (it is removed, so a failed attempt can never leave state behind for its retry) and uses
 it only if it holds exactly version ``v - 1`` with the chain the manifest names; anything else (a
 replay of an uncommitted batch, another parallelism, another process) reads the checkpoint.
+Each subtask reports how it got its state (an
+:class:`~sparktide.runtime.state.rocksdb_local.OpenOutcome`: reused in memory, restored from
+the checkpoint's files, or created empty) and the seconds it took, as the ``"restore"`` of its
+metrics; the driver sums them per batch (``state_restores`` of the batch metrics).
+
+**State backends.** The files hold the backend-neutral form of keyed state and timers
+(``snapshot_state()`` / ``restore_state()`` of either backend, timers with their sequence
+numbers), so a subtask restores them onto the job's backend whichever backend wrote them.
 """
 
 from __future__ import annotations
 
 import pickle
+import time
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain, groupby
 from operator import itemgetter
@@ -40,6 +49,7 @@ from sparktide.runtime.gc_pacing import paced_iteration
 from sparktide.runtime.operator_identity import operator_identities
 from sparktide.runtime.processing_time import ManualProcessingTimeService
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot
+from sparktide.runtime.state.rocksdb_local import OpenOutcome
 from sparktide.spark.changelog import Digests, digests
 from sparktide.spark.checkpoint import CheckpointStore
 from sparktide.spark.checkpoint_meta import (
@@ -163,11 +173,13 @@ class StreamingJob:
         self.identities = operator_identities(self.plan.nodes)
         self._pending: dict[int, tuple[Chain, Digests]] = {}
         self._written: dict[int, tuple[str, FileRecord]] = {}  # target -> file, record
+        self._restored: dict[int, tuple[str, float]] = {}  # target -> outcome, seconds
 
     def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)
         state["_pending"] = {}
         state["_written"] = {}
+        state["_restored"] = {}
         return state
 
     # ------------------------------------------------------------------ source stage
@@ -221,9 +233,26 @@ class StreamingJob:
     def _restore_subtask(
         self, task: SubtaskTask, stage: Stage, target: int
     ) -> dict[str, OperatorWatermarks]:
+        """:meth:`_restore_state`, timed: how the subtask got its state and the seconds it
+        took are kept for its metrics (:meth:`restore_outcome`)."""
+        started = time.perf_counter()
+        outcome, watermarks = self._restore_state(task, stage, target)
+        self._restored[target] = (outcome.value, time.perf_counter() - started)
+        return watermarks
+
+    def restore_outcome(self, target: int) -> tuple[str, float] | None:
+        """How subtask ``target`` got its state in this batch (the value of an
+        :class:`~sparktide.runtime.state.rocksdb_local.OpenOutcome`) and the seconds it took;
+        taken once (``None``: not restored in this process)."""
+        return self._restored.pop(target, None)
+
+    def _restore_state(
+        self, task: SubtaskTask, stage: Stage, target: int
+    ) -> tuple[OpenOutcome, dict[str, OperatorWatermarks]]:
         """Restore keyed state, timers and valves of ``task`` from version ``version - 1``
         (the worker cache when it holds exactly that, else the files the manifest names);
-        returns the operators' watermarks to apply once they are open."""
+        returns how (reused in memory, restored, created empty) and the operators' watermarks
+        to apply once they are open."""
         previous = self.previous
         store = self.store
         plan = store.plan_chain(previous, stage.index, target, stage.parallelism, self.version)
@@ -232,7 +261,7 @@ class StreamingJob:
         old_stage = None if previous is None else store.previous_stage(previous, stage.index)
         if previous is None or old_stage is None:  # a fresh start, or a stage it does not have
             self._pending[target] = (plan, {})
-            return {}
+            return OpenOutcome.CREATED, {}
         entry = task.entry
         keyed = entry.keyed_state_backend is not None
         old_p = previous.parallelism[old_stage]
@@ -277,9 +306,10 @@ class StreamingJob:
                 last = valve.last_output_watermark
                 for channel in range(current.num_channels):
                     current.input_watermark(last, channel, _Discard())
+        outcome = OpenOutcome.REUSED_IN_MEMORY if warm_hit else OpenOutcome.RESTORED
         if watermarks_bytes is None:
-            return {}
-        return OperatorWatermarks.decode(watermarks_bytes, where)
+            return outcome, {}
+        return outcome, OperatorWatermarks.decode(watermarks_bytes, where)
 
     def _save_subtask(self, task: SubtaskTask, stage: Stage, target: int) -> None:
         """Write version ``version`` of this subtask (a full snapshot or a changelog, as
@@ -399,6 +429,7 @@ class StreamingJob:
         self._save_subtask(task, stage, target)
         metrics: dict[str, object] = {**session.metrics()}
         metrics["file"] = self._written.pop(target)  # for the manifest
+        metrics["restore"] = self.restore_outcome(target)
         session.close()
         yield self.base.rows(tasks, 1)
         yield self.base.driver_row(Shipment.SUBTASK_METRICS, target, pickle.dumps(metrics))

@@ -30,9 +30,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 from sparktide.runtime.execution.driver import SubtaskMetrics
+from sparktide.runtime.state.rocksdb_local import LocalRecoveryStats, OpenOutcome
 
 __all__ = [
     "LOGGER",
@@ -41,6 +42,7 @@ __all__ = [
     "TaskTotals",
     "batch_metrics",
     "format_progress",
+    "restore_metrics",
 ]
 
 
@@ -76,6 +78,23 @@ class BatchMetrics(TaskTotals):
     next_event_timer: int | None
     next_processing_timer: int | None
     state_entries: int
+    state_restores: NotRequired[dict[str, dict[str, int | float]]]
+    """Per :class:`~sparktide.runtime.state.rocksdb_local.OpenOutcome`: how many subtasks got
+    their state that way in the batch and the seconds it took them (:func:`restore_metrics`)."""
+
+
+def restore_metrics(stats: LocalRecoveryStats) -> dict[str, dict[str, int | float]]:
+    """The ``state_restores`` of a batch: per outcome its count and seconds.
+
+    >>> stats = LocalRecoveryStats()
+    >>> stats.record(OpenOutcome.RESTORED, 0.25)
+    >>> restore_metrics(stats)["restored"], restore_metrics(stats)["reused_in_memory"]
+    ({'count': 1, 'seconds': 0.25}, {'count': 0, 'seconds': 0.0})
+    """
+    return {
+        o.value: {"count": stats.count(o), "seconds": round(stats.seconds.get(o, 0.0), 6)}
+        for o in OpenOutcome
+    }
 
 
 #: per-batch progress lines of streaming runs (``INFO``)
@@ -102,6 +121,7 @@ def batch_metrics(
     splits: dict[int, SplitSummary],
     tasks: TaskTotals,
     subtasks: Iterable[SubtaskMetrics],
+    restores: LocalRecoveryStats | None = None,
 ) -> BatchMetrics:
     """One batch's metrics (JSON-able: keys are strings).
 
@@ -112,7 +132,8 @@ def batch_metrics(
     ``operator_watermarks``: per stage the lowest watermark of its subtasks;
     ``timers_pending`` per domain and the earliest pending (``next_event_timer``,
     ``next_processing_timer``); ``state_entries``: keyed state entries over all subtasks (on
-    RocksDB, its estimate).
+    RocksDB, its estimate); ``state_restores`` (given ``restores``): how the subtasks got
+    their state (:func:`restore_metrics`).
     """
     subtasks = list(subtasks)
     pending = {"event": 0, "processing": 0}
@@ -130,13 +151,12 @@ def batch_metrics(
         if watermark is not None:
             key = str(sub["stage"])
             stages[key] = min(stages.get(key, watermark), watermark)
-    return {
+    out: BatchMetrics = {
         "batch_id": version,
         "spark_batch": spark_batch,
         "processing_time": processing_time,
         "duration_ms": duration_ms,
         "records": sum(s["records"] for s in splits.values()),
-        **tasks,
         "watermark": _combined(splits),
         "split_watermarks": {
             str(g): "idle" if s["idle"] else s["watermark"] for g, s in sorted(splits.items())
@@ -147,6 +167,11 @@ def batch_metrics(
         "next_processing_timer": earliest["processing"],
         "state_entries": sum(s["state_entries"] for s in subtasks),
     }
+    for name, value in tasks.items():  # the totals over the batch's tasks
+        out[name] = value  # type: ignore[literal-required]  # the keys of TaskTotals
+    if restores is not None:
+        out["state_restores"] = restore_metrics(restores)
+    return out
 
 
 def _watermark_text(value: int | str | None) -> str:

@@ -42,7 +42,10 @@ Batches without data wait while a Spark batch is being replayed, and are not run
 The worker side of steps 2 and 3 is :mod:`sparktide.spark.stream_job`; the sinks are in
 :mod:`sparktide.spark.stream_sinks`. Each batch writes a changelog, and every
 ``snapshot_every`` batches a full snapshot (see :mod:`sparktide.spark.checkpoint`); state of
-operators that is not keyed state (attributes of user functions) is not checkpointed.
+operators that is not keyed state (attributes of user functions) is not checkpointed. On
+``EmbeddedRocksDBStateBackend`` without incremental checkpointing (Flink's default for it),
+every batch writes a full snapshot (:func:`checkpoint_interval`). The state files hold the
+backend-neutral form of keyed state, so a query restarted on the other backend restores them.
 """
 
 from __future__ import annotations
@@ -65,7 +68,8 @@ from sparktide.runtime.execution.tasks import SUMMED_METRICS, splits_of
 from sparktide.runtime.failures import is_described
 from sparktide.runtime.graph import JobGraph
 from sparktide.runtime.operator_identity import operator_identities
-from sparktide.spark.checkpoint import CheckpointError, CheckpointStore
+from sparktide.runtime.state.rocksdb_local import LocalRecoveryStats, OpenOutcome
+from sparktide.spark.checkpoint import CheckpointError, CheckpointStore, checkpoint_interval
 from sparktide.spark.checkpoint_format import JsonObject
 from sparktide.spark.checkpoint_lock import CheckpointLock
 from sparktide.spark.checkpoint_meta import (
@@ -284,7 +288,11 @@ class _StreamRunner:
         # an eligible window aggregate runs its batches on columns (None: per record)
         self.columnar = columnar_stream(plan)
         self.store = CheckpointStore(
-            location, fingerprint(plan), snapshot_every, allow_non_restored_state
+            location,
+            fingerprint(plan),
+            checkpoint_interval(plan.state_backend, snapshot_every),
+            allow_non_restored_state,
+            plan.state_backend.kind,
         )
         self.store.committed_version()  # fail early on a checkpoint of another job
         timeouts = [getattr(n.watermark_strategy, "idle_timeout", None) for n in self.nodes]
@@ -604,6 +612,7 @@ class _StreamRunner:
                 [(r["position"], r["payload"]) for r in rows if r["stage"] == Shipment.FAILED]
             )
             files: dict[str, FileRecord] = {}  # the records of the state files subtasks wrote
+            restores = LocalRecoveryStats()  # how the subtasks got their state
             for row in rows:
                 stage = row["stage"]
                 if stage == Shipment.SPLIT_STATE:
@@ -613,6 +622,9 @@ class _StreamRunner:
                     sub = pickle.loads(row["payload"])
                     path, record = sub.pop("file")
                     files[path] = record
+                    restore = sub.pop("restore", None)
+                    if restore is not None:
+                        restores.record(OpenOutcome(restore[0]), restore[1])
                     subtasks.append(sub)
                 elif stage == Shipment.METRICS:
                     m = pickle.loads(row["payload"])
@@ -653,6 +665,7 @@ class _StreamRunner:
                 splits=splits,
                 tasks=totals,
                 subtasks=subtasks,
+                restores=restores,
             )
             commit = BatchCommit(
                 processing_time=now,
