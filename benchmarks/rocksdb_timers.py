@@ -31,6 +31,7 @@ import resource
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from typing import Any
 
 from sparktide.runtime.elements import MAX_TIMESTAMP
@@ -124,6 +125,57 @@ def run_service_once(
     return t1 - t0, t2 - t1
 
 
+Timers = list[tuple[int, str, int]]
+"""A workload (:func:`workload`)."""
+Case = Callable[[str, str, Timers, int], tuple[float, float]]
+"""``case(name, directory, timers, cache)``: one run of the ``name`` case, its two phase times."""
+
+
+def best_runs(
+    repeat: int, cache: int, case: Case, timers: Timers
+) -> dict[str, tuple[float, float]]:
+    """``case`` for the heap and the RocksDB queues, interleaved, ``repeat`` times: the two
+    phase times of each one's fastest run."""
+    best: dict[str, tuple[float, float]] = {}
+    for _ in range(repeat):
+        for name in ("heap", f"rocksdb (cache {cache})"):
+            with tempfile.TemporaryDirectory() as d:
+                first_s, second_s = case(name, d, timers, cache)
+            prev = best.get(name)
+            if prev is None or first_s + second_s < sum(prev):
+                best[name] = (first_s, second_s)
+    return best
+
+
+def print_rows(n: int, best: dict[str, tuple[float, float]]) -> None:
+    for name, (first_s, second_s) in best.items():
+        print(
+            f"| {n:,} | {name} | {n / first_s:,.0f} | {n / second_s:,.0f} | "
+            f"{2 * n / (first_s + second_s):,.0f} |"
+        )
+    sys.stdout.flush()
+
+
+def service_case(name: str, d: str, timers: Timers, cache: int) -> tuple[float, float]:
+    factory: TimerQueueFactory
+    if name == "heap":
+        factory = HeapTimerQueueFactory()
+    else:
+        factory = RocksDBTimerQueueFactory(d, cache_size=cache)
+    times = run_service_once(factory, timers)
+    factory.dispose()
+    return times
+
+
+def queue_case(name: str, d: str, timers: Timers, cache: int) -> tuple[float, float]:
+    if name == "heap":
+        return run_once(KeyGroupedTimerQueue(KeyGroupRange(0, MAXP - 1)), timers)
+    queue = RocksDBTimerQueue(KeyGroupRange(0, MAXP - 1), d, cache)
+    times = run_once(queue, timers)
+    queue.dispose()
+    return times
+
+
 def bench_services(sizes: list[int], repeat: int, cache: int) -> None:
     print()
     print(
@@ -131,54 +183,14 @@ def bench_services(sizes: list[int], repeat: int, cache: int) -> None:
     )
     print("|---:|---|---:|---:|---:|")
     for n in sizes:
-        timers = workload(n)
-        best: dict[str, tuple[float, float]] = {}
-        for _ in range(repeat):
-            for name in ("heap", f"rocksdb (cache {cache})"):
-                with tempfile.TemporaryDirectory() as d:
-                    factory: TimerQueueFactory
-                    if name == "heap":
-                        factory = HeapTimerQueueFactory()
-                    else:
-                        factory = RocksDBTimerQueueFactory(d, cache_size=cache)
-                    reg_s, fire_s = run_service_once(factory, timers)
-                    factory.dispose()
-                prev = best.get(name)
-                if prev is None or reg_s + fire_s < sum(prev):
-                    best[name] = (reg_s, fire_s)
-        for name, (reg_s, fire_s) in best.items():
-            print(
-                f"| {n:,} | {name} | {n / reg_s:,.0f} | {n / fire_s:,.0f} | "
-                f"{2 * n / (reg_s + fire_s):,.0f} |"
-            )
-        sys.stdout.flush()
+        print_rows(n, best_runs(repeat, cache, service_case, workload(n)))
 
 
 def bench_queues(sizes: list[int], repeat: int, cache: int) -> None:
     print(f"| timers | queue | add ops/s | poll ops/s | add+poll ops/s |  (best of {repeat})")
     print("|---:|---|---:|---:|---:|")
     for n in sizes:
-        timers = workload(n)
-        best: dict[str, tuple[float, float]] = {}
-        for _ in range(repeat):
-            for name in ("heap", f"rocksdb (cache {cache})"):
-                with tempfile.TemporaryDirectory() as d:
-                    if name == "heap":
-                        queue: Any = KeyGroupedTimerQueue(KeyGroupRange(0, MAXP - 1))
-                    else:
-                        queue = RocksDBTimerQueue(KeyGroupRange(0, MAXP - 1), d, cache)
-                    add_s, poll_s = run_once(queue, timers)
-                    if name != "heap":
-                        queue.dispose()
-                prev = best.get(name)
-                if prev is None or add_s + poll_s < sum(prev):
-                    best[name] = (add_s, poll_s)
-        for name, (add_s, poll_s) in best.items():
-            print(
-                f"| {n:,} | {name} | {n / add_s:,.0f} | {n / poll_s:,.0f} | "
-                f"{2 * n / (add_s + poll_s):,.0f} |"
-            )
-        sys.stdout.flush()
+        print_rows(n, best_runs(repeat, cache, queue_case, workload(n)))
 
 
 def bench_source(n: int) -> None:

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from sparktide.runtime.keygroups import KeyGroupRange
 from sparktide.runtime.state import HeapKeyedStateBackend
@@ -66,3 +68,36 @@ class BackendFactory:
         self._made.clear()
         if self._root.parent == Path("/dev/shm"):
             shutil.rmtree(self._root, ignore_errors=True)
+
+
+class BackendUnderTest:
+    """The backend factory of the running test, for a module whose tests all run on both
+    backends: its autouse fixture does ``yield from UNDER_TEST.use(request, make_backend)``,
+    and its helpers build backends with ``UNDER_TEST(key_group_range, maxp, now)``.
+
+    ``heap_only`` maps the names of tests that inspect the heap backend's internals to the
+    reason; they are skipped on RocksDB.
+    """
+
+    def __init__(self, heap_only: Mapping[str, str]) -> None:
+        self._heap_only = heap_only
+        self._factory: BackendFactory | None = None
+
+    def use(self, request: pytest.FixtureRequest, factory: BackendFactory) -> Iterator[None]:
+        """Make ``factory`` current for the test of ``request`` (or skip it)."""
+        reason = self._heap_only.get(request.node.originalname)
+        if factory.is_rocksdb and reason is not None:
+            pytest.skip(f"heap only: {reason}")
+        self._factory = factory
+        yield
+        self._factory = None
+
+    def __call__(
+        self,
+        key_group_range: KeyGroupRange | None = None,
+        maxp: int = 128,
+        now: int | Callable[[], int] = 0,
+    ) -> Backend:
+        if self._factory is None:
+            raise RuntimeError("no backend under test: only call this from within a test")
+        return self._factory(key_group_range, maxp, now)

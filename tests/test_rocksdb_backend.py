@@ -259,6 +259,73 @@ def test_random_operations_read_and_snapshot_the_same_on_both_backends(
             assert sorted(map(repr, heap_keys)) == sorted(map(repr, rocks_keys))
 
 
+def _key_in(kg: int) -> str:
+    return next(f"k{i}" for i in range(10_000) if assign_to_key_group(f"k{i}", MAXP) == kg)
+
+
+BAD_SNAPSHOTS: list[tuple[Any, Any]] = [
+    ([], {}),
+    ({"": {"kind": "value", "ttl": False}}, {}),
+    ({"v": {"kind": "bag", "ttl": False}}, {}),
+    ({"v": {"kind": "list", "ttl": False}}, {}),  # "v" is registered as a value state here
+    ({"w": {"kind": "value", "ttl": False}}, []),
+    ({"w": {"kind": "value", "ttl": False}}, {MAXP: {}}),
+    ({"w": {"kind": "value", "ttl": False}}, {"0": {}}),
+    ({"w": {"kind": "value", "ttl": False}}, {0: []}),
+    ({"w": {"kind": "value", "ttl": False}}, {0: {"x": []}}),
+    ({"w": {"kind": "value", "ttl": False}}, {0: {"w": {}}}),
+    ({"w": {"kind": "value", "ttl": False}}, {0: {"w": [("k", None)]}}),
+    ({"w": {"kind": "value", "ttl": False}}, {0: {"w": [([1], None, 1)]}}),
+    ({"w": {"kind": "value", "ttl": False}}, {1: {"w": [(_key_in(2), None, 1)]}}),
+    ({"w": {"kind": "value", "ttl": True}}, {1: {"w": [(_key_in(1), None, 1)]}}),
+    ({"w": {"kind": "value", "ttl": False}}, {1: {"w": [(_key_in(1), None, 1)] * 2}}),
+    ({"v": {"kind": "value", "ttl": False}}, {3: {"v": [(_key_in(3), None, 2)]}}),  # taken
+]
+
+
+@pytest.mark.parametrize("meta, per_key_group", BAD_SNAPSHOTS)
+def test_both_backends_refuse_a_bad_snapshot_with_the_same_error_and_stay_unchanged(
+    factories: dict[str, BackendFactory], meta: Any, per_key_group: Any
+) -> None:
+    errors = {}
+    for kind, make in factories.items():
+        b = make(FULL, MAXP)
+        b.set_current_key(_key_in(3))
+        b.get_partitioned_state(ValueStateDescriptor("v", None)).update(1)
+        before = b.snapshot_state()
+        with pytest.raises((ValueError, TypeError)) as info:
+            b.restore_state(meta, per_key_group)
+        errors[kind] = (type(info.value), str(info.value))
+        assert b.snapshot_state() == before
+    assert errors["heap"] == errors["rocksdb"]
+
+
+def test_both_backends_refuse_a_conflicting_registration_with_the_same_error(
+    factories: dict[str, BackendFactory],
+) -> None:
+    ttl = StateTtlConfig.new_builder(10).build()
+    other_ttl = StateTtlConfig.new_builder(20).build()
+    with_ttl = ValueStateDescriptor("t", None)
+    with_ttl.enable_time_to_live(ttl)
+    with_other_ttl = ValueStateDescriptor("t", None)
+    with_other_ttl.enable_time_to_live(other_ttl)
+    conflicts = [
+        (ValueStateDescriptor("v", None), ListStateDescriptor("v", None)),
+        (with_ttl, ValueStateDescriptor("t", None)),
+        (with_ttl, with_other_ttl),
+        (ValueStateDescriptor("v", None), "v"),
+    ]
+    for first, second in conflicts:
+        errors = {}
+        for kind, make in factories.items():
+            b = make(FULL, MAXP)
+            b.get_partitioned_state(first)
+            with pytest.raises((ValueError, TypeError)) as info:
+                b.get_partitioned_state(second)
+            errors[kind] = (type(info.value), str(info.value))
+        assert errors["heap"] == errors["rocksdb"]
+
+
 # ------------------------------------------------------------------------------ RocksDB only
 
 

@@ -37,7 +37,7 @@ from sparktide.runtime.keygroups import (
     compute_key_group_range_for_operator_index,
 )
 from sparktide.runtime.state import HeapKeyedStateBackend
-from state_backends import Backend, BackendFactory
+from state_backends import Backend, BackendFactory, BackendUnderTest
 
 MAXP = 128
 
@@ -47,25 +47,19 @@ MAXP = 128
 HEAP_ONLY = {
     "test_doctests": "runs the heap modules' doctests (the RocksDB ones run in their own tests)",
 }
-_FACTORY: list[BackendFactory] = []
+UNDER_TEST = BackendUnderTest(HEAP_ONLY)
 
 
 @pytest.fixture(autouse=True)
 def _each_backend(request: pytest.FixtureRequest, make_backend: BackendFactory) -> Iterator[None]:
-    factory = make_backend
-    reason = HEAP_ONLY.get(request.node.originalname)
-    if factory.is_rocksdb and reason is not None:
-        pytest.skip(f"heap only: {reason}")
-    _FACTORY[:] = [factory]
-    yield
-    _FACTORY.clear()
+    yield from UNDER_TEST.use(request, make_backend)
 
 
 def make_backend(
     key_group_range: KeyGroupRange | None = None, maxp: int = MAXP, now: int = 0
 ) -> Backend:
     """A backend of the kind under test (heap or RocksDB)."""
-    return _FACTORY[0](key_group_range, maxp, now)
+    return UNDER_TEST(key_group_range, maxp, now)
 
 
 class Avg:

@@ -23,7 +23,7 @@ from sparktide.runtime.keygroups import KeyGroupRange, assign_to_key_group
 from sparktide.runtime.state.heap import HeapValueState
 from sparktide.runtime.state.rocksdb_backend import RocksDBKeyedStateBackend
 from sparktide.runtime.state.rocksdb_states import RocksDBValueState
-from state_backends import Backend, BackendFactory
+from state_backends import Backend, BackendFactory, BackendUnderTest
 
 MAXP = 128
 TTL = 10
@@ -42,22 +42,17 @@ class Clock:
 # Every test runs on both backends (the ``make_backend`` fixture of conftest.py) unless it
 # inspects the heap backend's internals: those are listed here with the reason.
 HEAP_ONLY: dict[str, str] = {}
-_FACTORY: list[BackendFactory] = []
+UNDER_TEST = BackendUnderTest(HEAP_ONLY)
 
 
 @pytest.fixture(autouse=True)
 def _each_backend(request: pytest.FixtureRequest, make_backend: BackendFactory) -> Iterator[None]:
-    reason = HEAP_ONLY.get(request.node.originalname)
-    if make_backend.is_rocksdb and reason is not None:
-        pytest.skip(f"heap only: {reason}")
-    _FACTORY[:] = [make_backend]
-    yield
-    _FACTORY.clear()
+    yield from UNDER_TEST.use(request, make_backend)
 
 
 def make(clock: Clock, key_group_range: KeyGroupRange | None = None) -> Backend:
     """A backend of the kind under test (heap or RocksDB)."""
-    return _FACTORY[0](key_group_range, MAXP, clock)
+    return UNDER_TEST(key_group_range, MAXP, clock)
 
 
 def config(

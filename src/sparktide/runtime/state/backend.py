@@ -31,22 +31,24 @@ from typing import TypedDict, cast
 
 from sparktide.core.state import (
     AggregatingStateDescriptor,
-    ListStateDescriptor,
-    MapStateDescriptor,
     ReducingStateDescriptor,
-    State,
     StateDescriptor,
     StateTtlConfig,
-    ValueStateDescriptor,
 )
-from sparktide.runtime.keygroups import (
-    UPPER_BOUND_MAX_PARALLELISM,
-    KeyGroupRange,
-    assign_to_key_group,
+from sparktide.runtime.keygroups import KeyGroupRange, assign_to_key_group
+from sparktide.runtime.state.backend_base import KeyedStateBackendBase
+from sparktide.runtime.state.backend_checks import (
+    check_backend_args,
+    check_registration,
+    disposed,
+    key_group_out_of_range,
+    key_out_of_range,
+    kind_of,
+    ttl_enabled,
+    unhashable_key,
 )
 from sparktide.runtime.state.cleanup import IncrementalCleanup, purge_expired
 from sparktide.runtime.state.heap import (
-    KINDS,
     AggregateLike,
     EntryKey,
     HeapAggregatingState,
@@ -59,7 +61,13 @@ from sparktide.runtime.state.heap import (
     StateTable,
     check_raw,
     copy_raw,
-    describe_kind,
+)
+from sparktide.runtime.state.snapshot_checks import (
+    check_entry,
+    check_meta,
+    duplicate_entry,
+    entry_groups,
+    full_snapshot_ttls,
 )
 from sparktide.runtime.state.ttl import (
     TtlAggregatingState,
@@ -95,14 +103,6 @@ StateSnapshot = dict[int, dict[str, list[StateEntry]]]
 KeyEntries = dict[str, KeyGroupDict[object]]
 """The entries of one key, per state name (:meth:`HeapKeyedStateBackend.key_entries`)."""
 
-_KIND_OF: tuple[tuple[type[StateDescriptor], str], ...] = (
-    (ValueStateDescriptor, "value"),
-    (ListStateDescriptor, "list"),
-    (MapStateDescriptor, "map"),
-    (ReducingStateDescriptor, "reducing"),
-    (AggregatingStateDescriptor, "aggregating"),
-)
-
 _PLAIN: dict[str, Callable[[HeapKeyedStateBackend, StateTable, object], InternalKvState]] = {
     "value": HeapValueState,
     "list": HeapListState,
@@ -129,23 +129,7 @@ error (:meth:`HeapKeyedStateBackend.check_key`) without a check on every access;
 because every reader runs with a key set (states, timer services)."""
 
 
-def _kind_of(descriptor: object) -> str:
-    for cls, kind in _KIND_OF:
-        if isinstance(descriptor, cls):
-            return kind
-    raise TypeError(
-        f"descriptor must be a ValueStateDescriptor, ListStateDescriptor, MapStateDescriptor, "
-        f"ReducingStateDescriptor or AggregatingStateDescriptor, got "
-        f"{type(descriptor).__name__} ({descriptor!r})"
-    )
-
-
-def _ttl_enabled(descriptor: StateDescriptor) -> bool:
-    cfg = descriptor.ttl_config
-    return cfg is not None and cfg.is_enabled()
-
-
-class HeapKeyedStateBackend:
+class HeapKeyedStateBackend(KeyedStateBackendBase[StateTable]):
     """The in-memory keyed state of one operator subtask, for the key groups in
     ``key_group_range``.
 
@@ -187,32 +171,7 @@ class HeapKeyedStateBackend:
         key_group_range: KeyGroupRange,
         time_provider: Callable[[], int],
     ) -> None:
-        if (
-            type(max_parallelism) is not int
-            or not 1 <= max_parallelism <= UPPER_BOUND_MAX_PARALLELISM
-        ):
-            raise ValueError(
-                f"max_parallelism must be an int in [1, {UPPER_BOUND_MAX_PARALLELISM}], got "
-                f"{max_parallelism!r}; use compute_default_max_parallelism(parallelism)"
-            )
-        if not isinstance(key_group_range, KeyGroupRange):
-            raise TypeError(
-                f"key_group_range must be a KeyGroupRange, got {type(key_group_range).__name__}; "
-                "use compute_key_group_range_for_operator_index(...)"
-            )
-        if len(key_group_range) and not (
-            key_group_range.start >= 0 and key_group_range.end < max_parallelism
-        ):
-            raise ValueError(
-                f"key_group_range {key_group_range} must lie within [0, {max_parallelism - 1}] "
-                f"for max_parallelism={max_parallelism}"
-            )
-        if not callable(time_provider):
-            raise TypeError(
-                f"time_provider must be a callable returning the processing time in ms, got "
-                f"{type(time_provider).__name__}; pass e.g. the processing-time service's "
-                "get_current_processing_time"
-            )
+        check_backend_args(max_parallelism, key_group_range, time_provider)
         self._max_parallelism = max_parallelism
         self._range = key_group_range
         self._start = key_group_range.start
@@ -225,20 +184,6 @@ class HeapKeyedStateBackend:
         self._disposed = False
         self.current_key: object = None
         self.current_key_group: int = NO_KEY_GROUP
-
-    # ------------------------------------------------------------------ properties
-
-    @property
-    def max_parallelism(self) -> int:
-        return self._max_parallelism
-
-    @property
-    def key_group_range(self) -> KeyGroupRange:
-        return self._range
-
-    @property
-    def time_provider(self) -> Callable[[], int]:
-        return self._time
 
     # ------------------------------------------------------------------ current key
 
@@ -254,10 +199,7 @@ class HeapKeyedStateBackend:
             return kg
         except TypeError:
             assign_to_key_group(key, self._max_parallelism)  # the canonical unsupported-type error
-            raise TypeError(
-                f"key must be hashable for keyed state, got {type(key).__name__} ({key!r}); "
-                "convert it, e.g. bytearray -> bytes, list -> tuple"
-            ) from None
+            raise unhashable_key(key) from None
 
     def set_current_key(self, key: object) -> None:
         """Make ``key`` the current key (computes its key group; TypeError for unsupported key
@@ -265,11 +207,7 @@ class HeapKeyedStateBackend:
         kg = self._key_group(key)
         if not self._start <= kg <= self._end:
             self._check_open()
-            raise ValueError(
-                f"key {key!r} is in key group {kg}, outside this backend's key-group range "
-                f"[{self._start}, {self._end}]; route records to the subtask owning the key "
-                "group (assign_key_to_parallel_operator)"
-            )
+            raise key_out_of_range(key, kg, self._start, self._end)
         self.current_key = key
         self.current_key_group = kg
         if self._key_listeners:
@@ -280,55 +218,28 @@ class HeapKeyedStateBackend:
         """Like :meth:`set_current_key` for a key whose key group is known (timers): no hashing."""
         if not self._start <= key_group <= self._end:
             self._check_open()
-            raise ValueError(
-                f"key_group {key_group!r} (of key {key!r}) is outside this backend's key-group "
-                f"range [{self._start}, {self._end}]; pass the key group the key was stored under"
-            )
+            raise key_group_out_of_range(key, key_group, self._start, self._end)
         self.current_key = key
         self.current_key_group = key_group
         if self._key_listeners:
             for listener in self._key_listeners:
                 listener()
 
-    def _check_open(self) -> None:
-        if self._disposed:
-            raise RuntimeError("the keyed state backend was disposed; state can no longer be used")
-
-    def check_key(self) -> None:
-        """Raise a clear RuntimeError when no key is current (called by states on failure)."""
-        self._check_open()
-        if self.current_key_group is None:
-            raise RuntimeError(
-                "no current key: keyed state is scoped to a key and can only be used while "
-                "processing an element or timer of a keyed stream (key_by first); "
-                "outside an operator call set_current_key(key)"
-            ) from None
-
     # ------------------------------------------------------------------ registration
 
     def _register(self, descriptor: StateDescriptor) -> StateTable:
         if self._disposed:
-            raise RuntimeError("the keyed state backend was disposed; state can no longer be used")
-        kind = _kind_of(descriptor)
+            raise disposed("state can no longer be used")
+        kind = kind_of(descriptor)
         name = descriptor.name
-        ttl = _ttl_enabled(descriptor)
+        ttl = ttl_enabled(descriptor)
         cfg = descriptor.ttl_config if ttl else None
         table = self._tables.get(name)
         if table is None:
             table = StateTable(name, kind, ttl, self._max_parallelism, self._range)
             self._tables[name] = table
-        elif table.kind != kind or table.ttl != ttl:
-            origin = "registered" if table.registered else "restored from a snapshot"
-            raise ValueError(
-                f"state {name!r} is a {table.describe()} ({origin}), but the descriptor "
-                f"describes a {describe_kind(kind, ttl)}; give the new state another name or "
-                "keep the kind and TTL setting of the existing one"
-            )
-        elif table.registered and ttl and table.ttl_config != cfg:
-            raise ValueError(
-                f"state {name!r} is registered with TTL config {table.ttl_config!r}, but the "
-                f"descriptor has {cfg!r}; use the same StateTtlConfig for every registration"
-            )
+        else:
+            check_registration(table, name, kind, ttl, cfg)
         if not table.registered:
             table.registered = True
             if cfg is not None:
@@ -362,26 +273,6 @@ class HeapKeyedStateBackend:
         if cfg is None:
             return _PLAIN[kind](self, table, ns)
         return _TTL[kind](self, table, ns, cfg, self._time)
-
-    def get_partitioned_state(self, descriptor: StateDescriptor, namespace: object = None) -> State:
-        """The state object for ``descriptor``, scoped to ``namespace`` (``None``: the void
-        namespace of ``KeyedProcessFunction``) and to the current key at each call.
-
-        States with the same name share their entries; registering a name again with another
-        kind (or TTL setting) raises ValueError.
-        """
-        table = self._register(descriptor)
-        if namespace is None:
-            state = self._void_states.get(table.name)
-            if state is None:
-                state = self._void_states[table.name] = self._create(table, descriptor, None)
-            return state
-        return self._create(table, descriptor, namespace)
-
-    def get_internal_state(self, descriptor: StateDescriptor) -> InternalKvState:
-        """A new state object for operators: ``set_current_namespace(ns)`` scopes it, and list,
-        reducing and aggregating states have ``merge_namespaces(target, sources)``."""
-        return self._create(self._register(descriptor), descriptor, None)
 
     # ------------------------------------------------------------------ inspection
 
@@ -456,17 +347,11 @@ class HeapKeyedStateBackend:
         States with TTL and ``cleanup_full_snapshot`` leave out expired values.
         """
         if self._disposed:
-            raise RuntimeError("the keyed state backend was disposed; nothing to snapshot")
+            raise disposed("nothing to snapshot")
         names = sorted(self._tables)
         meta = {n: StateMeta(kind=self._tables[n].kind, ttl=self._tables[n].ttl) for n in names}
-        purge: dict[str, int] = {}
-        now = 0
-        for n in names:
-            cfg = self._tables[n].ttl_config
-            if cfg is not None and cfg.get_cleanup_strategies().in_full_snapshot():
-                purge[n] = cfg.get_ttl().to_milliseconds()
-        if purge:
-            now = self._time()
+        purge = full_snapshot_ttls(self._tables, names)
+        now = self._time() if purge else 0
         per_key_group: StateSnapshot = {}
         for kg in range(self._start, self._end + 1):
             by_name: dict[str, list[StateEntry]] = {}
@@ -508,61 +393,30 @@ class HeapKeyedStateBackend:
         are (the raw containers are not copied: do not use them afterwards).
         """
         if self._disposed:
-            raise RuntimeError("the keyed state backend was disposed; create a new one")
-        kinds = self._check_meta(meta)
+            raise disposed("create a new one")
+        kinds = check_meta(meta, self._tables)
         if trusted:
             self._restore_trusted(kinds, per_key_group)
             return
-        if not isinstance(per_key_group, Mapping):
-            raise ValueError(
-                f"per_key_group must be a dict {{key_group: {{state_name: [entries]}}}}, got "
-                f"{type(per_key_group).__name__}"
-            )
         staged: list[tuple[str, int, EntryKey, object]] = []
         seen: set[tuple[str, int, object, object]] = set()
-        for kg, by_name in per_key_group.items():
-            if type(kg) is not int or not 0 <= kg < self._max_parallelism:
-                raise ValueError(
-                    f"per_key_group has key group {kg!r}; key groups are ints in "
-                    f"[0, {self._max_parallelism - 1}] for max_parallelism="
-                    f"{self._max_parallelism} (was the snapshot taken with another one?)"
-                )
-            if not self._start <= kg <= self._end:
-                continue
-            if not isinstance(by_name, Mapping):
-                raise ValueError(
-                    f"per_key_group[{kg}] must be a dict {{state_name: [entries]}}, got "
-                    f"{type(by_name).__name__}"
-                )
-            for name, entries in by_name.items():
-                where = f"per_key_group[{kg}][{name!r}]"
-                if name not in kinds:
-                    raise ValueError(
-                        f"{where}: state {name!r} is missing from meta; pass the meta "
-                        "of the same snapshot"
-                    )
-                kind, ttl = kinds[name]
-                if not isinstance(entries, (list, tuple)):
-                    raise ValueError(
-                        f"{where} must be a list of (key, namespace, raw_value), got "
-                        f"{type(entries).__name__}"
-                    )
-                table = self._tables.get(name)
-                existing = None if table is None else table.data[kg]
-                for i, entry in enumerate(entries):
-                    staged_entry = self._check_entry(entry, f"{where}[{i}]", kg, kind, ttl)
-                    if staged_entry is None:
-                        continue
-                    key_ns, raw = staged_entry
-                    mark = (name, kg, *key_ns)
-                    if mark in seen or (existing is not None and key_ns in existing):
-                        raise ValueError(
-                            f"{where}[{i}]: state {name!r} already has an entry for key "
-                            f"{key_ns[0]!r} and namespace {key_ns[1]!r}; restore each key "
-                            "group from one snapshot only"
-                        )
-                    seen.add(mark)
-                    staged.append((name, kg, key_ns, raw))
+        max_p, start, end = self._max_parallelism, self._start, self._end
+        for kg, name, where, kind, ttl, entries in entry_groups(
+            per_key_group, kinds, max_p, start, end
+        ):
+            table = self._tables.get(name)
+            existing = None if table is None else table.data[kg]
+            for i, entry in enumerate(entries):
+                at = f"{where}[{i}]"
+                checked = check_entry(entry, at, kg, kind, ttl, max_p, self._locate)
+                if checked is None:
+                    continue
+                key, ns, raw, key_ns = checked
+                mark = (name, kg, key, ns)
+                if mark in seen or (existing is not None and key_ns in existing):
+                    raise duplicate_entry(at, name, key, ns)
+                seen.add(mark)
+                staged.append((name, kg, key_ns, raw))
         # validated: apply
         for name, (kind, ttl) in kinds.items():
             if name not in self._tables:
@@ -596,54 +450,8 @@ class HeapKeyedStateBackend:
             if cleanup is not None:
                 cleanup.reset()
 
-    def _check_meta(self, meta: object) -> dict[str, tuple[str, bool]]:
-        if not isinstance(meta, Mapping):
-            raise ValueError(
-                f"meta must be a dict {{state_name: {{'kind': ..., 'ttl': bool}}}}, got "
-                f"{type(meta).__name__}"
-            )
-        kinds: dict[str, tuple[str, bool]] = {}
-        for name, info in meta.items():
-            if not isinstance(name, str) or not name:
-                raise ValueError(f"meta has state name {name!r}; names are non-empty str")
-            kind = info.get("kind") if isinstance(info, Mapping) else None
-            ttl = info.get("ttl") if isinstance(info, Mapping) else None
-            if kind not in KINDS or not isinstance(ttl, bool):
-                raise ValueError(
-                    f"meta[{name!r}] must be {{'kind': one of {', '.join(KINDS)}, 'ttl': bool}}, "
-                    f"got {info!r}"
-                )
-            table = self._tables.get(name)
-            if table is not None and (table.kind != kind or table.ttl != ttl):
-                raise ValueError(
-                    f"state {name!r} is a {table.describe()} here, but the snapshot holds a "
-                    f"{describe_kind(kind, ttl)}; restore it into a state of the same kind and "
-                    "TTL setting (or rename one of them)"
-                )
-            kinds[name] = (kind, ttl)
-        return kinds
-
-    def _check_entry(
-        self, entry: object, where: str, kg: int, kind: str, ttl: bool
-    ) -> tuple[EntryKey, object] | None:
-        if not isinstance(entry, (tuple, list)) or len(entry) != 3:
-            raise ValueError(f"{where} must be a (key, namespace, raw_value) triple, got {entry!r}")
-        key, ns, raw = entry
-        key_ns = (key, ns)
-        try:
-            hash(key_ns)
-            actual = self._key_group(key)
-        except TypeError as e:
-            raise ValueError(
-                f"{where}: key {key!r} / namespace {ns!r} is not usable: {e}"
-            ) from None
-        if actual != kg:
-            raise ValueError(
-                f"{where}: key {key!r} belongs to key group {actual}, not {kg}; the snapshot was "
-                f"taken with another max_parallelism than {self._max_parallelism} or is corrupt"
-            )
-        raw = check_raw(kind, ttl, raw, where)
-        return None if raw is None else (key_ns, raw)
+    def _locate(self, key: object, ns: object) -> tuple[int, EntryKey]:
+        return self._key_group(key), (key, ns)
 
     # ------------------------------------------------------------------ invariants
 

@@ -58,6 +58,7 @@ __all__ = [
     "Reducer",
     "StateTable",
     "TtlEntry",
+    "accumulate",
     "check_raw",
     "copy_raw",
     "describe_kind",
@@ -670,6 +671,25 @@ def checked_reduce(reduce: Reducer, a: object, b: object) -> object:
             f"the reduce function {getattr(reduce, '__qualname__', reduce)!r} returned None; "
             "it must return the combined value"
         )
+    return out
+
+
+def accumulate(agg: AggregateLike, acc: object, value: object) -> object:
+    """``agg.add(value, acc)``, starting from a new accumulator when ``acc`` is ``None``; a
+    ``None`` result is an error.
+
+    >>> class Count:
+    ...     def create_accumulator(self): return 0
+    ...     def add(self, value, acc): return acc + 1
+    ...     def get_result(self, acc): return acc
+    >>> accumulate(Count(), None, "x"), accumulate(Count(), 4, "x")
+    (1, 5)
+    """
+    if acc is None:
+        acc = agg.create_accumulator()
+    out = agg.add(value, acc)
+    if out is None:
+        raise returned_none_error(agg, "add")
     return out
 
 

@@ -46,26 +46,30 @@ from rocksdict import Options, Rdict, WriteOptions
 from sparktide.core.state import (
     AggregatingStateDescriptor,
     ReducingStateDescriptor,
-    State,
     StateDescriptor,
     StateTtlConfig,
 )
-from sparktide.runtime.keygroups import (
-    UPPER_BOUND_MAX_PARALLELISM,
-    KeyGroupRange,
-    assign_to_key_group,
-)
+from sparktide.runtime.keygroups import KeyGroupRange, assign_to_key_group
 from sparktide.runtime.state.backend import (
     NO_KEY_GROUP,
     KeyEntries,
     StateEntry,
     StateMeta,
     StateSnapshot,
-    _kind_of,
-    _ttl_enabled,
+)
+from sparktide.runtime.state.backend_base import KeyedStateBackendBase
+from sparktide.runtime.state.backend_checks import (
+    check_backend_args,
+    check_registration,
+    disposed,
+    key_group_out_of_range,
+    key_out_of_range,
+    kind_of,
+    ttl_enabled,
+    unhashable_key,
 )
 from sparktide.runtime.state.cleanup import purge_expired
-from sparktide.runtime.state.heap import KINDS, EntryKey, InternalKvState, check_raw, describe_kind
+from sparktide.runtime.state.heap import EntryKey, InternalKvState, check_raw
 from sparktide.runtime.state.rocksdb_entries import NAMESPACES, EntryCodec, successor
 from sparktide.runtime.state.rocksdb_layout import Codec, key_codec, key_group_bounds
 from sparktide.runtime.state.rocksdb_memory import db_options, state_options
@@ -74,6 +78,13 @@ from sparktide.runtime.state.rocksdb_states import (
     PLAIN,
     RocksDBAggregatingState,
     RocksDBReducingState,
+)
+from sparktide.runtime.state.snapshot_checks import (
+    check_entry,
+    check_meta,
+    duplicate_entry,
+    entry_groups,
+    full_snapshot_ttls,
 )
 
 __all__ = ["RocksDBKeyedStateBackend", "StoredState"]
@@ -91,34 +102,6 @@ _NO_PREFIX = cast(bytes, None)
 namespace raises TypeError and turns that into the clear "no current key" error."""
 
 
-def _check_args(
-    max_parallelism: int, key_group_range: KeyGroupRange, time_provider: Callable[[], int]
-) -> None:
-    if type(max_parallelism) is not int or not 1 <= max_parallelism <= UPPER_BOUND_MAX_PARALLELISM:
-        raise ValueError(
-            f"max_parallelism must be an int in [1, {UPPER_BOUND_MAX_PARALLELISM}], got "
-            f"{max_parallelism!r}; use compute_default_max_parallelism(parallelism)"
-        )
-    if not isinstance(key_group_range, KeyGroupRange):
-        raise TypeError(
-            f"key_group_range must be a KeyGroupRange, got {type(key_group_range).__name__}; "
-            "use compute_key_group_range_for_operator_index(...)"
-        )
-    if len(key_group_range) and not (
-        key_group_range.start >= 0 and key_group_range.end < max_parallelism
-    ):
-        raise ValueError(
-            f"key_group_range {key_group_range} must lie within [0, {max_parallelism - 1}] "
-            f"for max_parallelism={max_parallelism}"
-        )
-    if not callable(time_provider):
-        raise TypeError(
-            f"time_provider must be a callable returning the processing time in ms, got "
-            f"{type(time_provider).__name__}; pass e.g. the processing-time service's "
-            "get_current_processing_time"
-        )
-
-
 def _open_error(directory: Path, exc: Exception) -> RuntimeError:
     text = str(exc)
     if "lock" in text.lower():
@@ -133,7 +116,7 @@ def _open_error(directory: Path, exc: Exception) -> RuntimeError:
     )
 
 
-class RocksDBKeyedStateBackend:
+class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
     """The keyed state of one operator subtask in RocksDB, for the key groups in
     ``key_group_range``; the database lives in ``directory`` (created if missing; it must be
     empty) until :meth:`dispose` deletes it.
@@ -184,7 +167,7 @@ class RocksDBKeyedStateBackend:
         directory: str | os.PathLike[str],
         key_type: Any = None,
     ) -> None:
-        _check_args(max_parallelism, key_group_range, time_provider)
+        check_backend_args(max_parallelism, key_group_range, time_provider)
         if not isinstance(directory, (str, os.PathLike)) or not str(directory):
             raise TypeError(
                 f"directory must be a path (str or os.PathLike) for the RocksDB files, got "
@@ -233,7 +216,7 @@ class RocksDBKeyedStateBackend:
         1
         >>> b.dispose(); db.close(); shutil.rmtree(path)
         """
-        _check_args(max_parallelism, key_group_range, time_provider)
+        check_backend_args(max_parallelism, key_group_range, time_provider)
         self = cls.__new__(cls)
         self._key_codec = key_codec(key_type)
         self._max_parallelism = max_parallelism
@@ -345,18 +328,6 @@ class RocksDBKeyedStateBackend:
     # ------------------------------------------------------------------ properties
 
     @property
-    def max_parallelism(self) -> int:
-        return self._max_parallelism
-
-    @property
-    def key_group_range(self) -> KeyGroupRange:
-        return self._range
-
-    @property
-    def time_provider(self) -> Callable[[], int]:
-        return self._time
-
-    @property
     def directory(self) -> Path:
         """Where the database lives."""
         return self._directory
@@ -376,10 +347,7 @@ class RocksDBKeyedStateBackend:
             return info
         except TypeError:
             assign_to_key_group(key, self._max_parallelism)  # the canonical unsupported-type error
-            raise TypeError(
-                f"key must be hashable for keyed state, got {type(key).__name__} ({key!r}); "
-                "convert it, e.g. bytearray -> bytes, list -> tuple"
-            ) from None
+            raise unhashable_key(key) from None
 
     def set_current_key(self, key: object) -> None:
         """Make ``key`` the current key (computes its key group and store-key prefix; TypeError
@@ -388,11 +356,7 @@ class RocksDBKeyedStateBackend:
         kg, prefix = self._key_info(key)
         if not self._start <= kg <= self._end:
             self._check_open()
-            raise ValueError(
-                f"key {key!r} is in key group {kg}, outside this backend's key-group range "
-                f"[{self._start}, {self._end}]; route records to the subtask owning the key "
-                "group (assign_key_to_parallel_operator)"
-            )
+            raise key_out_of_range(key, kg, self._start, self._end)
         self.current_key = key
         self.current_key_group = kg
         self.key_prefix = prefix
@@ -404,10 +368,7 @@ class RocksDBKeyedStateBackend:
         """Like :meth:`set_current_key` for a key whose key group is known (timers)."""
         if not self._start <= key_group <= self._end:
             self._check_open()
-            raise ValueError(
-                f"key_group {key_group!r} (of key {key!r}) is outside this backend's key-group "
-                f"range [{self._start}, {self._end}]; pass the key group the key was stored under"
-            )
+            raise key_group_out_of_range(key, key_group, self._start, self._end)
         cache = self._key_cache
         cached = cache.get(key)
         if cached is not None and cached[0] == key_group:
@@ -425,20 +386,6 @@ class RocksDBKeyedStateBackend:
             for listener in self._key_listeners:
                 listener()
 
-    def _check_open(self) -> None:
-        if self._disposed:
-            raise RuntimeError("the keyed state backend was disposed; state can no longer be used")
-
-    def check_key(self) -> None:
-        """Raise a clear RuntimeError when no key is current (called by states on failure)."""
-        self._check_open()
-        if self.current_key_group is None:
-            raise RuntimeError(
-                "no current key: keyed state is scoped to a key and can only be used while "
-                "processing an element or timer of a keyed stream (key_by first); "
-                "outside an operator call set_current_key(key)"
-            ) from None
-
     # ------------------------------------------------------------------ registration
 
     def _new_state(self, name: str, kind: str, ttl: bool) -> StoredState:
@@ -452,25 +399,15 @@ class RocksDBKeyedStateBackend:
 
     def _register(self, descriptor: StateDescriptor) -> StoredState:
         self._check_open()
-        kind = _kind_of(descriptor)
+        kind = kind_of(descriptor)
         name = descriptor.name
-        ttl = _ttl_enabled(descriptor)
+        ttl = ttl_enabled(descriptor)
         cfg = descriptor.ttl_config if ttl else None
         state = self._states.get(name)
         if state is None:
             state = self._new_state(name, kind, ttl)
-        elif state.kind != kind or state.ttl != ttl:
-            origin = "registered" if state.registered else "restored from a snapshot"
-            raise ValueError(
-                f"state {name!r} is a {state.describe()} ({origin}), but the descriptor "
-                f"describes a {describe_kind(kind, ttl)}; give the new state another name or "
-                "keep the kind and TTL setting of the existing one"
-            )
-        elif state.registered and ttl and state.ttl_config != cfg:
-            raise ValueError(
-                f"state {name!r} is registered with TTL config {state.ttl_config!r}, but the "
-                f"descriptor has {cfg!r}; use the same StateTtlConfig for every registration"
-            )
+        else:
+            check_registration(state, name, kind, ttl, cfg)
         if not state.registered:
             codec = codec_for(kind, ttl, descriptor)
             if codec.same_bytes(state.codec):  # e.g. stored by a backend attached before
@@ -528,26 +465,6 @@ class RocksDBKeyedStateBackend:
             return RocksDBAggregatingState(self, state, ns, descriptor.get_agg_function())
         return PLAIN[state.kind](self, state, ns)
 
-    def get_partitioned_state(self, descriptor: StateDescriptor, namespace: object = None) -> State:
-        """The state object for ``descriptor``, scoped to ``namespace`` (``None``: the void
-        namespace of ``KeyedProcessFunction``) and to the current key at each call.
-
-        States with the same name share their entries; registering a name again with another
-        kind (or TTL setting) raises ValueError.
-        """
-        state = self._register(descriptor)
-        if namespace is None:
-            obj = self._void_states.get(state.name)
-            if obj is None:
-                obj = self._void_states[state.name] = self._create(state, descriptor, None)
-            return obj
-        return self._create(state, descriptor, namespace)
-
-    def get_internal_state(self, descriptor: StateDescriptor) -> InternalKvState:
-        """A new state object for operators: ``set_current_namespace(ns)`` scopes it, and list,
-        reducing and aggregating states have ``merge_namespaces(target, sources)``."""
-        return self._create(self._register(descriptor), descriptor, None)
-
     # ------------------------------------------------------------------ inspection
 
     def num_entries(self) -> int:
@@ -592,20 +509,14 @@ class RocksDBKeyedStateBackend:
         state = self._states.get(state_name)
         if state is None:
             return iter(())
-        lo, hi = key_group_bounds(self._range)
         keys: list[object] = []
         last: bytes | None = None
-        it = state.cf.iter()
-        it.seek(lo)
-        while it.valid():
-            sk: bytes = it.key()
-            if sk >= hi:
-                break
-            key, ns, end = self._raw.split(sk)
+        split = self._raw.split
+        for sk in self._raw.store_keys(state):
+            key, ns, end = split(sk)
             if ns == namespace and sk[:end] != last:
                 keys.append(key)
                 last = sk[:end]
-            it.next()
         return iter(keys)
 
     def get_state_names(self) -> list[str]:
@@ -669,17 +580,11 @@ class RocksDBKeyedStateBackend:
         store order). States with TTL and ``cleanup_full_snapshot`` leave out expired values.
         """
         if self._disposed:
-            raise RuntimeError("the keyed state backend was disposed; nothing to snapshot")
+            raise disposed("nothing to snapshot")
         names = sorted(self._states)
         meta = {n: StateMeta(kind=self._states[n].kind, ttl=self._states[n].ttl) for n in names}
-        now = 0
-        purge: dict[str, int] = {}
-        for n in names:
-            cfg = self._states[n].ttl_config
-            if cfg is not None and cfg.get_cleanup_strategies().in_full_snapshot():
-                purge[n] = cfg.get_ttl().to_milliseconds()
-        if purge:
-            now = self._time()
+        purge = full_snapshot_ttls(self._states, names)
+        now = self._time() if purge else 0
         collected: dict[int, dict[str, list[StateEntry]]] = {}
         for n in names:
             state = self._states[n]
@@ -710,8 +615,8 @@ class RocksDBKeyedStateBackend:
         ``meta`` is checked.
         """
         if self._disposed:
-            raise RuntimeError("the keyed state backend was disposed; create a new one")
-        kinds = self._check_meta(meta)
+            raise disposed("create a new one")
+        kinds = check_meta(meta, self._states)
         staged: dict[str, list[tuple[int, object, object, Any]]] = {n: [] for n in kinds}
         if trusted:
             for kg, by_name in per_key_group.items():
@@ -737,102 +642,26 @@ class RocksDBKeyedStateBackend:
         per_key_group: object,
         staged: dict[str, list[tuple[int, object, object, Any]]],
     ) -> None:
-        if not isinstance(per_key_group, Mapping):
-            raise ValueError(
-                f"per_key_group must be a dict {{key_group: {{state_name: [entries]}}}}, got "
-                f"{type(per_key_group).__name__}"
-            )
         seen: set[tuple[str, bytes]] = set()
-        for kg, by_name in per_key_group.items():
-            if type(kg) is not int or not 0 <= kg < self._max_parallelism:
-                raise ValueError(
-                    f"per_key_group has key group {kg!r}; key groups are ints in "
-                    f"[0, {self._max_parallelism - 1}] for max_parallelism="
-                    f"{self._max_parallelism} (was the snapshot taken with another one?)"
-                )
-            if not self._start <= kg <= self._end:
-                continue
-            if not isinstance(by_name, Mapping):
-                raise ValueError(
-                    f"per_key_group[{kg}] must be a dict {{state_name: [entries]}}, got "
-                    f"{type(by_name).__name__}"
-                )
-            for name, entries in by_name.items():
-                where = f"per_key_group[{kg}][{name!r}]"
-                if name not in kinds:
-                    raise ValueError(
-                        f"{where}: state {name!r} is missing from meta; pass the meta "
-                        "of the same snapshot"
-                    )
-                kind, ttl = kinds[name]
-                if not isinstance(entries, (list, tuple)):
-                    raise ValueError(
-                        f"{where} must be a list of (key, namespace, raw_value), got "
-                        f"{type(entries).__name__}"
-                    )
-                state = self._states.get(name)
-                if state is not None and not self._raw.count(state, limit=1):
-                    state = None  # nothing stored yet: no entry to collide with
-                for i, entry in enumerate(entries):
-                    at = f"{where}[{i}]"
-                    checked = self._check_entry(entry, at, kg, kind, ttl)
-                    if checked is None:
-                        continue
-                    key, ns, raw, base = checked
-                    exists = state is not None and self._raw.has_prefix(state, base)
-                    if (name, base) in seen or exists:
-                        raise ValueError(
-                            f"{at}: state {name!r} already has an entry for key {key!r} and "
-                            f"namespace {ns!r}; restore each key group from one snapshot only"
-                        )
-                    seen.add((name, base))
-                    staged[name].append((kg, key, ns, raw))
-
-    def _check_meta(self, meta: object) -> dict[str, tuple[str, bool]]:
-        if not isinstance(meta, Mapping):
-            raise ValueError(
-                f"meta must be a dict {{state_name: {{'kind': ..., 'ttl': bool}}}}, got "
-                f"{type(meta).__name__}"
-            )
-        kinds: dict[str, tuple[str, bool]] = {}
-        for name, info in meta.items():
-            if not isinstance(name, str) or not name:
-                raise ValueError(f"meta has state name {name!r}; names are non-empty str")
-            kind = info.get("kind") if isinstance(info, Mapping) else None
-            ttl = info.get("ttl") if isinstance(info, Mapping) else None
-            if kind not in KINDS or not isinstance(ttl, bool):
-                raise ValueError(
-                    f"meta[{name!r}] must be {{'kind': one of {', '.join(KINDS)}, 'ttl': bool}}, "
-                    f"got {info!r}"
-                )
+        max_p = self._max_parallelism
+        for kg, name, where, kind, ttl, entries in entry_groups(
+            per_key_group, kinds, max_p, self._start, self._end
+        ):
             state = self._states.get(name)
-            if state is not None and (state.kind != kind or state.ttl != ttl):
-                raise ValueError(
-                    f"state {name!r} is a {state.describe()} here, but the snapshot holds a "
-                    f"{describe_kind(kind, ttl)}; restore it into a state of the same kind and "
-                    "TTL setting (or rename one of them)"
-                )
-            kinds[name] = (kind, ttl)
-        return kinds
+            if state is not None and not self._raw.count(state, limit=1):
+                state = None  # nothing stored yet: no entry to collide with
+            for i, entry in enumerate(entries):
+                at = f"{where}[{i}]"
+                checked = check_entry(entry, at, kg, kind, ttl, max_p, self._locate)
+                if checked is None:
+                    continue
+                key, ns, raw, base = checked
+                exists = state is not None and self._raw.has_prefix(state, base)
+                if (name, base) in seen or exists:
+                    raise duplicate_entry(at, name, key, ns)
+                seen.add((name, base))
+                staged[name].append((kg, key, ns, raw))
 
-    def _check_entry(
-        self, entry: object, where: str, kg: int, kind: str, ttl: bool
-    ) -> tuple[object, object, object, bytes] | None:
-        if not isinstance(entry, (tuple, list)) or len(entry) != 3:
-            raise ValueError(f"{where} must be a (key, namespace, raw_value) triple, got {entry!r}")
-        key, ns, raw = entry
-        try:
-            hash((key, ns))
-            actual, prefix = self._key_info(key)
-            base = prefix + NAMESPACES.key_bytes(ns)
-        except TypeError as e:
-            raise ValueError(
-                f"{where}: key {key!r} / namespace {ns!r} is not usable: {e}"
-            ) from None
-        if actual != kg:
-            raise ValueError(
-                f"{where}: key {key!r} belongs to key group {actual}, not {kg}; the snapshot was "
-                f"taken with another max_parallelism than {self._max_parallelism} or is corrupt"
-            )
-        raw = check_raw(kind, ttl, raw, where)
-        return None if raw is None else (key, ns, raw, base)
+    def _locate(self, key: object, ns: object) -> tuple[int, bytes]:
+        kg, prefix = self._key_info(key)
+        return kg, prefix + NAMESPACES.key_bytes(ns)

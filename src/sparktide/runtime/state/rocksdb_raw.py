@@ -194,26 +194,30 @@ class RawStore:
         it.seek(prefix)
         return it.valid() and bytes(it.key()).startswith(prefix)
 
-    def count(self, state: StoredState, limit: int | None = None) -> int:
-        """The number of ``(key, namespace)`` entries of ``state`` (up to ``limit``), read from
-        the store keys alone."""
+    def store_keys(self, state: StoredState) -> Iterator[bytes]:
+        """The store keys of ``state`` in this store's key groups, in byte order."""
         lo, hi = key_group_bounds(self._range)
-        grouped = state.kind in ("list", "map")
-        n = 0
-        last = b""
         it = state.cf.iter()
         it.seek(lo)
         while it.valid():
             sk: bytes = it.key()
             if sk >= hi:
-                break
+                return
+            yield sk
+            it.next()
+
+    def count(self, state: StoredState, limit: int | None = None) -> int:
+        """The number of ``(key, namespace)`` entries of ``state`` (up to ``limit``), read from
+        the store keys alone."""
+        grouped = state.kind in ("list", "map")
+        n = 0
+        last = b""
+        for sk in self.store_keys(state):
             if grouped:
                 if last and sk.startswith(last):
-                    it.next()
                     continue
                 last = sk[: self.split(sk)[2]]
             n += 1
             if limit is not None and n >= limit:
                 break
-            it.next()
         return n

@@ -36,12 +36,12 @@ from sparktide.runtime.state.heap import (
     AggregateLike,
     InternalKvState,
     Reducer,
+    accumulate,
     check_mapping,
     check_not_none,
     checked_reduce,
     list_values,
     merge_accumulators,
-    returned_none_error,
 )
 from sparktide.runtime.state.rocksdb_entries import NAMESPACES, EntryCodec, successor
 
@@ -414,10 +414,7 @@ class RocksDBAggregatingState(_Merging, AggregatingState[object, object]):
             return
         c = self._codec
         old = self._get(k)
-        acc = self._agg.create_accumulator() if old is None else c.decode_single(old)
-        acc = self._agg.add(value, acc)
-        if acc is None:
-            raise returned_none_error(self._agg, "add")
+        acc = accumulate(self._agg, None if old is None else c.decode_single(old), value)
         self._put(k, c.encode_single(acc))
 
     def _merge_data(self, a: bytes, b: bytes) -> bytes:

@@ -27,7 +27,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from sparktide.core.state import (
@@ -46,12 +46,12 @@ from sparktide.runtime.state.heap import (
     InternalKvState,
     Reducer,
     TtlEntry,
+    accumulate,
     check_mapping,
     check_not_none,
     checked_reduce,
     list_values,
     merge_accumulators,
-    returned_none_error,
 )
 from sparktide.runtime.state.rocksdb_entries import successor
 from sparktide.runtime.state.rocksdb_layout import decode_timestamp, key_group_bounds
@@ -61,6 +61,7 @@ from sparktide.runtime.state.rocksdb_states import (
     _Merging,
     scan_prefix,
 )
+from sparktide.runtime.state.ttl_rules import TtlMapViews, TtlRules, ttl_settings
 
 if TYPE_CHECKING:
     from sparktide.runtime.state.rocksdb_backend import RocksDBKeyedStateBackend, StoredState
@@ -77,7 +78,7 @@ __all__ = [
 ]
 
 
-class _TtlState(RocksDBKvState):
+class _TtlState(TtlRules, RocksDBKvState):
     """Common part of the TTL states: the clock, the config flags and the access hook."""
 
     __slots__ = ("_cleanup", "_on_read", "_return_expired", "_time", "_ttl")
@@ -91,12 +92,7 @@ class _TtlState(RocksDBKvState):
     ) -> None:
         super().__init__(backend, state, namespace)
         self._time = backend.time_provider
-        self._ttl = config.get_ttl().to_milliseconds()
-        self._on_read = config.get_update_type() is StateTtlConfig.UpdateType.OnReadAndWrite
-        self._return_expired = (
-            config.get_state_visibility()
-            is StateTtlConfig.StateVisibility.ReturnExpiredIfNotCleanedUp
-        )
+        self._ttl, self._on_read, self._return_expired = ttl_settings(config)
         self._cleanup: RocksDBIncrementalCleanup | None = state.cleanup
 
     def _enter(self) -> tuple[bytes, int]:
@@ -123,21 +119,11 @@ class _TtlState(RocksDBKvState):
             self._put(k, self._codec.encode_single((e[0], now)))
         return e
 
-    def _unexpired(self, e: TtlEntry | None, now: int) -> object:
-        if e is None or (not self._return_expired and e[1] + self._ttl <= now):
-            return None
-        return e[0]
-
     def _merge_unexpired(self, a: bytes, b: bytes, combine: Reducer) -> bytes | None:
+        """:meth:`_merge_entries` over stored single values."""
         c = self._codec
-        now = self._time()
-        ua = self._unexpired(c.decode_single(a), now)
-        ub = self._unexpired(c.decode_single(b), now)
-        if ua is None:
-            return None if ub is None else c.encode_single((ub, now))
-        if ub is None:
-            return c.encode_single((ua, now))
-        return c.encode_single((combine(ua, ub), now))
+        merged = self._merge_entries(c.decode_single(a), c.decode_single(b), combine)
+        return None if merged is None else c.encode_single(merged)
 
     def clear(self) -> None:
         k, _ = self._enter()
@@ -209,7 +195,7 @@ class RocksDBTtlListState(ElementsMixin, _TtlState, ListState[object]):
         self._remove_all(k)
 
 
-class RocksDBTtlMapState(_TtlState, MapState[object, object]):
+class RocksDBTtlMapState(TtlMapViews, _TtlState, MapState[object, object]):
     """:class:`MapState` with TTL per map entry in RocksDB."""
 
     __slots__ = ()
@@ -247,10 +233,6 @@ class RocksDBTtlMapState(_TtlState, MapState[object, object]):
                     out.append((mk, e[0]))
         return out
 
-    def get(self, key: object) -> object:
-        e = self._entry(key)
-        return None if e is None else e[0]
-
     def put(self, key: object, value: object) -> None:
         k, now = self._enter()
         self._put_at(k, key, value, now)
@@ -274,18 +256,6 @@ class RocksDBTtlMapState(_TtlState, MapState[object, object]):
         k, _ = self._enter()
         self._delete(k + self._codec.map_key_bytes(key))
 
-    def contains(self, key: object) -> bool:
-        return self._entry(key) is not None
-
-    def items(self) -> list[tuple[object, object]]:
-        return self._visible()
-
-    def keys(self) -> list[object]:
-        return [mk for mk, _ in self._visible()]
-
-    def values(self) -> list[object]:
-        return [v for _, v in self._visible()]
-
     def is_empty(self) -> bool:
         k, now = self._enter()
         entries = list(scan_prefix(self._cf, k))
@@ -305,9 +275,6 @@ class RocksDBTtlMapState(_TtlState, MapState[object, object]):
     def clear(self) -> None:
         k, _ = self._enter()
         self._cf.delete_range(k, successor(k))
-
-    def __iter__(self) -> Iterator[object]:
-        return iter(self.keys())
 
 
 class RocksDBTtlReducingState(_Merging, _TtlState, ReducingState[object]):
@@ -373,13 +340,8 @@ class RocksDBTtlAggregatingState(_Merging, _TtlState, AggregatingState[object, o
             return
         c = self._codec
         data = self._get(k)
-        acc = None if data is None else self._unexpired(c.decode_single(data), now)
-        if acc is None:
-            acc = self._agg.create_accumulator()
-        acc = self._agg.add(value, acc)
-        if acc is None:
-            raise returned_none_error(self._agg, "add")
-        self._put(k, c.encode_single((acc, now)))
+        old = None if data is None else self._unexpired(c.decode_single(data), now)
+        self._put(k, c.encode_single((accumulate(self._agg, old, value), now)))
 
     def _merge_data(self, a: bytes, b: bytes) -> bytes | None:
         return self._merge_unexpired(a, b, lambda x, y: merge_accumulators(self._agg, x, y))

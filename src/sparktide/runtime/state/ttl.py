@@ -30,7 +30,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from sparktide.core.state import (
@@ -52,13 +52,14 @@ from sparktide.runtime.state.heap import (
     Reducer,
     StateTable,
     TtlEntry,
+    accumulate,
     check_mapping,
     check_not_none,
     checked_reduce,
     list_values,
     merge_accumulators,
-    returned_none_error,
 )
+from sparktide.runtime.state.ttl_rules import TtlMapViews, TtlRules, ttl_settings
 
 if TYPE_CHECKING:
     from sparktide.runtime.state.backend import HeapKeyedStateBackend
@@ -73,7 +74,7 @@ __all__ = [
 ]
 
 
-class TtlState(HeapKvState[R]):
+class TtlState(TtlRules, HeapKvState[R]):
     """Common part of the TTL states: the clock, the config flags and the access hook."""
 
     __slots__ = ("_cleanup", "_on_read", "_return_expired", "_time", "_ttl")
@@ -88,12 +89,7 @@ class TtlState(HeapKvState[R]):
     ) -> None:
         super().__init__(backend, table, namespace)
         self._time = time_provider
-        self._ttl = config.get_ttl().to_milliseconds()
-        self._on_read = config.get_update_type() is StateTtlConfig.UpdateType.OnReadAndWrite
-        self._return_expired = (
-            config.get_state_visibility()
-            is StateTtlConfig.StateVisibility.ReturnExpiredIfNotCleanedUp
-        )
+        self._ttl, self._on_read, self._return_expired = ttl_settings(config)
         self._cleanup: IncrementalCleanup | None = table.cleanup
 
     def _enter(self) -> tuple[KeyGroupDict[R], EntryKey, int]:
@@ -124,23 +120,6 @@ class TtlState(HeapKvState[R]):
         if self._on_read:
             d[k] = (e[0], now)
         return e
-
-    def _unexpired(self, e: TtlEntry | None, now: int) -> object:
-        """The user value of entry ``e`` if visible, else ``None`` (Flink's getUnexpired)."""
-        if e is None or (not self._return_expired and e[1] + self._ttl <= now):
-            return None
-        return e[0]
-
-    def _merge_unexpired(self, a: TtlEntry, b: TtlEntry, combine: Reducer) -> TtlEntry | None:
-        """Merge entries ``a`` and ``b`` of a single-value state into ``(value, now)``:
-        ``combine`` of their visible values, the one visible value, or ``None`` if neither is."""
-        now = self._time()
-        ua, ub = self._unexpired(a, now), self._unexpired(b, now)
-        if ua is None:
-            return None if ub is None else (ub, now)
-        if ub is None:
-            return (ua, now)
-        return (combine(ua, ub), now)
 
     def clear(self) -> None:
         d, k, _ = self._enter()
@@ -257,7 +236,7 @@ class TtlListState(MergingMixin[list[TtlEntry]], TtlState[list[TtlEntry]], ListS
         return a
 
 
-class TtlMapState(TtlState[dict[object, TtlEntry]], MapState[object, object]):
+class TtlMapState(TtlMapViews, TtlState[dict[object, TtlEntry]], MapState[object, object]):
     """:class:`MapState` with TTL per map entry."""
 
     __slots__ = ()
@@ -306,10 +285,6 @@ class TtlMapState(TtlState[dict[object, TtlEntry]], MapState[object, object]):
                 del d[k]
         return out
 
-    def get(self, key: object) -> object:
-        e = self._entry(key)
-        return None if e is None else e[0]
-
     def put(self, key: object, value: object) -> None:
         d, k, now = self._enter()
         m = d.get(k)
@@ -338,18 +313,6 @@ class TtlMapState(TtlState[dict[object, TtlEntry]], MapState[object, object]):
             if not m:
                 del d[k]
 
-    def contains(self, key: object) -> bool:
-        return self._entry(key) is not None
-
-    def items(self) -> list[tuple[object, object]]:
-        return self._visible()
-
-    def keys(self) -> list[object]:
-        return [mk for mk, _ in self._visible()]
-
-    def values(self) -> list[object]:
-        return [v for _, v in self._visible()]
-
     def is_empty(self) -> bool:
         d, k, now = self._enter()
         m = d.get(k)
@@ -364,9 +327,6 @@ class TtlMapState(TtlState[dict[object, TtlEntry]], MapState[object, object]):
         if alive is not m:
             d[k] = alive
         return False
-
-    def __iter__(self) -> Iterator[object]:
-        return iter(self.keys())
 
 
 class TtlReducingState(MergingMixin[TtlEntry], TtlState[TtlEntry], ReducingState[object]):
@@ -399,7 +359,7 @@ class TtlReducingState(MergingMixin[TtlEntry], TtlState[TtlEntry], ReducingState
         d[k] = (value if old is None else checked_reduce(self._reduce, old, value), now)
 
     def _merge_raw(self, a: TtlEntry, b: TtlEntry) -> TtlEntry | None:
-        return self._merge_unexpired(a, b, lambda x, y: checked_reduce(self._reduce, x, y))
+        return self._merge_entries(a, b, lambda x, y: checked_reduce(self._reduce, x, y))
 
 
 class TtlAggregatingState(
@@ -430,13 +390,7 @@ class TtlAggregatingState(
         if value is None:
             d.pop(k, None)
             return
-        acc = self._unexpired(d.get(k), now)
-        if acc is None:
-            acc = self._agg.create_accumulator()
-        acc = self._agg.add(value, acc)
-        if acc is None:
-            raise returned_none_error(self._agg, "add")
-        d[k] = (acc, now)
+        d[k] = (accumulate(self._agg, self._unexpired(d.get(k), now), value), now)
 
     def _merge_raw(self, a: TtlEntry, b: TtlEntry) -> TtlEntry | None:
-        return self._merge_unexpired(a, b, lambda x, y: merge_accumulators(self._agg, x, y))
+        return self._merge_entries(a, b, lambda x, y: merge_accumulators(self._agg, x, y))

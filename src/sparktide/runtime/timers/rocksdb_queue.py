@@ -50,7 +50,7 @@ from __future__ import annotations
 import os
 import shutil
 from bisect import bisect_left, insort
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from heapq import heapify, heappop, heappush
 from pathlib import Path
 from types import TracebackType
@@ -90,6 +90,37 @@ _STALE_SLACK = 64
 _FLUSH_EVERY = 1024  # index changes per write batch
 _SIGN = 2**63
 _MEMO_SIZE = 1 << 14  # keys whose bytes, values whose decoding, a queue remembers
+
+
+class _BytesMemo(dict[object, bytes]):
+    """The key bytes of values, remembered (at most ``_MEMO_SIZE``: then it starts over).
+
+    >>> memo = _BytesMemo(lambda v: str(v).encode())
+    >>> memo.bytes_of(7), memo
+    (b'7', {7: b'7'})
+    >>> memo.bytes_of([1])  # unhashable: encoded, not remembered
+    b'[1]'
+    """
+
+    __slots__ = ("_encode",)
+
+    def __init__(self, encode: Callable[[object], bytes]) -> None:
+        super().__init__()
+        self._encode = encode
+
+    def bytes_of(self, value: object) -> bytes:
+        """The key bytes of ``value``; an unhashable one goes to the codec, which names what is
+        wrong with it."""
+        try:
+            found = self.get(value)
+        except TypeError:
+            return self._encode(value)
+        if found is None:
+            found = self._encode(value)
+            if len(self) >= _MEMO_SIZE:
+                self.clear()
+            self[value] = found
+        return found
 
 
 class _Closed:
@@ -266,8 +297,8 @@ class RocksDBTimerQueue(Generic[K, N]):
         self._overlay: dict[bytes, bytes | None] = {}
         # local key groups whose timers the pending batch changes at or above their floor
         self._dirty: set[int] = set()
-        self._key_memo: dict[object, bytes] = {}
-        self._ns_memo: dict[object, bytes] = {}
+        self._key_memo = _BytesMemo(self._keys.key_bytes)
+        self._ns_memo = _BytesMemo(self._namespaces.key_bytes)
         self._decoded: dict[bytes, tuple[K, N]] = {}
         self._write_options = WriteOptions()
         # a property at run time (rocksdict's stubs declare a method)
@@ -326,12 +357,12 @@ class RocksDBTimerQueue(Generic[K, N]):
         prefix = self._prefixes[idx]
         ns_bytes = self._ns_memo.get(namespace) if namespace is None else None
         if ns_bytes is None:
-            ns_bytes = self._ns_bytes(namespace)
+            ns_bytes = self._ns_memo.bytes_of(namespace)
         ts_bytes = encode_timestamp(timestamp)
         key_type = type(key)
         key_bytes = self._key_memo.get(key) if key_type is str else None
         if key_bytes is None:
-            key_bytes = self._key_bytes(key)
+            key_bytes = self._key_memo.bytes_of(key)
         index_key = prefix + key_bytes + ns_bytes + ts_bytes
         cache = self._caches[idx]
         if (key_type is str or key_type is int) and (
@@ -507,7 +538,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         for suffix, e in keep.items():
             if self._index_get(prefix + suffix) is None:
                 ts, seq, k, ns, _kg = e
-                ns_bytes = self._ns_bytes(ns)
+                ns_bytes = self._ns_memo.bytes_of(ns)
                 self._write(idx, prefix + suffix, prefix + encode_timestamp(ts), seq, k, ns_bytes)
                 self._admit(idx, (ts, seq, k, ns, key_group))
 
@@ -560,7 +591,7 @@ class RocksDBTimerQueue(Generic[K, N]):
     # ------------------------------------------------------------------ internals
 
     def _index_suffix(self, key: object, namespace: object) -> bytes:
-        return self._key_bytes(key) + self._ns_bytes(namespace)
+        return self._key_memo.bytes_of(key) + self._ns_memo.bytes_of(namespace)
 
     def _check_open(self) -> None:
         if self._db is None:
@@ -644,7 +675,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         timer_key = prefix + ts_bytes + seq.to_bytes(_SEQ_BYTES, "big")
         pending = self._pending
         pending.delete(timer_key, self._timers_cf)
-        index_key = prefix + self._key_bytes(key) + self._ns_bytes(ns) + ts_bytes
+        index_key = prefix + self._key_memo.bytes_of(key) + self._ns_memo.bytes_of(ns) + ts_bytes
         pending.delete(index_key, self._index_cf)
         # it was the first timer of its key group: the next one is above (refills do not see
         # its pending delete)
@@ -754,34 +785,6 @@ class RocksDBTimerQueue(Generic[K, N]):
             decoded.clear()
         decoded[value] = parts
         return parts
-
-    def _ns_bytes(self, namespace: object) -> bytes:
-        """The key bytes of ``namespace`` (remembered: windows are shared by many keys)."""
-        memo = self._ns_memo
-        try:
-            found = memo.get(namespace)
-        except TypeError:  # unhashable: the codec names what is wrong
-            return self._namespaces.key_bytes(namespace)
-        if found is None:
-            found = self._namespaces.key_bytes(namespace)
-            if len(memo) >= _MEMO_SIZE:
-                memo.clear()
-            memo[namespace] = found
-        return found
-
-    def _key_bytes(self, key: object) -> bytes:
-        """The key bytes of ``key`` (remembered: equal keys have equal key bytes)."""
-        memo = self._key_memo
-        try:
-            found = memo.get(key)
-        except TypeError:  # unhashable: the codec names what is wrong
-            return self._keys.key_bytes(key)
-        if found is None:
-            found = self._keys.key_bytes(key)
-            if len(memo) >= _MEMO_SIZE:
-                memo.clear()
-            memo[key] = found
-        return found
 
     def _entry(self, ts: int, seq_bytes: bytes, value: bytes, kg: int) -> TimerEntry[K, N]:
         key, offset = self._keys.decode_value_from(value, 0)

@@ -1,0 +1,178 @@
+"""Validation of a canonical keyed-state snapshot, shared by every backend's ``restore_state``,
+and the TTL purge plan of ``snapshot_state``.
+
+A snapshot is ``(meta, per_key_group)``: ``meta[name] = {"kind": ..., "ttl": bool}`` and
+``per_key_group[kg][name] = [(key, namespace, raw_value)]``. The checks here are independent of
+where a backend keeps its entries; a backend locates an entry (its key group and the handle it
+stores it under) through the ``locate`` callable it passes to :func:`check_entry`.
+
+>>> kinds = check_meta({"count": {"kind": "value", "ttl": False}}, {})
+>>> kinds
+{'count': ('value', False)}
+>>> groups = entry_groups({3: {"count": [("k", None, 1)]}}, kinds, 128, 0, 63)
+>>> [(g.key_group, g.name) for g in groups]
+[(3, 'count')]
+>>> check_entry(("k", None, 1), "e", 3, "value", False, 128, lambda k, ns: (3, (k, ns)))
+('k', None, 1, ('k', None))
+>>> check_meta({"count": {"kind": "bag"}}, {})  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+ValueError: meta['count'] must be {'kind': one of value, list, map, ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import NamedTuple, TypeVar
+
+from sparktide.runtime.state.backend_checks import RegisteredState
+from sparktide.runtime.state.heap import KINDS, check_raw, describe_kind
+
+__all__ = [
+    "EntryGroup",
+    "check_entry",
+    "check_meta",
+    "duplicate_entry",
+    "entry_groups",
+    "full_snapshot_ttls",
+]
+
+L = TypeVar("L")
+
+
+class EntryGroup(NamedTuple):
+    """The entries of one state in one key group of a snapshot, their container checked."""
+
+    key_group: int
+    name: str
+    where: str
+    """Where they stand, for errors: ``per_key_group[kg]['name']``."""
+    kind: str
+    ttl: bool
+    entries: Sequence[object]
+
+
+def check_meta(meta: object, states: Mapping[str, RegisteredState]) -> dict[str, tuple[str, bool]]:
+    """``{name: (kind, ttl)}`` of a snapshot's ``meta``; ValueError when it is malformed or a
+    state of ``states`` (the backend's) has another kind or TTL setting."""
+    if not isinstance(meta, Mapping):
+        raise ValueError(
+            f"meta must be a dict {{state_name: {{'kind': ..., 'ttl': bool}}}}, got "
+            f"{type(meta).__name__}"
+        )
+    kinds: dict[str, tuple[str, bool]] = {}
+    for name, info in meta.items():
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"meta has state name {name!r}; names are non-empty str")
+        kind = info.get("kind") if isinstance(info, Mapping) else None
+        ttl = info.get("ttl") if isinstance(info, Mapping) else None
+        if kind not in KINDS or not isinstance(ttl, bool):
+            raise ValueError(
+                f"meta[{name!r}] must be {{'kind': one of {', '.join(KINDS)}, 'ttl': bool}}, "
+                f"got {info!r}"
+            )
+        state = states.get(name)
+        if state is not None and (state.kind != kind or state.ttl != ttl):
+            raise ValueError(
+                f"state {name!r} is a {state.describe()} here, but the snapshot holds a "
+                f"{describe_kind(kind, ttl)}; restore it into a state of the same kind and "
+                "TTL setting (or rename one of them)"
+            )
+        kinds[name] = (kind, ttl)
+    return kinds
+
+
+def entry_groups(
+    per_key_group: object,
+    kinds: Mapping[str, tuple[str, bool]],
+    max_parallelism: int,
+    start: int,
+    end: int,
+) -> Iterator[EntryGroup]:
+    """The entry lists of ``per_key_group`` in the key groups ``[start, end]`` (others are
+    skipped), each with its state's kind and TTL setting from ``kinds``; ValueError names the
+    first malformed container or unknown state."""
+    if not isinstance(per_key_group, Mapping):
+        raise ValueError(
+            f"per_key_group must be a dict {{key_group: {{state_name: [entries]}}}}, got "
+            f"{type(per_key_group).__name__}"
+        )
+    for kg, by_name in per_key_group.items():
+        if type(kg) is not int or not 0 <= kg < max_parallelism:
+            raise ValueError(
+                f"per_key_group has key group {kg!r}; key groups are ints in "
+                f"[0, {max_parallelism - 1}] for max_parallelism="
+                f"{max_parallelism} (was the snapshot taken with another one?)"
+            )
+        if not start <= kg <= end:
+            continue
+        if not isinstance(by_name, Mapping):
+            raise ValueError(
+                f"per_key_group[{kg}] must be a dict {{state_name: [entries]}}, got "
+                f"{type(by_name).__name__}"
+            )
+        for name, entries in by_name.items():
+            where = f"per_key_group[{kg}][{name!r}]"
+            if name not in kinds:
+                raise ValueError(
+                    f"{where}: state {name!r} is missing from meta; pass the meta "
+                    "of the same snapshot"
+                )
+            kind, ttl = kinds[name]
+            if not isinstance(entries, (list, tuple)):
+                raise ValueError(
+                    f"{where} must be a list of (key, namespace, raw_value), got "
+                    f"{type(entries).__name__}"
+                )
+            yield EntryGroup(kg, name, where, kind, ttl, entries)
+
+
+def check_entry(
+    entry: object,
+    where: str,
+    kg: int,
+    kind: str,
+    ttl: bool,
+    max_parallelism: int,
+    locate: Callable[[object, object], tuple[int, L]],
+) -> tuple[object, object, object, L] | None:
+    """``(key, namespace, raw_value, handle)`` of one snapshot entry, ``None`` for an empty
+    value (nothing to restore); ValueError when it is malformed or its key is not in key group
+    ``kg``. ``locate(key, namespace)`` gives the key group of the key and the backend's handle
+    of the entry; a TypeError it raises means the key or namespace is not usable."""
+    if not isinstance(entry, (tuple, list)) or len(entry) != 3:
+        raise ValueError(f"{where} must be a (key, namespace, raw_value) triple, got {entry!r}")
+    key, ns, raw = entry
+    try:
+        hash((key, ns))
+        actual, handle = locate(key, ns)
+    except TypeError as e:
+        raise ValueError(f"{where}: key {key!r} / namespace {ns!r} is not usable: {e}") from None
+    if actual != kg:
+        raise ValueError(
+            f"{where}: key {key!r} belongs to key group {actual}, not {kg}; the snapshot was "
+            f"taken with another max_parallelism than {max_parallelism} or is corrupt"
+        )
+    raw = check_raw(kind, ttl, raw, where)
+    return None if raw is None else (key, ns, raw, handle)
+
+
+def duplicate_entry(where: str, name: str, key: object, ns: object) -> ValueError:
+    """The error of a snapshot entry whose (state, key, namespace) is restored already."""
+    return ValueError(
+        f"{where}: state {name!r} already has an entry for key {key!r} and "
+        f"namespace {ns!r}; restore each key group from one snapshot only"
+    )
+
+
+def full_snapshot_ttls(
+    states: Mapping[str, RegisteredState], names: Sequence[str]
+) -> dict[str, int]:
+    """``{name: ttl_ms}`` of the states among ``names`` whose TTL config cleans up in full
+    snapshots (their expired values are left out of a snapshot)."""
+    purge: dict[str, int] = {}
+    for n in names:
+        cfg = states[n].ttl_config
+        if cfg is not None and cfg.get_cleanup_strategies().in_full_snapshot():
+            purge[n] = cfg.get_ttl().to_milliseconds()
+    return purge
