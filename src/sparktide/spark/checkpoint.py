@@ -85,7 +85,6 @@ True
 from __future__ import annotations
 
 import json
-import os
 import uuid
 import zlib
 from collections.abc import Mapping
@@ -96,6 +95,7 @@ from sparktide.core.state_backend import (
     StateBackend,
     StateBackendKind,
 )
+from sparktide.runtime.filesystems import open_filesystem
 from sparktide.runtime.keygroups import KeyGroupRange, compute_key_group_range_for_operator_index
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot, SnapshotFormatError
 from sparktide.runtime.state.backend import StateMeta
@@ -171,22 +171,13 @@ def _differences(record: FileRecord, data: bytes) -> str:
 
 
 def _filesystem(location: str) -> tuple[FileSystem, str]:
-    from pyarrow import fs
 
     if not isinstance(location, str) or not location:
         raise TypeError(
             f"checkpoint_location must be a non-empty str (a path or a URI such as "
             f"'file:///tmp/ckpt' or 's3://bucket/ckpt'), got {location!r}"
         )
-    if "://" not in location:
-        location = os.path.abspath(location)
-    try:
-        filesystem, root = fs.FileSystem.from_uri(location)
-    except Exception as exc:
-        raise ValueError(
-            f"checkpoint_location {location!r} is not a path or a URI pyarrow.fs can open: {exc}"
-        ) from None
-    return filesystem, root
+    return open_filesystem(location, "checkpoint_location")
 
 
 class CheckpointStore:

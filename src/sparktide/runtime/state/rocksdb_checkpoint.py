@@ -62,6 +62,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from sparktide.runtime.filesystems import open_filesystem
 from sparktide.runtime.state.rocksdb_checkpoint_manifest import (
     FileKind,
     RocksDBCheckpointError,
@@ -71,7 +72,6 @@ from sparktide.runtime.state.rocksdb_checkpoint_manifest import (
 )
 
 if TYPE_CHECKING:
-    from pyarrow.fs import FileSystem
     from rocksdict import Rdict
 
 __all__ = [
@@ -152,7 +152,7 @@ class RocksDBCheckpointStorage:
             )
         self.location = location
         self.retain = retain
-        self._fs, self.root = _filesystem(location)
+        self._fs, self.root = open_filesystem(location, "location")
         self._manifests: dict[str, RocksDBManifest] = {}  # by manifest path, read once
 
     def __getstate__(self) -> tuple[str, int]:
@@ -533,17 +533,3 @@ class RocksDBCheckpointStorage:
                 "the checkpoint directory was changed: restore it from a backup or start from "
                 "an empty one"
             )
-
-
-def _filesystem(location: str) -> tuple[FileSystem, str]:
-    from pyarrow import fs
-
-    if "://" not in location:
-        location = os.path.abspath(location)
-    try:
-        filesystem, root = fs.FileSystem.from_uri(location)
-    except Exception as exc:
-        raise ValueError(
-            f"location {location!r} is not a path or a URI pyarrow.fs can open: {exc}"
-        ) from None
-    return filesystem, root
