@@ -10,5 +10,20 @@ re-exported here, at the PyFlink-style path.
 42
 """
 
+# async I/O (PyFlink keeps these in pyflink.datastream.functions too)
+from sparktide.core.async_function import (
+    AsyncFunction,
+    AsyncFunctionDescriptor,
+    AsyncRetryPredicate,
+    AsyncRetryStrategy,
+)
 from sparktide.core.functions import *  # noqa: F403  (the same objects, at PyFlink's path)
 from sparktide.core.functions import __all__ as __all__
+
+__all__ = [
+    *__all__,
+    "AsyncFunction",
+    "AsyncFunctionDescriptor",
+    "AsyncRetryPredicate",
+    "AsyncRetryStrategy",
+]
