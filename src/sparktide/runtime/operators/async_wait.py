@@ -105,8 +105,11 @@ class AsyncWaitOperator(AbstractStreamOperator):
         self._loop: TaskLoop | None = None
         self._closed = False
         self.cursor: Cursor | None = None  # set by a runner: outputs get their record's place
-        self._last_mark: CursorState | None = None
-        self._last_at: tuple[object, ...] = ()  # the cursor when _last_mark was made
+        # the marks made at the current input, by what their outputs are numbered from, with
+        # the last request of each: several records of one input (a flat_map before, timers of
+        # one key group fired by one watermark) number their outputs on from one another
+        self._marks_at: object = None
+        self._marks: dict[tuple[object, ...], tuple[CursorState, Request | None]] = {}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -140,8 +143,11 @@ class AsyncWaitOperator(AbstractStreamOperator):
 
     def process_element(self, record: StreamRecord) -> None:
         self._make_room()
-        request = Request(record, self._defer())
-        self._queue.put(request)
+        mark, after = self._defer()
+        request = Request(record, mark)
+        self._queue.put(request, after)
+        if mark is not None:
+            self._marks[self._mark_key(mark)] = (mark, request)
         loop = self._running_loop()
         loop.loop.call_soon_threadsafe(self._start, request)
         self._emit_ready()
@@ -168,26 +174,30 @@ class AsyncWaitOperator(AbstractStreamOperator):
             raise RuntimeError("the async wait operator was not opened: call open() first")
         return loop
 
-    def _defer(self) -> CursorState | None:
+    @staticmethod
+    def _mark_key(mark: CursorState) -> tuple[object, ...]:
+        kg = mark.backend.current_key_group
+        return (mark.n, mark.phase, mark.channel, mark.source_stage, kg)
+
+    def _defer(self) -> tuple[CursorState | None, Request | None]:
+        """Where the current input's outputs go, and the request they follow (if any)."""
         cursor = self.cursor
         if cursor is None:
-            return None
+            return None, None
         mark = cursor.defer()
-        last, at = self._last_mark, self._last_at
-        if (
-            last is not None
-            and at[0] is mark.position
-            and at[1:] == (mark.n, mark.phase, mark.channel, mark.source_stage)
-        ):
-            # several records of one input (a flat_map before): their outputs number on
-            return last
-        self._last_mark = mark
-        self._last_at = (mark.position, mark.n, mark.phase, mark.channel, mark.source_stage)
-        return mark
+        if mark.position is not self._marks_at:
+            self._marks.clear()
+            self._marks_at = mark.position
+        key = self._mark_key(mark)
+        known = self._marks.get(key)
+        if known is not None:
+            return known
+        self._marks[key] = (mark, None)
+        return mark, None
 
     def _barrier(self, element: Watermark | WatermarkStatus) -> None:
         self._make_room()
-        self._queue.put(Barrier(element, self._defer()))
+        self._queue.put(Barrier(element, self._defer()[0]))
         self._emit_ready()
 
     def _make_room(self) -> None:

@@ -9,7 +9,9 @@ the capacity. :meth:`pop_ready` hands out, in emission order, what may be emitte
   leaves in input order;
 * unordered: completed requests in completion order, but never across a barrier: a barrier
   splits the queue into segments, a segment's requests leave only once every earlier
-  segment has left, and a barrier only once every request before it has.
+  segment has left, and a barrier only once every request before it has. A request put
+  ``after`` another (records of one input, whose outputs are numbered on from one another)
+  leaves after it.
 
 Only the task thread touches a queue; the operator tells it which requests completed.
 
@@ -42,10 +44,13 @@ class Request:
     (``mark``: the cursor state when it arrived, None outside a runner)."""
 
     __slots__ = (
+        "after",
         "attempts",
         "done",
+        "emitted",
         "error",
         "finished",
+        "follower",
         "mark",
         "record",
         "results",
@@ -60,6 +65,9 @@ class Request:
         self.value: object = record.value
         self.mark = mark
         self.done = False  # the task thread knows it is complete
+        self.emitted = False
+        self.after: Request | None = None  # leaves after this one (unordered)
+        self.follower: Request | None = None  # the one that leaves after this one
         self.finished = False  # the loop thread completed it (results or error)
         self.results: list[object] = []
         self.error: BaseException | None = None
@@ -99,7 +107,7 @@ class OrderedQueue:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def put(self, entry: Entry) -> None:
+    def put(self, entry: Entry, after: Request | None = None) -> None:
         self._entries.append(entry)
 
     def complete(self, request: Request) -> None:
@@ -144,12 +152,15 @@ class UnorderedQueue:
     def __len__(self) -> int:
         return self._size
 
-    def put(self, entry: Entry) -> None:
+    def put(self, entry: Entry, after: Request | None = None) -> None:
         segments = self._segments
         if type(entry) is Request:
             segment = segments[-1]
             segment.pending += 1
             entry.segment = segment
+            if after is not None and not after.emitted:
+                entry.after = after
+                after.follower = entry
         else:
             last = segments[-1]
             if last.pending == 0 and not last.done:
@@ -163,6 +174,13 @@ class UnorderedQueue:
 
     def complete(self, request: Request) -> None:
         request.done = True
+        after = request.after
+        if after is not None and not after.emitted:
+            return  # released when ``after`` leaves
+        self._release(request)
+
+    @staticmethod
+    def _release(request: Request) -> None:
         segment = request.segment
         if segment is None:
             raise ValueError(f"{request!r} is not in this queue")
@@ -175,7 +193,13 @@ class UnorderedQueue:
         while True:
             head = segments[0]
             while head.done:
-                out.append(head.done.popleft())
+                entry = head.done.popleft()
+                out.append(entry)
+                if type(entry) is Request:
+                    entry.emitted = True
+                    follower = entry.follower
+                    if follower is not None and follower.done:
+                        self._release(follower)
             if head.pending or len(segments) == 1:
                 break
             segments.popleft()
