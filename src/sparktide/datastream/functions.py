@@ -10,5 +10,17 @@ re-exported here, at the PyFlink-style path.
 42
 """
 
+from sparktide.core.broadcast import (
+    BaseBroadcastProcessFunction,
+    BroadcastProcessFunction,
+    KeyedBroadcastProcessFunction,
+)
 from sparktide.core.functions import *  # noqa: F403  (the same objects, at PyFlink's path)
-from sparktide.core.functions import __all__ as __all__
+from sparktide.core.functions import __all__ as _functions_all
+
+__all__ = [
+    *_functions_all,
+    "BaseBroadcastProcessFunction",
+    "BroadcastProcessFunction",
+    "KeyedBroadcastProcessFunction",
+]

@@ -3,9 +3,9 @@
 A :class:`Node` is one transformation: a source, an operator with one or two inputs, or a sink.
 An :class:`Edge` connects a producer to a consumer and says how records are distributed
 (``forward``: same subtask; ``hash``: by the key group of ``key_selector``; ``rebalance``:
-spread; ``global``: all to subtask 0) and which output of the producer it reads (the main output
-or a side output ``tag``). Nodes are immutable descriptions; runners build operators from their
-``operator_factory`` per subtask.
+spread; ``global``: all to subtask 0; ``broadcast``: each to every subtask) and which output of
+the producer it reads (the main output or a side output ``tag``). Nodes are immutable
+descriptions; runners build operators from their ``operator_factory`` per subtask.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Edge", "JobGraph", "Node", "copy_function"]
 
-PARTITIONINGS = ("forward", "hash", "rebalance", "global")
+PARTITIONINGS = ("forward", "hash", "rebalance", "global", "broadcast")
 
 
 @dataclass(frozen=True, eq=False)
