@@ -621,6 +621,7 @@ class CheckpointStore:
         path = self.subtask_path(chain.snapshot, stage, subtask)
         _, parts = unpack_parts(self.read_bound(path, files), path)
         loaded = LoadedSubtask(None, {}, {}, parts.get("valves"), parts.get("watermarks"))
+        loaded.broadcast = parts.get("broadcast")
         if "keyed" in parts:
             try:
                 snap = KeyedOperatorSnapshot.from_bytes(parts["keyed"])
@@ -642,6 +643,7 @@ class CheckpointStore:
                 loaded.state_meta = _state_meta(meta, loaded.state_meta, path)
             loaded.valves = parts.get("valves", loaded.valves)
             loaded.watermarks = parts.get("watermarks", loaded.watermarks)
+            loaded.broadcast = parts.get("broadcast", loaded.broadcast)
         return loaded
 
     def write_version(
@@ -690,11 +692,13 @@ class CheckpointStore:
         subtask: int,
         max_parallelism: int,
         key_groups: KeyGroupRange | None,
+        broadcast: bool = False,
     ) -> LoadedSubtask:
         """The state of ``key_groups`` at the version of manifest ``previous``, read from
         every old subtask whose key-group range intersects them (key groups are the unit, so
         this works for any old parallelism); valves and watermarks come from old subtask
         ``subtask`` (old subtask 0 if there was none; they are the same in every subtask).
+        With ``broadcast``, the broadcast state too: the one copy, which old subtask 0 wrote.
         ``stage`` is this job's stage: the state comes from the stage of ``previous`` it
         matches (:meth:`previous_stage`; none: empty state)."""
         out = LoadedSubtask(None, {}, {}, None, None)
@@ -706,7 +710,7 @@ class CheckpointStore:
         chains = previous.chains[stage]
         source = subtask if subtask < old_p else 0
         for i in range(old_p):
-            if i != source:
+            if i != source and not (broadcast and i == 0):
                 if key_groups is None:
                     continue
                 old = compute_key_group_range_for_operator_index(max_parallelism, old_p, i)
@@ -715,6 +719,8 @@ class CheckpointStore:
             loaded = self.load_chain(chains[i], stage, i, key_groups, previous.files)
             if i == source:
                 out.valves, out.watermarks = loaded.valves, loaded.watermarks
+            if broadcast and i == 0:
+                out.broadcast = loaded.broadcast
             if key_groups is not None and loaded.header is not None:
                 out.header = (loaded.header[0], loaded.header[1], key_groups)
                 out.state_meta.update(loaded.state_meta)
@@ -739,13 +745,15 @@ class CheckpointStore:
             parts["valves"] = loaded.valves
         if loaded.watermarks is not None:
             parts["watermarks"] = loaded.watermarks
+        if loaded.broadcast is not None:
+            parts["broadcast"] = loaded.broadcast
         return chain, parts
 
 
 class LoadedSubtask:
     """The state of a stage subtask read from a chain of files: the flat view of its keyed
     state and timers (:mod:`sparktide.spark.changelog`), plus its pickled valves and operator
-    watermarks."""
+    watermarks, and a broadcast operator's broadcast state (written by subtask 0 only)."""
 
     def __init__(
         self,
@@ -760,6 +768,7 @@ class LoadedSubtask:
         self.flat = flat
         self.valves = valves
         self.watermarks = watermarks
+        self.broadcast: bytes | None = None
 
     def snapshot(self, key_groups: KeyGroupRange | None = None) -> KeyedOperatorSnapshot | None:
         """The keyed snapshot (``None``: not a keyed subtask)."""

@@ -47,6 +47,7 @@ from sparktide.runtime.execution.protocol import (
 from sparktide.runtime.execution.tasks import JobTasks, SplitDriver, SubtaskTask
 from sparktide.runtime.gc_pacing import paced_iteration
 from sparktide.runtime.operator_identity import operator_identities
+from sparktide.runtime.operators.broadcast import BroadcastOperator
 from sparktide.runtime.processing_time import ManualProcessingTimeService
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot
 from sparktide.runtime.state.rocksdb_local import OpenOutcome
@@ -90,6 +91,7 @@ class _Warm(NamedTuple):
     digests: Digests
     valves: bytes
     watermarks: bytes
+    broadcast: bytes | None = None  # a broadcast operator's broadcast state
 
 
 # (location, job fingerprint, stage entry identity, subtask, parallelism) -> the state written last
@@ -264,6 +266,7 @@ class StreamingJob:
             return OpenOutcome.CREATED, {}
         entry = task.entry
         keyed = entry.keyed_state_backend is not None
+        broadcasting = isinstance(entry, BroadcastOperator)
         old_p = previous.parallelism[old_stage]
         chains = previous.chains[old_stage]
         if (
@@ -279,11 +282,15 @@ class StreamingJob:
             watermarks_bytes: bytes | None
             snap, prev_digests = warm.snapshot, warm.digests
             valves_bytes, watermarks_bytes = warm.valves, warm.watermarks
+            broadcast_bytes = warm.broadcast
         else:
             CACHE_STATS["disk"] += 1
             warm_hit = False
             mine = entry.setup_info.key_group_range if keyed else None
-            loaded = store.restore_range(previous, stage.index, target, stage.max_parallelism, mine)
+            loaded = store.restore_range(
+                previous, stage.index, target, stage.max_parallelism, mine, broadcasting
+            )
+            broadcast_bytes = loaded.broadcast
             snap = loaded.snapshot()
             incremental = plan.snapshot != self.version
             prev_digests = digests(loaded.flat) if keyed and incremental else {}
@@ -295,6 +302,8 @@ class StreamingJob:
             manager.restore(snap.timers)
         elif keyed and snap is not None:
             entry.initialize_state([snap])
+        if broadcasting and broadcast_bytes is not None:  # the one copy every subtask starts from
+            cast(BroadcastOperator, entry).restore_broadcast_state(broadcast_bytes)
         self._pending[target] = (plan, prev_digests)
         where = f"the state of stage {stage.index} subtask {target}"
         valves = decode_valves(valves_bytes, where) if valves_bytes is not None else {}
@@ -331,6 +340,11 @@ class StreamingJob:
             "valves": encode_valves(task.valves),
             "watermarks": OperatorWatermarks.encode(watermarks),
         }
+        broadcast = (
+            entry.snapshot_broadcast_state() if isinstance(entry, BroadcastOperator) else None
+        )
+        if broadcast is not None and target == 0:  # one copy: every subtask holds the same
+            parts["broadcast"] = broadcast
         identity = self.identities[stage.entry.id]
         size, new_digests = self.store.write_version(
             self.version, stage.index, target, plan, snap, prev_digests, parts, identity
@@ -348,7 +362,7 @@ class StreamingJob:
         if len(_WARM) >= _WARM_LIMIT:
             _WARM.pop(next(iter(_WARM)))
         _WARM[key] = _Warm(
-            self.version, plan, snap, new_digests, parts["valves"], parts["watermarks"]
+            self.version, plan, snap, new_digests, parts["valves"], parts["watermarks"], broadcast
         )
 
     def open_subtask(
