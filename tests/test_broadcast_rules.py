@@ -73,7 +73,7 @@ def _inputs() -> tuple[list[tuple[str, int, int]], list[tuple[int, str, str, int
     return events, rules
 
 
-JOB = '''
+JOB = """
 import sys
 
 from {api}.common import Types, WatermarkStrategy
@@ -119,10 +119,11 @@ class ApplyRules(KeyedBroadcastProcessFunction):
                 keep.append(event)
                 continue
             broken = [rid for rid, limit in valid if event[2] > limit]
+            what = "%s t=%d" % (ctx.get_current_key(), timestamp)
             for rid in broken:
-                yield "alert %s t=%d %s amount=%d" % (ctx.get_current_key(), timestamp, rid, event[2])
+                yield "alert %s %s amount=%d" % (what, rid, event[2])
             if not broken:
-                yield UNMATCHED, "%s t=%d amount=%d" % (ctx.get_current_key(), timestamp, event[2])
+                yield UNMATCHED, "%s amount=%d" % (what, event[2])
         self.pending.update(keep)
 
     def process_broadcast_element(self, value, ctx):
@@ -160,7 +161,7 @@ def main(parallelism):
 
 if __name__ == "__main__":
     main(int(sys.argv[1]))
-'''
+"""
 
 
 def job_source(api: str) -> str:
