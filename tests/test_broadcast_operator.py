@@ -107,6 +107,7 @@ def test_the_watermark_is_the_minimum_of_both_inputs_and_fires_timers() -> None:
     assert h.get_output()[-1] == Watermark(20)
 
 
+@pytest.mark.usefixtures("state_backend")
 def test_apply_to_keyed_state_visits_every_key_in_key_group_order() -> None:
     h = _harness()
     keys = [f"k{i}" for i in range(12)]
@@ -290,3 +291,38 @@ def test_elements_meet_in_the_documented_order_at_any_parallelism(seed: int, eve
         assert keyed_side == [o for o in outputs[1] if o[0] != "rule"], f"parallelism {p}"
         # what process_broadcast_element yields, every subtask emits
         assert sorted(o for o in outputs[p] if o[0] == "rule") == sorted(rule_lines * p)
+
+
+class Label(BroadcastProcessFunction):
+    def process_element(self, value, ctx):
+        yield value, ctx.get_broadcast_state(RULES).get("label")
+
+    def process_broadcast_element(self, value, ctx):
+        ctx.get_broadcast_state(RULES).put("label", value)
+
+
+@pytest.mark.parametrize("every", [None, 2])
+def test_non_keyed_broadcast_job_is_the_same_at_any_parallelism(every) -> None:
+    def run(parallelism: int) -> list[tuple]:
+        env = StreamExecutionEnvironment.get_execution_environment(runtime="local")
+        env.set_parallelism(parallelism)
+        if every is not None:
+            env.get_config().set_watermark_every(every)
+        labels = env.from_collection(["A", "B", "C"]).broadcast(RULES)
+        values = env.from_collection(list(range(7)))
+        return list(values.connect(labels).process(Label()).execute_and_collect())
+
+    outputs = {p: run(p) for p in (1, 2, 4)}
+    if every is None:  # one round: every label before every value
+        assert outputs[1] == [(v, "C") for v in range(7)]
+    else:  # rounds of 2: labels A, B (round 0), C (round 1) before that round's values
+        assert outputs[1] == [(0, "B"), (1, "B"), (2, "C"), (3, "C"), (4, "C"), (5, "C"), (6, "C")]
+    assert outputs[2] == outputs[1] and outputs[4] == outputs[1]
+
+
+def test_broadcast_without_descriptors_sends_every_element_to_every_subtask() -> None:
+    env = StreamExecutionEnvironment.get_execution_environment(runtime="local")
+    env.set_parallelism(3)
+    ds = env.from_collection([1, 2]).broadcast()
+    out = ds.map(lambda v: v * 10).execute_and_collect()
+    assert sorted(out) == [10, 10, 10, 20, 20, 20]
