@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import os
 import time
-import uuid
 from collections.abc import Iterable, Mapping
 from enum import Enum
 from typing import Any
 
+from sparktide.common.execution_config import ExecutionConfig
+from sparktide.common.job import JobExecutionResult
 from sparktide.common.watermark_strategy import WatermarkStrategy
 from sparktide.core.state_backend import (
     StateBackend,
@@ -46,141 +47,6 @@ class RuntimeExecutionMode(Enum):
     STREAMING = 0
     BATCH = 1
     AUTOMATIC = 2
-
-
-class ExecutionConfig:
-    """Job-wide settings (``env.get_config()``)."""
-
-    def __init__(self) -> None:
-        self._auto_watermark_interval = 200
-        self._watermark_every: int | None = None
-        self._simulated_clock: tuple[int, int | None] | None = None
-        self._job_parameters: dict[str, str] = {}
-        self._progress_listener: Any = None
-        self._task_buffer: int | None = None
-
-    def set_auto_watermark_interval(self, interval: int) -> ExecutionConfig:
-        """Periodic watermark interval in ms of processing time (0 disables; default 200)."""
-        if type(interval) is not int or interval < 0:
-            raise ValueError(f"interval must be an int >= 0 (ms), got {interval!r}")
-        self._auto_watermark_interval = interval
-        return self
-
-    def get_auto_watermark_interval(self) -> int:
-        return self._auto_watermark_interval
-
-    def set_watermark_every(self, records: int | None) -> ExecutionConfig:
-        """End a round (and emit periodic watermarks) every ``records`` records per split.
-
-        A bounded job is otherwise one round: its watermarks advance only at the end of input.
-        Rounds make the output deterministic at any parallelism (see docs/architecture.md).
-        """
-        if records is not None and (type(records) is not int or records < 1):
-            raise ValueError(f"records must be an int >= 1 or None, got {records!r}")
-        self._watermark_every = records
-        return self
-
-    def get_watermark_every(self) -> int | None:
-        return self._watermark_every
-
-    def set_task_buffer(self, entries: int | None) -> ExecutionConfig:
-        """Bound what a task holds: a split reads, and a stage subtask (on Spark, also a
-        streaming micro-batch) processes and ships, at most about ``entries`` exchanged
-        entries at a time, whatever the round or batch size. ``None``: the runner's default
-        (65,536). Smaller uses less memory per worker and ships more, smaller chunks.
-
-        >>> ExecutionConfig().set_task_buffer(10_000).get_task_buffer()
-        10000
-        """
-        if entries is not None and (type(entries) is not int or entries < 1):
-            raise ValueError(f"entries must be an int >= 1 or None, got {entries!r}")
-        self._task_buffer = entries
-        return self
-
-    def get_task_buffer(self) -> int | None:
-        return self._task_buffer
-
-    def use_simulated_processing_time(
-        self, start: int = 0, advance_per_round: int | None = None
-    ) -> ExecutionConfig:
-        """Run processing time on a simulated clock: ``start`` ms, advancing each round by
-        ``advance_per_round`` ms (default: the auto-watermark interval). Processing-time timers
-        then fire deterministically at round boundaries."""
-        if type(start) is not int:
-            raise TypeError(f"start must be an int (ms), got {type(start).__name__}")
-        if advance_per_round is not None and (
-            type(advance_per_round) is not int or advance_per_round < 0
-        ):
-            raise ValueError(f"advance_per_round must be an int >= 0, got {advance_per_round!r}")
-        self._simulated_clock = (start, advance_per_round)
-        return self
-
-    def use_system_processing_time(self) -> ExecutionConfig:
-        self._simulated_clock = None
-        return self
-
-    def get_simulated_processing_time(self) -> tuple[int, int] | None:
-        if self._simulated_clock is None:
-            return None
-        start, step = self._simulated_clock
-        return start, self._auto_watermark_interval if step is None else step
-
-    def set_global_job_parameters(self, params: dict[str, str]) -> ExecutionConfig:
-        self._job_parameters = dict(params)
-        return self
-
-    def get_global_job_parameters(self) -> dict[str, str]:
-        return dict(self._job_parameters)
-
-    def set_progress_listener(self, listener: Any) -> ExecutionConfig:
-        """Call ``listener(done, total)`` as a job runs on Spark: completed and total Spark
-        tasks (source splits and stage subtasks), from Spark's status tracker, whenever they
-        change. The local runtime runs in the caller's thread and does not call it (a source
-        can report its own progress there). ``None`` removes it."""
-        if listener is not None and not callable(listener):
-            raise TypeError(
-                "listener must be a callable taking (done, total) or None, got "
-                f"{type(listener).__name__}"
-            )
-        self._progress_listener = listener
-        return self
-
-    def get_progress_listener(self) -> Any:
-        return self._progress_listener
-
-    def enable_object_reuse(self) -> ExecutionConfig:
-        return self
-
-    def disable_object_reuse(self) -> ExecutionConfig:
-        return self
-
-
-class JobExecutionResult:
-    """What ``execute()`` returns: the job id, its runtime and its metrics."""
-
-    def __init__(self, job_name: str, net_runtime_ms: int, metrics: dict[str, Any]) -> None:
-        self._job_id = uuid.uuid4().hex
-        self._job_name = job_name
-        self._net_runtime = net_runtime_ms
-        self.metrics = metrics
-
-    def get_job_id(self) -> str:
-        return self._job_id
-
-    def get_job_name(self) -> str:
-        return self._job_name
-
-    def get_net_runtime(self) -> int:
-        return self._net_runtime
-
-    def get_accumulator_result(self, name: str) -> Any:
-        return self.metrics.get(name)
-
-    def get_all_accumulator_results(self) -> dict[str, Any]:
-        return dict(self.metrics)
-
-    def __repr__(self) -> str:
-        return f"JobExecutionResult({self._job_name!r}, {self._net_runtime} ms)"
 
 
 class StreamExecutionEnvironment:
