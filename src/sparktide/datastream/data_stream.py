@@ -28,6 +28,7 @@ from sparktide.datastream.functions import (
     ProcessFunction,
 )
 from sparktide.datastream.output_tag import OutputTag
+from sparktide.datastream.stream_routing import AccumulateType, StreamRouting
 from sparktide.runtime.columnar.spec import FieldKey
 from sparktide.runtime.graph import Edge, Node, copy_function
 from sparktide.runtime.operators.co_process import (
@@ -85,7 +86,7 @@ def _check_function(function: Any, cls: type, methods: tuple[str, ...], what: st
         )
 
 
-class DataStream:
+class DataStream(StreamRouting):
     """A stream of elements produced by one transformation (or one of its side outputs)."""
 
     def __init__(
@@ -532,6 +533,8 @@ class CloseableIterator:
 class KeyedStream(DataStream):
     """A stream partitioned by key; operations on it have keyed state and timers."""
 
+    AccumulateType = AccumulateType
+
     def __init__(
         self, stream: DataStream, key_selector: Callable[[Any], Any], key_type: Any
     ) -> None:
@@ -724,3 +727,10 @@ class ConnectedStreams:
         return self._two_input(
             "CoProcess", lambda: CoProcessOperator(copy_function(func)), output_type
         )
+
+
+def __getattr__(name: str) -> Any:
+    """PyFlink keeps the windowed streams in this module; they live in windowed_stream."""
+    if name in ("AllWindowedStream", "WindowedStream"):
+        return getattr(windowing, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Mapping
-from enum import Enum
 from typing import Any
 
 from sparktide.common.execution_config import ExecutionConfig
@@ -27,7 +26,13 @@ from sparktide.core.state_backend import (
     default_state_backend,
     state_backend_from_config,
 )
+from sparktide.datastream.checkpoint_config import CheckpointConfig
 from sparktide.datastream.data_stream import DataStream
+from sparktide.datastream.environment_compat import EnvironmentCompat
+from sparktide.datastream.environment_config import apply_configuration
+from sparktide.datastream.execution_mode import RuntimeExecutionMode
+from sparktide.datastream.python_dependencies import PythonDependencies
+from sparktide.datastream.slot_sharing_group import SlotSharingGroup
 from sparktide.datastream.source import CollectionSource
 from sparktide.runtime.graph import JobGraph, Node
 from sparktide.runtime.operators.simple import CollectSinkOperator, RecordCollector
@@ -43,13 +48,7 @@ RUNTIMES = ("local", "spark")
 DEFAULT_RUNTIME = "spark"
 
 
-class RuntimeExecutionMode(Enum):
-    STREAMING = 0
-    BATCH = 1
-    AUTOMATIC = 2
-
-
-class StreamExecutionEnvironment:
+class StreamExecutionEnvironment(EnvironmentCompat):
     """Builds a job graph from sources and transformations, and runs it."""
 
     def __init__(self, runtime: str = DEFAULT_RUNTIME) -> None:
@@ -69,6 +68,14 @@ class StreamExecutionEnvironment:
         self._graph = JobGraph()
         self._mode = RuntimeExecutionMode.STREAMING
         self._state_backend: StateBackend = default_state_backend()
+        self._checkpoint_config = CheckpointConfig()
+        self._python = PythonDependencies()
+        self._slot_sharing_groups: dict[str, SlotSharingGroup] = {}
+        self._chaining = True
+        self._changelog = False
+        self._buffer_timeout = 100
+        self._default_local_parallelism: int | None = None
+        self._savepoint_directory: str | None = None
 
     @staticmethod
     def get_execution_environment(
@@ -122,10 +129,12 @@ class StreamExecutionEnvironment:
 
     def configure(self, configuration: Any) -> StreamExecutionEnvironment:
         """Take the options of ``configuration`` (a dict of Flink configuration keys, or an
-        object with ``to_dict()`` such as PyFlink's ``Configuration``) that this environment
-        knows; others are ignored, as in PyFlink. Known: ``state.backend.type``
-        (``"hashmap"``/``"rocksdb"``), ``state.backend.rocksdb.localdir`` and
-        ``execution.checkpointing.incremental``.
+        object with ``to_dict()`` such as :class:`~sparktide.common.Configuration`) that this
+        environment knows; others are ignored, as in PyFlink. Known: ``state.backend.type``
+        (``"hashmap"``/``"rocksdb"``), ``state.backend.rocksdb.localdir``,
+        ``execution.checkpointing.incremental`` and the keys of
+        :mod:`sparktide.datastream.environment_config` (parallelism, runtime mode,
+        auto-watermark interval, checkpointing, Python files).
 
         >>> env = StreamExecutionEnvironment("local")
         >>> env.configure({"state.backend.type": "rocksdb"}).get_state_backend().kind.value
@@ -141,6 +150,7 @@ class StreamExecutionEnvironment:
         backend = state_backend_from_config(options)
         if backend is not None:
             self._state_backend = backend
+        apply_configuration(self, options)
         return self
 
     def set_state_backend(self, state_backend: StateBackend) -> StreamExecutionEnvironment:
@@ -394,6 +404,7 @@ class StreamExecutionEnvironment:
                 "execute_and_collect() before execute()"
             )
         start = time.perf_counter()
+        self._apply_python()
         if self._is_streaming():
             client = self.execute_async(
                 name,
@@ -453,15 +464,17 @@ class StreamExecutionEnvironment:
                 "no sinks defined in the job: add one with sink_to(ForeachBatchSink(fn)), "
                 "sink_to(ParquetBatchSink(path)) or print() before execute_async()"
             )
+        self._apply_python()
         try:
             return start_stream(
                 graph,
                 self,
                 job_name or "sparktide job",
-                checkpoint_location,
+                self._checkpoint_location(checkpoint_location),
                 trigger,
                 snapshot_every,
                 allow_non_restored_state,
+                self._checkpoint_config.trigger_interval_ms(),
             )
         finally:
             graph.mark_executed()

@@ -11,4 +11,24 @@ re-exported here, at the PyFlink-style path.
 """
 
 from sparktide.core.functions import *  # noqa: F403  (the same objects, at PyFlink's path)
-from sparktide.core.functions import __all__ as __all__
+from sparktide.core.functions import __all__ as _core_names
+from sparktide.core.source import SourceFunction
+from sparktide.core.timerservice import TimerService
+from sparktide.datastream.partitioner import Partitioner
+from sparktide.datastream.window import (
+    AllWindowFunction,
+    ProcessAllWindowFunction,
+    ProcessWindowFunction,
+    WindowFunction,
+)
+
+__all__ = [
+    *_core_names,
+    "AllWindowFunction",
+    "Partitioner",
+    "ProcessAllWindowFunction",
+    "ProcessWindowFunction",
+    "SourceFunction",
+    "TimerService",
+    "WindowFunction",
+]

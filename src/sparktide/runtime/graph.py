@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Edge", "JobGraph", "Node", "copy_function"]
 
-PARTITIONINGS = ("forward", "hash", "rebalance", "global")
+PARTITIONINGS = ("forward", "hash", "rebalance", "global", "custom")
 
 
 @dataclass(frozen=True, eq=False)
@@ -40,6 +40,8 @@ class Edge:
     key_selector: Callable[[Any], object] | None = None
     tag: OutputTag | None = None  # an OutputTag for a side output, None for the main output
     input_index: int = 1
+    # a "custom" edge: (value, number of target subtasks) -> the target subtask
+    partitioner: Callable[[Any, int], int] | None = None
 
     def __post_init__(self) -> None:
         if self.partitioning not in PARTITIONINGS:
@@ -48,6 +50,8 @@ class Edge:
             )
         if (self.partitioning == "hash") != (self.key_selector is not None):
             raise ValueError("a hash edge needs a key selector, and only a hash edge has one")
+        if (self.partitioning == "custom") != (self.partitioner is not None):
+            raise ValueError("a custom edge needs a partitioner, and only a custom edge has one")
 
 
 _ids = itertools.count(1)
