@@ -408,6 +408,10 @@ class DataStream(StreamRouting):
 
     def sink_to(self, sink: Any) -> DataStreamSink:
         """Write every element to ``sink`` (e.g. ``FileSink.for_row_format(...).build()``)."""
+        prepare_stream = getattr(sink, "prepare_stream", None)
+        if callable(prepare_stream):  # e.g. a KafkaSink: records become the rows it writes
+            stream, writer = prepare_stream(self)
+            return stream.sink_to(writer)  # type: ignore[no-any-return]
         if not callable(getattr(sink, "create_operator", None)):
             raise TypeError(
                 "sink must be a Sink such as FileSink.for_row_format(path, "

@@ -209,6 +209,9 @@ class StreamExecutionEnvironment(EnvironmentCompat):
     ) -> Any:
         """A stream read from a split-aware ``source``; each split runs its own
         ``watermark_strategy`` (timestamp assigner and watermark generator)."""
+        build_stream = getattr(source, "build_stream", None)
+        if callable(build_stream):  # a source Spark reads itself, e.g. a KafkaSource
+            return build_stream(self, watermark_strategy, source_name, type_info)
         if not callable(getattr(source, "get_splits", None)):
             raise TypeError(
                 f"source must be a Source (get_splits/read_split), got {type(source).__name__}"
