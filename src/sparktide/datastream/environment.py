@@ -535,13 +535,16 @@ class StreamExecutionEnvironment(EnvironmentCompat):
         return spark.createDataFrame(pa.Table.from_batches([batch]), spark_schema_of(type_info))
 
     def _run(self, graph: JobGraph) -> dict[str, Any]:
+        """Run ``graph``; its metrics, the user metrics (``get_metrics_group()``) included."""
         if self._runtime == "spark":
             from sparktide.spark.executor import SparkExecutor
 
-            return SparkExecutor(graph, self).run()
+            spark = SparkExecutor(graph, self)
+            return {**spark.run(), **spark.user_metrics.as_dict()}
         from sparktide.local.executor import LocalExecutor
 
-        return LocalExecutor(graph, self).run()
+        local = LocalExecutor(graph, self)
+        return {**local.run(), **local.tasks.user_metrics().as_dict()}
 
 
 def _first(item: tuple[Any, Any]) -> Any:
