@@ -10,6 +10,11 @@ re-exported here, at the PyFlink-style path.
 42
 """
 
+from sparktide.core.broadcast import (
+    BaseBroadcastProcessFunction,
+    BroadcastProcessFunction,
+    KeyedBroadcastProcessFunction,
+)
 from sparktide.core.functions import *  # noqa: F403  (the same objects, at PyFlink's path)
 from sparktide.core.functions import __all__ as _core_names
 from sparktide.core.source import SourceFunction
@@ -25,6 +30,9 @@ from sparktide.datastream.window import (
 __all__ = [
     *_core_names,
     "AllWindowFunction",
+    "BaseBroadcastProcessFunction",
+    "BroadcastProcessFunction",
+    "KeyedBroadcastProcessFunction",
     "Partitioner",
     "ProcessAllWindowFunction",
     "ProcessWindowFunction",

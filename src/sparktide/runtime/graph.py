@@ -3,9 +3,10 @@
 A :class:`Node` is one transformation: a source, an operator with one or two inputs, or a sink.
 An :class:`Edge` connects a producer to a consumer and says how records are distributed
 (``forward``: same subtask; ``hash``: by the key group of ``key_selector``; ``rebalance``:
-spread; ``global``: all to subtask 0) and which output of the producer it reads (the main output
-or a side output ``tag``). Nodes are immutable descriptions; runners build operators from their
-``operator_factory`` per subtask.
+spread; ``global``: all to subtask 0; ``broadcast``: each to every subtask; ``custom``: to the
+subtask ``partitioner`` picks) and which output of
+the producer it reads (the main output or a side output ``tag``). Nodes are immutable
+descriptions; runners build operators from their ``operator_factory`` per subtask.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Edge", "JobGraph", "Node", "copy_function"]
 
-PARTITIONINGS = ("forward", "hash", "rebalance", "global", "custom")
+PARTITIONINGS = ("forward", "hash", "rebalance", "global", "broadcast", "custom")
 
 
 @dataclass(frozen=True, eq=False)

@@ -174,8 +174,8 @@ class SubtaskTask:
             if type(element) is StreamRecord:
                 cursor.phase = record
                 cursor.channel = channel
-                if keyed:
-                    set_key(key, kg)  # type: ignore[arg-type]
+                if keyed and kg is not None:  # a broadcast input's records carry no key
+                    set_key(key, kg)
                 (process1 if index == 1 else process2)(element)
             elif type(element) is Watermark:
                 cursor.phase = event_timers

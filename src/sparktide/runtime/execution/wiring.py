@@ -175,6 +175,12 @@ class ExchangeWriter:
                 )
             )
             return
+        if part == "broadcast":  # every subtask, at one position: each gets its own record
+            at, channel, index = self._cursor.out(), self._channel, self._index
+            value, timestamp = record.value, record.timestamp
+            for buf in self._buffers:
+                buf.append((at, channel, index, StreamRecord(value, timestamp), None, None))
+            return
         if part == "global":
             target = 0
         elif part == "custom":
