@@ -6,6 +6,9 @@ from typing import Any
 from sparktide.datastream.failed_records import FailedRecord
 from sparktide.datastream.functions import (
     AggregateFunction,
+    AsyncFunction,
+    AsyncRetryPredicate,
+    AsyncRetryStrategy,
     BroadcastProcessFunction,
     CoFlatMapFunction,
     CoGroupFunction,
@@ -46,6 +49,7 @@ from sparktide.datastream.window import (
 # The stream and environment classes import the runtime, whose operators import the function
 # classes above: load them on first use so that either side can be imported first.
 _LAZY = {
+    "AsyncDataStream": "sparktide.datastream.async_data_stream",
     "AllWindowedStream": "sparktide.datastream.windowed_stream",
     "WindowedStream": "sparktide.datastream.windowed_stream",
     "CoGroupedStreams": "sparktide.datastream.join",
@@ -100,6 +104,10 @@ __all__ = [
     "AggregateFunction",
     "AllWindowFunction",
     "AllWindowedStream",
+    "AsyncDataStream",
+    "AsyncFunction",
+    "AsyncRetryPredicate",
+    "AsyncRetryStrategy",
     "BroadcastConnectedStream",
     "BroadcastProcessFunction",
     "BroadcastStream",

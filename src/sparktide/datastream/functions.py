@@ -10,6 +10,13 @@ re-exported here, at the PyFlink-style path.
 42
 """
 
+# async I/O and broadcast state (PyFlink keeps these in pyflink.datastream.functions too)
+from sparktide.core.async_function import (
+    AsyncFunction,
+    AsyncFunctionDescriptor,
+    AsyncRetryPredicate,
+    AsyncRetryStrategy,
+)
 from sparktide.core.broadcast import (
     BaseBroadcastProcessFunction,
     BroadcastProcessFunction,
@@ -30,6 +37,10 @@ from sparktide.datastream.window import (
 __all__ = [
     *_core_names,
     "AllWindowFunction",
+    "AsyncFunction",
+    "AsyncFunctionDescriptor",
+    "AsyncRetryPredicate",
+    "AsyncRetryStrategy",
     "BaseBroadcastProcessFunction",
     "BroadcastProcessFunction",
     "KeyedBroadcastProcessFunction",
