@@ -30,6 +30,7 @@ from sparktide.datastream.functions import (
     ProcessFunction,
 )
 from sparktide.datastream.output_tag import OutputTag
+from sparktide.datastream.stream_routing import AccumulateType, StreamRouting
 from sparktide.runtime.columnar.spec import FieldKey
 from sparktide.runtime.graph import Edge, Node, copy_function
 from sparktide.runtime.operators.co_process import (
@@ -94,7 +95,7 @@ def _check_function(function: Any, cls: type, methods: tuple[str, ...], what: st
         )
 
 
-class DataStream:
+class DataStream(StreamRouting):
     """A stream of elements produced by one transformation (or one of its side outputs)."""
 
     def __init__(
@@ -459,6 +460,10 @@ class DataStream:
 
     def sink_to(self, sink: Any) -> DataStreamSink:
         """Write every element to ``sink`` (e.g. ``FileSink.for_row_format(...).build()``)."""
+        prepare_stream = getattr(sink, "prepare_stream", None)
+        if callable(prepare_stream):  # e.g. a KafkaSink: records become the rows it writes
+            stream, writer = prepare_stream(self)
+            return stream.sink_to(writer)  # type: ignore[no-any-return]
         if not callable(getattr(sink, "create_operator", None)):
             raise TypeError(
                 "sink must be a Sink such as FileSink.for_row_format(path, "
@@ -583,6 +588,8 @@ class CloseableIterator:
 
 class KeyedStream(DataStream):
     """A stream partitioned by key; operations on it have keyed state and timers."""
+
+    AccumulateType = AccumulateType
 
     def __init__(
         self, stream: DataStream, key_selector: Callable[[Any], Any], key_type: Any
@@ -783,3 +790,10 @@ class ConnectedStreams:
         return self._two_input(
             "CoProcess", lambda: CoProcessOperator(copy_function(func)), output_type
         )
+
+
+def __getattr__(name: str) -> Any:
+    """PyFlink keeps the windowed streams in this module; they live in windowed_stream."""
+    if name in ("AllWindowedStream", "WindowedStream"):
+        return getattr(windowing, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -759,9 +759,11 @@ def start_stream(
     trigger: str | None,
     snapshot_every: int | None = None,
     allow_non_restored_state: bool = False,
+    interval_ms: int | None = None,
 ) -> StreamingJobClient:
     """Start the streaming query of ``graph`` (see :meth:`StreamExecutionEnvironment.
-    execute_async`)."""
+    execute_async`). ``interval_ms`` (the checkpoint interval) starts a micro-batch, which is
+    one checkpoint, at most every ``interval_ms`` when ``trigger`` is None."""
     if checkpoint_location is None:
         raise ValueError(
             "checkpoint_location is required for a job reading env.from_stream(...): the "
@@ -791,6 +793,8 @@ def start_stream(
         writer = writer.trigger(availableNow=True)
     elif trigger == "once":
         writer = writer.trigger(once=True)
+    elif interval_ms:
+        writer = writer.trigger(processingTime=f"{interval_ms} milliseconds")
     runner.start(writer)
     poll_ms = env.get_config().get_auto_watermark_interval()
     if connect:  # the server runs the batches (see docs/spark.md)
