@@ -7,11 +7,25 @@ from sparktide.testing.harness import (
     for_keyed_process_function,
     for_process_function,
 )
+from sparktide.testing.two_input import (
+    BroadcastOperatorTestHarness,
+    TwoInputStreamOperatorTestHarness,
+    for_broadcast_process_function,
+    for_co_process_function,
+    for_keyed_broadcast_process_function,
+    for_keyed_co_process_function,
+)
 
 __all__ = [
+    "BroadcastOperatorTestHarness",
     "KeyedOneInputStreamOperatorTestHarness",
     "OneInputStreamOperatorTestHarness",
     "ProcessFunctionTestHarnesses",
+    "TwoInputStreamOperatorTestHarness",
+    "for_broadcast_process_function",
+    "for_co_process_function",
+    "for_keyed_broadcast_process_function",
+    "for_keyed_co_process_function",
     "for_keyed_process_function",
     "for_process_function",
 ]

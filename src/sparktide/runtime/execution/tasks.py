@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Protocol, cast
 
+from sparktide.core.metrics import MetricsReport
 from sparktide.runtime.elements import StreamRecord, Watermark, WatermarkStatus
 from sparktide.runtime.execution.planner import Plan, Stage
 from sparktide.runtime.execution.protocol import (
@@ -174,8 +175,8 @@ class SubtaskTask:
             if type(element) is StreamRecord:
                 cursor.phase = record
                 cursor.channel = channel
-                if keyed:
-                    set_key(key, kg)  # type: ignore[arg-type]
+                if keyed and kg is not None:  # a broadcast input's records carry no key
+                    set_key(key, kg)
                 (process1 if index == 1 else process2)(element)
             elif type(element) is Watermark:
                 cursor.phase = event_timers
@@ -421,6 +422,11 @@ class JobTasks:
         return describe_failure(exc, self.names, key_of, batch=batch)
 
     # ------------------------------------------------------------------ metrics
+
+    def user_metrics(self) -> MetricsReport:
+        """The user metrics of the built operators (``get_metrics_group()``), combined."""
+        groups = [op.user_metric_group for op in self.operators if op.user_metric_group]
+        return MetricsReport.of(*groups)
 
     def metrics(self) -> dict[str, int]:
         """Late records dropped or sent to a late-data side output (by window and interval join
