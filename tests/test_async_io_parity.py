@@ -305,3 +305,16 @@ def test_a_stream_gives_per_micro_batch_what_the_synchronous_stream_gives(spark,
     expected = _streaming(spark, tmp_path, asynchronous=False)
     assert sorted(expected) == [0, 1] and all(expected.values())
     assert _streaming(spark, tmp_path, asynchronous=True) == expected
+
+
+@pytest.mark.parametrize("job_name", ["job_after_keyed", "job_on_keyed_stream"])
+def test_async_operators_in_exchange_stages_on_spark_give_the_synchronous_output(
+    spark, job_name: str
+) -> None:
+    # after a keyed process function (timers, two records per input) and on a keyed stream
+    import test_async_io as cases
+
+    job = getattr(cases, job_name)
+    expected = cases.run_job(job, cases.ORDERED, False, every=9)
+    got = cases.run_job(job, cases.UNORDERED, True, runtime="spark", parallelism=3, every=9)
+    assert got == expected
