@@ -63,7 +63,6 @@ from sparktide.runtime.state.rocksdb_local import (
     OpenOutcome,
     SubtaskSlot,
 )
-from sparktide.runtime.state.rocksdb_rescale import CheckpointSource, restore_key_groups
 from sparktide.runtime.timers.queue_factory import (
     RocksDBTimerQueueFactory,
     recorded_timer_services,
@@ -87,7 +86,6 @@ from sparktide.spark.split_state import apply_generator_state, capture_generator
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from rocksdict import Rdict
 
     from sparktide.runtime.elements import Watermark, WatermarkStatus
     from sparktide.runtime.operators.timestamps import WatermarkEmitter
@@ -445,7 +443,6 @@ class StreamingJob:
         else:
             old_p = previous.parallelism[old_stage]
             chains = previous.chains[old_stage]
-            source = target if target < old_p else 0
             if old_p == stage.parallelism and chains[target].native:
                 chain = chains[target]
                 if (
@@ -464,32 +461,10 @@ class StreamingJob:
                     valves_bytes, watermarks_bytes = loaded.valves, loaded.watermarks
                 check_manifest(storage, reference, where)
                 local = dbs.open(slot, reference.checkpoint, storage)
-            elif all(c.native for c in chains):  # rescaled: the key groups of the old subtasks
-                sources = []
-                for i, chain in enumerate(chains):
-                    loaded = store.load_chain(
-                        chain, old_stage, i, files=previous.files, neutral=False
-                    )
-                    old_storage, reference = cast(
-                        "tuple[RocksDBCheckpointStorage, NativeReference]", loaded.native
-                    )
-                    if i == source:
-                        valves_bytes, watermarks_bytes = loaded.valves, loaded.watermarks
-                    if len(reference.key_group_range.intersection(mine)):
-                        check_manifest(old_storage, reference, where)
-                        sources.append(
-                            CheckpointSource(
-                                old_storage, reference.checkpoint, reference.key_group_range
-                            )
-                        )
-
-                def rebuild(directory: str) -> Rdict:
-                    if not sources:
-                        return open_state_db(directory)
-                    return restore_key_groups(sources, mine, directory, open_state_db).db
-
-                local = dbs.adopt(slot, rebuild)
-            else:  # the backend-neutral form (a heap job's, or older): inserted once
+            else:
+                # the backend-neutral form (a heap job's, an older format's, or the old
+                # subtasks' RocksDB checkpoints read back for a rescaled stage) inserted once,
+                # as the heap restores it (timers renumbered alike: the same firing order)
                 loaded = store.restore_range(
                     previous, stage.index, target, stage.max_parallelism, mine
                 )
