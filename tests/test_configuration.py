@@ -287,3 +287,15 @@ def test_python_files_and_archives_ship_to_spark(spark: Any, tmp_path: Any) -> N
         env.set_python_requirements(str(requirements))
         env.from_collection([1]).print()
         env.execute()
+
+
+def test_a_running_session_keeps_its_python(spark: Any) -> None:
+    env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
+    env.from_collection([1, 2], Types.LONG()).map(lambda v: v + 1, Types.LONG())
+    running = spark.sparkContext.pythonExec
+    env.set_python_executable(running)
+    assert sorted(env.execute_and_collect()) == [2, 3]
+    other = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
+    other.set_python_executable(sys.executable + "-other").from_collection([1]).print()
+    with pytest.raises(RuntimeError, match=r"cannot change it once started; set spark\.pyspark"):
+        other.execute()
