@@ -602,10 +602,13 @@ def job_on_keyed_stream(env, mode, asynchronous):
 JOBS = [job_keyed, job_windows, job_collect, job_after_keyed, job_on_keyed_stream]
 
 
-def run_job(job, mode, asynchronous, runtime="local", parallelism=1, every=None) -> list:
+def run_job(
+    job, mode, asynchronous, runtime="local", parallelism=1, every=None, buffer=None
+) -> list:
     env = StreamExecutionEnvironment.get_execution_environment(runtime=runtime)
     env.set_parallelism(parallelism)
     env.get_config().set_watermark_every(every)
+    env.get_config().set_task_buffer(buffer)
     return list(job(env, mode, asynchronous).execute_and_collect())
 
 
@@ -616,6 +619,14 @@ def test_a_job_gives_what_the_synchronous_job_gives_at_any_parallelism(job, mode
     assert expected
     for parallelism in (1, 2, 4):
         assert run_job(job, mode, True, parallelism=parallelism, every=9) == expected
+
+
+@pytest.mark.parametrize("mode", [ORDERED, UNORDERED], ids=["ordered", "unordered"])
+def test_a_small_task_buffer_drains_the_requests_before_every_chunk_moves(mode):
+    # a split reads 4 records at a time and the stages take them at once: requests in flight
+    # complete before, so outputs reach the next stage in position order
+    expected = run_job(job_after_keyed, mode, False)
+    assert run_job(job_after_keyed, mode, True, parallelism=2, buffer=4) == expected
 
 
 def test_the_loop_runs_on_its_own_thread_once_per_task_thread():

@@ -318,3 +318,18 @@ def test_async_operators_in_exchange_stages_on_spark_give_the_synchronous_output
     expected = cases.run_job(job, cases.ORDERED, False, every=9)
     got = cases.run_job(job, cases.UNORDERED, True, runtime="spark", parallelism=3, every=9)
     assert got == expected
+
+
+def test_small_chunks_and_early_flushes_on_spark_change_nothing(spark, monkeypatch) -> None:
+    # a task ships every few items and merges its input chunk by chunk: the async operators
+    # drain before each shipment, so every run stays in position order
+    import test_async_io as cases
+    from sparktide.spark.executor import SparkExecutor
+
+    expected = cases.run_job(cases.job_after_keyed, cases.ORDERED, False, every=9)
+    monkeypatch.setattr(SparkExecutor, "chunk_items", 3)
+    monkeypatch.setattr(SparkExecutor, "flush_items", 5)
+    got = cases.run_job(
+        cases.job_after_keyed, cases.UNORDERED, True, runtime="spark", parallelism=2, every=9
+    )
+    assert got == expected
