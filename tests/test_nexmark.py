@@ -177,9 +177,7 @@ def test_ties_are_kept(query, spark) -> None:
     tables = generate(config)
     bids = tables.bids
     prices = pa.compute.remainder(bids.column("price"), 5)
-    tables = type(tables)(
-        tables.persons, tables.auctions, bids.set_column(2, "price", prices)
-    )
+    tables = type(tables)(tables.persons, tables.auctions, bids.set_column(2, "price", prices))
     frames = Frames(*(spark.createDataFrame(_plain(t)) for t in tables.__dict__.values()))
     reference = final_rows(query, SQL_QUERIES[query](frames).collect())
     window = (lambda r: r[3]) if query == "q5" else (lambda r: r[3] // 10_000)
@@ -190,8 +188,12 @@ def test_ties_are_kept(query, spark) -> None:
 def _plain(table: pa.Table):
     """A pandas frame of ``table`` with plain strings (Spark takes no dictionary columns)."""
     return table.cast(
-        pa.schema([(f.name, pa.string() if pa.types.is_dictionary(f.type) else f.type)
-                   for f in table.schema])
+        pa.schema(
+            [
+                (f.name, pa.string() if pa.types.is_dictionary(f.type) else f.type)
+                for f in table.schema
+            ]
+        )
     ).to_pandas()
 
 
@@ -204,3 +206,30 @@ def test_q12_counts_add_up(runtime, tables, frames) -> None:
         per_bidder[r.key] = per_bidder.get(r.key, 0) + r["count"]
     expected = np.unique(tables.bids.column("bidder").to_numpy(), return_counts=True)
     assert per_bidder == dict(zip(expected[0].tolist(), expected[1].tolist(), strict=True))
+
+
+# ------------------------------------------------------------------------------ streaming
+
+
+@pytest.mark.parametrize("query", ["q5", "q7"])
+def test_stream_over_parquet_files_equals_spark_sql(query, spark, tables, tmp_path) -> None:
+    from sparktide.nexmark.streaming import run_stream, write_files
+
+    folders = write_files(tables, tmp_path / "in", batches=4)
+    run = run_stream(
+        query,
+        spark,
+        folders,
+        tmp_path / "ckpt",
+        out_of_order_ms=CONFIG.out_of_order_bound_ms,
+        collect=True,
+    )
+    assert len(run.batch_ms) == 4
+    # a stream has no end-of-input watermark: the windows the last watermark closed
+    last = tables.bids.column("dateTime").to_numpy().max() - CONFIG.out_of_order_bound_ms - 1
+    frames = Frames(*(spark.read.parquet(str(folders[k])) for k in ("persons", "auctions", "bids")))
+    reference = final_rows(query, SQL_QUERIES[query](frames).collect())
+    end = (lambda r: r[3]) if query == "q5" else (lambda r: r[3] - r[3] % 10_000 + 10_000)
+    complete = [r for r in reference if end(r) - 1 <= last]
+    assert 0 < len(complete) < len(reference)
+    assert final_rows(query, run.rows) == complete

@@ -58,9 +58,9 @@ from sparktide.datastream.window import (
     ProcessAllWindowFunction,
     ProcessWindowFunction,
     SlidingEventTimeWindows,
-    TumblingEventTimeWindows,
     Trigger,
     TriggerResult,
+    TumblingEventTimeWindows,
     TumblingProcessingTimeWindows,
 )
 from sparktide.nexmark.generator import EventTables
@@ -141,9 +141,7 @@ class Sources:
 
         def read(name: str, df: Any) -> Callable[[], DataStream]:
             def build() -> DataStream:
-                stream: DataStream = read_frame(
-                    df, strategy(out_of_order_ms), source_name=name
-                )
+                stream: DataStream = read_frame(df, strategy(out_of_order_ms), source_name=name)
                 return stream
 
             return build
@@ -167,9 +165,7 @@ Q4_TYPE = _row_type(
     ["category", "avg_price", "auctions"], [Types.LONG(), Types.DOUBLE(), Types.LONG()]
 )
 _WINNER_TYPE = _row_type(["auction", "category", "price"], [Types.LONG()] * 3)
-Q5_TYPE = _row_type(
-    ["auction", "num", "window_start", "window_end"], [Types.LONG()] * 4
-)
+Q5_TYPE = _row_type(["auction", "num", "window_start", "window_end"], [Types.LONG()] * 4)
 Q7_TYPE = _row_type(
     ["auction", "price", "bidder", "dateTime", "extra"],
     [Types.LONG(), Types.LONG(), Types.LONG(), Types.LONG(), Types.STRING()],
@@ -216,10 +212,10 @@ class SellerJoin(KeyedCoProcessFunction):
     (input 2); emits ``(name, city, state, auction id)`` once both are there."""
 
     def open(self, runtime_context: Any) -> None:
-        self.person = runtime_context.get_state(ValueStateDescriptor("person", Types.PICKLED_BYTE_ARRAY()))
-        self.waiting = runtime_context.get_list_state(
-            ListStateDescriptor("auctions", Types.LONG())
+        self.person = runtime_context.get_state(
+            ValueStateDescriptor("person", Types.PICKLED_BYTE_ARRAY())
         )
+        self.waiting = runtime_context.get_list_state(ListStateDescriptor("auctions", Types.LONG()))
 
     def process_element1(self, person: Row, ctx: Any) -> Iterator[Row]:
         self.person.update(person)
@@ -261,7 +257,9 @@ class WinningBid(KeyedCoProcessFunction):
     """
 
     def open(self, runtime_context: Any) -> None:
-        self.auction = runtime_context.get_state(ValueStateDescriptor("auction", Types.PICKLED_BYTE_ARRAY()))
+        self.auction = runtime_context.get_state(
+            ValueStateDescriptor("auction", Types.PICKLED_BYTE_ARRAY())
+        )
         self.best = runtime_context.get_state(ValueStateDescriptor("best", Types.LONG()))
         self.early = runtime_context.get_list_state(
             ListStateDescriptor("early", Types.TUPLE([Types.LONG(), Types.LONG()]))
@@ -339,9 +337,7 @@ class TopCounts(ProcessWindowFunction):
         top = max(row["count"] for row in rows)
         for row in rows:
             if row["count"] == top:
-                yield Row(
-                    auction=row.key, num=top, window_start=row.window_start, window_end=key
-                )
+                yield Row(auction=row.key, num=top, window_start=row.window_start, window_end=key)
 
 
 def q5(sources: Sources) -> DataStream:
@@ -349,7 +345,9 @@ def q5(sources: Sources) -> DataStream:
     counts = (
         sources.bids()
         .key_by("auction")
-        .window(SlidingEventTimeWindows.of(Time.milliseconds(WINDOW_MS), Time.milliseconds(SLIDE_MS)))
+        .window(
+            SlidingEventTimeWindows.of(Time.milliseconds(WINDOW_MS), Time.milliseconds(SLIDE_MS))
+        )
         .count()
     )
     # each count carries its window's max timestamp: one slide-sized window holds exactly the

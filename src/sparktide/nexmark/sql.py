@@ -109,9 +109,11 @@ def q5(f: Frames) -> Any:
         .select("auction", F.col("count").alias("num"), *_bounds(F.col("window")))
     )
     top = counts.groupBy("window_start", "window_end").agg(F.max("num").alias("maxn"))
-    return counts.join(top, ["window_start", "window_end"]).where(
-        F.col("num") >= F.col("maxn")
-    ).select("auction", "num", "window_start", "window_end")
+    return (
+        counts.join(top, ["window_start", "window_end"])
+        .where(F.col("num") >= F.col("maxn"))
+        .select("auction", "num", "window_start", "window_end")
+    )
 
 
 def q7(f: Frames) -> Any:
