@@ -233,3 +233,28 @@ def test_stream_over_parquet_files_equals_spark_sql(query, spark, tables, tmp_pa
     complete = [r for r in reference if end(r) - 1 <= last]
     assert 0 < len(complete) < len(reference)
     assert final_rows(query, run.rows) == complete
+
+
+# ------------------------------------------------------------------------------ runner
+
+
+def test_runner_prints_a_row_per_query(capsys) -> None:
+    from sparktide.nexmark.runner import main
+
+    assert main(["--events", "3000", "--runtime", "local", "--queries", "q2,q11",
+                 "--no-sql", "--no-pyflink"]) == 0  # fmt: skip
+    out = capsys.readouterr().out
+    assert "3,000 events (60 persons, 180 auctions, 2,760 bids)" in out
+    lines = [line for line in out.splitlines() if line.startswith("|")]
+    assert [line.split("|")[1].strip() for line in lines[::2]] == ["query", "q2"]
+    assert lines[-1].split("|")[1].strip() == "q11"
+    assert all(line.count("|") == 9 for line in lines)
+    assert "Spark SQL" in lines[0] and "peak MiB" in lines[0]
+
+
+def test_runner_names_unknown_queries(capsys) -> None:
+    from sparktide.nexmark.runner import main
+
+    with pytest.raises(SystemExit):
+        main(["--queries", "q0,q6"])
+    assert "unknown ['q6']" in capsys.readouterr().err

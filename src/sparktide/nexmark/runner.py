@@ -283,10 +283,9 @@ def _measure(
             times: list[float | None] = []
             with PeakMemory() as peak:
                 for _ in range(args.repeat):
-                    if args.runtime == "local":
+                    if frames is None or args.runtime == "local":
                         times.append(_run_local(query, tables, parallelism, bound))
                     else:
-                        assert frames is not None
                         times.append(_run_spark(query, frames, parallelism, bound))
             row.seconds, row.peak_mib = _best(times), peak.mib
             if frames is not None and not args.no_sql:
