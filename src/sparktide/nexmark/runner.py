@@ -298,7 +298,15 @@ def _measure(
                     ]
                 )
         rows.append(row)
-        print(f"  {query}: done", file=sys.stderr, flush=True)
+        seconds = ", ".join(
+            f"{name} {_cell(value, '.2f')} s"
+            for name, value in (
+                ("sparktide", row.seconds),
+                ("Spark SQL", row.sql_seconds),
+                ("PyFlink", row.pyflink_seconds),
+            )
+        )
+        print(f"  {query}: {seconds}", file=sys.stderr, flush=True)
     cores = 1 if args.runtime == "local" and not args.stream else parallelism
     mode = "stream" if args.stream else args.runtime
     print(f"\nsparktide on {mode}, parallelism {parallelism} ({cores} core(s) per figure):\n")
