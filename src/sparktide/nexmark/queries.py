@@ -136,12 +136,18 @@ class Sources:
         streaming: bool = False,
     ) -> Sources:
         """Streams reading Spark DataFrames (bounded, or ``streaming`` ones), one split per
-        partition (per micro-batch when streaming)."""
+        partition (per micro-batch when streaming); event time is the ``dateTime`` column,
+        so that Spark may run built-in window aggregates on columns."""
         read_frame = env.from_stream if streaming else env.from_dataframe
+        bounded = WatermarkStrategy.for_bounded_out_of_orderness(
+            Duration.of_millis(out_of_order_ms)
+        )
 
         def read(name: str, df: Any) -> Callable[[], DataStream]:
             def build() -> DataStream:
-                stream: DataStream = read_frame(df, strategy(out_of_order_ms), source_name=name)
+                stream: DataStream = read_frame(
+                    df, bounded, timestamp_column="dateTime", source_name=name
+                )
                 return stream
 
             return build
