@@ -260,6 +260,7 @@ def _measure(
 
         spark = get_spark(f"local[{parallelism}]")
         spark.conf.set("spark.sql.shuffle.partitions", str(parallelism))
+    if spark is not None and not args.stream:
         loaded = {k: spark.read.parquet(str(splits[k])).cache() for k in KINDS}
         for df in loaded.values():
             df.count()
