@@ -54,8 +54,8 @@ PYFLINK_QUERIES = ("q0", "q1", "q2", "q5", "q7", "q11", "q12")
 
 
 @dataclass
-class Row:
-    """One line of the table."""
+class QueryResult:
+    """One query's figures: one line of the table."""
 
     query: str
     seconds: float | None = None
@@ -144,7 +144,7 @@ def _ratio(a: float | None, b: float | None) -> str:
     return "-" if a is None or b is None else f"{b / a:.3g}x"
 
 
-def print_table(rows: list[Row], events: int, cores: int, stream: bool) -> None:
+def print_table(rows: list[QueryResult], events: int, cores: int, stream: bool) -> None:
     """The table in Markdown."""
 
     def rate(seconds: float | None) -> float | None:
@@ -268,7 +268,7 @@ def _measure(
     pyflink = None if args.no_pyflink or args.stream else _pyflink_python(args.pyflink)
     rows = []
     for query in queries:
-        row = Row(query)
+        row = QueryResult(query)
         if args.stream:
             folders = write_files(tables, workdir / f"stream-{query}", args.batches)
             run = run_stream(
