@@ -1,0 +1,315 @@
+"""``python -m sparktide.nexmark``: generate NEXMark events, run queries, print a table.
+
+Per query: sparktide's events/s (all events of the stream over the wall time of the job, from
+building it to its last output), the same per core used (1 on the local runtime, the
+parallelism on Spark), Spark SQL's events/s on the same events and the ratio (``vs Spark SQL``
+> 1 means sparktide is faster), PyFlink's when a PyFlink installation is found
+(``SPARKTIDE_PYFLINK_PYTHON``, or ``--pyflink PYTHON``) and the ratio, and the peak resident
+memory of the process tree while sparktide ran (this process, Spark's JVM and its workers).
+
+Inputs: the events are generated once (its rate is printed), written as Parquet files (one per
+kind and split). Spark SQL and sparktide on Spark read them as DataFrames cached in Spark's
+memory; the local runtime reads the Arrow tables in the process. Outputs go nowhere: Spark's
+``noop`` writer, a counting sink on the local runtime, a filter that keeps nothing in PyFlink.
+Times are the best of ``--repeat``.
+
+``--stream`` runs the queries as streams over the Parquet files instead (``--batches`` files
+per kind, one per micro-batch) and reports events/s and the p50/p95 micro-batch latency.
+
+Usage::
+
+    python -m sparktide.nexmark --events 1000000 --queries q0,q5 --runtime spark
+    python -m sparktide.nexmark --events 100000 --runtime local
+    python -m sparktide.nexmark --events 1000000 --stream --batches 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sparktide.datastream import StreamExecutionEnvironment
+from sparktide.nexmark.config import GeneratorConfig
+from sparktide.nexmark.generator import EventTables, generate
+from sparktide.nexmark.memory import PeakMemory
+from sparktide.nexmark.queries import QUERIES, Sources
+from sparktide.nexmark.sql import SQL_QUERIES, Frames
+from sparktide.nexmark.streaming import KINDS, run_stream, write_files
+
+__all__ = ["main"]
+
+PYFLINK_QUERIES = ("q0", "q1", "q2", "q5", "q7", "q11", "q12")
+"""The queries with a PyFlink version (:mod:`sparktide.nexmark.pyflink_jobs`)."""
+
+
+@dataclass
+class QueryResult:
+    """One query's figures: one line of the table."""
+
+    query: str
+    seconds: float | None = None
+    sql_seconds: float | None = None
+    pyflink_seconds: float | None = None
+    peak_mib: float | None = None
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+    batches: int = 0
+
+
+_COUNTS: dict[str, int] = {}
+
+
+class CountingSink:
+    """Counts what reaches it (local runtime, in this process) under ``name``."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def invoke(self, value: Any, context: Any) -> None:
+        _COUNTS[self.name] = _COUNTS.get(self.name, 0) + 1
+
+
+def _best(times: list[float | None]) -> float | None:
+    real = [t for t in times if t is not None]
+    return min(real) if real else None
+
+
+def _run_local(query: str, tables: EventTables, parallelism: int, bound: int) -> float:
+    env = StreamExecutionEnvironment.get_execution_environment(runtime="local")
+    env.set_parallelism(parallelism)
+    start = time.perf_counter()
+    sources = Sources.of_tables(env, tables, parallelism, bound)
+    QUERIES[query](sources).add_sink(CountingSink(query))
+    env.execute(f"nexmark {query}")
+    return time.perf_counter() - start
+
+
+def _run_spark(query: str, frames: Frames, parallelism: int, bound: int) -> float:
+    env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
+    env.set_parallelism(parallelism)
+    start = time.perf_counter()
+    sources = Sources.of_frames(env, frames.persons, frames.auctions, frames.bids, bound)
+    QUERIES[query](sources).to_dataframe(ordered=False).write.format("noop").mode(
+        "overwrite"
+    ).save()
+    return time.perf_counter() - start
+
+
+def _run_sql(query: str, frames: Frames) -> float:
+    start = time.perf_counter()
+    SQL_QUERIES[query](frames).write.format("noop").mode("overwrite").save()
+    return time.perf_counter() - start
+
+
+def _run_pyflink(python: str, query: str, folder: Path, bound: int) -> float | None:
+    script = Path(__file__).with_name("pyflink_jobs.py")
+    env = dict(os.environ)
+    # thread mode runs the functions in the JVM through this interpreter: put it first on PATH
+    env["PATH"] = f"{Path(python).parent}{os.pathsep}{env.get('PATH', '')}"
+    args = [python, str(script), query, str(folder), str(bound)]
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=7200, env=env)
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith("{"):
+            seconds: float = json.loads(line)["seconds"]
+            return seconds
+    sys.stderr.write(f"PyFlink {query} failed:\n{proc.stderr[-2000:]}\n")
+    return None
+
+
+def _pyflink_python(given: str | None) -> str | None:
+    for candidate in (given, os.environ.get("SPARKTIDE_PYFLINK_PYTHON")):
+        if candidate and Path(candidate).exists():
+            ok = subprocess.run([candidate, "-c", "import pyflink"], capture_output=True)
+            if ok.returncode == 0:
+                return candidate
+    return None
+
+
+def _cell(value: float | None, fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    return "-" if a is None or b is None else f"{b / a:.3g}x"
+
+
+def print_table(rows: list[QueryResult], events: int, cores: int, stream: bool) -> None:
+    """The table in Markdown."""
+
+    def rate(seconds: float | None) -> float | None:
+        return None if seconds is None else events / seconds
+
+    if stream:
+        head = ["query", "events/s", "per core", "batches", "p50 batch ms", "p95 batch ms"]
+        lines = [
+            [
+                r.query,
+                _cell(rate(r.seconds), ",.0f"),
+                _cell(None if r.seconds is None else events / r.seconds / cores, ",.0f"),
+                str(r.batches),
+                _cell(r.p50_ms, ",.0f"),
+                _cell(r.p95_ms, ",.0f"),
+            ]
+            for r in rows
+        ]
+    else:
+        head = ["query", "events/s", "per core", "Spark SQL events/s", "vs Spark SQL"]
+        head += ["PyFlink events/s", "vs PyFlink", "peak MiB"]
+        lines = [
+            [
+                r.query,
+                _cell(rate(r.seconds), ",.0f"),
+                _cell(None if r.seconds is None else events / r.seconds / cores, ",.0f"),
+                _cell(rate(r.sql_seconds), ",.0f"),
+                _ratio(r.seconds, r.sql_seconds),
+                _cell(rate(r.pyflink_seconds), ",.0f"),
+                _ratio(r.seconds, r.pyflink_seconds),
+                _cell(r.peak_mib, ",.0f"),
+            ]
+            for r in rows
+        ]
+    widths = [max(len(x) for x in col) for col in zip(head, *lines, strict=True)]
+    for i, line in enumerate([head, *lines]):
+        print("| " + " | ".join(c.rjust(w) for c, w in zip(line, widths, strict=True)) + " |")
+        if i == 0:
+            print("|" + "|".join("-" * (w + 1) + ":" for w in widths) + "|")
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(
+        prog="python -m sparktide.nexmark",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument("--events", type=int, default=1_000_000, help="events in the stream")
+    ap.add_argument("--queries", default=",".join(QUERIES), help="comma-separated, e.g. q0,q5")
+    ap.add_argument("--runtime", choices=("local", "spark"), default="spark")
+    ap.add_argument("--parallelism", type=int, default=2)
+    ap.add_argument("--rate", type=int, default=10_000, help="events per second of event time")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--out-of-order-group", type=int, default=1, help="events permuted per group (1: none)"
+    )
+    ap.add_argument("--repeat", type=int, default=1, help="runs per contender (best is kept)")
+    ap.add_argument("--no-sql", action="store_true", help="skip Spark SQL")
+    ap.add_argument("--pyflink", default=None, help="a Python with PyFlink (else the env var)")
+    ap.add_argument("--no-pyflink", action="store_true", help="skip PyFlink")
+    ap.add_argument("--stream", action="store_true", help="run as streams over Parquet files")
+    ap.add_argument("--batches", type=int, default=10, help="micro-batches with --stream")
+    args = ap.parse_args(argv)
+    unknown = [q for q in args.queries.split(",") if q not in QUERIES]
+    if unknown:
+        ap.error(f"--queries: unknown {unknown}; the queries are {','.join(QUERIES)}")
+    if args.parallelism < 1 or args.repeat < 1:
+        ap.error("--parallelism and --repeat must be >= 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    queries = args.queries.split(",")
+    config = GeneratorConfig(
+        events=args.events,
+        seed=args.seed,
+        rate=args.rate,
+        out_of_order_group_size=args.out_of_order_group,
+    )
+    bound = config.out_of_order_bound_ms
+    start = time.perf_counter()
+    tables = generate(config)
+    took = time.perf_counter() - start
+    print(
+        f"NEXMark: {args.events:,} events ({tables.persons.num_rows:,} persons, "
+        f"{tables.auctions.num_rows:,} auctions, {tables.bids.num_rows:,} bids), generated in "
+        f"{took:.2f} s ({args.events / max(took, 1e-9):,.0f} events/s); "
+        f"{platform.python_version()}, {os.cpu_count()} cores"
+    )
+    workdir = Path(tempfile.mkdtemp(prefix="nexmark-"))
+    try:
+        return _measure(args, queries, config, tables, workdir, bound)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _measure(
+    args: argparse.Namespace,
+    queries: list[str],
+    config: GeneratorConfig,
+    tables: EventTables,
+    workdir: Path,
+    bound: int,
+) -> int:
+    parallelism = args.parallelism
+    needs_spark = args.stream or args.runtime == "spark" or not args.no_sql
+    spark = None
+    frames = None
+    splits = write_files(tables, workdir / "splits", parallelism)
+    if needs_spark:
+        from sparktide.spark.session import get_spark
+
+        spark = get_spark(f"local[{parallelism}]")
+        spark.conf.set("spark.sql.shuffle.partitions", str(parallelism))
+    if spark is not None and not args.stream:
+        loaded = {k: spark.read.parquet(str(splits[k])).cache() for k in KINDS}
+        for df in loaded.values():
+            df.count()
+        frames = Frames(**loaded)
+    pyflink = None if args.no_pyflink or args.stream else _pyflink_python(args.pyflink)
+    rows = []
+    for query in queries:
+        row = QueryResult(query)
+        if args.stream:
+            folders = write_files(tables, workdir / f"stream-{query}", args.batches)
+            run = run_stream(
+                query, spark, folders, workdir / f"ckpt-{query}", out_of_order_ms=bound,
+                parallelism=parallelism,
+            )  # fmt: skip
+            row.seconds, row.batches = run.seconds, len(run.batch_ms)
+            if run.batch_ms:
+                ordered = sorted(run.batch_ms)
+                row.p50_ms = statistics.median(ordered)
+                row.p95_ms = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+        else:
+            times: list[float | None] = []
+            with PeakMemory() as peak:
+                for _ in range(args.repeat):
+                    if frames is None or args.runtime == "local":
+                        times.append(_run_local(query, tables, parallelism, bound))
+                    else:
+                        times.append(_run_spark(query, frames, parallelism, bound))
+            row.seconds, row.peak_mib = _best(times), peak.mib
+            if frames is not None and not args.no_sql:
+                row.sql_seconds = _best([_run_sql(query, frames) for _ in range(args.repeat)])
+            if pyflink is not None and query in PYFLINK_QUERIES:
+                row.pyflink_seconds = _best(
+                    [
+                        _run_pyflink(pyflink, query, splits["bids"], bound)
+                        for _ in range(args.repeat)
+                    ]
+                )
+        rows.append(row)
+        seconds = ", ".join(
+            f"{name} {_cell(value, '.2f')} s"
+            for name, value in (
+                ("sparktide", row.seconds),
+                ("Spark SQL", row.sql_seconds),
+                ("PyFlink", row.pyflink_seconds),
+            )
+        )
+        print(f"  {query}: {seconds}", file=sys.stderr, flush=True)
+    cores = 1 if args.runtime == "local" and not args.stream else parallelism
+    mode = "stream" if args.stream else args.runtime
+    print(f"\nsparktide on {mode}, parallelism {parallelism} ({cores} core(s) per figure):\n")
+    print_table(rows, args.events, cores, args.stream)
+    return 0
