@@ -257,3 +257,64 @@ def test_row_schemas_say_what_is_wrong() -> None:
         csv.deserialize(b"x,a,1.0,\n")
     with pytest.raises(TypeError, match=r"needs a row type: Types\.ROW_NAMED"):
         CsvRowDeserializationSchema.Builder(Types.STRING())
+
+
+# ---------------------------------------------------------------------- a bounded read, end to end
+
+KAFKA_SCHEMA = (
+    "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
+    "timestampType int"
+)
+
+
+def kafka_frame(spark: Any, spark_partitions: int = 2) -> Any:
+    """What Spark's Kafka batch reader gives for two partitions of topic ``t``: one Spark
+    partition per Kafka partition, in offset order. Partition 1 lags far behind partition 0."""
+    epoch = dt.datetime(1970, 1, 1)
+    rows = []
+    for partition, base in ((0, 10_000), (1, 0)):
+        for offset in range(4):
+            ts = base + offset * 1000
+            value = f"p{partition}@{ts}".encode()
+            stamp = epoch + dt.timedelta(milliseconds=ts)
+            rows.append((None, value, "t", partition, offset, stamp, 0))
+    rdd = spark.sparkContext.parallelize(rows, spark_partitions)
+    return spark.createDataFrame(rdd, KAFKA_SCHEMA)
+
+
+@pytest.mark.parametrize(
+    ("runtime", "spark_partitions"), [("local", 2), ("spark", 2), ("local", 1)]
+)
+def test_a_bounded_source_reads_each_partition_as_a_split_with_its_own_watermarks(
+    spark: Any, runtime: str, spark_partitions: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Partition 1 lags 10 s behind partition 0: as its own split, none of its records is
+    late; read as one split with partition 0 (the control), all of them are."""
+    from sparktide.common import Duration
+    from sparktide.datastream.connectors import kafka
+    from sparktide.datastream.window import TumblingEventTimeWindows
+
+    asked: list[str] = []
+    frame = kafka_frame(spark, spark_partitions)
+
+    def fake_connector(what: str, action: Any) -> Any:
+        asked.append(what)
+        return frame  # instead of spark.read.format("kafka")...load()
+
+    monkeypatch.setattr(kafka, "with_kafka_connector", fake_connector)
+    source = builder().set_topics("t").set_bounded(KafkaOffsetsInitializer.latest()).build()
+    env = StreamExecutionEnvironment.get_execution_environment(runtime=runtime).set_parallelism(2)
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(0))
+    env.get_config().set_watermark_every(1)  # a watermark after every record of a split
+    values = env.from_source(source, strategy, "Kafka")
+    assert values.get_type() == Types.STRING()
+    counts = (
+        values.map(lambda v: (v[:2], 1), Types.TUPLE([Types.STRING(), Types.INT()]))
+        .key_by(lambda pair: pair[0])
+        .window(TumblingEventTimeWindows.of(Duration.of_seconds(1)))
+        .reduce(lambda a, b: (a[0], a[1] + b[1]))
+    )
+    per_window = sorted(counts.execute_and_collect())
+    on_time = ["p0"] * 4 + (["p1"] * 4 if spark_partitions == 2 else [])
+    assert per_window == [(p, 1) for p in on_time]
+    assert asked == ["KafkaSource"]
