@@ -211,17 +211,19 @@ def neutral_snapshot(
 
 def native_checkpoint_metrics(natives: Sequence[Mapping[str, object]]) -> JsonObject:
     """The bytes the native RocksDB checkpoints of a batch uploaded, and the total size of
-    their files (what a restore reads), summed over its subtasks.
+    their files (what a restore reads), summed over its subtasks; ``private_bytes``: of those,
+    the small files every checkpoint uploads again (the rest are SST files: what was uploaded
+    beyond them is the new SSTs).
 
-    >>> native_checkpoint_metrics([{"uploaded_bytes": 5, "total_bytes": 50},
-    ...                            {"uploaded_bytes": 1, "total_bytes": 40}])
-    {'subtasks': 2, 'uploaded_bytes': 6, 'total_bytes': 90}
+    >>> native_checkpoint_metrics([
+    ...     {"uploaded_bytes": 5, "total_bytes": 50, "private_bytes": 2},
+    ...     {"uploaded_bytes": 1, "total_bytes": 40, "private_bytes": 1}])
+    {'subtasks': 2, 'uploaded_bytes': 6, 'total_bytes': 90, 'private_bytes': 3}
     """
-    return {
-        "subtasks": len(natives),
-        "uploaded_bytes": sum(int(cast(int, n["uploaded_bytes"])) for n in natives),
-        "total_bytes": sum(int(cast(int, n["total_bytes"])) for n in natives),
-    }
+    out: JsonObject = {"subtasks": len(natives)}
+    for name in ("uploaded_bytes", "total_bytes", "private_bytes"):
+        out[name] = sum(int(cast(int, n[name])) for n in natives)
+    return out
 
 
 def complete_native_checkpoints(

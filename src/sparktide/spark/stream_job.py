@@ -475,6 +475,8 @@ class StreamingJob:
             and config.is_incremental_checkpoints_enabled()
         ):
             local.base = None  # a full checkpoint: every file uploaded
+        if self.version in storage.completed_ids():  # its commit is gone: taken again
+            storage.retract(self.version)
         manifest = local_databases().checkpoint(local, self.version, storage)
         reference = NativeReference(
             self.version,
@@ -496,6 +498,7 @@ class StreamingJob:
             "subtask": target,
             "uploaded_bytes": manifest.uploaded_bytes,
             "total_bytes": manifest.total_bytes,
+            "private_bytes": manifest.private_bytes,
         }
         CACHE_STATS["bytes_snapshot"] += size + manifest.uploaded_bytes
         key = _cache_key(self.store, identity, target, stage.parallelism)
@@ -664,6 +667,9 @@ def close_local_databases(delete_copies: bool = False) -> None:
     global _LOCAL
     if _LOCAL is not None:
         _LOCAL.close_all()
-        if delete_copies:
-            shutil.rmtree(_LOCAL.base, ignore_errors=True)
+        if delete_copies:  # every process's local copies (never a live working directory)
+            for root, dirs, _ in os.walk(_LOCAL.base):
+                for name in [d for d in dirs if d[:1] == "v" and d[1:].isdigit()]:
+                    shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+                    dirs.remove(name)
         _LOCAL = None
