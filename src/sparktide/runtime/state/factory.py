@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from sparktide.common.typeinfo_base import TypeInformation
 from sparktide.core.state_backend import (
     EmbeddedRocksDBStateBackend,
     StateBackend,
@@ -63,6 +64,9 @@ class SubtaskState:
     max_parallelism: int
     key_group_range: KeyGroupRange
     time_provider: Callable[[], int]
+    key_type: TypeInformation | None = None
+    """The declared type information of the keys, None if undeclared (the RocksDB backend
+    serializes declared keys by type)."""
 
 
 def _remove(directory: str) -> None:
@@ -147,8 +151,11 @@ def create_keyed_state(config: StateBackend, subtask: SubtaskState) -> KeyedStat
             key_group_range=subtask.key_group_range,
             time_provider=subtask.time_provider,
             directory=Path(directory) / "state",
+            key_type=subtask.key_type,
         )
-        timers = RocksDBTimerQueueFactory(Path(directory) / "timers")
+        timers = RocksDBTimerQueueFactory(
+            Path(directory) / "timers", key_type=subtask.key_type, slot=backend.key_slot
+        )
     except BaseException:
         _remove(directory)
         raise

@@ -38,7 +38,8 @@ from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 from sparktide.core.timerservice import TimeDomain
 from sparktide.runtime.keygroups import KeyGroupRange
-from sparktide.runtime.state.rocksdb_layout import key_codec
+from sparktide.runtime.state.rocksdb_key_slot import KeyPrefixSlot
+from sparktide.runtime.state.rocksdb_layout import key_codec, key_layout
 from sparktide.runtime.timers.queue import K, KeyGroupedTimerQueue, N, TimerEntry
 from sparktide.runtime.timers.rocksdb_queue import (
     DEFAULT_CACHE_SIZE,
@@ -176,16 +177,19 @@ class RocksDBTimerQueueFactory:
 
     ``cache_size``: timers per key group each queue keeps in memory. ``key_type``: the type
     information of the keys (``Types.LONG()``, ...), None for undeclared keys (see
-    :func:`~sparktide.runtime.state.rocksdb_layout.key_codec`).
+    :func:`~sparktide.runtime.state.rocksdb_layout.key_codec`). ``slot``: the key slot of the
+    subtask's state backend (:class:`~sparktide.runtime.state.rocksdb_key_slot.KeyPrefixSlot`,
+    of the same key type), so that a key is encoded once for state and timers.
     """
 
-    __slots__ = ("_cache_size", "_closed", "_db", "_directory", "_keys", "_queues")
+    __slots__ = ("_cache_size", "_closed", "_db", "_directory", "_keys", "_queues", "_slot")
 
     def __init__(
         self,
         directory: str | os.PathLike[str],
         cache_size: int = DEFAULT_CACHE_SIZE,
         key_type: TypeInformation | None = None,
+        slot: KeyPrefixSlot | None = None,
     ) -> None:
         if not isinstance(directory, str | os.PathLike):
             raise TypeError(
@@ -199,6 +203,9 @@ class RocksDBTimerQueueFactory:
         self._directory = Path(directory)
         self._cache_size = cache_size
         self._keys = key_codec(key_type)
+        if slot is not None:
+            slot.check_layout(key_layout(key_type))
+        self._slot = slot
         self._queues: dict[tuple[str, TimeDomain], RocksDBTimerQueue[object, object]] = {}
         self._db: Rdict | None = None
         self._closed = False
@@ -236,6 +243,7 @@ class RocksDBTimerQueueFactory:
             keys=self._keys,
             db=self._store(),
             column_families=(f"{base}/timers", f"{base}/timer-index"),
+            slot=self._slot,
         )
         self._queues[slot] = cast("RocksDBTimerQueue[object, object]", queue)
         return queue

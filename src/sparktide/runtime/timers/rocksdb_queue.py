@@ -67,6 +67,7 @@ from rocksdict import (
 )
 
 from sparktide.runtime.keygroups import KeyGroupRange
+from sparktide.runtime.state.rocksdb_key_slot import KeyPrefixSlot
 from sparktide.runtime.state.rocksdb_layout import (
     Codec,
     decode_timestamp,
@@ -190,6 +191,10 @@ class RocksDBTimerQueue(Generic[K, N]):
     subtask, see :class:`~sparktide.runtime.timers.queue_factory.RocksDBTimerQueueFactory`);
     the queue keeps its timers in the two column families ``column_families`` (timers, index)
     and the store's owner closes it.
+
+    ``slot``: the :class:`~sparktide.runtime.state.rocksdb_key_slot.KeyPrefixSlot` of the
+    subtask's state backend (same key layout), so a key is encoded once for the backend and
+    the queue (default: a slot of the queue's own).
     """
 
     __slots__ = (
@@ -201,11 +206,11 @@ class RocksDBTimerQueue(Generic[K, N]):
         "_decoded",
         "_directory",
         "_dirty",
+        "_exact",
         "_floors",
         "_heads",
         "_index",
         "_index_cf",
-        "_key_memo",
         "_keys",
         "_kg_end",
         "_kg_start",
@@ -216,6 +221,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         "_prefixes",
         "_seq",
         "_size",
+        "_slot",
         "_timers",
         "_timers_cf",
         "_write_options",
@@ -231,6 +237,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         *,
         db: Rdict | None = None,
         column_families: tuple[str, str] = (TIMERS_CF, INDEX_CF),
+        slot: KeyPrefixSlot | None = None,
     ) -> None:
         if not isinstance(key_group_range, KeyGroupRange):
             raise TypeError(
@@ -297,7 +304,8 @@ class RocksDBTimerQueue(Generic[K, N]):
         self._overlay: dict[bytes, bytes | None] = {}
         # local key groups whose timers the pending batch changes at or above their floor
         self._dirty: set[int] = set()
-        self._key_memo = _BytesMemo(self._keys.key_bytes)
+        self._slot = slot if slot is not None else KeyPrefixSlot("own")
+        self._exact = self._keys.value_bytes_are_key_bytes
         self._ns_memo = _BytesMemo(self._namespaces.key_bytes)
         self._decoded: dict[bytes, tuple[K, N]] = {}
         self._write_options = WriteOptions()
@@ -360,10 +368,12 @@ class RocksDBTimerQueue(Generic[K, N]):
             ns_bytes = self._ns_memo.bytes_of(namespace)
         ts_bytes = encode_timestamp(timestamp)
         key_type = type(key)
-        key_bytes = self._key_memo.get(key) if key_type is str else None
-        if key_bytes is None:
-            key_bytes = self._key_memo.bytes_of(key)
-        index_key = prefix + key_bytes + ns_bytes + ts_bytes
+        slot = self._slot  # the timer service adds timers of the current key: encoded already
+        if key is slot.key and key_group == slot.key_group:
+            key_prefix = slot.prefix
+        else:
+            key_prefix = slot.prefix_of(key, key_group, self._keys.key_bytes)
+        index_key = key_prefix + ns_bytes + ts_bytes
         cache = self._caches[idx]
         if (key_type is str or key_type is int) and (
             self._complete[idx] or timestamp < cache[-1][0]
@@ -391,7 +401,10 @@ class RocksDBTimerQueue(Generic[K, N]):
         seq_bytes = seq.to_bytes(_SEQ_BYTES, "big")
         timer_key = prefix + ts_bytes + seq_bytes
         # the value bytes of str and int keys are their key bytes (every codec's contract)
-        value = key_bytes if key_type is str or key_type is int else self._keys.value_bytes(key)
+        if self._exact or key_type is str or key_type is int:
+            value = key_prefix[2:]
+        else:
+            value = self._keys.value_bytes(key)
         pending = self._pending
         pending.put(timer_key, value + ns_bytes, self._timers_cf)
         pending.put(index_key, seq_bytes, self._index_cf)
@@ -412,7 +425,8 @@ class RocksDBTimerQueue(Generic[K, N]):
             self._raise_out_of_range(key_group, key)
         prefix = self._prefixes[idx]
         ts_bytes = encode_timestamp(timestamp)
-        index_key = prefix + self._index_suffix(key, namespace) + ts_bytes
+        key_prefix = self._slot.prefix_of(key, key_group, self._keys.key_bytes)
+        index_key = key_prefix + self._ns_memo.bytes_of(namespace) + ts_bytes
         seq_bytes = self._index_get(index_key)
         if seq_bytes is None:
             return False
@@ -591,7 +605,7 @@ class RocksDBTimerQueue(Generic[K, N]):
     # ------------------------------------------------------------------ internals
 
     def _index_suffix(self, key: object, namespace: object) -> bytes:
-        return self._key_memo.bytes_of(key) + self._ns_memo.bytes_of(namespace)
+        return self._keys.key_bytes(key) + self._ns_memo.bytes_of(namespace)
 
     def _check_open(self) -> None:
         if self._db is None:
@@ -675,7 +689,12 @@ class RocksDBTimerQueue(Generic[K, N]):
         timer_key = prefix + ts_bytes + seq.to_bytes(_SEQ_BYTES, "big")
         pending = self._pending
         pending.delete(timer_key, self._timers_cf)
-        index_key = prefix + self._key_memo.bytes_of(key) + self._ns_memo.bytes_of(ns) + ts_bytes
+        slot = self._slot  # the backend makes this key current next: encoded once for both
+        if key is slot.key and kg == slot.key_group:
+            key_prefix = slot.prefix
+        else:
+            key_prefix = slot.prefix_of(key, kg, self._keys.key_bytes)
+        index_key = key_prefix + self._ns_memo.bytes_of(ns) + ts_bytes
         pending.delete(index_key, self._index_cf)
         # it was the first timer of its key group: the next one is above (refills do not see
         # its pending delete)
