@@ -25,7 +25,8 @@ pending changes. ``add`` skips the index lookup when the cache proves the timer 
 group's timers before the cache's last one are all in the cache). Key and namespace bytes and
 decoded values are remembered (bounded), as keys have many timers and windows many keys.
 
-Memory is bounded per store (memtables) and per process (one block cache for every timer store).
+Memory is bounded per process: every timer store shares the write buffers and the block cache
+of the keyed-state databases (:mod:`~sparktide.runtime.state.rocksdb_memory`).
 The store is a working copy without a write-ahead log: what survives a failure is what a
 checkpoint holds, and timers come back through :meth:`RocksDBTimerQueue.add_restored`. Opening a
 directory wipes the store it holds; queues may share one store (``db``), each in its own two
@@ -57,8 +58,6 @@ from types import TracebackType
 from typing import Generic, NoReturn, cast
 
 from rocksdict import (
-    BlockBasedOptions,
-    Cache,
     ColumnFamily,
     Options,
     Rdict,
@@ -77,6 +76,7 @@ from sparktide.runtime.state.rocksdb_layout import (
     key_group_prefix,
     namespace_codec,
 )
+from sparktide.runtime.state.rocksdb_memory import timer_options
 from sparktide.runtime.timers.queue import K, N, TimerEntry
 
 __all__ = ["DEFAULT_CACHE_SIZE", "RocksDBTimerQueue", "open_store"]
@@ -90,6 +90,7 @@ _SEQ_BYTES = 8
 _STALE_SLACK = 64
 _FLUSH_EVERY = 1024  # index changes per write batch
 _SIGN = 2**63
+_NO_TIMER = -(2**63) - 1  # before every timestamp
 _MEMO_SIZE = 1 << 14  # keys whose bytes, values whose decoding, a queue remembers
 
 
@@ -136,37 +137,10 @@ class _Closed:
 _CLOSED = _Closed()
 
 
-_WRITE_BUFFER_BYTES = 16 << 20  # per column family
-_STORE_WRITE_BUFFER_BYTES = 64 << 20  # all column families of a store together
-_BLOCK_CACHE_BYTES = 32 << 20  # all timer stores of the process together
-_block_cache: Cache | None = None
-
-
-def _shared_block_cache() -> Cache:
-    """One block cache for every timer store of the process (RocksDB would give each column
-    family a cache of its own)."""
-    global _block_cache
-    if _block_cache is None:
-        _block_cache = Cache(_BLOCK_CACHE_BYTES)
-    return _block_cache
-
-
 def _options(bloom: bool = False) -> Options:
-    opts = Options(raw_mode=True)
-    opts.create_if_missing(True)
-    opts.create_missing_column_families(True)
-    # memory: bounded memtables (a store holds several column families, each with its own)
-    opts.set_write_buffer_size(_WRITE_BUFFER_BYTES)
-    opts.set_db_write_buffer_size(_STORE_WRITE_BUFFER_BYTES)
-    table = BlockBasedOptions()
-    table.set_block_cache(_shared_block_cache())
-    if bloom:  # the index is read by point lookups (dedup on every add): bloom filters, in
-        # its files and in its memtable (a lookup of an absent timer then skips the memtable)
-        table.set_bloom_filter(10, False)
-        opts.set_memtable_whole_key_filtering(True)
-        opts.set_memtable_prefix_bloom_ratio(0.1)
-    opts.set_block_based_table_factory(table)
-    return opts
+    """Timer stores take their memory from the budget of the process's RocksDB databases
+    (:mod:`~sparktide.runtime.state.rocksdb_memory`); ``bloom``: an index column family."""
+    return timer_options(index=bloom)
 
 
 def open_store(directory: str | os.PathLike[str]) -> Rdict:
@@ -214,6 +188,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         "_keys",
         "_kg_end",
         "_kg_start",
+        "_latest",
         "_namespaces",
         "_ns_memo",
         "_overlay",
@@ -272,6 +247,9 @@ class RocksDBTimerQueue(Generic[K, N]):
         self._floors = list(self._prefixes)
         self._caches: list[list[TimerEntry[K, N]]] = [[] for _ in range(n)]
         self._complete = [True] * n
+        # per key group, a timestamp at or after its latest timer (removals leave it): an add
+        # past it needs no lookup
+        self._latest = [_NO_TIMER] * n
         self._heads: list[TimerEntry[K, N]] = []
         self._seq = 0
         self._size = 0
@@ -375,7 +353,11 @@ class RocksDBTimerQueue(Generic[K, N]):
             key_prefix = slot.prefix_of(key, key_group, self._keys.key_bytes)
         index_key = key_prefix + ns_bytes + ts_bytes
         cache = self._caches[idx]
-        if (key_type is str or key_type is int) and (
+        latest = self._latest
+        if timestamp > latest[idx]:
+            # later than every timer the key group holds: new (timers mostly come in time order)
+            latest[idx] = timestamp
+        elif (key_type is str or key_type is int) and (
             self._complete[idx] or timestamp < cache[-1][0]
         ):
             # the cache holds every timer of the key group before its last one: a timer not in
@@ -471,6 +453,7 @@ class RocksDBTimerQueue(Generic[K, N]):
             cache.clear()
         self._floors = list(self._prefixes)
         self._complete = [True] * len(self._caches)
+        self._latest = [_NO_TIMER] * len(self._caches)
         self._heads.clear()
         self._size = 0
 
@@ -597,6 +580,7 @@ class RocksDBTimerQueue(Generic[K, N]):
             self._caches[idx] = group[:size]
             self._floors[idx] = self._prefixes[idx]
             self._complete[idx] = len(group) <= size
+            self._latest[idx] = group[-1][0] if group else _NO_TIMER
         self._heads = [c[0] for c in self._caches if c]
         heapify(self._heads)
         self._size = len(kept)
@@ -653,6 +637,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         self._pending.put(timer_key, self._keys.value_bytes(key) + ns, self._timers_cf)
         if timer_key < self._floors[idx]:
             self._floors[idx] = timer_key
+        self._latest[idx] = max(self._latest[idx], decode_timestamp(timer_prefix, 2))
         self._dirty.add(idx)
         self._put_index(index_key, seq_bytes)
         self._size += 1
@@ -831,6 +816,8 @@ class RocksDBTimerQueue(Generic[K, N]):
                 raise AssertionError(f"cache {idx} holds {len(cache)} > {self._cache_size}")
             if [e[:2] for e in cache] != [e[:2] for e in stored[: len(cache)]]:
                 raise AssertionError(f"cache {idx} is not the head of its key group's timers")
+            if stored and stored[-1][0] > self._latest[idx]:
+                raise AssertionError(f"a timer of cache {idx} is after its latest bound")
             if self._complete[idx] and len(stored) != len(cache):
                 raise AssertionError(f"complete flag of cache {idx} is wrong")
             if stored and not cache:
