@@ -312,3 +312,33 @@ def test_key_by_key_type_reaches_the_rocksdb_backend(key_type: Any, layout: str)
     assert strip == [row[:3] for row in out["heap"]]
     timers = [row for row in out["rocksdb"] if row[0] == "timer"]
     assert len(timers) == 7 and {row[2] for row in timers} == {"int"}
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 50), st.integers(0, 40)), max_size=80),
+    st.integers(1, 5),
+)
+def test_iterating_a_queue_reads_it_in_chunks_in_firing_order(
+    timers: list[tuple[int, int]], chunk: int
+) -> None:
+    import sparktide.runtime.timers.rocksdb_queue as rocksdb_queue
+
+    directory = tempfile.mkdtemp()
+    factory = RocksDBTimerQueueFactory(directory, cache_size=2, key_type=Types.LONG())
+    rocks = factory.create_timer_queue("s", TimeDomain.EVENT_TIME, KeyGroupRange(0, 7))
+    heap: KeyGroupedTimerQueue[int, None] = KeyGroupedTimerQueue(KeyGroupRange(0, 7))
+    saved = rocksdb_queue._ITER_CHUNK
+    rocksdb_queue._ITER_CHUNK = chunk
+    try:
+        for ts, key in timers:
+            kg = assign_to_key_group(key, 8)
+            rocks.add(ts, key, None, kg)
+            heap.add(ts, key, None, kg)
+        for _ in range(len(timers) // 3):
+            assert rocks.poll() == heap.poll()
+        expected = [e for kg in range(8) for e in heap.entries_for_key_group(kg)]
+        assert list(rocks) == expected
+    finally:
+        rocksdb_queue._ITER_CHUNK = saved
+        factory.dispose()

@@ -90,7 +90,10 @@ from sparktide.runtime.state.snapshot_checks import (
 
 __all__ = ["RocksDBKeyedStateBackend", "StoredState"]
 
-_KEY_CACHE_SIZE = 1 << 17
+_KEY_CACHE_SIZE = 1 << 14
+"""Keys whose key group and prefix a backend remembers (equal keys of different records; the
+same key object in a row hits :class:`KeyPrefixSlot` first). Bounded small: with many more
+distinct keys it cannot hit and would only cost a lookup, an insertion and its memory."""
 _META_BACKEND = b"backend"
 _META_STATE = b"state:"
 _META_SEQ = b"seq"

@@ -86,8 +86,9 @@ def db_options() -> Options:
 
 
 def state_options() -> Options:
-    """Options of a state's column family."""
-    return _bounded(Options(raw_mode=True))
+    """Options of a state's column family (bloom filters: a key's first access looks up a value
+    that is absent)."""
+    return _bounded(Options(raw_mode=True), bloom=True)
 
 
 def timer_options(index: bool = False) -> Options:

@@ -91,6 +91,7 @@ _STALE_SLACK = 64
 _FLUSH_EVERY = 1024  # index changes per write batch
 _SIGN = 2**63
 _NO_TIMER = -(2**63) - 1  # before every timestamp
+_ITER_CHUNK = 4096  # timers read at a time when iterating
 _MEMO_SIZE = 1 << 14  # keys whose bytes, values whose decoding, a queue remembers
 
 
@@ -479,9 +480,22 @@ class RocksDBTimerQueue(Generic[K, N]):
         return self._size > 0
 
     def __iter__(self) -> Iterator[TimerEntry[K, N]]:
-        """Live entries, key group by key group, in firing order within a group."""
+        """Live entries, key group by key group, in firing order within a group: read from the
+        store ``_ITER_CHUNK`` at a time (a queue of 10^7 timers is never one list)."""
         for kg in self.key_group_range():
-            yield from self.entries_for_key_group(kg)
+            idx = kg - self._kg_start
+            if self._complete[idx]:
+                yield from list(self._caches[idx])
+                continue
+            start: bytes | None = None
+            while True:
+                chunk = self._read(idx, _ITER_CHUNK, start=start)
+                yield from chunk
+                if len(chunk) < _ITER_CHUNK:
+                    break
+                ts, seq = chunk[-1][0], chunk[-1][1]
+                start = self._prefixes[idx] + encode_timestamp(ts) + seq.to_bytes(_SEQ_BYTES, "big")
+                start += b"\x00"  # just past it
 
     def key_group_range(self) -> KeyGroupRange:
         return KeyGroupRange.of(self._kg_start, self._kg_end)
@@ -743,9 +757,12 @@ class RocksDBTimerQueue(Generic[K, N]):
             it.next()
         del it
 
-    def _read(self, idx: int, limit: int | None, flush: bool = True) -> list[TimerEntry[K, N]]:
-        """The first ``limit`` (None: all) stored timers of local key group ``idx`` (without
-        ``flush``: as the store holds them, the pending batch left out)."""
+    def _read(
+        self, idx: int, limit: int | None, flush: bool = True, start: bytes | None = None
+    ) -> list[TimerEntry[K, N]]:
+        """The first ``limit`` (None: all) stored timers of local key group ``idx`` (from the
+        store key ``start`` on, if given; without ``flush``: as the store holds them, the
+        pending batch left out)."""
         if flush:
             self._flush()
         else:
@@ -756,7 +773,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         decoded = self._decoded
         stop = -1 if limit is None else limit
         it = self._timers.iter()
-        it.seek(self._floors[idx])
+        it.seek(self._floors[idx] if start is None else start)
         while it.valid():
             k = it.key()
             if k[:2] != prefix:
