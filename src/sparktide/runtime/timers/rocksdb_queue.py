@@ -30,7 +30,11 @@ of the keyed-state databases (:mod:`~sparktide.runtime.state.rocksdb_memory`).
 The store is a working copy without a write-ahead log: what survives a failure is what a
 checkpoint holds, and timers come back through :meth:`RocksDBTimerQueue.add_restored`. Opening a
 directory wipes the store it holds; queues may share one store (``db``), each in its own two
-column families.
+column families. A queue on a shared store with ``resume=True`` continues the timers its column
+families hold (a database that outlives its queues, e.g. a streaming subtask's across
+micro-batches): :meth:`RocksDBTimerQueue.sync` writes everything and records the count and the
+next sequence number in the store's default column family, and a resumed queue reads them back
+and refills the cache of every key group (no scan of the timers).
 
 >>> import tempfile
 >>> from sparktide.runtime.keygroups import KeyGroupRange
@@ -68,6 +72,7 @@ from rocksdict import (
 from sparktide.runtime.keygroups import KeyGroupRange
 from sparktide.runtime.state.rocksdb_key_slot import KeyPrefixSlot
 from sparktide.runtime.state.rocksdb_layout import (
+    TIMESTAMP_BYTES,
     Codec,
     decode_timestamp,
     encode_timestamp,
@@ -80,6 +85,10 @@ from sparktide.runtime.state.rocksdb_memory import timer_options
 from sparktide.runtime.timers.queue import K, N, TimerEntry
 
 __all__ = ["DEFAULT_CACHE_SIZE", "RocksDBTimerQueue", "open_store"]
+
+_META_PREFIX = b"timer-queue:"
+"""The default column family's key (plus the timers column family's name) of a queue's count
+and next sequence number, written by :meth:`RocksDBTimerQueue.sync`."""
 
 DEFAULT_CACHE_SIZE = 128
 """Timers per key group held in memory (Flink's ``RocksDBPriorityQueueSetFactory`` default)."""
@@ -213,6 +222,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         *,
         db: Rdict | None = None,
         column_families: tuple[str, str] = (TIMERS_CF, INDEX_CF),
+        resume: bool = False,
         slot: KeyPrefixSlot | None = None,
     ) -> None:
         if not isinstance(key_group_range, KeyGroupRange):
@@ -272,11 +282,16 @@ class RocksDBTimerQueue(Generic[K, N]):
             self._directory = None  # the store's owner closes it
             self._db = db
             existing = set(Rdict.list_cf(db.path()))
-            for name in column_families:
-                if name in existing:  # a working copy: what it held comes back by add_restored
-                    db.drop_column_family(name)
-            self._timers = db.create_column_family(timers_cf, _options())
-            self._index = db.create_column_family(index_cf, _options(bloom=True))
+            if resume and timers_cf in existing and index_cf in existing:
+                self._timers = db.get_column_family(timers_cf)
+                self._index = db.get_column_family(index_cf)
+            else:
+                resume = False
+                for name in column_families:
+                    if name in existing:  # a working copy: its timers come by add_restored
+                        db.drop_column_family(name)
+                self._timers = db.create_column_family(timers_cf, _options())
+                self._index = db.create_column_family(index_cf, _options(bloom=True))
         self._timers_cf = self._db.get_column_family_handle(timers_cf)
         self._index_cf = self._db.get_column_family_handle(index_cf)
         self._pending = WriteBatch(raw_mode=True)
@@ -290,6 +305,59 @@ class RocksDBTimerQueue(Generic[K, N]):
         self._write_options = WriteOptions()
         # a property at run time (rocksdict's stubs declare a method)
         setattr(self._write_options, "disable_wal", True)  # noqa: B010
+        if resume:
+            self._resume()
+
+    def _meta_key(self) -> bytes:
+        return _META_PREFIX + self._cf_names[0].encode()
+
+    def _resume(self) -> None:
+        """Continue the timers the column families hold: the count and next sequence number
+        :meth:`sync` recorded (counted by a scan if it never ran), the first timers of every key
+        group in its cache, the heap of heads."""
+        db = cast(Rdict, self._db)
+        raw = db.get(self._meta_key())
+        if isinstance(raw, bytes) and len(raw) == 16:
+            self._size = int.from_bytes(raw[:8], "big")
+            self._seq = int.from_bytes(raw[8:], "big")
+        else:  # never synced: count the timers, and start past every sequence number
+            size = seq = 0
+            for _key, value in self._scan(self._index, b""):
+                size += 1
+                seq = max(seq, int.from_bytes(value, "big") + 1)
+            self._size, self._seq = size, seq
+        size = self._cache_size
+        for idx in range(len(self._caches)):
+            found = self._read(idx, size + 1, flush=False)
+            self._complete[idx] = len(found) <= size
+            self._caches[idx] = found[:size]
+            self._latest[idx] = self._latest_stored(idx)
+        self._heads = [c[0] for c in self._caches if c]
+        heapify(self._heads)
+
+    def _latest_stored(self, idx: int) -> int:
+        """The timestamp of the last timer the store holds for local key group ``idx`` (one
+        backward seek), or ``_NO_TIMER``."""
+        prefix = self._prefixes[idx]
+        it = self._timers.iter()
+        it.seek_for_prev(prefix + b"\xff" * (TIMESTAMP_BYTES + _SEQ_BYTES))
+        latest = _NO_TIMER
+        if it.valid():
+            k = it.key()
+            if k[:2] == prefix:
+                latest = decode_timestamp(k, 2)
+        del it
+        return latest
+
+    def sync(self) -> None:
+        """Write the pending changes and record the count and the next sequence number in the
+        store (what a queue resumed on it reads back); before a checkpoint of the store."""
+        self._flush()
+        db = self._db
+        if db is None:
+            raise RuntimeError("the timer queue's store is closed; open a new queue")
+        meta = self._size.to_bytes(8, "big") + self._seq.to_bytes(8, "big")
+        db.put(self._meta_key(), meta, self._write_options)
 
     # ------------------------------------------------------------------ life cycle
 
@@ -317,6 +385,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         elif db is not None:
             for name in self._cf_names:
                 db.drop_column_family(name)
+            db.delete(self._meta_key())
 
     def __enter__(self) -> RocksDBTimerQueue[K, N]:
         return self
