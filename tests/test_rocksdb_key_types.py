@@ -1,7 +1,8 @@
 """Keys of a declared key type in the RocksDB backend: serialized by type, round trips, store
 keys contiguous per key group (and per key inside it), the declared type travels from
 ``key_by(..., key_type=...)`` to the subtask's backend and timers, a database remembers the
-layout of its keys, and one key slot lets state and timers encode a key once."""
+layout of its keys, and one key slot lets state and timers encode a key once. Timer queues:
+iterated in chunks, and a queue resumed on its store still finds the timers it holds."""
 
 from __future__ import annotations
 
@@ -342,3 +343,39 @@ def test_iterating_a_queue_reads_it_in_chunks_in_firing_order(
     finally:
         rocksdb_queue._ITER_CHUNK = saved
         factory.dispose()
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 30), st.integers(0, 20)), min_size=1, max_size=60),
+    st.lists(st.tuples(st.integers(0, 40), st.integers(0, 20)), max_size=30),
+)
+def test_a_resumed_queue_still_finds_the_timers_it_holds(
+    before: list[tuple[int, int]], after: list[tuple[int, int]]
+) -> None:
+    from sparktide.runtime.timers.rocksdb_queue import RocksDBTimerQueue
+
+    directory = tempfile.mkdtemp()
+    db = Rdict(directory, Options(raw_mode=True))
+    kgs = KeyGroupRange(0, 7)
+    heap: KeyGroupedTimerQueue[int, None] = KeyGroupedTimerQueue(kgs)
+    try:
+        first: RocksDBTimerQueue[int, None] = RocksDBTimerQueue(kgs, cache_size=2, db=db)
+        for ts, key in before:
+            kg = assign_to_key_group(key, 8)
+            assert first.add(ts, key, None, kg) == heap.add(ts, key, None, kg)
+        first.sync()
+        first.close()
+        resumed: RocksDBTimerQueue[int, None] = RocksDBTimerQueue(
+            kgs, cache_size=2, db=db, resume=True
+        )
+        for ts, key in before + after:  # the timers it holds are found: no duplicates
+            kg = assign_to_key_group(key, 8)
+            assert resumed.add(ts, key, None, kg) == heap.add(ts, key, None, kg)
+        resumed._check()
+        while heap:
+            assert resumed.poll() == heap.poll()
+        resumed.close()
+    finally:
+        db.close()
+        shutil.rmtree(directory, ignore_errors=True)
