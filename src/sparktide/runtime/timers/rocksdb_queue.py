@@ -195,6 +195,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         "_heads",
         "_index",
         "_index_cf",
+        "_key_memo",
         "_keys",
         "_kg_end",
         "_kg_start",
@@ -300,6 +301,9 @@ class RocksDBTimerQueue(Generic[K, N]):
         self._dirty: set[int] = set()
         self._slot = slot if slot is not None else KeyPrefixSlot("own")
         self._exact = self._keys.value_bytes_are_key_bytes
+        # keys the slot does not hold (a queue of its own, a fired timer's key): remembered,
+        # as keys have many timers
+        self._key_memo = _BytesMemo(self._keys.key_bytes)
         self._ns_memo = _BytesMemo(self._namespaces.key_bytes)
         self._decoded: dict[bytes, tuple[K, N]] = {}
         self._write_options = WriteOptions()
@@ -420,7 +424,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         if key is slot.key and key_group == slot.key_group:
             key_prefix = slot.prefix
         else:
-            key_prefix = slot.prefix_of(key, key_group, self._keys.key_bytes)
+            key_prefix = slot.prefix_of(key, key_group, self._key_memo.bytes_of)
         index_key = key_prefix + ns_bytes + ts_bytes
         cache = self._caches[idx]
         latest = self._latest
@@ -477,7 +481,7 @@ class RocksDBTimerQueue(Generic[K, N]):
             self._raise_out_of_range(key_group, key)
         prefix = self._prefixes[idx]
         ts_bytes = encode_timestamp(timestamp)
-        key_prefix = self._slot.prefix_of(key, key_group, self._keys.key_bytes)
+        key_prefix = self._slot.prefix_of(key, key_group, self._key_memo.bytes_of)
         index_key = key_prefix + self._ns_memo.bytes_of(namespace) + ts_bytes
         seq_bytes = self._index_get(index_key)
         if seq_bytes is None:
@@ -672,7 +676,7 @@ class RocksDBTimerQueue(Generic[K, N]):
     # ------------------------------------------------------------------ internals
 
     def _index_suffix(self, key: object, namespace: object) -> bytes:
-        return self._keys.key_bytes(key) + self._ns_memo.bytes_of(namespace)
+        return self._key_memo.bytes_of(key) + self._ns_memo.bytes_of(namespace)
 
     def _check_open(self) -> None:
         if self._db is None:
@@ -761,7 +765,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         if key is slot.key and kg == slot.key_group:
             key_prefix = slot.prefix
         else:
-            key_prefix = slot.prefix_of(key, kg, self._keys.key_bytes)
+            key_prefix = slot.prefix_of(key, kg, self._key_memo.bytes_of)
         index_key = key_prefix + self._ns_memo.bytes_of(ns) + ts_bytes
         pending.delete(index_key, self._index_cf)
         # it was the first timer of its key group: the next one is above (refills do not see
