@@ -56,7 +56,7 @@ import os
 import shutil
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Iterator
-from heapq import heapify, heappop, heappush
+from heapq import heapify, heappop, heappush, heapreplace
 from pathlib import Path
 from types import TracebackType
 from typing import Generic, NoReturn, cast
@@ -776,12 +776,12 @@ class RocksDBTimerQueue(Generic[K, N]):
         overlay[index_key] = None
         if len(overlay) >= _FLUSH_EVERY:
             self._flush()
-        heappop(self._heads)
         cache = self._caches[idx]
         del cache[0]
-        if cache:
-            heappush(self._heads, cache[0])  # one popped, one pushed: the heap does not grow
+        if cache:  # the key group's next timer replaces it at the top: one sift, no growth
+            heapreplace(self._heads, cache[0])
         else:
+            heappop(self._heads)
             self._new_head(idx)
 
     def _new_head(self, idx: int) -> None:
