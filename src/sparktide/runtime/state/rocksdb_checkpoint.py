@@ -90,11 +90,11 @@ _TMP = ".tmp-"
 
 
 def open_rdict(path: str) -> Rdict:
-    """Open the RocksDB database in ``path`` with every column family it has (the options the
-    binding recorded in the directory)."""
-    from rocksdict import Rdict
+    """Open the RocksDB database in ``path`` with every column family it has, within the
+    process's memory budget (:func:`~sparktide.runtime.state.rocksdb_memory.open_bounded`)."""
+    from sparktide.runtime.state.rocksdb_memory import open_bounded
 
-    return Rdict(path)
+    return open_bounded(path)
 
 
 @dataclass(frozen=True)
