@@ -484,6 +484,7 @@ class StreamingJob:
             (mine.start, mine.end),
             entry.setup_info.name,
             stage.max_parallelism,
+            NativeReference.encode_key_type(entry.setup_info.key_type),
         )
         parts = self._parts(task)
         identity = self.identities[stage.entry.id]
