@@ -19,9 +19,23 @@ Each subtask reports how it got its state (an
 the checkpoint's files, or created empty) and the seconds it took, as the ``"restore"`` of its
 metrics; the driver sums them per batch (``state_restores`` of the batch metrics).
 
-**State backends.** The files hold the backend-neutral form of keyed state and timers
-(``snapshot_state()`` / ``restore_state()`` of either backend, timers with their sequence
-numbers), so a subtask restores them onto the job's backend whichever backend wrote them.
+**State backends.** On the heap the files hold the backend-neutral form of keyed state and
+timers (``snapshot_state()`` / ``restore_state()`` of either backend, timers with their
+sequence numbers). On RocksDB (a :class:`~sparktide.spark.checkpoint.CheckpointStore` with
+``native``) a keyed stage subtask keeps its state and timers in one worker-local database:
+:meth:`StreamingJob.open_subtask` opens it through this process's
+:class:`~sparktide.runtime.state.rocksdb_local.LocalDatabases` (:func:`local_databases`) at
+version ``version - 1`` and builds the subtask on it
+(:func:`~sparktide.runtime.state.factory.attached_database`; the timer queues resume what
+the database holds): reused in memory when this process checkpointed that very version, else
+the local copy a process on this machine left (hard-linked), else the checkpoint's files. The
+end of the batch writes the timer queues into the database and checkpoints it incrementally
+(pending until the driver commits the batch, :mod:`~sparktide.spark.checkpoint_native`); the
+state file names that checkpoint and holds the valves and watermarks, and the subtask's metrics
+carry what it uploaded (``"rocksdb"``). A checkpoint in the neutral form (written on the heap,
+by an older format, or by the old subtasks of a rescaled stage, read back) is inserted once into
+an empty database; a heap job reads a native checkpoint back in the neutral form. Either way a
+job restores whichever backend wrote the checkpoint.
 """
 
 from __future__ import annotations
