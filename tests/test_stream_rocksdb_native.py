@@ -8,15 +8,24 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
+from sparktide.datastream import StreamExecutionEnvironment
 from sparktide.spark.checkpoint import CheckpointStore
+from sparktide.spark.streaming import ForeachBatchSink
+from test_dataframes import ALARM, Alarm
 from test_streaming import (
+    PER_FILE,
+    SCHEMA,
     _final_watermark,
     _fired_before_end,
     _flatten,
     _records,
     _reference,
+    _strategy,
     _stream,
     _write_files,
+    backend_named,
 )
 
 
@@ -100,7 +109,65 @@ def test_a_replayed_batch_starts_again_from_the_previous_version(spark, tmp_path
 
 
 def _identity(ckpt: Path) -> str:
-    info = CheckpointStore(str(ckpt)).commit_info(2)
+    return _identity_at(ckpt, 2)
+
+
+class _FailsOnce(Alarm):
+    """:class:`Alarm` that fails its first attempt at record ``v == at`` (after changing the
+    state of the records before it): the flag file says it did."""
+
+    def __init__(self, flag: str, at: int) -> None:
+        self.flag, self.at = flag, at
+
+    def process_element(self, value, ctx):
+        super().process_element(value, ctx)
+        if value.v == self.at and not os.path.exists(self.flag):
+            with open(self.flag, "w"):
+                pass
+            raise RuntimeError("the first attempt fails")
+
+
+def test_a_failed_attempt_is_replayed_from_the_previous_version(spark, tmp_path) -> None:
+    batches = _records(4)
+    _write_files(tmp_path / "in", batches)
+    ckpt = tmp_path / "ckpt"
+    flag = str(tmp_path / "failed-once")
+    at = batches[2][PER_FILE // 2][2]  # the middle of batch 2
+
+    def job(stream):
+        return stream.key_by(lambda r: r.key).process(_FailsOnce(flag, at), output_type=ALARM)
+
+    out: dict[int, list[tuple]] = {}
+
+    def run() -> None:
+        env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
+        env.set_parallelism(2)
+        env.set_state_backend(backend_named("rocksdb"))
+        frame = (
+            spark.readStream.schema(SCHEMA)
+            .option("maxFilesPerTrigger", 1)
+            .json(str(tmp_path / "in"))
+        )
+        stream = env.from_stream(frame, _strategy(), timestamp_column="ts")
+        job(stream).sink_to(
+            ForeachBatchSink(lambda df, b: out.__setitem__(b, [tuple(r) for r in df.collect()]))
+        )
+        env.execute(checkpoint_location=str(ckpt), trigger="available_now")
+
+    with pytest.raises(Exception, match="the first attempt fails"):
+        run()
+    assert os.path.exists(flag) and sorted(out) == [0, 1]
+    identity = _identity_at(ckpt, 1)
+    for subtask in range(2):  # the failed batch's pending checkpoints were discarded
+        storage = CheckpointStore(str(ckpt)).native_storage(identity, subtask)
+        assert storage.pending_ids() == [] and storage.completed_ids() == [0, 1]
+    run()  # batch 2 again, from version 1 (the live databases changed before it failed)
+    assert sorted(out) == [0, 1, 2, 3]
+    assert _flatten(out) == _expected(batches)
+
+
+def _identity_at(ckpt: Path, version: int) -> str:
+    info = CheckpointStore(str(ckpt)).commit_info(version)
     [operator] = {r.operator for p, r in info.files.items() if p.startswith("state/")}
     assert operator is not None
     return operator
