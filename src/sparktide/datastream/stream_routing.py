@@ -109,7 +109,7 @@ class StreamRouting:
             None,
             plain.tag,
             plain.input_index,
-            custom_partitioner(partitioner, select),
+            partitioner=custom_partitioner(partitioner, select),
         )
         return self._routed("Custom Partition", edge)
 
