@@ -13,6 +13,8 @@ import json
 import os
 import random
 
+import pytest
+
 from sparktide.common import Duration, Types, WatermarkStrategy
 from sparktide.datastream import KeyedBroadcastProcessFunction, StreamExecutionEnvironment
 from sparktide.datastream.state import MapStateDescriptor, ValueStateDescriptor
@@ -104,6 +106,7 @@ def _run(spark, directory, ckpt, parallelism: int) -> dict[int, list[str]]:
     return out
 
 
+@pytest.mark.usefixtures("state_backend")
 def test_restart_restores_the_broadcast_state_into_every_subtask(spark, tmp_path) -> None:
     files = _files(5)
     _write(tmp_path / "in", files[:2])
