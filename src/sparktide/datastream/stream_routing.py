@@ -54,7 +54,11 @@ class StreamRouting:
     if TYPE_CHECKING:
 
         def _edge(
-            self, partitioning: str = "forward", key_selector: Any = None, index: int = 1
+            self,
+            partitioning: str = "forward",
+            key_selector: Any = None,
+            index: int = 1,
+            key_type: Any = None,
         ) -> Edge: ...
 
         def get_type(self) -> Any: ...
