@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sparktide.common import Row, Types, WatermarkStrategy
@@ -108,6 +108,7 @@ def test_the_builder_says_what_is_missing() -> None:
         FlinkKafkaConsumer("t", SimpleStringSchema(), {})
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.dictionaries(st.text("abc", min_size=1, max_size=3), st.integers(1, 5), max_size=4))
 def test_every_topic_partition_has_its_own_split(counts: dict[str, int]) -> None:
     indexes = split_indexes(counts)
@@ -212,6 +213,7 @@ rows = st.builds(
 )
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rows)
 def test_json_row_schemas_round_trip(row: Row) -> None:
     from sparktide.datastream.formats.json import (
@@ -226,6 +228,7 @@ def test_json_row_schemas_round_trip(row: Row) -> None:
     assert back.deserialize(message) == row
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rows)
 def test_csv_row_schemas_round_trip(row: Row) -> None:
     from sparktide.datastream.formats.csv import (

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sparktide.common import Types
@@ -89,7 +89,7 @@ def test_a_name_is_one_metric() -> None:
         group.gauge("g", 3)  # type: ignore[arg-type]
 
 
-@settings(max_examples=50)
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=50)
 @given(st.lists(st.lists(st.integers(-5, 5), max_size=6), min_size=1, max_size=4))
 def test_reports_combine_as_one_subtask_would(per_subtask: list[list[int]]) -> None:
     """Counters and distributions of several subtasks combine, in any grouping, into what one
