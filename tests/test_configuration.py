@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sparktide.common import Configuration, Types
@@ -38,6 +38,7 @@ def test_the_names_are_at_pyflinks_paths() -> None:
     assert EnvAtPath is StreamExecutionEnvironment
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.dictionaries(keys, st.integers(-(2**63), 2**63 - 1)), st.dictionaries(keys, st.booleans())
 )
