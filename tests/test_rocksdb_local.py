@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
-import shutil
 import textwrap
 from pathlib import Path
 

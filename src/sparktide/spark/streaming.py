@@ -595,6 +595,7 @@ class _StreamRunner:
                     .mapInArrow(job.stream_stage_task(stage.index), SPARK_SCHEMA)
                 )
                 produced.append(result.persist())
+        committed = False
         try:
             written = [n for n in plan.nodes if n.frame_writer is not None]
             written_ids = [n.id for n in written]
@@ -693,10 +694,11 @@ class _StreamRunner:
                 extra = cast("dict[str, object]", metrics)
                 extra["rocksdb_checkpoints"] = native_checkpoint_metrics(natives)
             self._last_commit = store.commit(version, commit)
+            committed = True
             complete_native_checkpoints(store, version, natives)
             self._report(metrics)
         except BaseException:
-            if store.native:  # the batch is not committed: its pending checkpoints go
+            if store.native and not committed:  # its pending checkpoints go
                 discard_native_checkpoints(store, version, plan)
             raise
         finally:
