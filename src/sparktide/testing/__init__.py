@@ -7,11 +7,14 @@ from sparktide.testing.harness import (
     for_keyed_process_function,
     for_process_function,
 )
+from sparktide.testing.trigger_harness import TriggerFiring, TriggerTestHarness
 
 __all__ = [
     "KeyedOneInputStreamOperatorTestHarness",
     "OneInputStreamOperatorTestHarness",
     "ProcessFunctionTestHarnesses",
+    "TriggerFiring",
+    "TriggerTestHarness",
     "for_keyed_process_function",
     "for_process_function",
 ]
