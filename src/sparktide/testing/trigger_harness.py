@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Generic, NamedTuple, TypeVar
 
-from sparktide.core.state_backend import HashMapStateBackend, StateBackend
+from sparktide.core.state_backend import StateBackend, default_state_backend
 from sparktide.core.window.triggers import Trigger, TriggerResult
 from sparktide.core.window.windows import Window
 from sparktide.runtime.elements import MIN_TIMESTAMP, StreamRecord, check_timestamp
@@ -87,7 +87,8 @@ class TriggerTestHarness(Generic[W]):
     """Runs ``trigger`` for one key (see the module docstring).
 
     ``processing_time`` is where the clock starts (default ``MIN_TIMESTAMP``, as Flink's);
-    ``state_backend`` picks the keyed state backend (default the heap).
+    ``state_backend`` picks the keyed state backend (default: the default backend, as for
+    operators).
     """
 
     def __init__(
@@ -108,7 +109,7 @@ class TriggerTestHarness(Generic[W]):
         )
         key_groups = KeyGroupRange(0, _MAX_PARALLELISM - 1)
         self._state = create_keyed_state(
-            HashMapStateBackend() if state_backend is None else state_backend,
+            default_state_backend() if state_backend is None else state_backend,
             SubtaskState(
                 "trigger-test-harness",
                 0,
