@@ -209,3 +209,73 @@ def test_the_ports_are_pyflinks_examples_without_table_api_connectors_or_async_i
         and "pyflink.table" not in (shipped_dir / relative).read_text(encoding="utf-8")
     ]
     assert sorted(self_contained) == sorted(oracle.EXAMPLES.values())
+
+
+# ---------------------------------------------------------------------- the count of names
+
+PYFLINK_API = REPO / "tests" / "data" / "pyflink_api.json"
+"""PyFlink 2.3's public DataStream API names and class members, recorded by
+``tools/pyflink_names.py`` (see its docstring for what counts as a name)."""
+
+NAMES_REQUIRED = 200
+MEMBERS_REQUIRED = 235
+
+
+def _sparktide_path(pyflink_module: str) -> str:
+    return "sparktide" + pyflink_module[len("pyflink") :]
+
+
+def _missing_names(api: dict[str, list[str]]) -> list[str]:
+    missing = []
+    for pyflink_module, names in api.items():
+        path = _sparktide_path(pyflink_module)
+        try:
+            module = importlib.import_module(path)
+        except ImportError:
+            missing.extend(f"{path}.{name}" for name in names)
+            continue
+        missing.extend(f"{path}.{name}" for name in names if not hasattr(module, name))
+    return missing
+
+
+def _missing_members(classes: dict[str, dict[str, object]]) -> list[str]:
+    missing = []
+    for name, info in classes.items():
+        module = importlib.import_module(_sparktide_path(str(info["module"])))
+        members = info["members"]
+        assert isinstance(members, list)
+        cls = getattr(module, name, None)
+        missing.extend(f"{name}.{m}" for m in members if cls is None or not hasattr(cls, m))
+    return missing
+
+
+def test_the_recorded_api_is_pyflinks_count() -> None:
+    recorded = json.loads(PYFLINK_API.read_text(encoding="utf-8"))
+    assert recorded["pyflink_version"].startswith("2.3")
+    assert sum(map(len, recorded["modules"].values())) == 221
+    assert sum(len(c["members"]) for c in recorded["classes"].values()) == 241
+
+
+def test_the_count_sees_what_is_missing() -> None:
+    assert _missing_names({"pyflink.datastream": ["DataStream", "NoSuchName"]}) == [
+        "sparktide.datastream.NoSuchName"
+    ]
+    assert _missing_names({"pyflink.no_such_module": ["X"]}) == ["sparktide.no_such_module.X"]
+    classes = {"TimeWindow": {"module": "pyflink.datastream.window", "members": ["start", "nope"]}}
+    assert _missing_members(classes) == ["TimeWindow.nope"]
+
+
+def test_pyflinks_public_names_import_from_the_same_paths() -> None:
+    recorded = json.loads(PYFLINK_API.read_text(encoding="utf-8"))
+    total = sum(map(len, recorded["modules"].values()))
+    missing = _missing_names(recorded["modules"])
+    print(f"{total - len(missing)} of {total} names; missing: {missing}")
+    assert total - len(missing) >= NAMES_REQUIRED, missing
+
+
+def test_pyflinks_class_members_exist_on_the_same_classes() -> None:
+    recorded = json.loads(PYFLINK_API.read_text(encoding="utf-8"))
+    total = sum(len(c["members"]) for c in recorded["classes"].values())
+    missing = _missing_members(recorded["classes"])
+    print(f"{total - len(missing)} of {total} members; missing: {missing}")
+    assert total - len(missing) >= MEMBERS_REQUIRED, missing

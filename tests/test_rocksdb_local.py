@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -99,15 +100,20 @@ def test_a_batch_run_elsewhere_makes_the_local_database_stale(
     tmp_path: Path, storage: RocksDBCheckpointStorage
 ) -> None:
     # two workers on one machine (the same base directory): the second finds the first's
-    # directory locked, works in another one and restores from the checkpoint
+    # directory locked, works in another one and links the first's local copy
     a = LocalDatabases(str(tmp_path / "local"))
     b = LocalDatabases(str(tmp_path / "local"))
     slot = slot_of(tmp_path)
     batch(a, slot, storage, 1, {b"a": b"1"})
-    assert batch(b, slot, storage, 2, {b"b": b"2"}) is OpenOutcome.RESTORED
+    assert batch(b, slot, storage, 2, {b"b": b"2"}) is OpenOutcome.REUSED_ON_DISK
     assert b.stats.lock_conflicts == 1
     assert storage.manifest(1).shared_paths() < storage.manifest(2).shared_paths()
-    stale = a.open(slot, 2, storage)  # a holds version 1: a version mismatch
+    stale = a.open(slot, 2, storage)  # a holds version 1: a version mismatch, b's copy
+    assert stale.outcome is OpenOutcome.REUSED_ON_DISK
+    assert dict(stale.db.items()) == {b"a": b"1", b"b": b"2"}
+    a.close_all()
+    shutil.rmtree(tmp_path / "local")  # no local copy anywhere: from the checkpoint's files
+    stale = a.open(slot, 2, storage)
     assert stale.outcome is OpenOutcome.RESTORED
     assert dict(stale.db.items()) == {b"a": b"1", b"b": b"2"}
     a.close_all()
@@ -155,7 +161,8 @@ def test_a_directory_locked_by_a_live_process_is_never_opened_twice_until_it_die
             assert f.read().strip() == str(child.pid)
         dbs = LocalDatabases(str(tmp_path / "local"))
         local = dbs.open(slot, 1, storage)
-        assert local.outcome is OpenOutcome.RESTORED
+        # another directory, the holder's local copy linked (a copy never changes)
+        assert local.outcome is OpenOutcome.REUSED_ON_DISK
         assert local.root != child_root and local.root.startswith(child_root)
         assert dbs.stats.lock_conflicts == 1
         assert dict(local.db.items()) == {b"a": b"1"}

@@ -1,9 +1,32 @@
 """Common types shared by every API, with PyFlink's names (``pyflink.common`` →
-``sparktide.common``): time spans, type information, rows and the watermark strategy."""
+``sparktide.common``): time spans, type information, rows, the watermark strategy, the
+configuration, (de)serialization schemas and what describes a job and its result."""
 
+from sparktide.common.config_options import ConfigOption, ConfigOptions
+from sparktide.common.configuration import Configuration
+from sparktide.common.execution_config import (
+    ExecutionConfig,
+    InputDependencyConstraint,
+    RestartStrategies,
+    RestartStrategyConfiguration,
+)
+from sparktide.common.job import (
+    CompletableFuture,
+    JobClient,
+    JobExecutionResult,
+    JobID,
+    JobStatus,
+)
 from sparktide.common.row_kind import RowKind
-from sparktide.common.serialization import Encoder
-from sparktide.common.time import Duration, Time
+from sparktide.common.serialization import (
+    ByteArraySchema,
+    DeserializationSchema,
+    Encoder,
+    SerializationSchema,
+    SimpleStringSchema,
+    TypeSerializer,
+)
+from sparktide.common.time import Duration, Instant, Time
 from sparktide.common.typeinfo import TypeInformation, Types
 from sparktide.common.types import Row
 from sparktide.common.watermark_strategy import (
@@ -13,13 +36,31 @@ from sparktide.common.watermark_strategy import (
 )
 
 __all__ = [
+    "ByteArraySchema",
+    "CompletableFuture",
+    "ConfigOption",
+    "ConfigOptions",
+    "Configuration",
+    "DeserializationSchema",
     "Duration",
     "Encoder",
+    "ExecutionConfig",
+    "InputDependencyConstraint",
+    "Instant",
+    "JobClient",
+    "JobExecutionResult",
+    "JobID",
+    "JobStatus",
+    "RestartStrategies",
+    "RestartStrategyConfiguration",
     "Row",
     "RowKind",
+    "SerializationSchema",
+    "SimpleStringSchema",
     "Time",
     "TimestampAssigner",
     "TypeInformation",
+    "TypeSerializer",
     "Types",
     "WatermarkGenerator",
     "WatermarkStrategy",

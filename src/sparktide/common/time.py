@@ -19,7 +19,9 @@ from datetime import timedelta
 from functools import total_ordering
 from typing import Any, Union
 
-__all__ = ["Duration", "Time", "to_millis"]
+from sparktide.common.instant import Instant
+
+__all__ = ["Duration", "Instant", "Time", "to_millis"]
 
 
 def _whole(value: Any, name: str) -> int:

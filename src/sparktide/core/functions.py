@@ -24,6 +24,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
+    from sparktide.core.metrics import MetricGroup
     from sparktide.core.output_tag import OutputTag
     from sparktide.core.state import (
         AggregatingState,
@@ -117,6 +118,14 @@ class RuntimeContext(KeyedStateStore):
 
     def get_job_parameter(self, key: str, default_value: str | None = None) -> str | None:
         return default_value
+
+    def get_metrics_group(self) -> MetricGroup:
+        """This subtask's user metrics (counters, gauges, meters, distributions), reported in
+        the job's metrics (see :mod:`sparktide.core.metrics`)."""
+        raise NotImplementedError(
+            f"{type(self).__name__} has no metrics group; metrics are reported by the operators "
+            "of a running job"
+        )
 
 
 class Function(ABC):  # noqa: B024 - all methods are optional hooks

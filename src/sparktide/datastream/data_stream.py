@@ -13,12 +13,14 @@ Each call adds a node to the environment's job graph; nothing runs until ``env.e
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from sparktide.common.watermark_strategy import WatermarkStrategy
+from sparktide.datastream import broadcast_stream as broadcasting
 from sparktide.datastream import join as joins  # join and windowed_stream import this module
 from sparktide.datastream import windowed_stream as windowing
 from sparktide.datastream.aggregations import FieldAggregator
+from sparktide.datastream.broadcast_stream import BroadcastConnectedStream, BroadcastStream
 from sparktide.datastream.functions import (
     CoFlatMapFunction,
     CoMapFunction,
@@ -28,6 +30,7 @@ from sparktide.datastream.functions import (
     ProcessFunction,
 )
 from sparktide.datastream.output_tag import OutputTag
+from sparktide.datastream.stream_routing import AccumulateType, StreamRouting
 from sparktide.runtime.columnar.spec import FieldKey
 from sparktide.runtime.graph import Edge, Node, copy_function
 from sparktide.runtime.operators.co_process import (
@@ -54,7 +57,14 @@ if TYPE_CHECKING:
     from sparktide.datastream.join import CoGroupedStreams, IntervalJoin, JoinedStreams
     from sparktide.datastream.windowed_stream import AllWindowedStream, WindowedStream
 
-__all__ = ["ConnectedStreams", "DataStream", "DataStreamSink", "KeyedStream"]
+__all__ = [
+    "BroadcastConnectedStream",
+    "BroadcastStream",
+    "ConnectedStreams",
+    "DataStream",
+    "DataStreamSink",
+    "KeyedStream",
+]
 
 
 def _key_selector(key_selector: Any) -> Callable[[Any], Any]:
@@ -85,7 +95,7 @@ def _check_function(function: Any, cls: type, methods: tuple[str, ...], what: st
         )
 
 
-class DataStream:
+class DataStream(StreamRouting):
     """A stream of elements produced by one transformation (or one of its side outputs)."""
 
     def __init__(
@@ -326,11 +336,54 @@ class DataStream:
         )
         return DataStream(self._env, node)
 
-    def connect(self, ds: DataStream) -> ConnectedStreams:
-        """Connect with another stream for a two-input operation (shared state when keyed)."""
+    @overload
+    def connect(self, ds: BroadcastStream) -> BroadcastConnectedStream: ...
+
+    @overload
+    def connect(self, ds: DataStream) -> ConnectedStreams: ...
+
+    def connect(
+        self, ds: DataStream | BroadcastStream
+    ) -> ConnectedStreams | BroadcastConnectedStream:
+        """Connect with another stream for a two-input operation (shared state when keyed),
+        or with a :class:`~sparktide.datastream.broadcast_stream.BroadcastStream` (made by
+        :meth:`broadcast`) for a broadcast process function."""
+        if isinstance(ds, broadcasting.BroadcastStream):
+            return broadcasting.BroadcastConnectedStream(self, ds, ds.broadcast_state_descriptors)
         if not isinstance(ds, DataStream):
-            raise TypeError(f"connect takes a DataStream, got {type(ds).__name__}")
+            raise TypeError(
+                f"connect takes a DataStream or a BroadcastStream, got {type(ds).__name__}"
+            )
         return ConnectedStreams(self, ds)
+
+    @overload
+    def broadcast(self) -> DataStream: ...
+
+    @overload
+    def broadcast(
+        self, broadcast_state_descriptor: Any, *other_broadcast_state_descriptors: Any
+    ) -> BroadcastStream: ...
+
+    def broadcast(
+        self,
+        broadcast_state_descriptor: Any = None,
+        *other_broadcast_state_descriptors: Any,
+    ) -> DataStream | BroadcastStream:
+        """Send every element to every parallel instance of the next operator.
+
+        With ``MapStateDescriptor``s, a :class:`~sparktide.datastream.broadcast_stream.
+        BroadcastStream` whose broadcast states they describe, to ``connect`` a keyed or
+        non-keyed stream to; without, a stream with broadcast partitioning."""
+        node = self._env._graph.add(
+            Node("operator", "Broadcast", [self._edge("broadcast")], output_type=self.get_type())
+        )
+        stream = DataStream(self._env, node)
+        if broadcast_state_descriptor is None:
+            if other_broadcast_state_descriptors:
+                raise TypeError("broadcast(None, ...): pass MapStateDescriptors only")
+            return stream
+        descriptors = [broadcast_state_descriptor, *other_broadcast_state_descriptors]
+        return broadcasting.BroadcastStream(stream, descriptors)
 
     def join(self, other_stream: DataStream) -> JoinedStreams:
         """Window join with ``other_stream``: ``.where(key1).equal_to(key2).window(assigner)
@@ -407,6 +460,10 @@ class DataStream:
 
     def sink_to(self, sink: Any) -> DataStreamSink:
         """Write every element to ``sink`` (e.g. ``FileSink.for_row_format(...).build()``)."""
+        prepare_stream = getattr(sink, "prepare_stream", None)
+        if callable(prepare_stream):  # e.g. a KafkaSink: records become the rows it writes
+            stream, writer = prepare_stream(self)
+            return stream.sink_to(writer)  # type: ignore[no-any-return]
         if not callable(getattr(sink, "create_operator", None)):
             raise TypeError(
                 "sink must be a Sink such as FileSink.for_row_format(path, "
@@ -532,6 +589,8 @@ class CloseableIterator:
 class KeyedStream(DataStream):
     """A stream partitioned by key; operations on it have keyed state and timers."""
 
+    AccumulateType = AccumulateType
+
     def __init__(
         self, stream: DataStream, key_selector: Callable[[Any], Any], key_type: Any
     ) -> None:
@@ -614,6 +673,13 @@ class KeyedStream(DataStream):
 
     def key_by(self, key_selector: Any, key_type: Any = None) -> KeyedStream:
         return _keyed_stream(self._origin, key_selector, key_type)
+
+    def broadcast(self, *broadcast_state_descriptors: Any) -> Any:
+        """A keyed stream is partitioned by its key; broadcast the stream it was keyed from."""
+        raise TypeError(
+            "cannot broadcast a KeyedStream: its partitioning is by key; call broadcast(...) "
+            "on the stream before key_by(...)"
+        )
 
     def window(self, window_assigner: Any) -> WindowedStream:
         """Split each key's elements into windows of ``window_assigner`` (a WindowAssigner such
@@ -724,3 +790,10 @@ class ConnectedStreams:
         return self._two_input(
             "CoProcess", lambda: CoProcessOperator(copy_function(func)), output_type
         )
+
+
+def __getattr__(name: str) -> Any:
+    """PyFlink keeps the windowed streams in this module; they live in windowed_stream."""
+    if name in ("AllWindowedStream", "WindowedStream"):
+        return getattr(windowing, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

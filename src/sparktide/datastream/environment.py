@@ -15,18 +15,24 @@ from __future__ import annotations
 
 import os
 import time
-import uuid
 from collections.abc import Iterable, Mapping
-from enum import Enum
 from typing import Any
 
+from sparktide.common.execution_config import ExecutionConfig
+from sparktide.common.job import JobExecutionResult
 from sparktide.common.watermark_strategy import WatermarkStrategy
 from sparktide.core.state_backend import (
     StateBackend,
     default_state_backend,
     state_backend_from_config,
 )
+from sparktide.datastream.checkpoint_config import CheckpointConfig
 from sparktide.datastream.data_stream import DataStream
+from sparktide.datastream.environment_compat import EnvironmentCompat
+from sparktide.datastream.environment_config import apply_configuration
+from sparktide.datastream.execution_mode import RuntimeExecutionMode
+from sparktide.datastream.python_dependencies import PythonDependencies
+from sparktide.datastream.slot_sharing_group import SlotSharingGroup
 from sparktide.datastream.source import CollectionSource
 from sparktide.runtime.graph import JobGraph, Node
 from sparktide.runtime.operators.simple import CollectSinkOperator, RecordCollector
@@ -42,148 +48,7 @@ RUNTIMES = ("local", "spark")
 DEFAULT_RUNTIME = "spark"
 
 
-class RuntimeExecutionMode(Enum):
-    STREAMING = 0
-    BATCH = 1
-    AUTOMATIC = 2
-
-
-class ExecutionConfig:
-    """Job-wide settings (``env.get_config()``)."""
-
-    def __init__(self) -> None:
-        self._auto_watermark_interval = 200
-        self._watermark_every: int | None = None
-        self._simulated_clock: tuple[int, int | None] | None = None
-        self._job_parameters: dict[str, str] = {}
-        self._progress_listener: Any = None
-        self._task_buffer: int | None = None
-
-    def set_auto_watermark_interval(self, interval: int) -> ExecutionConfig:
-        """Periodic watermark interval in ms of processing time (0 disables; default 200)."""
-        if type(interval) is not int or interval < 0:
-            raise ValueError(f"interval must be an int >= 0 (ms), got {interval!r}")
-        self._auto_watermark_interval = interval
-        return self
-
-    def get_auto_watermark_interval(self) -> int:
-        return self._auto_watermark_interval
-
-    def set_watermark_every(self, records: int | None) -> ExecutionConfig:
-        """End a round (and emit periodic watermarks) every ``records`` records per split.
-
-        A bounded job is otherwise one round: its watermarks advance only at the end of input.
-        Rounds make the output deterministic at any parallelism (see docs/architecture.md).
-        """
-        if records is not None and (type(records) is not int or records < 1):
-            raise ValueError(f"records must be an int >= 1 or None, got {records!r}")
-        self._watermark_every = records
-        return self
-
-    def get_watermark_every(self) -> int | None:
-        return self._watermark_every
-
-    def set_task_buffer(self, entries: int | None) -> ExecutionConfig:
-        """Bound what a task holds: a split reads, and a stage subtask (on Spark, also a
-        streaming micro-batch) processes and ships, at most about ``entries`` exchanged
-        entries at a time, whatever the round or batch size. ``None``: the runner's default
-        (65,536). Smaller uses less memory per worker and ships more, smaller chunks.
-
-        >>> ExecutionConfig().set_task_buffer(10_000).get_task_buffer()
-        10000
-        """
-        if entries is not None and (type(entries) is not int or entries < 1):
-            raise ValueError(f"entries must be an int >= 1 or None, got {entries!r}")
-        self._task_buffer = entries
-        return self
-
-    def get_task_buffer(self) -> int | None:
-        return self._task_buffer
-
-    def use_simulated_processing_time(
-        self, start: int = 0, advance_per_round: int | None = None
-    ) -> ExecutionConfig:
-        """Run processing time on a simulated clock: ``start`` ms, advancing each round by
-        ``advance_per_round`` ms (default: the auto-watermark interval). Processing-time timers
-        then fire deterministically at round boundaries."""
-        if type(start) is not int:
-            raise TypeError(f"start must be an int (ms), got {type(start).__name__}")
-        if advance_per_round is not None and (
-            type(advance_per_round) is not int or advance_per_round < 0
-        ):
-            raise ValueError(f"advance_per_round must be an int >= 0, got {advance_per_round!r}")
-        self._simulated_clock = (start, advance_per_round)
-        return self
-
-    def use_system_processing_time(self) -> ExecutionConfig:
-        self._simulated_clock = None
-        return self
-
-    def get_simulated_processing_time(self) -> tuple[int, int] | None:
-        if self._simulated_clock is None:
-            return None
-        start, step = self._simulated_clock
-        return start, self._auto_watermark_interval if step is None else step
-
-    def set_global_job_parameters(self, params: dict[str, str]) -> ExecutionConfig:
-        self._job_parameters = dict(params)
-        return self
-
-    def get_global_job_parameters(self) -> dict[str, str]:
-        return dict(self._job_parameters)
-
-    def set_progress_listener(self, listener: Any) -> ExecutionConfig:
-        """Call ``listener(done, total)`` as a job runs on Spark: completed and total Spark
-        tasks (source splits and stage subtasks), from Spark's status tracker, whenever they
-        change. The local runtime runs in the caller's thread and does not call it (a source
-        can report its own progress there). ``None`` removes it."""
-        if listener is not None and not callable(listener):
-            raise TypeError(
-                "listener must be a callable taking (done, total) or None, got "
-                f"{type(listener).__name__}"
-            )
-        self._progress_listener = listener
-        return self
-
-    def get_progress_listener(self) -> Any:
-        return self._progress_listener
-
-    def enable_object_reuse(self) -> ExecutionConfig:
-        return self
-
-    def disable_object_reuse(self) -> ExecutionConfig:
-        return self
-
-
-class JobExecutionResult:
-    """What ``execute()`` returns: the job id, its runtime and its metrics."""
-
-    def __init__(self, job_name: str, net_runtime_ms: int, metrics: dict[str, Any]) -> None:
-        self._job_id = uuid.uuid4().hex
-        self._job_name = job_name
-        self._net_runtime = net_runtime_ms
-        self.metrics = metrics
-
-    def get_job_id(self) -> str:
-        return self._job_id
-
-    def get_job_name(self) -> str:
-        return self._job_name
-
-    def get_net_runtime(self) -> int:
-        return self._net_runtime
-
-    def get_accumulator_result(self, name: str) -> Any:
-        return self.metrics.get(name)
-
-    def get_all_accumulator_results(self) -> dict[str, Any]:
-        return dict(self.metrics)
-
-    def __repr__(self) -> str:
-        return f"JobExecutionResult({self._job_name!r}, {self._net_runtime} ms)"
-
-
-class StreamExecutionEnvironment:
+class StreamExecutionEnvironment(EnvironmentCompat):
     """Builds a job graph from sources and transformations, and runs it."""
 
     def __init__(self, runtime: str = DEFAULT_RUNTIME) -> None:
@@ -203,6 +68,14 @@ class StreamExecutionEnvironment:
         self._graph = JobGraph()
         self._mode = RuntimeExecutionMode.STREAMING
         self._state_backend: StateBackend = default_state_backend()
+        self._checkpoint_config = CheckpointConfig()
+        self._python = PythonDependencies()
+        self._slot_sharing_groups: dict[str, SlotSharingGroup] = {}
+        self._chaining = True
+        self._changelog = False
+        self._buffer_timeout = 100
+        self._default_local_parallelism: int | None = None
+        self._savepoint_directory: str | None = None
 
     @staticmethod
     def get_execution_environment(
@@ -256,10 +129,12 @@ class StreamExecutionEnvironment:
 
     def configure(self, configuration: Any) -> StreamExecutionEnvironment:
         """Take the options of ``configuration`` (a dict of Flink configuration keys, or an
-        object with ``to_dict()`` such as PyFlink's ``Configuration``) that this environment
-        knows; others are ignored, as in PyFlink. Known: ``state.backend.type``
-        (``"hashmap"``/``"rocksdb"``), ``state.backend.rocksdb.localdir`` and
-        ``execution.checkpointing.incremental``.
+        object with ``to_dict()`` such as :class:`~sparktide.common.Configuration`) that this
+        environment knows; others are ignored, as in PyFlink. Known: ``state.backend.type``
+        (``"hashmap"``/``"rocksdb"``), ``state.backend.rocksdb.localdir``,
+        ``execution.checkpointing.incremental`` and the keys of
+        :mod:`sparktide.datastream.environment_config` (parallelism, runtime mode,
+        auto-watermark interval, checkpointing, Python files).
 
         >>> env = StreamExecutionEnvironment("local")
         >>> env.configure({"state.backend.type": "rocksdb"}).get_state_backend().kind.value
@@ -275,6 +150,7 @@ class StreamExecutionEnvironment:
         backend = state_backend_from_config(options)
         if backend is not None:
             self._state_backend = backend
+        apply_configuration(self, options)
         return self
 
     def set_state_backend(self, state_backend: StateBackend) -> StreamExecutionEnvironment:
@@ -333,6 +209,9 @@ class StreamExecutionEnvironment:
     ) -> Any:
         """A stream read from a split-aware ``source``; each split runs its own
         ``watermark_strategy`` (timestamp assigner and watermark generator)."""
+        build_stream = getattr(source, "build_stream", None)
+        if callable(build_stream):  # a source Spark reads itself, e.g. a KafkaSource
+            return build_stream(self, watermark_strategy, source_name, type_info)
         if not callable(getattr(source, "get_splits", None)):
             raise TypeError(
                 f"source must be a Source (get_splits/read_split), got {type(source).__name__}"
@@ -528,6 +407,7 @@ class StreamExecutionEnvironment:
                 "execute_and_collect() before execute()"
             )
         start = time.perf_counter()
+        self._apply_python()
         if self._is_streaming():
             client = self.execute_async(
                 name,
@@ -587,15 +467,17 @@ class StreamExecutionEnvironment:
                 "no sinks defined in the job: add one with sink_to(ForeachBatchSink(fn)), "
                 "sink_to(ParquetBatchSink(path)) or print() before execute_async()"
             )
+        self._apply_python()
         try:
             return start_stream(
                 graph,
                 self,
                 job_name or "sparktide job",
-                checkpoint_location,
+                self._checkpoint_location(checkpoint_location),
                 trigger,
                 snapshot_every,
                 allow_non_restored_state,
+                self._checkpoint_config.trigger_interval_ms(),
             )
         finally:
             graph.mark_executed()
@@ -653,13 +535,16 @@ class StreamExecutionEnvironment:
         return spark.createDataFrame(pa.Table.from_batches([batch]), spark_schema_of(type_info))
 
     def _run(self, graph: JobGraph) -> dict[str, Any]:
+        """Run ``graph``; its metrics, the user metrics (``get_metrics_group()``) included."""
         if self._runtime == "spark":
             from sparktide.spark.executor import SparkExecutor
 
-            return SparkExecutor(graph, self).run()
+            spark = SparkExecutor(graph, self)
+            return {**spark.run(), **spark.user_metrics.as_dict()}
         from sparktide.local.executor import LocalExecutor
 
-        return LocalExecutor(graph, self).run()
+        local = LocalExecutor(graph, self)
+        return {**local.run(), **local.tasks.user_metrics().as_dict()}
 
 
 def _first(item: tuple[Any, Any]) -> Any:

@@ -3,9 +3,10 @@
 A :class:`Node` is one transformation: a source, an operator with one or two inputs, or a sink.
 An :class:`Edge` connects a producer to a consumer and says how records are distributed
 (``forward``: same subtask; ``hash``: by the key group of ``key_selector``; ``rebalance``:
-spread; ``global``: all to subtask 0) and which output of the producer it reads (the main output
-or a side output ``tag``). Nodes are immutable descriptions; runners build operators from their
-``operator_factory`` per subtask.
+spread; ``global``: all to subtask 0; ``broadcast``: each to every subtask; ``custom``: to the
+subtask ``partitioner`` picks) and which output of
+the producer it reads (the main output or a side output ``tag``). Nodes are immutable
+descriptions; runners build operators from their ``operator_factory`` per subtask.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Edge", "JobGraph", "Node", "copy_function"]
 
-PARTITIONINGS = ("forward", "hash", "rebalance", "global")
+PARTITIONINGS = ("forward", "hash", "rebalance", "global", "broadcast", "custom")
 
 
 @dataclass(frozen=True, eq=False)
@@ -40,6 +41,8 @@ class Edge:
     key_selector: Callable[[Any], object] | None = None
     tag: OutputTag | None = None  # an OutputTag for a side output, None for the main output
     input_index: int = 1
+    # a "custom" edge: (value, number of target subtasks) -> the target subtask
+    partitioner: Callable[[Any, int], int] | None = None
 
     def __post_init__(self) -> None:
         if self.partitioning not in PARTITIONINGS:
@@ -48,6 +51,8 @@ class Edge:
             )
         if (self.partitioning == "hash") != (self.key_selector is not None):
             raise ValueError("a hash edge needs a key selector, and only a hash edge has one")
+        if (self.partitioning == "custom") != (self.partitioner is not None):
+            raise ValueError("a custom edge needs a partitioner, and only a custom edge has one")
 
 
 _ids = itertools.count(1)

@@ -99,6 +99,7 @@ from sparktide.runtime.filesystems import open_filesystem
 from sparktide.runtime.keygroups import KeyGroupRange, compute_key_group_range_for_operator_index
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot, SnapshotFormatError
 from sparktide.runtime.state.backend import StateMeta
+from sparktide.runtime.state.rocksdb_checkpoint import RocksDBCheckpointStorage
 from sparktide.spark.changelog import (
     Digests,
     Flat,
@@ -128,6 +129,7 @@ from sparktide.spark.checkpoint_meta import (
     JobFingerprint,
     SplitState,
 )
+from sparktide.spark.checkpoint_native import NativeReference, native_storage, neutral_snapshot
 from sparktide.spark.restore_match import check_restorable, stage_mapping
 
 if TYPE_CHECKING:
@@ -199,7 +201,16 @@ class CheckpointStore:
         snapshot_every: int | None = None,
         allow_non_restored_state: bool = False,
         state_backend: StateBackendKind = StateBackendKind.HASHMAP,
+        native: bool = False,
     ) -> None:
+        if not isinstance(native, bool) or (
+            native and state_backend is not StateBackendKind.ROCKSDB
+        ):
+            raise ValueError(
+                "native must be a bool, True only with state_backend=StateBackendKind.ROCKSDB "
+                f"(native RocksDB checkpoints), got {native!r} with {state_backend!r}"
+            )
+        self.native = native
         if not isinstance(state_backend, StateBackendKind):
             raise TypeError(
                 "state_backend must be a StateBackendKind (StateBackendKind.HASHMAP or "
@@ -218,20 +229,24 @@ class CheckpointStore:
         self.records: dict[str, FileRecord] = {}  # files this object wrote, by relative path
         self._fs, self.root = _filesystem(location)
 
-    def __getstate__(self) -> tuple[str, JobFingerprint | None, int, bool, StateBackendKind]:
+    def __getstate__(
+        self,
+    ) -> tuple[str, JobFingerprint | None, int, bool, StateBackendKind, bool]:
         return (
             self.location,
             self.fingerprint,
             self.snapshot_every,
             self.allow_non_restored_state,
             self.state_backend,
+            self.native,
         )
 
     def __setstate__(
-        self, state: tuple[str, JobFingerprint | None, int, bool, StateBackendKind]
+        self, state: tuple[str, JobFingerprint | None, int, bool, StateBackendKind, bool]
     ) -> None:
         self.location, self.fingerprint, self.snapshot_every = state[:3]
         self.allow_non_restored_state, self.state_backend = state[3], state[4]
+        self.native = state[5]
         self.records = {}
         self._fs, self.root = _filesystem(self.location)
 
@@ -491,9 +506,14 @@ class CheckpointStore:
         >>> store.plan_chain(info, 0, 0, 2, 1).versions()  # rescaled: a full snapshot
         (1,)
         >>> store.state_backend = StateBackendKind.ROCKSDB  # switched: a full snapshot
-        >>> store.plan_chain(info, 0, 0, 1, 1)
-        Chain(snapshot=1, changelogs=(), backend=<StateBackendKind.ROCKSDB: 'rocksdb'>)
+        >>> store.plan_chain(info, 0, 0, 1, 1).versions()
+        (1,)
+        >>> store.native = True  # native RocksDB checkpoints: one file per version
+        >>> store.plan_chain(info, 0, 0, 1, 1).native
+        True
         """
+        if self.native:
+            return Chain(version, backend=self.state_backend, native=True)
         full = Chain(version, backend=self.state_backend)
         # a chain continues only in the same stage directory: a stage restored from another
         # index (the job's stages were built in another order) starts a new chain
@@ -613,14 +633,29 @@ class CheckpointStore:
         subtask: int,
         key_groups: KeyGroupRange | None = None,
         files: Mapping[str, FileRecord] | None = None,
+        neutral: bool = True,
     ) -> LoadedSubtask:
         """Read a chain: its full snapshot, then its changelogs applied in order (only the key
         groups in ``key_groups``). Every file is checked (against the manifest's records
         ``files`` too, see :meth:`read_bound`); a bad one raises :class:`CheckpointError`
-        naming it."""
+        naming it. A native chain's RocksDB checkpoint is read into the backend-neutral form
+        (``neutral=False``: only named, in :attr:`LoadedSubtask.native`)."""
         path = self.subtask_path(chain.snapshot, stage, subtask)
-        _, parts = unpack_parts(self.read_bound(path, files), path)
+        file_meta, parts = unpack_parts(self.read_bound(path, files), path)
         loaded = LoadedSubtask(None, {}, {}, parts.get("valves"), parts.get("watermarks"))
+        loaded.broadcast = parts.get("broadcast")
+        if chain.native:
+            ref = NativeReference.from_json(file_meta.get("rocksdb"), path)
+            operator = file_meta.get("operator")
+            if not isinstance(operator, str):
+                raise CheckpointError(f"{path}: a native RocksDB state file names no operator")
+            loaded.native = (self.native_storage(operator, subtask), ref)
+            if neutral:
+                snap = neutral_snapshot(loaded.native[0], ref, path, key_groups)
+                loaded.header = (snap.operator, snap.max_parallelism, snap.key_group_range)
+                loaded.state_meta = dict(snap.state_meta)
+                loaded.flat = flatten(snap, key_groups)
+            return loaded
         if "keyed" in parts:
             try:
                 snap = KeyedOperatorSnapshot.from_bytes(parts["keyed"])
@@ -642,6 +677,7 @@ class CheckpointStore:
                 loaded.state_meta = _state_meta(meta, loaded.state_meta, path)
             loaded.valves = parts.get("valves", loaded.valves)
             loaded.watermarks = parts.get("watermarks", loaded.watermarks)
+            loaded.broadcast = parts.get("broadcast", loaded.broadcast)
         return loaded
 
     def write_version(
@@ -682,6 +718,32 @@ class CheckpointStore:
                 if self.snapshot_every > 1:
                     new = digests(flat)
         return self.write_subtask(version, stage, subtask, meta, parts, changelog), new
+
+    def write_native(
+        self,
+        version: int,
+        stage: int,
+        subtask: int,
+        parts: dict[str, bytes],
+        operator: str,
+        reference: NativeReference,
+    ) -> int:
+        """Write version ``version`` of a stage subtask whose keyed state and timers are in
+        the RocksDB checkpoint ``reference`` names (a native chain): the file holds ``parts``
+        (valves, watermarks) and the reference; returns its size."""
+        meta: JsonObject = {
+            "stage": stage,
+            "subtask": subtask,
+            "operator": operator,
+            "key_groups": list(reference.key_groups),
+            "rocksdb": reference.to_json(),
+        }
+        return self.write_subtask(version, stage, subtask, meta, dict(parts))
+
+    def native_storage(self, operator: str, subtask: int) -> RocksDBCheckpointStorage:
+        """The RocksDB checkpoint storage of a stage subtask (by its entry operator's
+        identity), see :func:`~sparktide.spark.checkpoint_native.native_storage`."""
+        return native_storage(self.location, operator, subtask)
 
     def restore_range(
         self,
@@ -739,13 +801,15 @@ class CheckpointStore:
             parts["valves"] = loaded.valves
         if loaded.watermarks is not None:
             parts["watermarks"] = loaded.watermarks
+        if loaded.broadcast is not None:
+            parts["broadcast"] = loaded.broadcast
         return chain, parts
 
 
 class LoadedSubtask:
     """The state of a stage subtask read from a chain of files: the flat view of its keyed
     state and timers (:mod:`sparktide.spark.changelog`), plus its pickled valves and operator
-    watermarks."""
+    watermarks, and a broadcast operator's broadcast state (written by subtask 0 only)."""
 
     def __init__(
         self,
@@ -760,6 +824,9 @@ class LoadedSubtask:
         self.flat = flat
         self.valves = valves
         self.watermarks = watermarks
+        self.broadcast: bytes | None = None
+        # a native chain: its RocksDB checkpoint's storage and the state file's reference
+        self.native: tuple[RocksDBCheckpointStorage, NativeReference] | None = None
 
     def snapshot(self, key_groups: KeyGroupRange | None = None) -> KeyedOperatorSnapshot | None:
         """The keyed snapshot (``None``: not a keyed subtask)."""

@@ -33,14 +33,15 @@ __all__ = [
     "unpack_parts",
 ]
 
-CHECKPOINT_FORMAT_VERSION = 5
+CHECKPOINT_FORMAT_VERSION = 6
 # 1: valves, watermarks and split states were pickled; 2: a changelog's key groups were one
 # pickle each (timer timestamps and sequence numbers with the user values); 3: a split's
 # watermark generator state was its attributes, also for the built-in generators; 4: a
-# manifest named no state backend per chain (every chain was on the heap)
-MIGRATED_FORMAT_VERSIONS = frozenset({4})
+# manifest named no state backend per chain (every chain was on the heap); 5: no chain was a
+# native RocksDB checkpoint (every chain held the backend-neutral form)
+MIGRATED_FORMAT_VERSIONS = frozenset({4, 5})
 """Older format versions still read: their files mean the same, a manifest is migrated (a
-version 4 manifest's chains are heap chains, see
+version 4 manifest's chains are heap chains, a version 4 or 5 chain is never native, see
 :meth:`~sparktide.spark.checkpoint_meta.CommitManifest.from_json`)."""
 _MAGIC = b"\x89STKCKP\n"
 _PREFIX = struct.Struct(">8sII")

@@ -187,25 +187,35 @@ class Chain:
     The files hold the backend-neutral form of keyed state (the ``snapshot_state()`` form
     both backends share), so a chain restores onto either backend; the backend is recorded so
     that a switch starts a new chain and ``sparktide inspect`` can say where the state lived.
+    A ``native`` chain (a RocksDB job's) is one file of version ``snapshot`` holding the
+    subtask's valves and watermarks and naming its incremental RocksDB checkpoint of that
+    version (its SST files, :mod:`~sparktide.runtime.state.rocksdb_checkpoint`), which holds
+    the keyed state and timers; it never has changelogs.
 
     >>> Chain(3, (4,), StateBackendKind.ROCKSDB).to_json()
     {'snapshot': 3, 'changelogs': [4], 'backend': 'rocksdb'}
+    >>> Chain(5, (), StateBackendKind.ROCKSDB, native=True).to_json()["native"]
+    True
     """
 
     snapshot: int
     changelogs: tuple[int, ...] = ()
     backend: StateBackendKind = StateBackendKind.HASHMAP
+    native: bool = False
 
     def versions(self) -> tuple[int, ...]:
         """Every version whose file the chain names."""
         return (self.snapshot, *self.changelogs)
 
     def to_json(self) -> JsonObject:
-        return {
+        out: JsonObject = {
             "snapshot": self.snapshot,
             "changelogs": list(self.changelogs),
             "backend": self.backend.value,
         }
+        if self.native:
+            out["native"] = True
+        return out
 
     @classmethod
     def from_json(
@@ -223,7 +233,12 @@ class Chain:
         except ValueError:
             known = ", ".join(repr(k.value) for k in StateBackendKind)
             raise fields.fail("backend", f"one of {known}", name) from None
-        return cls(snapshot, changelogs, backend)
+        native = fields.raw.get("native", False)
+        if type(native) is not bool or (native and format_version in MIGRATED_FORMAT_VERSIONS):
+            raise fields.fail("native", "true or false (true only in the current format)", native)
+        if native and (backend is not StateBackendKind.ROCKSDB or changelogs):
+            raise fields.fail("native", "false for a heap chain or one with changelogs", native)
+        return cls(snapshot, changelogs, backend, native)
 
 
 _BINDING = ("version", "operator", "stage", "subtask", "key_groups", "kind")

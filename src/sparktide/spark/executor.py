@@ -40,6 +40,7 @@ from functools import reduce
 from operator import itemgetter
 from typing import TYPE_CHECKING
 
+from sparktide.core.metrics import MetricsReport
 from sparktide.runtime.execution.driver import (
     JobEnvironment,
 )
@@ -119,6 +120,7 @@ class SparkExecutor:
         check_picklable(self.plan)
         self.spark = get_spark()
         self.tasks = JobTasks(self.plan, {}, None)  # the split layout (computed on the driver)
+        self.user_metrics = MetricsReport()  # what the tasks report (get_metrics_group())
 
     def __getstate__(self) -> dict[str, object]:
         """What a streaming job's ``foreachBatch`` function needs where Spark Connect runs it
@@ -314,6 +316,7 @@ class SparkExecutor:
                 metrics["rounds"] = max(metrics["rounds"], m["rounds"])
                 for name in SUMMED_METRICS:
                     metrics[name] += m[name]
+                self.user_metrics.merge(m["user_metrics"])
             else:  # Shipment.COLLECTED: a collect sink's records
                 node = by_id[row["target"]]
                 if node.collected is None:

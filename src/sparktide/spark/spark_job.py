@@ -257,7 +257,7 @@ class SparkJob:
             elif isinstance(op, PrintSinkOperator) and op.shipped:
                 add(Shipment.PRINTED.value, 0, 0, op.shipped)
         if final:
-            metrics = {"rounds": rounds, **tasks.metrics()}
+            metrics = {"rounds": rounds, **tasks.metrics(), "user_metrics": tasks.user_metrics()}
             row = (Shipment.METRICS.value, 0, 0, b"", pickle.dumps(metrics))
             for column, value in zip(columns, row, strict=True):
                 column.append(value)

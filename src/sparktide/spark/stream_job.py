@@ -26,13 +26,16 @@ numbers), so a subtask restores them onto the job's backend whichever backend wr
 
 from __future__ import annotations
 
+import os
 import pickle
+import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain, groupby
 from operator import itemgetter
 from typing import TYPE_CHECKING, NamedTuple, Protocol, cast
 
+from sparktide.core.state_backend import EmbeddedRocksDBStateBackend
 from sparktide.runtime.execution.driver import SplitSession, SubtaskSession
 from sparktide.runtime.execution.merge import RunMerge
 from sparktide.runtime.execution.planner import SOURCE_STAGE, Stage
@@ -46,10 +49,25 @@ from sparktide.runtime.execution.protocol import (
 )
 from sparktide.runtime.execution.tasks import JobTasks, SplitDriver, SubtaskTask
 from sparktide.runtime.gc_pacing import paced_iteration
+from sparktide.runtime.keygroups import KeyGroupRange, compute_key_group_range_for_operator_index
 from sparktide.runtime.operator_identity import operator_identities
+from sparktide.runtime.operators.broadcast import BroadcastOperator
 from sparktide.runtime.processing_time import ManualProcessingTimeService
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot
-from sparktide.runtime.state.rocksdb_local import OpenOutcome
+from sparktide.runtime.state.factory import attached_database
+from sparktide.runtime.state.rocksdb_checkpoint import RocksDBCheckpointStorage
+from sparktide.runtime.state.rocksdb_checkpoint_manifest import digest_bytes
+from sparktide.runtime.state.rocksdb_local import (
+    LocalDatabase,
+    LocalDatabases,
+    OpenOutcome,
+    SubtaskSlot,
+)
+from sparktide.runtime.state.rocksdb_rescale import CheckpointSource, restore_key_groups
+from sparktide.runtime.timers.queue_factory import (
+    RocksDBTimerQueueFactory,
+    recorded_timer_services,
+)
 from sparktide.spark.changelog import Digests, digests
 from sparktide.spark.checkpoint import CheckpointStore
 from sparktide.spark.checkpoint_meta import (
@@ -62,20 +80,25 @@ from sparktide.spark.checkpoint_meta import (
     decode_valves,
     encode_valves,
 )
+from sparktide.spark.checkpoint_native import NativeReference, check_manifest, open_state_db
 from sparktide.spark.failures import failure_of_mark
 from sparktide.spark.spark_job import SparkJob, partition_split_task
 from sparktide.spark.split_state import apply_generator_state, capture_generator_state
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from rocksdict import Rdict
 
     from sparktide.runtime.elements import Watermark, WatermarkStatus
     from sparktide.runtime.operators.timestamps import WatermarkEmitter
+    from sparktide.runtime.valve import StatusWatermarkValve
 
 __all__ = [
     "CACHE_STATS",
     "StreamingJob",
     "clear_warm_cache",
+    "close_local_databases",
+    "local_databases",
 ]
 
 _WARM_LIMIT = 64
@@ -90,6 +113,8 @@ class _Warm(NamedTuple):
     digests: Digests
     valves: bytes
     watermarks: bytes
+    reference: NativeReference | None = None  # a native chain: its RocksDB checkpoint
+    broadcast: bytes | None = None  # a broadcast operator's broadcast state
 
 
 # (location, job fingerprint, stage entry identity, subtask, parallelism) -> the state written last
@@ -174,12 +199,16 @@ class StreamingJob:
         self._pending: dict[int, tuple[Chain, Digests]] = {}
         self._written: dict[int, tuple[str, FileRecord]] = {}  # target -> file, record
         self._restored: dict[int, tuple[str, float]] = {}  # target -> outcome, seconds
+        # native RocksDB subtasks open in this batch: target -> slot, storage, database, range
+        self._native: dict[
+            int, tuple[SubtaskSlot, RocksDBCheckpointStorage, LocalDatabase, KeyGroupRange]
+        ] = {}
+        self._uploaded: dict[int, dict[str, object]] = {}  # target -> checkpoint bytes
 
     def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)
-        state["_pending"] = {}
-        state["_written"] = {}
-        state["_restored"] = {}
+        for name in ("_pending", "_written", "_restored", "_native", "_uploaded"):
+            state[name] = {}
         return state
 
     # ------------------------------------------------------------------ source stage
@@ -295,28 +324,42 @@ class StreamingJob:
             manager.restore(snap.timers)
         elif keyed and snap is not None:
             entry.initialize_state([snap])
+        self._restore_broadcast(task, old_stage, warm)
         self._pending[target] = (plan, prev_digests)
         where = f"the state of stage {stage.index} subtask {target}"
         valves = decode_valves(valves_bytes, where) if valves_bytes is not None else {}
-        for index, valve in valves.items():
-            current = task.valves[index]
-            if valve.num_channels == current.num_channels:
-                task.valves[index] = valve
-            else:  # the upstream parallelism changed: every channel starts at the old output
-                last = valve.last_output_watermark
-                for channel in range(current.num_channels):
-                    current.input_watermark(last, channel, _Discard())
+        _restore_valves(task, valves)
         outcome = OpenOutcome.REUSED_IN_MEMORY if warm_hit else OpenOutcome.RESTORED
         if watermarks_bytes is None:
             return outcome, {}
         return outcome, OperatorWatermarks.decode(watermarks_bytes, where)
 
-    def _save_subtask(self, task: SubtaskTask, stage: Stage, target: int) -> None:
-        """Write version ``version`` of this subtask (a full snapshot or a changelog, as
-        :meth:`CheckpointStore.plan_chain` says) and keep it warm in this worker."""
-        plan, prev_digests = self._pending.pop(target)
+    def _restore_broadcast(self, task: SubtaskTask, old_stage: int, warm: _Warm | None) -> None:
+        """Give a broadcast operator the broadcast state of version ``version - 1``: the copy
+        this worker kept, else the one copy in the checkpoint (old subtask 0's file; every
+        subtask held the same state, so any parallelism starts from it)."""
         entry = task.entry
-        snap = entry.snapshot_state() if entry.keyed_state_backend is not None else None
+        if not isinstance(entry, BroadcastOperator) or self.previous is None:
+            return
+        data = None
+        if warm is not None and warm.version == self.version - 1 and warm.broadcast is not None:
+            data = warm.broadcast
+        else:
+            chain = self.previous.chains[old_stage][0]
+            files = self.previous.files
+            data = self.store.load_chain(chain, old_stage, 0, files=files, neutral=False).broadcast
+        if data is not None:
+            entry.restore_broadcast_state(data)
+
+    @staticmethod
+    def _broadcast(task: SubtaskTask) -> bytes | None:
+        entry = task.entry
+        return entry.snapshot_broadcast_state() if isinstance(entry, BroadcastOperator) else None
+
+    def _parts(self, task: SubtaskTask, target: int) -> dict[str, bytes]:
+        """The valves and operator watermarks of ``task`` (parts of its state file), and the
+        broadcast state of a broadcast operator, in subtask 0's file only (one copy: every
+        subtask holds the same)."""
         watermarks: dict[str, OperatorWatermarks] = {}
         for node_id, op in task.operators.items():
             identity = self.identities[node_id]
@@ -331,6 +374,22 @@ class StreamingJob:
             "valves": encode_valves(task.valves),
             "watermarks": OperatorWatermarks.encode(watermarks),
         }
+        broadcast = self._broadcast(task)
+        if broadcast is not None and target == 0:
+            parts["broadcast"] = broadcast
+        return parts
+
+    def _save_subtask(self, task: SubtaskTask, stage: Stage, target: int) -> None:
+        """Write version ``version`` of this subtask (a full snapshot or a changelog, as
+        :meth:`CheckpointStore.plan_chain` says; or, native, its RocksDB checkpoint and the
+        file naming it) and keep it warm in this worker."""
+        if target in self._native:
+            self._save_native(task, stage, target)
+            return
+        plan, prev_digests = self._pending.pop(target)
+        entry = task.entry
+        snap = entry.snapshot_state() if entry.keyed_state_backend is not None else None
+        parts = self._parts(task, target)
         identity = self.identities[stage.entry.id]
         size, new_digests = self.store.write_version(
             self.version, stage.index, target, plan, snap, prev_digests, parts, identity
@@ -348,8 +407,180 @@ class StreamingJob:
         if len(_WARM) >= _WARM_LIMIT:
             _WARM.pop(next(iter(_WARM)))
         _WARM[key] = _Warm(
-            self.version, plan, snap, new_digests, parts["valves"], parts["watermarks"]
+            self.version,
+            plan,
+            snap,
+            new_digests,
+            parts["valves"],
+            parts["watermarks"],
+            broadcast=self._broadcast(task),
         )
+
+    # ------------------------------------------------------------------ native RocksDB state
+
+    def _open_native(
+        self, tasks: JobTasks, stage: Stage, target: int, clock: ManualProcessingTimeService
+    ) -> tuple[SubtaskTask, dict[str, OperatorWatermarks]]:
+        """Build subtask ``target`` of a keyed stage of a RocksDB job on its worker-local
+        database at version ``version - 1`` (see the module docstring) and restore its valves;
+        returns the task and the operators' watermarks to apply once they are open."""
+        started = time.perf_counter()
+        store, previous = self.store, self.previous
+        identity = self.identities[stage.entry.id]
+        slot = SubtaskSlot(store.location, identity, target)
+        storage = store.native_storage(identity, target)
+        dbs = local_databases()
+        key = _cache_key(store, identity, target, stage.parallelism)
+        warm = _WARM.pop(key, None)  # taken, never shared: a failed attempt cannot leave it
+        old_stage = None if previous is None else store.previous_stage(previous, stage.index)
+        mine = compute_key_group_range_for_operator_index(
+            stage.max_parallelism, stage.parallelism, target
+        )
+        neutral: KeyedOperatorSnapshot | None = None
+        valves_bytes: bytes | None = None
+        watermarks_bytes: bytes | None = None
+        where = f"the state of stage {stage.index} subtask {target}"
+        if previous is None or old_stage is None:  # a fresh start, or a stage it does not have
+            local = dbs.open(slot, None, storage)
+        else:
+            old_p = previous.parallelism[old_stage]
+            chains = previous.chains[old_stage]
+            source = target if target < old_p else 0
+            if old_p == stage.parallelism and chains[target].native:
+                chain = chains[target]
+                if (
+                    warm is not None
+                    and warm.version == self.version - 1
+                    and warm.chain == chain
+                    and warm.reference is not None
+                ):
+                    reference = warm.reference
+                    valves_bytes, watermarks_bytes = warm.valves, warm.watermarks
+                else:
+                    loaded = store.load_chain(
+                        chain, old_stage, target, files=previous.files, neutral=False
+                    )
+                    reference = cast("tuple[object, NativeReference]", loaded.native)[1]
+                    valves_bytes, watermarks_bytes = loaded.valves, loaded.watermarks
+                check_manifest(storage, reference, where)
+                local = dbs.open(slot, reference.checkpoint, storage)
+            elif all(c.native for c in chains):  # rescaled: the key groups of the old subtasks
+                sources = []
+                for i, chain in enumerate(chains):
+                    loaded = store.load_chain(
+                        chain, old_stage, i, files=previous.files, neutral=False
+                    )
+                    old_storage, reference = cast(
+                        "tuple[RocksDBCheckpointStorage, NativeReference]", loaded.native
+                    )
+                    if i == source:
+                        valves_bytes, watermarks_bytes = loaded.valves, loaded.watermarks
+                    if len(reference.key_group_range.intersection(mine)):
+                        check_manifest(old_storage, reference, where)
+                        sources.append(
+                            CheckpointSource(
+                                old_storage, reference.checkpoint, reference.key_group_range
+                            )
+                        )
+
+                def rebuild(directory: str) -> Rdict:
+                    if not sources:
+                        return open_state_db(directory)
+                    return restore_key_groups(sources, mine, directory, open_state_db).db
+
+                local = dbs.adopt(slot, rebuild)
+            else:  # the backend-neutral form (a heap job's, or older): inserted once
+                loaded = store.restore_range(
+                    previous, stage.index, target, stage.max_parallelism, mine
+                )
+                neutral = loaded.snapshot()
+                valves_bytes, watermarks_bytes = loaded.valves, loaded.watermarks
+                local = dbs.open(slot, None, storage)
+        try:
+            with attached_database(local.db):
+                task = tasks.build_subtask(stage, target, clock, None)
+            entry = task.entry
+            manager = entry.time_service_manager
+            if neutral is not None:
+                entry.initialize_state([neutral])
+            elif manager is not None and len(mine):
+                # the services whose timers the database holds exist before the operators
+                # open, as restored services do
+                names = recorded_timer_services(local.db)
+                manager.restore({mine.start: {name: ([], []) for name in names}})
+        except BaseException:
+            dbs.close(slot)
+            raise
+        if previous is not None and old_stage is not None:
+            self._restore_broadcast(task, old_stage, warm)
+        self._native[target] = (slot, storage, local, mine)
+        outcome = OpenOutcome.RESTORED if neutral is not None else local.outcome
+        self._restored[target] = (outcome.value, time.perf_counter() - started)
+        CACHE_STATS["warm" if outcome is OpenOutcome.REUSED_IN_MEMORY else "disk"] += 1
+        valves = decode_valves(valves_bytes, where) if valves_bytes is not None else {}
+        _restore_valves(task, valves)
+        if watermarks_bytes is None:
+            return task, {}
+        return task, OperatorWatermarks.decode(watermarks_bytes, where)
+
+    def _save_native(self, task: SubtaskTask, stage: Stage, target: int) -> None:
+        """Checkpoint the subtask's database as version ``version`` (pending until the driver
+        commits the batch: only the SST files that are new are uploaded) and write the file
+        naming it, with the valves and watermarks."""
+        _, storage, local, mine = self._native.pop(target)
+        entry = task.entry
+        manager = entry.time_service_manager
+        factory = None if manager is None else manager.queue_factory
+        if isinstance(factory, RocksDBTimerQueueFactory):
+            factory.sync()
+        config = self.base.plan.state_backend
+        if not (
+            isinstance(config, EmbeddedRocksDBStateBackend)
+            and config.is_incremental_checkpoints_enabled()
+        ):
+            local.base = None  # a full checkpoint: every file uploaded
+        manifest = local_databases().checkpoint(local, self.version, storage)
+        reference = NativeReference(
+            self.version,
+            digest_bytes(manifest.encode()),
+            (mine.start, mine.end),
+            entry.setup_info.name,
+            stage.max_parallelism,
+        )
+        parts = self._parts(task, target)
+        identity = self.identities[stage.entry.id]
+        size = self.store.write_native(
+            self.version, stage.index, target, parts, identity, reference
+        )
+        path = self.store.subtask_path(self.version, stage.index, target)
+        relative = self.store.relative(path)
+        self._written[target] = (relative, self.store.records[relative])
+        self._uploaded[target] = {
+            "operator": identity,
+            "subtask": target,
+            "uploaded_bytes": manifest.uploaded_bytes,
+            "total_bytes": manifest.total_bytes,
+        }
+        CACHE_STATS["bytes_snapshot"] += size + manifest.uploaded_bytes
+        key = _cache_key(self.store, identity, target, stage.parallelism)
+        if len(_WARM) >= _WARM_LIMIT:
+            _WARM.pop(next(iter(_WARM)))
+        chain = Chain(self.version, backend=self.store.state_backend, native=True)
+        _WARM[key] = _Warm(
+            self.version,
+            chain,
+            None,
+            {},
+            parts["valves"],
+            parts["watermarks"],
+            reference,
+            self._broadcast(task),
+        )
+
+    def checkpoint_uploaded(self, target: int) -> dict[str, object] | None:
+        """What subtask ``target``'s native RocksDB checkpoint of this batch uploaded (its
+        operator, subtask, uploaded and total bytes), taken once; ``None``: not native."""
+        return self._uploaded.pop(target, None)
 
     def open_subtask(
         self, tasks: JobTasks, stage: Stage, target: int
@@ -358,9 +589,13 @@ class StreamingJob:
         (:meth:`_restore_subtask`) and opened with its operators' watermarks, its clock still
         at the previous batch's time; for this runner and for the columnar one."""
         clock = ManualProcessingTimeService(self.previous_now)
-        task = tasks.build_subtask(stage, target, clock, None)
-        session = SubtaskSession(task, simulated=None)
-        watermarks = self._restore_subtask(task, stage, target)
+        if self.store.native and stage.keyed:
+            task, watermarks = self._open_native(tasks, stage, target, clock)
+            session = SubtaskSession(task, simulated=None)
+        else:
+            task = tasks.build_subtask(stage, target, clock, None)
+            session = SubtaskSession(task, simulated=None)
+            watermarks = self._restore_subtask(task, stage, target)
         session.open()
         session.restore_watermarks(watermarks, self.identities)
         return task, session
@@ -430,6 +665,9 @@ class StreamingJob:
         metrics: dict[str, object] = {**session.metrics()}
         metrics["file"] = self._written.pop(target)  # for the manifest
         metrics["restore"] = self.restore_outcome(target)
+        uploaded = self.checkpoint_uploaded(target)
+        if uploaded is not None:
+            metrics["rocksdb"] = uploaded
         session.close()
         yield self.base.rows(tasks, 1)
         yield self.base.driver_row(Shipment.SUBTASK_METRICS, target, pickle.dumps(metrics))
@@ -456,3 +694,47 @@ def _rows(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, bytes, bytes
 def _tail(rows: Iterable[tuple[int, bytes, bytes]]) -> Iterator[tuple[bytes, bytes]]:
     for _, first, payload in rows:
         yield first, payload
+
+
+def _restore_valves(task: SubtaskTask, valves: dict[int, StatusWatermarkValve]) -> None:
+    """Put the saved valves back into ``task`` (an input whose upstream parallelism changed:
+    every channel starts at the old valve's output)."""
+    for index, valve in valves.items():
+        current = task.valves[index]
+        if valve.num_channels == current.num_channels:
+            task.valves[index] = valve
+        else:
+            last = valve.last_output_watermark
+            for channel in range(current.num_channels):
+                current.input_watermark(last, channel, _Discard())
+
+
+_LOCAL: LocalDatabases | None = None
+
+
+def local_databases() -> LocalDatabases:
+    """The worker-local RocksDB databases of this process's stage subtasks (they outlive a
+    batch; see :class:`~sparktide.runtime.state.rocksdb_local.LocalDatabases`)."""
+    global _LOCAL
+    if _LOCAL is None:
+        import tempfile
+
+        base = os.path.join(tempfile.gettempdir(), "sparktide-rocksdb")
+        _LOCAL = LocalDatabases(base, open_state_db)
+    return _LOCAL
+
+
+def close_local_databases(delete_copies: bool = False) -> None:
+    """Close the databases this process holds (the next batch of their subtasks reopens the
+    local copies: ``REUSED_ON_DISK``); ``delete_copies``: delete the local copies too (as if
+    the next batch ran on another machine: ``RESTORED``).
+
+    >>> close_local_databases(); local_databases().stats.count(OpenOutcome.RESTORED)
+    0
+    """
+    global _LOCAL
+    if _LOCAL is not None:
+        _LOCAL.close_all()
+        if delete_copies:
+            shutil.rmtree(_LOCAL.base, ignore_errors=True)
+        _LOCAL = None

@@ -61,6 +61,7 @@ from functools import reduce
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from sparktide.core.state_backend import StateBackendKind
 from sparktide.runtime.execution.driver import JobEnvironment, SubtaskMetrics
 from sparktide.runtime.execution.planner import Plan
 from sparktide.runtime.execution.protocol import FIRST_STAGE, Position, Shipment
@@ -81,6 +82,11 @@ from sparktide.spark.checkpoint_meta import (
     SourceRef,
     SplitState,
     StageFingerprint,
+)
+from sparktide.spark.checkpoint_native import (
+    complete_native_checkpoints,
+    discard_native_checkpoints,
+    native_checkpoint_metrics,
 )
 from sparktide.spark.columnar_stream import columnar_stream
 from sparktide.spark.connect_batches import connect_batch_function
@@ -287,12 +293,16 @@ class _StreamRunner:
         self.base = executor.job()
         # an eligible window aggregate runs its batches on columns (None: per record)
         self.columnar = columnar_stream(plan)
+        rocksdb = plan.state_backend.kind is StateBackendKind.ROCKSDB
         self.store = CheckpointStore(
             location,
             fingerprint(plan),
             checkpoint_interval(plan.state_backend, snapshot_every),
             allow_non_restored_state,
             plan.state_backend.kind,
+            # the keyed state of a RocksDB job stays in worker-local databases, checkpointed
+            # natively (the columnar path rebuilds its state every batch: neutral snapshots)
+            native=rocksdb and self.columnar is None,
         )
         self.store.committed_version()  # fail early on a checkpoint of another job
         timeouts = [getattr(n.watermark_strategy, "idle_timeout", None) for n in self.nodes]
@@ -613,6 +623,7 @@ class _StreamRunner:
             )
             files: dict[str, FileRecord] = {}  # the records of the state files subtasks wrote
             restores = LocalRecoveryStats()  # how the subtasks got their state
+            natives: list[dict[str, Any]] = []  # the native RocksDB checkpoints taken
             for row in rows:
                 stage = row["stage"]
                 if stage == Shipment.SPLIT_STATE:
@@ -625,6 +636,9 @@ class _StreamRunner:
                     restore = sub.pop("restore", None)
                     if restore is not None:
                         restores.record(OpenOutcome(restore[0]), restore[1])
+                    native = sub.pop("rocksdb", None)
+                    if native is not None:
+                        natives.append(native)
                     subtasks.append(sub)
                 elif stage == Shipment.METRICS:
                     m = pickle.loads(row["payload"])
@@ -675,8 +689,16 @@ class _StreamRunner:
                 metrics=cast(JsonObject, metrics),  # a BatchMetrics is a JSON object
                 files=files,
             )
+            if natives:
+                extra = cast("dict[str, object]", metrics)
+                extra["rocksdb_checkpoints"] = native_checkpoint_metrics(natives)
             self._last_commit = store.commit(version, commit)
+            complete_native_checkpoints(store, version, natives)
             self._report(metrics)
+        except BaseException:
+            if store.native:  # the batch is not committed: its pending checkpoints go
+                discard_native_checkpoints(store, version, plan)
+            raise
         finally:
             for df in produced:
                 df.unpersist()
@@ -737,9 +759,11 @@ def start_stream(
     trigger: str | None,
     snapshot_every: int | None = None,
     allow_non_restored_state: bool = False,
+    interval_ms: int | None = None,
 ) -> StreamingJobClient:
     """Start the streaming query of ``graph`` (see :meth:`StreamExecutionEnvironment.
-    execute_async`)."""
+    execute_async`). ``interval_ms`` (the checkpoint interval) starts a micro-batch, which is
+    one checkpoint, at most every ``interval_ms`` when ``trigger`` is None."""
     if checkpoint_location is None:
         raise ValueError(
             "checkpoint_location is required for a job reading env.from_stream(...): the "
@@ -769,6 +793,8 @@ def start_stream(
         writer = writer.trigger(availableNow=True)
     elif trigger == "once":
         writer = writer.trigger(once=True)
+    elif interval_ms:
+        writer = writer.trigger(processingTime=f"{interval_ms} milliseconds")
     runner.start(writer)
     poll_ms = env.get_config().get_auto_watermark_interval()
     if connect:  # the server runs the batches (see docs/spark.md)

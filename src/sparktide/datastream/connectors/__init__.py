@@ -6,6 +6,7 @@
 FileSource(StreamFormat.text_line_format('UTF-8'), ['/data'])
 """
 
+from sparktide.datastream.connectors.base import DeliveryGuarantee, Sink
 from sparktide.datastream.connectors.file_system import (
     BucketAssigner,
     BulkFormat,
@@ -23,11 +24,13 @@ __all__ = [
     "BucketAssigner",
     "BulkFormat",
     "BulkWriterFactory",
+    "DeliveryGuarantee",
     "FileSink",
     "FileSource",
     "FileSourceBuilder",
     "OutputFileConfig",
     "RollingPolicy",
+    "Sink",
     "Source",
     "StreamFormat",
 ]

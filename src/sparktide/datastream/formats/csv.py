@@ -43,6 +43,10 @@ from sparktide.datastream.connectors.bulk_format import (
 from sparktide.datastream.connectors.file_paths import open_decompressed
 from sparktide.datastream.connectors.file_source import StreamFormat
 from sparktide.datastream.formats.csv_schema import CsvSchema, CsvSchemaBuilder
+from sparktide.datastream.formats.row_schemas import (
+    CsvRowDeserializationSchema,
+    CsvRowSerializationSchema,
+)
 from sparktide.datastream.formats.row_values import (
     DATE_PATTERN,
     TIMESTAMP_PATTERN,
@@ -50,7 +54,14 @@ from sparktide.datastream.formats.row_values import (
     format_text,
 )
 
-__all__ = ["CsvBulkWriters", "CsvReaderFormat", "CsvSchema", "CsvSchemaBuilder"]
+__all__ = [
+    "CsvBulkWriters",
+    "CsvReaderFormat",
+    "CsvRowDeserializationSchema",
+    "CsvRowSerializationSchema",
+    "CsvSchema",
+    "CsvSchemaBuilder",
+]
 
 _SPARK_NULL = "\u0001sparktide-null\u0001"
 

@@ -44,6 +44,10 @@ from sparktide.datastream.connectors.bulk_format import (
 )
 from sparktide.datastream.connectors.file_paths import open_decompressed
 from sparktide.datastream.connectors.file_source import StreamFormat
+from sparktide.datastream.formats.row_schemas import (
+    JsonRowDeserializationSchema,
+    JsonRowSerializationSchema,
+)
 from sparktide.datastream.formats.row_values import (
     DATE_PATTERN,
     TIMESTAMP_PATTERN,
@@ -54,7 +58,12 @@ from sparktide.datastream.formats.row_values import (
 )
 from sparktide.table.types import RowType
 
-__all__ = ["JsonLinesBulkWriters", "JsonLinesFormat"]
+__all__ = [
+    "JsonLinesBulkWriters",
+    "JsonLinesFormat",
+    "JsonRowDeserializationSchema",
+    "JsonRowSerializationSchema",
+]
 
 
 class JsonLinesFormat(StreamFormat, FrameFormat):

@@ -25,6 +25,7 @@ from typing import Protocol, TypedDict
 from sparktide.core.state_backend import StateBackend
 from sparktide.runtime.execution.protocol import Entry, RoundPhase, round_of
 from sparktide.runtime.execution.tasks import SplitTask, SubtaskTask
+from sparktide.runtime.operators.async_wait import AsyncWaitOperator
 from sparktide.runtime.operators.base import AbstractStreamOperator
 from sparktide.runtime.processing_time import ManualProcessingTimeService, ProcessingTimeService
 
@@ -101,6 +102,18 @@ def _open(operators: Sequence[AbstractStreamOperator]) -> None:
         op.open()
 
 
+def _waiting(operators: Sequence[AbstractStreamOperator]) -> list[AsyncWaitOperator]:
+    """The operators that may hold requests in flight (async I/O), upstream first."""
+    return [op for op in operators if isinstance(op, AsyncWaitOperator)]
+
+
+def _drain(operators: list[AsyncWaitOperator]) -> None:
+    """Complete every request in flight before the transport moves what the task emitted:
+    their outputs take earlier positions, and no checkpoint may hold one."""
+    for op in operators:
+        op.drain()
+
+
 class SplitSession:
     """A source split's chain: reads its share of a round, then ends the round."""
 
@@ -110,6 +123,7 @@ class SplitSession:
         self.chunk = chunk  # records read at a time when the round has no limit
         self.round = 0
         self.exhausted = False  # the split's last record was read
+        self._waiting = _waiting(task.operators)
 
     def open(self) -> None:
         _open(self.task.operators)
@@ -121,12 +135,15 @@ class SplitSession:
         self.task.tagger.start(round, RoundPhase.READ)
         driver = self.task.driver
         every, chunk = self.every, self.chunk
+        waiting = self._waiting
         if every is None:
             while driver.read_up_to(chunk) == chunk:
+                _drain(waiting)
                 yield
             self.exhausted = True
         else:
             self.exhausted = driver.read_up_to(every) < every
+        _drain(waiting)
 
     def end_round(self, end_of_input: bool) -> None:
         """The end of the round: the periodic watermarks, or the end of input (``MAX``)."""
@@ -137,6 +154,7 @@ class SplitSession:
         else:
             task.tagger.start(self.round, RoundPhase.PERIODIC)
             task.emit_periodic()
+        _drain(self._waiting)
 
     def finish(self) -> None:
         for op in self.task.operators:
@@ -178,6 +196,7 @@ class SubtaskSession:
         self.task = task
         self.simulated = simulated
         self.last = -1  # the last round seen
+        self._waiting = _waiting(list(task.operators.values()))
 
     @property
     def rounds(self) -> int:
@@ -213,11 +232,13 @@ class SubtaskSession:
             return
         for r in range(self.last + 1, round + 1):
             self.task.advance_clock(simulated.at(r), r)
+            _drain(self._waiting)
         self.last = max(self.last, round)
 
     def advance_clock(self, now: int, round: int) -> None:
         """Move the clock to ``now`` at the barrier of ``round`` (a micro-batch's time)."""
         self.task.advance_clock(now, round)
+        _drain(self._waiting)
         self.last = max(self.last, round)
 
     def process(self, entries: list[Entry]) -> None:
@@ -227,6 +248,7 @@ class SubtaskSession:
         task = self.task
         if self.simulated is None:
             task.process(entries)
+            _drain(self._waiting)
             self.last = round_of(entries[-1][0])
             return
         i, n = 0, len(entries)
@@ -238,6 +260,7 @@ class SubtaskSession:
             self.begin_round(r)
             task.process(entries[i:j])
             i = j
+        _drain(self._waiting)
 
     def finish(self) -> None:
         for op in self.task.operators.values():

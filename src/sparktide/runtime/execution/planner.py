@@ -73,11 +73,17 @@ def _resolve(edge: Edge) -> list[Edge]:
     out: list[Edge] = []
     for inner in src.inputs:
         for r in _resolve(inner):
-            if edge.partitioning != "forward":
-                part, ks = edge.partitioning, edge.key_selector
-            else:
-                part, ks = r.partitioning, r.key_selector
-            out.append(Edge(r.source, part, ks, r.tag, edge.input_index))
+            chosen = edge if edge.partitioning != "forward" else r
+            out.append(
+                Edge(
+                    r.source,
+                    chosen.partitioning,
+                    chosen.key_selector,
+                    r.tag,
+                    edge.input_index,
+                    chosen.partitioner,
+                )
+            )
     return out
 
 

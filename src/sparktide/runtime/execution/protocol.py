@@ -69,6 +69,7 @@ __all__ = [
     "Collected",
     "Cursor",
     "CursorKey",
+    "CursorState",
     "Element",
     "Entry",
     "Mark",
@@ -377,6 +378,33 @@ class _NoKey:
 NO_KEY = _NoKey()
 
 
+class _FrozenKey:
+    """The key and key group a cursor had when an output was deferred (a :class:`CursorKey`)."""
+
+    __slots__ = ("current_key", "current_key_group")
+
+    def __init__(self, key: object, key_group: int | None) -> None:
+        self.current_key = key
+        self.current_key_group = key_group
+
+
+class CursorState:
+    """What the cursor tags outputs from (:meth:`Cursor.save`, :meth:`Cursor.defer`), to put it
+    back with :meth:`Cursor.restore`."""
+
+    __slots__ = ("backend", "channel", "kg_n", "kg_tag", "n", "phase", "position", "source_stage")
+
+    def __init__(self, cursor: Cursor, backend: CursorKey, kg_n: dict[int, int]) -> None:
+        self.position = cursor.position
+        self.phase = cursor.phase
+        self.n = cursor.n
+        self.channel = cursor.channel
+        self.source_stage = cursor.source_stage
+        self.backend = backend
+        self.kg_tag = cursor.kg_tag
+        self.kg_n = kg_n
+
+
 class Cursor:
     """The position of the element being processed; outputs are tagged from it.
 
@@ -438,6 +466,38 @@ class Cursor:
         n = counts.get(kg, 0)
         counts[kg] = n + 1
         return (*self.position, self.phase, kg, n)
+
+    def save(self) -> CursorState:
+        """The cursor as it is (to :meth:`restore` after emitting deferred outputs)."""
+        return CursorState(self, self.backend, self.kg_n)
+
+    def defer(self) -> CursorState:
+        """The cursor's state for outputs of the current input made later (async I/O): with
+        the current key group frozen and its own output counters, so :meth:`restore` tags them
+        as if they were made now. The next outputs number on in the state
+        (:meth:`advance`)."""
+        backend = self.backend
+        frozen = _FrozenKey(backend.current_key, backend.current_key_group)
+        kg = backend.current_key_group or 0
+        counted = self.kg_n.get(kg, 0) if self.kg_tag is self.position else 0
+        state = CursorState(self, frozen, {kg: counted})
+        state.kg_tag = self.position
+        return state
+
+    def restore(self, state: CursorState) -> None:
+        """Tag outputs from ``state`` (:meth:`save` or :meth:`defer`)."""
+        self.position = state.position
+        self.phase = state.phase
+        self.n = state.n
+        self.channel = state.channel
+        self.source_stage = state.source_stage
+        self.backend = state.backend
+        self.kg_tag = state.kg_tag
+        self.kg_n = state.kg_n
+
+    def advance(self, state: CursorState) -> None:
+        """Count the outputs made since :meth:`restore` of ``state`` in it."""
+        state.n = self.n
 
     def watermark_out(self) -> Position:
         """The position of a watermark (or status) the current input makes a stage forward."""

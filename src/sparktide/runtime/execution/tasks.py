@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Protocol, cast
 
+from sparktide.core.metrics import MetricsReport
 from sparktide.runtime.elements import StreamRecord, Watermark, WatermarkStatus
 from sparktide.runtime.execution.planner import Plan, Stage
 from sparktide.runtime.execution.protocol import (
@@ -39,6 +40,7 @@ from sparktide.runtime.failed_records import install as install_failed_records
 from sparktide.runtime.failures import FailureContext, describe_failure
 from sparktide.runtime.graph import Edge, Node
 from sparktide.runtime.mailbox import Mailbox
+from sparktide.runtime.operators.async_wait import AsyncWaitOperator
 from sparktide.runtime.operators.base import AbstractStreamOperator, OperatorSetup
 from sparktide.runtime.operators.co_process import KeyedTwoInputOperator
 from sparktide.runtime.operators.simple import (
@@ -173,8 +175,8 @@ class SubtaskTask:
             if type(element) is StreamRecord:
                 cursor.phase = record
                 cursor.channel = channel
-                if keyed:
-                    set_key(key, kg)  # type: ignore[arg-type]
+                if keyed and kg is not None:  # a broadcast input's records carry no key
+                    set_key(key, kg)
                 (process1 if index == 1 else process2)(element)
             elif type(element) is Watermark:
                 cursor.phase = event_timers
@@ -301,6 +303,15 @@ class JobTasks:
         else:
             op = node.operator_factory()  # type: ignore[misc]
         op.setup(None, clock, setup, key_selector)  # type: ignore[arg-type]  # output set later
+        if isinstance(op, AsyncWaitOperator):
+            if node.failed_records is not None:
+                raise ValueError(
+                    f"with_failed_records() is not supported on the async operator "
+                    f"{node.name!r}: its failures surface after later records; catch the "
+                    "error in async_invoke and return a fallback result, or retry it with an "
+                    "AsyncRetryStrategy"
+                )
+            op.cursor = self.cursor  # its outputs take their records' positions
         if node.failed_records is not None:
             install_failed_records(op, node.failed_records, node.name)
         if isinstance(op, CollectSinkOperator):
@@ -411,6 +422,11 @@ class JobTasks:
         return describe_failure(exc, self.names, key_of, batch=batch)
 
     # ------------------------------------------------------------------ metrics
+
+    def user_metrics(self) -> MetricsReport:
+        """The user metrics of the built operators (``get_metrics_group()``), combined."""
+        groups = [op.user_metric_group for op in self.operators if op.user_metric_group]
+        return MetricsReport.of(*groups)
 
     def metrics(self) -> dict[str, int]:
         """Late records dropped or sent to a late-data side output (by window and interval join

@@ -124,6 +124,7 @@ class ExchangeWriter:
         "_maxp",
         "_next",
         "_parallelism",
+        "_partitioner",
         "_partitioning",
     )
 
@@ -140,6 +141,7 @@ class ExchangeWriter:
         self._parallelism = parallelism
         self._maxp = max_parallelism
         self._partitioning = edge.partitioning
+        self._partitioner = edge.partitioner
         self._key_selector = edge.key_selector
         self._index = edge.input_index
         self._channel = channel
@@ -173,8 +175,16 @@ class ExchangeWriter:
                 )
             )
             return
+        if part == "broadcast":  # every subtask, at one position: each gets its own record
+            at, channel, index = self._cursor.out(), self._channel, self._index
+            value, timestamp = record.value, record.timestamp
+            for buf in self._buffers:
+                buf.append((at, channel, index, StreamRecord(value, timestamp), None, None))
+            return
         if part == "global":
             target = 0
+        elif part == "custom":
+            target = self._partitioner(record.value, self._parallelism)  # type: ignore[misc]
         else:
             target = self._next
             self._next = (target + 1) % self._parallelism

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from sparktide.core.functions import RuntimeContext
+from sparktide.core.metrics import MetricGroup
 from sparktide.core.output_tag import OutputTag
 from sparktide.core.state import (
     AggregatingState,
@@ -105,6 +106,10 @@ class OperatorSetup:
         )
 
 
+def _no_clock() -> int:
+    return 0
+
+
 class StreamingRuntimeContext(RuntimeContext):
     """The :class:`RuntimeContext` of an operator subtask."""
 
@@ -125,6 +130,15 @@ class StreamingRuntimeContext(RuntimeContext):
 
     def get_job_parameter(self, key: str, default_value: str | None = None) -> str | None:
         return self._op.setup_info.job_parameters.get(key, default_value)
+
+    def get_metrics_group(self) -> MetricGroup:
+        op = self._op
+        if op.user_metric_group is None:
+            service = op.processing_time_service
+            clock = _no_clock if service is None else service.get_current_processing_time
+            info = op.setup_info
+            op.user_metric_group = MetricGroup(info.name, info.subtask_index, clock)
+        return op.user_metric_group
 
     def _backend(self) -> KeyedStateBackend:
         backend = self._op.keyed_state_backend
@@ -197,6 +211,7 @@ class AbstractStreamOperator:
         self.time_service_manager = None
         self._keyed_state: KeyedState | None = None
         self.runtime_context = StreamingRuntimeContext(self)
+        self.user_metric_group: MetricGroup | None = None  # made by get_metrics_group()
         self._current_watermark = MIN_TIMESTAMP
 
     # ------------------------------------------------------------------ lifecycle

@@ -22,6 +22,22 @@ temporary directory) is deleted then, or when the process exits if the subtask n
 ('RocksDBKeyedStateBackend', True)
 >>> state.close(); os.path.exists(state.directory)
 False
+
+A database its owner keeps open across subtasks (a streaming subtask's worker-local database,
+:mod:`~sparktide.runtime.state.rocksdb_local`) is handed to the next RocksDB subtask built
+with :func:`attached_database`: its keyed state and its timer queues then live in that one
+database (the states and timers it holds are there again), and closing the subtask leaves the
+database open and its files in place.
+
+>>> from rocksdict import Rdict
+>>> from sparktide.runtime.state.rocksdb_memory import db_options
+>>> db = Rdict(tempfile.mkdtemp(), db_options())
+>>> with attached_database(db):
+...     state = create_keyed_state(EmbeddedRocksDBStateBackend(), SubtaskState(
+...         "op", 0, 128, KeyGroupRange(0, 127), lambda: 0))
+>>> state.directory is None, state.backend.directory == Path(db.path())
+(True, True)
+>>> state.close(); db.close()
 """
 
 from __future__ import annotations
@@ -29,9 +45,11 @@ from __future__ import annotations
 import shutil
 import tempfile
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sparktide.core.state_backend import (
     EmbeddedRocksDBStateBackend,
@@ -47,7 +65,33 @@ from sparktide.runtime.timers.queue_factory import (
     TimerQueueFactory,
 )
 
-__all__ = ["ROCKSDB_DIR_PREFIX", "KeyedState", "SubtaskState", "create_keyed_state"]
+if TYPE_CHECKING:
+    from rocksdict import Rdict
+
+__all__ = [
+    "ROCKSDB_DIR_PREFIX",
+    "KeyedState",
+    "SubtaskState",
+    "attached_database",
+    "create_keyed_state",
+]
+
+_ATTACHED: list[Rdict] = []
+"""The database :func:`attached_database` hands to the next RocksDB subtask built."""
+
+
+@contextmanager
+def attached_database(db: Rdict) -> Iterator[None]:
+    """While the block runs, the next RocksDB subtask :func:`create_keyed_state` builds keeps
+    its keyed state and timers in ``db`` (a raw-mode database the caller owns and closes);
+    one subtask takes it, the others get databases of their own."""
+    _ATTACHED.append(db)
+    try:
+        yield
+    finally:
+        if _ATTACHED and _ATTACHED[-1] is db:
+            _ATTACHED.pop()
+
 
 ROCKSDB_DIR_PREFIX = "sparktide-rocksdb-"
 """The prefix of a RocksDB subtask's directory (``tempfile.mkdtemp``'s ``prefix``)."""
@@ -140,6 +184,15 @@ def create_keyed_state(config: StateBackend, subtask: SubtaskState) -> KeyedStat
     # loaded with the first RocksDB subtask: jobs on the heap never open a database
     from sparktide.runtime.state.rocksdb_backend import RocksDBKeyedStateBackend
 
+    if _ATTACHED:
+        db = _ATTACHED.pop()
+        attached = RocksDBKeyedStateBackend.attach(
+            db,
+            max_parallelism=subtask.max_parallelism,
+            key_group_range=subtask.key_group_range,
+            time_provider=subtask.time_provider,
+        )
+        return KeyedState(attached, RocksDBTimerQueueFactory(None, db=db))
     directory = _rocksdb_directory(config, subtask)
     try:
         backend = RocksDBKeyedStateBackend(

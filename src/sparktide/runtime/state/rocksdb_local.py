@@ -8,8 +8,8 @@ a :class:`SubtaskSlot` at a checkpoint version, the cheapest way it can:
    checkpoint was that version and nothing was written since);
 2. ``REUSED_ON_DISK``: a local copy at that version (the native checkpoint a process left in
    the slot's directory when it took that checkpoint, whose manifest is the one the storage
-   holds for the version) exists in a directory no live process holds: it is hard-linked into a
-   fresh working directory and opened;
+   holds for the version) exists, in this process's directory or in one another process holds
+   or held: it is hard-linked into a fresh working directory and opened;
 3. ``RESTORED``: the checkpoint's files are copied from the storage (a stale or missing local
    copy, a version mismatch, or every local directory held by another live process);
 4. ``CREATED``: no version yet (``version=None``): an empty database.
@@ -267,12 +267,17 @@ class LocalDatabases:
             self._clean(root, keep=None)
             db = self.open_db(work)
         else:
-            copy = os.path.join(root, f"v{base.checkpoint_id}")
-            if _local_copy_matches(copy, base):
-                outcome = OpenOutcome.REUSED_ON_DISK
-                _link_copy(copy, work)
-            else:
-                outcome = OpenOutcome.RESTORED
+            outcome = OpenOutcome.RESTORED
+            for copy in self._copies(slot, root, base.checkpoint_id):
+                if _local_copy_matches(copy, base):
+                    try:
+                        _link_copy(copy, work)
+                    except OSError:  # its owner deleted it meanwhile: try the next one
+                        shutil.rmtree(work, ignore_errors=True)
+                        continue
+                    outcome = OpenOutcome.REUSED_ON_DISK
+                    break
+            if outcome is OpenOutcome.RESTORED:
                 storage.download(base, work)
             self._clean(root, keep=base.checkpoint_id, work=work)
             db = self.open_db(work)
@@ -280,6 +285,43 @@ class LocalDatabases:
         self._held[slot] = local
         self.stats.record(outcome, time.perf_counter() - start)
         return local
+
+    def adopt(
+        self,
+        slot: SubtaskSlot,
+        build: Callable[[str], Rdict],
+        outcome: OpenOutcome = OpenOutcome.RESTORED,
+    ) -> LocalDatabase:
+        """The database of ``slot`` built by ``build(directory)`` in a fresh working directory
+        (e.g. the key groups of a rescaled subtask, restored from the checkpoints of the old
+        subtasks): held like one :meth:`open` gave, recorded as ``outcome``; its next
+        checkpoint uploads every file (it has no base in the slot's storage)."""
+        start = time.perf_counter()
+        held = self._held.pop(slot, None)
+        if held is not None:
+            held.db.close()
+        root = self._lock(slot)
+        work = os.path.join(root, f"work-{uuid.uuid4().hex[:12]}")
+        self._clean(root, keep=None)
+        db = build(work)
+        local = LocalDatabase(slot, db, root, work, None, None, outcome)
+        self._held[slot] = local
+        self.stats.record(outcome, time.perf_counter() - start)
+        return local
+
+    def _copies(self, slot: SubtaskSlot, root: str, checkpoint_id: int) -> list[str]:
+        """Where a local copy of checkpoint ``checkpoint_id`` of ``slot`` may be: this
+        process's directory first, then those of other processes (held or not: a copy never
+        changes once its marker is written, and its files are hard-linked, so its owner may
+        delete it while it is linked)."""
+        first = os.path.join(self.base, slot.relative_dir())
+        name = f"v{checkpoint_id}"
+        roots = [root] + [
+            r
+            for r in [first, *(f"{first}.{n}" for n in range(1, _MAX_DIRECTORIES))]
+            if r != root and os.path.isdir(r)
+        ]
+        return [os.path.join(r, name) for r in roots]
 
     def _lock(self, slot: SubtaskSlot) -> str:
         lock = self._locks.get(slot)

@@ -12,6 +12,13 @@ queue a pair of column families in it (timers, index): one set of background thr
 cache and write buffers per subtask instead of one per queue. Disposing of the factory closes
 its queues and the store and deletes the directory.
 
+With ``db=`` (a database its owner opened and keeps, e.g. a streaming subtask's, holding its
+keyed state too) the factory's queues live in that database and survive the factory: the
+column families of each ``(service, domain)`` are recorded in the database, a queue created
+again for them resumes the timers they hold, :meth:`RocksDBTimerQueueFactory.sync` writes what
+every queue holds (before a checkpoint of the database), and disposing of the factory closes
+the queues and leaves the database and its files alone.
+
 >>> import tempfile
 >>> from sparktide.core.timerservice import TimeDomain
 >>> from sparktide.runtime.keygroups import KeyGroupRange
@@ -29,6 +36,7 @@ its queues and the store and deletes the directory.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -56,6 +64,7 @@ __all__ = [
     "RocksDBTimerQueueFactory",
     "TimerQueue",
     "TimerQueueFactory",
+    "recorded_timer_services",
 ]
 
 K2 = TypeVar("K2")
@@ -179,14 +188,35 @@ class RocksDBTimerQueueFactory:
     :func:`~sparktide.runtime.state.rocksdb_layout.key_codec`).
     """
 
-    __slots__ = ("_cache_size", "_closed", "_db", "_directory", "_keys", "_queues")
+    __slots__ = (
+        "_cache_size",
+        "_closed",
+        "_db",
+        "_directory",
+        "_keys",
+        "_owns_db",
+        "_queues",
+        "_recorded",
+    )
 
     def __init__(
         self,
-        directory: str | os.PathLike[str],
+        directory: str | os.PathLike[str] | None,
         cache_size: int = DEFAULT_CACHE_SIZE,
         key_type: TypeInformation | None = None,
+        *,
+        db: Rdict | None = None,
     ) -> None:
+        self._owns_db = db is None
+        self._recorded: dict[tuple[str, str], tuple[str, str]] = {}
+        if db is not None:
+            if directory is not None:
+                raise ValueError(
+                    "give either directory (the factory opens a store there) or db (an open "
+                    "database its owner keeps), not both"
+                )
+            directory = db.path()
+            self._recorded = _read_queues(db)
         if not isinstance(directory, str | os.PathLike):
             raise TypeError(
                 f"directory must be a path (str or os.PathLike), got {type(directory).__name__}"
@@ -200,7 +230,7 @@ class RocksDBTimerQueueFactory:
         self._cache_size = cache_size
         self._keys = key_codec(key_type)
         self._queues: dict[tuple[str, TimeDomain], RocksDBTimerQueue[object, object]] = {}
-        self._db: Rdict | None = None
+        self._db: Rdict | None = db
         self._closed = False
 
     @property
@@ -228,32 +258,96 @@ class RocksDBTimerQueueFactory:
                 f"a {_DOMAIN_NAMES[domain]}-time queue for service {service_name!r} already "
                 "exists in this factory; each service creates its two queues once"
             )
-        base = f"{re.sub(r'[^A-Za-z0-9_.-]', '_', service_name)}-{len(self._queues)}"
-        base += f"/{_DOMAIN_NAMES[domain]}"
+        recorded = self._recorded.get((service_name, _DOMAIN_NAMES[domain]))
+        if recorded is not None:
+            families = recorded
+        else:
+            n = len(self._queues) if self._owns_db else len(self._recorded)
+            base = f"{re.sub(r'[^A-Za-z0-9_.-]', '_', service_name)}-{n}"
+            base += f"/{_DOMAIN_NAMES[domain]}"
+            families = (f"{base}/timers", f"{base}/timer-index")
         queue: RocksDBTimerQueue[K2, N2] = RocksDBTimerQueue(
             key_group_range,
             cache_size=self._cache_size,
             keys=self._keys,
             db=self._store(),
-            column_families=(f"{base}/timers", f"{base}/timer-index"),
+            column_families=families,
+            resume=recorded is not None,
         )
+        if not self._owns_db and recorded is None:
+            self._recorded[(service_name, _DOMAIN_NAMES[domain])] = families
+            _write_queues(self._store(), self._recorded)
         self._queues[slot] = cast("RocksDBTimerQueue[object, object]", queue)
         return queue
 
+    def sync(self) -> None:
+        """Write what every queue holds into the store, with what resuming them needs
+        (:meth:`RocksDBTimerQueue.sync`): before a checkpoint of the store."""
+        for queue in self._queues.values():
+            queue.sync()
+
     def close(self) -> None:
-        """Close the queues and the store (the files stay). Idempotent."""
+        """Close the queues and the store (the files stay; a store the factory was given stays
+        open). Idempotent."""
         self._closed = True
         for queue in self._queues.values():
             queue.close()
         self._queues.clear()
         if self._db is not None:
             db, self._db = self._db, None
-            db.close()
+            if self._owns_db:
+                db.close()
 
     def dispose(self) -> None:
-        """Close the queues and the store and delete the directory. Idempotent."""
+        """Close the queues and the store and delete the directory (a store the factory was
+        given: only the queues are closed). Idempotent."""
         self.close()
-        shutil.rmtree(self._directory, ignore_errors=True)
+        if self._owns_db:
+            shutil.rmtree(self._directory, ignore_errors=True)
 
     def __repr__(self) -> str:
         return f"RocksDBTimerQueueFactory({str(self._directory)!r}, cache_size={self._cache_size})"
+
+
+_QUEUES_KEY = b"timer-queues"
+"""The default column family's key of the column families of every queue a database holds."""
+
+
+def _read_queues(db: Rdict) -> dict[tuple[str, str], tuple[str, str]]:
+    """The column families ``(timers, index)`` of each ``(service, domain)`` recorded in
+    ``db`` (none: an empty dict)."""
+    raw = db.get(_QUEUES_KEY)
+    if not isinstance(raw, bytes):
+        return {}
+    try:
+        rows = json.loads(raw)
+        return {(str(s), str(d)): (str(t), str(i)) for s, d, t, i in rows}
+    except (ValueError, TypeError) as exc:
+        raise RuntimeError(
+            f"the timer queues recorded in the database {db.path()!r} are unreadable ({exc}); "
+            "the database is corrupt: restore it from a checkpoint"
+        ) from None
+
+
+def _write_queues(db: Rdict, queues: dict[tuple[str, str], tuple[str, str]]) -> None:
+    rows = [[s, d, t, i] for (s, d), (t, i) in sorted(queues.items())]
+    db.put(_QUEUES_KEY, json.dumps(rows).encode())
+
+
+def recorded_timer_services(db: Rdict) -> dict[str, dict[str, tuple[str, str]]]:
+    """Per timer service recorded in ``db`` (by a factory given it), per domain (``"event"``,
+    ``"processing"``) its column families ``(timers, index)``.
+
+    >>> import tempfile
+    >>> from rocksdict import Options, Rdict
+    >>> db = Rdict(tempfile.mkdtemp(), Options(raw_mode=True))
+    >>> factory = RocksDBTimerQueueFactory(None, db=db)
+    >>> _ = factory.create_timer_queue("t", TimeDomain.EVENT_TIME, KeyGroupRange(0, 127))
+    >>> factory.dispose(); recorded_timer_services(db)
+    {'t': {'event': ('t-0/event/timers', 't-0/event/timer-index')}}
+    >>> db.close()
+    """
+    out: dict[str, dict[str, tuple[str, str]]] = {}
+    for (service, domain), families in sorted(_read_queues(db).items()):
+        out.setdefault(service, {})[domain] = families
+    return out

@@ -29,7 +29,11 @@ Memory is bounded per store (memtables) and per process (one block cache for eve
 The store is a working copy without a write-ahead log: what survives a failure is what a
 checkpoint holds, and timers come back through :meth:`RocksDBTimerQueue.add_restored`. Opening a
 directory wipes the store it holds; queues may share one store (``db``), each in its own two
-column families.
+column families. A queue on a shared store with ``resume=True`` continues the timers its column
+families hold (a database that outlives its queues, e.g. a streaming subtask's across
+micro-batches): :meth:`RocksDBTimerQueue.sync` writes everything and records the count and the
+next sequence number in the store's default column family, and a resumed queue reads them back
+and refills the cache of every key group (no scan of the timers).
 
 >>> import tempfile
 >>> from sparktide.runtime.keygroups import KeyGroupRange
@@ -79,6 +83,10 @@ from sparktide.runtime.state.rocksdb_layout import (
 from sparktide.runtime.timers.queue import K, N, TimerEntry
 
 __all__ = ["DEFAULT_CACHE_SIZE", "RocksDBTimerQueue", "open_store"]
+
+_META_PREFIX = b"timer-queue:"
+"""The default column family's key (plus the timers column family's name) of a queue's count
+and next sequence number, written by :meth:`RocksDBTimerQueue.sync`."""
 
 DEFAULT_CACHE_SIZE = 128
 """Timers per key group held in memory (Flink's ``RocksDBPriorityQueueSetFactory`` default)."""
@@ -231,6 +239,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         *,
         db: Rdict | None = None,
         column_families: tuple[str, str] = (TIMERS_CF, INDEX_CF),
+        resume: bool = False,
     ) -> None:
         if not isinstance(key_group_range, KeyGroupRange):
             raise TypeError(
@@ -286,11 +295,16 @@ class RocksDBTimerQueue(Generic[K, N]):
             self._directory = None  # the store's owner closes it
             self._db = db
             existing = set(Rdict.list_cf(db.path()))
-            for name in column_families:
-                if name in existing:  # a working copy: what it held comes back by add_restored
-                    db.drop_column_family(name)
-            self._timers = db.create_column_family(timers_cf, _options())
-            self._index = db.create_column_family(index_cf, _options(bloom=True))
+            if resume and timers_cf in existing and index_cf in existing:
+                self._timers = db.get_column_family(timers_cf)
+                self._index = db.get_column_family(index_cf)
+            else:
+                resume = False
+                for name in column_families:
+                    if name in existing:  # a working copy: its timers come by add_restored
+                        db.drop_column_family(name)
+                self._timers = db.create_column_family(timers_cf, _options())
+                self._index = db.create_column_family(index_cf, _options(bloom=True))
         self._timers_cf = self._db.get_column_family_handle(timers_cf)
         self._index_cf = self._db.get_column_family_handle(index_cf)
         self._pending = WriteBatch(raw_mode=True)
@@ -303,6 +317,44 @@ class RocksDBTimerQueue(Generic[K, N]):
         self._write_options = WriteOptions()
         # a property at run time (rocksdict's stubs declare a method)
         setattr(self._write_options, "disable_wal", True)  # noqa: B010
+        if resume:
+            self._resume()
+
+    def _meta_key(self) -> bytes:
+        return _META_PREFIX + self._cf_names[0].encode()
+
+    def _resume(self) -> None:
+        """Continue the timers the column families hold: the count and next sequence number
+        :meth:`sync` recorded (counted by a scan if it never ran), the first timers of every key
+        group in its cache, the heap of heads."""
+        db = cast(Rdict, self._db)
+        raw = db.get(self._meta_key())
+        if isinstance(raw, bytes) and len(raw) == 16:
+            self._size = int.from_bytes(raw[:8], "big")
+            self._seq = int.from_bytes(raw[8:], "big")
+        else:  # never synced: count the timers, and start past every sequence number
+            size = seq = 0
+            for _key, value in self._scan(self._index, b""):
+                size += 1
+                seq = max(seq, int.from_bytes(value, "big") + 1)
+            self._size, self._seq = size, seq
+        size = self._cache_size
+        for idx in range(len(self._caches)):
+            found = self._read(idx, size + 1, flush=False)
+            self._complete[idx] = len(found) <= size
+            self._caches[idx] = found[:size]
+        self._heads = [c[0] for c in self._caches if c]
+        heapify(self._heads)
+
+    def sync(self) -> None:
+        """Write the pending changes and record the count and the next sequence number in the
+        store (what a queue resumed on it reads back); before a checkpoint of the store."""
+        self._flush()
+        db = self._db
+        if db is None:
+            raise RuntimeError("the timer queue's store is closed; open a new queue")
+        meta = self._size.to_bytes(8, "big") + self._seq.to_bytes(8, "big")
+        db.put(self._meta_key(), meta, self._write_options)
 
     # ------------------------------------------------------------------ life cycle
 
@@ -330,6 +382,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         elif db is not None:
             for name in self._cf_names:
                 db.drop_column_family(name)
+            db.delete(self._meta_key())
 
     def __enter__(self) -> RocksDBTimerQueue[K, N]:
         return self

@@ -1,0 +1,23 @@
+"""What every connector shares (PyFlink's ``pyflink.datastream.connectors.base``).
+
+>>> DeliveryGuarantee.AT_LEAST_ONCE.name
+'AT_LEAST_ONCE'
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+__all__ = ["DeliveryGuarantee", "Sink"]
+
+
+class DeliveryGuarantee(Enum):
+    """What a sink promises about each record reaching the external system."""
+
+    EXACTLY_ONCE = 0
+    AT_LEAST_ONCE = 1
+    NONE = 2
+
+
+class Sink:
+    """Base of the sinks ``DataStream.sink_to`` takes (``FileSink``, ``KafkaSink`` ...)."""

@@ -1,0 +1,90 @@
+"""``get_execution_plan()``: the job graph as JSON, in the shape of Flink's
+``getStreamingPlanAsJSON`` (``nodes`` with ``id``, ``type``, ``pact``, ``contents``,
+``parallelism`` and ``predecessors`` with ``id``, ``ship_strategy`` and ``side``).
+
+>>> from sparktide.datastream import StreamExecutionEnvironment
+>>> env = StreamExecutionEnvironment.get_execution_environment(runtime="local")
+>>> env.from_collection([1, 2]).key_by(lambda v: v).reduce(lambda a, b: a + b).print()
+<...DataStreamSink object at ...>
+>>> import json
+>>> [(n["pact"], n["type"]) for n in json.loads(env.get_execution_plan())["nodes"]]
+[('Data Source', 'Source: Collection Source'), ('Operator', 'Reduce'), ('Data Sink', \
+'Sink: Print to Std. Out')]
+>>> json.loads(env.get_execution_plan())["nodes"][1]["predecessors"][0]["ship_strategy"]
+'HASH'
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sparktide.runtime.execution.tasks import splits_of
+from sparktide.runtime.graph import JobGraph, Node
+
+__all__ = ["execution_plan"]
+
+_PACT = {"source": "Data Source", "operator": "Operator", "sink": "Data Sink"}
+_PREFIX = {"source": "Source: ", "operator": "", "sink": "Sink: "}
+_SHIP = {
+    "forward": "FORWARD",
+    "hash": "HASH",
+    "rebalance": "REBALANCE",
+    "global": "GLOBAL",
+    "custom": "CUSTOM",
+}
+
+
+def _is_virtual(node: Node) -> bool:
+    return node.kind == "operator" and node.operator_factory is None
+
+
+def execution_plan(graph: JobGraph, default_parallelism: int) -> str:
+    """The plan of every node the unexecuted sinks of ``graph`` need. Routing nodes
+    (``rebalance()``, ``forward()``, ``partition_custom()``...) are no operators: their
+    partitioning shows as the ``ship_strategy`` of the edge into the next operator, as in
+    Flink. A forward edge between different parallelisms ships REBALANCE, as it does when
+    the job runs."""
+    nodes = graph.reachable_from_sinks()
+    out: list[dict[str, Any]] = []
+
+    def parallelism(node: Node) -> int:
+        if node.kind == "source":  # one subtask per split
+            return len(splits_of(node))
+        return node.parallelism or default_parallelism
+
+    def predecessors(node: Node) -> list[dict[str, Any]]:
+        found = []
+        for edge in node.inputs:
+            strategy = edge.partitioning
+            source = edge.source
+            while _is_virtual(source) and len(source.inputs) == 1:
+                if strategy == "forward":
+                    strategy = source.inputs[0].partitioning
+                source = source.inputs[0].source
+            if strategy == "forward" and parallelism(source) != parallelism(node):
+                strategy = "rebalance"
+            found.append(
+                {
+                    "id": source.id,
+                    "ship_strategy": _SHIP[strategy],
+                    "side": "first" if edge.input_index == 1 and len(node.inputs) > 1 else "second",
+                }
+            )
+        return found
+
+    for node in nodes:
+        if _is_virtual(node):
+            continue
+        name = _PREFIX[node.kind] + node.name
+        entry: dict[str, Any] = {
+            "id": node.id,
+            "type": name,
+            "pact": _PACT[node.kind],
+            "contents": getattr(node, "description", None) or name,
+            "parallelism": parallelism(node),
+        }
+        if node.inputs:
+            entry["predecessors"] = predecessors(node)
+        out.append(entry)
+    return json.dumps({"nodes": out}, indent=2)

@@ -1,0 +1,253 @@
+"""Native RocksDB checkpoints in a streaming checkpoint: where they live, how a file names one,
+and their backend-neutral form.
+
+A RocksDB stage subtask of a streaming job keeps its keyed state and timers in one worker-local
+database (:mod:`~sparktide.runtime.state.rocksdb_local`) and checkpoints it incrementally into
+``<location>/state/rocksdb/<operator>/<subtask>`` (:func:`native_storage`, a
+:class:`~sparktide.runtime.state.rocksdb_checkpoint.RocksDBCheckpointStorage`: only the SST
+files that are new are uploaded). The subtask's state file of that version names the checkpoint
+with a :class:`NativeReference` (the ``"rocksdb"`` field of its header: the checkpoint id, the
+digest of its manifest, the key groups and the operator), so the commit manifest that binds the
+state file binds the SST checkpoint too: a restore checks that the manifest it reads is the one
+recorded.
+
+:func:`neutral_snapshot` turns such a checkpoint into the backend-neutral snapshot
+(:class:`~sparktide.runtime.snapshot.KeyedOperatorSnapshot`) a heap job restores, ``sparktide
+inspect`` summarizes and a rescaled RocksDB job inserts: its files are copied into a temporary
+directory, opened, read and deleted.
+
+>>> ref = NativeReference(3, "blake2b:00", (0, 63), "op", 128)
+>>> NativeReference.from_json(ref.to_json(), "f") == ref
+True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
+
+from sparktide.runtime.keygroups import KeyGroupRange
+from sparktide.runtime.operator_identity import operator_identities
+from sparktide.runtime.snapshot import KeyedOperatorSnapshot
+from sparktide.runtime.state.rocksdb_checkpoint import RocksDBCheckpointStorage
+from sparktide.runtime.state.rocksdb_checkpoint_manifest import RocksDBManifest, digest_bytes
+from sparktide.spark.checkpoint_format import CheckpointError, JsonObject
+
+if TYPE_CHECKING:
+    from rocksdict import Rdict
+
+    from sparktide.runtime.execution.planner import Plan
+    from sparktide.runtime.timers.manager import TimerSnapshot
+    from sparktide.spark.checkpoint import CheckpointStore
+
+__all__ = [
+    "NativeReference",
+    "check_manifest",
+    "complete_native_checkpoints",
+    "discard_native_checkpoints",
+    "native_checkpoint_metrics",
+    "native_storage",
+    "neutral_snapshot",
+    "open_state_db",
+]
+
+
+def open_state_db(path: str) -> Rdict:
+    """Open (or create) the database of a stage subtask in ``path``: raw mode, every column
+    family it holds, the keyed state backend's options."""
+    from rocksdict import Rdict
+
+    from sparktide.runtime.state.rocksdb_memory import db_options
+
+    return Rdict(path, db_options())
+
+
+def native_storage(location: str, operator: str, subtask: int) -> RocksDBCheckpointStorage:
+    """The RocksDB checkpoint storage of a stage subtask (by its entry operator's identity)
+    under the streaming checkpoint ``location``.
+
+    >>> native_storage("/ckpt", "op 1", 2).location
+    '/ckpt/state/rocksdb/op_1-e642896b/2'
+    """
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in operator)[:64]
+    tag = hashlib.blake2b(operator.encode(), digest_size=4).hexdigest()
+    return RocksDBCheckpointStorage(
+        "/".join([location.rstrip("/"), "state", "rocksdb", f"{safe}-{tag}", str(subtask)])
+    )
+
+
+@dataclass(frozen=True)
+class NativeReference:
+    """What a state file records of its subtask's RocksDB checkpoint: the ``checkpoint`` id
+    (the version), the digest of its manifest, the subtask's key groups ``(start, end)``, the
+    name of the keyed operator and its max parallelism."""
+
+    checkpoint: int
+    manifest: str
+    key_groups: tuple[int, int]
+    operator: str
+    max_parallelism: int
+
+    def to_json(self) -> JsonObject:
+        return {
+            "checkpoint": self.checkpoint,
+            "manifest": self.manifest,
+            "key_groups": list(self.key_groups),
+            "operator": self.operator,
+            "max_parallelism": self.max_parallelism,
+        }
+
+    @classmethod
+    def from_json(cls, raw: object, where: str) -> NativeReference:
+        try:
+            if not isinstance(raw, dict):
+                raise TypeError
+            kgs = raw["key_groups"]
+            out = cls(
+                int(raw["checkpoint"]),
+                str(raw["manifest"]),
+                (int(kgs[0]), int(kgs[1])),
+                str(raw["operator"]),
+                int(raw["max_parallelism"]),
+            )
+        except (KeyError, TypeError, ValueError, IndexError):
+            raise CheckpointError(
+                f"{where}: field 'rocksdb' must name a RocksDB checkpoint (checkpoint, "
+                f"manifest, key_groups, operator, max_parallelism), got {raw!r}; the checkpoint "
+                "is corrupt: restore the directory from a backup or start from an empty one"
+            ) from None
+        return out
+
+    @property
+    def key_group_range(self) -> KeyGroupRange:
+        return KeyGroupRange(*self.key_groups)
+
+
+def check_manifest(
+    storage: RocksDBCheckpointStorage, ref: NativeReference, where: str
+) -> RocksDBManifest:
+    """The manifest of the checkpoint ``ref`` names, checked against the digest it records
+    (another manifest under that id, e.g. of an attempt that was not committed, is refused)."""
+    try:
+        manifest = storage.manifest(ref.checkpoint)
+    except ValueError as exc:
+        raise CheckpointError(f"{where}: {exc}") from None
+    if digest_bytes(manifest.encode()) != ref.manifest:
+        raise CheckpointError(
+            f"{where}: the RocksDB checkpoint {ref.checkpoint} in {storage.location} is not the "
+            "one the state file names (its manifest differs); files were changed in the "
+            "checkpoint directory: restore it from a backup or start from an empty one"
+        )
+    return manifest
+
+
+def neutral_snapshot(
+    storage: RocksDBCheckpointStorage,
+    ref: NativeReference,
+    where: str,
+    key_groups: KeyGroupRange | None = None,
+) -> KeyedOperatorSnapshot:
+    """The backend-neutral snapshot of the RocksDB checkpoint ``ref`` names, for the key
+    groups of ``key_groups`` it holds (``None``: all of them)."""
+    from sparktide.runtime.state.rocksdb_backend import RocksDBKeyedStateBackend
+    from sparktide.runtime.timers.queue_factory import recorded_timer_services
+    from sparktide.runtime.timers.rocksdb_queue import RocksDBTimerQueue
+
+    manifest = check_manifest(storage, ref, where)
+    own = ref.key_group_range
+    wanted = own if key_groups is None else own.intersection(key_groups)
+    scratch = tempfile.mkdtemp(prefix="sparktide-neutral-")
+    try:
+        directory = f"{scratch}/db"
+        storage.download(manifest, directory)
+        db = open_state_db(directory)
+        try:
+            backend = RocksDBKeyedStateBackend.attach(
+                db,
+                max_parallelism=ref.max_parallelism,
+                key_group_range=own,
+                time_provider=lambda: 0,
+            )
+            try:
+                meta, state = backend.snapshot_state()
+            finally:
+                backend.dispose()
+            timers: TimerSnapshot = {}
+            for service, domains in recorded_timer_services(db).items():
+                for d, domain in enumerate(("event", "processing")):
+                    families = domains.get(domain)
+                    if families is None:
+                        continue
+                    queue: RocksDBTimerQueue[object, object] = RocksDBTimerQueue(
+                        own, db=db, column_families=families, resume=True
+                    )
+                    try:
+                        for kg in wanted:
+                            entries = queue.entries_for_key_group(kg)
+                            if entries:
+                                pair = timers.setdefault(kg, {}).setdefault(service, ([], []))
+                                pair[d].extend(entries)
+                    finally:
+                        queue.close()
+        finally:
+            db.close()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    state = {kg: per for kg, per in state.items() if kg in wanted}
+    return KeyedOperatorSnapshot(
+        operator=ref.operator,
+        max_parallelism=ref.max_parallelism,
+        key_group_range=wanted,
+        state_meta=meta,
+        state=state,
+        timers=timers,
+    )
+
+
+def native_checkpoint_metrics(natives: Sequence[Mapping[str, object]]) -> JsonObject:
+    """The bytes the native RocksDB checkpoints of a batch uploaded, and the total size of
+    their files (what a restore reads), summed over its subtasks.
+
+    >>> native_checkpoint_metrics([{"uploaded_bytes": 5, "total_bytes": 50},
+    ...                            {"uploaded_bytes": 1, "total_bytes": 40}])
+    {'subtasks': 2, 'uploaded_bytes': 6, 'total_bytes': 90}
+    """
+    return {
+        "subtasks": len(natives),
+        "uploaded_bytes": sum(int(cast(int, n["uploaded_bytes"])) for n in natives),
+        "total_bytes": sum(int(cast(int, n["total_bytes"])) for n in natives),
+    }
+
+
+def complete_native_checkpoints(
+    store: CheckpointStore, version: int, natives: Sequence[Mapping[str, object]]
+) -> None:
+    """Complete the native RocksDB checkpoints of committed batch ``version`` (each subtask's
+    storage keeps its last two completed checkpoints and deletes the shared files no manifest
+    needs any more); one of batch ``version - 1`` still pending (the driver stopped between
+    its commit and this) is completed first."""
+    for native in natives:
+        storage = store.native_storage(str(native["operator"]), int(cast(int, native["subtask"])))
+        pending = storage.pending_ids()
+        if version - 1 in pending:
+            storage.complete(version - 1)
+        if version in pending:
+            storage.complete(version)
+
+
+def discard_native_checkpoints(store: CheckpointStore, version: int, plan: Plan) -> None:
+    """Discard the pending native RocksDB checkpoints of batch ``version`` (not committed) of
+    every keyed stage subtask of ``plan``; a replay takes them again from ``version - 1``."""
+    identities = operator_identities(plan.nodes)
+    for stage in plan.stages:
+        if not stage.keyed:
+            continue
+        for subtask in range(stage.parallelism):
+            storage = store.native_storage(identities[stage.entry.id], subtask)
+            with contextlib.suppress(ValueError, OSError):  # completed, or never written
+                storage.discard(version)
