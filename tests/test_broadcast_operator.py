@@ -22,6 +22,7 @@ from sparktide.datastream import (
 from sparktide.datastream.state import (
     BroadcastState,
     MapStateDescriptor,
+    OperatorStateStore,
     ReadOnlyBroadcastState,
     ValueStateDescriptor,
 )
@@ -163,6 +164,8 @@ def test_state_classes_are_pyflinks() -> None:
     h = _harness()
     h.process_broadcast_element(("x", 3), 1)
     store = h.operator.broadcast_state
+    assert isinstance(store, OperatorStateStore)
+    assert store.get_broadcast_state(RULES) is store.writable(RULES)
     assert isinstance(store.writable(RULES), BroadcastState)
     view = store.read_only(RULES)
     assert isinstance(view, ReadOnlyBroadcastState) and not isinstance(view, BroadcastState)

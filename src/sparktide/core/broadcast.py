@@ -46,6 +46,7 @@ __all__ = [
     "BroadcastProcessFunction",
     "BroadcastState",
     "KeyedBroadcastProcessFunction",
+    "OperatorStateStore",
     "ReadOnlyBroadcastState",
 ]
 
@@ -121,6 +122,14 @@ class BroadcastState(ReadOnlyBroadcastState[K, V]):
 
     def __delitem__(self, key: K) -> None:
         self.remove(key)
+
+
+class OperatorStateStore(ABC):
+    """Where an operator subtask's non-keyed state lives; as in PyFlink, only broadcast state."""
+
+    @abstractmethod
+    def get_broadcast_state(self, state_descriptor: MapStateDescriptor) -> BroadcastState:
+        """The :class:`BroadcastState` of ``state_descriptor``."""
 
 
 class BaseBroadcastProcessFunction(Function):

@@ -9,8 +9,8 @@ re-exported here, at the PyFlink-style path.
 'count'
 """
 
-from sparktide.core.broadcast import BroadcastState, ReadOnlyBroadcastState
+from sparktide.core.broadcast import BroadcastState, OperatorStateStore, ReadOnlyBroadcastState
 from sparktide.core.state import *  # noqa: F403  (the same objects, at PyFlink's path)
 from sparktide.core.state import __all__ as _state_all
 
-__all__ = [*_state_all, "BroadcastState", "ReadOnlyBroadcastState"]
+__all__ = [*_state_all, "BroadcastState", "OperatorStateStore", "ReadOnlyBroadcastState"]

@@ -28,7 +28,7 @@ import pickle
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import NoReturn
 
-from sparktide.core.broadcast import BroadcastState, ReadOnlyBroadcastState
+from sparktide.core.broadcast import BroadcastState, OperatorStateStore, ReadOnlyBroadcastState
 from sparktide.core.state import MapStateDescriptor
 
 __all__ = [
@@ -160,7 +160,7 @@ def _check_descriptors(descriptors: Sequence[object]) -> list[MapStateDescriptor
     return out
 
 
-class BroadcastStateStore:
+class BroadcastStateStore(OperatorStateStore):
     """The broadcast states of one subtask, by descriptor name."""
 
     __slots__ = ("_read_only", "_states")
@@ -193,6 +193,10 @@ class BroadcastStateStore:
     def writable(self, descriptor: MapStateDescriptor) -> HeapBroadcastState:
         """The state of ``descriptor``, to read and write (the broadcast side)."""
         return self._states[self._name(descriptor)]
+
+    def get_broadcast_state(self, state_descriptor: MapStateDescriptor) -> HeapBroadcastState:
+        """As :meth:`writable` (PyFlink's ``OperatorStateStore``)."""
+        return self.writable(state_descriptor)
 
     def read_only(self, descriptor: MapStateDescriptor) -> ReadOnlyBroadcastStateView:
         """A read-only view of the state of ``descriptor`` (the other side, timers)."""
