@@ -146,9 +146,13 @@ def test_global_windows_repr_and_default_trigger() -> None:
     assert not eos.is_event_time()
 
 
-@pytest.mark.parametrize("parallelism", [1, 3])
-def test_end_of_stream_windows_give_one_result_per_key_at_the_end(parallelism: int) -> None:
-    env = StreamExecutionEnvironment.get_execution_environment(runtime="local")
+@pytest.mark.parametrize(("runtime", "parallelism"), [("local", 1), ("local", 3), ("spark", 2)])
+def test_end_of_stream_windows_give_one_result_per_key_at_the_end(
+    runtime: str, parallelism: int, request: pytest.FixtureRequest
+) -> None:
+    if runtime == "spark":
+        request.getfixturevalue("spark")  # skips without Java
+    env = StreamExecutionEnvironment.get_execution_environment(runtime=runtime)
     env.set_parallelism(parallelism)
     data = [("a", 1), ("b", 2), ("a", 3), ("c", 4), ("b", 5), ("a", 6)]
     out = (
