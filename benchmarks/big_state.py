@@ -22,6 +22,7 @@ readers) with the size of their directory. The parent prints one table row per r
 
     python benchmarks/big_state.py                          # 10^5 and 10^6 keys, both backends
     python benchmarks/big_state.py --keys 10000000 --backends rocksdb
+    python benchmarks/big_state.py --key-type long   # key_by(..., key_type=Types.LONG())
     PYTHONPATH=/other/tree/src python benchmarks/big_state.py --keys 100000
 
 ``--tracemalloc`` traces the Python allocations of each run (slower) and prints the files that
@@ -168,8 +169,11 @@ def _du(path: str) -> int:
     return size
 
 
-def child(backend: str, keys: int, every: int, directory: str) -> dict[str, Any]:
+def child(
+    backend: str, keys: int, every: int, directory: str, key_type: str = "none"
+) -> dict[str, Any]:
     """Run the job once in this process; what the parent prints."""
+    from sparktide.common import Types
     from sparktide.common.watermark_strategy import WatermarkStrategy
     from sparktide.datastream import StreamExecutionEnvironment
     from sparktide.datastream.connectors.number_seq import NumberSequenceSource
@@ -192,7 +196,8 @@ def child(backend: str, keys: int, every: int, directory: str) -> dict[str, Any]
     _PROBE.update(backend=backend, directory=directory, started=time.perf_counter())
     strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(lambda n, _: n)
     numbers = env.from_source(NumberSequenceSource(0, keys - 1), strategy, "numbers")
-    out = numbers.key_by(lambda n: n).process(function)
+    declared = Types.LONG() if key_type == "long" else None
+    out = numbers.key_by(lambda n: n, key_type=declared).process(function)
     out.filter(lambda _: False).print()
     env.execute()
     total = time.perf_counter() - _PROBE["started"]
@@ -212,12 +217,18 @@ def child(backend: str, keys: int, every: int, directory: str) -> dict[str, Any]
 
 
 def run(
-    backend: str, keys: int, every: int, limit_mb: int | None, trace: bool = False
+    backend: str,
+    keys: int,
+    every: int,
+    limit_mb: int | None,
+    trace: bool = False,
+    key_type: str = "none",
 ) -> dict[str, Any] | str:
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="sparktide-big-state-") as directory:
         cmd = [sys.executable, __file__, "--child", backend, str(keys), str(every), directory]
+        cmd.append(key_type)
         if trace:
             cmd.append("--tracemalloc")
 
@@ -242,15 +253,22 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "--child":
         backend, keys, every, directory = argv[1], int(argv[2]), int(argv[3]), argv[4]
-        if argv[5:] == ["--tracemalloc"]:
+        key_type = argv[5]
+        if argv[6:] == ["--tracemalloc"]:
             tracemalloc.start()
-        print(json.dumps(child(backend, keys, every, directory)))
+        print(json.dumps(child(backend, keys, every, directory, key_type)))
         return 0
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--keys", default="100000,1000000", help="comma-separated key counts")
     ap.add_argument("--round", type=int, default=100_000, help="records per round")
     ap.add_argument("--backends", default=",".join(BACKENDS), help="heap, rocksdb or both")
     ap.add_argument("--limit-mb", type=int, default=None, help="address-space limit per run")
+    ap.add_argument(
+        "--key-type",
+        choices=("none", "long"),
+        default="none",
+        help="the key type key_by declares (none: undeclared keys)",
+    )
     ap.add_argument(
         "--tracemalloc",
         action="store_true",
@@ -269,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"sparktide from {Path(sparktide.__file__).parent}; Python {sys.version.split()[0]}")
     print(f"local runtime, parallelism 1, rounds of {args.round:,} records; per key a ValueState")
     print("and an event-time timer; peak RSS of the run's process (ru_maxrss)")
+    print(f"key_by's key_type: {args.key_type}")
     print()
     head = (
         f"| {'keys':>10} | {'backend':<7} | {'peak RSS':>9} | {'RSS input':>9} | "
@@ -279,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     print("|---:|---|---:|---:|---:|---:|---:|---:|---|")
     for keys in sizes:
         for backend in backends:
-            result = run(backend, keys, args.round, args.limit_mb, args.tracemalloc)
+            result = run(backend, keys, args.round, args.limit_mb, args.tracemalloc, args.key_type)
             if isinstance(result, str):
                 print(f"| {keys:>10,} | {backend:<7} | {result} |")
                 continue

@@ -49,11 +49,24 @@ not in, so the counts are equal. What sparktide fires in its last batch Spark fi
 no-data batch that closes its run; were that batch missing, only the timers up to the
 watermark of the last-but-one batch would be compared (the line says so).
 
+**State backends** (``--backend hashmap,rocksdb``: sparktide once per backend; RocksDB with
+incremental checkpoints). A second table, per sparktide run: p50 and p95 batch time, the
+resident set of the largest PySpark worker process after each measured batch (first, last,
+min-max: flat when state does not pile up in the workers), the checkpoint bytes each batch
+uploaded against the total size of its checkpoint's files (medians over the measured batches;
+RocksDB: its incremental checkpoints, the SST files that are new plus the few small files every
+checkpoint has; the heap: the state files the batch wrote against the state files its commit
+names), and how the subtasks got their state, summed over the measured batches (reused in
+memory, reused on disk, restored from the checkpoint, created). ``--changed 0.01``: every
+steady batch touches 1% of the keys (instead of ``--batch-records`` records).
+
 Usage::
 
     python benchmarks/streaming.py                            # 10^4 and 10^5 keys
     python benchmarks/streaming.py --keys 10000,100000,1000000
     python benchmarks/streaming.py --keys 10000 --batch-records 20000 --batches 10
+    python benchmarks/streaming.py --engines sparktide --backend rocksdb,hashmap \
+        --keys 10000,1000000 --changed 0.01 --batches 50 --check-keys 0
 """
 
 from __future__ import annotations
@@ -218,17 +231,73 @@ def write_files(plan: Plan, directory: Path, seed: int = 1) -> int:
 
 class Run:
     """One engine's run: per batch (id, records, latency ms), output rows if collected, bytes of
-    its state in the checkpoint."""
+    its state in the checkpoint; sparktide's runs also per batch the largest worker RSS, the
+    checkpoint bytes uploaded and the checkpoint's total bytes, and how subtasks got their
+    state."""
 
     def __init__(
         self,
         batches: list[tuple[int, int, float]],
         ckpt_bytes: int,
         rows: list[tuple[int, int, int]],
+        state: dict[int, BatchState] | None = None,
     ) -> None:
         self.batches = batches
         self.ckpt_bytes = ckpt_bytes
         self.rows = rows
+        self.state = state or {}
+
+
+class BatchState:
+    """What one sparktide batch did with its state: the largest worker RSS after it, the
+    checkpoint bytes it uploaded, the checkpoint's total bytes, per outcome its restores."""
+
+    def __init__(self, rss: int, uploaded: int, total: int, restores: dict[str, int]) -> None:
+        self.rss = rss
+        self.uploaded = uploaded
+        self.total = total
+        self.restores = restores
+
+
+def worker_rss_bytes() -> int:
+    """The resident set of the largest PySpark worker process of this machine (``/proc``)."""
+    largest = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read()
+            if b"pyspark.daemon" not in cmdline and b"pyspark.worker" not in cmdline:
+                continue
+            with open(f"/proc/{pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        largest = max(largest, int(line.split()[1]) * 1024)
+        except OSError:
+            continue
+    return largest
+
+
+def batch_state(metrics: Any, ckpt: Path) -> BatchState:
+    """A batch's :class:`BatchState` from its metrics (and, on the heap, its commit file)."""
+    import json
+
+    restores = {
+        k: int(v["count"])
+        for k, v in metrics.get("state_restores", {}).items()
+        if isinstance(v, dict) and v.get("count")
+    }
+    native = metrics.get("rocksdb_checkpoints")
+    if native is not None:
+        uploaded, total = int(native["uploaded_bytes"]), int(native["total_bytes"])
+    else:  # the state files of the chains the commit names, those this batch wrote
+        version = metrics["batch_id"]
+        body = json.loads((ckpt / "commits" / f"{version}.json").read_text())["body"]
+        state = [r for p, r in body["files"].items() if p.startswith("state/")]
+        total = sum(r["size"] for r in state)
+        uploaded = sum(r["size"] for r in state if r["version"] == version)
+    return BatchState(worker_rss_bytes(), uploaded, total, restores)
 
 
 def _files(spark: Any, directory: Path) -> Any:
@@ -246,14 +315,28 @@ def dir_bytes(path: Path, skip: str | None = None) -> int:
 
 
 def run_sparktide(
-    spark: Any, files: Path, ckpt: Path, parallelism: int, collect: bool = False
+    spark: Any,
+    files: Path,
+    ckpt: Path,
+    parallelism: int,
+    collect: bool = False,
+    backend: str = "hashmap",
 ) -> Run:
     from sparktide.common import Duration, Types, WatermarkStrategy
     from sparktide.datastream import StreamExecutionEnvironment
+    from sparktide.datastream.state_backend import (
+        EmbeddedRocksDBStateBackend,
+        HashMapStateBackend,
+    )
     from sparktide.spark.streaming import ForeachBatchSink
 
     env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
     env.set_parallelism(parallelism)
+    env.set_state_backend(
+        EmbeddedRocksDBStateBackend(enable_incremental_checkpointing=True)
+        if backend == "rocksdb"
+        else HashMapStateBackend()
+    )
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(BOUND_MS))
     output = Types.ROW_NAMED(["key", "at", "count"], [Types.LONG(), Types.LONG(), Types.LONG()])
     rows: list[tuple[int, int, int]] = []
@@ -271,11 +354,13 @@ def run_sparktide(
         .sink_to(ForeachBatchSink(sink))
     )
     client = env.execute_async(checkpoint_location=str(ckpt), trigger="available_now")
+    state: dict[int, BatchState] = {}
+    client.add_listener(lambda m: state.__setitem__(m["batch_id"], batch_state(m, ckpt)))
     client.await_termination()
     batches = [
         (p["batch_id"], p["records"], float(p["duration_ms"])) for p in client.recent_progress
     ]
-    return Run(batches, dir_bytes(ckpt, skip="spark"), rows)
+    return Run(batches, dir_bytes(ckpt, skip="spark"), rows, state)
 
 
 def run_spark(spark: Any, files: Path, ckpt: Path, collect: bool = False) -> Run:
@@ -402,6 +487,56 @@ def _row(engine: str, plan: Plan, run: Run | str) -> str:
     )
 
 
+STATE_COLUMNS = (
+    "backend",
+    "keys",
+    "p50 ms",
+    "p95 ms",
+    "worker RSS MB first/last (min-max)",
+    "uploaded/batch",
+    "ckpt total",
+    "ratio",
+    "restores",
+)
+
+
+def _state_line(cols: tuple[str, ...]) -> str:
+    backend, keys, p50, p95, rss, uploaded, total, ratio, restores = cols
+    return (
+        f"{backend:<8} | {keys:>9} | {p50:>7} | {p95:>7} | {rss:>34} | {uploaded:>14} | "
+        f"{total:>14} | {ratio:>6} | {restores}"
+    )
+
+
+def _state_row(backend: str, plan: Plan, run: Run) -> str:
+    import statistics
+
+    measured = [b for b in plan.measured if b in run.state]
+    latencies = [ms for b, _, ms in run.batches if b in set(measured)]
+    if not measured or not latencies:
+        return _state_line((backend, f"{plan.keys:,}", *["-"] * 7))
+    rss = [run.state[b].rss / 2**20 for b in measured]
+    uploaded = statistics.median(run.state[b].uploaded for b in measured)
+    total = statistics.median(run.state[b].total for b in measured)
+    restores: dict[str, int] = {}
+    for b in measured:
+        for k, n in run.state[b].restores.items():
+            restores[k] = restores.get(k, 0) + n
+    return _state_line(
+        (
+            backend,
+            f"{plan.keys:,}",
+            f"{percentile(latencies, 0.5):,.0f}",
+            f"{percentile(latencies, 0.95):,.0f}",
+            f"{rss[0]:,.0f}/{rss[-1]:,.0f} ({min(rss):,.0f}-{max(rss):,.0f})",
+            f"{uploaded:,.0f}",
+            f"{total:,.0f}",
+            f"{uploaded / total:.1%}" if total else "-",
+            ", ".join(f"{k} {n}" for k, n in sorted(restores.items())),
+        )
+    )
+
+
 def _attempt(fn: Callable[[], Run]) -> Run | str:
     """The run, or why it failed (the table goes on)."""
     try:
@@ -424,6 +559,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--parallelism", type=int, default=2, help="sparktide's and Spark's shuffle")
     ap.add_argument("--work-dir", default=None, help="input files and checkpoints (default: tmp)")
+    ap.add_argument(
+        "--backend", default="hashmap", help="sparktide's state backends: hashmap and/or rocksdb"
+    )
+    ap.add_argument(
+        "--changed",
+        type=float,
+        default=None,
+        help="fraction of the keys each steady batch touches (instead of --batch-records)",
+    )
     args = ap.parse_args(argv)
     try:
         key_counts = [int(k) for k in args.keys.split(",") if k.strip()]
@@ -436,6 +580,11 @@ def main(argv: list[str] | None = None) -> None:
             ap.error(f"--{name.replace('_', '-')} must be >= 1")
     if args.settle < 0 or args.check_keys < 0 or args.check_keys == 1:
         ap.error("--settle must be >= 0 and --check-keys 0 or >= 2")
+    backends = [b.strip() for b in args.backend.split(",") if b.strip()]
+    if not backends or set(backends) - {"hashmap", "rocksdb"}:
+        ap.error(f"--backend must name hashmap and/or rocksdb, got {args.backend!r}")
+    if args.changed is not None and not 0 < args.changed <= 1:
+        ap.error("--changed must be a fraction in (0, 1]")
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     if not engines or set(engines) - {"sparktide", "spark"}:
         ap.error(f"--engines must name sparktide and/or spark, got {args.engines!r}")
@@ -452,7 +601,13 @@ def main(argv: list[str] | None = None) -> None:
         f"Spark shuffle partitions {args.parallelism}, state store RocksDB"
     )
     print(
-        f"per steady batch {args.batch_records:,} records, {args.settle} settle + "
+        "per steady batch "
+        + (
+            f"{args.batch_records:,} records"
+            if args.changed is None
+            else f"{args.changed:.1%} of the keys"
+        )
+        + f", {args.settle} settle + "
         f"{args.batches} measured batches, warm-up batches of {args.warmup_records:,} records; "
         f"event time {STEP_MS} ms per batch ({SPREAD_MS} ms spread), out-of-orderness "
         f"{BOUND_MS} ms, timer delay {DELAY_MS} ms"
@@ -465,19 +620,35 @@ def main(argv: list[str] | None = None) -> None:
         header = _line(COLUMNS)
         print(header)
         print("-" * len(header), flush=True)
+        state_rows: list[str] = []
         for keys in key_counts:
-            plan = Plan(keys, args.batch_records, args.warmup_records, args.settle, args.batches)
+            per_batch = (
+                args.batch_records if args.changed is None else max(1, round(keys * args.changed))
+            )
+            plan = Plan(keys, per_batch, args.warmup_records, args.settle, args.batches)
             files = work / f"in-{keys}"
             write_files(plan, files)
-            if "sparktide" in engines:
+            for backend in backends if "sparktide" in engines else []:
                 ckpt = work / f"sparktide-{keys}"
-                run = _attempt(partial(run_sparktide, spark, files, ckpt, args.parallelism))
-                print(_row("sparktide", plan, run), flush=True)
+                run = _attempt(
+                    partial(run_sparktide, spark, files, ckpt, args.parallelism, backend=backend)
+                )
+                print(_row(f"sparktide {backend}", plan, run), flush=True)
+                if not isinstance(run, str):
+                    state_rows.append(_state_row(backend, plan, run))
+                    print(f"    {state_rows[-1]}", flush=True)
+                shutil.rmtree(ckpt, ignore_errors=True)
             if "spark" in engines:
                 run = _attempt(partial(run_spark, spark, files, work / f"spark-{keys}"))
                 print(_row("Spark TWS (pandas)", plan, run), flush=True)
             for name in (f"in-{keys}", f"sparktide-{keys}", f"spark-{keys}"):
                 shutil.rmtree(work / name, ignore_errors=True)
+        if state_rows:
+            print()
+            header = _state_line(STATE_COLUMNS)
+            print(header)
+            print("-" * len(header))
+            print("\n".join(state_rows), flush=True)
     finally:
         if args.work_dir is None:
             shutil.rmtree(work, ignore_errors=True)

@@ -329,6 +329,105 @@ def test_open_and_close_reach_the_function():
     assert function.closed
 
 
+# ------------------------------------------------------------------------------ the queues
+
+queue_ops = st.lists(
+    st.one_of(
+        st.tuples(st.just("record"), st.booleans()),  # (kind, after the previous record)
+        st.tuples(st.just("barrier"), st.just(False)),
+        st.tuples(st.just("complete"), st.integers(0, 10_000)),
+        st.tuples(st.just("pop"), st.just(0)),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(ops=queue_ops, ordered=st.booleans())
+def test_the_queues_emit_what_may_leave_and_nothing_else(ops, ordered):
+    from sparktide.runtime.operators.async_wait_queue import (
+        Barrier,
+        OrderedQueue,
+        Request,
+        UnorderedQueue,
+    )
+
+    queue = OrderedQueue() if ordered else UnorderedQueue()
+    entries: list[object] = []  # everything put, in order
+    after: dict[int, object] = {}  # id(request) -> the request it must follow
+    completed: list[object] = []  # completion order
+    emitted: list[object] = []
+
+    def may_leave(entry) -> bool:
+        """The naive rule: done, after everything it must follow."""
+        i = entries.index(entry)
+        before = entries[:i]
+        if ordered or isinstance(entry, Barrier):
+            if any(e not in emitted for e in before):
+                return False
+        else:
+            last_barrier = max(
+                (j for j, e in enumerate(before) if isinstance(e, Barrier)), default=-1
+            )
+            if any(e not in emitted for e in before[: last_barrier + 1]):
+                return False
+            if id(entry) in after and after[id(entry)] not in emitted:
+                return False
+        return isinstance(entry, Barrier) or entry.done
+
+    def pop() -> None:
+        out = queue.pop_ready()
+        for e in out:
+            assert may_leave(e), e
+            emitted.append(e)
+        assert not [e for e in entries if e not in emitted and may_leave(e)]  # maximal
+
+    last: Request | None = None
+    for kind, arg in ops:
+        if kind == "record":
+            request = Request(StreamRecord(len(entries)), None)
+            follow = last if arg and last is not None and not ordered else None
+            queue.put(request, follow)
+            if follow is not None and follow not in emitted:
+                after[id(request)] = follow
+            entries.append(request)
+            last = request
+        elif kind == "barrier":
+            barrier = Barrier(Watermark(len(entries)), None)
+            queue.put(barrier)
+            entries.append(barrier)
+        elif kind == "complete":
+            pending = [e for e in entries if isinstance(e, Request) and not e.done]
+            if pending:
+                request = pending[arg % len(pending)]
+                queue.complete(request)
+                completed.append(request)
+        else:
+            pop()
+        queue._check()
+        assert len(queue) == len(entries) - len(emitted)
+    for e in entries:
+        if isinstance(e, Request) and not e.done:
+            queue.complete(e)
+            completed.append(e)
+    pop()
+    queue._check()
+    assert len(queue) == 0 and len(emitted) == len(entries)
+    if ordered:
+        assert emitted == entries
+    else:  # requests that follow no other leave a segment in completion order
+        free = [e for e in emitted if isinstance(e, Request) and id(e) not in after]
+        segment_of = {}
+        seg = 0
+        for e in entries:
+            if isinstance(e, Barrier):
+                seg += 1
+            segment_of[id(e)] = seg
+        for s in set(segment_of.values()):
+            mine = [e for e in free if segment_of[id(e)] == s]
+            assert mine == [e for e in completed if e in mine]
+
+
 # ------------------------------------------------------------------------------ errors
 
 
@@ -490,13 +589,26 @@ class Echo(AsyncFunction):
         return [value]
 
 
-JOBS = [job_keyed, job_windows, job_collect, job_after_keyed]
+def job_on_keyed_stream(env, mode, asynchronous):
+    keyed = _source(env).key_by(lambda v: v % 5)
+    if asynchronous:
+        wait = AsyncDataStream.ordered_wait if mode is ORDERED else AsyncDataStream.unordered_wait
+        ds = wait(keyed, Lookup(seed=4), Time.seconds(30), 6, ROW)
+    else:
+        ds = keyed.flat_map(answer, output_type=ROW)
+    return ds.key_by(lambda r: r[0] % 2).process(Stamp())
 
 
-def run_job(job, mode, asynchronous, runtime="local", parallelism=1, every=None) -> list:
+JOBS = [job_keyed, job_windows, job_collect, job_after_keyed, job_on_keyed_stream]
+
+
+def run_job(
+    job, mode, asynchronous, runtime="local", parallelism=1, every=None, buffer=None
+) -> list:
     env = StreamExecutionEnvironment.get_execution_environment(runtime=runtime)
     env.set_parallelism(parallelism)
     env.get_config().set_watermark_every(every)
+    env.get_config().set_task_buffer(buffer)
     return list(job(env, mode, asynchronous).execute_and_collect())
 
 
@@ -507,6 +619,14 @@ def test_a_job_gives_what_the_synchronous_job_gives_at_any_parallelism(job, mode
     assert expected
     for parallelism in (1, 2, 4):
         assert run_job(job, mode, True, parallelism=parallelism, every=9) == expected
+
+
+@pytest.mark.parametrize("mode", [ORDERED, UNORDERED], ids=["ordered", "unordered"])
+def test_a_small_task_buffer_drains_the_requests_before_every_chunk_moves(mode):
+    # a split reads 4 records at a time and the stages take them at once: requests in flight
+    # complete before, so outputs reach the next stage in position order
+    expected = run_job(job_after_keyed, mode, False)
+    assert run_job(job_after_keyed, mode, True, parallelism=2, buffer=4) == expected
 
 
 def test_the_loop_runs_on_its_own_thread_once_per_task_thread():

@@ -222,3 +222,114 @@ def test_spark_matches_the_local_runtime_and_pyflink(spark, parallelism: int) ->
     expected = _pyflink()
     if expected is not None:
         assert _local() == expected
+
+
+# ------------------------------------------------------------------------------ streaming
+
+
+def _streaming(spark, tmp_path: Path, asynchronous: bool) -> dict[int, list[tuple[Any, ...]]]:
+    import asyncio
+    import random
+
+    from sparktide.common import Duration, Time, Types
+    from sparktide.common.watermark_strategy import WatermarkStrategy
+    from sparktide.datastream import (
+        AsyncDataStream,
+        AsyncFunction,
+        KeyedProcessFunction,
+        StreamExecutionEnvironment,
+    )
+    from sparktide.spark.streaming import ForeachBatchSink
+
+    out_type = Types.TUPLE([Types.STRING(), Types.LONG(), Types.LONG()])
+
+    def enrich(row: Any) -> list[tuple[str, int, int]]:
+        return [(row.key, row.v, row.v * row.v % 97)]
+
+    class Lookup(AsyncFunction):
+        async def async_invoke(self, row: Any) -> list[tuple[str, int, int]]:
+            await asyncio.sleep(random.Random(row.v).uniform(0, 0.003))
+            return enrich(row)
+
+    class Seen(KeyedProcessFunction):
+        def process_element(self, value: Any, ctx: Any) -> Any:
+            yield (
+                value[0],
+                value[1],
+                value[2],
+                ctx.timestamp(),
+                ctx.timer_service().current_watermark(),
+            )
+
+    env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
+    env.set_parallelism(2)
+    frame = (
+        spark.readStream.schema("key string, ts long, v long")
+        .option("maxFilesPerTrigger", 1)
+        .json(str(tmp_path / "in"))
+    )
+    stream = env.from_stream(
+        frame,
+        WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(50)),
+        timestamp_column="ts",
+    )
+    if asynchronous:
+        enriched = AsyncDataStream.unordered_wait(stream, Lookup(), Time.seconds(30), 4, out_type)
+    else:
+        enriched = stream.flat_map(enrich, output_type=out_type)
+    out: dict[int, list[tuple[Any, ...]]] = {}
+
+    def collect(df: Any, batch_id: int) -> None:
+        out[batch_id] = [tuple(r) for r in df.collect()]
+
+    seen_type = Types.TUPLE([Types.STRING(), *[Types.LONG()] * 4])
+    seen = enriched.key_by(lambda r: r[0]).process(Seen(), output_type=seen_type)
+    seen.sink_to(ForeachBatchSink(collect))
+    name = "async" if asynchronous else "sync"
+    env.execute(checkpoint_location=str(tmp_path / f"ckpt-{name}"), trigger="available_now")
+    return out
+
+
+def test_a_stream_gives_per_micro_batch_what_the_synchronous_stream_gives(spark, tmp_path) -> None:
+    import random
+
+    rng = random.Random(3)
+    (tmp_path / "in").mkdir()
+    for f in range(2):
+        with open(tmp_path / "in" / f"part-{f}.json", "w") as file:
+            for j in range(20):
+                i = f * 20 + j
+                row = {"key": f"k{i % 3}", "ts": i * 10 + rng.randrange(0, 40), "v": i}
+                file.write(json.dumps(row) + "\n")
+        os.utime(tmp_path / "in" / f"part-{f}.json", (1_700_000_000 + f, 1_700_000_000 + f))
+    expected = _streaming(spark, tmp_path, asynchronous=False)
+    assert sorted(expected) == [0, 1] and all(expected.values())
+    assert _streaming(spark, tmp_path, asynchronous=True) == expected
+
+
+@pytest.mark.parametrize("job_name", ["job_after_keyed", "job_on_keyed_stream"])
+def test_async_operators_in_exchange_stages_on_spark_give_the_synchronous_output(
+    spark, job_name: str
+) -> None:
+    # after a keyed process function (timers, two records per input) and on a keyed stream
+    import test_async_io as cases
+
+    job = getattr(cases, job_name)
+    expected = cases.run_job(job, cases.ORDERED, False, every=9)
+    got = cases.run_job(job, cases.UNORDERED, True, runtime="spark", parallelism=3, every=9)
+    assert got == expected
+
+
+def test_small_chunks_and_early_flushes_on_spark_change_nothing(spark, monkeypatch) -> None:
+    # a task ships every few items and merges its input chunk by chunk: the async operators
+    # drain before each shipment, so every run stays in position order
+    import test_async_io as cases
+    from sparktide.spark.executor import SparkExecutor
+
+    expected = cases.run_job(cases.job_after_keyed, cases.ORDERED, False, every=9)
+    monkeypatch.setattr(SparkExecutor, "chunk_items", 3)
+    monkeypatch.setattr(SparkExecutor, "flush_items", 5)
+    got = cases.run_job(
+        cases.job_after_keyed, cases.UNORDERED, True, runtime="spark", parallelism=2, every=9
+    )
+    assert got == expected

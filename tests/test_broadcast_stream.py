@@ -13,6 +13,8 @@ import json
 import os
 import random
 
+import pytest
+
 from sparktide.common import Duration, Types, WatermarkStrategy
 from sparktide.datastream import KeyedBroadcastProcessFunction, StreamExecutionEnvironment
 from sparktide.datastream.state import MapStateDescriptor, ValueStateDescriptor
@@ -104,9 +106,8 @@ def _run(spark, directory, ckpt, parallelism: int) -> dict[int, list[str]]:
     return out
 
 
-def test_restart_restores_the_broadcast_state_into_every_subtask(
-    spark, tmp_path, state_backend: str
-) -> None:
+@pytest.mark.usefixtures("state_backend")
+def test_restart_restores_the_broadcast_state_into_every_subtask(spark, tmp_path) -> None:
     files = _files(5)
     _write(tmp_path / "in", files[:2])
     first = _run(spark, tmp_path / "in", tmp_path / "ckpt", 2)
@@ -120,9 +121,7 @@ def test_restart_restores_the_broadcast_state_into_every_subtask(
     assert "broadcast" in parts[0] and "broadcast" not in parts[1]  # one copy
 
     _write(tmp_path / "in", files[2:], first=2)
-    # rescaled: 2 -> 3 subtasks (RocksDB: kept at 2, its native restore of another
-    # parallelism is not ready yet)
-    second = _run(spark, tmp_path / "in", tmp_path / "ckpt", 3 if state_backend == "hashmap" else 2)
+    second = _run(spark, tmp_path / "in", tmp_path / "ckpt", 3)  # rescaled: 2 -> 3 subtasks
     assert sorted(second) == [2, 3, 4]
     produced = [line for out in (first, second) for b in sorted(out) for line in out[b]]
     expected = _model(files)

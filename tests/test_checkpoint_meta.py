@@ -287,3 +287,30 @@ def test_a_switch_of_backend_starts_a_new_chain(tmp_path, switch) -> None:
     assert pickle.loads(pickle.dumps(store)).state_backend is backend
     with pytest.raises(TypeError, match="state_backend must be a StateBackendKind"):
         CheckpointStore(str(tmp_path), state_backend="rocksdb")  # type: ignore[arg-type]
+
+
+def test_native_chains_survive_json_and_older_formats_have_none() -> None:
+    native = Chain(4, (), StateBackendKind.ROCKSDB, native=True)
+    manifest = CommitManifest(
+        version=4,
+        processing_time=0,
+        parallelism={0: 2},
+        chains={0: (native, Chain(4, (), StateBackendKind.ROCKSDB))},
+        files={},
+        fingerprint=None,
+    )
+    raw = _through_json(manifest.to_json())
+    assert [c.get("native") for c in raw["chains"]["0"]] == [True, None]
+    assert CommitManifest.from_json(raw, WHERE) == manifest
+    # format 5 had no native chains: its chains read as they are, and one naming it is refused
+    old = {**json.loads(json.dumps(raw)), "format_version": 5}
+    with pytest.raises(CheckpointError, match=r"chains.0\[0\].native"):
+        CommitManifest.from_json(old, WHERE)
+    del old["chains"]["0"][0]["native"]
+    assert {c.native for c in CommitManifest.from_json(old, WHERE).chains[0]} == {False}
+    # a native chain is a RocksDB chain of one file
+    for bad in ({"backend": "hashmap"}, {"changelogs": [5]}, {"native": "yes"}):
+        broken = json.loads(json.dumps(raw))
+        broken["chains"]["0"][0].update(bad)
+        with pytest.raises(CheckpointError, match="native"):
+            CommitManifest.from_json(broken, WHERE)

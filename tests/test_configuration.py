@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sparktide.common import Configuration
+from sparktide.common import Configuration, Types
 from sparktide.common.configuration import Configuration as AtModulePath
 from sparktide.datastream import (
     CheckpointingMode,
@@ -37,6 +38,7 @@ def test_the_names_are_at_pyflinks_paths() -> None:
     assert EnvAtPath is StreamExecutionEnvironment
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.dictionaries(keys, st.integers(-(2**63), 2**63 - 1)), st.dictionaries(keys, st.booleans())
 )
@@ -206,3 +208,95 @@ def test_methods_without_meaning_on_spark() -> None:
         env.add_classpaths("file:///a.jar")
     with pytest.raises(NotImplementedError, match="create_input is not supported on Spark"):
         env.create_input(object())
+
+
+def test_a_streaming_job_checkpoints_at_the_interval_into_the_storage(
+    spark: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """enable_checkpointing(ms) becomes Spark's processingTime trigger, and the checkpoint
+    storage the job's checkpoint location (no checkpoint_location argument)."""
+    import time
+
+    from pyspark.sql.streaming import DataStreamWriter
+
+    from sparktide.common import WatermarkStrategy
+    from sparktide.spark.stream_sinks import ForeachBatchSink
+
+    triggers: list[dict[str, object]] = []
+    original = DataStreamWriter.trigger
+
+    def recording(self: DataStreamWriter, **kwargs: object) -> DataStreamWriter:
+        triggers.append(kwargs)
+        return original(self, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(DataStreamWriter, "trigger", recording)
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "a.json").write_text('{"k": "a", "ts": 1}\n', encoding="utf-8")
+    config = Configuration.from_dict(
+        {
+            "execution.checkpointing.interval": "1 s",
+            "execution.checkpointing.min-pause": "1500 ms",
+            "execution.checkpointing.dir": str(tmp_path / "ckpt"),
+        }
+    )
+    env = StreamExecutionEnvironment.get_execution_environment(config, runtime="spark")
+    frame = spark.readStream.schema("k string, ts long").json(str(tmp_path / "in"))
+    batches: list[int] = []
+    env.from_stream(frame, WatermarkStrategy.no_watermarks(), timestamp_column="ts").sink_to(
+        ForeachBatchSink(lambda df, batch_id: batches.append(batch_id))
+    )
+    client = env.execute_async()
+    deadline = time.monotonic() + 120
+    while not client.recent_progress and time.monotonic() < deadline:
+        time.sleep(0.1)
+    client.stop()
+    assert client.await_termination(60)
+    assert triggers == [{"processingTime": "1500 milliseconds"}]  # max(interval, min pause)
+    assert batches[:1] == [0]
+    assert any((tmp_path / "ckpt").iterdir())  # the checkpoint went into the storage
+
+
+def test_python_files_and_archives_ship_to_spark(spark: Any, tmp_path: Any) -> None:
+    import zipfile
+
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "shipped_on_spark_h.py").write_text("FACTOR = 5\n", encoding="utf-8")
+    archive = tmp_path / "data.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("numbers.txt", "7\n")
+    env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
+    env.add_python_file(str(package)).add_python_archive(str(archive), "data_h")
+    env.set_parallelism(2)
+
+    def use(v: int) -> int:
+        import os
+
+        import shipped_on_spark_h
+        from pyspark import SparkFiles
+
+        # the archive is unpacked as data_h in SparkFiles' directory (on a cluster: the
+        # executor's working directory)
+        with open(os.path.join(SparkFiles.get("data_h"), "numbers.txt"), encoding="utf-8") as f:
+            return int(shipped_on_spark_h.FACTOR * v + int(f.read()))
+
+    stream = env.from_collection([1, 2, 3], Types.LONG()).rebalance()
+    assert sorted(stream.map(use, Types.LONG()).execute_and_collect()) == [12, 17, 22]
+    with pytest.raises(NotImplementedError, match="set_python_requirements is not supported"):
+        requirements = tmp_path / "requirements.txt"
+        requirements.write_text("pyarrow\n", encoding="utf-8")
+        env.set_python_requirements(str(requirements))
+        env.from_collection([1]).print()
+        env.execute()
+
+
+def test_a_running_session_keeps_its_python(spark: Any) -> None:
+    env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
+    env.from_collection([1, 2], Types.LONG()).map(lambda v: v + 1, Types.LONG())
+    running = spark.sparkContext.pythonExec
+    env.set_python_executable(running)
+    assert sorted(env.execute_and_collect()) == [2, 3]
+    other = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
+    other.set_python_executable(sys.executable + "-other").from_collection([1]).print()
+    with pytest.raises(RuntimeError, match=r"cannot change it once started; set spark\.pyspark"):
+        other.execute()

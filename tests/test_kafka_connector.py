@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sparktide.common import Row, Types, WatermarkStrategy
@@ -108,6 +108,7 @@ def test_the_builder_says_what_is_missing() -> None:
         FlinkKafkaConsumer("t", SimpleStringSchema(), {})
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.dictionaries(st.text("abc", min_size=1, max_size=3), st.integers(1, 5), max_size=4))
 def test_every_topic_partition_has_its_own_split(counts: dict[str, int]) -> None:
     indexes = split_indexes(counts)
@@ -212,6 +213,7 @@ rows = st.builds(
 )
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rows)
 def test_json_row_schemas_round_trip(row: Row) -> None:
     from sparktide.datastream.formats.json import (
@@ -226,6 +228,7 @@ def test_json_row_schemas_round_trip(row: Row) -> None:
     assert back.deserialize(message) == row
 
 
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rows)
 def test_csv_row_schemas_round_trip(row: Row) -> None:
     from sparktide.datastream.formats.csv import (
@@ -257,3 +260,130 @@ def test_row_schemas_say_what_is_wrong() -> None:
         csv.deserialize(b"x,a,1.0,\n")
     with pytest.raises(TypeError, match=r"needs a row type: Types\.ROW_NAMED"):
         CsvRowDeserializationSchema.Builder(Types.STRING())
+
+
+# ---------------------------------------------------------------------- a bounded read, end to end
+
+KAFKA_SCHEMA = (
+    "key binary, value binary, topic string, partition int, offset long, timestamp timestamp, "
+    "timestampType int"
+)
+
+
+def kafka_frame(spark: Any, spark_partitions: int = 2) -> Any:
+    """What Spark's Kafka batch reader gives for two partitions of topic ``t``: one Spark
+    partition per Kafka partition, in offset order. Partition 1 lags far behind partition 0."""
+    epoch = dt.datetime(1970, 1, 1)
+    rows = []
+    for partition, base in ((0, 10_000), (1, 0)):
+        for offset in range(4):
+            ts = base + offset * 1000
+            value = f"p{partition}@{ts}".encode()
+            stamp = epoch + dt.timedelta(milliseconds=ts)
+            rows.append((None, value, "t", partition, offset, stamp, 0))
+    rdd = spark.sparkContext.parallelize(rows, spark_partitions)
+    return spark.createDataFrame(rdd, KAFKA_SCHEMA)
+
+
+@pytest.mark.parametrize(
+    ("runtime", "spark_partitions"), [("local", 2), ("spark", 2), ("local", 1)]
+)
+def test_a_bounded_source_reads_each_partition_as_a_split_with_its_own_watermarks(
+    spark: Any, runtime: str, spark_partitions: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Partition 1 lags 10 s behind partition 0: as its own split, none of its records is
+    late; read as one split with partition 0 (the control), all of them are."""
+    from sparktide.common import Duration
+    from sparktide.datastream.connectors import kafka
+    from sparktide.datastream.window import TumblingEventTimeWindows
+
+    asked: list[str] = []
+    frame = kafka_frame(spark, spark_partitions)
+
+    def fake_connector(what: str, action: Any) -> Any:
+        asked.append(what)
+        return frame  # instead of spark.read.format("kafka")...load()
+
+    monkeypatch.setattr(kafka, "with_kafka_connector", fake_connector)
+    source = builder().set_topics("t").set_bounded(KafkaOffsetsInitializer.latest()).build()
+    env = StreamExecutionEnvironment.get_execution_environment(runtime=runtime).set_parallelism(2)
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(0))
+    env.get_config().set_watermark_every(1)  # a watermark after every record of a split
+    values = env.from_source(source, strategy, "Kafka")
+    assert values.get_type() == Types.STRING()
+    counts = (
+        values.map(lambda v: (v[:2], 1), Types.TUPLE([Types.STRING(), Types.INT()]))
+        .key_by(lambda pair: pair[0])
+        .window(TumblingEventTimeWindows.of(Duration.of_seconds(1)))
+        .reduce(lambda a, b: (a[0], a[1] + b[1]))
+    )
+    per_window = sorted(counts.execute_and_collect())
+    on_time = ["p0"] * 4 + (["p1"] * 4 if spark_partitions == 2 else [])
+    assert per_window == [(p, 1) for p in on_time]
+    assert asked == ["KafkaSource"]
+
+
+def test_an_unbounded_source_splits_micro_batches_by_topic_partition(
+    spark: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The streaming path: each assigned partition is one split (its own watermark generator,
+    kept across micro-batches), read in offset order."""
+    from pyspark.sql import functions as F
+
+    from sparktide.common import Duration
+    from sparktide.datastream.connectors import kafka
+    from sparktide.datastream.window import TumblingEventTimeWindows
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    lines = []
+    for partition, base in ((0, 10_000), (1, 0), (3, 5_000)):
+        for offset in range(3):
+            ts = base + offset * 1000
+            value = f"{partition}@{ts}"
+            lines.append(
+                json.dumps(
+                    {
+                        "value": value,
+                        "topic": "t",
+                        "partition": partition,
+                        "offset": offset,
+                        "ts": ts,
+                    }
+                )
+            )
+    (folder / "a.json").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    frame = (
+        spark.readStream.schema("value string, topic string, partition int, offset long, ts long")
+        .json(str(folder))
+        .select(
+            F.lit(None).cast("binary").alias("key"),
+            F.col("value").cast("binary").alias("value"),
+            "topic",
+            "partition",
+            "offset",
+            F.timestamp_millis("ts").alias("timestamp"),
+            F.lit(0).alias("timestampType"),
+        )
+    )
+    monkeypatch.setattr(kafka, "with_kafka_connector", lambda what, action: frame)
+    assigned = {KafkaTopicPartition("t", p) for p in (0, 1, 3)}
+    source = builder().set_partitions(assigned).build()
+    env = StreamExecutionEnvironment.get_execution_environment(runtime="spark").set_parallelism(2)
+    env.get_config().set_watermark_every(1)
+    strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(0))
+    batches: list[Any] = []
+    (
+        env.from_source(source, strategy, "Kafka")
+        .map(lambda v: (v.split("@")[0], 1), Types.TUPLE([Types.STRING(), Types.INT()]))
+        .key_by(lambda pair: pair[0])
+        .window(TumblingEventTimeWindows.of(Duration.of_seconds(1)))
+        .reduce(lambda a, b: (a[0], a[1] + b[1]))
+        .foreach_batch(lambda df, batch_id: batches.extend(df.collect()))
+    )
+    result = env.execute(checkpoint_location=str(tmp_path / "ckpt"), trigger="available_now")
+    # the job's watermark is the min over the partitions' own (partition 1: 2000 - 1), so only
+    # partition 1's first two windows are complete; nothing is late (read as one split in
+    # offset order, partition 1's and 3's records would come after partition 0's 10 s and drop)
+    assert sorted(tuple(row) for row in batches) == [("1", 1), ("1", 1)]
+    assert result.metrics["late_records_dropped"] == 0

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sparktide.common import Types
@@ -89,7 +89,7 @@ def test_a_name_is_one_metric() -> None:
         group.gauge("g", 3)  # type: ignore[arg-type]
 
 
-@settings(max_examples=50)
+@settings(deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=50)
 @given(st.lists(st.lists(st.integers(-5, 5), max_size=6), min_size=1, max_size=4))
 def test_reports_combine_as_one_subtask_would(per_subtask: list[list[int]]) -> None:
     """Counters and distributions of several subtasks combine, in any grouping, into what one
@@ -123,3 +123,30 @@ def test_meter_rate_follows_the_operators_clock() -> None:
     assert meter.get_count() == 40
     assert meter.get_rate() == pytest.approx(2.0)  # the last 10 s: 2 events a second
     assert isinstance(MetricGroup("x", 0, lambda: 0).counter("c"), Counter)
+
+
+def test_user_metrics_of_a_streaming_job_add_up_over_micro_batches(
+    spark: Any, tmp_path: Any
+) -> None:
+    from sparktide.common import WatermarkStrategy
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for i, words in enumerate([WORDS[:4], WORDS[4:]]):
+        (folder / f"{i}.json").write_text(
+            "".join(f'{{"w": "{w}", "ts": {n}}}\n' for n, w in enumerate(words)), encoding="utf-8"
+        )
+    env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
+    env.set_parallelism(2)
+    frame = spark.readStream.schema("w string, ts long").option("maxFilesPerTrigger", 1)
+    stream = env.from_stream(
+        frame.json(str(folder)), WatermarkStrategy.no_watermarks(), timestamp_column="ts"
+    )
+    words = stream.map(lambda row: row["w"], Types.STRING()).rebalance()
+    lengths = words.map(Instrumented(), Types.INT()).name("Lengths")
+    lengths.key_by(lambda n: n % 2).process(CountPerKey(), Types.INT()).name("Keyed").foreach_batch(
+        lambda df, batch_id: None
+    )
+    metrics = env.execute(checkpoint_location=str(tmp_path / "ckpt"), trigger="available_now")
+    assert metrics.metrics["rounds"] == 2  # two micro-batches
+    check(metrics.metrics, 2)

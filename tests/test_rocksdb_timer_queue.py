@@ -260,3 +260,74 @@ def test_a_queue_needs_exactly_one_of_directory_and_store(tmp_path):
     with pytest.raises(ValueError, match="column_families"):
         RocksDBTimerQueue(full, db=db, column_families=("same", "same"))
     db.close()
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(-20, 60), st.integers(0, 400), st.booleans()),
+        min_size=1,
+        max_size=200,
+    ),
+    st.integers(1, 4),
+    st.booleans(),
+)
+def test_a_resumed_queue_continues_the_timers_its_store_holds(
+    tmp_path_factory, steps, cache_size, synced
+):
+    """Rounds of adds, removes and polls; between rounds the queue is closed and a new one
+    resumes the store (synced, or never synced: counted by a scan) and goes on as the heap
+    queue does, firing order included."""
+    full = KeyGroupRange(0, 31)
+    db = rocksdb_queue.open_store(tmp_path_factory.mktemp("store"))
+    families = ("t/timers", "t/index")
+    heap: KeyGroupedTimerQueue = KeyGroupedTimerQueue(full)
+    rocks = RocksDBTimerQueue(full, db=db, column_families=families, cache_size=cache_size)
+    for i, (ts, key, remove) in enumerate(steps):
+        kg = assign_to_key_group(key, 32)
+        if remove:
+            assert rocks.remove(ts, key, None, kg) == heap.remove(ts, key, None, kg)
+        else:
+            assert rocks.add(ts, key, None, kg) == heap.add(ts, key, None, kg)
+        if i % 9 == 8:
+            until = ts // 2
+            while (e := heap.poll_until(until)) is not None:
+                assert rocks.poll_until(until) == e
+        if i % 13 == 12:  # the next batch: a new queue on the same store
+            if synced:
+                rocks.sync()
+            rocks.close()
+            rocks = RocksDBTimerQueue(
+                full, db=db, column_families=families, cache_size=cache_size, resume=True
+            )
+            rocks._check()
+            assert len(rocks) == len(heap)
+    assert [rocks.poll() for _ in range(len(rocks))] == [heap.poll() for _ in range(len(heap))]
+    rocks.close()
+    db.close()
+
+
+def test_a_factory_on_a_kept_database_resumes_its_services_queues(tmp_path):
+    from sparktide.core.timerservice import TimeDomain
+    from sparktide.runtime.timers.queue_factory import (
+        RocksDBTimerQueueFactory,
+        recorded_timer_services,
+    )
+
+    db = rocksdb_queue.open_store(tmp_path / "store")
+    full = KeyGroupRange(0, 127)
+    factory = RocksDBTimerQueueFactory(None, db=db)
+    late = factory.create_timer_queue("late", TimeDomain.PROCESSING_TIME, full)
+    user = factory.create_timer_queue("user", TimeDomain.EVENT_TIME, full)
+    user.add(5, "k", None, 9)
+    late.add(7, "j", None, 3)
+    factory.sync()
+    factory.dispose()  # the queues go, the database and its timers stay
+    again = RocksDBTimerQueueFactory(None, db=db)
+    # created in another order: each (service, domain) finds its own column families
+    user = again.create_timer_queue("user", TimeDomain.EVENT_TIME, full)
+    late = again.create_timer_queue("late", TimeDomain.PROCESSING_TIME, full)
+    assert (user.poll()[:3], late.poll()[:3]) == ((5, 0, "k"), (7, 0, "j"))
+    assert set(recorded_timer_services(db)) == {"late", "user"}
+    again.dispose()
+    db.close()

@@ -103,7 +103,7 @@ class _Count(KeyedProcessFunction):
         self.count.update((self.count.value() or 0) + 1)
 
 
-def _count_job(spark, directory, ckpt, backend) -> dict[int, list]:
+def _count_job(spark, directory, ckpt, backend, progress=None) -> dict[int, list]:
     env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
     env.set_parallelism(2)
     env.set_state_backend(backend)
@@ -113,7 +113,10 @@ def _count_job(spark, directory, ckpt, backend) -> dict[int, list]:
     stream.key_by(lambda r: r.key).process(_Count(), output_type=Types.LONG()).sink_to(
         ForeachBatchSink(lambda df, b: out.setdefault(b, df.collect()))
     )
-    env.execute(checkpoint_location=str(ckpt), trigger="available_now")
+    client = env.execute_async(checkpoint_location=str(ckpt), trigger="available_now")
+    client.await_termination()
+    if progress is not None:
+        progress.extend(client.recent_progress)
     return out
 
 
@@ -125,18 +128,37 @@ def _count_input(tmp_path, keys: int, changed: int, batches: int) -> None:
 
 
 def test_bytes_per_batch_follow_the_changes_not_the_state(spark, tmp_path) -> None:
-    keys, batches = 400, 6
-    _count_input(tmp_path, keys, 4, batches)  # 1% of the keys change per batch
+    # RocksDB checkpoints natively: a batch uploads the SST files that are new since the last
+    # checkpoint, plus the few small files every checkpoint has
+    keys, batches = 10_000, 6
+    _count_input(tmp_path, keys, keys // 100, batches)  # 1% of the keys change per batch
     ckpt = tmp_path / "ckpt"
-    _count_job(spark, tmp_path / "in", ckpt, EmbeddedRocksDBStateBackend(True))
-    files = _manifest(ckpt, batches - 1)["files"]  # the chains: a snapshot and changelogs
-    state = {p: r for p, r in files.items() if p.startswith("state/")}
-    total = sum(r["size"] for r in state.values())
-    written = [sum(r["size"] for r in state.values() if r["version"] == v) for v in range(batches)]
-    assert written[0] > 0.5 * total  # the first batch wrote every key
-    assert statistics.median(written[1:]) <= 0.1 * total
+    progress: list[dict] = []
+    _count_job(spark, tmp_path / "in", ckpt, EmbeddedRocksDBStateBackend(True), progress)
+    sizes = [p["rocksdb_checkpoints"] for p in progress]
+    assert [s["subtasks"] for s in sizes] == [2] * batches
+    assert sizes[0]["uploaded_bytes"] == sizes[0]["total_bytes"]  # everything, once
+    sst_uploaded = [s["uploaded_bytes"] - s["private_bytes"] for s in sizes]
+    sst_total = [s["total_bytes"] - s["private_bytes"] for s in sizes]
+    assert statistics.median(sst_uploaded[1:]) <= 0.1 * statistics.median(sst_total[1:])
+    # what the storage keeps: the last two checkpoints of each subtask, and only their files
+    for subtask in range(2):
+        storage = CheckpointStore(str(ckpt)).native_storage(_entry_identity(ckpt), subtask)
+        assert storage.completed_ids() == [batches - 2, batches - 1]
+        assert storage.pending_ids() == []
+        assert storage.collect_garbage() == 0
     summary = CheckpointStore(str(ckpt)).read_subtask(batches - 1, 0, 0)[1]
-    assert "keyed" in summary  # the full state is still there
+    assert "keyed" in summary  # the full state, read back from the SSTs
+
+
+def _entry_identity(ckpt) -> str:
+    files = _manifest(ckpt, _last_version(ckpt))["files"]
+    [operator] = {r["operator"] for p, r in files.items() if p.startswith("state/")}
+    return operator
+
+
+def _last_version(ckpt) -> int:
+    return max(int(n[:-5]) for n in os.listdir(Path(ckpt) / "commits"))
 
 
 def test_rocksdb_without_incremental_checkpoints_writes_full_snapshots(spark, tmp_path) -> None:

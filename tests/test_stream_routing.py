@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sparktide.common import Types
@@ -36,7 +36,7 @@ def routed(runtime: str, values: list[int], parallelism: int) -> list[tuple[int,
     return where.set_parallelism(parallelism).execute_and_collect()  # type: ignore[no-any-return]
 
 
-@settings(max_examples=25, deadline=None)
+@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=25, deadline=None)
 @given(st.lists(st.integers(-500, 500), max_size=30), st.integers(1, 4))
 def test_partition_custom_sends_each_record_to_the_partitioners_subtask(
     values: list[int], parallelism: int

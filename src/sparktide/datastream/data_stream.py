@@ -196,9 +196,13 @@ class DataStream(StreamRouting):
     # ------------------------------------------------------------------ building blocks
 
     def _edge(
-        self, partitioning: str = "forward", key_selector: Any = None, index: int = 1
+        self,
+        partitioning: str = "forward",
+        key_selector: Any = None,
+        index: int = 1,
+        key_type: Any = None,
     ) -> Edge:
-        return Edge(self._node, partitioning, key_selector, self._tag, index)
+        return Edge(self._node, partitioning, key_selector, self._tag, index, key_type)
 
     def _one_input(
         self,
@@ -208,6 +212,7 @@ class DataStream(StreamRouting):
         *,
         partitioning: str = "forward",
         key_selector: Any = None,
+        key_type: Any = None,
         split_local: bool = False,
         coerce_output: bool = True,
     ) -> Node:
@@ -215,7 +220,7 @@ class DataStream(StreamRouting):
             Node(
                 "operator",
                 name,
-                [self._edge(partitioning, key_selector)],
+                [self._edge(partitioning, key_selector, key_type=key_type)],
                 operator_factory=factory,
                 output_type=output_type,
                 coerce_output=coerce_output,
@@ -608,6 +613,7 @@ class KeyedStream(DataStream):
             output_type,
             partitioning="hash",
             key_selector=self._key_selector,
+            key_type=self._key_type,
             coerce_output=coerce,
         )
 
@@ -750,8 +756,8 @@ class ConnectedStreams:
         keyed = self._is_keyed()
         s1, s2 = self.stream1, self.stream2
         if keyed:
-            e1 = s1._origin._edge("hash", s1._key_selector, 1)  # type: ignore[attr-defined]
-            e2 = s2._origin._edge("hash", s2._key_selector, 2)  # type: ignore[attr-defined]
+            e1 = s1._origin._edge("hash", s1._key_selector, 1, s1._key_type)  # type: ignore[attr-defined]
+            e2 = s2._origin._edge("hash", s2._key_selector, 2, s2._key_type)  # type: ignore[attr-defined]
         else:
             e1, e2 = s1._edge("rebalance", None, 1), s2._edge("rebalance", None, 2)
         node = s1._env._graph.add(

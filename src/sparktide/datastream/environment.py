@@ -86,8 +86,18 @@ class StreamExecutionEnvironment(EnvironmentCompat):
         ``"local"`` (in-process, no Java needed). Without Java or pyspark, ``"spark"`` raises
         :class:`~sparktide.spark.session.SparkUnavailableError` saying what is missing.
 
+        ``configuration`` (a :class:`~sparktide.common.Configuration` or a dict of Flink keys)
+        is applied with :meth:`configure`: parallelism, runtime mode, auto-watermark interval,
+        checkpointing, state backend and Python files take effect
+        (:mod:`sparktide.datastream.environment_config`).
+
         ``SPARKTIDE_PARALLELISM`` (set by ``sparktide run --parallelism``) gives the starting
-        parallelism; ``set_parallelism`` in the job wins.
+        parallelism, over the configuration's; ``set_parallelism`` in the job wins.
+
+        >>> from sparktide.common import Configuration
+        >>> config = Configuration().set_integer("parallelism.default", 3)
+        >>> StreamExecutionEnvironment.get_execution_environment(config, "local").get_parallelism()
+        3
         """
         chosen = runtime or os.environ.get("SPARKTIDE_RUNTIME") or DEFAULT_RUNTIME
         env = StreamExecutionEnvironment(chosen)

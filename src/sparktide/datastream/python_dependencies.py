@@ -8,7 +8,8 @@ PyFlink                  on Spark (applied when the job runs)          on the lo
 add_python_file(p)       ``SparkContext.addPyFile`` (a directory is    ``p`` (its directory for
                          zipped first)                                 a ``.py``) on ``sys.path``
 add_python_archive(p, d) ``SparkContext.addArchive("p#d")``: unpacked  checked to exist
-                         in each executor's working directory as ``d``
+                         as ``d`` in ``SparkFiles.get(d)`` (on a
+                         cluster: the executor's working directory)
 set_python_executable(e) ``spark.pyspark.python`` / ``PYSPARK_PYTHON`` checked to exist
                          for a session started by the job; an already
                          running one with another Python is an error

@@ -54,7 +54,11 @@ class StreamRouting:
     if TYPE_CHECKING:
 
         def _edge(
-            self, partitioning: str = "forward", key_selector: Any = None, index: int = 1
+            self,
+            partitioning: str = "forward",
+            key_selector: Any = None,
+            index: int = 1,
+            key_type: Any = None,
         ) -> Edge: ...
 
         def get_type(self) -> Any: ...
@@ -109,7 +113,7 @@ class StreamRouting:
             None,
             plain.tag,
             plain.input_index,
-            custom_partitioner(partitioner, select),
+            partitioner=custom_partitioner(partitioner, select),
         )
         return self._routed("Custom Partition", edge)
 

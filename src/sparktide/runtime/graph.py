@@ -41,6 +41,9 @@ class Edge:
     key_selector: Callable[[Any], object] | None = None
     tag: OutputTag | None = None  # an OutputTag for a side output, None for the main output
     input_index: int = 1
+    # the declared type information of the keys (``key_by(..., key_type=...)``), None if
+    # undeclared: the RocksDB backend serializes keys with it
+    key_type: TypeInformation | None = None
     # a "custom" edge: (value, number of target subtasks) -> the target subtask
     partitioner: Callable[[Any, int], int] | None = None
 

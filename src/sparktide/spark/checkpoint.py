@@ -15,6 +15,9 @@ directory, given as a local path or any URI :func:`pyarrow.fs.FileSystem.from_ur
       state/<v>/stage-<s>/sub-<i>.log  a changelog of a stage subtask: per key group, the state
                                        entries and timers put or deleted since version v - 1
                                        (:mod:`sparktide.spark.changelog`), its valves and watermarks
+      state/rocksdb/<op>/<i>/          the incremental RocksDB checkpoints of a RocksDB job's
+                                       stage subtask (its SST files and manifests,
+                                       :mod:`sparktide.runtime.state.rocksdb_checkpoint`)
       spark/                           Spark's own checkpointLocation (offsets and commits)
       writer.lock                      the lock of the query writing the directory
                                        (:mod:`sparktide.spark.checkpoint_lock`)
@@ -33,12 +36,18 @@ overwrites the files of version ``v``. After a commit, the manifests of the last
 are kept, with every state file their chains name (so a replay of the next batch still finds
 version ``v - 1``); the rest is deleted.
 
-**State backends.** The files hold the backend-neutral form of keyed state and timers (what
-``snapshot_state()`` of the heap and of the RocksDB backend both give, timers with their
-sequence numbers), so a job restarted on the other backend restores them; each chain records
+**State backends.** A heap job's files hold the backend-neutral form of keyed state and timers
+(what ``snapshot_state()`` of the heap and of the RocksDB backend both give, timers with their
+sequence numbers). A RocksDB job's store is ``native``: each version of a keyed stage subtask
+is one *native chain*, a ``sub-<i>.bin`` holding its valves and watermarks and naming (header
+field ``"rocksdb"``, :class:`~sparktide.spark.checkpoint_native.NativeReference`) the
+incremental RocksDB checkpoint of that version, which holds its keyed state and timers
+(:meth:`CheckpointStore.write_native`; the driver completes it once the batch is committed;
+without incremental checkpointing every checkpoint uploads all its files). Each chain records
 the backend of the job that wrote it (:attr:`CheckpointStore.state_backend`), and a batch on
-another backend starts a new chain with a full snapshot. A RocksDB job without incremental
-checkpointing writes a full snapshot every batch (:func:`checkpoint_interval`).
+another backend starts a new chain; a native chain is read back in the neutral form for a heap
+job, ``sparktide inspect`` and a rescaled stage (:meth:`CheckpointStore.load_chain`), so a job
+restarted on either backend restores whichever wrote the checkpoint.
 
 **Integrity.** Every file of this module starts with a magic string and a format version and
 carries CRC32 checksums of its parts (a changelog: one part per key group); the snapshots inside
@@ -62,9 +71,10 @@ values are pickled (state contents and keys, timer keys and namespaces, a waterm
 state). A file or manifest of another format version (:data:`CHECKPOINT_FORMAT_VERSION`; 1
 pickled valves, watermarks and split states, 2 a changelog's timer timestamps and sequence
 numbers, 3 the built-in watermark generators' attributes) is refused with an error naming both
-versions, never read; version 4 (whose manifests name no backend: every chain was on the heap)
-is migrated (:data:`~sparktide.spark.checkpoint_format.MIGRATED_FORMAT_VERSIONS`): its files
-are read as they are and its chains as heap chains. Restoring a checkpoint unpickles its user
+versions, never read; versions 4 (whose manifests name no backend: every chain was on the
+heap) and 5 (whose chains are never native) are migrated
+(:data:`~sparktide.spark.checkpoint_format.MIGRATED_FORMAT_VERSIONS`): their files are read as
+they are, a version 4 chain as a heap chain. Restoring a checkpoint unpickles its user
 values, so a checkpoint directory must be trusted like code.
 
 **Rescaling.** Key groups are the unit: a subtask reads the chain of every old subtask whose

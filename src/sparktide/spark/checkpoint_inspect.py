@@ -18,10 +18,13 @@ True
 
 from __future__ import annotations
 
+from typing import cast
+
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot, SnapshotFormatError
-from sparktide.spark.checkpoint import CheckpointError, CheckpointStore, unpack_parts
+from sparktide.spark.checkpoint import CheckpointError, CheckpointStore, summarize, unpack_parts
 from sparktide.spark.checkpoint_format import CHECKPOINT_FORMAT_VERSION, JsonObject, JsonValue
 from sparktide.spark.checkpoint_meta import CommitManifest, OperatorWatermarks, StageFingerprint
+from sparktide.spark.checkpoint_native import NativeReference, check_manifest
 
 __all__ = [
     "NotACheckpointError",
@@ -93,10 +96,20 @@ def _subtask(
     if isinstance(key_groups, list):
         entry["key_groups"] = list(key_groups)
         summary = meta.get("summary")
+        if chain.native:  # the state is in its RocksDB checkpoint: read back to count it
+            loaded = store.load_chain(chain, stage, subtask, files=files)
+            snap = loaded.snapshot()
+            summary = None if snap is None else summarize(snap)
         if isinstance(summary, dict):
             entry.update(summary)
     records = [files.get(store.relative(p)) for p in paths]
     entry["size_bytes"] = sum(r.size for r in records if r is not None)
+    if chain.native:
+        ref = NativeReference.from_json(meta.get("rocksdb"), newest)
+        storage = store.native_storage(str(meta.get("operator")), subtask)
+        manifest = check_manifest(storage, ref, newest)
+        entry["size_bytes"] = cast(int, entry["size_bytes"]) + manifest.total_bytes
+        entry["rocksdb_files"] = len(manifest.files)
     entry["files"] = len(paths)
     if meta.get("kind") == "changelog":
         entry["changed"] = dict(_changed(parts, newest))

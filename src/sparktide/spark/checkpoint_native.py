@@ -23,8 +23,10 @@ True
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
+import pickle
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -41,6 +43,7 @@ from sparktide.spark.checkpoint_format import CheckpointError, JsonObject
 if TYPE_CHECKING:
     from rocksdict import Rdict
 
+    from sparktide.common.typeinfo_base import TypeInformation
     from sparktide.runtime.execution.planner import Plan
     from sparktide.runtime.timers.manager import TimerSnapshot
     from sparktide.spark.checkpoint import CheckpointStore
@@ -92,6 +95,9 @@ class NativeReference:
     key_groups: tuple[int, int]
     operator: str
     max_parallelism: int
+    key_type: str | None = None
+    """The declared type information of the keys (``key_by(..., key_type=...)``), pickled
+    and base64-encoded: how the database serializes keys; ``None``: undeclared."""
 
     def to_json(self) -> JsonObject:
         return {
@@ -100,7 +106,19 @@ class NativeReference:
             "key_groups": list(self.key_groups),
             "operator": self.operator,
             "max_parallelism": self.max_parallelism,
+            "key_type": self.key_type,
         }
+
+    @staticmethod
+    def encode_key_type(key_type: TypeInformation | None) -> str | None:
+        """``key_type`` as :attr:`key_type` records it."""
+        return None if key_type is None else base64.b64encode(pickle.dumps(key_type)).decode()
+
+    def decoded_key_type(self) -> TypeInformation | None:
+        """The declared key type (unpickled: the checkpoint directory is trusted like code)."""
+        if self.key_type is None:
+            return None
+        return cast("TypeInformation", pickle.loads(base64.b64decode(self.key_type)))
 
     @classmethod
     def from_json(cls, raw: object, where: str) -> NativeReference:
@@ -108,12 +126,14 @@ class NativeReference:
             if not isinstance(raw, dict):
                 raise TypeError
             kgs = raw["key_groups"]
+            key_type = raw.get("key_type")
             out = cls(
                 int(raw["checkpoint"]),
                 str(raw["manifest"]),
                 (int(kgs[0]), int(kgs[1])),
                 str(raw["operator"]),
                 int(raw["max_parallelism"]),
+                None if key_type is None else str(key_type),
             )
         except (KeyError, TypeError, ValueError, IndexError):
             raise CheckpointError(
@@ -155,6 +175,7 @@ def neutral_snapshot(
     """The backend-neutral snapshot of the RocksDB checkpoint ``ref`` names, for the key
     groups of ``key_groups`` it holds (``None``: all of them)."""
     from sparktide.runtime.state.rocksdb_backend import RocksDBKeyedStateBackend
+    from sparktide.runtime.state.rocksdb_layout import key_codec
     from sparktide.runtime.timers.queue_factory import recorded_timer_services
     from sparktide.runtime.timers.rocksdb_queue import RocksDBTimerQueue
 
@@ -167,11 +188,13 @@ def neutral_snapshot(
         storage.download(manifest, directory)
         db = open_state_db(directory)
         try:
+            key_type = ref.decoded_key_type()
             backend = RocksDBKeyedStateBackend.attach(
                 db,
                 max_parallelism=ref.max_parallelism,
                 key_group_range=own,
                 time_provider=lambda: 0,
+                key_type=key_type,
             )
             try:
                 meta, state = backend.snapshot_state()
@@ -184,7 +207,11 @@ def neutral_snapshot(
                     if families is None:
                         continue
                     queue: RocksDBTimerQueue[object, object] = RocksDBTimerQueue(
-                        own, db=db, column_families=families, resume=True
+                        own,
+                        keys=key_codec(key_type),
+                        db=db,
+                        column_families=families,
+                        resume=True,
                     )
                     try:
                         for kg in wanted:
@@ -211,17 +238,19 @@ def neutral_snapshot(
 
 def native_checkpoint_metrics(natives: Sequence[Mapping[str, object]]) -> JsonObject:
     """The bytes the native RocksDB checkpoints of a batch uploaded, and the total size of
-    their files (what a restore reads), summed over its subtasks.
+    their files (what a restore reads), summed over its subtasks; ``private_bytes``: of those,
+    the small files every checkpoint uploads again (the rest are SST files: what was uploaded
+    beyond them is the new SSTs).
 
-    >>> native_checkpoint_metrics([{"uploaded_bytes": 5, "total_bytes": 50},
-    ...                            {"uploaded_bytes": 1, "total_bytes": 40}])
-    {'subtasks': 2, 'uploaded_bytes': 6, 'total_bytes': 90}
+    >>> native_checkpoint_metrics([
+    ...     {"uploaded_bytes": 5, "total_bytes": 50, "private_bytes": 2},
+    ...     {"uploaded_bytes": 1, "total_bytes": 40, "private_bytes": 1}])
+    {'subtasks': 2, 'uploaded_bytes': 6, 'total_bytes': 90, 'private_bytes': 3}
     """
-    return {
-        "subtasks": len(natives),
-        "uploaded_bytes": sum(int(cast(int, n["uploaded_bytes"])) for n in natives),
-        "total_bytes": sum(int(cast(int, n["total_bytes"])) for n in natives),
-    }
+    out: JsonObject = {"subtasks": len(natives)}
+    for name in ("uploaded_bytes", "total_bytes", "private_bytes"):
+        out[name] = sum(int(cast(int, n[name])) for n in natives)
+    return out
 
 
 def complete_native_checkpoints(

@@ -316,7 +316,7 @@ class SparkExecutor:
                 metrics["rounds"] = max(metrics["rounds"], m["rounds"])
                 for name in SUMMED_METRICS:
                     metrics[name] += m[name]
-                self.user_metrics.merge(m["user_metrics"])
+                self.user_metrics.merge(m.get("user_metrics") or MetricsReport())
             else:  # Shipment.COLLECTED: a collect sink's records
                 node = by_id[row["target"]]
                 if node.collected is None:

@@ -19,9 +19,23 @@ Each subtask reports how it got its state (an
 the checkpoint's files, or created empty) and the seconds it took, as the ``"restore"`` of its
 metrics; the driver sums them per batch (``state_restores`` of the batch metrics).
 
-**State backends.** The files hold the backend-neutral form of keyed state and timers
-(``snapshot_state()`` / ``restore_state()`` of either backend, timers with their sequence
-numbers), so a subtask restores them onto the job's backend whichever backend wrote them.
+**State backends.** On the heap the files hold the backend-neutral form of keyed state and
+timers (``snapshot_state()`` / ``restore_state()`` of either backend, timers with their
+sequence numbers). On RocksDB (a :class:`~sparktide.spark.checkpoint.CheckpointStore` with
+``native``) a keyed stage subtask keeps its state and timers in one worker-local database:
+:meth:`StreamingJob.open_subtask` opens it through this process's
+:class:`~sparktide.runtime.state.rocksdb_local.LocalDatabases` (:func:`local_databases`) at
+version ``version - 1`` and builds the subtask on it
+(:func:`~sparktide.runtime.state.factory.attached_database`; the timer queues resume what
+the database holds): reused in memory when this process checkpointed that very version, else
+the local copy a process on this machine left (hard-linked), else the checkpoint's files. The
+end of the batch writes the timer queues into the database and checkpoints it incrementally
+(pending until the driver commits the batch, :mod:`~sparktide.spark.checkpoint_native`); the
+state file names that checkpoint and holds the valves and watermarks, and the subtask's metrics
+carry what it uploaded (``"rocksdb"``). A checkpoint in the neutral form (written on the heap,
+by an older format, or by the old subtasks of a rescaled stage, read back) is inserted once into
+an empty database; a heap job reads a native checkpoint back in the neutral form. Either way a
+job restores whichever backend wrote the checkpoint.
 """
 
 from __future__ import annotations
@@ -63,7 +77,6 @@ from sparktide.runtime.state.rocksdb_local import (
     OpenOutcome,
     SubtaskSlot,
 )
-from sparktide.runtime.state.rocksdb_rescale import CheckpointSource, restore_key_groups
 from sparktide.runtime.timers.queue_factory import (
     RocksDBTimerQueueFactory,
     recorded_timer_services,
@@ -87,7 +100,6 @@ from sparktide.spark.split_state import apply_generator_state, capture_generator
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    from rocksdict import Rdict
 
     from sparktide.runtime.elements import Watermark, WatermarkStatus
     from sparktide.runtime.operators.timestamps import WatermarkEmitter
@@ -445,7 +457,6 @@ class StreamingJob:
         else:
             old_p = previous.parallelism[old_stage]
             chains = previous.chains[old_stage]
-            source = target if target < old_p else 0
             if old_p == stage.parallelism and chains[target].native:
                 chain = chains[target]
                 if (
@@ -464,32 +475,10 @@ class StreamingJob:
                     valves_bytes, watermarks_bytes = loaded.valves, loaded.watermarks
                 check_manifest(storage, reference, where)
                 local = dbs.open(slot, reference.checkpoint, storage)
-            elif all(c.native for c in chains):  # rescaled: the key groups of the old subtasks
-                sources = []
-                for i, chain in enumerate(chains):
-                    loaded = store.load_chain(
-                        chain, old_stage, i, files=previous.files, neutral=False
-                    )
-                    old_storage, reference = cast(
-                        "tuple[RocksDBCheckpointStorage, NativeReference]", loaded.native
-                    )
-                    if i == source:
-                        valves_bytes, watermarks_bytes = loaded.valves, loaded.watermarks
-                    if len(reference.key_group_range.intersection(mine)):
-                        check_manifest(old_storage, reference, where)
-                        sources.append(
-                            CheckpointSource(
-                                old_storage, reference.checkpoint, reference.key_group_range
-                            )
-                        )
-
-                def rebuild(directory: str) -> Rdict:
-                    if not sources:
-                        return open_state_db(directory)
-                    return restore_key_groups(sources, mine, directory, open_state_db).db
-
-                local = dbs.adopt(slot, rebuild)
-            else:  # the backend-neutral form (a heap job's, or older): inserted once
+            else:
+                # the backend-neutral form (a heap job's, an older format's, or the old
+                # subtasks' RocksDB checkpoints read back for a rescaled stage) inserted once,
+                # as the heap restores it (timers renumbered alike: the same firing order)
                 loaded = store.restore_range(
                     previous, stage.index, target, stage.max_parallelism, mine
                 )
@@ -539,6 +528,8 @@ class StreamingJob:
             and config.is_incremental_checkpoints_enabled()
         ):
             local.base = None  # a full checkpoint: every file uploaded
+        if self.version in storage.completed_ids():  # its commit is gone: taken again
+            storage.retract(self.version)
         manifest = local_databases().checkpoint(local, self.version, storage)
         reference = NativeReference(
             self.version,
@@ -546,6 +537,7 @@ class StreamingJob:
             (mine.start, mine.end),
             entry.setup_info.name,
             stage.max_parallelism,
+            NativeReference.encode_key_type(entry.setup_info.key_type),
         )
         parts = self._parts(task, target)
         identity = self.identities[stage.entry.id]
@@ -560,6 +552,7 @@ class StreamingJob:
             "subtask": target,
             "uploaded_bytes": manifest.uploaded_bytes,
             "total_bytes": manifest.total_bytes,
+            "private_bytes": manifest.private_bytes,
         }
         CACHE_STATS["bytes_snapshot"] += size + manifest.uploaded_bytes
         key = _cache_key(self.store, identity, target, stage.parallelism)
@@ -735,6 +728,9 @@ def close_local_databases(delete_copies: bool = False) -> None:
     global _LOCAL
     if _LOCAL is not None:
         _LOCAL.close_all()
-        if delete_copies:
-            shutil.rmtree(_LOCAL.base, ignore_errors=True)
+        if delete_copies:  # every process's local copies (never a live working directory)
+            for root, dirs, _ in os.walk(_LOCAL.base):
+                for name in [d for d in dirs if d[:1] == "v" and d[1:].isdigit()]:
+                    shutil.rmtree(os.path.join(root, name), ignore_errors=True)
+                    dirs.remove(name)
         _LOCAL = None

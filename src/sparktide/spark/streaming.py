@@ -61,6 +61,7 @@ from functools import reduce
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from sparktide.core.metrics import MetricsReport
 from sparktide.core.state_backend import StateBackendKind
 from sparktide.runtime.execution.driver import JobEnvironment, SubtaskMetrics
 from sparktide.runtime.execution.planner import Plan
@@ -253,14 +254,16 @@ class StreamingJobClient:
     def cancel(self) -> None:
         self.stop()
 
-    def metrics(self) -> dict[str, int]:
-        """Totals over the committed micro-batches of this run."""
+    def metrics(self) -> dict[str, object]:
+        """Totals over the committed micro-batches of this run, the user metrics
+        (``get_metrics_group()``) included: counters and meter counts summed over batches,
+        gauges as of the last batch."""
         out: dict[str, int] = {"rounds": 0, **dict.fromkeys(SUMMED_METRICS, 0)}
         for p in self._runner.progress:
             out["rounds"] += 1
             for name in SUMMED_METRICS:
                 out[name] += p[name]  # type: ignore[literal-required]  # the summed names
-        return out
+        return {**out, **self._runner.user_metrics.as_dict()}
 
 
 class _StreamRunner:
@@ -308,6 +311,7 @@ class _StreamRunner:
         timeouts = [getattr(n.watermark_strategy, "idle_timeout", None) for n in self.nodes]
         self.idle_timeout: int | None = min((t for t in timeouts if t is not None), default=None)
         self.progress: list[BatchMetrics] = []
+        self.user_metrics = MetricsReport()  # of the committed batches
         self.listeners: list[Callable[[BatchMetrics], None]] = []
         self.error: BaseException | None = None
         self.restore_log: Callable[[], None] = lambda: None
@@ -595,6 +599,7 @@ class _StreamRunner:
                     .mapInArrow(job.stream_stage_task(stage.index), SPARK_SCHEMA)
                 )
                 produced.append(result.persist())
+        committed = False
         try:
             written = [n for n in plan.nodes if n.frame_writer is not None]
             written_ids = [n.id for n in written]
@@ -617,6 +622,7 @@ class _StreamRunner:
             printed: list[tuple[Position, str]] = []
             new_splits = dict(split_states)
             subtasks: list[SubtaskMetrics] = []
+            user_metrics = MetricsReport()  # get_metrics_group() of this batch's operators
             # a user function raised: the batch is not committed, the user's error is raised
             raise_first_failure(
                 [(r["position"], r["payload"]) for r in rows if r["stage"] == Shipment.FAILED]
@@ -642,6 +648,7 @@ class _StreamRunner:
                     subtasks.append(sub)
                 elif stage == Shipment.METRICS:
                     m = pickle.loads(row["payload"])
+                    user_metrics.merge(m.get("user_metrics") or MetricsReport())
                     for name in SUMMED_METRICS:
                         totals[name] += m[name]  # type: ignore[literal-required]  # its keys
                 elif stage == Shipment.PRINTED:
@@ -693,10 +700,12 @@ class _StreamRunner:
                 extra = cast("dict[str, object]", metrics)
                 extra["rocksdb_checkpoints"] = native_checkpoint_metrics(natives)
             self._last_commit = store.commit(version, commit)
+            committed = True
             complete_native_checkpoints(store, version, natives)
+            self.user_metrics.merge(user_metrics)
             self._report(metrics)
         except BaseException:
-            if store.native:  # the batch is not committed: its pending checkpoints go
+            if store.native and not committed:  # its pending checkpoints go
                 discard_native_checkpoints(store, version, plan)
             raise
         finally:

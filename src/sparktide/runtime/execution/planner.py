@@ -81,7 +81,8 @@ def _resolve(edge: Edge) -> list[Edge]:
                     chosen.key_selector,
                     r.tag,
                     edge.input_index,
-                    chosen.partitioner,
+                    key_type=chosen.key_type,
+                    partitioner=chosen.partitioner,
                 )
             )
     return out

@@ -100,6 +100,8 @@ class AsyncWaitOperator(AbstractStreamOperator):
             OrderedQueue() if descriptor.ordered else UnorderedQueue()
         )
         self._inbox: deque[Request] = deque()  # completed by the loop, not yet taken
+        self._to_start: deque[Request] = deque()  # put by the task, not yet started
+        self._start_scheduled = False
         self._signal = threading.Condition()
         self._in_flight: set[Request] = set()  # the loop thread's own
         self._loop: TaskLoop | None = None
@@ -148,8 +150,10 @@ class AsyncWaitOperator(AbstractStreamOperator):
         self._queue.put(request, after)
         if mark is not None:
             self._marks[self._mark_key(mark)] = (mark, request)
-        loop = self._running_loop()
-        loop.loop.call_soon_threadsafe(self._start, request)
+        self._to_start.append(request)
+        if not self._start_scheduled:  # one wake-up of the loop for what accumulates meanwhile
+            self._start_scheduled = True
+            self._running_loop().loop.call_soon_threadsafe(self._start_all)
         self._emit_ready()
 
     def process_keyed_element(self, record: StreamRecord) -> None:
@@ -218,6 +222,8 @@ class AsyncWaitOperator(AbstractStreamOperator):
                     )
 
     def _take_completed(self) -> None:
+        if not self._inbox:
+            return
         with self._signal:
             if not self._inbox:
                 return
@@ -274,6 +280,12 @@ class AsyncWaitOperator(AbstractStreamOperator):
             self.output.emit_watermark_status(cast(WatermarkStatus, element))
 
     # ------------------------------------------------------------------ loop thread
+
+    def _start_all(self) -> None:
+        self._start_scheduled = False  # first: a request put from now on schedules a call
+        to_start = self._to_start
+        while to_start:
+            self._start(to_start.popleft())
 
     def _start(self, request: Request) -> None:
         if self._closed:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import cast
 
+from sparktide.common.typeinfo_base import TypeInformation
 from sparktide.core.functions import RuntimeContext
 from sparktide.core.metrics import MetricGroup
 from sparktide.core.output_tag import OutputTag
@@ -69,6 +70,9 @@ class OperatorSetup:
     state_backend: StateBackend = field(default_factory=default_state_backend)
     """Where a keyed operator keeps its state and timers (the job's choice; without one, the
     default: :func:`~sparktide.core.state_backend.default_state_backend`)."""
+    key_type: TypeInformation | None = None
+    """The declared type information of a keyed operator's keys (``key_by(..., key_type=...)``),
+    None if undeclared: the RocksDB backend serializes keys with it."""
 
     def __post_init__(self) -> None:
         for pname in ("parallelism", "subtask_index"):
@@ -242,6 +246,7 @@ class AbstractStreamOperator:
                     info.effective_max_parallelism,
                     kg_range,
                     processing_time_service.get_current_processing_time,
+                    info.key_type,
                 ),
             )
             self._keyed_state = keyed

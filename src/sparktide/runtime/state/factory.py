@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sparktide.common.typeinfo_base import TypeInformation
 from sparktide.core.state_backend import (
     EmbeddedRocksDBStateBackend,
     StateBackend,
@@ -107,6 +108,9 @@ class SubtaskState:
     max_parallelism: int
     key_group_range: KeyGroupRange
     time_provider: Callable[[], int]
+    key_type: TypeInformation | None = None
+    """The declared type information of the keys, None if undeclared (the RocksDB backend
+    serializes declared keys by type)."""
 
 
 def _remove(directory: str) -> None:
@@ -191,8 +195,12 @@ def create_keyed_state(config: StateBackend, subtask: SubtaskState) -> KeyedStat
             max_parallelism=subtask.max_parallelism,
             key_group_range=subtask.key_group_range,
             time_provider=subtask.time_provider,
+            key_type=subtask.key_type,
         )
-        return KeyedState(attached, RocksDBTimerQueueFactory(None, db=db))
+        timers = RocksDBTimerQueueFactory(
+            None, key_type=subtask.key_type, db=db, slot=attached.key_slot
+        )
+        return KeyedState(attached, timers)
     directory = _rocksdb_directory(config, subtask)
     try:
         backend = RocksDBKeyedStateBackend(
@@ -200,8 +208,11 @@ def create_keyed_state(config: StateBackend, subtask: SubtaskState) -> KeyedStat
             key_group_range=subtask.key_group_range,
             time_provider=subtask.time_provider,
             directory=Path(directory) / "state",
+            key_type=subtask.key_type,
         )
-        timers = RocksDBTimerQueueFactory(Path(directory) / "timers")
+        timers = RocksDBTimerQueueFactory(
+            Path(directory) / "timers", key_type=subtask.key_type, slot=backend.key_slot
+        )
     except BaseException:
         _remove(directory)
         raise

@@ -71,7 +71,8 @@ from sparktide.runtime.state.backend_checks import (
 from sparktide.runtime.state.cleanup import purge_expired
 from sparktide.runtime.state.heap import EntryKey, InternalKvState, check_raw
 from sparktide.runtime.state.rocksdb_entries import NAMESPACES, EntryCodec, successor
-from sparktide.runtime.state.rocksdb_layout import Codec, key_codec, key_group_bounds
+from sparktide.runtime.state.rocksdb_key_slot import KeyPrefixSlot
+from sparktide.runtime.state.rocksdb_layout import Codec, key_codec, key_group_bounds, key_layout
 from sparktide.runtime.state.rocksdb_memory import db_options, state_options
 from sparktide.runtime.state.rocksdb_raw import CF_PREFIX, RawStore, StoredState, codec_for
 from sparktide.runtime.state.rocksdb_states import (
@@ -89,7 +90,10 @@ from sparktide.runtime.state.snapshot_checks import (
 
 __all__ = ["RocksDBKeyedStateBackend", "StoredState"]
 
-_KEY_CACHE_SIZE = 1 << 17
+_KEY_CACHE_SIZE = 1 << 14
+"""Keys whose key group and prefix a backend remembers (equal keys of different records; the
+same key object in a row hits :class:`KeyPrefixSlot` first). Bounded small: with many more
+distinct keys it cannot hit and would only cost a lookup, an insertion and its memory."""
 _META_BACKEND = b"backend"
 _META_STATE = b"state:"
 _META_SEQ = b"seq"
@@ -141,7 +145,9 @@ class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
         "_end",
         "_key_cache",
         "_key_codec",
+        "_key_layout",
         "_key_listeners",
+        "_key_type",
         "_max_parallelism",
         "_owns_db",
         "_range",
@@ -156,6 +162,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
         "current_key",
         "current_key_group",
         "key_prefix",
+        "key_slot",
     )
 
     def __init__(
@@ -173,7 +180,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
                 f"directory must be a path (str or os.PathLike) for the RocksDB files, got "
                 f"{type(directory).__name__} ({directory!r})"
             )
-        self._key_codec: Codec = key_codec(key_type)
+        self._set_key_type(key_type)
         self._max_parallelism = max_parallelism
         self._range = key_group_range
         self._start = key_group_range.start
@@ -218,7 +225,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
         """
         check_backend_args(max_parallelism, key_group_range, time_provider)
         self = cls.__new__(cls)
-        self._key_codec = key_codec(key_type)
+        self._set_key_type(key_type)
         self._max_parallelism = max_parallelism
         self._range = key_group_range
         self._start = key_group_range.start
@@ -229,6 +236,19 @@ class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
         self._owns_db = False
         self._setup()
         return self
+
+    def _set_key_type(self, key_type: object) -> None:
+        try:
+            self._key_codec: Codec = key_codec(key_type)  # type: ignore[arg-type]
+        except TypeError:
+            raise TypeError(
+                f"key_type must be type information (e.g. Types.LONG(), as given to "
+                f"key_by(..., key_type=...)) or None, got {type(key_type).__name__} "
+                f"({key_type!r})"
+            ) from None
+        self._key_type = key_type
+        self._key_layout = key_layout(key_type)  # type: ignore[arg-type]
+        self.key_slot = KeyPrefixSlot(self._key_layout)
 
     def _setup(self) -> None:
         self._write_options = WriteOptions()
@@ -256,14 +276,25 @@ class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
         db = self._db
         stored = db.get(_META_BACKEND)
         if stored is None:
-            db.put(_META_BACKEND, json.dumps({"max_parallelism": self._max_parallelism}).encode())
+            info = {"max_parallelism": self._max_parallelism, "key_layout": self._key_layout}
+            db.put(_META_BACKEND, json.dumps(info).encode())
         else:
-            maxp = json.loads(stored)["max_parallelism"]
+            found = json.loads(stored)
+            maxp = found["max_parallelism"]
             if maxp != self._max_parallelism:
                 raise ValueError(
                     f"the database in {str(self._directory)!r} holds state of max_parallelism="
                     f"{maxp}, not {self._max_parallelism}; key groups cannot change: restore "
                     "from a snapshot (restore_state) instead"
+                )
+            # databases written before keys were serialized by type: the canonical layout
+            layout = found.get("key_layout", "canonical")
+            if layout != self._key_layout:
+                raise ValueError(
+                    f"the database in {str(self._directory)!r} holds keys serialized as "
+                    f"{layout!r}, not as {self._key_layout!r} (key_by(..., key_type=...)): its "
+                    "store keys cannot be read with another key type; keep the job's key type, "
+                    "or restore from a snapshot (restore_state) instead"
                 )
         mark = db.get(_META_SEQ)
         if mark is not None:
@@ -335,19 +366,36 @@ class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
     # ------------------------------------------------------------------ current key
 
     def _key_info(self, key: object) -> tuple[int, bytes]:
+        slot = self.key_slot
+        if key is slot.key:
+            return slot.key_group, slot.prefix
         cache = self._key_cache
         try:
-            return cache[key]
+            info = cache[key]
         except KeyError:
             kg = assign_to_key_group(key, self._max_parallelism)
-            info = (kg, kg.to_bytes(2, "big") + self._key_codec.key_bytes(key))
+            info = (kg, kg.to_bytes(2, "big") + self._key_bytes(key))
             if len(cache) >= _KEY_CACHE_SIZE:
                 cache.clear()
             cache[key] = info
-            return info
         except TypeError:
             assign_to_key_group(key, self._max_parallelism)  # the canonical unsupported-type error
             raise unhashable_key(key) from None
+        slot.key, (slot.key_group, slot.prefix) = key, info
+        return info
+
+    def _key_bytes(self, key: object) -> bytes:
+        """The key bytes of ``key``; an error naming the declared key type it does not fit."""
+        try:
+            return self._key_codec.key_bytes(key)
+        except (TypeError, ValueError, OverflowError) as exc:
+            if self._key_type is None:
+                raise
+            raise TypeError(
+                f"key {key!r} does not fit the declared key type {self._key_type!r} "
+                f"(key_by(..., key_type=...)): {exc}; declare the type the key selector "
+                "returns, or leave key_type out"
+            ) from None
 
     def set_current_key(self, key: object) -> None:
         """Make ``key`` the current key (computes its key group and store-key prefix; TypeError
@@ -369,16 +417,23 @@ class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
         if not self._start <= key_group <= self._end:
             self._check_open()
             raise key_group_out_of_range(key, key_group, self._start, self._end)
-        cache = self._key_cache
-        cached = cache.get(key)
-        if cached is not None and cached[0] == key_group:
-            prefix = cached[1]
+        slot = self.key_slot
+        if key is slot.key and key_group == slot.key_group:  # e.g. the key of a timer that fired
+            prefix = slot.prefix
         else:
-            prefix = key_group.to_bytes(2, "big") + self._key_codec.key_bytes(key)
-            if cached is None:  # remembered as set_current_key does (records come this way)
-                if len(cache) >= _KEY_CACHE_SIZE:
-                    cache.clear()
-                cache[key] = (key_group, prefix)
+            cache = self._key_cache
+            cached = cache.get(key)
+            if cached is not None and cached[0] == key_group:
+                prefix = cached[1]
+            else:
+                prefix = key_group.to_bytes(2, "big") + self._key_bytes(key)
+                if cached is None:  # remembered as set_current_key does (records come this way)
+                    if len(cache) >= _KEY_CACHE_SIZE:
+                        cache.clear()
+                    cache[key] = (key_group, prefix)
+            slot.key = key
+            slot.key_group = key_group
+            slot.prefix = prefix
         self.current_key = key
         self.current_key_group = key_group
         self.key_prefix = prefix
@@ -483,7 +538,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
     def key_entries(self, key: object, key_group: int) -> KeyEntries:
         """Copies of every entry of ``key`` (all states, all namespaces), to roll back to with
         :meth:`reset_key_entries`. O(entries of the key)."""
-        prefix = key_group.to_bytes(2, "big") + self._key_codec.key_bytes(key)
+        prefix = key_group.to_bytes(2, "big") + self._key_bytes(key)
         out: KeyEntries = {}
         for name, state in self._states.items():
             mine: dict[EntryKey, object] = {
@@ -496,7 +551,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
 
     def reset_key_entries(self, key: object, key_group: int, saved: KeyEntries) -> None:
         """Make the entries of ``key`` exactly ``saved`` (from :meth:`key_entries`)."""
-        prefix = key_group.to_bytes(2, "big") + self._key_codec.key_bytes(key)
+        prefix = key_group.to_bytes(2, "big") + self._key_bytes(key)
         for name, state in self._states.items():
             state.cf.delete_range(prefix, successor(prefix))
             old = saved.get(name)
@@ -534,6 +589,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
         self._void_states.clear()
         self._key_listeners.clear()
         self._key_cache.clear()
+        self.key_slot.forget()
         self.current_key = None
         self.current_key_group = NO_KEY_GROUP
         self.key_prefix = _NO_PREFIX

@@ -90,11 +90,11 @@ _TMP = ".tmp-"
 
 
 def open_rdict(path: str) -> Rdict:
-    """Open the RocksDB database in ``path`` with every column family it has (the options the
-    binding recorded in the directory)."""
-    from rocksdict import Rdict
+    """Open the RocksDB database in ``path`` with every column family it has, within the
+    process's memory budget (:func:`~sparktide.runtime.state.rocksdb_memory.open_bounded`)."""
+    from sparktide.runtime.state.rocksdb_memory import open_bounded
 
-    return Rdict(path)
+    return open_bounded(path)
 
 
 @dataclass(frozen=True)
@@ -415,6 +415,19 @@ class RocksDBCheckpointStorage:
             )
         if self._exists(f"pending/{checkpoint_id}.json"):
             self._release([f"pending/{checkpoint_id}.json"])
+
+    def retract(self, checkpoint_id: int) -> None:
+        """Release checkpoint ``checkpoint_id``, pending or completed: the checkpoint of a batch
+        whose commit does not exist after all (its id is taken again). Its private files and
+        the shared files only it referenced are deleted; no checkpoint: nothing happens."""
+        _check_id(checkpoint_id)
+        paths = [
+            f"{folder}/{checkpoint_id}.json"
+            for folder in ("completed", "pending")
+            if self._exists(f"{folder}/{checkpoint_id}.json")
+        ]
+        if paths:
+            self._release(paths)
 
     def _release(self, manifest_paths: Iterable[str]) -> tuple[int, int]:
         releasing = [(p, self._read_manifest(p)) for p in manifest_paths]

@@ -141,6 +141,12 @@ class RocksDBManifest:
         """The storage paths of the shared files this checkpoint references."""
         return frozenset(f.path for f in self.files if f.kind is FileKind.SHARED)
 
+    @property
+    def private_bytes(self) -> int:
+        """The size of the checkpoint's private files (uploaded with every checkpoint: the
+        rest of what it uploaded are new SST files)."""
+        return sum(f.size for f in self.files if f.kind is FileKind.PRIVATE)
+
     def private_paths(self) -> frozenset[str]:
         """The storage paths of the files only this checkpoint references."""
         return frozenset(f.path for f in self.files if f.kind is FileKind.PRIVATE)

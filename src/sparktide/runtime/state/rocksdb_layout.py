@@ -70,6 +70,7 @@ __all__ = [
     "key_group_bounds",
     "key_group_of",
     "key_group_prefix",
+    "key_layout",
     "namespace_codec",
     "state_key",
     "value_codec",
@@ -174,6 +175,9 @@ class Codec(ABC):
 
     __slots__ = ()
 
+    value_bytes_are_key_bytes = False
+    """True when :meth:`value_bytes` equals :meth:`key_bytes` for every value (typed codecs)."""
+
     @abstractmethod
     def key_bytes(self, value: Any) -> bytes:
         """Deterministic, equality-faithful, self-delimiting bytes identifying ``value``."""
@@ -200,6 +204,8 @@ class _ExactCodec(Codec):
     """A codec whose key bytes are its value bytes (typed values: one shape per value)."""
 
     __slots__ = ()
+
+    value_bytes_are_key_bytes = True
 
     def value_bytes(self, value: Any) -> bytes:
         return self.key_bytes(value)
@@ -622,6 +628,23 @@ tuple(key)
     """
     declared = _declared(type_info)
     return _GENERIC_KEYS if declared is None else _typed_codec(declared) or _GENERIC_KEYS
+
+
+def key_layout(type_info: TypeInformation | None) -> str:
+    """The name of the byte layout :func:`key_codec` gives keys of ``type_info``: the declared
+    type where it has a layout of its own, else ``"canonical"``. A database records it, so
+    that store keys written in one layout are never read in another.
+
+    >>> from sparktide.common.typeinfo import Types
+    >>> key_layout(Types.LONG()), key_layout(None), key_layout(Types.PICKLED_BYTE_ARRAY())
+    ('Long', 'canonical', 'canonical')
+    >>> key_layout(Types.TUPLE([Types.STRING(), Types.INT()]))
+    'TupleTypeInfo(String, Integer)'
+    """
+    declared = _declared(type_info)
+    if declared is None or _typed_codec(declared) is None:
+        return "canonical"
+    return repr(declared)
 
 
 def value_codec(type_info: TypeInformation | None) -> Codec:

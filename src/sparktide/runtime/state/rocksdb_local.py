@@ -286,29 +286,6 @@ class LocalDatabases:
         self.stats.record(outcome, time.perf_counter() - start)
         return local
 
-    def adopt(
-        self,
-        slot: SubtaskSlot,
-        build: Callable[[str], Rdict],
-        outcome: OpenOutcome = OpenOutcome.RESTORED,
-    ) -> LocalDatabase:
-        """The database of ``slot`` built by ``build(directory)`` in a fresh working directory
-        (e.g. the key groups of a rescaled subtask, restored from the checkpoints of the old
-        subtasks): held like one :meth:`open` gave, recorded as ``outcome``; its next
-        checkpoint uploads every file (it has no base in the slot's storage)."""
-        start = time.perf_counter()
-        held = self._held.pop(slot, None)
-        if held is not None:
-            held.db.close()
-        root = self._lock(slot)
-        work = os.path.join(root, f"work-{uuid.uuid4().hex[:12]}")
-        self._clean(root, keep=None)
-        db = build(work)
-        local = LocalDatabase(slot, db, root, work, None, None, outcome)
-        self._held[slot] = local
-        self.stats.record(outcome, time.perf_counter() - start)
-        return local
-
     def _copies(self, slot: SubtaskSlot, root: str, checkpoint_id: int) -> list[str]:
         """Where a local copy of checkpoint ``checkpoint_id`` of ``slot`` may be: this
         process's directory first, then those of other processes (held or not: a copy never

@@ -1,11 +1,12 @@
-"""The memory of the keyed-state RocksDB databases of a process: one budget, whatever the number
-of states and subtasks.
+"""The memory of the RocksDB databases of a process (keyed state and timers): one budget,
+whatever the number of states, timer services and subtasks.
 
 RocksDB's defaults size memory per column family: each state would get its own memtables (up to
 two of 64 MB) and its own block cache, so a subtask with ten states could hold over a gigabyte
 before its first flush. As Flink's managed memory does for its RocksDB backend, every database
-opened with :func:`db_options` and every state's column family opened with :func:`state_options`
-share, per process:
+opened with :func:`db_options` (timer stores: :func:`timer_options`), every state's column family
+opened with :func:`state_options`, every timer column family opened with :func:`timer_options`,
+and every database opened again from its files with :func:`open_bounded` share, per process:
 
 * one write buffer manager: all their memtables together stay near ``WRITE_BUFFER_BYTES``
   (RocksDB flushes the largest memtable when the total gets there), each memtable at most
@@ -20,19 +21,27 @@ share, per process:
 >>> cf = db.create_column_family("state:count", state_options())
 >>> cf[b"k"] = b"v"; cf[b"k"]
 b'v'
->>> cf.close(); db.close(); folder.cleanup()
+>>> cf.close(); db.close()
+>>> db = open_bounded(folder.name)  # again, from its files: every column family, in the budget
+>>> db.get_column_family("state:count")[b"k"]
+b'v'
+>>> db.close(); folder.cleanup()
 """
 
 from __future__ import annotations
 
-from rocksdict import BlockBasedOptions, Cache, Options, WriteBufferManager
+import os
+
+from rocksdict import BlockBasedOptions, Cache, Options, Rdict, WriteBufferManager
 
 __all__ = [
     "BLOCK_CACHE_BYTES",
     "STATE_WRITE_BUFFER_BYTES",
     "WRITE_BUFFER_BYTES",
     "db_options",
+    "open_bounded",
     "state_options",
+    "timer_options",
 ]
 
 WRITE_BUFFER_BYTES = 128 << 20
@@ -52,7 +61,7 @@ def _shared_memory() -> tuple[WriteBufferManager, Cache]:
     return _shared
 
 
-def _bounded(options: Options) -> Options:
+def _bounded(options: Options, bloom: bool = False) -> Options:
     manager, cache = _shared_memory()
     options.set_write_buffer_manager(manager)
     options.set_write_buffer_size(STATE_WRITE_BUFFER_BYTES)
@@ -60,6 +69,11 @@ def _bounded(options: Options) -> Options:
     table.set_block_cache(cache)
     table.set_cache_index_and_filter_blocks(True)
     table.set_pin_l0_filter_and_index_blocks_in_cache(True)
+    if bloom:  # read by point lookups, most of absent keys: bloom filters in the files (their
+        # blocks charged to the cache) and in the memtable
+        table.set_bloom_filter(10, False)
+        options.set_memtable_whole_key_filtering(True)
+        options.set_memtable_prefix_bloom_ratio(0.1)
     options.set_block_based_table_factory(table)
     return options
 
@@ -72,5 +86,38 @@ def db_options() -> Options:
 
 
 def state_options() -> Options:
-    """Options of a state's column family."""
-    return _bounded(Options(raw_mode=True))
+    """Options of a state's column family (bloom filters: a key's first access looks up a value
+    that is absent)."""
+    return _bounded(Options(raw_mode=True), bloom=True)
+
+
+def timer_options(index: bool = False) -> Options:
+    """Options of a timer store and of its column families (raw mode, created if missing,
+    column families too); ``index``: the column family of a timer index (bloom filters: every
+    add looks up a timer that is mostly absent).
+
+    >>> import tempfile
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> db = Rdict(folder.name, timer_options(),
+    ...            column_families={"timers": timer_options(), "index": timer_options(index=True)})
+    >>> cf = db.get_column_family("index")
+    >>> cf.property_int_value("rocksdb.block-cache-capacity") == BLOCK_CACHE_BYTES
+    True
+    >>> del cf; db.close(); folder.cleanup()
+    """
+    options = Options(raw_mode=True)
+    options.create_if_missing(True)
+    options.create_missing_column_families(True)
+    return _bounded(options, bloom=index)
+
+
+def open_bounded(path: str) -> Rdict:
+    """Open the database in ``path`` (raw mode) with every column family it has, all within
+    the budget: a database restored from a checkpoint's files, or kept by a worker between
+    micro-batches, takes its memory from the same write buffers and block cache as the rest.
+    The options RocksDB recorded in the directory cannot say so (a cache is no setting). A
+    directory without a database gets a new one."""
+    exists = os.path.exists(os.path.join(path, "CURRENT"))
+    names = Rdict.list_cf(path, Options(raw_mode=True)) if exists else []
+    families = {name: state_options() for name in names if name != "default"}
+    return Rdict(path, db_options(), column_families=families)

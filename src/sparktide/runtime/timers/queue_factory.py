@@ -46,7 +46,8 @@ from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 from sparktide.core.timerservice import TimeDomain
 from sparktide.runtime.keygroups import KeyGroupRange
-from sparktide.runtime.state.rocksdb_layout import key_codec
+from sparktide.runtime.state.rocksdb_key_slot import KeyPrefixSlot
+from sparktide.runtime.state.rocksdb_layout import key_codec, key_layout
 from sparktide.runtime.timers.queue import K, KeyGroupedTimerQueue, N, TimerEntry
 from sparktide.runtime.timers.rocksdb_queue import (
     DEFAULT_CACHE_SIZE,
@@ -185,7 +186,9 @@ class RocksDBTimerQueueFactory:
 
     ``cache_size``: timers per key group each queue keeps in memory. ``key_type``: the type
     information of the keys (``Types.LONG()``, ...), None for undeclared keys (see
-    :func:`~sparktide.runtime.state.rocksdb_layout.key_codec`).
+    :func:`~sparktide.runtime.state.rocksdb_layout.key_codec`). ``slot``: the key slot of the
+    subtask's state backend (:class:`~sparktide.runtime.state.rocksdb_key_slot.KeyPrefixSlot`,
+    of the same key type), so that a key is encoded once for state and timers.
     """
 
     __slots__ = (
@@ -197,6 +200,7 @@ class RocksDBTimerQueueFactory:
         "_owns_db",
         "_queues",
         "_recorded",
+        "_slot",
     )
 
     def __init__(
@@ -206,6 +210,7 @@ class RocksDBTimerQueueFactory:
         key_type: TypeInformation | None = None,
         *,
         db: Rdict | None = None,
+        slot: KeyPrefixSlot | None = None,
     ) -> None:
         self._owns_db = db is None
         self._recorded: dict[tuple[str, str], tuple[str, str]] = {}
@@ -229,6 +234,9 @@ class RocksDBTimerQueueFactory:
         self._directory = Path(directory)
         self._cache_size = cache_size
         self._keys = key_codec(key_type)
+        if slot is not None:
+            slot.check_layout(key_layout(key_type))
+        self._slot = slot
         self._queues: dict[tuple[str, TimeDomain], RocksDBTimerQueue[object, object]] = {}
         self._db: Rdict | None = db
         self._closed = False
@@ -273,6 +281,7 @@ class RocksDBTimerQueueFactory:
             db=self._store(),
             column_families=families,
             resume=recorded is not None,
+            slot=self._slot,
         )
         if not self._owns_db and recorded is None:
             self._recorded[(service_name, _DOMAIN_NAMES[domain])] = families

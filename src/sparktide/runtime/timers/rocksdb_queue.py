@@ -25,7 +25,8 @@ pending changes. ``add`` skips the index lookup when the cache proves the timer 
 group's timers before the cache's last one are all in the cache). Key and namespace bytes and
 decoded values are remembered (bounded), as keys have many timers and windows many keys.
 
-Memory is bounded per store (memtables) and per process (one block cache for every timer store).
+Memory is bounded per process: every timer store shares the write buffers and the block cache
+of the keyed-state databases (:mod:`~sparktide.runtime.state.rocksdb_memory`).
 The store is a working copy without a write-ahead log: what survives a failure is what a
 checkpoint holds, and timers come back through :meth:`RocksDBTimerQueue.add_restored`. Opening a
 directory wipes the store it holds; queues may share one store (``db``), each in its own two
@@ -55,14 +56,12 @@ import os
 import shutil
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Iterator
-from heapq import heapify, heappop, heappush
+from heapq import heapify, heappop, heappush, heapreplace
 from pathlib import Path
 from types import TracebackType
 from typing import Generic, NoReturn, cast
 
 from rocksdict import (
-    BlockBasedOptions,
-    Cache,
     ColumnFamily,
     Options,
     Rdict,
@@ -71,7 +70,9 @@ from rocksdict import (
 )
 
 from sparktide.runtime.keygroups import KeyGroupRange
+from sparktide.runtime.state.rocksdb_key_slot import KeyPrefixSlot
 from sparktide.runtime.state.rocksdb_layout import (
+    TIMESTAMP_BYTES,
     Codec,
     decode_timestamp,
     encode_timestamp,
@@ -80,6 +81,7 @@ from sparktide.runtime.state.rocksdb_layout import (
     key_group_prefix,
     namespace_codec,
 )
+from sparktide.runtime.state.rocksdb_memory import timer_options
 from sparktide.runtime.timers.queue import K, N, TimerEntry
 
 __all__ = ["DEFAULT_CACHE_SIZE", "RocksDBTimerQueue", "open_store"]
@@ -97,6 +99,8 @@ _SEQ_BYTES = 8
 _STALE_SLACK = 64
 _FLUSH_EVERY = 1024  # index changes per write batch
 _SIGN = 2**63
+_NO_TIMER = -(2**63) - 1  # before every timestamp
+_ITER_CHUNK = 4096  # timers read at a time when iterating
 _MEMO_SIZE = 1 << 14  # keys whose bytes, values whose decoding, a queue remembers
 
 
@@ -143,37 +147,10 @@ class _Closed:
 _CLOSED = _Closed()
 
 
-_WRITE_BUFFER_BYTES = 16 << 20  # per column family
-_STORE_WRITE_BUFFER_BYTES = 64 << 20  # all column families of a store together
-_BLOCK_CACHE_BYTES = 32 << 20  # all timer stores of the process together
-_block_cache: Cache | None = None
-
-
-def _shared_block_cache() -> Cache:
-    """One block cache for every timer store of the process (RocksDB would give each column
-    family a cache of its own)."""
-    global _block_cache
-    if _block_cache is None:
-        _block_cache = Cache(_BLOCK_CACHE_BYTES)
-    return _block_cache
-
-
 def _options(bloom: bool = False) -> Options:
-    opts = Options(raw_mode=True)
-    opts.create_if_missing(True)
-    opts.create_missing_column_families(True)
-    # memory: bounded memtables (a store holds several column families, each with its own)
-    opts.set_write_buffer_size(_WRITE_BUFFER_BYTES)
-    opts.set_db_write_buffer_size(_STORE_WRITE_BUFFER_BYTES)
-    table = BlockBasedOptions()
-    table.set_block_cache(_shared_block_cache())
-    if bloom:  # the index is read by point lookups (dedup on every add): bloom filters, in
-        # its files and in its memtable (a lookup of an absent timer then skips the memtable)
-        table.set_bloom_filter(10, False)
-        opts.set_memtable_whole_key_filtering(True)
-        opts.set_memtable_prefix_bloom_ratio(0.1)
-    opts.set_block_based_table_factory(table)
-    return opts
+    """Timer stores take their memory from the budget of the process's RocksDB databases
+    (:mod:`~sparktide.runtime.state.rocksdb_memory`); ``bloom``: an index column family."""
+    return timer_options(index=bloom)
 
 
 def open_store(directory: str | os.PathLike[str]) -> Rdict:
@@ -198,6 +175,10 @@ class RocksDBTimerQueue(Generic[K, N]):
     subtask, see :class:`~sparktide.runtime.timers.queue_factory.RocksDBTimerQueueFactory`);
     the queue keeps its timers in the two column families ``column_families`` (timers, index)
     and the store's owner closes it.
+
+    ``slot``: the :class:`~sparktide.runtime.state.rocksdb_key_slot.KeyPrefixSlot` of the
+    subtask's state backend (same key layout), so a key is encoded once for the backend and
+    the queue (default: a slot of the queue's own).
     """
 
     __slots__ = (
@@ -209,6 +190,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         "_decoded",
         "_directory",
         "_dirty",
+        "_exact",
         "_floors",
         "_heads",
         "_index",
@@ -217,6 +199,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         "_keys",
         "_kg_end",
         "_kg_start",
+        "_latest",
         "_namespaces",
         "_ns_memo",
         "_overlay",
@@ -224,6 +207,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         "_prefixes",
         "_seq",
         "_size",
+        "_slot",
         "_timers",
         "_timers_cf",
         "_write_options",
@@ -240,6 +224,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         db: Rdict | None = None,
         column_families: tuple[str, str] = (TIMERS_CF, INDEX_CF),
         resume: bool = False,
+        slot: KeyPrefixSlot | None = None,
     ) -> None:
         if not isinstance(key_group_range, KeyGroupRange):
             raise TypeError(
@@ -274,6 +259,9 @@ class RocksDBTimerQueue(Generic[K, N]):
         self._floors = list(self._prefixes)
         self._caches: list[list[TimerEntry[K, N]]] = [[] for _ in range(n)]
         self._complete = [True] * n
+        # per key group, a timestamp at or after its latest timer (removals leave it): an add
+        # past it needs no lookup
+        self._latest = [_NO_TIMER] * n
         self._heads: list[TimerEntry[K, N]] = []
         self._seq = 0
         self._size = 0
@@ -311,6 +299,10 @@ class RocksDBTimerQueue(Generic[K, N]):
         self._overlay: dict[bytes, bytes | None] = {}
         # local key groups whose timers the pending batch changes at or above their floor
         self._dirty: set[int] = set()
+        self._slot = slot if slot is not None else KeyPrefixSlot("own")
+        self._exact = self._keys.value_bytes_are_key_bytes
+        # keys the slot does not hold (a queue of its own, a fired timer's key): remembered,
+        # as keys have many timers
         self._key_memo = _BytesMemo(self._keys.key_bytes)
         self._ns_memo = _BytesMemo(self._namespaces.key_bytes)
         self._decoded: dict[bytes, tuple[K, N]] = {}
@@ -343,8 +335,23 @@ class RocksDBTimerQueue(Generic[K, N]):
             found = self._read(idx, size + 1, flush=False)
             self._complete[idx] = len(found) <= size
             self._caches[idx] = found[:size]
+            self._latest[idx] = self._latest_stored(idx)
         self._heads = [c[0] for c in self._caches if c]
         heapify(self._heads)
+
+    def _latest_stored(self, idx: int) -> int:
+        """The timestamp of the last timer the store holds for local key group ``idx`` (one
+        backward seek), or ``_NO_TIMER``."""
+        prefix = self._prefixes[idx]
+        it = self._timers.iter()
+        it.seek_for_prev(prefix + b"\xff" * (TIMESTAMP_BYTES + _SEQ_BYTES))
+        latest = _NO_TIMER
+        if it.valid():
+            k = it.key()
+            if k[:2] == prefix:
+                latest = decode_timestamp(k, 2)
+        del it
+        return latest
 
     def sync(self) -> None:
         """Write the pending changes and record the count and the next sequence number in the
@@ -413,12 +420,18 @@ class RocksDBTimerQueue(Generic[K, N]):
             ns_bytes = self._ns_memo.bytes_of(namespace)
         ts_bytes = encode_timestamp(timestamp)
         key_type = type(key)
-        key_bytes = self._key_memo.get(key) if key_type is str else None
-        if key_bytes is None:
-            key_bytes = self._key_memo.bytes_of(key)
-        index_key = prefix + key_bytes + ns_bytes + ts_bytes
+        slot = self._slot  # the timer service adds timers of the current key: encoded already
+        if key is slot.key and key_group == slot.key_group:
+            key_prefix = slot.prefix
+        else:
+            key_prefix = slot.prefix_of(key, key_group, self._key_memo.bytes_of)
+        index_key = key_prefix + ns_bytes + ts_bytes
         cache = self._caches[idx]
-        if (key_type is str or key_type is int) and (
+        latest = self._latest
+        if timestamp > latest[idx]:
+            # later than every timer the key group holds: new (timers mostly come in time order)
+            latest[idx] = timestamp
+        elif (key_type is str or key_type is int) and (
             self._complete[idx] or timestamp < cache[-1][0]
         ):
             # the cache holds every timer of the key group before its last one: a timer not in
@@ -444,7 +457,10 @@ class RocksDBTimerQueue(Generic[K, N]):
         seq_bytes = seq.to_bytes(_SEQ_BYTES, "big")
         timer_key = prefix + ts_bytes + seq_bytes
         # the value bytes of str and int keys are their key bytes (every codec's contract)
-        value = key_bytes if key_type is str or key_type is int else self._keys.value_bytes(key)
+        if self._exact or key_type is str or key_type is int:
+            value = key_prefix[2:]
+        else:
+            value = self._keys.value_bytes(key)
         pending = self._pending
         pending.put(timer_key, value + ns_bytes, self._timers_cf)
         pending.put(index_key, seq_bytes, self._index_cf)
@@ -465,7 +481,8 @@ class RocksDBTimerQueue(Generic[K, N]):
             self._raise_out_of_range(key_group, key)
         prefix = self._prefixes[idx]
         ts_bytes = encode_timestamp(timestamp)
-        index_key = prefix + self._index_suffix(key, namespace) + ts_bytes
+        key_prefix = self._slot.prefix_of(key, key_group, self._key_memo.bytes_of)
+        index_key = key_prefix + self._ns_memo.bytes_of(namespace) + ts_bytes
         seq_bytes = self._index_get(index_key)
         if seq_bytes is None:
             return False
@@ -510,6 +527,7 @@ class RocksDBTimerQueue(Generic[K, N]):
             cache.clear()
         self._floors = list(self._prefixes)
         self._complete = [True] * len(self._caches)
+        self._latest = [_NO_TIMER] * len(self._caches)
         self._heads.clear()
         self._size = 0
 
@@ -535,9 +553,22 @@ class RocksDBTimerQueue(Generic[K, N]):
         return self._size > 0
 
     def __iter__(self) -> Iterator[TimerEntry[K, N]]:
-        """Live entries, key group by key group, in firing order within a group."""
+        """Live entries, key group by key group, in firing order within a group: read from the
+        store ``_ITER_CHUNK`` at a time (a queue of 10^7 timers is never one list)."""
         for kg in self.key_group_range():
-            yield from self.entries_for_key_group(kg)
+            idx = kg - self._kg_start
+            if self._complete[idx]:
+                yield from list(self._caches[idx])
+                continue
+            start: bytes | None = None
+            while True:
+                chunk = self._read(idx, _ITER_CHUNK, start=start)
+                yield from chunk
+                if len(chunk) < _ITER_CHUNK:
+                    break
+                ts, seq = chunk[-1][0], chunk[-1][1]
+                start = self._prefixes[idx] + encode_timestamp(ts) + seq.to_bytes(_SEQ_BYTES, "big")
+                start += b"\x00"  # just past it
 
     def key_group_range(self) -> KeyGroupRange:
         return KeyGroupRange.of(self._kg_start, self._kg_end)
@@ -636,6 +667,7 @@ class RocksDBTimerQueue(Generic[K, N]):
             self._caches[idx] = group[:size]
             self._floors[idx] = self._prefixes[idx]
             self._complete[idx] = len(group) <= size
+            self._latest[idx] = group[-1][0] if group else _NO_TIMER
         self._heads = [c[0] for c in self._caches if c]
         heapify(self._heads)
         self._size = len(kept)
@@ -692,6 +724,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         self._pending.put(timer_key, self._keys.value_bytes(key) + ns, self._timers_cf)
         if timer_key < self._floors[idx]:
             self._floors[idx] = timer_key
+        self._latest[idx] = max(self._latest[idx], decode_timestamp(timer_prefix, 2))
         self._dirty.add(idx)
         self._put_index(index_key, seq_bytes)
         self._size += 1
@@ -728,7 +761,12 @@ class RocksDBTimerQueue(Generic[K, N]):
         timer_key = prefix + ts_bytes + seq.to_bytes(_SEQ_BYTES, "big")
         pending = self._pending
         pending.delete(timer_key, self._timers_cf)
-        index_key = prefix + self._key_memo.bytes_of(key) + self._ns_memo.bytes_of(ns) + ts_bytes
+        slot = self._slot  # the backend makes this key current next: encoded once for both
+        if key is slot.key and kg == slot.key_group:
+            key_prefix = slot.prefix
+        else:
+            key_prefix = slot.prefix_of(key, kg, self._key_memo.bytes_of)
+        index_key = key_prefix + self._ns_memo.bytes_of(ns) + ts_bytes
         pending.delete(index_key, self._index_cf)
         # it was the first timer of its key group: the next one is above (refills do not see
         # its pending delete)
@@ -738,12 +776,12 @@ class RocksDBTimerQueue(Generic[K, N]):
         overlay[index_key] = None
         if len(overlay) >= _FLUSH_EVERY:
             self._flush()
-        heappop(self._heads)
         cache = self._caches[idx]
         del cache[0]
-        if cache:
-            heappush(self._heads, cache[0])  # one popped, one pushed: the heap does not grow
+        if cache:  # the key group's next timer replaces it at the top: one sift, no growth
+            heapreplace(self._heads, cache[0])
         else:
+            heappop(self._heads)
             self._new_head(idx)
 
     def _new_head(self, idx: int) -> None:
@@ -792,9 +830,12 @@ class RocksDBTimerQueue(Generic[K, N]):
             it.next()
         del it
 
-    def _read(self, idx: int, limit: int | None, flush: bool = True) -> list[TimerEntry[K, N]]:
-        """The first ``limit`` (None: all) stored timers of local key group ``idx`` (without
-        ``flush``: as the store holds them, the pending batch left out)."""
+    def _read(
+        self, idx: int, limit: int | None, flush: bool = True, start: bytes | None = None
+    ) -> list[TimerEntry[K, N]]:
+        """The first ``limit`` (None: all) stored timers of local key group ``idx`` (from the
+        store key ``start`` on, if given; without ``flush``: as the store holds them, the
+        pending batch left out)."""
         if flush:
             self._flush()
         else:
@@ -805,7 +846,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         decoded = self._decoded
         stop = -1 if limit is None else limit
         it = self._timers.iter()
-        it.seek(self._floors[idx])
+        it.seek(self._floors[idx] if start is None else start)
         while it.valid():
             k = it.key()
             if k[:2] != prefix:
@@ -865,6 +906,8 @@ class RocksDBTimerQueue(Generic[K, N]):
                 raise AssertionError(f"cache {idx} holds {len(cache)} > {self._cache_size}")
             if [e[:2] for e in cache] != [e[:2] for e in stored[: len(cache)]]:
                 raise AssertionError(f"cache {idx} is not the head of its key group's timers")
+            if stored and stored[-1][0] > self._latest[idx]:
+                raise AssertionError(f"a timer of cache {idx} is after its latest bound")
             if self._complete[idx] and len(stored) != len(cache):
                 raise AssertionError(f"complete flag of cache {idx} is wrong")
             if stored and not cache:
