@@ -33,9 +33,10 @@ import pickle
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from sparktide.common.time import Duration, Time, positive_millis, to_millis
+from sparktide.common.timestamp_assigner_supplier import TimestampAssignerSupplier
 from sparktide.common.timestamps import MIN_TIMESTAMP, check_timestamp
 from sparktide.common.watermark import Watermark, WatermarkStatus
 
@@ -51,6 +52,7 @@ __all__ = [
     "StrategyContext",
     "SupportsExtractTimestamp",
     "TimestampAssigner",
+    "TimestampAssignerSupplier",
     "Watermark",
     "WatermarkGenerator",
     "WatermarkOutput",
@@ -705,6 +707,25 @@ class _UserFactory:
         return generator
 
 
+def _supplied(
+    supplier: TimestampAssignerSupplier, context: StrategyContext
+) -> SupportsExtractTimestamp:
+    """The assigner ``supplier`` makes for one task, checked (a callable is wrapped)."""
+    assigner = supplier.create_timestamp_assigner(context)
+    if isinstance(assigner, TimestampAssigner):
+        return assigner
+    extract = getattr(assigner, "extract_timestamp", None)
+    if callable(extract):
+        return cast(SupportsExtractTimestamp, assigner)
+    if callable(assigner):
+        return _FunctionTimestampAssigner(assigner)
+    raise TypeError(
+        f"the TimestampAssignerSupplier {supplier!r} returned {type(assigner).__name__} from "
+        "create_timestamp_assigner(); return a TimestampAssigner or a callable "
+        "(value, record_timestamp) -> int"
+    )
+
+
 def _bounded(d: int) -> _Fixed:
     if d == 0:
         return _Fixed(AscendingTimestampsWatermarks)
@@ -788,7 +809,7 @@ got -1 ms; pass Duration.of_millis(0) or more
     """
 
     __slots__ = ("_assigner", "_description", "_factory", "_idle_timeout", "_ingestion_time")
-    _assigner: SupportsExtractTimestamp | None
+    _assigner: SupportsExtractTimestamp | TimestampAssignerSupplier | None
     _description: str
     _factory: Callable[[Any], WatermarkGenerator]
     _idle_timeout: int | None
@@ -798,7 +819,7 @@ got -1 ms; pass Duration.of_millis(0) or more
         self,
         factory: Callable[[Any], WatermarkGenerator],
         description: str,
-        assigner: SupportsExtractTimestamp | None = None,
+        assigner: SupportsExtractTimestamp | TimestampAssignerSupplier | None = None,
         idle_timeout: int | None = None,
         ingestion_time: bool = False,
     ) -> None:
@@ -887,13 +908,25 @@ got -1 ms; pass Duration.of_millis(0) or more
     # -- refinements ----------------------------------------------------------------------------
 
     def with_timestamp_assigner(
-        self, timestamp_assigner: SupportsExtractTimestamp | Callable[[Any, int], int]
+        self,
+        timestamp_assigner: SupportsExtractTimestamp
+        | Callable[[Any, int], int]
+        | TimestampAssignerSupplier,
     ) -> WatermarkStrategy:
         """A copy that assigns timestamps with ``timestamp_assigner``: a
-        :class:`TimestampAssigner` (or any object with its ``extract_timestamp``) or a callable
-        ``(value, record_timestamp) -> int``."""
-        assigner: SupportsExtractTimestamp
-        if isinstance(timestamp_assigner, TimestampAssigner):
+        :class:`TimestampAssigner` (or any object with its ``extract_timestamp``), a callable
+        ``(value, record_timestamp) -> int``, or a :class:`TimestampAssignerSupplier`, which
+        every task asks for its own assigner.
+
+        >>> class Shifted(TimestampAssignerSupplier):
+        ...     def create_timestamp_assigner(self, context):
+        ...         return lambda value, record_timestamp: value + 1000
+        >>> s = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(Shifted())
+        >>> s.create_timestamp_assigner(None).extract_timestamp(5, MIN_TIMESTAMP)
+        1005
+        """
+        assigner: SupportsExtractTimestamp | TimestampAssignerSupplier
+        if isinstance(timestamp_assigner, (TimestampAssigner, TimestampAssignerSupplier)):
             assigner = timestamp_assigner
         elif isinstance(timestamp_assigner, SupportsExtractTimestamp) and callable(
             timestamp_assigner.extract_timestamp
@@ -939,8 +972,9 @@ got -1 ms; pass Duration.of_millis(0) or more
         return self._idle_timeout
 
     @property
-    def timestamp_assigner(self) -> SupportsExtractTimestamp | None:
-        """The configured assigner, or ``None`` (records keep their timestamps)."""
+    def timestamp_assigner(self) -> SupportsExtractTimestamp | TimestampAssignerSupplier | None:
+        """The configured assigner (or supplier of assigners), or ``None`` (records keep their
+        timestamps)."""
         return self._assigner
 
     @property
@@ -954,6 +988,8 @@ got -1 ms; pass Duration.of_millis(0) or more
         :class:`RecordTimestampAssigner` (the record keeps its timestamp; a record without one is
         an error only at an event-time operator). ``context``: anything with
         ``current_processing_time()``, a processing-time service, or ``None``."""
+        if isinstance(self._assigner, TimestampAssignerSupplier):
+            return _supplied(self._assigner, _as_context(context))
         if self._assigner is not None:
             return self._assigner
         if self._ingestion_time:

@@ -7,6 +7,7 @@ from sparktide.testing.harness import (
     for_keyed_process_function,
     for_process_function,
 )
+from sparktide.testing.trigger_harness import TriggerFiring, TriggerTestHarness
 from sparktide.testing.two_input import (
     BroadcastOperatorTestHarness,
     TwoInputStreamOperatorTestHarness,
@@ -21,6 +22,8 @@ __all__ = [
     "KeyedOneInputStreamOperatorTestHarness",
     "OneInputStreamOperatorTestHarness",
     "ProcessFunctionTestHarnesses",
+    "TriggerFiring",
+    "TriggerTestHarness",
     "TwoInputStreamOperatorTestHarness",
     "for_broadcast_process_function",
     "for_co_process_function",

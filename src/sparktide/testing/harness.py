@@ -29,6 +29,8 @@ from sparktide.runtime.operators.process import KeyedProcessOperator, ProcessOpe
 from sparktide.runtime.output import CollectingOutput
 from sparktide.runtime.processing_time import ManualProcessingTimeService
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot
+from sparktide.runtime.timers.queue_factory import TimerQueue
+from sparktide.testing.counts import ALL_NAMESPACES, count_state_entries, count_timers
 
 __all__ = [
     "KeyedOneInputStreamOperatorTestHarness",
@@ -42,7 +44,12 @@ Snapshots = Sequence["bytes | KeyedOperatorSnapshot"]
 
 
 class OneInputStreamOperatorTestHarness:
-    """Drives one operator subtask: elements, watermarks, processing time; collects output."""
+    """Drives one operator subtask: elements, watermarks, processing time; collects output.
+
+    The watermark starts at ``MIN_TIMESTAMP``. The simulated clock starts at
+    ``processing_time``: 0 unless given (pass ``processing_time=MIN_TIMESTAMP`` for Flink's
+    harness clock, which starts at ``Long.MIN_VALUE``; the trigger harness starts there).
+    """
 
     def __init__(
         self,
@@ -129,17 +136,33 @@ class OneInputStreamOperatorTestHarness:
 
     # ------------------------------------------------------------------ inspection
 
-    def num_event_time_timers(self) -> int:
-        m = self.operator.time_service_manager
-        return 0 if m is None else m.num_event_time_timers()
+    def get_current_watermark(self) -> int:
+        """The operator's current watermark (``MIN_TIMESTAMP`` before the first one)."""
+        return self.operator.current_watermark()
 
-    def num_processing_time_timers(self) -> int:
-        m = self.operator.time_service_manager
-        return 0 if m is None else m.num_processing_time_timers()
+    def num_event_time_timers(self, namespace: object = ALL_NAMESPACES) -> int:
+        """Pending event-time timers of every timer service, of ``namespace`` (a window; None
+        for a process function's timers) only if given."""
+        return count_timers(self._timer_queues(event_time=True), namespace)
 
-    def num_keyed_state_entries(self) -> int:
-        b = self.operator.keyed_state_backend
-        return 0 if b is None else b.num_entries()
+    def num_processing_time_timers(self, namespace: object = ALL_NAMESPACES) -> int:
+        """Pending processing-time timers of every timer service, of ``namespace`` only if
+        given."""
+        return count_timers(self._timer_queues(event_time=False), namespace)
+
+    def _timer_queues(self, *, event_time: bool) -> list[TimerQueue[Any, Any]]:
+        m = self.operator.time_service_manager
+        if m is None:
+            return []
+        services = m.services().values()
+        if event_time:
+            return [s.event_time_timers() for s in services]
+        return [s.processing_time_timers() for s in services]
+
+    def num_keyed_state_entries(self, namespace: object = ALL_NAMESPACES) -> int:
+        """Keyed state entries holding a value, of ``namespace`` (a window; None for a process
+        function's state) only if given."""
+        return count_state_entries(self.operator.keyed_state_backend, namespace)
 
     def snapshot(self) -> bytes:
         """The operator's keyed state and timers in the versioned snapshot format."""

@@ -21,6 +21,7 @@ from typing import Any, Generic, TypeVar
 
 from sparktide.common.time import Duration, Time, to_millis
 from sparktide.common.timestamps import MIN_TIMESTAMP
+from sparktide.core.window.stagger import WindowStagger
 from sparktide.core.window.triggers import (
     EventTimeTrigger,
     ProcessingTimeTrigger,
@@ -40,6 +41,7 @@ __all__ = [
     "TumblingEventTimeWindows",
     "TumblingProcessingTimeWindows",
     "WindowAssigner",
+    "WindowStagger",
     "default_trigger",
     "no_timestamp_error",
 ]
@@ -259,18 +261,73 @@ class TumblingEventTimeWindows(_EventTimeAssigner, WindowAssigner[Any, TimeWindo
 class TumblingProcessingTimeWindows(_ProcessingTimeAssigner, TumblingEventTimeWindows):
     """Tumbling windows by the processing time at which the element is processed.
 
+    ``window_stagger`` (a :class:`WindowStagger`, default ``ALIGNED``) shifts the windows of
+    each subtask by an offset chosen when it places its first element, as Flink's
+    ``TumblingProcessingTimeWindows.of(size, offset, stagger)``: windows start at
+    ``k * size + (offset + stagger_offset) % size``. Each subtask works on its own copy of the
+    assigner, so each has its own stagger offset.
+
     >>> class Clock:
-    ...     def get_current_processing_time(self): return 1234
-    >>> TumblingProcessingTimeWindows.of(Duration.of_seconds(1)).assign_windows("x", None, Clock())
+    ...     def __init__(self, now): self.now = now
+    ...     def get_current_processing_time(self): return self.now
+    >>> TumblingProcessingTimeWindows.of(Duration.of_seconds(1)).assign_windows(
+    ...     "x", None, Clock(1234))
     (TimeWindow(start=1000, end=2000),)
+    >>> natural = TumblingProcessingTimeWindows.of(1000, 0, WindowStagger.NATURAL)
+    >>> natural.assign_windows("x", None, Clock(1234))  # windows start at 234 + k * 1000
+    (TimeWindow(start=1234, end=2234),)
+    >>> natural.assign_windows("y", None, Clock(2500))
+    (TimeWindow(start=2234, end=3234),)
     """
 
-    __slots__ = ()
+    __slots__ = ("_stagger", "_stagger_offset")
+
+    def __init__(
+        self, size: int, offset: int = 0, window_stagger: WindowStagger = WindowStagger.ALIGNED
+    ) -> None:
+        super().__init__(size, offset)
+        if not isinstance(window_stagger, WindowStagger):
+            raise TypeError(
+                f"{type(self).__name__}: window_stagger must be a WindowStagger (ALIGNED, "
+                f"RANDOM or NATURAL), got {window_stagger!r}"
+            )
+        self._stagger = window_stagger
+        self._stagger_offset: int | None = None
+
+    @classmethod
+    def of(
+        cls,
+        size: SpanLike,
+        offset: SpanLike | None = None,
+        window_stagger: WindowStagger = WindowStagger.ALIGNED,
+    ) -> Any:
+        return cls(size, 0 if offset is None else offset, window_stagger)
 
     def assign_windows(self, element: Any, timestamp: int | None, context: Any) -> Any:
         now = context.get_current_processing_time()
-        start = now - (now - self._offset) % self._size
+        offset = self._offset
+        if self._stagger is not WindowStagger.ALIGNED:
+            stagger = self._stagger_offset
+            if stagger is None:  # chosen once per subtask, at its first element (as Flink)
+                stagger = self._stagger_offset = self._stagger.get_stagger_offset(now, self._size)
+            offset = (offset + stagger) % self._size
+        start = now - (now - offset) % self._size
         return (new_time_window((start, start + self._size)),)
+
+    def get_window_stagger(self) -> WindowStagger:
+        return self._stagger
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # a copy (each subtask's) chooses its own stagger offset
+        return (type(self), (self._size, self._offset, self._stagger))
+
+    def __repr__(self) -> str:
+        if self._stagger is WindowStagger.ALIGNED:
+            return super().__repr__()
+        return (
+            f"{type(self).__name__}(size={self._size}, offset={self._offset}, "
+            f"window_stagger={self._stagger!r})"
+        )
 
 
 class SlidingEventTimeWindows(_EventTimeAssigner, WindowAssigner[Any, TimeWindow]):

@@ -3,6 +3,8 @@
 
 >>> GlobalWindows.create().get_default_trigger()
 NeverTrigger()
+>>> GlobalWindows.create_with_end_of_stream_trigger().get_default_trigger()
+EndOfStreamTrigger()
 >>> CountTumblingWindowAssigner.of(3).get_default_trigger()
 CountTrigger(3)
 """
@@ -13,38 +15,90 @@ from typing import Any
 
 from sparktide.core.state import ValueStateDescriptor
 from sparktide.core.window.assigners import WindowAssigner
-from sparktide.core.window.triggers import CountTrigger, NeverTrigger, Trigger
+from sparktide.core.window.triggers import CountTrigger, NeverTrigger, Trigger, TriggerResult
 from sparktide.core.window.windows import CountWindow, GlobalWindow
 
-__all__ = ["CountSlidingWindowAssigner", "CountTumblingWindowAssigner", "GlobalWindows"]
+__all__ = [
+    "CountSlidingWindowAssigner",
+    "CountTumblingWindowAssigner",
+    "EndOfStreamTrigger",
+    "GlobalWindows",
+]
 
 _GLOBAL = (GlobalWindow.get(),)
 
 
+class EndOfStreamTrigger(Trigger[Any, GlobalWindow]):
+    """Fires the :class:`GlobalWindow` once, at the end of the input (Flink's
+    ``GlobalWindows.EndOfStreamTrigger``): every element registers an event-time timer at the
+    window's ``max_timestamp`` (MAX, a duplicate is a no-op), which only the final watermark of a
+    bounded input reaches.
+
+    >>> EndOfStreamTrigger().on_event_time(GlobalWindow.get().max_timestamp(), GlobalWindow.get(),
+    ...                                    None)
+    <TriggerResult.FIRE: (True, False)>
+    """
+
+    __slots__ = ()
+
+    def on_element(
+        self, element: Any, timestamp: int | None, window: GlobalWindow, ctx: Any
+    ) -> TriggerResult:
+        ctx.register_event_time_timer(window.max_timestamp())
+        return TriggerResult.CONTINUE
+
+    def on_event_time(self, time: int, window: GlobalWindow, ctx: Any) -> TriggerResult:
+        return TriggerResult.FIRE if time == window.max_timestamp() else TriggerResult.CONTINUE
+
+    def on_processing_time(self, time: int, window: GlobalWindow, ctx: Any) -> TriggerResult:
+        return TriggerResult.CONTINUE
+
+    def clear(self, window: GlobalWindow, ctx: Any) -> None:
+        pass
+
+    def __repr__(self) -> str:
+        return "EndOfStreamTrigger()"
+
+
 class GlobalWindows(WindowAssigner[Any, GlobalWindow]):
-    """Every element of a key goes into the one :class:`GlobalWindow`. The default trigger
-    never fires: set one (e.g. ``CountTrigger``) with ``WindowedStream.trigger``.
+    """Every element of a key goes into the one :class:`GlobalWindow`. The default trigger of
+    :meth:`create` never fires: set one (e.g. ``CountTrigger``) with
+    ``WindowedStream.trigger``. :meth:`create_with_end_of_stream_trigger` fires the window
+    once, when a bounded input ends (a batch aggregate per key).
 
     >>> GlobalWindows.create().assign_windows("x", None, None)
     (GlobalWindow,)
     """
 
-    __slots__ = ()
+    __slots__ = ("_default_trigger",)
+
+    EndOfStreamTrigger = EndOfStreamTrigger
+
+    def __init__(self, default_trigger: Trigger | None = None) -> None:
+        self._default_trigger = NeverTrigger() if default_trigger is None else default_trigger
 
     @staticmethod
     def create() -> GlobalWindows:
         return GlobalWindows()
 
+    @staticmethod
+    def create_with_end_of_stream_trigger() -> GlobalWindows:
+        """Global windows whose default trigger fires each key's window at the end of a bounded
+        input (in a stream that never ends, never)."""
+        return GlobalWindows(EndOfStreamTrigger())
+
     def assign_windows(self, element: Any, timestamp: int | None, context: Any) -> Any:
         return _GLOBAL
 
     def get_default_trigger(self, env: Any = None) -> Trigger:
-        return NeverTrigger()
+        return self._default_trigger
 
     def is_event_time(self) -> bool:
         return False
 
     def __repr__(self) -> str:
+        if isinstance(self._default_trigger, EndOfStreamTrigger):
+            return "GlobalWindows.create_with_end_of_stream_trigger()"
         return "GlobalWindows()"
 
 

@@ -279,8 +279,13 @@ class KafkaSourceBuilder:
 
     def build(self) -> KafkaSource:
         o = self._options
+        if o["bootstrap_servers"] is None:  # as in Flink, the property counts as well
+            o["bootstrap_servers"] = o["properties"].get("bootstrap.servers")  # type: ignore[attr-defined]
         if o["bootstrap_servers"] is None:
-            raise ValueError("KafkaSource needs set_bootstrap_servers('host:9092,...')")
+            raise ValueError(
+                "KafkaSource needs set_bootstrap_servers('host:9092,...') (or the property "
+                "bootstrap.servers)"
+            )
         chosen = [k for k in ("topics", "pattern", "partitions") if o[k] is not None]
         if len(chosen) != 1:
             raise ValueError(

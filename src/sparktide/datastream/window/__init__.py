@@ -20,6 +20,7 @@ from sparktide.core.window.assigners import (
     TumblingEventTimeWindows,
     TumblingProcessingTimeWindows,
     WindowAssigner,
+    WindowStagger,
 )
 from sparktide.core.window.evictors import (
     CountEvictor,
@@ -94,4 +95,5 @@ __all__ = [
     "Window",
     "WindowAssigner",
     "WindowFunction",
+    "WindowStagger",
 ]

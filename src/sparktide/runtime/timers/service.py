@@ -29,6 +29,7 @@ fired 10 k w
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from heapq import heappop
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
@@ -291,6 +292,34 @@ class InternalTimerService(Generic[K, N]):
         """Pending processing-time timestamps of the current key in ``namespace``."""
         ctx = self._key_context
         return self._proc.timers_for_namespace(ctx.current_key, namespace, ctx.current_key_group)
+
+    def for_each_event_time_timer(self, consumer: Callable[[N, int], object]) -> None:
+        """Call ``consumer(namespace, timestamp)`` for every event-time timer, with the timer's
+        key set as the current key (Flink's ``forEachEventTimeTimer``); see
+        :meth:`for_each_processing_time_timer`."""
+        self._for_each(self._event, consumer)
+
+    def for_each_processing_time_timer(self, consumer: Callable[[N, int], object]) -> None:
+        """Call ``consumer(namespace, timestamp)`` for every processing-time timer, with the
+        timer's key set as the current key (Flink's ``forEachProcessingTimeTimer``).
+
+        Timers are visited key group by key group, by ``(timestamp, insertion)`` within a key
+        group, over the timers present when the call starts: the consumer may register or
+        delete timers. The current key is left at the last timer's key.
+        """
+        self._for_each(self._proc, consumer)
+
+    def _for_each(self, queue: TimerQueue[K, N], consumer: Callable[[N, int], object]) -> None:
+        if not callable(consumer):
+            raise TypeError(
+                "consumer must be a callable (namespace, timestamp) -> None, got "
+                f"{type(consumer).__name__}"
+            )
+        set_key = self._key_context.set_current_key_and_group
+        entries = [e for kg in queue.key_group_range() for e in queue.entries_for_key_group(kg)]
+        for timestamp, _seq, key, namespace, key_group in entries:
+            set_key(key, key_group)
+            consumer(namespace, timestamp)
 
     # ------------------------------------------------------------------ lifecycle / restore
 
