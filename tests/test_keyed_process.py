@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from sparktide.common.timestamps import MIN_TIMESTAMP
 from sparktide.datastream import KeyedProcessFunction, OutputTag, ProcessFunction, TimeDomain
 from sparktide.datastream.state import ValueStateDescriptor
 from sparktide.runtime.elements import StreamRecord, Watermark
@@ -49,6 +50,8 @@ class TimerEcho(KeyedProcessFunction):
 def test_output_timestamps_keys_domains_and_side_outputs():
     fn = TimerEcho()
     h = for_keyed_process_function(fn, lambda v: v[0])
+    assert h.get_processing_time() == MIN_TIMESTAMP  # Flink's harness clock: Long.MIN_VALUE
+    h.set_processing_time(0)
     h.process_element("a1", 5)
     h.process_element("b1", 7)
     h.process_element("a2", 6)

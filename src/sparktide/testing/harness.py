@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from sparktide.common.timestamps import MIN_TIMESTAMP
 from sparktide.datastream.functions import KeyedProcessFunction, ProcessFunction
 from sparktide.datastream.output_tag import OutputTag
 from sparktide.runtime.elements import StreamRecord, Watermark, check_timestamp
@@ -46,9 +47,8 @@ Snapshots = Sequence["bytes | KeyedOperatorSnapshot"]
 class OneInputStreamOperatorTestHarness:
     """Drives one operator subtask: elements, watermarks, processing time; collects output.
 
-    The watermark starts at ``MIN_TIMESTAMP``. The simulated clock starts at
-    ``processing_time``: 0 unless given (pass ``processing_time=MIN_TIMESTAMP`` for Flink's
-    harness clock, which starts at ``Long.MIN_VALUE``; the trigger harness starts there).
+    The watermark starts at ``MIN_TIMESTAMP``, and so does the simulated clock unless
+    ``processing_time`` is given, as in Flink's harness (``Long.MIN_VALUE``).
     """
 
     def __init__(
@@ -59,7 +59,7 @@ class OneInputStreamOperatorTestHarness:
         parallelism: int = 1,
         subtask_index: int = 0,
         max_parallelism: int | None = None,
-        processing_time: int = 0,
+        processing_time: int = MIN_TIMESTAMP,
         name: str = "test-operator",
     ) -> None:
         self.operator = operator

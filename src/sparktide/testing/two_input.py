@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from sparktide.common.timestamps import MIN_TIMESTAMP
 from sparktide.core.broadcast import BroadcastProcessFunction, KeyedBroadcastProcessFunction
 from sparktide.core.functions import CoProcessFunction, KeyedCoProcessFunction
 from sparktide.core.output_tag import OutputTag
@@ -89,7 +90,7 @@ class TwoInputStreamOperatorTestHarness:
         parallelism: int = 1,
         subtask_index: int = 0,
         max_parallelism: int | None = None,
-        processing_time: int = 0,
+        processing_time: int = MIN_TIMESTAMP,
         name: str = "test-operator",
     ) -> None:
         if not isinstance(operator, AbstractTwoInputOperator):
