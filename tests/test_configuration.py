@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -298,5 +299,7 @@ def test_a_running_session_keeps_its_python(spark: Any) -> None:
     assert sorted(env.execute_and_collect()) == [2, 3]
     other = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
     other.set_python_executable(sys.executable + "-other").from_collection([1]).print()
+    before = os.environ.get("PYSPARK_PYTHON")
     with pytest.raises(RuntimeError, match=r"cannot change it once started; set spark\.pyspark"):
         other.execute()
+    assert os.environ.get("PYSPARK_PYTHON") == before  # later sessions are not pointed at it

@@ -160,8 +160,9 @@ class EnvironmentCompat:
             return
         from sparktide.spark.session import get_spark
 
-        python.before_session()
-        python.apply_spark(get_spark())
+        with python.session_python():
+            spark = get_spark()
+        python.apply_spark(spark)
 
     def add_jars(self, *jars_path: str) -> None:
         raise _no_jvm("add_jars")

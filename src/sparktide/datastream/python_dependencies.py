@@ -38,6 +38,8 @@ import re
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -141,10 +143,23 @@ class PythonDependencies:
                 "are not installed in this Python; pip install -r that file"
             )
 
-    def before_session(self) -> None:
-        """Before a job starts its SparkSession: the executable for its Python workers."""
-        if self.executable is not None:
-            os.environ["PYSPARK_PYTHON"] = self.executable
+    @contextmanager
+    def session_python(self) -> Iterator[None]:
+        """While a job gets its SparkSession: the executable for its Python workers, in
+        ``PYSPARK_PYTHON`` only while the session starts (a session already running keeps its
+        own, and the process's environment is left as it was)."""
+        if self.executable is None:
+            yield
+            return
+        previous = os.environ.get("PYSPARK_PYTHON")
+        os.environ["PYSPARK_PYTHON"] = self.executable
+        try:
+            yield
+        finally:
+            if previous is None:
+                del os.environ["PYSPARK_PYTHON"]
+            else:
+                os.environ["PYSPARK_PYTHON"] = previous
 
     def apply_spark(self, spark: Any) -> None:
         """Ship the files and archives to the executors of ``spark`` (once per path)."""
