@@ -33,10 +33,8 @@ from typing import Any
 from sparktide.common.timestamps import MIN_TIMESTAMP
 from sparktide.core.broadcast import BroadcastProcessFunction, KeyedBroadcastProcessFunction
 from sparktide.core.functions import CoProcessFunction, KeyedCoProcessFunction
-from sparktide.core.output_tag import OutputTag
 from sparktide.core.state import MapStateDescriptor
-from sparktide.runtime.elements import StreamRecord, Watermark, check_timestamp
-from sparktide.runtime.operators.base import OperatorSetup
+from sparktide.runtime.elements import Watermark
 from sparktide.runtime.operators.broadcast import (
     BroadcastOperator,
     BroadcastProcessOperator,
@@ -47,9 +45,7 @@ from sparktide.runtime.operators.co_process import (
     CoProcessOperator,
     KeyedCoProcessOperator,
 )
-from sparktide.runtime.output import CollectingOutput
-from sparktide.runtime.processing_time import ManualProcessingTimeService
-from sparktide.runtime.snapshot import KeyedOperatorSnapshot
+from sparktide.testing.operator_harness import OperatorTestHarness, as_record, as_watermark
 
 __all__ = [
     "BroadcastOperatorTestHarness",
@@ -63,23 +59,11 @@ __all__ = [
 KeyFunction = Callable[[Any], Any]
 
 
-def _record(value: Any, timestamp: int | None) -> StreamRecord:
-    if isinstance(value, StreamRecord):
-        return value
-    if timestamp is not None:
-        timestamp = check_timestamp(timestamp, "timestamp")
-    return StreamRecord(value, timestamp)
-
-
-def _watermark(watermark: int | Watermark) -> Watermark:
-    if isinstance(watermark, Watermark):
-        return watermark
-    return Watermark(check_timestamp(watermark, "watermark"))
-
-
-class TwoInputStreamOperatorTestHarness:
+class TwoInputStreamOperatorTestHarness(OperatorTestHarness):
     """Drives one two-input operator subtask. Keyed when ``key_selector1`` is given
     (``key_selector2`` keys the second input; a broadcast input has none)."""
+
+    operator: AbstractTwoInputOperator
 
     def __init__(
         self,
@@ -105,107 +89,37 @@ class TwoInputStreamOperatorTestHarness:
                 )
         if key_selector2 is not None and key_selector1 is None:
             raise ValueError("key_selector2 needs key_selector1: key both inputs or neither")
-        self.operator = operator
-        self.processing_time_service = ManualProcessingTimeService(processing_time)
-        self.output = CollectingOutput()
-        self.setup_info = OperatorSetup(
-            name=name,
-            subtask_index=subtask_index,
+        super().__init__(
+            operator,
+            key_selector=key_selector1,
             parallelism=parallelism,
+            subtask_index=subtask_index,
             max_parallelism=max_parallelism,
+            processing_time=processing_time,
+            name=name,
         )
-        operator.setup(self.output, self.processing_time_service, self.setup_info, key_selector1)
         operator.key_selector2 = key_selector2
-        self._opened = False
-
-    # ------------------------------------------------------------------ lifecycle
-
-    def initialize_state(
-        self, snapshots: bytes | KeyedOperatorSnapshot | Sequence[bytes | KeyedOperatorSnapshot]
-    ) -> None:
-        """Restore keyed state and timers (one snapshot, or several when rescaling); before
-        :meth:`open`."""
-        if self._opened:
-            raise RuntimeError("initialize_state must be called before open()")
-        if isinstance(snapshots, (bytes, bytearray, KeyedOperatorSnapshot)):
-            snapshots = [snapshots]
-        self.operator.initialize_state(list(snapshots))
-
-    def open(self) -> None:
-        self.operator.open()
-        self._opened = True
-
-    def close(self) -> None:
-        self.operator.close()
 
     # ------------------------------------------------------------------ input
 
     def process_element1(self, value: Any, timestamp: int | None = None) -> None:
         """``value`` (or a StreamRecord) on the first input, with event ``timestamp``."""
-        self.operator.process_element1(_record(value, timestamp))
+        self.operator.process_element1(as_record(value, timestamp))
 
     def process_element2(self, value: Any, timestamp: int | None = None) -> None:
         """``value`` (or a StreamRecord) on the second input, with event ``timestamp``."""
-        self.operator.process_element2(_record(value, timestamp))
+        self.operator.process_element2(as_record(value, timestamp))
 
     def process_watermark1(self, watermark: int | Watermark) -> None:
-        self.operator.process_watermark1(_watermark(watermark))
+        self.operator.process_watermark1(as_watermark(watermark))
 
     def process_watermark2(self, watermark: int | Watermark) -> None:
-        self.operator.process_watermark2(_watermark(watermark))
+        self.operator.process_watermark2(as_watermark(watermark))
 
     def process_both_watermarks(self, watermark: int | Watermark) -> None:
         """The same watermark on both inputs."""
         self.process_watermark1(watermark)
         self.process_watermark2(watermark)
-
-    def set_processing_time(self, time: int) -> None:
-        """Advance the simulated clock to ``time``, firing due processing-time timers."""
-        self.processing_time_service.set_current_time(check_timestamp(time, "time"))
-
-    def get_processing_time(self) -> int:
-        return self.processing_time_service.get_current_processing_time()
-
-    def get_current_watermark(self) -> int:
-        """The operator's watermark: the minimum of both inputs' (MIN_TIMESTAMP at first)."""
-        return self.operator.current_watermark()
-
-    # ------------------------------------------------------------------ output
-
-    def get_output(self) -> list[Any]:
-        """Everything emitted on the main output, in order: StreamRecords and Watermarks."""
-        return list(self.output.elements)
-
-    def get_records(self) -> list[StreamRecord]:
-        return [e for e in self.output.elements if isinstance(e, StreamRecord)]
-
-    def extract_output_values(self) -> list[Any]:
-        return [e.value for e in self.output.elements if isinstance(e, StreamRecord)]
-
-    def get_side_output(self, tag: OutputTag) -> list[StreamRecord]:
-        return list(self.output.side.get(tag, []))
-
-    def clear_output(self) -> None:
-        self.output.elements.clear()
-        self.output.side.clear()
-
-    # ------------------------------------------------------------------ inspection
-
-    def num_event_time_timers(self) -> int:
-        m = self.operator.time_service_manager
-        return 0 if m is None else m.num_event_time_timers()
-
-    def num_processing_time_timers(self) -> int:
-        m = self.operator.time_service_manager
-        return 0 if m is None else m.num_processing_time_timers()
-
-    def num_keyed_state_entries(self) -> int:
-        b = self.operator.keyed_state_backend
-        return 0 if b is None else b.num_entries()
-
-    def snapshot(self) -> bytes:
-        """The operator's keyed state and timers in the versioned snapshot format."""
-        return self.operator.snapshot_state().to_bytes()
 
 
 class BroadcastOperatorTestHarness(TwoInputStreamOperatorTestHarness):
