@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -234,8 +235,23 @@ def test_simulated_processing_time_on_spark():
 
 # ------------------------------------------------------------------------------ the examples
 
+def _offline_ports() -> set[Path]:
+    """The ports of PyFlink's examples that need no outside service (the others, Kafka,
+    Elasticsearch, Pulsar and Table API ones, have tests/test_pyflink_examples.py)."""
+    spec = importlib.util.spec_from_file_location(
+        "pyflink_oracle_record", REPO / "tools" / "pyflink_oracle" / "record.py"
+    )
+    oracle = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(oracle)  # type: ignore[union-attr]
+    return {REPO / "examples" / "pyflink" / relative for relative in oracle.EXAMPLES.values()}
+
+
+OFFLINE_PORTS = _offline_ports()
 EXAMPLES = sorted(
-    str(p.relative_to(REPO)) for p in (REPO / "examples").rglob("*.py") if p.name != "__init__.py"
+    str(p.relative_to(REPO))
+    for p in (REPO / "examples").rglob("*.py")
+    if p.name != "__init__.py"
+    and (not p.is_relative_to(REPO / "examples" / "pyflink") or p in OFFLINE_PORTS)
 )
 
 

@@ -11,7 +11,7 @@ re-registered for every row).
 >>> from sparktide.testing import for_keyed_process_function
 >>> h = for_keyed_process_function(
 ...     ProcTimeRangeBoundedPrecedingFunction(SumAggregate(lambda r: r[1]), preceding=10),
-...     lambda r: r[0])
+...     lambda r: r[0], processing_time=0)
 >>> h.process_element(("a", 1)); h.set_processing_time(5)
 >>> h.process_element(("a", 2)); h.set_processing_time(20)
 >>> h.process_element(("a", 4)); h.set_processing_time(21)
