@@ -16,8 +16,9 @@ Spark-written sinks, runs here instead of through the per-record tasks:
    as ``long`` columns, so sorting by them gives the per-record path's order.
 
 The output equals the per-record path's (see :mod:`sparktide.runtime.columnar.engine` for
-float sums). Setting the environment variable ``SPARKTIDE_COLUMNAR=off`` keeps every job on the
-per-record path.
+float sums). An unordered output whose records cannot be late runs in Spark's own engine
+instead (:mod:`sparktide.spark.columnar_sql`). Setting the environment variable
+``SPARKTIDE_COLUMNAR=off`` keeps every job on the per-record path, ``python`` on this one.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from sparktide.runtime.execution.planner import Plan, Stage
 from sparktide.runtime.execution.protocol import PAD
 from sparktide.runtime.execution.tasks import SUMMED_METRICS
 from sparktide.runtime.graph import Node
+from sparktide.spark.columnar_sql import sql_frame
 from sparktide.spark.dataframe_source import DataFrameSource
 from sparktide.spark.frames import ColumnTimestampAssigner, arrow_schema_of, records_of_batch
 from sparktide.spark.placement import placement_keys
@@ -83,6 +85,12 @@ POSITIONS = _POSITIONS
 def enabled() -> bool:
     """Whether the columnar path may run (see :data:`SWITCH`)."""
     return os.environ.get(SWITCH, "on").strip().lower() not in ("off", "0", "false", "no")
+
+
+def sql_enabled() -> bool:
+    """Whether an unordered output may run in Spark's own engine
+    (:mod:`sparktide.spark.columnar_sql`; :data:`SWITCH` ``python`` keeps it in Python)."""
+    return enabled() and os.environ.get(SWITCH, "on").strip().lower() != "python"
 
 
 def watermark_bound(strategy: WatermarkStrategy | None) -> tuple[bool, int | None]:
@@ -208,6 +216,11 @@ class ColumnarJob:
         sink = next((s for s in self.sinks if s.node.id == node_id), None)
         if sink is None or sink.late:
             return None
+        if not ordered and sql_enabled():
+            prepared = self.source.prepared()
+            native = sql_frame(prepared, self.split_plan, self.spec, self.slots, self.output_schema)
+            if native is not None:
+                return native
         return self._main_frame(self.results(main_only=True, positions=ordered), ordered)
 
     def _main_frame(self, results: DataFrame, ordered: bool) -> DataFrame:
