@@ -291,12 +291,40 @@ def pyflink_python() -> str:
     return python
 
 
+LATE_SIDE = {"q3": "persons", "q4": "auctions"}
+"""The side of each join whose records wait in state when the other comes first."""
+
+
+def _late(tables, query: str, n: int = 20_000):
+    """``tables`` with ``n`` records first on the side of ``query``'s join that keeps the
+    other waiting: they join nothing and leave the results as they are (persons from
+    elsewhere, or auctions without bids, all just before the first event), and while PyFlink
+    reads them the other side runs ahead (q3's auctions come before their seller, q4's bids
+    before their auction)."""
+    kind = LATE_SIDE[query]
+    table = getattr(tables, kind)
+    first = PYFLINK_CONFIG.base_time_ms
+    columns = {"id": range(-n, 0), "dateTime": [first - 1] * n, "expires": [first] * n}
+    columns["state"] = ["WA"] * n
+    early = pa.concat_tables([table.slice(0, 1)] * n).combine_chunks()  # its other fields
+    for name, values in columns.items():
+        if name in table.schema.names:
+            field = table.schema.field(name)
+            column = pa.array(values).cast(field.type)
+            early = early.set_column(table.schema.get_field_index(name), field, column)
+    late = pa.concat_tables([early, table])
+    return type(tables)(**{**tables.__dict__, kind: late})
+
+
+@pytest.mark.parametrize("late", [False, True], ids=["in-order", "late-side"])
 @pytest.mark.parametrize("query", ["q3", "q4"])
-def test_pyflink_join_queries_equal_spark_sql(query, pyflink_python, spark, tmp_path) -> None:
+def test_pyflink_join_queries_equal_spark_sql(query, late, pyflink_python, spark, tmp_path) -> None:
     from sparktide.nexmark.runner import pyflink_job
     from sparktide.nexmark.streaming import write_files
 
     tables = generate(PYFLINK_CONFIG)
+    if late:
+        tables = _late(tables, query)
     folders = write_files(tables, tmp_path / "events", batches=2)
     bound = PYFLINK_CONFIG.out_of_order_bound_ms
     result = pyflink_job(pyflink_python, query, folders, bound, collect=True)
