@@ -47,9 +47,9 @@ from sparktide.nexmark.queries import QUERIES, Sources
 from sparktide.nexmark.sql import SQL_QUERIES, Frames
 from sparktide.nexmark.streaming import KINDS, run_stream, write_files
 
-__all__ = ["main"]
+__all__ = ["main", "pyflink_job"]
 
-PYFLINK_QUERIES = ("q0", "q1", "q2", "q5", "q7", "q11", "q12")
+PYFLINK_QUERIES = ("q0", "q1", "q2", "q3", "q4", "q5", "q7", "q11", "q12")
 """The queries with a PyFlink version (:mod:`sparktide.nexmark.pyflink_jobs`)."""
 
 
@@ -112,19 +112,32 @@ def _run_sql(query: str, frames: Frames) -> float:
     return time.perf_counter() - start
 
 
-def _run_pyflink(python: str, query: str, folder: Path, bound: int) -> float | None:
+def pyflink_job(
+    python: str, query: str, folders: dict[str, Path], bound: int, collect: bool = False
+) -> dict[str, Any] | None:
+    """Run ``query`` on PyFlink (:mod:`sparktide.nexmark.pyflink_jobs`, by ``python``) over the
+    Parquet folders of each kind: ``{"seconds": ...}``, with ``"rows"`` (lists of fields)
+    when ``collect``; ``None`` (and PyFlink's error on stderr) when it fails."""
     script = Path(__file__).with_name("pyflink_jobs.py")
     env = dict(os.environ)
     # thread mode runs the functions in the JVM through this interpreter: put it first on PATH
     env["PATH"] = f"{Path(python).parent}{os.pathsep}{env.get('PATH', '')}"
-    args = [python, str(script), query, str(folder), str(bound)]
+    args = [python, str(script), query, str(folders["bids"]), str(bound)]
+    args += ["--persons", str(folders["persons"]), "--auctions", str(folders["auctions"])]
+    if collect:
+        args.append("--collect")
     proc = subprocess.run(args, capture_output=True, text=True, timeout=7200, env=env)
     for line in reversed(proc.stdout.splitlines()):
         if line.startswith("{"):
-            seconds: float = json.loads(line)["seconds"]
-            return seconds
+            result: dict[str, Any] = json.loads(line)
+            return result
     sys.stderr.write(f"PyFlink {query} failed:\n{proc.stderr[-2000:]}\n")
     return None
+
+
+def _run_pyflink(python: str, query: str, folders: dict[str, Path], bound: int) -> float | None:
+    result = pyflink_job(python, query, folders, bound)
+    return None if result is None else float(result["seconds"])
 
 
 def _pyflink_python(given: str | None) -> str | None:
@@ -293,10 +306,7 @@ def _measure(
                 row.sql_seconds = _best([_run_sql(query, frames) for _ in range(args.repeat)])
             if pyflink is not None and query in PYFLINK_QUERIES:
                 row.pyflink_seconds = _best(
-                    [
-                        _run_pyflink(pyflink, query, splits["bids"], bound)
-                        for _ in range(args.repeat)
-                    ]
+                    [_run_pyflink(pyflink, query, splits, bound) for _ in range(args.repeat)]
                 )
         rows.append(row)
         seconds = ", ".join(
