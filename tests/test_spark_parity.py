@@ -235,6 +235,7 @@ def test_simulated_processing_time_on_spark():
 
 # ------------------------------------------------------------------------------ the examples
 
+
 def _offline_ports() -> set[Path]:
     """The ports of PyFlink's examples that need no outside service (the others, Kafka,
     Elasticsearch, Pulsar and Table API ones, have tests/test_pyflink_examples.py)."""

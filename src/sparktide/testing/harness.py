@@ -41,6 +41,7 @@ __all__ = [
     "for_process_function",
 ]
 
+
 class OneInputStreamOperatorTestHarness(OperatorTestHarness):
     """Drives one operator subtask: elements, watermarks, processing time; collects output.
 
