@@ -38,7 +38,10 @@ Spark's own query on the same rows::
                   .count() | .agg(F.sum(f))
 
 (flights: 1 h tumbling, 12 h sliding by 1 h; ``f`` is ``sched_ms`` for flights, ``v`` for the
-synthetic set). ``peak RSS`` is the largest resident set of a Python worker of Spark while the
+synthetic set). A tumbling aggregate whose records cannot be late runs in Spark's own engine
+after a check of the splits' timestamps (:mod:`sparktide.spark.columnar_sql`); the ``in
+Python`` row times the same job on the columnar path in Python (``SPARKTIDE_COLUMNAR=python``),
+what a job with late records runs. ``peak RSS`` is the largest resident set of a Python worker of Spark while the
 contender ran (sampled from ``/proc`` every 20 ms). ``--builtin-only`` times only these rows.
 
 sparktide runs on Spark (``runtime="spark"``, ``--parallelism`` subtasks) and, for context, on
@@ -77,7 +80,8 @@ import platform
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -295,6 +299,21 @@ def builtin_frame(
     return out.to_dataframe(ordered=False)
 
 
+@contextmanager
+def columnar_switch(value: str | None) -> Iterator[None]:
+    """``SPARKTIDE_COLUMNAR`` set to ``value`` (``None``: left as it is) while inside."""
+    saved = os.environ.get("SPARKTIDE_COLUMNAR")
+    if value is not None:
+        os.environ["SPARKTIDE_COLUMNAR"] = value
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("SPARKTIDE_COLUMNAR", None)
+        else:
+            os.environ["SPARKTIDE_COLUMNAR"] = saved
+
+
 class WorkerRss:
     """The peak resident set (MB) of this run's Python workers of Spark (descendants of this
     process, through its JVM) that worked while inside: a thread samples ``/proc`` every 20 ms;
@@ -445,10 +464,17 @@ def run_dataset(
                 rate = n / seconds if isinstance(seconds, float) else None
                 print(_row("Spark (native)", label, n, seconds, rate, rss), flush=True)
             call = "count()" if what == "count" else f"sum({data.sum_field!r})"
-            seconds, rss = timed_rss(
-                lambda w=what, s=sliding: builtin_frame(data, data.df, w, s, p, every), repeat
-            )
-            print(_row("sparktide built-in", f"{label}: {call}", n, seconds, rate, rss), flush=True)
+            # tumbling: Spark's engine when no record can be late, else the columnar path in
+            # Python (SPARKTIDE_COLUMNAR=python times that one); sliding: always in Python
+            for engine, switch in (("sparktide built-in", None), ("  in Python", "python")):
+                if sliding and switch is not None:
+                    continue
+                with columnar_switch(switch):
+                    seconds, rss = timed_rss(
+                        lambda w=what, s=sliding: builtin_frame(data, data.df, w, s, p, every),
+                        repeat,
+                    )
+                print(_row(engine, f"{label}: {call}", n, seconds, rate, rss), flush=True)
     if args.builtin_only:
         return
     sliced = False

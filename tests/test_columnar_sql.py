@@ -51,8 +51,8 @@ def switched(value: str) -> Iterator[None]:
             os.environ[SWITCH] = saved
 
 
-def unordered(df: Any, job: Job, switch: str) -> Counter[tuple[Any, ...]]:
-    """The rows of the job's ``to_dataframe(ordered=False)`` with ``SPARKTIDE_COLUMNAR`` set
+def unordered(df: Any, job: Job, switch: str, ordered: bool = False) -> Counter[tuple[Any, ...]]:
+    """The rows of the job's ``to_dataframe(ordered=ordered)`` with ``SPARKTIDE_COLUMNAR`` set
     to ``switch``."""
     from sparktide.datastream import StreamExecutionEnvironment
     from sparktide.datastream.window import (
@@ -93,7 +93,7 @@ def unordered(df: Any, job: Job, switch: str) -> Counter[tuple[Any, ...]]:
                 high=Agg.max("v"),
                 mean=Agg.avg("w"),
             )
-        return Counter(tuple(r) for r in out.to_dataframe(ordered=False).collect())
+        return Counter(tuple(r) for r in out.to_dataframe(ordered=ordered).collect())
 
 
 @contextmanager
@@ -224,12 +224,23 @@ def test_flink_records_take_the_first_record_by_position(spark: Any, form: str) 
         assert got == unordered(df, job, "off")
 
 
+def test_a_window_without_values_aggregates_to_null(spark: Any) -> None:
+    df = frame_of(spark, [[("a", 1, None, 3), ("a", 2, None, 4), ("b", 3, 5, 6)]])
+    with counting_sql_frames() as calls:
+        got = unordered(df, Job(10, 10, 0), "on")
+    assert calls == [True]
+    assert got == unordered(df, Job(10, 10, 0), "off")
+    assert ("a", 0, 10, 2, 3, None, 2, None) in got
+
+
 def test_sliding_windows_and_ordered_output_stay_on_the_columnar_path(spark: Any) -> None:
     df = frame_of(spark, [[("a", 1, 1, 3), ("a", 2, 2, 12)]])
     with counting_sql_frames() as calls:
         got = unordered(df, Job(10, 5, 0), "on")
-    assert calls == [False]
+        in_order = unordered(df, Job(10, 10, 0), "on", ordered=True)
+    assert calls == [False]  # the sliding job declined; the ordered one never asked
     assert got == unordered(df, Job(10, 5, 0), "off")
+    assert in_order == unordered(df, Job(10, 10, 0), "off", ordered=True)
 
 
 def test_a_null_in_a_flink_record_field_is_still_an_error(spark: Any) -> None:

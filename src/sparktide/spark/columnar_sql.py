@@ -117,19 +117,13 @@ def sql_frame(
     schema = prepared.schema
     refused = [plan.timestamp] + (list(plan.fields) if plan.records else [])
     refused = [c for c in dict.fromkeys(refused) if schema[c].nullable]
-    index = F.monotonically_increasing_id().bitwiseAND(F.lit((1 << SPLIT_ROWS) - 1))
     round_ = F.expr(f"_i div {plan.every}") if plan.every else F.lit(0)
+    nulls = [F.count(F.lit(1)).alias("n")] if refused else []
+    nulls += [F.count(_col(c)).alias(f"nn{i}") for i, c in enumerate(refused)]
     stats = (
-        prepared.select(
-            ts, *map(_col, refused), F.spark_partition_id().alias("_s"), index.alias("_i")
-        )
+        _indexed(prepared.select(ts, *map(_col, refused)))
         .groupBy("_s", round_.alias("_r"))
-        .agg(
-            F.min(ts).alias("lo"),
-            F.max(ts).alias("hi"),
-            F.count(F.lit(1)).alias("n"),
-            *[F.count(_col(c)).alias(f"nn{i}") for i, c in enumerate(refused)],
-        )
+        .agg(F.min(ts).alias("lo"), F.max(ts).alias("hi"), *nulls)
         .collect()
     )
     if any(row[f"nn{i}"] != row["n"] for row in stats for i in range(len(refused))):
@@ -146,9 +140,16 @@ def sql_frame(
     if most * splits >= _POSITION_ROUNDS:
         return None
     position = (round_ * splits + F.col("_s")) * F.lit(1 << SPLIT_ROWS) + F.col("_i")
-    indexed = prepared.select("*", F.spark_partition_id().alias("_s"), index.alias("_i"))
-    grouped = indexed.groupBy(_col(plan.key).alias("_k"), start.alias("_w"))
+    grouped = _indexed(prepared).groupBy(_col(plan.key).alias("_k"), start.alias("_w"))
     return _record(grouped, plan, spec, output, position)
+
+
+def _indexed(frame: DataFrame) -> DataFrame:
+    """``frame`` with each row's split ``_s`` (its partition) and index ``_i`` in it."""
+    from pyspark.sql import functions as F
+
+    index = F.monotonically_increasing_id().bitwiseAND(F.lit((1 << SPLIT_ROWS) - 1))
+    return frame.select("*", F.spark_partition_id().alias("_s"), index.alias("_i"))
 
 
 def _aggregate(kind: str, column: Column) -> Column:
@@ -210,7 +211,8 @@ def _named(
             continue
         field = _col(plan.fields[slot])
         if agg.kind is AggregateKind.AVG:
-            aggregates.append(F.sum(field).cast("double") / F.count(field).cast("double"))
+            total, values = F.sum(field).cast("double"), F.count(field).cast("double")
+            aggregates.append(F.try_divide(total, values))  # no value: null
         else:
             aggregates.append(_aggregate(agg.kind.value, field))
     frame = grouped.agg(*[a.alias(f"_a{j}") for j, a in enumerate(aggregates)])
