@@ -43,6 +43,7 @@ from sparktide.runtime.elements import MIN_TIMESTAMP
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
     from pyspark.sql.group import GroupedData
+    from pyspark.sql.types import StructType
 
 __all__ = ["SPLIT_ROWS", "RoundStats", "all_normal", "sql_frame"]
 
@@ -111,10 +112,10 @@ def sql_frame(
     Runs the small Spark job of step 1."""
     from pyspark.sql import functions as F
 
-    if not _qualifies(prepared, plan, spec, output):
+    schema = prepared.schema
+    if not _qualifies(schema, plan, spec, output):
         return None
     ts = _col(plan.timestamp)
-    schema = prepared.schema
     refused = [plan.timestamp] + (list(plan.fields) if plan.records else [])
     refused = [c for c in dict.fromkeys(refused) if schema[c].nullable]
     round_ = F.expr(f"_i div {plan.every}") if plan.every else F.lit(0)
@@ -161,7 +162,7 @@ def _aggregate(kind: str, column: Column) -> Column:
 
 
 def _qualifies(
-    prepared: DataFrame, plan: SplitPlan, spec: WindowAggregateSpec, output: pa.Schema
+    schema: StructType, plan: SplitPlan, spec: WindowAggregateSpec, output: pa.Schema
 ) -> bool:
     """Tumbling windows, integer timestamps and fields; Flink's record
     only for ``sum``/``min``/``max`` (``min_by``/``max_by`` order by a value and a position,
@@ -170,7 +171,6 @@ def _qualifies(
 
     if spec.sliding:
         return False
-    schema = prepared.schema
     names = set(schema.fieldNames())
     integral = [plan.timestamp, *plan.fields]
     if plan.key not in names or any(c not in names for c in integral):
@@ -211,8 +211,8 @@ def _named(
             continue
         field = _col(plan.fields[slot])
         if agg.kind is AggregateKind.AVG:
-            total, values = F.sum(field).cast("double"), F.count(field).cast("double")
-            aggregates.append(F.try_divide(total, values))  # no value: null
+            total, present = F.sum(field).cast("double"), F.count(field).cast("double")
+            aggregates.append(F.try_divide(total, present))  # no value: null
         else:
             aggregates.append(_aggregate(agg.kind.value, field))
     frame = grouped.agg(*[a.alias(f"_a{j}") for j, a in enumerate(aggregates)])
