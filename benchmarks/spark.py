@@ -41,8 +41,9 @@ Spark's own query on the same rows::
 synthetic set). A tumbling aggregate whose records cannot be late runs in Spark's own engine
 after a check of the splits' timestamps (:mod:`sparktide.spark.columnar_sql`); the ``in
 Python`` row times the same job on the columnar path in Python (``SPARKTIDE_COLUMNAR=python``),
-what a job with late records runs. ``peak RSS`` is the largest resident set of a Python worker of Spark while the
-contender ran (sampled from ``/proc`` every 20 ms). ``--builtin-only`` times only these rows.
+what a job with late records runs. ``peak RSS`` is the largest resident set of a Python worker
+of Spark while the contender ran (sampled from ``/proc`` every 20 ms). ``--builtin-only`` times
+only these rows.
 
 sparktide runs on Spark (``runtime="spark"``, ``--parallelism`` subtasks) and, for context, on
 its in-process local runtime (``runtime="local"``, same parallelism). On the synthetic set the

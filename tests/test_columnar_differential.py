@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,9 +44,10 @@ class Job:
 
 
 @contextmanager
-def columnar(on: bool) -> Iterator[None]:
+def switched(value: str) -> Iterator[None]:
+    """``SPARKTIDE_COLUMNAR`` set to ``value`` while inside."""
     saved = os.environ.get(SWITCH)
-    os.environ[SWITCH] = "on" if on else "off"
+    os.environ[SWITCH] = value
     try:
         yield
     finally:
@@ -54,6 +55,10 @@ def columnar(on: bool) -> Iterator[None]:
             del os.environ[SWITCH]
         else:
             os.environ[SWITCH] = saved
+
+
+def columnar(on: bool) -> AbstractContextManager[None]:
+    return switched("on" if on else "off")
 
 
 def build(df: Any, job: Job) -> tuple[Any, Any]:
@@ -124,10 +129,10 @@ jobs = st.builds(
 )
 
 
-def frame_of(spark: Any, rows_per_split: list[list[tuple[Any, ...]]]) -> Any:
-    """A DataFrame whose partition ``i`` holds ``rows_per_split[i]`` in order."""
+def frame_of(spark: Any, rows_per_split: list[list[tuple[Any, ...]]], schema: str = SCHEMA) -> Any:
+    """A DataFrame of ``schema`` whose partition ``i`` holds ``rows_per_split[i]`` in order."""
     rdd = spark.sparkContext.parallelize(rows_per_split, len(rows_per_split))
-    return spark.createDataFrame(rdd.flatMap(_rows), SCHEMA)
+    return spark.createDataFrame(rdd.flatMap(_rows), schema)
 
 
 def _rows(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:

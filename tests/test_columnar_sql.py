@@ -7,7 +7,6 @@ check which path ran: Spark's engine exactly when no record can be late."""
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,9 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import test_columnar_differential as differential
 from sparktide.common import Duration, Time, WatermarkStrategy
 from sparktide.spark import columnar_sql
-from sparktide.spark.columnar_job import SWITCH
+from test_columnar_differential import switched
 
 SCHEMA = "k string, v long, w int, ts long"
 RECORD_FORMS = ("sum", "min", "max", "min_by", "max_by")
@@ -36,19 +36,6 @@ class Job:
     parallelism: int = 2
     form: str = "agg"  # agg, count, or Flink's record: sum, min, max, min_by, max_by
     lateness: int = 0
-
-
-@contextmanager
-def switched(value: str) -> Iterator[None]:
-    saved = os.environ.get(SWITCH)
-    os.environ[SWITCH] = value
-    try:
-        yield
-    finally:
-        if saved is None:
-            del os.environ[SWITCH]
-        else:
-            os.environ[SWITCH] = saved
 
 
 def unordered(df: Any, job: Job, switch: str, ordered: bool = False) -> Counter[tuple[Any, ...]]:
@@ -117,13 +104,7 @@ def counting_sql_frames() -> Iterator[list[bool]]:
 
 
 def frame_of(spark: Any, rows_per_split: list[list[tuple[Any, ...]]]) -> Any:
-    """A DataFrame whose partition ``i`` holds ``rows_per_split[i]`` in order."""
-    rdd = spark.sparkContext.parallelize(rows_per_split, len(rows_per_split))
-    return spark.createDataFrame(rdd.flatMap(_rows), SCHEMA)
-
-
-def _rows(rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-    return rows
+    return differential.frame_of(spark, rows_per_split, SCHEMA)
 
 
 def _normal(rows: list[list[tuple[Any, ...]]], job: Job) -> bool:
