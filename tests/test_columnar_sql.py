@@ -36,6 +36,7 @@ class Job:
     parallelism: int = 2
     form: str = "agg"  # agg, count, or Flink's record: sum, min, max, min_by, max_by
     lateness: int = 0
+    key: str = "k"
 
 
 def unordered(df: Any, job: Job, switch: str, ordered: bool = False) -> Counter[tuple[Any, ...]]:
@@ -64,7 +65,7 @@ def unordered(df: Any, job: Job, switch: str, ordered: bool = False) -> Counter[
                 Time.milliseconds(job.size), Time.milliseconds(job.slide)
             )
         )
-        windowed = env.from_dataframe(df, strategy, timestamp_column="ts").key_by("k")
+        windowed = env.from_dataframe(df, strategy, timestamp_column="ts").key_by(job.key)
         windowed = windowed.window(assigner)
         if job.lateness:
             windowed = windowed.allowed_lateness(job.lateness)
@@ -203,6 +204,17 @@ def test_flink_records_take_the_first_record_by_position(spark: Any, form: str) 
             got = unordered(df, job, "on")
         assert calls == [form not in EXTREME_RECORDS]
         assert got == unordered(df, job, "off")
+
+
+def test_a_record_keyed_by_its_aggregated_field_holds_the_aggregate(spark: Any) -> None:
+    rows = [[(7, 2, 1, 3), (8, 2, 2, 4)], [(9, 2, 3, 5), (10, 1, 4, 6)]]
+    df = differential.frame_of(spark, rows, "k long, v long, w int, ts long")
+    job = Job(10, 10, 0, form="sum", key="v")
+    with counting_sql_frames() as calls:
+        got = unordered(df, job, "on")
+    assert calls == [True]
+    assert got == unordered(df, job, "off")
+    assert (7, 6, 1, 3) in got  # the first record of key 2, its v the sum 2 + 2 + 2
 
 
 def test_a_window_without_values_aggregates_to_null(spark: Any) -> None:

@@ -21,9 +21,10 @@ Otherwise :func:`sql_frame` returns ``None`` and the job keeps the columnar path
 ``(round, split, row)``, the per-record path's arrival order, with the field aggregated.
 
 Only unordered output is built here (``to_dataframe(ordered=False)``): a row's position is when
-its window fires, which this query does not compute. Tumbling windows over integer timestamps,
-keys and fields qualify (float sums depend on their order; sliding windows run faster on the
-columnar path's panes than in Spark's exploded windows). Setting ``SPARKTIDE_COLUMNAR=python``
+its window fires, which this query does not compute. Tumbling windows over integer timestamps
+and fields qualify, with the columnar path's integer or string keys (float sums depend on their
+order; sliding windows run faster on the columnar path's panes than in Spark's exploded
+windows). Setting ``SPARKTIDE_COLUMNAR=python``
 keeps every job on the columnar path.
 """
 
@@ -250,7 +251,7 @@ def _record(
         _aggregate(kind, _col(field)).alias("_v"),
         *[F.min_by(_col(c), position).alias(f"_c{j}") for j, c in enumerate(carried)],
     )
-    value = {field: F.col("_v"), plan.key: F.col("_k")}
+    value = {plan.key: F.col("_k"), field: F.col("_v")}  # keyed by the field: its aggregate
     value.update({c: F.col(f"_c{j}") for j, c in enumerate(carried)})
     return frame.select(
         *[value[f.name].cast(from_arrow_type(f.type)).alias(f.name) for f in output]
