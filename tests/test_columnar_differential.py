@@ -61,8 +61,9 @@ def columnar(on: bool) -> AbstractContextManager[None]:
     return switched("on" if on else "off")
 
 
-def build(df: Any, job: Job) -> tuple[Any, Any]:
-    """``(main stream, late stream or None)`` of the job on ``df``."""
+def windowed(df: Any, job: Any, key: str = "k") -> Any:
+    """The keyed, windowed stream of ``job`` (``size``, ``slide``, ``bound``, ``every``,
+    ``parallelism``, ``lateness``) on ``df`` on Spark."""
     from sparktide.datastream import StreamExecutionEnvironment
     from sparktide.datastream.window import SlidingEventTimeWindows, TumblingEventTimeWindows
 
@@ -79,20 +80,24 @@ def build(df: Any, job: Job) -> tuple[Any, Any]:
         if job.slide == job.size
         else SlidingEventTimeWindows.of(Time.milliseconds(job.size), Time.milliseconds(job.slide))
     )
+    source = env.from_dataframe(df, strategy, timestamp_column="ts")
+    stream = source.key_by(key).window(assigner)
+    return stream.allowed_lateness(job.lateness) if job.lateness else stream
+
+
+def build(df: Any, job: Job) -> tuple[Any, Any]:
+    """``(main stream, late stream or None)`` of the job on ``df``."""
     from sparktide.datastream.window import Agg
 
-    source = env.from_dataframe(df, strategy, timestamp_column="ts")
-    windowed = source.key_by("k").window(assigner)
-    if job.lateness:
-        windowed = windowed.allowed_lateness(job.lateness)
+    stream = windowed(df, job)
     if job.late_output:
-        windowed = windowed.side_output_late_data(LATE)
+        stream = stream.side_output_late_data(LATE)
     if job.form == "count":
-        out = windowed.count()
+        out = stream.count()
     elif job.form in RECORD_FORMS:
-        out = getattr(windowed, job.form)("v" if job.form in ("sum", "min", "max_by") else "x")
+        out = getattr(stream, job.form)("v" if job.form in ("sum", "min", "max_by") else "x")
     else:
-        out = windowed.agg(
+        out = stream.agg(
             n=Agg.count(),
             total=Agg.sum("v"),
             low=Agg.min("v"),

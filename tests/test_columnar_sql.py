@@ -18,7 +18,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import test_columnar_differential as differential
-from sparktide.common import Duration, Time, WatermarkStrategy
 from sparktide.spark import columnar_sql
 from test_columnar_differential import switched
 
@@ -42,33 +41,10 @@ class Job:
 def unordered(df: Any, job: Job, switch: str, ordered: bool = False) -> Counter[tuple[Any, ...]]:
     """The rows of the job's ``to_dataframe(ordered=ordered)`` with ``SPARKTIDE_COLUMNAR`` set
     to ``switch``."""
-    from sparktide.datastream import StreamExecutionEnvironment
-    from sparktide.datastream.window import (
-        Agg,
-        SlidingEventTimeWindows,
-        TumblingEventTimeWindows,
-    )
+    from sparktide.datastream.window import Agg
 
     with switched(switch):
-        env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
-        env.set_parallelism(job.parallelism)
-        env.get_config().set_watermark_every(job.every)
-        strategy = (
-            WatermarkStrategy.no_watermarks()
-            if job.bound is None
-            else WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(job.bound))
-        )
-        assigner = (
-            TumblingEventTimeWindows.of(Time.milliseconds(job.size))
-            if job.slide == job.size
-            else SlidingEventTimeWindows.of(
-                Time.milliseconds(job.size), Time.milliseconds(job.slide)
-            )
-        )
-        windowed = env.from_dataframe(df, strategy, timestamp_column="ts").key_by(job.key)
-        windowed = windowed.window(assigner)
-        if job.lateness:
-            windowed = windowed.allowed_lateness(job.lateness)
+        windowed = differential.windowed(df, job, job.key)
         if job.form == "count":
             out = windowed.count()
         elif job.form in RECORD_FORMS:
