@@ -28,7 +28,7 @@ from typing import Any
 
 from sparktide.common.watermark import Watermark
 
-__all__ = ["Source", "SourceContext", "SourceFunction", "SourceSplit"]
+__all__ = ["Source", "SourceContext", "SourceFunction", "SourceSplit", "range_splits"]
 
 
 class SourceContext(ABC):
@@ -137,6 +137,22 @@ class SourceSplit:
                 f"split_id must be a str, got {type(self.split_id).__name__} "
                 f"({self.split_id!r}); use str(...)"
             )
+
+
+def range_splits(first: int, count: int, n: int) -> list[SourceSplit]:
+    """``count`` consecutive positions from ``first`` in ``n`` splits of sizes differing by
+    at most one (the larger first), each with the payload ``(start, stop)``.
+
+    >>> [s.payload for s in range_splits(10, 5, 2)]
+    [(10, 13), (13, 15)]
+    """
+    size, extra = divmod(count, n)
+    splits, start = [], first
+    for i in range(n):
+        stop = start + size + (1 if i < extra else 0)
+        splits.append(SourceSplit(str(i), (start, stop)))
+        start = stop
+    return splits
 
 
 class Source(ABC):

@@ -29,7 +29,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from sparktide.core.source import Source, SourceContext, SourceFunction, SourceSplit
+from sparktide.core.source import (
+    Source,
+    SourceContext,
+    SourceFunction,
+    SourceSplit,
+    range_splits,
+)
 from sparktide.runtime.source_reader import SourceFunctionDriver, SplitReader
 
 __all__ = [
@@ -70,15 +76,7 @@ class CollectionSource(Source):
         self.num_splits = _check_num_splits(num_splits)
 
     def get_splits(self) -> list[SourceSplit]:
-        total, n = len(self.values), self.num_splits
-        size, extra = divmod(total, n)
-        splits = []
-        start = 0
-        for i in range(n):
-            end = start + size + (1 if i < extra else 0)
-            splits.append(SourceSplit(str(i), (start, end)))
-            start = end
-        return splits
+        return range_splits(0, len(self.values), self.num_splits)
 
     def read_split(self, split: SourceSplit) -> Iterator[Any]:
         start, end = split.payload

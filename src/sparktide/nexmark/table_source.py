@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from sparktide.common.typeinfo_base import TypeInformation
 from sparktide.common.types import Row
-from sparktide.core.source import Source, SourceSplit
+from sparktide.core.source import Source, SourceSplit, range_splits
 
 __all__ = ["TableSource"]
 
@@ -38,13 +38,7 @@ class TableSource(Source):
         self.splits = splits
 
     def get_splits(self) -> list[SourceSplit]:
-        size, extra = divmod(self.table.num_rows, self.splits)
-        result, first = [], 0
-        for i in range(self.splits):
-            stop = first + size + (1 if i < extra else 0)
-            result.append(SourceSplit(str(i), (first, stop)))
-            first = stop
-        return result
+        return range_splits(0, self.table.num_rows, self.splits)
 
     def read_split(self, split: SourceSplit) -> Iterator[Row]:
         first, stop = split.payload

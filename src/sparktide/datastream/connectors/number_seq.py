@@ -25,7 +25,7 @@ import reprlib
 from collections.abc import Iterator
 
 from sparktide.common.typeinfo import Types
-from sparktide.core.source import Source, SourceSplit
+from sparktide.core.source import Source, SourceSplit, range_splits
 
 __all__ = ["NumberSequenceSource"]
 
@@ -82,15 +82,7 @@ one number
         return self.end
 
     def get_splits(self) -> list[SourceSplit]:
-        total, n = self.end - self.start + 1, self.num_splits
-        size, extra = divmod(total, n)
-        splits = []
-        first = self.start
-        for i in range(n):
-            stop = first + size + (1 if i < extra else 0)
-            splits.append(SourceSplit(str(i), (first, stop)))
-            first = stop
-        return splits
+        return range_splits(self.start, self.end - self.start + 1, self.num_splits)
 
     def read_split(self, split: SourceSplit) -> Iterator[int]:
         first, stop = split.payload
