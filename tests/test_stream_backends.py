@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import statistics
 from pathlib import Path
 
 import pytest
@@ -140,10 +141,9 @@ def test_bytes_per_batch_follow_the_changes_not_the_state(spark, tmp_path) -> No
     sst_uploaded = [s["uploaded_bytes"] - s["private_bytes"] for s in sizes]
     sst_total = [s["total_bytes"] - s["private_bytes"] for s in sizes]
     # a batch between compactions uploads the SSTs of its changes only; a compaction into the
-    # last level rewrites it (uploaded again, as in Flink), every few batches
-    small = [u for u, t in zip(sst_uploaded[1:], sst_total[1:], strict=True) if u <= 0.15 * t]
-    assert len(small) >= 2
-    assert sum(sst_uploaded[1:]) < 0.75 * sum(sst_total[1:])
+    # last level rewrites it (uploaded again, as in Flink), every few batches: the median
+    # batch is one between compactions
+    assert statistics.median(sst_uploaded[1:]) <= 0.1 * statistics.median(sst_total[1:])
     # what the storage keeps: the last two checkpoints of each subtask, and only their files
     for subtask in range(2):
         storage = CheckpointStore(str(ckpt)).native_storage(_entry_identity(ckpt), subtask)
