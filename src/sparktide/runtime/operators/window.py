@@ -297,6 +297,7 @@ class WindowOperator(AbstractStreamOperator):
             inline_trigger = self._inline_event_time_trigger
             add_timer = timers.event_time_timers().add
             keys = timers.key_context
+            trigger_watermark = timers.current_watermark()  # (no callback moves it here)
             for window in windows:
                 max_ts = window.max_timestamp()
                 if event_time:
@@ -311,7 +312,7 @@ class WindowOperator(AbstractStreamOperator):
                 ctx.window = window
                 if inline_trigger and type(max_ts) is int:
                     # EventTimeTrigger.on_element(value, ts, window, ctx), inlined
-                    if max_ts <= timers._current_watermark:
+                    if max_ts <= trigger_watermark:
                         result = _FIRE
                     else:
                         add_timer(max_ts, keys.current_key, window, keys.current_key_group)

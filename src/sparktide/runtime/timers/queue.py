@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from bisect import insort
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from heapq import heapify, heappop, heappush
 from operator import itemgetter
 from typing import Generic, NoReturn, TypeVar
@@ -185,6 +185,60 @@ class KeyGroupedTimerQueue(Generic[K, N]):
         """Remove and return the head if its timestamp is ``<= timestamp``, else None."""
         head = self.peek()
         return None if head is None or head[0] > timestamp else self._pop(head)
+
+    def fire_until(
+        self,
+        timestamp: int,
+        set_key: Callable[[K, int], object],
+        fire: Callable[[int, K, N], object],
+    ) -> int:
+        """Remove every timer ``<= timestamp`` in firing order, calling ``set_key(key,
+        key_group)`` and then ``fire(timestamp, key, namespace)`` for each; return how many
+        fired. ``fire`` may add and remove timers: one due by ``timestamp`` fires in this call.
+
+        The loop runs once per fired timer, so it keeps the queue's fields in locals and reads
+        back only what a callback can change (``_pos``, ``_dead``).
+        """
+        heap, run, buckets, maps = self._heap, self._run, self._buckets, self._maps
+        start = self._kg_start
+        fired = 0
+        while True:
+            if heap:
+                bucket = buckets[heap[0]]
+                pos = self._pos
+                entry = bucket[pos]
+                if run and run[0] < entry:
+                    entry = run[0]
+                    if entry[0] > timestamp:
+                        break
+                    run.popleft()
+                    if self._dead:
+                        self._drop_dead_top()
+                else:
+                    if entry[0] > timestamp:
+                        break
+                    pos += 1
+                    if self._dead:
+                        self._pos = pos
+                        self._drop_dead_top()
+                    elif pos == len(bucket):
+                        del buckets[heappop(heap)]
+                        self._pos = 0
+                    else:
+                        self._pos = pos
+            elif run and run[0][0] <= timestamp:
+                entry = run.popleft()
+                if self._dead:
+                    self._drop_dead_top()
+            else:
+                break
+            key, kg = entry[2], entry[4]
+            del maps[kg - start][(entry[0], key, entry[3])]
+            self._count -= 1
+            set_key(key, kg)
+            fire(entry[0], key, entry[3])
+            fired += 1
+        return fired
 
     def _pop(self, head: TimerEntry[K, N]) -> TimerEntry[K, N]:
         """Remove ``head`` (the head of the queue) and return it."""

@@ -40,7 +40,7 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
@@ -100,6 +100,18 @@ class TimerQueue(Protocol[K, N]):
 
     def peek(self) -> TimerEntry[K, N] | None:
         """The head entry without removing it, None when empty."""
+        ...
+
+    def fire_until(
+        self,
+        timestamp: int,
+        set_key: Callable[[K, int], object],
+        fire: Callable[[int, K, N], object],
+    ) -> int:
+        """Remove every timer ``<= timestamp`` in firing order, calling ``set_key(key,
+        key_group)`` then ``fire(timestamp, key, namespace)`` for each (a timer ``fire`` adds
+        that is due fires too); how many fired. Flink's ``advanceWatermark`` loop over
+        ``peek``/``poll``, run by the queue so that it may keep its own layout in locals."""
         ...
 
     def clear(self) -> None: ...

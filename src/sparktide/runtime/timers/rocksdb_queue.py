@@ -516,6 +516,22 @@ class RocksDBTimerQueue(Generic[K, N]):
         self._pop_head(head)
         return head
 
+    def fire_until(
+        self,
+        timestamp: int,
+        set_key: Callable[[K, int], object],
+        fire: Callable[[int, K, N], object],
+    ) -> int:
+        """Poll every timer ``<= timestamp`` and fire it (the heap queue's ``fire_until``)."""
+        fired = 0
+        entry = self.poll_until(timestamp)
+        while entry is not None:
+            set_key(entry[2], entry[4])
+            fire(entry[0], entry[2], entry[3])
+            fired += 1
+            entry = self.poll_until(timestamp)
+        return fired
+
     def clear(self) -> None:
         """Remove every timer (one range delete per column family)."""
         begin, end = key_group_bounds(self.key_group_range())

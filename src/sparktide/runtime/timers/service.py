@@ -30,13 +30,12 @@ fired 10 k w
 from __future__ import annotations
 
 from collections.abc import Callable
-from heapq import heappop
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from sparktide.core.timerservice import TimeDomain
 from sparktide.runtime.elements import MIN_TIMESTAMP
 from sparktide.runtime.keygroups import KeyGroupRange
-from sparktide.runtime.timers.queue import K, KeyGroupedTimerQueue, N, TimerEntry
+from sparktide.runtime.timers.queue import K, N, TimerEntry
 from sparktide.runtime.timers.queue_factory import (
     HeapTimerQueueFactory,
     TimerQueue,
@@ -76,9 +75,8 @@ class Triggerable(Protocol[K_contra, N_contra]):
 class InternalTimerService(Generic[K, N]):
     """Timers of one operator for one name (``"user-timers"``, ``"window-timers"``, ...).
 
-    ``queue_factory`` makes its two queues (None: heap queues). The heap queue's firing loop is
-    inlined in :meth:`advance_watermark`; other queues fire through ``poll_until``, with the
-    same semantics.
+    ``queue_factory`` makes its two queues (None: heap queues). Each queue runs its own firing
+    loop (``fire_until``), so the service never depends on how a queue is laid out.
     """
 
     __slots__ = (
@@ -170,97 +168,32 @@ class InternalTimerService(Generic[K, N]):
         """Set the watermark to ``time`` and fire every event-time timer ``<= time``."""
         self._current_watermark = time
         queue = self._event
-        if not isinstance(queue, KeyGroupedTimerQueue):
-            self._fire_event_timers_until(time)
+        head = queue.peek()
+        if head is None or head[0] > time:
             return
-        # KeyGroupedTimerQueue.poll_until, inlined: this loop runs once per fired timer
-        heap, run = queue._heap, queue._run
-        if (not run or run[0][0] > time) and (not heap or heap[0] > time):
-            return
-        triggerable = self._triggerable
-        if triggerable is None:
-            raise self._unbound_error()
-        set_key = self._key_context.set_current_key_and_group
-        fire = triggerable.on_event_time
-        buckets, maps, start = queue._buckets, queue._maps, queue._kg_start
-        fired = 0
-        while True:
-            if heap:
-                bucket = buckets[heap[0]]
-                pos = queue._pos
-                entry = bucket[pos]
-                if run and run[0] < entry:
-                    entry = run[0]
-                    if entry[0] > time:
-                        break
-                    run.popleft()
-                    if queue._dead:
-                        queue._drop_dead_top()
-                else:
-                    if entry[0] > time:
-                        break
-                    pos += 1
-                    if queue._dead:
-                        queue._pos = pos
-                        queue._drop_dead_top()
-                    elif pos == len(bucket):
-                        del buckets[heappop(heap)]
-                        queue._pos = 0
-                    else:
-                        queue._pos = pos
-            elif run and run[0][0] <= time:
-                entry = run.popleft()
-                if queue._dead:
-                    queue._drop_dead_top()
-            else:
-                break
-            key, kg = entry[2], entry[4]
-            del maps[kg - start][(entry[0], key, entry[3])]
-            queue._count -= 1
-            set_key(key, kg)
-            fire(entry[0], key, entry[3])
-            fired += 1
-        self.fired_event_time += fired
-
-    def _fire_event_timers_until(self, time: int) -> None:
-        """Fire every event-time timer ``<= time`` of a queue other than the heap queue (the
-        loop :meth:`advance_watermark` inlines for it): polled one by one, so timers registered
-        or deleted by a callback count."""
-        poll_until = self._event.poll_until
-        entry = poll_until(time)
-        if entry is None:
-            return
-        triggerable = self._triggerable
-        if triggerable is None:
-            raise self._unbound_error()
-        set_key = self._key_context.set_current_key_and_group
-        fire = triggerable.on_event_time
-        fired = 0
-        while entry is not None:
-            set_key(entry[2], entry[4])
-            fire(entry[0], entry[2], entry[3])
-            fired += 1
-            entry = poll_until(time)
-        self.fired_event_time += fired
+        fire = self._bound().on_event_time
+        self.fired_event_time += queue.fire_until(
+            time, self._key_context.set_current_key_and_group, fire
+        )
 
     def _on_processing_time(self, time: int) -> None:
         """Callback of the processing-time service, with the registered timestamp ``time``."""
         self._next_timer = None
         queue = self._proc
-        triggerable = self._triggerable
-        if triggerable is None:  # never: the head is registered once a triggerable is bound
-            raise self._unbound_error()
-        set_key = self._key_context.set_current_key_and_group
-        fire = triggerable.on_processing_time
-        entry = queue.poll_until(time)
-        while entry is not None:
-            set_key(entry[2], entry[4])
-            fire(entry[0], entry[2], entry[3])
-            self.fired_processing_time += 1
-            entry = queue.poll_until(time)
+        fire = self._bound().on_processing_time
+        self.fired_processing_time += queue.fire_until(
+            time, self._key_context.set_current_key_and_group, fire
+        )
         head = queue.peek()
         if head is not None and self._next_timer is None:
             self._next_timer = self._pts.register_timer(head[0], self._on_processing_time)
+
+    def _bound(self) -> Triggerable[K, N]:
+        """The operator timers fire into (due timers and none bound is an error)."""
+        triggerable = self._triggerable
+        if triggerable is None:
+            raise self._unbound_error()
+        return triggerable
 
     def _unbound_error(self) -> RuntimeError:
         return RuntimeError(

@@ -30,7 +30,7 @@ class SimpleTimerService(TimerService):
         return self._service.current_processing_time()
 
     def current_watermark(self) -> int:
-        return self._service._current_watermark
+        return self._service.current_watermark()
 
     def register_processing_time_timer(self, timestamp: int) -> None:
         if type(timestamp) is not int or not MIN_TIMESTAMP <= timestamp <= MAX_TIMESTAMP:
