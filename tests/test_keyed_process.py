@@ -1,4 +1,5 @@
-"""KeyedProcessOperator / ProcessOperator through the test harness (GUIDE §3, seeds 000-001)."""
+"""KeyedProcessOperator / ProcessOperator through the test harness (docs/semantics.md:
+timers, KeyedProcessFunction)."""
 
 from __future__ import annotations
 

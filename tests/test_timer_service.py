@@ -1,4 +1,4 @@
-"""InternalTimerService and InternalTimeServiceManager semantics (GUIDE §3, seeds 000-002), on
+"""InternalTimerService and InternalTimeServiceManager semantics (docs/semantics.md: timers), on
 both timer queues: heap and RocksDB."""
 
 from __future__ import annotations

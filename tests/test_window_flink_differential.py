@@ -11,7 +11,7 @@ and a bundle size of 1 Flink's output depends on the input only and is an exact 
 Compared per case and key, in order: every firing (its result, including the window, the
 element count and the watermark seen by a process function, and the result's timestamp) and
 every late record. Two documented PyFlink 2.3 deviations from Flink's Java WindowOperator are
-allowed for (sparktide follows the Java operator, GUIDE §3):
+allowed for (sparktide follows the Java operator, docs/semantics.md):
 
 - a late firing (an element that arrives within the allowed lateness re-fires its window) is
   stamped by PyFlink with that element's timestamp instead of ``window.max_timestamp``;

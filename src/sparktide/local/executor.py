@@ -1,4 +1,5 @@
-"""Execute a planned job in-process, deterministically, in rounds (GUIDE §4).
+"""Execute a planned job in-process, deterministically, in rounds
+(docs/semantics.md, "Rounds").
 
 The rounds are :class:`~sparktide.runtime.execution.driver.RoundLoop`'s: every source split, in
 split order, reads its share (all of it, or ``watermark_every`` records); then every split emits

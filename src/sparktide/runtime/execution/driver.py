@@ -1,4 +1,5 @@
-"""The round driver: how a split's chain and a stage subtask run, for every runner (GUIDE §4).
+"""The round driver: how a split's chain and a stage subtask run, for every runner
+(docs/semantics.md, "Rounds").
 
 A job runs in **rounds**. In round ``r`` every source split reads its share (all of it, or
 ``watermark_every`` records), then emits its periodic watermark, or ``MAX`` after its last

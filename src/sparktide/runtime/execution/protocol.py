@@ -1,8 +1,8 @@
 """The execution protocol: positions, phases, entries and what travels between tasks.
 
 Every runner orders a stage's input by **position**, so the output is the same at any
-parallelism and on any runner (GUIDE §4). This module is the only place that knows how a
-position is laid out; everything else builds positions through its functions and classes
+parallelism and on any runner (docs/semantics.md, "Rounds"). This module is the only place that
+knows how a position is laid out; everything else builds positions through its functions and classes
 (:class:`Cursor`, :class:`SourceTagger` on the per-record path) and compares them as tuples.
 
 **Positions.** A :data:`Position` is a tuple of plain ints, compared as a tuple (a prefix sorts
