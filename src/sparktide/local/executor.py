@@ -20,7 +20,6 @@ simulated clock that advances at every round boundary.
 
 from __future__ import annotations
 
-import time
 from operator import itemgetter
 
 from sparktide.runtime.execution.driver import (
@@ -31,27 +30,19 @@ from sparktide.runtime.execution.driver import (
     SplitSession,
     Step,
     SubtaskSession,
+    source_clock,
+    subtask_clock,
 )
 from sparktide.runtime.execution.planner import Plan, plan_job
 from sparktide.runtime.execution.tasks import JobTasks
 from sparktide.runtime.failures import add_context, user_traceback
 from sparktide.runtime.gc_pacing import paced_collection
 from sparktide.runtime.graph import JobGraph
-from sparktide.runtime.mailbox import Mailbox
 from sparktide.runtime.operators.simple import flush_printed
-from sparktide.runtime.processing_time import (
-    ManualProcessingTimeService,
-    ProcessingTimeService,
-    SystemProcessingTimeService,
-)
 
 __all__ = ["LocalExecutor"]
 
 _by_position_and_channel = itemgetter(0, 1)  # ties: the outputs of two operators
-
-
-def _wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class LocalExecutor:
@@ -65,28 +56,16 @@ class LocalExecutor:
         self.simulated = SimulatedTime.of(self.config.get_simulated_processing_time())
         self.rounds = 0
 
-    def _new_clock(self) -> tuple[ProcessingTimeService, Mailbox | None]:
-        if self.simulated is not None:
-            return ManualProcessingTimeService(self.simulated.start), None
-        mailbox = Mailbox()
-        return SystemProcessingTimeService(mailbox), mailbox
-
     def _build(self) -> None:
-        source_clock: ProcessingTimeService
-        if self.simulated is not None:
-            source_clock, _ = self._new_clock()
-        else:
-            source_clock = ManualProcessingTimeService(0)
-            source_clock.get_current_processing_time = _wall_clock_ms  # type: ignore[method-assign]
-        self.source_clock = source_clock
+        self.source_clock = source_clock(self.simulated)
         self.tasks = JobTasks(
-            self.plan, self.config.get_global_job_parameters(), source_clock, ship_prints=True
+            self.plan, self.config.get_global_job_parameters(), self.source_clock, ship_prints=True
         )
         self.subtasks: dict[int, list[SubtaskSession]] = {}
         for stage in self.plan.stages:
             sessions = []
             for i in range(stage.parallelism):
-                clock, mailbox = self._new_clock()
+                clock, mailbox = subtask_clock(self.simulated)
                 task = self.tasks.build_subtask(stage, i, clock, mailbox)
                 sessions.append(SubtaskSession(task, self.simulated))
             self.subtasks[stage.index] = sessions

@@ -52,6 +52,7 @@ __all__ = [
     "ScheduledTimer",
     "SystemProcessingTimeService",
     "processing_time_delay",
+    "wall_clock_ms",
 ]
 
 ProcessingTimeCallback = Callable[[int], None]
@@ -89,8 +90,18 @@ def processing_time_delay(timestamp: int, current_time: int) -> int:
     return timestamp - current_time + 1 if timestamp >= current_time else 0
 
 
-def _wall_clock_ms() -> int:
+def wall_clock_ms() -> int:
+    """The wall clock in int milliseconds since the epoch: the one clock of real processing
+    time, injected wherever time is read (services, the streaming driver, the lock's lease)."""
     return time.time_ns() // 1_000_000
+
+
+def _check_clock(clock: object) -> None:
+    if clock is not None and not callable(clock):
+        raise TypeError(
+            "clock must be None or a callable returning the current time in int ms, got "
+            f"{type(clock).__name__}"
+        )
 
 
 def _check_callback(callback: object) -> None:
@@ -333,14 +344,19 @@ class ManualProcessingTimeService(_HeapTimerService):
     ValueError: delta must be >= 0 ms (processing time never goes backwards), got -1
     """
 
-    def __init__(self, start: int = 0) -> None:
+    def __init__(self, start: int = 0, clock: Callable[[], int] | None = None) -> None:
         self._now = check_timestamp(start, "start")
+        _check_clock(clock)
+        self._clock = clock
         super().__init__()
         self._firing = False
 
     def get_current_processing_time(self) -> int:
-        """The simulated clock (int ms)."""
-        return self._now
+        """The manual clock (int ms), or the injected ``clock``'s time when one was given: a
+        source stage on the wall clock reads real time, while its timers fire only when the
+        round driver moves the manual clock."""
+        clock = self._clock
+        return self._now if clock is None else clock()
 
     def register_timer(self, timestamp: int, callback: ProcessingTimeCallback) -> ScheduledTimer:
         """Register ``callback`` for ``timestamp``; see :class:`ProcessingTimeService`."""
@@ -465,13 +481,9 @@ register timers before shutdown() (after quiesce() they are accepted but never f
             raise TypeError(
                 f"mailbox must be a sparktide.runtime.mailbox.Mailbox, got {type(mailbox).__name__}"
             )
-        if clock is not None and not callable(clock):
-            raise TypeError(
-                "clock must be None or a callable returning the current time in int ms, got "
-                f"{type(clock).__name__}"
-            )
+        _check_clock(clock)
         self._mailbox = mailbox
-        self._clock: Callable[[], int] = clock if clock is not None else _wall_clock_ms
+        self._clock: Callable[[], int] = clock if clock is not None else wall_clock_ms
         # Heap entries: (deadline in time.monotonic_ns(), registration sequence, timer).
         super().__init__()
         self._cond = threading.Condition(self._lock)

@@ -39,11 +39,11 @@ import json
 import os
 import socket
 import threading
-import time
 import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
+from sparktide.runtime.processing_time import wall_clock_ms
 from sparktide.spark.checkpoint import CheckpointError, CheckpointStore
 from sparktide.spark.stream_metrics import LOGGER
 
@@ -67,10 +67,6 @@ class CheckpointLockedError(CheckpointError):
 
 class CheckpointLockWarning(UserWarning):
     """The checkpoint directory cannot be locked: nothing stops a second query on it."""
-
-
-def _wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def _iso(ms: int) -> str:
@@ -135,7 +131,7 @@ class CheckpointLock:
 
     @classmethod
     def acquire(
-        cls, store: CheckpointStore, clock: Callable[[], int] = _wall_clock_ms
+        cls, store: CheckpointStore, clock: Callable[[], int] = wall_clock_ms
     ) -> CheckpointLock:
         """Take the lock of the checkpoint directory of ``store`` for this process; raise
         :class:`CheckpointLockedError` naming the holder if another query holds it. ``clock``:

@@ -11,7 +11,6 @@ of up to ``CHUNK`` items, shipped once a task holds ``FLUSH`` items (bounded wor
 from __future__ import annotations
 
 import pickle
-import time
 from collections.abc import Callable, Iterable, Iterator
 from functools import partial
 from itertools import groupby
@@ -24,6 +23,8 @@ from sparktide.runtime.execution.driver import (
     SimulatedTime,
     SplitSession,
     SubtaskSession,
+    source_clock,
+    subtask_clock,
 )
 from sparktide.runtime.execution.merge import RunMerge
 from sparktide.runtime.execution.planner import SOURCE_STAGE, Plan
@@ -39,16 +40,13 @@ from sparktide.runtime.execution.protocol import (
 from sparktide.runtime.execution.tasks import JobTasks
 from sparktide.runtime.gc_pacing import paced_iteration
 from sparktide.runtime.graph import Edge
-from sparktide.runtime.mailbox import Mailbox
 from sparktide.runtime.operators.simple import (
     CollectSinkOperator,
     PrintSinkOperator,
     RecordCollector,
 )
 from sparktide.runtime.processing_time import (
-    ManualProcessingTimeService,
     ProcessingTimeService,
-    SystemProcessingTimeService,
 )
 from sparktide.spark.failures import (
     failure_of_mark,
@@ -108,10 +106,6 @@ def _declared_type(edge: Edge) -> object:
     if edge.tag is None:
         return edge.source.output_type
     return getattr(edge.tag, "type_info", None)
-
-
-def _wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def partition_split_task(
@@ -186,19 +180,6 @@ class SparkJob:
         if node_id not in self._sink_codecs:
             self._sink_codecs[node_id] = self._codec(self.plan.edges_in.get(node_id, []))
         return self._sink_codecs[node_id]
-
-    def _clock(self) -> tuple[ProcessingTimeService, Mailbox | None]:
-        if self.simulated is not None:
-            return ManualProcessingTimeService(self.simulated.start), None
-        mailbox = Mailbox()
-        return SystemProcessingTimeService(mailbox), mailbox
-
-    def _source_clock(self) -> ManualProcessingTimeService:
-        if self.simulated is not None:
-            return ManualProcessingTimeService(self.simulated.start)
-        clock = ManualProcessingTimeService(0)
-        clock.get_current_processing_time = _wall_clock_ms  # type: ignore[method-assign]
-        return clock
 
     def tasks(self, source_clock: ProcessingTimeService) -> JobTasks:
         """The task builder of one worker task (sinks and prints collect for the driver)."""
@@ -332,7 +313,7 @@ class SparkJob:
         self, g: int, records: Iterable[object] | None = None
     ) -> Iterator[pa.RecordBatch]:
         """Source split ``g``: its rounds, shipping its output as it grows."""
-        clock = self._source_clock()
+        clock = source_clock(self.simulated)
         tasks = self.tasks(clock)
         try:
             session = SplitSession(tasks.build_split(g, records), self.every, self.flush)
@@ -367,7 +348,7 @@ class SparkJob:
         payload)`` sorted by first position; they are merged by position and processed as soon
         as no later chunk can precede them, and the output is shipped as it grows, so a worker
         holds about ``flush`` entries at a time, not the whole input and output."""
-        tasks = self.tasks(self._source_clock())
+        tasks = self.tasks(source_clock(self.simulated))
         try:
             yield from self._run_subtask(tasks, stage_index, target, rows)
         except Exception as exc:
@@ -377,7 +358,7 @@ class SparkJob:
         self, tasks: JobTasks, stage_index: int, target: int, rows: Iterable[tuple[bytes, bytes]]
     ) -> Iterator[pa.RecordBatch]:
         stage = self.plan.stages[stage_index]
-        clock, mailbox = self._clock()
+        clock, mailbox = subtask_clock(self.simulated)
         session = SubtaskSession(tasks.build_subtask(stage, target, clock, mailbox), self.simulated)
         session.open()
         merge = RunMerge(self.flush)

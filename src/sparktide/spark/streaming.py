@@ -70,6 +70,7 @@ from sparktide.runtime.execution.tasks import SUMMED_METRICS, splits_of
 from sparktide.runtime.failures import is_described
 from sparktide.runtime.graph import JobGraph
 from sparktide.runtime.operator_identity import operator_identities
+from sparktide.runtime.processing_time import wall_clock_ms
 from sparktide.runtime.state.rocksdb_local import LocalRecoveryStats, OpenOutcome
 from sparktide.spark.checkpoint import CheckpointError, CheckpointStore, checkpoint_interval
 from sparktide.spark.checkpoint_format import JsonObject
@@ -148,10 +149,6 @@ class _Query(Protocol):
 
 
 _position = itemgetter(0)  # of a printed line
-
-
-def _wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 # ---------------------------------------------------------------------------------------------
@@ -487,7 +484,7 @@ class _StreamRunner:
             if self.query is not None and not self.query.isActive:
                 return
             try:
-                self.run_due_batch(_wall_clock_ms())
+                self.run_due_batch(wall_clock_ms())
             except BaseException as exc:  # the query fails with it, as a failed batch would
                 if not self.stopping:
                     self.error = exc
@@ -543,7 +540,7 @@ class _StreamRunner:
         started = time.perf_counter()
         store = self.store
         version = 0 if committed is None else committed + 1
-        wall = _wall_clock_ms()
+        wall = wall_clock_ms()
         previous_now = wall if previous is None else previous.processing_time
         # processing time never goes backwards, even on a restart on a machine whose clock is
         # behind; a replay sees the time recorded by the batch's first attempt

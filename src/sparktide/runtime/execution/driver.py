@@ -26,9 +26,15 @@ from typing import Protocol, TypedDict
 from sparktide.core.state_backend import StateBackend
 from sparktide.runtime.execution.protocol import Entry, RoundPhase, round_of
 from sparktide.runtime.execution.tasks import SplitTask, SubtaskTask
+from sparktide.runtime.mailbox import Mailbox
 from sparktide.runtime.operators.async_wait import AsyncWaitOperator
 from sparktide.runtime.operators.base import AbstractStreamOperator
-from sparktide.runtime.processing_time import ManualProcessingTimeService, ProcessingTimeService
+from sparktide.runtime.processing_time import (
+    ManualProcessingTimeService,
+    ProcessingTimeService,
+    SystemProcessingTimeService,
+    wall_clock_ms,
+)
 
 __all__ = [
     "READ_CHUNK",
@@ -96,6 +102,23 @@ class SimulatedTime:
             clock.get_current_processing_time() < now
         ):
             clock.set_current_time(now)
+
+
+def source_clock(simulated: SimulatedTime | None) -> ManualProcessingTimeService:
+    """The processing-time service of a source split's chain: the simulated clock, or one that
+    reads the wall clock (a source's timers fire only when the round driver moves it)."""
+    if simulated is not None:
+        return ManualProcessingTimeService(simulated.start)
+    return ManualProcessingTimeService(0, clock=wall_clock_ms)
+
+
+def subtask_clock(simulated: SimulatedTime | None) -> tuple[ProcessingTimeService, Mailbox | None]:
+    """The processing-time service of a stage subtask, with the mailbox its timers go through
+    on the wall clock (``None`` when simulated: timers fire as the round driver moves it)."""
+    if simulated is not None:
+        return ManualProcessingTimeService(simulated.start), None
+    mailbox = Mailbox()
+    return SystemProcessingTimeService(mailbox), mailbox
 
 
 def _open(operators: Sequence[AbstractStreamOperator]) -> None:
