@@ -231,10 +231,10 @@ class SparkJob:
                     stage.index, target, keys[target], entries, partial(pack_entries, codecs=codecs)
                 )
         for op in tasks.operators:
-            if isinstance(op, CollectSinkOperator) and isinstance(op._sink, RecordCollector):
-                node_id = op._sink.node_id
+            if isinstance(op, CollectSinkOperator) and isinstance(op.sink, RecordCollector):
+                node_id = op.sink.node_id
                 pack = partial(pack_collected, codec=self.sink_codec(node_id))
-                add(Shipment.COLLECTED.value, node_id, 0, op._sink.out, pack)
+                add(Shipment.COLLECTED.value, node_id, 0, op.sink.out, pack)
             elif isinstance(op, PrintSinkOperator) and op.shipped:
                 add(Shipment.PRINTED.value, 0, 0, op.shipped)
         if final:
@@ -298,8 +298,8 @@ class SparkJob:
         """How many items the task holds for shipping."""
         n = sum(len(entries) for per_stage in tasks.buffers.values() for entries in per_stage)
         for op in tasks.operators:
-            if isinstance(op, CollectSinkOperator) and isinstance(op._sink, RecordCollector):
-                n += len(op._sink.out)
+            if isinstance(op, CollectSinkOperator) and isinstance(op.sink, RecordCollector):
+                n += len(op.sink.out)
             elif isinstance(op, PrintSinkOperator) and op.shipped:
                 n += len(op.shipped)
         return n

@@ -315,7 +315,7 @@ class JobTasks:
         if node.failed_records is not None:
             install_failed_records(op, node.failed_records, node.name)
         if isinstance(op, CollectSinkOperator):
-            collector = op._sink
+            collector = op.sink
             if isinstance(collector, RecordCollector):
                 collector.position = self.cursor.out
         elif self.ship_prints and isinstance(op, PrintSinkOperator):

@@ -244,6 +244,11 @@ class CollectSinkOperator(AbstractStreamOperator):
         super().__init__()
         self._sink = sink
 
+    @property
+    def sink(self) -> Callable[[StreamRecord], None]:
+        """What each record is handed to (a :class:`RecordCollector` when a runner collects)."""
+        return self._sink
+
     def process_element(self, record: StreamRecord) -> None:
         self._sink(record)
 
