@@ -66,6 +66,7 @@ __all__ = [
     "NO_KEY",
     "PAD",
     "START",
+    "ChunkKind",
     "Collected",
     "Cursor",
     "CursorKey",
@@ -252,6 +253,17 @@ def _values_of(values: list[object], codec: ValueCodec | None) -> object:
     return values if encoded is None else encoded
 
 
+class ChunkKind(IntEnum):
+    """What a packed chunk of entries (:func:`pack_entries`) holds, its first field."""
+
+    EMPTY = 0
+    """No entries."""
+    RECORDS = 1
+    """Only records: their values (typed Arrow or pickled) and timestamps travel by columns."""
+    ELEMENTS = 2
+    """Some watermarks or statuses: the elements travel as they are."""
+
+
 def pack_entries(
     entries: list[Entry], codecs: Mapping[int, ValueCodec | None] | None = None
 ) -> bytes:
@@ -275,7 +287,7 @@ def pack_entries(
     True
     """
     if not entries:
-        return pickle.dumps(entries, 5)
+        return pickle.dumps((ChunkKind.EMPTY,), 5)
     positions, channels, inputs, elements, keys, key_groups = zip(*entries, strict=True)
     records = all(type(e) is StreamRecord for e in elements)
     body: tuple[object, ...]
@@ -286,23 +298,27 @@ def pack_entries(
         codec = None
         if codecs is not None and type(input_column) is int:  # records of one input
             codec = codecs.get(input_column)
-        body = (_values_of(values, codec), stamps)
+        body = (ChunkKind.RECORDS, _values_of(values, codec), stamps)
     else:
-        body = (elements,)
-    return pickle.dumps((positions, _column(channels), input_column, keys, key_groups, *body), 5)
+        body = (ChunkKind.ELEMENTS, elements)
+    return pickle.dumps((*body, positions, _column(channels), input_column, keys, key_groups), 5)
 
 
 def unpack_entries(payload: bytes) -> list[Entry]:
-    """The entries of a chunk made by :func:`pack_entries` (or a pickled list of entries)."""
+    """The entries of a chunk made by :func:`pack_entries`."""
     packed = pickle.loads(payload)
-    if type(packed) is list:
-        return cast("list[Entry]", packed)
-    positions, channels, inputs, keys, key_groups, *body = packed
-    n = len(positions)
-    if len(body) == 2:
-        elements: Iterable[object] = map(StreamRecord, decode_values(body[0]), body[1])
+    kind = packed[0]
+    if kind is ChunkKind.EMPTY:
+        return []
+    elements: Iterable[object]
+    if kind is ChunkKind.RECORDS:
+        _, values, stamps, positions, channels, inputs, keys, key_groups = packed
+        elements = map(StreamRecord, decode_values(values), stamps)
+    elif kind is ChunkKind.ELEMENTS:
+        _, elements, positions, channels, inputs, keys, key_groups = packed
     else:
-        elements = body[0]
+        raise ValueError(f"not a chunk of entries: it starts with {kind!r}, not a ChunkKind")
+    n = len(positions)
     return list(
         cast(
             "Iterator[Entry]",
