@@ -905,10 +905,7 @@ def _state_meta(
     if raw is None:
         return dict(default)
     if not isinstance(raw, dict) or not all(
-        isinstance(m, dict)
-        and "kind" in m
-        and "ttl" in m
-        and isinstance(m.get("types", {}), dict)
+        isinstance(m, dict) and "kind" in m and "ttl" in m and isinstance(m.get("types", {}), dict)
         for m in raw.values()
     ):
         raise CheckpointError(
