@@ -53,7 +53,6 @@ from sparktide.common.typeinfo_composite import (
     RowTypeInfo,
     TupleTypeInfo,
     _ElementsTypeInfo,
-    _FieldsTypeInfo,
 )
 from sparktide.common.typeinfo_temporal import (
     DateTypeInfo,
@@ -78,18 +77,13 @@ TYPE_FORMAT_VERSION = 1
 TypeJson = dict[str, Any]
 """The JSON form of one declared type (see the module docstring)."""
 
-_ELEMENTS: dict[str, Callable[[TypeInformation], TypeInformation]] = {
+_ELEMENTS: dict[str, type[_ElementsTypeInfo]] = {
     "LIST": ListTypeInfo,
     "PRIMITIVE_ARRAY": PrimitiveArrayTypeInfo,
     "BASIC_ARRAY": BasicArrayTypeInfo,
     "OBJECT_ARRAY": ObjectArrayTypeInfo,
 }
-_ELEMENT_NAMES: dict[type, str] = {
-    ListTypeInfo: "LIST",
-    PrimitiveArrayTypeInfo: "PRIMITIVE_ARRAY",
-    BasicArrayTypeInfo: "BASIC_ARRAY",
-    ObjectArrayTypeInfo: "OBJECT_ARRAY",
-}
+_ELEMENT_NAMES: dict[type[TypeInformation], str] = {cls: name for name, cls in _ELEMENTS.items()}
 
 
 def _simple_types() -> dict[str, Callable[[], TypeInformation]]:
@@ -119,11 +113,11 @@ def declaration(type_info: TypeInformation) -> str:
 
 def type_to_json(type_info: TypeInformation) -> TypeJson:
     """The JSON form of ``type_info``; TypeError for anything that is not a declared type."""
-    if isinstance(type_info, _FieldsTypeInfo):
+    if isinstance(type_info, TupleTypeInfo):
+        return {"type": "TUPLE", "fields": [type_to_json(t) for t in type_info.get_field_types()]}
+    if isinstance(type_info, RowTypeInfo):
         fields = [type_to_json(t) for t in type_info.get_field_types()]
-        if isinstance(type_info, TupleTypeInfo):
-            return {"type": "TUPLE", "fields": fields}
-        names = cast(RowTypeInfo, type_info)._args()[1]
+        names = type_info._args()[1]  # None: unnamed (fields f0, f1, ...)
         if names is None:
             return {"type": "ROW", "fields": fields}
         return {"type": "ROW_NAMED", "names": list(names), "fields": fields}

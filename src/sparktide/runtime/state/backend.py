@@ -391,7 +391,8 @@ class HeapKeyedStateBackend(KeyedStateBackendBase[StateTable]):
 
         Everything is validated first: on bad input a ValueError names the culprit and the
         backend is unchanged. States without a registered descriptor are kept raw until one is
-        registered (which must then match kind and TTL setting). ``trusted``: the entries come
+        registered (which must then match kind and TTL setting, and the declared types the
+        snapshot records, else ``IncompatibleStateTypeError``). ``trusted``: the entries come
         from :meth:`snapshot_state` of a backend of this process with the same max parallelism
         (a streaming worker's cache), so only ``meta`` is checked and entries are taken as they
         are (the raw containers are not copied: do not use them afterwards).

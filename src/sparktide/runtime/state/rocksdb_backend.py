@@ -701,7 +701,8 @@ class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
 
         Everything is validated first: on bad input a ValueError names the culprit and the
         backend is unchanged. States without a registered descriptor are kept (pickled) until
-        one is registered (which must then match kind and TTL setting). ``trusted``: the
+        one is registered (which must then match kind and TTL setting, and the declared types
+        the snapshot records, else ``IncompatibleStateTypeError``). ``trusted``: the
         entries come from a snapshot of this process with the same max parallelism, so only
         ``meta`` is checked.
         """
