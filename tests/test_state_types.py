@@ -356,3 +356,11 @@ def test_a_changed_key_type_is_refused(backend) -> None:
         _subtask(backend, descriptor, "value", snapshot, key_type=Types.STRING()), [("a", 6)]
     )
     assert out == [5]
+
+
+def test_malformed_recorded_types_are_refused_naming_them(make_backend) -> None:
+    backend = make_backend()
+    meta = {"s": {"kind": "value", "ttl": False, "types": {"format_version": 9, "value": None}}}
+    with pytest.raises(ValueError, match=r"^meta\['s'\]\['types'\]: the declared types must be"):
+        backend.restore_state(meta, {})
+    assert backend.get_state_names() == []
