@@ -194,7 +194,9 @@ def test_a_database_refuses_keys_of_another_layout(root: Path) -> None:
     b.dispose()
     db.close()
     db = open_bounded(path)  # as a checkpoint's files or a worker's kept database are opened
-    with pytest.raises(ValueError, match=r"holds keys serialized as 'Long', not as 'canonical'"):
+    with pytest.raises(
+        ValueError, match=r"key type was Types.LONG\(\) in the checkpoint and is undeclared"
+    ):
         RocksDBKeyedStateBackend.attach(db, **kw)
     again = RocksDBKeyedStateBackend.attach(db, key_type=Types.LONG(), **kw)
     again.set_current_key(7)

@@ -195,4 +195,5 @@ def test_timer_timestamps_are_readable_without_unpickling():
     header, _ = KeyedOperatorSnapshot.read_header(h.snapshot())
     timer_sections = [s for s in header["sections"] if s["type"] == "timers"]
     assert {s["domain"] for s in timer_sections} == {"event", "processing"}
-    assert header["states"]["last"] == {"kind": "value", "ttl": False}
+    undeclared = {"format_version": 1, "value": None, "map_key": None}
+    assert header["states"]["last"] == {"kind": "value", "ttl": False, "types": undeclared}

@@ -679,8 +679,9 @@ def test_snapshot_format():
     b = make_backend()
     fill(b, ["a", 1])
     meta, per_kg = b.snapshot_state()
+    undeclared = {"format_version": 1, "value": None, "map_key": None}
     assert meta == {
-        name: {"kind": name, "ttl": False}
+        name: {"kind": name, "ttl": False, "types": undeclared}
         for name in ["aggregating", "list", "map", "reducing", "value"]
     }
     assert list(per_kg) == sorted(per_kg)

@@ -155,7 +155,8 @@ def test_update_type_disabled_means_no_ttl():
     assert type(s) is (
         RocksDBValueState if isinstance(b, RocksDBKeyedStateBackend) else HeapValueState
     )
-    assert b.snapshot_state()[0] == {"v": {"kind": "value", "ttl": False}}
+    undeclared = {"format_version": 1, "value": None, "map_key": None}
+    assert b.snapshot_state()[0] == {"v": {"kind": "value", "ttl": False, "types": undeclared}}
 
 
 @pytest.mark.parametrize("ttl", [0, -5, Time.milliseconds(0), timedelta(0)])
@@ -490,7 +491,8 @@ def test_snapshot_raw_format_with_ttl():
     states["reducing"].add(3)
     states["aggregating"].add(4)
     meta, per_kg = b.snapshot_state()
-    assert meta == {n: {"kind": n, "ttl": True} for n in sorted(ds)}
+    undeclared = {"format_version": 1, "value": None, "map_key": None}
+    assert meta == {n: {"kind": n, "ttl": True, "types": undeclared} for n in sorted(ds)}
     by_name = per_kg[assign_to_key_group("k", MAXP)]
     assert by_name == {
         "aggregating": [("k", None, (4, 7))],

@@ -11,11 +11,17 @@ Layout of ``KeyedOperatorSnapshot.to_bytes()`` (format version 1)::
 Header::
 
     {"format_version": 1, "operator": str, "max_parallelism": int, "key_group_range": [s, e],
-     "states": {name: {"kind": "value"|"list"|"map"|"reducing"|"aggregating", "ttl": bool}},
+     "key_type": {"format_version": 1, "type": ...},
+     "states": {name: {"kind": "value"|"list"|"map"|"reducing"|"aggregating", "ttl": bool,
+                       "types": {"format_version": 1, "value": ..., "map_key": ...}}},
      "sections": [
        {"type": "state", "key_group": kg, "state": name, "count": n, "blob": [off, len, crc]},
        {"type": "timers", "key_group": kg, "service": name, "domain": "event"|"processing",
         "count": n, "timestamps": [off, len, crc], "keys": [off, len, crc]}]}
+
+``key_type`` (the declared key type of the keyed stream) and a state's ``types`` (the types
+its descriptor declared) are plain JSON (:mod:`sparktide.common.typeinfo_json`); a snapshot of
+an older sparktide has neither, and restores without their checks.
 
 A state blob is a pickle of ``[(key, namespace, value), ...]`` (user objects). A timer section
 has its timestamps and insertion sequence numbers as little-endian int64 pairs (readable without
@@ -38,7 +44,7 @@ import pickle
 import struct
 import zlib
 from dataclasses import dataclass, field
-from typing import Literal, TypedDict
+from typing import Any, Literal, TypedDict
 
 from sparktide.runtime.keygroups import KeyGroupRange
 from sparktide.runtime.state.backend import StateMeta, StateSnapshot
@@ -92,8 +98,8 @@ class TimerSection(TypedDict):
     keys: BlobRef
 
 
-class SnapshotHeader(TypedDict):
-    """The JSON header of a snapshot (see the module docstring)."""
+class SnapshotHeader(TypedDict, total=False):
+    """The JSON header of a snapshot (see the module docstring; ``key_type`` is optional)."""
 
     format_version: int
     operator: str
@@ -101,6 +107,7 @@ class SnapshotHeader(TypedDict):
     key_group_range: list[int]
     states: dict[str, StateMeta]
     sections: list[StateSection | TimerSection]
+    key_type: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -113,6 +120,10 @@ class KeyedOperatorSnapshot:
     state_meta: dict[str, StateMeta] = field(default_factory=dict)
     state: StateData = field(default_factory=dict)
     timers: TimerSnapshot = field(default_factory=dict)
+    key_type: dict[str, Any] | None = None
+    """The declared key type of the keyed stream, as
+    :func:`~sparktide.common.typeinfo_json.versioned_type` records it (``None``: not
+    recorded)."""
 
     def key_groups(self) -> list[int]:
         return sorted(set(self.state) | set(self.timers))
@@ -168,6 +179,8 @@ class KeyedOperatorSnapshot:
             "states": self.state_meta,
             "sections": sections,
         }
+        if self.key_type is not None:
+            header["key_type"] = self.key_type
         head = json.dumps(header, sort_keys=True, separators=(",", ":")).encode("utf-8")
         return _PREFIX.pack(MAGIC, FORMAT_VERSION, len(head)) + head + b"".join(blobs)
 
@@ -251,6 +264,7 @@ class KeyedOperatorSnapshot:
                 state_meta=header["states"],
                 state=state,
                 timers=timers,
+                key_type=header.get("key_type"),
             )
         except SnapshotFormatError:
             raise

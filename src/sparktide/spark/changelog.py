@@ -64,7 +64,7 @@ from __future__ import annotations
 
 import pickle
 import struct
-from typing import TypedDict, cast
+from typing import Any, TypedDict, cast
 
 from sparktide.runtime.keygroups import KeyGroupRange
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot, StateData
@@ -123,8 +123,11 @@ def rebuild(
     key_group_range: KeyGroupRange,
     state_meta: dict[str, StateMeta],
     flat: Flat,
+    key_type: dict[str, Any] | None = None,
 ) -> KeyedOperatorSnapshot:
-    """The snapshot whose flat view is ``flat`` (timers in ``(timestamp, seq)`` order)."""
+    """The snapshot whose flat view is ``flat`` (timers in ``(timestamp, seq)`` order);
+    ``key_type``: the declared key type it records (see
+    :attr:`~sparktide.runtime.snapshot.KeyedOperatorSnapshot.key_type`)."""
     state: StateData = {}
     timers: dict[int, dict[str, tuple[list, list]]] = {}
     for kg in sorted(flat):
@@ -140,7 +143,7 @@ def rebuild(
             pair[0].sort(key=_timer_order)
             pair[1].sort(key=_timer_order)
     return KeyedOperatorSnapshot(
-        operator, max_parallelism, key_group_range, dict(state_meta), state, timers
+        operator, max_parallelism, key_group_range, dict(state_meta), state, timers, key_type
     )
 
 

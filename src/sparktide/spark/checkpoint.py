@@ -98,7 +98,7 @@ import json
 import uuid
 import zlib
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from sparktide.core.state_backend import (
     EmbeddedRocksDBStateBackend,
@@ -125,6 +125,7 @@ from sparktide.spark.checkpoint_format import (
     CHECKPOINT_FORMAT_VERSION,
     CheckpointError,
     JsonObject,
+    JsonValue,
     file_digest,
     format_version_error,
     header_meta,
@@ -664,6 +665,7 @@ class CheckpointStore:
                 snap = neutral_snapshot(loaded.native[0], ref, path, key_groups)
                 loaded.header = (snap.operator, snap.max_parallelism, snap.key_group_range)
                 loaded.state_meta = dict(snap.state_meta)
+                loaded.key_type = snap.key_type
                 loaded.flat = flatten(snap, key_groups)
             return loaded
         if "keyed" in parts:
@@ -673,6 +675,7 @@ class CheckpointStore:
                 raise CheckpointError(f"{path}: {exc}") from None
             loaded.header = (snap.operator, snap.max_parallelism, snap.key_group_range)
             loaded.state_meta = dict(snap.state_meta)
+            loaded.key_type = snap.key_type
             loaded.flat = flatten(snap, key_groups)
         for v in chain.changelogs:
             path = self.changelog_path(v, stage, subtask)
@@ -789,6 +792,7 @@ class CheckpointStore:
                 out.valves, out.watermarks = loaded.valves, loaded.watermarks
             if key_groups is not None and loaded.header is not None:
                 out.header = (loaded.header[0], loaded.header[1], key_groups)
+                out.key_type = loaded.key_type if out.key_type is None else out.key_type
                 out.state_meta.update(loaded.state_meta)
                 out.flat.update(loaded.flat)
         return out
@@ -835,6 +839,8 @@ class LoadedSubtask:
         self.valves = valves
         self.watermarks = watermarks
         self.broadcast: bytes | None = None
+        # the declared key type the full snapshot records (None: not recorded)
+        self.key_type: dict[str, Any] | None = None
         # a native chain: its RocksDB checkpoint's storage and the state file's reference
         self.native: tuple[RocksDBCheckpointStorage, NativeReference] | None = None
 
@@ -843,7 +849,8 @@ class LoadedSubtask:
         if self.header is None:
             return None
         operator, maxp, kgs = self.header
-        return rebuild(operator, maxp, key_groups or kgs, self.state_meta, self.flat)
+        kgs = key_groups or kgs
+        return rebuild(operator, maxp, kgs, self.state_meta, self.flat, self.key_type)
 
 
 def summarize(snapshot: KeyedOperatorSnapshot) -> JsonObject:
@@ -876,30 +883,37 @@ def summarize(snapshot: KeyedOperatorSnapshot) -> JsonObject:
     return out
 
 
+def _one_state_meta(m: Mapping[str, object]) -> StateMeta:
+    """A state's kind, TTL setting and, where recorded, declared types (plain JSON)."""
+    out = StateMeta(kind=str(m["kind"]), ttl=bool(m["ttl"]))
+    types = m.get("types")
+    if isinstance(types, dict):
+        out["types"] = types
+    return out
+
+
 def _json_state_meta(state_meta: dict[str, StateMeta]) -> JsonObject:
-    return {name: {"kind": str(m["kind"]), "ttl": bool(m["ttl"])} for name, m in state_meta.items()}
+    return {name: cast(JsonValue, _one_state_meta(m)) for name, m in state_meta.items()}
 
 
 def _state_meta(
     meta: JsonObject, default: dict[str, StateMeta], where: str
 ) -> dict[str, StateMeta]:
-    """The state kinds a changelog's header records (``default`` when it records none)."""
+    """The state kinds (and declared types) a changelog's header records (``default`` when it
+    records none)."""
     raw = meta.get("state_meta")
     if raw is None:
         return dict(default)
     if not isinstance(raw, dict) or not all(
-        isinstance(m, dict) and "kind" in m and "ttl" in m for m in raw.values()
+        isinstance(m, dict) and "kind" in m and "ttl" in m and isinstance(m.get("types", {}), dict)
+        for m in raw.values()
     ):
         raise CheckpointError(
-            f"{where}: field 'state_meta' must map state names to {{kind, ttl}}, got {raw!r}; "
-            "the checkpoint is corrupt: restore the directory from a backup or start from an "
-            "empty one"
+            f"{where}: field 'state_meta' must map state names to {{kind, ttl, types}}, got "
+            f"{raw!r}; the checkpoint is corrupt: restore the directory from a backup or start "
+            "from an empty one"
         )
-    return {
-        name: {"kind": str(m["kind"]), "ttl": bool(m["ttl"])}
-        for name, m in raw.items()
-        if isinstance(m, dict)
-    }
+    return {name: _one_state_meta(m) for name, m in raw.items() if isinstance(m, dict)}
 
 
 def check_snapshot_every(snapshot_every: object) -> int:

@@ -33,11 +33,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
+from sparktide.common.typeinfo_json import versioned_type
 from sparktide.runtime.keygroups import KeyGroupRange
 from sparktide.runtime.operator_identity import operator_identities
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot
 from sparktide.runtime.state.rocksdb_checkpoint import RocksDBCheckpointStorage
 from sparktide.runtime.state.rocksdb_checkpoint_manifest import RocksDBManifest, digest_bytes
+from sparktide.runtime.state.state_types import declared_or_none
 from sparktide.spark.checkpoint_format import CheckpointError, JsonObject
 
 if TYPE_CHECKING:
@@ -233,6 +235,7 @@ def neutral_snapshot(
         state_meta=meta,
         state=state,
         timers=timers,
+        key_type=versioned_type(declared_or_none(key_type)),
     )
 
 

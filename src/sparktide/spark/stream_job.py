@@ -332,6 +332,7 @@ class StreamingJob:
         backend, manager = entry.keyed_state_backend, entry.time_service_manager
         if snap is not None and warm_hit and backend is not None and manager is not None:
             # the snapshot this process took at the end of the previous batch: no validation
+            entry.check_restored_key_type(snap)
             backend.restore_state(snap.state_meta, snap.state, trusted=True)
             manager.restore(snap.timers)
         elif keyed and snap is not None:

@@ -391,6 +391,7 @@ class JobTasks:
             job_parameters=self.job_parameters,
             state_backend=self.plan.state_backend,
             key_type=key_type,
+            uid=stage.entry.uid,
         )
         ks1 = next((e.key_selector for e in stage.input_edges if e.input_index == 1), None)
         ks2 = next((e.key_selector for e in stage.input_edges if e.input_index == 2), None)

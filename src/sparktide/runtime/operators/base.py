@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from sparktide.common.typeinfo_base import TypeInformation
+from sparktide.common.typeinfo_json import type_from_versioned, versioned_type
 from sparktide.core.functions import RuntimeContext
 from sparktide.core.metrics import MetricGroup
 from sparktide.core.output_tag import OutputTag
@@ -44,6 +45,8 @@ from sparktide.runtime.snapshot import KeyedOperatorSnapshot, StateData
 from sparktide.runtime.state.backend import StateMeta
 from sparktide.runtime.state.factory import KeyedState, SubtaskState, create_keyed_state
 from sparktide.runtime.state.keyed_backend import KeyedStateBackend
+from sparktide.runtime.state.snapshot_checks import merged_meta
+from sparktide.runtime.state.state_types import check_key_type, declared_or_none, describe_operator
 from sparktide.runtime.timers.manager import InternalTimeServiceManager, TimerSnapshot
 from sparktide.runtime.timers.service import InternalTimerService, KeyContext, Triggerable
 
@@ -73,6 +76,8 @@ class OperatorSetup:
     key_type: TypeInformation | None = None
     """The declared type information of a keyed operator's keys (``key_by(..., key_type=...)``),
     None if undeclared: the RocksDB backend serializes keys with it."""
+    uid: str | None = None
+    """The operator's ``uid(...)``, if it has one (errors about its state name it)."""
 
     def __post_init__(self) -> None:
         for pname in ("parallelism", "subtask_index"):
@@ -247,6 +252,7 @@ class AbstractStreamOperator:
                     kg_range,
                     processing_time_service.get_current_processing_time,
                     info.key_type,
+                    info.uid,
                 ),
             )
             self._keyed_state = keyed
@@ -284,11 +290,9 @@ class AbstractStreamOperator:
                     f"operator has max_parallelism={maxp}; key groups cannot be remapped, so "
                     "restore with the same max parallelism"
                 )
+            self.check_restored_key_type(snap)
             for name, m in snap.state_meta.items():
-                if meta.setdefault(name, m) != m:
-                    raise ValueError(
-                        f"state {name!r} is {meta[name]} in one snapshot and {m} in another"
-                    )
+                meta[name] = merged_meta(name, meta.get(name), m)
             for kg, per_state in snap.state.items():
                 if kg in state:
                     raise ValueError(f"key group {kg} appears in more than one snapshot")
@@ -296,6 +300,18 @@ class AbstractStreamOperator:
             timers.update(snap.timers)
         backend.restore_state(meta, state)
         manager.restore(timers)
+
+    def check_restored_key_type(self, snapshot: KeyedOperatorSnapshot) -> None:
+        """Raise :class:`~sparktide.runtime.state.state_types.IncompatibleStateTypeError`
+        when ``snapshot`` recorded another key type than this operator's keyed stream
+        declares (a snapshot without a recorded key type is not checked)."""
+        if snapshot.key_type is None:
+            return
+        info = self.setup_info
+        where = f"the snapshot of operator {snapshot.operator!r}"
+        recorded = type_from_versioned(snapshot.key_type, where)
+        operator = describe_operator(info.name, info.uid)
+        check_key_type(operator, recorded, declared_or_none(info.key_type))
 
     def open(self) -> None:
         """Called once before the first element."""
@@ -379,4 +395,5 @@ class AbstractStreamOperator:
             state_meta=meta,
             state=state,
             timers=manager.snapshot(),
+            key_type=versioned_type(declared_or_none(self.setup_info.key_type)),
         )

@@ -7,19 +7,21 @@ service), the state tables of every registered state, and snapshot/restore per k
 >>> from sparktide.runtime.keygroups import KeyGroupRange
 >>> backend = HeapKeyedStateBackend(
 ...     max_parallelism=128, key_group_range=KeyGroupRange(0, 127), time_provider=lambda: 0)
->>> events = backend.get_partitioned_state(ListStateDescriptor("events", None))
+>>> from sparktide.common.typeinfo import Types
+>>> events = backend.get_partitioned_state(ListStateDescriptor("events", Types.STRING()))
 >>> backend.set_current_key("user-1")
 >>> events.add("click")
 >>> backend.num_entries()
 1
 >>> meta, per_key_group = backend.snapshot_state()
->>> meta
-{'events': {'kind': 'list', 'ttl': False}}
+>>> meta  # doctest: +NORMALIZE_WHITESPACE
+{'events': {'kind': 'list', 'ttl': False,
+            'types': {'format_version': 1, 'value': {'type': 'STRING'}, 'map_key': None}}}
 >>> restored = HeapKeyedStateBackend(
 ...     max_parallelism=128, key_group_range=KeyGroupRange(0, 127), time_provider=lambda: 0)
 >>> restored.restore_state(meta, per_key_group)
 >>> restored.set_current_key("user-1")
->>> restored.get_partitioned_state(ListStateDescriptor("events", None)).get()
+>>> restored.get_partitioned_state(ListStateDescriptor("events", Types.STRING())).get()
 ['click']
 """
 
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TypedDict, cast
+from typing import cast
 
 from sparktide.core.state import (
     AggregatingStateDescriptor,
@@ -36,7 +38,7 @@ from sparktide.core.state import (
     StateTtlConfig,
 )
 from sparktide.runtime.keygroups import KeyGroupRange, assign_to_key_group
-from sparktide.runtime.state.backend_base import KeyedStateBackendBase
+from sparktide.runtime.state.backend_base import DEFAULT_OPERATOR, KeyedStateBackendBase
 from sparktide.runtime.state.backend_checks import (
     check_backend_args,
     check_registration,
@@ -63,12 +65,16 @@ from sparktide.runtime.state.heap import (
     copy_raw,
 )
 from sparktide.runtime.state.snapshot_checks import (
+    StateMeta,
     check_entry,
     check_meta,
     duplicate_entry,
     entry_groups,
     full_snapshot_ttls,
+    recorded_types,
+    state_meta,
 )
+from sparktide.runtime.state.state_types import StateTypes
 from sparktide.runtime.state.ttl import (
     TtlAggregatingState,
     TtlListState,
@@ -85,13 +91,6 @@ __all__ = [
     "StateMeta",
     "StateSnapshot",
 ]
-
-
-class StateMeta(TypedDict):
-    """What a snapshot records of one state: its kind (one of ``KINDS``) and TTL setting."""
-
-    kind: str
-    ttl: bool
 
 
 StateEntry = tuple[object, object, object]
@@ -155,6 +154,7 @@ class HeapKeyedStateBackend(KeyedStateBackendBase[StateTable]):
         "_key_listeners",
         "_kg_cache",
         "_max_parallelism",
+        "_operator",
         "_range",
         "_start",
         "_tables",
@@ -170,8 +170,10 @@ class HeapKeyedStateBackend(KeyedStateBackendBase[StateTable]):
         max_parallelism: int,
         key_group_range: KeyGroupRange,
         time_provider: Callable[[], int],
+        operator: str = DEFAULT_OPERATOR,
     ) -> None:
         check_backend_args(max_parallelism, key_group_range, time_provider)
+        self._operator = operator
         self._max_parallelism = max_parallelism
         self._range = key_group_range
         self._start = key_group_range.start
@@ -241,6 +243,7 @@ class HeapKeyedStateBackend(KeyedStateBackendBase[StateTable]):
         else:
             check_registration(table, name, kind, ttl, cfg)
         if not table.registered:
+            self._claim_types(table, descriptor)
             table.registered = True
             if cfg is not None:
                 table.ttl_config = cfg
@@ -341,7 +344,8 @@ class HeapKeyedStateBackend(KeyedStateBackendBase[StateTable]):
     def snapshot_state(self) -> tuple[dict[str, StateMeta], StateSnapshot]:
         """Plain data: ``(meta, per_key_group)``.
 
-        ``meta[name] = {"kind": ..., "ttl": bool}``; ``per_key_group[kg][name]`` is a list of
+        ``meta[name] = {"kind": ..., "ttl": bool, "types": ...}`` (``types``: the declared
+        types, where known); ``per_key_group[kg][name]`` is a list of
         ``(key, namespace, raw_value)`` (key groups ascending, state names sorted, entries in
         insertion order). Raw values are builtins plus user values; containers are copies.
         States with TTL and ``cleanup_full_snapshot`` leave out expired values.
@@ -349,7 +353,7 @@ class HeapKeyedStateBackend(KeyedStateBackendBase[StateTable]):
         if self._disposed:
             raise disposed("nothing to snapshot")
         names = sorted(self._tables)
-        meta = {n: StateMeta(kind=self._tables[n].kind, ttl=self._tables[n].ttl) for n in names}
+        meta = {n: state_meta(self._tables[n]) for n in names}
         purge = full_snapshot_ttls(self._tables, names)
         now = self._time() if purge else 0
         per_key_group: StateSnapshot = {}
@@ -387,7 +391,8 @@ class HeapKeyedStateBackend(KeyedStateBackendBase[StateTable]):
 
         Everything is validated first: on bad input a ValueError names the culprit and the
         backend is unchanged. States without a registered descriptor are kept raw until one is
-        registered (which must then match kind and TTL setting). ``trusted``: the entries come
+        registered (which must then match kind and TTL setting, and the declared types the
+        snapshot records, else ``IncompatibleStateTypeError``). ``trusted``: the entries come
         from :meth:`snapshot_state` of a backend of this process with the same max parallelism
         (a streaming worker's cache), so only ``meta`` is checked and entries are taken as they
         are (the raw containers are not copied: do not use them afterwards).
@@ -395,8 +400,9 @@ class HeapKeyedStateBackend(KeyedStateBackendBase[StateTable]):
         if self._disposed:
             raise disposed("create a new one")
         kinds = check_meta(meta, self._tables)
+        types = recorded_types(meta, self._tables, self._operator)
         if trusted:
-            self._restore_trusted(kinds, per_key_group)
+            self._restore_trusted(kinds, types, per_key_group)
             return
         staged: list[tuple[str, int, EntryKey, object]] = []
         seen: set[tuple[str, int, object, object]] = set()
@@ -418,9 +424,7 @@ class HeapKeyedStateBackend(KeyedStateBackendBase[StateTable]):
                 seen.add(mark)
                 staged.append((name, kg, key_ns, raw))
         # validated: apply
-        for name, (kind, ttl) in kinds.items():
-            if name not in self._tables:
-                self._tables[name] = StateTable(name, kind, ttl, self._max_parallelism, self._range)
+        self._add_tables(kinds, types)
         views = {name: table.in_range() for name, table in self._tables.items()}
         for name, kg, key_ns, raw in staged:
             views[name][kg][key_ns] = raw
@@ -429,14 +433,26 @@ class HeapKeyedStateBackend(KeyedStateBackendBase[StateTable]):
             if cleanup is not None:
                 cleanup.reset()  # restored values may be old: drop the "nothing expires" bound
 
+    def _add_tables(
+        self, kinds: dict[str, tuple[str, bool]], types: dict[str, StateTypes | None]
+    ) -> None:
+        """A table for every restored state this backend has none of yet, with the declared
+        types the snapshot records (checked when its descriptor registers)."""
+        for name, (kind, ttl) in kinds.items():
+            table = self._tables.get(name)
+            if table is None:
+                table = StateTable(name, kind, ttl, self._max_parallelism, self._range)
+                self._tables[name] = table
+            if table.types is None:
+                table.types = types[name]
+
     def _restore_trusted(
         self,
         kinds: dict[str, tuple[str, bool]],
+        types: dict[str, StateTypes | None],
         per_key_group: Mapping[int, Mapping[str, Iterable[StateEntry]]],
     ) -> None:
-        for name, (kind, ttl) in kinds.items():
-            if name not in self._tables:
-                self._tables[name] = StateTable(name, kind, ttl, self._max_parallelism, self._range)
+        self._add_tables(kinds, types)
         start, end = self._start, self._end
         for kg, by_name in per_key_group.items():
             if not start <= kg <= end:

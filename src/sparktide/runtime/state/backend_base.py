@@ -28,15 +28,26 @@ from sparktide.core.state import State, StateDescriptor
 from sparktide.runtime.keygroups import KeyGroupRange
 from sparktide.runtime.state.backend_checks import disposed, no_current_key
 from sparktide.runtime.state.heap import InternalKvState
+from sparktide.runtime.state.state_types import StateTypes, check_state_types
 
-__all__ = ["KeyedStateBackendBase", "NamedState"]
+__all__ = ["DEFAULT_OPERATOR", "KeyedStateBackendBase", "NamedState"]
+
+DEFAULT_OPERATOR = "the keyed operator"
+"""How errors name the operator of a backend built without one."""
 
 
 class NamedState(Protocol):
-    """A backend's record of one state: at least its name."""
+    """A backend's record of one state: its name, kind and declared types."""
 
     @property
     def name(self) -> str: ...
+
+    @property
+    def kind(self) -> str: ...
+
+    types: StateTypes | None
+
+    def describe(self) -> str: ...
 
 
 S = TypeVar("S", bound=NamedState)
@@ -52,6 +63,7 @@ class KeyedStateBackendBase(Generic[S]):
     __slots__ = ()
 
     _max_parallelism: int
+    _operator: str
     _range: KeyGroupRange
     _time: Callable[[], int]
     _disposed: bool
@@ -84,7 +96,25 @@ class KeyedStateBackendBase(Generic[S]):
         if self.current_key_group is None:
             raise no_current_key() from None
 
+    @property
+    def operator(self) -> str:
+        """The operator whose state this is, as errors name it (``operator 'Count'``)."""
+        return self._operator
+
     # ------------------------------------------------------------------ states
+
+    def _claim_types(self, state: S, descriptor: StateDescriptor) -> bool:
+        """Give ``state`` the types ``descriptor`` declares, as it registers for the first
+        time; a state restored with other recorded types raises
+        :class:`~sparktide.runtime.state.state_types.IncompatibleStateTypeError`. Returns
+        whether the recorded types changed."""
+        declared = StateTypes.of(descriptor)
+        restored = state.types
+        check_state_types(
+            self._operator, state.name, state.describe(), state.kind, restored, declared
+        )
+        state.types = declared
+        return restored != declared
 
     def _register(self, descriptor: StateDescriptor) -> S:
         """The record of ``descriptor``'s state, registered (created or checked)."""

@@ -60,6 +60,7 @@ from sparktide.core.state_backend import (
 from sparktide.runtime.keygroups import KeyGroupRange
 from sparktide.runtime.state.backend import HeapKeyedStateBackend
 from sparktide.runtime.state.keyed_backend import KeyedStateBackend
+from sparktide.runtime.state.state_types import describe_operator
 from sparktide.runtime.timers.queue_factory import (
     HeapTimerQueueFactory,
     RocksDBTimerQueueFactory,
@@ -111,6 +112,13 @@ class SubtaskState:
     key_type: TypeInformation | None = None
     """The declared type information of the keys, None if undeclared (the RocksDB backend
     serializes declared keys by type)."""
+    operator_uid: str | None = None
+    """The operator's ``uid(...)``, if it has one (errors name the operator by it too)."""
+
+    @property
+    def operator(self) -> str:
+        """The operator as errors about its state name it."""
+        return describe_operator(self.operator_name, self.operator_uid)
 
 
 def _remove(directory: str) -> None:
@@ -181,6 +189,7 @@ def create_keyed_state(config: StateBackend, subtask: SubtaskState) -> KeyedStat
             max_parallelism=subtask.max_parallelism,
             key_group_range=subtask.key_group_range,
             time_provider=subtask.time_provider,
+            operator=subtask.operator,
         )
         return KeyedState(heap, HeapTimerQueueFactory())
     if not isinstance(config, EmbeddedRocksDBStateBackend):  # pragma: no cover - two kinds
@@ -196,6 +205,7 @@ def create_keyed_state(config: StateBackend, subtask: SubtaskState) -> KeyedStat
             key_group_range=subtask.key_group_range,
             time_provider=subtask.time_provider,
             key_type=subtask.key_type,
+            operator=subtask.operator,
         )
         timers = RocksDBTimerQueueFactory(
             None, key_type=subtask.key_type, db=db, slot=attached.key_slot
@@ -209,6 +219,7 @@ def create_keyed_state(config: StateBackend, subtask: SubtaskState) -> KeyedStat
             time_provider=subtask.time_provider,
             directory=Path(directory) / "state",
             key_type=subtask.key_type,
+            operator=subtask.operator,
         )
         timers = RocksDBTimerQueueFactory(
             Path(directory) / "timers", key_type=subtask.key_type, slot=backend.key_slot

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from sparktide.core.state import StateTtlConfig
     from sparktide.runtime.state.backend import HeapKeyedStateBackend
     from sparktide.runtime.state.cleanup import IncrementalCleanup
+    from sparktide.runtime.state.state_types import StateTypes
 
 __all__ = [
     "KINDS",
@@ -111,7 +112,17 @@ class StateTable:
     and TTL-ness claims them.
     """
 
-    __slots__ = ("cleanup", "data", "key_groups", "kind", "name", "registered", "ttl", "ttl_config")
+    __slots__ = (
+        "cleanup",
+        "data",
+        "key_groups",
+        "kind",
+        "name",
+        "registered",
+        "ttl",
+        "ttl_config",
+        "types",
+    )
 
     def __init__(
         self,
@@ -126,6 +137,8 @@ class StateTable:
         self.ttl = ttl
         self.ttl_config: StateTtlConfig | None = None
         self.registered = False
+        # the declared types: the descriptor's, or as a snapshot recorded them (None: unknown)
+        self.types: StateTypes | None = None
         # incremental TTL cleanup, set when a TTL descriptor registers
         self.cleanup: IncrementalCleanup | None = None
         self.key_groups = range(key_group_range.start, key_group_range.end + 1)

@@ -43,6 +43,7 @@ from typing import Any, cast
 
 from rocksdict import Options, Rdict, WriteOptions
 
+from sparktide.common.typeinfo_json import type_from_versioned, versioned_type
 from sparktide.core.state import (
     AggregatingStateDescriptor,
     ReducingStateDescriptor,
@@ -57,7 +58,7 @@ from sparktide.runtime.state.backend import (
     StateMeta,
     StateSnapshot,
 )
-from sparktide.runtime.state.backend_base import KeyedStateBackendBase
+from sparktide.runtime.state.backend_base import DEFAULT_OPERATOR, KeyedStateBackendBase
 from sparktide.runtime.state.backend_checks import (
     check_backend_args,
     check_registration,
@@ -86,7 +87,10 @@ from sparktide.runtime.state.snapshot_checks import (
     duplicate_entry,
     entry_groups,
     full_snapshot_ttls,
+    recorded_types,
+    state_meta,
 )
+from sparktide.runtime.state.state_types import StateTypes, check_key_type, declared_or_none
 
 __all__ = ["RocksDBKeyedStateBackend", "StoredState"]
 
@@ -149,6 +153,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
         "_key_listeners",
         "_key_type",
         "_max_parallelism",
+        "_operator",
         "_owns_db",
         "_range",
         "_raw",
@@ -173,8 +178,10 @@ class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
         time_provider: Callable[[], int],
         directory: str | os.PathLike[str],
         key_type: Any = None,
+        operator: str = DEFAULT_OPERATOR,
     ) -> None:
         check_backend_args(max_parallelism, key_group_range, time_provider)
+        self._operator = operator
         if not isinstance(directory, (str, os.PathLike)) or not str(directory):
             raise TypeError(
                 f"directory must be a path (str or os.PathLike) for the RocksDB files, got "
@@ -200,6 +207,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
         key_group_range: KeyGroupRange,
         time_provider: Callable[[], int],
         key_type: Any = None,
+        operator: str = DEFAULT_OPERATOR,
     ) -> RocksDBKeyedStateBackend:
         """A backend on ``db``, a raw-mode database opened by its owner (e.g. a worker-local
         database that survives micro-batches): the states a backend stored in it before are
@@ -225,6 +233,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
         """
         check_backend_args(max_parallelism, key_group_range, time_provider)
         self = cls.__new__(cls)
+        self._operator = operator
         self._set_key_type(key_type)
         self._max_parallelism = max_parallelism
         self._range = key_group_range
@@ -276,10 +285,18 @@ class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
         db = self._db
         stored = db.get(_META_BACKEND)
         if stored is None:
-            info = {"max_parallelism": self._max_parallelism, "key_layout": self._key_layout}
+            info = {
+                "max_parallelism": self._max_parallelism,
+                "key_layout": self._key_layout,
+                "key_type": versioned_type(declared_or_none(self._key_type)),
+            }
             db.put(_META_BACKEND, json.dumps(info).encode())
         else:
             found = json.loads(stored)
+            if "key_type" in found:  # recorded since key types are checked on restore
+                where = f"the database in {str(self._directory)!r}"
+                recorded = type_from_versioned(found["key_type"], where)
+                check_key_type(self._operator, recorded, declared_or_none(self._key_type))
             maxp = found["max_parallelism"]
             if maxp != self._max_parallelism:
                 raise ValueError(
@@ -309,15 +326,30 @@ class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
             name = k[len(_META_STATE) :].decode()
             cf = db.get_column_family(CF_PREFIX + name)
             cf.set_write_options(self._write_options)
-            kind, ttl = info["kind"], info["ttl"]
-            value_type, map_key_type = pickle.loads(base64.b64decode(info["types"]))
-            codec = EntryCodec(kind, ttl, value_type, map_key_type)
-            self._states[name] = StoredState(name, kind, ttl, cf, codec)
+            self._states[name] = self._stored_state(name, info, cf)
             it.next()
 
+    def _stored_state(self, name: str, info: dict[str, Any], cf: Rdict) -> StoredState:
+        """A state the database records (:meth:`_store_meta`'s ``info``)."""
+        kind, ttl = info["kind"], info["ttl"]
+        where = f"state {name!r} in the database in {str(self._directory)!r}"
+        if "codec" in info:
+            encoded = StateTypes.from_json(info["codec"], where)
+            value_type, map_key_type = encoded.value, encoded.map_key
+        else:  # recorded before the types were plain data
+            value_type, map_key_type = pickle.loads(base64.b64decode(info["types"]))
+        state = StoredState(name, kind, ttl, cf, EntryCodec(kind, ttl, value_type, map_key_type))
+        declared = info.get("declared")
+        state.types = None if declared is None else StateTypes.from_json(declared, where)
+        return state
+
     def _store_meta(self, state: StoredState) -> None:
-        types = base64.b64encode(pickle.dumps(state.codec.types)).decode()
-        info = {"kind": state.kind, "ttl": state.ttl, "types": types}
+        """Record ``state`` in the database as plain JSON: its kind, TTL setting, the types
+        its values are encoded with (``codec``) and the types its descriptor declared
+        (``declared``; ``None``: not known)."""
+        codec = StateTypes(*state.codec.types).to_json()
+        declared = None if state.types is None else state.types.to_json()
+        info = {"kind": state.kind, "ttl": state.ttl, "codec": codec, "declared": declared}
         self._db.put(_META_STATE + state.name.encode(), json.dumps(info).encode())
 
     @staticmethod
@@ -464,11 +496,14 @@ class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
         else:
             check_registration(state, name, kind, ttl, cfg)
         if not state.registered:
+            changed = self._claim_types(state, descriptor)
             codec = codec_for(kind, ttl, descriptor)
             if codec.same_bytes(state.codec):  # e.g. stored by a backend attached before
                 state.codec = codec
             else:
                 self._recode(state, codec)
+                changed = True
+            if changed:
                 self._store_meta(state)
             state.registered = True
             if cfg is not None:
@@ -638,7 +673,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
         if self._disposed:
             raise disposed("nothing to snapshot")
         names = sorted(self._states)
-        meta = {n: StateMeta(kind=self._states[n].kind, ttl=self._states[n].ttl) for n in names}
+        meta = {n: state_meta(self._states[n]) for n in names}
         purge = full_snapshot_ttls(self._states, names)
         now = self._time() if purge else 0
         collected: dict[int, dict[str, list[StateEntry]]] = {}
@@ -666,13 +701,15 @@ class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
 
         Everything is validated first: on bad input a ValueError names the culprit and the
         backend is unchanged. States without a registered descriptor are kept (pickled) until
-        one is registered (which must then match kind and TTL setting). ``trusted``: the
+        one is registered (which must then match kind and TTL setting, and the declared types
+        the snapshot records, else ``IncompatibleStateTypeError``). ``trusted``: the
         entries come from a snapshot of this process with the same max parallelism, so only
         ``meta`` is checked.
         """
         if self._disposed:
             raise disposed("create a new one")
         kinds = check_meta(meta, self._states)
+        types = recorded_types(meta, self._states, self._operator)
         staged: dict[str, list[tuple[int, object, object, Any]]] = {n: [] for n in kinds}
         if trusted:
             for kg, by_name in per_key_group.items():
@@ -683,8 +720,12 @@ class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
             self._stage_checked(kinds, per_key_group, staged)
         # validated: apply
         for name, (kind, ttl) in kinds.items():
-            if name not in self._states:
-                self._new_state(name, kind, ttl)
+            state = self._states.get(name)
+            if state is None:
+                state = self._new_state(name, kind, ttl)
+            if state.types is None and types[name] is not None:
+                state.types = types[name]
+                self._store_meta(state)
         for name, to_write in staged.items():
             if to_write:
                 self._raw.write(self._states[name], to_write)

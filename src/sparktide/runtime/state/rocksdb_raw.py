@@ -35,6 +35,7 @@ from sparktide.runtime.state.rocksdb_layout import Codec, key_group_bounds
 
 if TYPE_CHECKING:
     from sparktide.runtime.state.rocksdb_ttl import RocksDBIncrementalCleanup
+    from sparktide.runtime.state.state_types import StateTypes
 
 __all__ = ["CF_PREFIX", "RawStore", "StoredState", "codec_for"]
 
@@ -48,8 +49,9 @@ class StoredState:
 
     A state restored from a snapshot before its descriptor registers keeps its values pickled
     (``registered`` False); the registration re-encodes them with the descriptor's types. The
-    database records each state's kind, TTL setting and declared types (a backend attached to
-    it later reads them back).
+    database records each state's kind, TTL setting, the types its values are encoded with
+    and the types its descriptor declared (``types``; a backend attached to it later reads
+    them back, and checks them against the descriptor that registers).
     """
 
     __slots__ = (
@@ -61,6 +63,7 @@ class StoredState:
         "registered",
         "ttl",
         "ttl_config",
+        "types",
     )
 
     def __init__(self, name: str, kind: str, ttl: bool, cf: Rdict, codec: EntryCodec) -> None:
@@ -72,6 +75,8 @@ class StoredState:
         self.registered = False
         self.ttl_config: StateTtlConfig | None = None
         self.cleanup: RocksDBIncrementalCleanup | None = None
+        # the declared types: the descriptor's, or as a checkpoint recorded them (None: unknown)
+        self.types: StateTypes | None = None
 
     def describe(self) -> str:
         return describe_kind(self.kind, self.ttl)

@@ -23,18 +23,24 @@ ValueError: meta['count'] must be {'kind': one of value, list, map, ...
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import NamedTuple, TypeVar
+from typing import Any, NamedTuple, Protocol, TypedDict, TypeVar
 
 from sparktide.runtime.state.backend_checks import RegisteredState
 from sparktide.runtime.state.heap import KINDS, check_raw, describe_kind
+from sparktide.runtime.state.state_types import StateTypes, check_state_types
 
 __all__ = [
     "EntryGroup",
+    "StateMeta",
+    "TypedState",
     "check_entry",
     "check_meta",
     "duplicate_entry",
     "entry_groups",
     "full_snapshot_ttls",
+    "merged_meta",
+    "recorded_types",
+    "state_meta",
 ]
 
 L = TypeVar("L")
@@ -80,6 +86,81 @@ def check_meta(meta: object, states: Mapping[str, RegisteredState]) -> dict[str,
             )
         kinds[name] = (kind, ttl)
     return kinds
+
+
+class TypedState(RegisteredState, Protocol):
+    """A backend's record of one state with the types it declares or was restored with."""
+
+    types: StateTypes | None
+
+
+class _StateKind(TypedDict):
+    kind: str
+    ttl: bool
+
+
+class StateMeta(_StateKind, total=False):
+    """What a snapshot records of one state: its kind (one of ``KINDS``), TTL setting and,
+    where known, its declared types (plain JSON, :meth:`StateTypes.to_json`)."""
+
+    types: dict[str, Any]
+
+
+def state_meta(state: TypedState) -> StateMeta:
+    """What a snapshot's ``meta`` records of ``state`` (a :class:`StateMeta`)."""
+    meta = StateMeta(kind=state.kind, ttl=state.ttl)
+    if state.types is not None:
+        meta["types"] = state.types.to_json()
+    return meta
+
+
+def merged_meta(name: str, first: StateMeta | None, other: StateMeta) -> StateMeta:
+    """The meta of state ``name`` restored from several snapshots (rescaling): ``first`` (so
+    far; ``None``: none yet) and ``other`` must agree on kind and TTL setting, and on the
+    declared types where both record them.
+
+    >>> merged_meta("n", {"kind": "value", "ttl": False}, {"kind": "value", "ttl": False,
+    ...     "types": {"format_version": 1, "value": None, "map_key": None}})["types"]["value"]
+    >>> merged_meta("n", {"kind": "value", "ttl": False}, {"kind": "list", "ttl": False})
+    Traceback (most recent call last):
+    ...
+    ValueError: state 'n' is {'kind': 'value', 'ttl': False} in one snapshot and \
+{'kind': 'list', 'ttl': False} in another
+    """
+    if first is None:
+        return other
+    kinds = (first["kind"], first["ttl"]) == (other["kind"], other["ttl"])
+    types_a, types_b = first.get("types"), other.get("types")
+    if not kinds or (types_a is not None and types_b is not None and types_a != types_b):
+        raise ValueError(f"state {name!r} is {first} in one snapshot and {other} in another")
+    return first if types_b is None else other
+
+
+def recorded_types(
+    meta: Mapping[str, Mapping[str, object]],
+    states: Mapping[str, TypedState],
+    operator: str,
+) -> dict[str, StateTypes | None]:
+    """``{name: declared types}`` a snapshot's ``meta`` (checked by :func:`check_meta`)
+    records (``None``: none recorded, e.g. a snapshot of an older sparktide); ValueError for a
+    malformed record. A state of ``states`` (the backend's) registered already with other
+    types raises :class:`~sparktide.runtime.state.state_types.IncompatibleStateTypeError`
+    naming ``operator``."""
+    out: dict[str, StateTypes | None] = {}
+    for name, info in meta.items():
+        raw = info.get("types")
+        types = None if raw is None else StateTypes.from_json(raw, f"meta[{name!r}]['types']")
+        state = states.get(name)
+        if state is not None and types is not None and state.types is not None:
+            if state.registered:
+                check_state_types(operator, name, state.describe(), state.kind, types, state.types)
+            elif state.types != types:
+                raise ValueError(
+                    f"state {name!r} is restored with other declared types than before "
+                    f"({state.types} and {types}); restore each state from snapshots of one job"
+                )
+        out[name] = types
+    return out
 
 
 def entry_groups(

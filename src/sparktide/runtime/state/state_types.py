@@ -1,0 +1,283 @@
+"""The declared types of keyed state as a checkpoint records them, and whether state restored
+from a checkpoint can be read with the types declared now.
+
+Every backend records, per state, the types its descriptor declared (:class:`StateTypes`: the
+value type, the element type of a list, the accumulator type of an aggregating state, and for
+a map state its map-key type too) in plain JSON with a format version, and, for a keyed
+operator, the key type of its keyed stream. When a restored state meets its descriptor (the
+first registration after a restore), :func:`state_compatibility` compares the recorded types
+with the declared ones, one part at a time through :func:`type_compatibility`; anything but
+"compatible as is" is refused with :class:`IncompatibleStateTypeError` (the same error and
+message on every backend, :func:`incompatible_state`), before the operator processes a record.
+
+The result is typed as Flink's ``TypeSerializerSchemaCompatibility`` is: compatible as is,
+compatible after migration, incompatible. Only the first and the last are given today (equal
+types read as they are; any change is refused); migrating restored values to a new type
+(schema evolution) fits into :func:`type_compatibility` later. A state recorded without types
+(a checkpoint of an older sparktide) is restored as before, without a check.
+
+>>> from sparktide.common.typeinfo import Types
+>>> from sparktide.core.state import MapStateDescriptor
+>>> old = StateTypes.of(MapStateDescriptor("m", Types.STRING(), Types.INT()))
+>>> StateTypes.from_json(old.to_json(), "state 'm'") == old
+True
+>>> new = StateTypes.of(MapStateDescriptor("m", Types.STRING(), Types.LONG()))
+>>> result = state_compatibility("map", old, new)
+>>> result.compatibility, [c.part for c in result.changes]
+(<TypeCompatibility.INCOMPATIBLE: 'incompatible'>, ['value'])
+>>> print(incompatible_state("operator 'Count'", "m", "map state", result))  # doctest: +ELLIPSIS
+operator 'Count': state 'm' (map state) cannot be restored: its value type was Types.INT() \
+in the checkpoint and is Types.LONG() now; ...
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from sparktide.common.typeinfo_base import TypeInformation
+from sparktide.common.typeinfo_basic import PickledBytesTypeInfo
+from sparktide.common.typeinfo_json import (
+    TYPE_FORMAT_VERSION,
+    declaration,
+    type_from_json,
+    type_to_json,
+)
+from sparktide.core.state import MapStateDescriptor, StateDescriptor
+
+__all__ = [
+    "Compatibility",
+    "IncompatibleStateTypeError",
+    "StateTypes",
+    "TypeChange",
+    "TypeCompatibility",
+    "check_key_type",
+    "check_state_types",
+    "declared_or_none",
+    "describe_declared",
+    "describe_operator",
+    "incompatible_key_type",
+    "incompatible_state",
+    "state_compatibility",
+    "type_compatibility",
+]
+
+
+class IncompatibleStateTypeError(ValueError):
+    """State (or keys) restored from a checkpoint cannot be read with the types declared now;
+    the message names the operator, the state, both types and what to do."""
+
+
+class TypeCompatibility(Enum):
+    """Whether values written with one declared type can be read with another."""
+
+    COMPATIBLE_AS_IS = "compatible_as_is"
+    """The same type: restored values are read as they are."""
+    COMPATIBLE_AFTER_MIGRATION = "compatible_after_migration"
+    """Readable once every restored value is converted (not given yet: schema evolution)."""
+    INCOMPATIBLE = "incompatible"
+    """Not readable with the new type."""
+
+
+def declared_or_none(type_info: object) -> TypeInformation | None:
+    """The declared type of a descriptor's type information: ``None`` for none, for
+    ``Types.PICKLED_BYTE_ARRAY()`` and for anything that is not type information (values are
+    then pickled, as undeclared ones are).
+
+    >>> from sparktide.common.typeinfo import Types
+    >>> declared_or_none(Types.INT()), declared_or_none(Types.PICKLED_BYTE_ARRAY())
+    (Integer, None)
+    """
+    if isinstance(type_info, TypeInformation) and not isinstance(type_info, PickledBytesTypeInfo):
+        return type_info
+    return None
+
+
+def describe_declared(type_info: TypeInformation | None) -> str:
+    """A declared type as a user writes it, for messages.
+
+    >>> describe_declared(None)
+    'undeclared (pickled)'
+    """
+    return "undeclared (pickled)" if type_info is None else declaration(type_info)
+
+
+def describe_operator(name: str, uid: str | None) -> str:
+    """How an error names a keyed operator: its name, and its uid when it has one.
+
+    >>> describe_operator("Count", "count-1"), describe_operator("Count", None)
+    ("operator 'Count' (uid 'count-1')", "operator 'Count'")
+    """
+    return f"operator {name!r}" if uid is None else f"operator {name!r} (uid {uid!r})"
+
+
+def type_compatibility(
+    restored: TypeInformation | None, declared: TypeInformation | None
+) -> TypeCompatibility:
+    """Whether values written with the declared type ``restored`` (``None``: undeclared,
+    pickled) can be read with ``declared``: as they are when the types are equal, else not
+    (until migrations between types are built, they fit here)."""
+    if restored == declared:
+        return TypeCompatibility.COMPATIBLE_AS_IS
+    return TypeCompatibility.INCOMPATIBLE
+
+
+@dataclass(frozen=True)
+class TypeChange:
+    """One declared type of a state (or the key type) that differs from the checkpoint's."""
+
+    part: str
+    """Which type: ``"value"``, ``"element"``, ``"accumulator"``, ``"map key"`` or ``"key"``."""
+    restored: TypeInformation | None
+    declared: TypeInformation | None
+    compatibility: TypeCompatibility
+
+
+@dataclass(frozen=True)
+class Compatibility:
+    """The compatibility of a restored state with its descriptor: the least compatible of
+    its parts, and every part that is not compatible as is."""
+
+    compatibility: TypeCompatibility
+    changes: tuple[TypeChange, ...] = ()
+
+
+_VALUE_PART = {"list": "element", "aggregating": "accumulator"}
+
+
+@dataclass(frozen=True)
+class StateTypes:
+    """The declared types of one state's user values (``None``: undeclared, pickled):
+    ``value`` (a list's elements, an aggregating state's accumulator) and, for a map state,
+    ``map_key``."""
+
+    value: TypeInformation | None
+    map_key: TypeInformation | None = None
+
+    @classmethod
+    def of(cls, descriptor: StateDescriptor) -> StateTypes:
+        """The types ``descriptor`` declares."""
+        if isinstance(descriptor, MapStateDescriptor):
+            return cls(
+                declared_or_none(descriptor.value_type_info),
+                declared_or_none(descriptor.key_type_info),
+            )
+        return cls(declared_or_none(descriptor.type_info))
+
+    def parts(self, kind: str) -> list[tuple[str, TypeInformation | None]]:
+        """``(part, type)`` of each declared type of a state of ``kind``."""
+        value = (_VALUE_PART.get(kind, "value"), self.value)
+        return [("map key", self.map_key), value] if kind == "map" else [value]
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON record: ``{"format_version", "value", "map_key"}`` (types in the form of
+        :mod:`sparktide.common.typeinfo_json`, ``None`` when undeclared)."""
+        return {
+            "format_version": TYPE_FORMAT_VERSION,
+            "value": None if self.value is None else type_to_json(self.value),
+            "map_key": None if self.map_key is None else type_to_json(self.map_key),
+        }
+
+    @classmethod
+    def from_json(cls, raw: object, where: str) -> StateTypes:
+        """The types of a :meth:`to_json` record; ValueError naming ``where`` for a record of
+        another format version or a malformed one."""
+        if (
+            not isinstance(raw, dict)
+            or raw.get("format_version") != TYPE_FORMAT_VERSION
+            or not {"value", "map_key"} <= raw.keys()
+        ):
+            raise ValueError(
+                f"{where}: the declared types must be recorded as {{'format_version': "
+                f"{TYPE_FORMAT_VERSION}, 'value': ..., 'map_key': ...}}, got {raw!r}; they were "
+                "written by another version of sparktide or the metadata is corrupt"
+            )
+        value, map_key = raw["value"], raw["map_key"]
+        return cls(
+            None if value is None else type_from_json(value, where),
+            None if map_key is None else type_from_json(map_key, where),
+        )
+
+
+def state_compatibility(kind: str, restored: StateTypes, declared: StateTypes) -> Compatibility:
+    """The compatibility of a state of ``kind`` recorded with ``restored`` types with a
+    descriptor declaring ``declared``, part by part (:func:`type_compatibility`)."""
+    changes = []
+    worst = TypeCompatibility.COMPATIBLE_AS_IS
+    for (part, old), (_, new) in zip(restored.parts(kind), declared.parts(kind), strict=True):
+        result = type_compatibility(old, new)
+        if result is not TypeCompatibility.COMPATIBLE_AS_IS:
+            changes.append(TypeChange(part, old, new, result))
+            if worst is not TypeCompatibility.INCOMPATIBLE:
+                worst = result
+    return Compatibility(worst, tuple(changes))
+
+
+def _changed(changes: tuple[TypeChange, ...]) -> str:
+    return "; ".join(
+        f"its {c.part} type was {describe_declared(c.restored)} in the checkpoint and is "
+        f"{describe_declared(c.declared)} now"
+        for c in changes
+    )
+
+
+def incompatible_state(
+    operator: str, name: str, described: str, result: Compatibility
+) -> IncompatibleStateTypeError:
+    """The error of state ``name`` (a ``described`` state, e.g. ``"value state"``) of
+    ``operator`` (:func:`describe_operator`) whose restored types are not compatible as is
+    with its descriptor's."""
+    old = ", ".join(f"{c.part}: {describe_declared(c.restored)}" for c in result.changes)
+    return IncompatibleStateTypeError(
+        f"{operator}: state {name!r} ({described}) cannot be restored: {_changed(result.changes)}; "
+        "the values in the checkpoint cannot be read with another type (state types cannot "
+        f"change yet). Declare the state with its old types again ({old}), or give the state a "
+        "new name to start it empty (its old values are dropped), or start the job from a new "
+        "checkpoint location"
+    )
+
+
+def incompatible_key_type(
+    operator: str, restored: TypeInformation | None, declared: TypeInformation | None
+) -> IncompatibleStateTypeError:
+    """The error of a keyed ``operator`` whose checkpoint recorded keys of type ``restored``
+    while its keyed stream now declares ``declared`` (``key_by(..., key_type=...)``)."""
+    change = TypeChange("key", restored, declared, type_compatibility(restored, declared))
+    again = (
+        "key_by(...) without a key_type"
+        if restored is None
+        else f"key_by(..., key_type={declaration(restored)})"
+    )
+    return IncompatibleStateTypeError(
+        f"{operator}: its keyed state cannot be restored: {_changed((change,))} (the key_type "
+        "of key_by); the keys in the checkpoint cannot be read with another type. Use "
+        f"{again} again, or give the operator a new uid to start its state empty, or start "
+        "the job from a new checkpoint location"
+    )
+
+
+def check_state_types(
+    operator: str,
+    name: str,
+    described: str,
+    kind: str,
+    restored: StateTypes | None,
+    declared: StateTypes,
+) -> None:
+    """Raise :func:`incompatible_state` when state ``name`` restored with the recorded types
+    ``restored`` (``None``: none recorded, nothing to check) cannot be read as ``declared``."""
+    if restored is None or restored == declared:
+        return
+    result = state_compatibility(kind, restored, declared)
+    if result.compatibility is not TypeCompatibility.COMPATIBLE_AS_IS:
+        raise incompatible_state(operator, name, described, result)
+
+
+def check_key_type(
+    operator: str, restored: TypeInformation | None, declared: TypeInformation | None
+) -> None:
+    """Raise :func:`incompatible_key_type` when keys recorded as ``restored`` cannot be read
+    as ``declared`` (both as :func:`declared_or_none` gives them)."""
+    if type_compatibility(restored, declared) is not TypeCompatibility.COMPATIBLE_AS_IS:
+        raise incompatible_key_type(operator, restored, declared)
