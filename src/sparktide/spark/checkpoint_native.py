@@ -62,12 +62,16 @@ __all__ = [
 
 def open_state_db(path: str) -> Rdict:
     """Open (or create) the database of a stage subtask in ``path``: raw mode, every column
-    family it holds, the keyed state backend's options."""
+    family it holds, the keyed state backend's options (``paranoid_checks``, reads that
+    verify block checksums)."""
     from rocksdict import Rdict
 
+    from sparktide.runtime.state.rocksdb_integrity import verified_reads
     from sparktide.runtime.state.rocksdb_memory import db_options
 
-    return Rdict(path, db_options())
+    db = Rdict(path, db_options())
+    db.set_read_options(verified_reads())
+    return db
 
 
 def native_storage(location: str, operator: str, subtask: int) -> RocksDBCheckpointStorage:

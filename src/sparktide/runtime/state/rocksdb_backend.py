@@ -71,6 +71,7 @@ from sparktide.runtime.state.backend_checks import (
 from sparktide.runtime.state.cleanup import purge_expired
 from sparktide.runtime.state.heap import EntryKey, InternalKvState, check_raw
 from sparktide.runtime.state.rocksdb_entries import NAMESPACES, EntryCodec, successor
+from sparktide.runtime.state.rocksdb_integrity import check_scan
 from sparktide.runtime.state.rocksdb_key_slot import KeyPrefixSlot
 from sparktide.runtime.state.rocksdb_layout import Codec, key_codec, key_group_bounds, key_layout
 from sparktide.runtime.state.rocksdb_memory import db_options, state_options
@@ -314,6 +315,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
             codec = EntryCodec(kind, ttl, value_type, map_key_type)
             self._states[name] = StoredState(name, kind, ttl, cf, codec)
             it.next()
+        check_scan(it)
 
     def _store_meta(self, state: StoredState) -> None:
         types = base64.b64encode(pickle.dumps(state.codec.types)).decode()
