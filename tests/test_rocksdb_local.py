@@ -267,7 +267,9 @@ def _inodes(root: Path) -> dict[tuple[int, int], str]:
 
 
 def _digests(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
 
 
 def _flip_first_byte(path: Path) -> None:
