@@ -18,6 +18,7 @@ import os
 import pickle
 import re
 import shutil
+import struct
 import zlib
 from pathlib import Path
 
@@ -163,9 +164,9 @@ def _kinds(ckpt: Path) -> dict[str, list[Path]]:
 
 
 def _legacy_key_type(ckpt: Path, boom: Boom) -> int:
-    """Give every native state file the key type an older sparktide pickled (a
-    :class:`BoomKeyType`), and the commit manifests the files' new records; returns how many
-    files changed."""
+    """Make the checkpoint one of format 6: every native state file holds the key type as
+    that format pickled it (a :class:`BoomKeyType`) and says format 6, and the commit
+    manifests say format 6 and name the files' new records; returns how many files changed."""
     changed: dict[str, FileRecord] = {}
     for path in ckpt.glob("state/*/stage-*/sub-*.bin"):
         meta, parts = unpack_parts(path.read_bytes(), str(path))
@@ -176,10 +177,12 @@ def _legacy_key_type(ckpt: Path, boom: Boom) -> int:
         legacy = pickle.dumps(BoomKeyType(boom, key_type))
         meta["rocksdb"]["key_type"] = base64.b64encode(legacy).decode()
         data = pack_parts(parts, meta)
+        data = data[:8] + struct.pack(">I", 6) + data[12:]  # the format version of the file
         path.write_bytes(data)
         changed[path.relative_to(ckpt).as_posix()] = FileRecord.of(data, meta, str(path))
     for commit in ckpt.glob("commits/*.json"):
         envelope = json.loads(commit.read_text())
+        envelope["body"]["format_version"] = 6
         files = envelope["body"]["files"]
         for relative, record in changed.items():
             if relative in files:
