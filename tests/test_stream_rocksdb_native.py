@@ -220,3 +220,38 @@ def test_a_damaged_local_copy_is_never_used_and_never_reaches_the_checkpoint(
     second, _ = _stream(spark, tmp_path / "in", "timers", 3, ckpt, backend="rocksdb")
     assert _restores(ckpt, 2) == {"restored_over_damaged_copy": 3}
     assert _flatten(first) + _flatten(second) == _expected(batches)
+
+
+def test_a_declared_key_type_is_recorded_as_data_and_read_back_on_the_heap(
+    spark, tmp_path, monkeypatch
+) -> None:
+    from sparktide.common import Types
+    from sparktide.common.typeinfo_json import type_info_to_json
+    from sparktide.spark.checkpoint_format import unpack_parts
+    from sparktide.spark.checkpoint_inspect import describe_checkpoint
+    from test_streaming import JOBS
+
+    def typed(stream):
+        keyed = stream.key_by(lambda r: r.key, key_type=Types.STRING())
+        return keyed.process(Alarm(), output_type=ALARM)
+
+    monkeypatch.setitem(JOBS, "typed", typed)
+    batches = _records(4)
+    _write_files(tmp_path / "in", batches[:2])
+    ckpt = tmp_path / "ckpt"
+    first, _ = _stream(spark, tmp_path / "in", "typed", 2, ckpt, backend="rocksdb")
+    for path in ckpt.glob("state/1/stage-*/sub-*.bin"):
+        meta, _ = unpack_parts(path.read_bytes(), str(path))
+        if "rocksdb" in meta:
+            assert meta["rocksdb"]["key_type"] == type_info_to_json(Types.STRING())
+    [stage] = [
+        s
+        for s in describe_checkpoint(CheckpointStore(str(ckpt)))["stages"]
+        if "key_groups" in s["subtasks"][0]
+    ]
+    assert {s["key_type"] for s in stage["subtasks"]} == {"String"}
+    assert sum(s["state_entries"] for s in stage["subtasks"]) > 0
+    # the heap reads the RocksDB checkpoint back with the key type it records
+    _write_files(tmp_path / "in", batches[2:], first=2)
+    second, _ = _stream(spark, tmp_path / "in", "typed", 3, ckpt, backend="hashmap")
+    assert _flatten(first) + _flatten(second) == _expected(batches)

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 
     from sparktide.common.typeinfo_base import TypeInformation
     from sparktide.runtime.execution.planner import Plan
+    from sparktide.runtime.state.rocksdb_layout import Codec
     from sparktide.runtime.timers.manager import TimerSnapshot
     from sparktide.spark.checkpoint import CheckpointStore
 
@@ -218,19 +219,20 @@ def native_summary(
 ) -> JsonObject:
     """What ``sparktide inspect`` shows of the keyed state of the RocksDB checkpoint ``ref``
     names, counted from its store keys without unpickling anything
-    (:func:`~sparktide.runtime.state.rocksdb_summary.summarize_database`); ``key_type``: the
-    declared key type's description (``"pickled"``: an older sparktide's pickle, left unread,
-    whose list and map states are then not counted)."""
+    (:func:`~sparktide.runtime.state.rocksdb_summary.summarize_database`), and ``key_type``:
+    the declared key type (``"pickled"``: format 6's pickle, left unread; list and map states
+    are then counted only when the database records undeclared keys)."""
     from sparktide.runtime.state.rocksdb_layout import key_codec
     from sparktide.runtime.state.rocksdb_summary import summarize_database
 
-    keys = None if ref.key_type_pickled else key_codec(ref.decoded_key_type(where, trusted=False))
+    keys: Codec | None = None
+    shown: str | None = "pickled"
+    if not ref.key_type_pickled:
+        key_type = ref.decoded_key_type(where, trusted=False)
+        keys, shown = key_codec(key_type), None if key_type is None else repr(key_type)
     with _opened(storage, ref, where) as db:
         out: JsonObject = dict(summarize_database(db, keys, ref.key_group_range))
-    key_type = ref.decoded_key_type(where, trusted=False) if keys is not None else None
-    out["key_type"] = (
-        "pickled" if ref.key_type_pickled else (None if key_type is None else repr(key_type))
-    )
+    out["key_type"] = shown
     return out
 
 
