@@ -435,8 +435,9 @@ def _check_local_copy(copy: str, manifest: RocksDBManifest) -> _CopyCheck:
         try:
             if os.path.getsize(path) != f.size or digest_file(path) != (f.size, f.digest):
                 return _CopyCheck.DAMAGED
-        except OSError:
-            return _CopyCheck.DAMAGED
+        except OSError:  # a file missing; none at all: its owner deleted the copy meanwhile
+            gone = not os.path.exists(os.path.join(copy, _MARKER))
+            return _CopyCheck.ABSENT if gone else _CopyCheck.DAMAGED
     return _CopyCheck.VERIFIED
 
 
