@@ -8,8 +8,8 @@ after changing that share of the keys; each checkpoint is completed with the def
 retention. The table shows the size of the last checkpoint's files, the bytes uploaded per
 incremental checkpoint (median and max: a compaction rewrites files, which the next checkpoint
 uploads), the median and the mean as a share of the checkpoint's size, the median time to take
-and complete a checkpoint, and the time to restore the last one (files hard-linked from the
-local storage and every digest checked). RocksDB runs with its default options (auto
+and complete a checkpoint, and the time to restore the last one (files copied from the local
+storage, never hard-linked, and every digest checked). RocksDB runs with its default options (auto
 compactions on) and level compaction, or universal compaction (``--compaction``): with random
 keys, level compaction rewrites the whole level below L0 every few flushes, universal
 compaction merges runs of similar size.
@@ -17,7 +17,8 @@ compaction merges runs of similar size.
 A second table shows what opening a subtask's database at a checkpoint costs
 (:class:`~sparktide.runtime.state.rocksdb_local.LocalDatabases`, best of ``--repeat``): reused
 in memory by the process that took the checkpoint, reused from the local copy on disk by the
-next process, restored from the storage on the local disk (hard links, digests checked) and
+next process (every file's size and digest checked first), restored from the storage on the
+local disk (files copied and digested in one pass) and
 from a storage elsewhere (pyarrow's in-memory file system: every file copied and checked).
 
 Usage: ``python benchmarks/rocksdb_checkpoint.py [--keys 10000,100000,1000000]

@@ -248,13 +248,14 @@ def test_another_job_graph_is_refused_naming_the_difference(tmp_path) -> None:
 
 def test_a_commit_of_another_format_version_names_both_versions(tmp_path) -> None:
     store = CheckpointStore(str(tmp_path), None)
-    body = {"format_version": 7, "version": 0, "parallelism": {}, "fingerprint": None}
+    newer = CHECKPOINT_FORMAT_VERSION + 1
+    body = {"format_version": newer, "version": 0, "parallelism": {}, "fingerprint": None}
     encoded = json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")
     store.write(
         store.path("commits", "0.json"),
         json.dumps({"body": body, "crc32": zlib.crc32(encoded)}).encode("utf-8"),
     )
-    expected = rf"format version 7 is not supported.*version {CHECKPOINT_FORMAT_VERSION}"
+    expected = rf"format version {newer} is not supported.*version {CHECKPOINT_FORMAT_VERSION}"
     with pytest.raises(CheckpointError, match=expected):
         store.committed_version()
 

@@ -308,6 +308,9 @@ def test_native_chains_survive_json_and_older_formats_have_none() -> None:
         CommitManifest.from_json(old, WHERE)
     del old["chains"]["0"][0]["native"]
     assert {c.native for c in CommitManifest.from_json(old, WHERE).chains[0]} == {False}
+    # format 6 had native chains (its state files pickled their key type): read as they are
+    six = {**json.loads(json.dumps(raw)), "format_version": 6}
+    assert CommitManifest.from_json(six, WHERE).chains == manifest.chains
     # a native chain is a RocksDB chain of one file
     for bad in ({"backend": "hashmap"}, {"changelogs": [5]}, {"native": "yes"}):
         broken = json.loads(json.dumps(raw))

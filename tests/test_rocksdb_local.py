@@ -255,3 +255,148 @@ def test_a_slot_names_its_storage_under_the_checkpoint_location(tmp_path: Path) 
     assert batch(dbs, slot, slot.storage(), 1, {b"a": b"1"}) is OpenOutcome.CREATED
     assert slot.storage().completed_ids() == [1]
     dbs.close_all()
+
+
+# ---------------------------------------------------------------------- damaged local copies
+
+
+def _inodes(root: Path) -> dict[tuple[int, int], str]:
+    return {
+        (s.st_dev, s.st_ino): str(p) for p in root.rglob("*") if p.is_file() for s in [p.stat()]
+    }
+
+
+def _digests(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
+
+
+def _flip_first_byte(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[0] ^= 0xFF
+    with open(path, "r+b") as f:  # in place: every hard link of the file sees it
+        f.write(bytes(data[:1]))
+
+
+def _fill(local, n: int = 2000, tag: bytes = b"") -> dict[bytes, bytes]:
+    rows = {b"key-%05d" % i: b"value-%05d" % i + tag for i in range(n)}
+    for k, v in rows.items():
+        local.db[k] = v
+    return rows
+
+
+def test_a_restored_database_shares_no_file_with_the_checkpoint(
+    tmp_path: Path, storage: RocksDBCheckpointStorage
+) -> None:
+    slot = slot_of(tmp_path)
+    first = LocalDatabases(str(tmp_path / "first"))
+    local = first.open(slot, None, storage)
+    rows = _fill(local)
+    first.checkpoint(local, 1, storage)
+    storage.complete(1)
+    first.close_all()
+    # another machine: no local copy, the checkpoint's files
+    other = LocalDatabases(str(tmp_path / "other"))
+    restored = other.open(slot, 1, storage)
+    assert restored.outcome is OpenOutcome.RESTORED
+    # the working database and the copy it leaves share no inode with the checkpoint
+    other.checkpoint(restored, 2, storage)
+    storage.complete(2)
+    checkpoint = tmp_path / "ckpt"
+    assert not set(_inodes(tmp_path / "other")) & set(_inodes(checkpoint))
+    before = _digests(checkpoint)
+    local_ssts = {(s.st_dev, s.st_ino): p for p in (tmp_path / "other").rglob("*.sst")
+                  for s in [p.stat()]}  # fmt: skip
+    for sst in local_ssts.values():  # a stray write to each local SST file (once per inode)
+        _flip_first_byte(sst)
+        sst.chmod(0o600)
+    assert _digests(checkpoint) == before
+    other.close_all()
+    again = LocalDatabases(str(tmp_path / "other"))
+    reopened = again.open(slot, 2, storage)  # the damaged copy is not used
+    assert reopened.outcome is OpenOutcome.RESTORED_OVER_DAMAGED_COPY
+    assert dict(reopened.db.items()) == rows
+    again.close_all()
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "delete"])
+def test_a_damaged_local_copy_is_not_reused(
+    tmp_path: Path, storage: RocksDBCheckpointStorage, damage: str
+) -> None:
+    slot = slot_of(tmp_path)
+    dbs = LocalDatabases(str(tmp_path / "local"))
+    local = dbs.open(slot, None, storage)
+    rows = _fill(local)
+    dbs.checkpoint(local, 1, storage)
+    storage.complete(1)
+    dbs.close_all()  # the next batch runs in another process on this machine
+    [copy] = (tmp_path / "local").rglob("v1")
+    sst = sorted(copy.glob("*.sst"))[0]
+    before = _digests(tmp_path / "ckpt")
+    if damage == "flip":
+        _flip_first_byte(sst)
+    elif damage == "truncate":
+        with open(sst, "r+b") as f:
+            f.truncate(sst.stat().st_size // 2)
+    else:
+        sst.unlink()
+    nxt = LocalDatabases(str(tmp_path / "local"))
+    opened = nxt.open(slot, 1, storage)
+    assert opened.outcome is OpenOutcome.RESTORED_OVER_DAMAGED_COPY
+    assert nxt.stats.to_json()["restored_over_damaged_copy"]["count"] == 1
+    assert dict(opened.db.items()) == rows
+    assert _digests(tmp_path / "ckpt") == before  # the checkpoint is untouched
+    assert not copy.exists()  # the damaged copy is gone: never tried again
+    nxt.checkpoint(opened, 2, storage)
+    storage.complete(2)
+    nxt.close_all()
+    last = LocalDatabases(str(tmp_path / "local"))
+    assert last.open(slot, 2, storage).outcome is OpenOutcome.REUSED_ON_DISK
+    last.close_all()
+
+
+def test_a_checksum_failure_while_reading_fails_loudly_and_the_retry_restores(
+    tmp_path: Path, storage: RocksDBCheckpointStorage
+) -> None:
+    from sparktide.core.state import ValueStateDescriptor
+    from sparktide.runtime.keygroups import KeyGroupRange
+    from sparktide.runtime.state.rocksdb_backend import RocksDBKeyedStateBackend
+    from sparktide.runtime.state.rocksdb_integrity import RocksDBCorruptionError
+    from sparktide.runtime.state.rocksdb_memory import open_bounded
+
+    kw = dict(max_parallelism=128, key_group_range=KeyGroupRange(0, 127), time_provider=lambda: 0)
+    count = ValueStateDescriptor("count", None)
+
+    def entries(db) -> int:
+        backend = RocksDBKeyedStateBackend.attach(db, **kw)
+        try:
+            backend.get_partitioned_state(count)
+            return sum(len(per["count"]) for per in backend.snapshot_state()[1].values())
+        finally:
+            backend.dispose()
+
+    slot = slot_of(tmp_path)
+    dbs = LocalDatabases(str(tmp_path / "local"), open_bounded)
+    local = dbs.open(slot, None, storage)
+    backend = RocksDBKeyedStateBackend.attach(local.db, **kw)
+    state = backend.get_partitioned_state(count)
+    for i in range(3000):
+        backend.set_current_key(f"user-{i}")
+        state.update(i)
+    backend.dispose()
+    dbs.checkpoint(local, 1, storage)  # flushed: its data blocks never read since
+    storage.complete(1)
+    before = _digests(tmp_path / "ckpt")
+    live = dbs.open(slot, 1, storage)  # the next batch: reused in memory, not read again
+    assert live.outcome is OpenOutcome.REUSED_IN_MEMORY
+    # a stray write to the state's file in the working directory (a hard link of the local
+    # copy's: the copy is damaged too)
+    _flip_first_byte(max(Path(live.directory).glob("*.sst"), key=lambda p: p.stat().st_size))
+    with pytest.raises(RocksDBCorruptionError, match="block checksum mismatch"):
+        entries(live.db)
+    assert _digests(tmp_path / "ckpt") == before
+    retry = dbs.open(slot, 1, storage)  # the batch again: not the damaged files
+    assert retry.outcome is OpenOutcome.RESTORED_OVER_DAMAGED_COPY
+    assert entries(retry.db) == 3000
+    dbs.close_all()

@@ -171,3 +171,87 @@ def _identity_at(ckpt: Path, version: int) -> str:
     [operator] = {r.operator for p, r in info.files.items() if p.startswith("state/")}
     assert operator is not None
     return operator
+
+
+def _flip_first_byte(path: Path) -> None:
+    with open(path, "r+b") as f:  # in place: every hard link of the file sees it
+        first = f.read(1)
+        f.seek(0)
+        f.write(bytes([first[0] ^ 0xFF]))
+
+
+def _checkpoint_files(ckpt: Path) -> dict[str, bytes]:
+    root = ckpt / "state" / "rocksdb"
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def test_a_damaged_local_copy_is_never_used_and_never_reaches_the_checkpoint(
+    spark, tmp_path
+) -> None:
+    import tempfile
+
+    from sparktide.runtime.state.rocksdb_local import SubtaskSlot
+
+    batches = _records(4)
+    _write_files(tmp_path / "in", batches[:2])
+    ckpt = tmp_path / "ckpt"
+    first, _ = _stream(spark, tmp_path / "in", "timers", 3, ckpt, backend="rocksdb")
+    # the next batch runs in new worker processes on this machine: the local copies of
+    # version 1 are what they would reuse; each subtask's is damaged in another way
+    _forget_local_databases(spark, delete_copies=False)
+    before = _checkpoint_files(ckpt)
+    identity = _identity_at(ckpt, 1)
+    base = Path(tempfile.gettempdir()) / "sparktide-rocksdb"
+    for subtask, damage in enumerate(["flip", "truncate", "delete"]):
+        slot = base / SubtaskSlot(str(ckpt), identity, subtask).relative_dir()
+        copies = list(slot.parent.glob(f"{slot.name}*/v1"))
+        assert copies, f"no local copy of subtask {subtask} under {slot.parent}"
+        for copy in copies:
+            sst = max(copy.glob("*.sst"), key=lambda p: p.stat().st_size)
+            if damage == "flip":
+                _flip_first_byte(sst)
+            elif damage == "truncate":
+                with open(sst, "r+b") as f:
+                    f.truncate(sst.stat().st_size // 2)
+            else:
+                sst.unlink()
+    assert _checkpoint_files(ckpt) == before  # no write to a local copy reached it
+    _write_files(tmp_path / "in", batches[2:], first=2)
+    second, _ = _stream(spark, tmp_path / "in", "timers", 3, ckpt, backend="rocksdb")
+    assert _restores(ckpt, 2) == {"restored_over_damaged_copy": 3}
+    assert _flatten(first) + _flatten(second) == _expected(batches)
+
+
+def test_a_declared_key_type_is_recorded_as_data_and_read_back_on_the_heap(
+    spark, tmp_path, monkeypatch
+) -> None:
+    from sparktide.common import Types
+    from sparktide.common.typeinfo_json import versioned_type
+    from sparktide.spark.checkpoint_format import unpack_parts
+    from sparktide.spark.checkpoint_inspect import describe_checkpoint
+    from test_streaming import JOBS
+
+    def typed(stream):
+        keyed = stream.key_by(lambda r: r.key, key_type=Types.STRING())
+        return keyed.process(Alarm(), output_type=ALARM)
+
+    monkeypatch.setitem(JOBS, "typed", typed)
+    batches = _records(4)
+    _write_files(tmp_path / "in", batches[:2])
+    ckpt = tmp_path / "ckpt"
+    first, _ = _stream(spark, tmp_path / "in", "typed", 2, ckpt, backend="rocksdb")
+    for path in ckpt.glob("state/1/stage-*/sub-*.bin"):
+        meta, _ = unpack_parts(path.read_bytes(), str(path))
+        if "rocksdb" in meta:
+            assert meta["rocksdb"]["key_type"] == versioned_type(Types.STRING())
+    [stage] = [
+        s
+        for s in describe_checkpoint(CheckpointStore(str(ckpt)))["stages"]
+        if "key_groups" in s["subtasks"][0]
+    ]
+    assert {s["key_type"] for s in stage["subtasks"]} == {"String"}
+    assert sum(s["state_entries"] for s in stage["subtasks"]) > 0
+    # the heap reads the RocksDB checkpoint back with the key type it records
+    _write_files(tmp_path / "in", batches[2:], first=2)
+    second, _ = _stream(spark, tmp_path / "in", "typed", 3, ckpt, backend="hashmap")
+    assert _flatten(first) + _flatten(second) == _expected(batches)

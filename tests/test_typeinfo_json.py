@@ -4,11 +4,14 @@ unknown type is refused with an error naming where it was read."""
 
 from __future__ import annotations
 
+import base64
 import json
+import pickle
 
 import pytest
 
 from sparktide.common import Types
+from sparktide.common.typeinfo_basic import BasicType, BasicTypeInfo
 from sparktide.common.typeinfo_json import (
     declaration,
     type_from_json,
@@ -16,6 +19,8 @@ from sparktide.common.typeinfo_json import (
     type_to_json,
     versioned_type,
 )
+from sparktide.spark.checkpoint_format import CheckpointError
+from sparktide.spark.checkpoint_native import NativeReference
 
 BASIC = [
     Types.STRING(),
@@ -88,3 +93,34 @@ def test_a_record_of_another_version_is_refused() -> None:
 def test_a_value_that_is_not_a_declared_type_has_no_json_form() -> None:
     with pytest.raises(TypeError, match="cannot describe 'K'"):
         type_to_json("K")  # type: ignore[arg-type]
+
+
+def test_a_subclass_of_a_types_class_is_not_described_as_that_type() -> None:
+    class Custom(BasicTypeInfo):
+        pass
+
+    with pytest.raises(TypeError, match=r"Types\.INT\(\)"):
+        type_to_json(Custom(BasicType.STRING))
+
+
+def test_a_state_file_records_its_key_type_as_data() -> None:
+    ref = NativeReference(3, "blake2b:00", (0, 63), "op", 128)
+    assert ref.decoded_key_type("f", trusted=False) is None
+    key_type = Types.ROW_NAMED(["a"], [Types.STRING()])
+    raw = {**ref.to_json(), "key_type": NativeReference.encode_key_type(key_type)}
+    assert "pickle" not in json.dumps(raw) and isinstance(raw["key_type"], dict)
+    read = NativeReference.from_json(json.loads(json.dumps(raw)), "f")
+    assert read.decoded_key_type("f", trusted=False) == key_type
+    # an older sparktide's pickle: read only when trusted (a restore, inspect --values)
+    legacy = {**raw, "key_type": base64.b64encode(pickle.dumps(Types.STRING())).decode()}
+    old = NativeReference.from_json(legacy, "f")
+    assert old.key_type_pickled
+    with pytest.raises(CheckpointError, match=r"pickled by an older sparktide.*--values"):
+        old.decoded_key_type("f", trusted=False)
+    assert old.decoded_key_type("f", trusted=True) == Types.STRING()
+    with pytest.raises(CheckpointError, match="field 'rocksdb'"):
+        NativeReference.from_json({**raw, "key_type": 5}, "f")
+    with pytest.raises(CheckpointError, match=r"field 'rocksdb\.key_type'"):
+        NativeReference.from_json(
+            {**raw, "key_type": {"format_version": 99}}, "f"
+        ).decoded_key_type("f", trusted=False)

@@ -463,6 +463,10 @@ def format_time(value: Any) -> str:
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def _or_dash(value: object) -> object:
+    return "-" if value is None else value
+
+
 def format_checkpoint(summary: dict[str, Any]) -> str:
     """A text view of :func:`~sparktide.spark.checkpoint_inspect.describe_checkpoint`; times
     in ISO-8601 UTC (``--json`` keeps epoch milliseconds).
@@ -507,7 +511,7 @@ def format_checkpoint(summary: dict[str, Any]) -> str:
             span = f"{groups[0]}-{groups[1]}" if groups else "-"
             lines.append(
                 f"  {stage['stage']:>5} {sub['subtask']:>7} {span:>11} "
-                f"{sub.get('state_entries', '-'):>7} {sub.get('event_timers', '-'):>12} "
+                f"{_or_dash(sub.get('state_entries')):>7} {sub.get('event_timers', '-'):>12} "
                 f"{format_time(sub.get('next_event_timer')):>24} "
                 f"{format_time(sub.get('last_event_timer')):>24} "
                 f"{sub.get('processing_timers', '-'):>11} "
@@ -520,6 +524,7 @@ def format_checkpoint(summary: dict[str, Any]) -> str:
                 f"  subtask {sub['subtask']}: {sub.get('size_bytes', 0)} bytes in "
                 f"{sub.get('files', 0)} file(s); watermarks "
                 + (", ".join(f"{name}={format_time(w)}" for name, w in marks.items()) or "-")
+                + (f"; key type {sub['key_type']}" if sub.get("key_type") else "")
             )
     for sub in summary.get("values", []):
         lines.append(f"  values of stage {sub['stage']} subtask {sub['subtask']}:")
@@ -532,6 +537,12 @@ def format_checkpoint(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+_VALUES_WARNING = (
+    "warning: --values unpickles the keyed state values (and a key type an older sparktide "
+    "pickled): this runs code stored in the checkpoint; use it only on a checkpoint you trust"
+)
+
+
 def inspect_checkpoint(args: argparse.Namespace) -> int:
     from sparktide.spark.checkpoint import CheckpointError, CheckpointStore
     from sparktide.spark.checkpoint_inspect import describe_checkpoint, describe_values
@@ -540,6 +551,7 @@ def inspect_checkpoint(args: argparse.Namespace) -> int:
         store = CheckpointStore(args.checkpoint)
         summary = describe_checkpoint(store)
         if args.values:  # unpickles: the user asked for it
+            print(_VALUES_WARNING, file=sys.stderr)
             summary["values"] = describe_values(store)
     except (CheckpointError, OSError, ValueError) as exc:
         return _fail(f"cannot read the checkpoint {args.checkpoint!r}: {exc}")

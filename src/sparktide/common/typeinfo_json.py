@@ -104,6 +104,11 @@ def _simple_types() -> dict[str, Callable[[], TypeInformation]]:
 
 
 _SIMPLE = _simple_types()
+_DESCRIBED: frozenset[type] = frozenset(
+    {TupleTypeInfo, RowTypeInfo, MapTypeInfo, *_ELEMENTS.values()}
+    | {type(make()) for make in _SIMPLE.values()}
+)
+"""The classes a JSON form describes: exactly those ``Types`` builds."""
 
 
 def declaration(type_info: TypeInformation) -> str:
@@ -113,6 +118,9 @@ def declaration(type_info: TypeInformation) -> str:
 
 def type_to_json(type_info: TypeInformation) -> TypeJson:
     """The JSON form of ``type_info``; TypeError for anything that is not a declared type."""
+    kind = type(type_info)
+    if kind not in _DESCRIBED:  # a subclass of a Types class may read values otherwise
+        raise _not_described(type_info)
     if isinstance(type_info, TupleTypeInfo):
         return {"type": "TUPLE", "fields": [type_to_json(t) for t in type_info.get_field_types()]}
     if isinstance(type_info, RowTypeInfo):
@@ -121,7 +129,7 @@ def type_to_json(type_info: TypeInformation) -> TypeJson:
         if names is None:
             return {"type": "ROW", "fields": fields}
         return {"type": "ROW_NAMED", "names": list(names), "fields": fields}
-    element_name = _ELEMENT_NAMES.get(type(type_info))
+    element_name = _ELEMENT_NAMES.get(kind)
     if element_name is not None:
         element = cast(_ElementsTypeInfo, type_info).element_type
         return {"type": element_name, "element": type_to_json(element)}
@@ -131,11 +139,14 @@ def type_to_json(type_info: TypeInformation) -> TypeJson:
             "key": type_to_json(type_info.key_type_info),
             "value": type_to_json(type_info.value_type_info),
         }
-    if isinstance(type_info, TypeInformation):
-        name = type_info._decl().removeprefix("Types.").removesuffix("()")
-        if name in _SIMPLE and _SIMPLE[name]() == type_info:
-            return {"type": name}
-    raise TypeError(
+    name = type_info._decl().removeprefix("Types.").removesuffix("()")
+    if name in _SIMPLE and _SIMPLE[name]() == type_info:
+        return {"type": name}
+    raise _not_described(type_info)
+
+
+def _not_described(type_info: object) -> TypeError:
+    return TypeError(
         f"cannot describe {type_info!r} ({type(type_info).__name__}) as a declared type; "
         "declare types with Types (e.g. Types.INT())"
     )

@@ -72,9 +72,10 @@ state). A file or manifest of another format version (:data:`CHECKPOINT_FORMAT_V
 pickled valves, watermarks and split states, 2 a changelog's timer timestamps and sequence
 numbers, 3 the built-in watermark generators' attributes) is refused with an error naming both
 versions, never read; versions 4 (whose manifests name no backend: every chain was on the
-heap) and 5 (whose chains are never native) are migrated
-(:data:`~sparktide.spark.checkpoint_format.MIGRATED_FORMAT_VERSIONS`): their files are read as
-they are, a version 4 chain as a heap chain. Restoring a checkpoint unpickles its user
+heap), 5 (whose chains are never native) and 6 (whose RocksDB state files pickled their key
+type) are migrated (:data:`~sparktide.spark.checkpoint_format.MIGRATED_FORMAT_VERSIONS`): their
+files are read as they are, a version 4 chain as a heap chain, a pickled key type only where
+the checkpoint is trusted. Restoring a checkpoint unpickles its user
 values, so a checkpoint directory must be trusted like code.
 
 **Rescaling.** Key groups are the unit: a subtask reads the chain of every old subtask whose

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 __all__ = [
     "CHECKPOINT_FORMAT_VERSION",
     "MIGRATED_FORMAT_VERSIONS",
+    "NEVER_NATIVE_FORMAT_VERSIONS",
     "CheckpointError",
     "JsonObject",
     "JsonValue",
@@ -33,16 +34,21 @@ __all__ = [
     "unpack_parts",
 ]
 
-CHECKPOINT_FORMAT_VERSION = 6
+CHECKPOINT_FORMAT_VERSION = 7
 # 1: valves, watermarks and split states were pickled; 2: a changelog's key groups were one
 # pickle each (timer timestamps and sequence numbers with the user values); 3: a split's
 # watermark generator state was its attributes, also for the built-in generators; 4: a
 # manifest named no state backend per chain (every chain was on the heap); 5: no chain was a
-# native RocksDB checkpoint (every chain held the backend-neutral form)
-MIGRATED_FORMAT_VERSIONS = frozenset({4, 5})
+# native RocksDB checkpoint (every chain held the backend-neutral form); 6: a RocksDB state
+# file's key type (header field ``rocksdb.key_type``) was a base64 pickle, not JSON data
+MIGRATED_FORMAT_VERSIONS = frozenset({4, 5, 6})
 """Older format versions still read: their files mean the same, a manifest is migrated (a
 version 4 manifest's chains are heap chains, a version 4 or 5 chain is never native, see
-:meth:`~sparktide.spark.checkpoint_meta.CommitManifest.from_json`)."""
+:meth:`~sparktide.spark.checkpoint_meta.CommitManifest.from_json`); a version 6 state file's
+pickled key type is read only where the checkpoint is trusted (a restore, ``inspect
+--values``; see :meth:`~sparktide.spark.checkpoint_native.NativeReference.decoded_key_type`)."""
+NEVER_NATIVE_FORMAT_VERSIONS = frozenset({4, 5})
+"""Older format versions whose chains are never native RocksDB checkpoints."""
 _MAGIC = b"\x89STKCKP\n"
 _PREFIX = struct.Struct(">8sII")
 

@@ -1,8 +1,10 @@
 """What a streaming checkpoint holds, for people and tools (``sparktide inspect CHECKPOINT``).
 
 :func:`describe_checkpoint` reads only metadata (the manifest, file headers, the JSON valves and
-operator watermarks, split states): it never unpickles anything, so it is safe on a checkpoint
-directory you do not trust. :func:`describe_values` shows the keyed state values, which means
+operator watermarks, split states) and, for a RocksDB checkpoint, the store keys of its
+database (entries and timers counted, the key type read from its JSON description): it never
+unpickles anything, on either backend, so it is safe on a checkpoint directory you do not
+trust. :func:`describe_values` shows the keyed state values, which means
 unpickling them (running code stored in the directory).
 
 >>> import os, tempfile
@@ -21,10 +23,10 @@ from __future__ import annotations
 from typing import cast
 
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot, SnapshotFormatError
-from sparktide.spark.checkpoint import CheckpointError, CheckpointStore, summarize, unpack_parts
+from sparktide.spark.checkpoint import CheckpointError, CheckpointStore, unpack_parts
 from sparktide.spark.checkpoint_format import CHECKPOINT_FORMAT_VERSION, JsonObject, JsonValue
 from sparktide.spark.checkpoint_meta import CommitManifest, OperatorWatermarks, StageFingerprint
-from sparktide.spark.checkpoint_native import NativeReference, check_manifest
+from sparktide.spark.checkpoint_native import NativeReference, check_manifest, native_summary
 
 __all__ = [
     "NotACheckpointError",
@@ -96,17 +98,14 @@ def _subtask(
     if isinstance(key_groups, list):
         entry["key_groups"] = list(key_groups)
         summary = meta.get("summary")
-        if chain.native:  # the state is in its RocksDB checkpoint: read back to count it
-            loaded = store.load_chain(chain, stage, subtask, files=files)
-            snap = loaded.snapshot()
-            summary = None if snap is None else summarize(snap)
         if isinstance(summary, dict):
             entry.update(summary)
     records = [files.get(store.relative(p)) for p in paths]
     entry["size_bytes"] = sum(r.size for r in records if r is not None)
-    if chain.native:
+    if chain.native:  # the state is in its RocksDB checkpoint: counted from its store keys
         ref = NativeReference.from_json(meta.get("rocksdb"), newest)
         storage = store.native_storage(str(meta.get("operator")), subtask)
+        entry.update(native_summary(storage, ref, newest))
         manifest = check_manifest(storage, ref, newest)
         entry["size_bytes"] = cast(int, entry["size_bytes"]) + manifest.total_bytes
         entry["rocksdb_files"] = len(manifest.files)

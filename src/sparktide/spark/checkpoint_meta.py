@@ -46,6 +46,7 @@ from sparktide.runtime.valve import StatusWatermarkValve, ValveState
 from sparktide.spark.checkpoint_format import (
     CHECKPOINT_FORMAT_VERSION,
     MIGRATED_FORMAT_VERSIONS,
+    NEVER_NATIVE_FORMAT_VERSIONS,
     CheckpointError,
     JsonObject,
     JsonValue,
@@ -234,8 +235,8 @@ class Chain:
             known = ", ".join(repr(k.value) for k in StateBackendKind)
             raise fields.fail("backend", f"one of {known}", name) from None
         native = fields.raw.get("native", False)
-        if type(native) is not bool or (native and format_version in MIGRATED_FORMAT_VERSIONS):
-            raise fields.fail("native", "true or false (true only in the current format)", native)
+        if type(native) is not bool or (native and format_version in NEVER_NATIVE_FORMAT_VERSIONS):
+            raise fields.fail("native", "true or false (true only from format 6 on)", native)
         if native and (backend is not StateBackendKind.ROCKSDB or changelogs):
             raise fields.fail("native", "false for a heap chain or one with changelogs", native)
         return cls(snapshot, changelogs, backend, native)

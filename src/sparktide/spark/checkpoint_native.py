@@ -29,11 +29,11 @@ import hashlib
 import pickle
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
-from sparktide.common.typeinfo_json import versioned_type
+from sparktide.common.typeinfo_json import type_from_versioned, versioned_type
 from sparktide.runtime.keygroups import KeyGroupRange
 from sparktide.runtime.operator_identity import operator_identities
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot
@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 
     from sparktide.common.typeinfo_base import TypeInformation
     from sparktide.runtime.execution.planner import Plan
+    from sparktide.runtime.state.rocksdb_layout import Codec
     from sparktide.runtime.timers.manager import TimerSnapshot
     from sparktide.spark.checkpoint import CheckpointStore
 
@@ -57,6 +58,7 @@ __all__ = [
     "discard_native_checkpoints",
     "native_checkpoint_metrics",
     "native_storage",
+    "native_summary",
     "neutral_snapshot",
     "open_state_db",
 ]
@@ -64,12 +66,16 @@ __all__ = [
 
 def open_state_db(path: str) -> Rdict:
     """Open (or create) the database of a stage subtask in ``path``: raw mode, every column
-    family it holds, the keyed state backend's options."""
+    family it holds, the keyed state backend's options (``paranoid_checks``, reads that
+    verify block checksums)."""
     from rocksdict import Rdict
 
+    from sparktide.runtime.state.rocksdb_integrity import verified_reads
     from sparktide.runtime.state.rocksdb_memory import db_options
 
-    return Rdict(path, db_options())
+    db = Rdict(path, db_options())
+    db.set_read_options(verified_reads())
+    return db
 
 
 def native_storage(location: str, operator: str, subtask: int) -> RocksDBCheckpointStorage:
@@ -97,9 +103,12 @@ class NativeReference:
     key_groups: tuple[int, int]
     operator: str
     max_parallelism: int
-    key_type: str | None = None
-    """The declared type information of the keys (``key_by(..., key_type=...)``), pickled
-    and base64-encoded: how the database serializes keys; ``None``: undeclared."""
+    key_type: JsonObject | str | None = None
+    """The declared type information of the keys (``key_by(..., key_type=...)``): how the
+    database serializes keys, as JSON data
+    (:func:`~sparktide.common.typeinfo_json.versioned_type`); ``None``: undeclared. A str
+    is the base64 pickle an older sparktide wrote: read only where the checkpoint is trusted
+    (:meth:`decoded_key_type`)."""
 
     def to_json(self) -> JsonObject:
         return {
@@ -112,15 +121,33 @@ class NativeReference:
         }
 
     @staticmethod
-    def encode_key_type(key_type: TypeInformation | None) -> str | None:
-        """``key_type`` as :attr:`key_type` records it."""
-        return None if key_type is None else base64.b64encode(pickle.dumps(key_type)).decode()
+    def encode_key_type(key_type: TypeInformation | None) -> JsonObject | None:
+        """``key_type`` as :attr:`key_type` records it (JSON data, never a pickle)."""
+        return None if key_type is None else versioned_type(key_type)
 
-    def decoded_key_type(self) -> TypeInformation | None:
-        """The declared key type (unpickled: the checkpoint directory is trusted like code)."""
+    @property
+    def key_type_pickled(self) -> bool:
+        """Whether :attr:`key_type` is the pickle of an older sparktide."""
+        return isinstance(self.key_type, str)
+
+    def decoded_key_type(self, where: str, trusted: bool) -> TypeInformation | None:
+        """The declared key type. The JSON description is read as data; an older sparktide's
+        pickle only when ``trusted`` (a restore, or ``inspect --values``: code stored in the
+        checkpoint runs), else a :class:`CheckpointError` saying so."""
         if self.key_type is None:
             return None
-        return cast("TypeInformation", pickle.loads(base64.b64decode(self.key_type)))
+        if isinstance(self.key_type, str):
+            if not trusted:
+                raise CheckpointError(
+                    f"{where}: the key type was pickled by an older sparktide; reading it runs "
+                    "code stored in the checkpoint: use `sparktide inspect --values` on a "
+                    "checkpoint you trust (a job restoring it reads it too)"
+                )
+            return cast("TypeInformation", pickle.loads(base64.b64decode(self.key_type)))
+        try:
+            return type_from_versioned(self.key_type, f"{where} (field 'rocksdb.key_type')")
+        except ValueError as exc:
+            raise CheckpointError(str(exc)) from None
 
     @classmethod
     def from_json(cls, raw: object, where: str) -> NativeReference:
@@ -129,13 +156,15 @@ class NativeReference:
                 raise TypeError
             kgs = raw["key_groups"]
             key_type = raw.get("key_type")
+            if key_type is not None and not isinstance(key_type, (str, dict)):
+                raise TypeError
             out = cls(
                 int(raw["checkpoint"]),
                 str(raw["manifest"]),
                 (int(kgs[0]), int(kgs[1])),
                 str(raw["operator"]),
                 int(raw["max_parallelism"]),
-                None if key_type is None else str(key_type),
+                key_type,
             )
         except (KeyError, TypeError, ValueError, IndexError):
             raise CheckpointError(
@@ -168,6 +197,46 @@ def check_manifest(
     return manifest
 
 
+@contextlib.contextmanager
+def _opened(storage: RocksDBCheckpointStorage, ref: NativeReference, where: str) -> Iterator[Rdict]:
+    """The database of the RocksDB checkpoint ``ref`` names, copied into a temporary
+    directory and opened; closed and deleted afterwards."""
+    manifest = check_manifest(storage, ref, where)
+    scratch = tempfile.mkdtemp(prefix="sparktide-native-")
+    try:
+        directory = f"{scratch}/db"
+        storage.download(manifest, directory)
+        db = open_state_db(directory)
+        try:
+            yield db
+        finally:
+            db.close()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def native_summary(
+    storage: RocksDBCheckpointStorage, ref: NativeReference, where: str
+) -> JsonObject:
+    """What ``sparktide inspect`` shows of the keyed state of the RocksDB checkpoint ``ref``
+    names, counted from its store keys without unpickling anything
+    (:func:`~sparktide.runtime.state.rocksdb_summary.summarize_database`), and ``key_type``:
+    the declared key type (``"pickled"``: format 6's pickle, left unread; list and map states
+    are then counted only when the database records undeclared keys)."""
+    from sparktide.runtime.state.rocksdb_layout import key_codec
+    from sparktide.runtime.state.rocksdb_summary import summarize_database
+
+    keys: Codec | None = None
+    shown: str | None = "pickled"
+    if not ref.key_type_pickled:
+        key_type = ref.decoded_key_type(where, trusted=False)
+        keys, shown = key_codec(key_type), None if key_type is None else repr(key_type)
+    with _opened(storage, ref, where) as db:
+        out: JsonObject = dict(summarize_database(db, keys, ref.key_group_range))
+    out["key_type"] = shown
+    return out
+
+
 def neutral_snapshot(
     storage: RocksDBCheckpointStorage,
     ref: NativeReference,
@@ -177,56 +246,23 @@ def neutral_snapshot(
     """The backend-neutral snapshot of the RocksDB checkpoint ``ref`` names, for the key
     groups of ``key_groups`` it holds (``None``: all of them)."""
     from sparktide.runtime.state.rocksdb_backend import RocksDBKeyedStateBackend
-    from sparktide.runtime.state.rocksdb_layout import key_codec
-    from sparktide.runtime.timers.queue_factory import recorded_timer_services
-    from sparktide.runtime.timers.rocksdb_queue import RocksDBTimerQueue
 
-    manifest = check_manifest(storage, ref, where)
     own = ref.key_group_range
     wanted = own if key_groups is None else own.intersection(key_groups)
-    scratch = tempfile.mkdtemp(prefix="sparktide-neutral-")
-    try:
-        directory = f"{scratch}/db"
-        storage.download(manifest, directory)
-        db = open_state_db(directory)
+    with _opened(storage, ref, where) as db:
+        key_type = ref.decoded_key_type(where, trusted=True)
+        backend = RocksDBKeyedStateBackend.attach(
+            db,
+            max_parallelism=ref.max_parallelism,
+            key_group_range=own,
+            time_provider=lambda: 0,
+            key_type=key_type,
+        )
         try:
-            key_type = ref.decoded_key_type()
-            backend = RocksDBKeyedStateBackend.attach(
-                db,
-                max_parallelism=ref.max_parallelism,
-                key_group_range=own,
-                time_provider=lambda: 0,
-                key_type=key_type,
-            )
-            try:
-                meta, state = backend.snapshot_state()
-            finally:
-                backend.dispose()
-            timers: TimerSnapshot = {}
-            for service, domains in recorded_timer_services(db).items():
-                for d, domain in enumerate(("event", "processing")):
-                    families = domains.get(domain)
-                    if families is None:
-                        continue
-                    queue: RocksDBTimerQueue[object, object] = RocksDBTimerQueue(
-                        own,
-                        keys=key_codec(key_type),
-                        db=db,
-                        column_families=families,
-                        resume=True,
-                    )
-                    try:
-                        for kg in wanted:
-                            entries = queue.entries_for_key_group(kg)
-                            if entries:
-                                pair = timers.setdefault(kg, {}).setdefault(service, ([], []))
-                                pair[d].extend(entries)
-                    finally:
-                        queue.close()
+            meta, state = backend.snapshot_state()
         finally:
-            db.close()
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+            backend.dispose()
+        timers = _timers(db, key_type, own, wanted)
     state = {kg: per for kg, per in state.items() if kg in wanted}
     return KeyedOperatorSnapshot(
         operator=ref.operator,
@@ -237,6 +273,34 @@ def neutral_snapshot(
         timers=timers,
         key_type=versioned_type(declared_or_none(key_type)),
     )
+
+
+def _timers(
+    db: Rdict, key_type: TypeInformation | None, own: KeyGroupRange, wanted: KeyGroupRange
+) -> TimerSnapshot:
+    """The timers of the key groups ``wanted`` the timer queues of ``db`` hold."""
+    from sparktide.runtime.state.rocksdb_layout import key_codec
+    from sparktide.runtime.timers.queue_factory import recorded_timer_services
+    from sparktide.runtime.timers.rocksdb_queue import RocksDBTimerQueue
+
+    timers: TimerSnapshot = {}
+    for service, domains in recorded_timer_services(db).items():
+        for d, domain in enumerate(("event", "processing")):
+            families = domains.get(domain)
+            if families is None:
+                continue
+            queue: RocksDBTimerQueue[object, object] = RocksDBTimerQueue(
+                own, keys=key_codec(key_type), db=db, column_families=families, resume=True
+            )
+            try:
+                for kg in wanted:
+                    entries = queue.entries_for_key_group(kg)
+                    if entries:
+                        pair = timers.setdefault(kg, {}).setdefault(service, ([], []))
+                        pair[d].extend(entries)
+            finally:
+                queue.close()
+    return timers
 
 
 def native_checkpoint_metrics(natives: Sequence[Mapping[str, object]]) -> JsonObject:

@@ -72,6 +72,7 @@ from sparktide.runtime.state.backend_checks import (
 from sparktide.runtime.state.cleanup import purge_expired
 from sparktide.runtime.state.heap import EntryKey, InternalKvState, check_raw
 from sparktide.runtime.state.rocksdb_entries import NAMESPACES, EntryCodec, successor
+from sparktide.runtime.state.rocksdb_integrity import check_scan
 from sparktide.runtime.state.rocksdb_key_slot import KeyPrefixSlot
 from sparktide.runtime.state.rocksdb_layout import Codec, key_codec, key_group_bounds, key_layout
 from sparktide.runtime.state.rocksdb_memory import db_options, state_options
@@ -328,6 +329,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
             cf.set_write_options(self._write_options)
             self._states[name] = self._stored_state(name, info, cf)
             it.next()
+        check_scan(it)
 
     def _stored_state(self, name: str, info: dict[str, Any], cf: Rdict) -> StoredState:
         """A state the database records (:meth:`_store_meta`'s ``info``)."""

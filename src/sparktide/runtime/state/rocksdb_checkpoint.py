@@ -27,8 +27,9 @@ checkpoints and releases older ones and the pending ones it subsumes,
 no manifest references it any more.
 
 :meth:`~RocksDBCheckpointStorage.restore` copies a checkpoint's files into a fresh local
-directory (hard links when the storage is on the same local file system), checks each file's
-size and digest (a missing or changed file raises
+directory (always copies, never hard links, even on the same file system: a local database
+never shares an inode with a checkpoint's file, so nothing written to it can reach the
+checkpoint), checks each file's size and digest (a missing or changed file raises
 :class:`~sparktide.runtime.state.rocksdb_checkpoint_manifest.RocksDBCheckpointError` naming
 it) and opens the database.
 
@@ -54,6 +55,7 @@ True
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import uuid
@@ -68,7 +70,6 @@ from sparktide.runtime.state.rocksdb_checkpoint_manifest import (
     RocksDBCheckpointError,
     RocksDBManifest,
     StoredFile,
-    digest_file,
 )
 
 if TYPE_CHECKING:
@@ -197,8 +198,6 @@ class RocksDBCheckpointStorage:
     def _upload(self, local: str, relative_dir: str) -> tuple[str, int, str]:
         """Copy the local file into ``relative_dir`` under a temporary name, digesting it on
         the way; returns ``(temporary path, size, digest)``."""
-        import hashlib
-
         self._fs.create_dir(self._path(relative_dir), recursive=True)
         tmp = self._path(f"{relative_dir}/{os.path.basename(local)}{_TMP}{uuid.uuid4().hex}")
         h = hashlib.blake2b(digest_size=32)
@@ -492,8 +491,8 @@ class RocksDBCheckpointStorage:
         verify: bool = True,
     ) -> RestoredDatabase:
         """Rebuild checkpoint ``checkpoint_id`` in the local ``directory`` (replaced if it
-        exists) and open it with ``open_db``. Each file is copied (hard-linked when the storage
-        is on the same local file system) and checked against the manifest's size and digest
+        exists) and open it with ``open_db``. Each file is copied (never hard-linked) and
+        checked against the manifest's size and digest
         (``verify=False``: sizes only); a missing or changed file raises
         :class:`RocksDBCheckpointError` naming it."""
         manifest = self.manifest(checkpoint_id)
@@ -516,25 +515,27 @@ class RocksDBCheckpointStorage:
             raise
 
     def _fetch(self, f: StoredFile, local: str, verify: bool) -> None:
+        """Copy stored file ``f`` to ``local``, digesting it on the way (one read), and check
+        its size and digest against the manifest. Always a copy, never a hard link, even on the
+        same file system: a link would share the inode, so a write to (or a ``chmod`` of) the
+        local database's file would change the checkpoint's."""
         source = self._path(f.path)
+        h = hashlib.blake2b(digest_size=32)
+        size = 0
         try:
-            if self.is_local and f.kind is FileKind.SHARED:
-                try:
-                    os.link(source, local)
-                except OSError:
-                    shutil.copyfile(source, local)
-            else:
-                with self._fs.open_input_stream(source) as src, open(local, "wb") as dst:
-                    while chunk := src.read(_CHUNK):
-                        dst.write(chunk)
+            with self._fs.open_input_stream(source) as src, open(local, "wb") as dst:
+                while chunk := src.read(_CHUNK):
+                    if verify:
+                        h.update(chunk)
+                    dst.write(chunk)
+                    size += len(chunk)
         except FileNotFoundError:
             raise RocksDBCheckpointError(
                 f"{source}: missing from the RocksDB checkpoint (the manifest names it as "
                 f"{f.local_name!r}); files were deleted from the checkpoint directory: restore "
                 "it from a backup or start from an empty one"
             ) from None
-        size = os.path.getsize(local)
-        digest = digest_file(local)[1] if verify and size == f.size else f.digest
+        digest = "blake2b:" + h.hexdigest() if verify else f.digest
         if size != f.size or digest != f.digest:
             what = (
                 f"it has {size} bytes where the manifest records {f.size}"

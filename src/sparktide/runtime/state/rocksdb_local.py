@@ -9,10 +9,27 @@ a :class:`SubtaskSlot` at a checkpoint version, the cheapest way it can:
 2. ``REUSED_ON_DISK``: a local copy at that version (the native checkpoint a process left in
    the slot's directory when it took that checkpoint, whose manifest is the one the storage
    holds for the version) exists, in this process's directory or in one another process holds
-   or held: it is hard-linked into a fresh working directory and opened;
+   or held, and verifies (every file the manifest names has its size and digest): it is
+   hard-linked into a fresh working directory and opened;
 3. ``RESTORED``: the checkpoint's files are copied from the storage (a stale or missing local
    copy, a version mismatch, or every local directory held by another live process);
+   ``RESTORED_OVER_DAMAGED_COPY`` when a local copy at that version was there but did not
+   verify (a file changed, truncated or deleted): it is not used (and deleted when it is this
+   process's own);
 4. ``CREATED``: no version yet (``version=None``): an empty database.
+
+**Local copies never reach the checkpoint.** A local copy and a working directory share their
+SST files by hard links (RocksDB's own native checkpoints do; RocksDB never writes an SST after
+creating it), but never with the checkpoint storage: a restore *copies* the checkpoint's files
+(:meth:`~sparktide.runtime.state.rocksdb_checkpoint.RocksDBCheckpointStorage.download`), and a
+checkpoint uploads copies, so a stray write to a local database, its copy or its mode changes
+nothing in the checkpoint, and the next process that finds the damaged copy falls back to the
+checkpoint. A database reused in memory is not verified again (that costs a read of every
+file on each batch): RocksDB checks the block checksums of what it reads
+(:mod:`~sparktide.runtime.state.rocksdb_memory`: ``paranoid_checks`` on open, checksums
+verified on every read, scans included), so damage found while a batch runs fails the batch,
+and its retry, which never reuses a database handed out for writing, verifies the local copy
+and restores from the checkpoint.
 
 A slot's directories are ``<base>/<location digest>/<operator>/<subtask>[.<n>]``; each has a
 ``LOCK`` file holding the owner's pid, locked with ``flock`` while a process uses the directory
@@ -63,7 +80,11 @@ from sparktide.runtime.state.rocksdb_checkpoint import (
     RocksDBCheckpointStorage,
     open_rdict,
 )
-from sparktide.runtime.state.rocksdb_checkpoint_manifest import RocksDBManifest, digest_bytes
+from sparktide.runtime.state.rocksdb_checkpoint_manifest import (
+    RocksDBManifest,
+    digest_bytes,
+    digest_file,
+)
 
 if TYPE_CHECKING:
     from rocksdict import Rdict
@@ -88,6 +109,7 @@ class OpenOutcome(Enum):
     REUSED_IN_MEMORY = "reused_in_memory"
     REUSED_ON_DISK = "reused_on_disk"
     RESTORED = "restored"
+    RESTORED_OVER_DAMAGED_COPY = "restored_over_damaged_copy"
     CREATED = "created"
 
 
@@ -267,17 +289,8 @@ class LocalDatabases:
             self._clean(root, keep=None)
             db = self.open_db(work)
         else:
-            outcome = OpenOutcome.RESTORED
-            for copy in self._copies(slot, root, base.checkpoint_id):
-                if _local_copy_matches(copy, base):
-                    try:
-                        _link_copy(copy, work)
-                    except OSError:  # its owner deleted it meanwhile: try the next one
-                        shutil.rmtree(work, ignore_errors=True)
-                        continue
-                    outcome = OpenOutcome.REUSED_ON_DISK
-                    break
-            if outcome is OpenOutcome.RESTORED:
+            outcome = self._from_local_copy(slot, root, base, work)
+            if outcome is not OpenOutcome.REUSED_ON_DISK:
                 storage.download(base, work)
             self._clean(root, keep=base.checkpoint_id, work=work)
             db = self.open_db(work)
@@ -285,6 +298,29 @@ class LocalDatabases:
         self._held[slot] = local
         self.stats.record(outcome, time.perf_counter() - start)
         return local
+
+    def _from_local_copy(
+        self, slot: SubtaskSlot, root: str, base: RocksDBManifest, work: str
+    ) -> OpenOutcome:
+        """Link the first local copy of ``base`` that verifies into ``work``:
+        ``REUSED_ON_DISK``; none: ``RESTORED``, or ``RESTORED_OVER_DAMAGED_COPY`` when one
+        was there but damaged (this process's own is deleted: it is never tried again)."""
+        outcome = OpenOutcome.RESTORED
+        for copy in self._copies(slot, root, base.checkpoint_id):
+            check = _check_local_copy(copy, base)
+            if check is _CopyCheck.DAMAGED:
+                outcome = OpenOutcome.RESTORED_OVER_DAMAGED_COPY
+                if os.path.dirname(copy) == root:
+                    shutil.rmtree(copy, ignore_errors=True)
+                continue
+            if check is _CopyCheck.VERIFIED:
+                try:
+                    _link_copy(copy, work)
+                except OSError:  # its owner deleted it meanwhile: try the next one
+                    shutil.rmtree(work, ignore_errors=True)
+                    continue
+                return OpenOutcome.REUSED_ON_DISK
+        return outcome
 
     def _copies(self, slot: SubtaskSlot, root: str, checkpoint_id: int) -> list[str]:
         """Where a local copy of checkpoint ``checkpoint_id`` of ``slot`` may be: this
@@ -374,24 +410,35 @@ class LocalDatabases:
             self.close(slot)
 
 
-def _local_copy_matches(copy: str, manifest: RocksDBManifest) -> bool:
-    """Whether ``copy`` is the complete local copy of the checkpoint ``manifest`` describes
-    (its marker, written after the upload, names this very manifest; its files have the
-    manifest's sizes)."""
+class _CopyCheck(Enum):
+    """What :func:`_check_local_copy` found."""
+
+    ABSENT = "absent"  # no copy of that checkpoint (none, another version, an unfinished one)
+    DAMAGED = "damaged"  # the copy of that checkpoint, but a file is not the manifest's
+    VERIFIED = "verified"
+
+
+def _check_local_copy(copy: str, manifest: RocksDBManifest) -> _CopyCheck:
+    """Whether ``copy`` is the complete, intact local copy of the checkpoint ``manifest``
+    describes: its marker (written after the upload) names this very manifest, and every file
+    the manifest names has the manifest's size and digest (read once, when a process opens
+    the copy; a database reused in memory is not read again)."""
     try:
         with open(os.path.join(copy, _MARKER)) as stream:
             marker = json.load(stream)
     except (OSError, ValueError):
-        return False
+        return _CopyCheck.ABSENT
     if not isinstance(marker, dict) or marker.get("manifest") != digest_bytes(manifest.encode()):
-        return False
+        return _CopyCheck.ABSENT
     for f in manifest.files:
+        path = os.path.join(copy, f.local_name)
         try:
-            if os.path.getsize(os.path.join(copy, f.local_name)) != f.size:
-                return False
-        except OSError:
-            return False
-    return True
+            if os.path.getsize(path) != f.size or digest_file(path) != (f.size, f.digest):
+                return _CopyCheck.DAMAGED
+        except OSError:  # a file missing; none at all: its owner deleted the copy meanwhile
+            gone = not os.path.exists(os.path.join(copy, _MARKER))
+            return _CopyCheck.ABSENT if gone else _CopyCheck.DAMAGED
+    return _CopyCheck.VERIFIED
 
 
 def _link_copy(copy: str, work: str) -> None:

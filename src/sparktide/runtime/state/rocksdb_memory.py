@@ -14,6 +14,10 @@ and every database opened again from its files with :func:`open_bounded` share, 
 * one LRU block cache of ``BLOCK_CACHE_BYTES`` for data blocks, with index and filter blocks in
   it too (charged to the budget instead of growing with the files).
 
+A database is opened with ``paranoid_checks`` and reads that verify block checksums
+(:mod:`~sparktide.runtime.state.rocksdb_integrity`): damaged files are an error, never less
+state.
+
 >>> import tempfile
 >>> from rocksdict import Rdict
 >>> folder = tempfile.TemporaryDirectory()
@@ -33,6 +37,8 @@ from __future__ import annotations
 import os
 
 from rocksdict import BlockBasedOptions, Cache, Options, Rdict, WriteBufferManager
+
+from sparktide.runtime.state.rocksdb_integrity import verified_reads
 
 __all__ = [
     "BLOCK_CACHE_BYTES",
@@ -82,6 +88,7 @@ def db_options() -> Options:
     """Options to open a keyed-state database with (raw mode, created if missing)."""
     options = Options(raw_mode=True)
     options.create_if_missing(True)
+    options.set_paranoid_checks(True)  # check the files on open (local copies may be damaged)
     return _bounded(options)
 
 
@@ -120,4 +127,6 @@ def open_bounded(path: str) -> Rdict:
     exists = os.path.exists(os.path.join(path, "CURRENT"))
     names = Rdict.list_cf(path, Options(raw_mode=True)) if exists else []
     families = {name: state_options() for name in names if name != "default"}
-    return Rdict(path, db_options(), column_families=families)
+    db = Rdict(path, db_options(), column_families=families)
+    db.set_read_options(verified_reads())
+    return db

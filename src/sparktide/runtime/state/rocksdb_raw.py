@@ -31,6 +31,7 @@ from sparktide.core.state import MapStateDescriptor, StateDescriptor, StateTtlCo
 from sparktide.runtime.keygroups import KeyGroupRange
 from sparktide.runtime.state.heap import describe_kind
 from sparktide.runtime.state.rocksdb_entries import NAMESPACES, EntryCodec, successor
+from sparktide.runtime.state.rocksdb_integrity import check_scan
 from sparktide.runtime.state.rocksdb_layout import Codec, key_group_bounds
 
 if TYPE_CHECKING:
@@ -137,6 +138,7 @@ class RawStore:
                 key, ns, _ = self.split(sk)
                 yield int.from_bytes(sk[:2], "big"), key, ns, decode(it.value())
                 it.next()
+            check_scan(it)
             return
         current: bytes | None = None
         group: list[bytes] = []
@@ -154,6 +156,8 @@ class RawStore:
                 group = []
             group.append(it.value())
             it.next()
+        else:
+            check_scan(it)
         if current is not None:
             yield (*head, self._group(codec, group))
 
@@ -197,7 +201,10 @@ class RawStore:
     def has_prefix(state: StoredState, prefix: bytes) -> bool:
         it = state.cf.iter()
         it.seek(prefix)
-        return it.valid() and bytes(it.key()).startswith(prefix)
+        if not it.valid():
+            check_scan(it)
+            return False
+        return bytes(it.key()).startswith(prefix)
 
     def store_keys(self, state: StoredState) -> Iterator[bytes]:
         """The store keys of ``state`` in this store's key groups, in byte order."""
@@ -210,6 +217,7 @@ class RawStore:
                 return
             yield sk
             it.next()
+        check_scan(it)
 
     def count(self, state: StoredState, limit: int | None = None) -> int:
         """The number of ``(key, namespace)`` entries of ``state`` (up to ``limit``), read from

@@ -35,7 +35,7 @@ from __future__ import annotations
 import itertools
 import shutil
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -45,6 +45,7 @@ from sparktide.runtime.state.rocksdb_checkpoint import (
     RocksDBCheckpointStorage,
     open_rdict,
 )
+from sparktide.runtime.state.rocksdb_integrity import check_scan
 from sparktide.runtime.state.rocksdb_layout import KEY_GROUP_PREFIX_BYTES, key_group_bounds
 
 if TYPE_CHECKING:
@@ -143,7 +144,7 @@ def _copy_range(
                 target.create_column_family(name, Options(raw_mode=True))
             handle = target.get_column_family_handle(name)
             batch = WriteBatch(raw_mode=True)
-            for key, value in other.get_column_family(name).items(from_key=begin):
+            for key, value in _scan_from(other.get_column_family(name), begin):
                 if not isinstance(key, bytes):
                     raise TypeError(
                         f"column family {name!r} of {scratch} gave a {type(key).__name__} key; "
@@ -161,6 +162,17 @@ def _copy_range(
     finally:
         other.close()
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _scan_from(cf: Rdict, begin: bytes) -> Iterator[tuple[object, object]]:
+    """The ``(key, value)`` entries of ``cf`` from ``begin`` on; damaged files raise
+    (:func:`~sparktide.runtime.state.rocksdb_integrity.check_scan`)."""
+    it = cf.iter()
+    it.seek(begin)
+    while it.valid():
+        yield it.key(), it.value()
+        it.next()
+    check_scan(it)
 
 
 def _check_cover(sources: Sequence[CheckpointSource], key_groups: KeyGroupRange) -> None:

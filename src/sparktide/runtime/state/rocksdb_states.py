@@ -44,6 +44,7 @@ from sparktide.runtime.state.heap import (
     merge_accumulators,
 )
 from sparktide.runtime.state.rocksdb_entries import NAMESPACES, EntryCodec, successor
+from sparktide.runtime.state.rocksdb_integrity import check_scan
 
 if TYPE_CHECKING:
     from sparktide.runtime.state.rocksdb_backend import RocksDBKeyedStateBackend, StoredState
@@ -70,6 +71,7 @@ def scan_prefix(cf: Rdict, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
             return
         yield key, it.value()
         it.next()
+    check_scan(it)
 
 
 _UNSET = object()

@@ -54,6 +54,7 @@ from sparktide.runtime.state.heap import (
     merge_accumulators,
 )
 from sparktide.runtime.state.rocksdb_entries import successor
+from sparktide.runtime.state.rocksdb_integrity import check_scan
 from sparktide.runtime.state.rocksdb_layout import decode_timestamp, key_group_bounds
 from sparktide.runtime.state.rocksdb_states import (
     ElementsMixin,
@@ -458,6 +459,7 @@ class RocksDBIncrementalCleanup:
         it.seek(self._cursor)
         while budget > 0:
             if not it.valid() or it.key() >= hi:  # a full pass ends
+                check_scan(it)
                 low = self._pass_start if self._pass_start is not None else now
                 if self._pass_min_ts is not None and self._pass_min_ts < low:
                     low = self._pass_min_ts

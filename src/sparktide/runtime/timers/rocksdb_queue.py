@@ -70,6 +70,7 @@ from rocksdict import (
 )
 
 from sparktide.runtime.keygroups import KeyGroupRange
+from sparktide.runtime.state.rocksdb_integrity import check_scan
 from sparktide.runtime.state.rocksdb_key_slot import KeyPrefixSlot
 from sparktide.runtime.state.rocksdb_layout import (
     TIMESTAMP_BYTES,
@@ -350,6 +351,8 @@ class RocksDBTimerQueue(Generic[K, N]):
             k = it.key()
             if k[:2] == prefix:
                 latest = decode_timestamp(k, 2)
+        else:
+            check_scan(it)
         del it
         return latest
 
@@ -844,6 +847,8 @@ class RocksDBTimerQueue(Generic[K, N]):
                 break
             yield k, it.value()
             it.next()
+        else:
+            check_scan(it)
         del it
 
     def _read(
@@ -883,6 +888,8 @@ class RocksDBTimerQueue(Generic[K, N]):
             if len(found) == stop:
                 break
             it.next()
+        else:
+            check_scan(it)
         del it
         return found
 
