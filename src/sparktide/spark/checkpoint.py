@@ -6,6 +6,9 @@ directory, given as a local path or any URI :func:`pyarrow.fs.FileSystem.from_ur
     <root>/
       commits/<v>.json                 one per committed batch id v: the manifest of version v
       batches/<v>.json                 the processing time of batch v, recorded at its first attempt
+      inputs/<v>.json                  the files and records the first attempt of batch v read,
+                                       recorded before its sinks write
+                                       (:mod:`sparktide.spark.batch_inputs`)
       splits/<v>.bin                   per source split: its watermark, idleness and sequence
                                        number (JSON) and its watermark generator's state
       state/<v>/stage-<s>/sub-<i>.bin  a full snapshot of a stage subtask: keyed state and timers
@@ -133,11 +136,13 @@ from sparktide.spark.checkpoint_format import (
 )
 from sparktide.spark.checkpoint_meta import (
     BatchCommit,
+    BatchInputs,
     Chain,
     CommitManifest,
     FileRecord,
     JobFingerprint,
     SplitState,
+    encode_json,
 )
 from sparktide.spark.checkpoint_native import NativeReference, native_storage, neutral_snapshot
 from sparktide.spark.restore_match import check_restorable, stage_mapping
@@ -160,6 +165,14 @@ __all__ = [
 ]
 
 DEFAULT_SNAPSHOT_EVERY = 10
+
+# the folders of one file per version, deleted with the commit of their version
+_VERSIONED_FOLDERS = (
+    ("splits", ".bin"),
+    ("commits", ".json"),
+    ("batches", ".json"),
+    ("inputs", ".json"),
+)
 
 
 def _differences(record: FileRecord, data: bytes) -> str:
@@ -470,7 +483,7 @@ class CheckpointStore:
         """Delete commits, splits and batch times older than ``older_than``, then every state
         version up to ``version`` that no remaining commit's chains name."""
         if older_than > 0:
-            for folder, suffix in (("splits", ".bin"), ("commits", ".json"), ("batches", ".json")):
+            for folder, suffix in _VERSIONED_FOLDERS:
                 for name in self._list(self.path(folder)):
                     stem = name[: -len(suffix)] if name.endswith(suffix) else ""
                     if stem.isdigit() and int(stem) < older_than:
@@ -569,6 +582,25 @@ class CheckpointStore:
         replays it: the version is its)."""
         record = self._batch_record(version)
         return record is not None and record[1] is not None
+
+    def write_inputs(self, inputs: BatchInputs) -> None:
+        """Record what the first attempt of batch ``inputs.version`` read (atomically)."""
+        body = encode_json(inputs.to_json())
+        self.write(self.path("inputs", f"{inputs.version}.json"), body, atomic=True)
+
+    def read_inputs(self, version: int) -> BatchInputs | None:
+        """What the first attempt of batch ``version`` read (``None``: nothing recorded)."""
+        path = self.path("inputs", f"{version}.json")
+        if not self._exists(path):
+            return None
+        try:
+            raw = json.loads(self.read(path).decode("utf-8"))
+        except ValueError:
+            raise CheckpointError(
+                f"{path}: not JSON; the checkpoint is corrupt: restore the directory from a "
+                "backup or start from an empty one"
+            ) from None
+        return BatchInputs.from_json(raw, path)
 
     # ------------------------------------------------------------------ splits
 

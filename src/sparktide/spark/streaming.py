@@ -19,6 +19,9 @@ streaming query ``streaming_df.writeStream.foreachBatch(...)``. Each micro-batch
    moves its processing-time clock from the previous batch's time to this batch's (firing due
    processing-time timers at the batch boundary), processes the batch's entries in position
    order and writes version ``v``.
+   Before step 2 a Spark micro-batch's input files are checked, and before step 4 what it read
+   is recorded at its first attempt or compared on a replay
+   (:mod:`sparktide.spark.batch_inputs`): a replay reads what the first attempt read.
 4. **Sinks.** Streaming sinks (:class:`ForeachBatchSink`, :class:`ParquetBatchSink`,
    :class:`JsonBatchSink`) get the batch's output as a DataFrame; ``print()`` lines are printed
    on the driver.
@@ -71,6 +74,7 @@ from sparktide.runtime.failures import is_described
 from sparktide.runtime.graph import JobGraph
 from sparktide.runtime.operator_identity import operator_identities
 from sparktide.runtime.state.rocksdb_local import LocalRecoveryStats, OpenOutcome
+from sparktide.spark.batch_inputs import InputCheck
 from sparktide.spark.checkpoint import CheckpointError, CheckpointStore, checkpoint_interval
 from sparktide.spark.checkpoint_format import JsonObject
 from sparktide.spark.checkpoint_lock import CheckpointLock
@@ -277,8 +281,10 @@ class _StreamRunner:
         location: str,
         snapshot_every: int | None = None,
         allow_non_restored_state: bool = False,
+        skip_missing_input_files: bool = False,
     ) -> None:
         self.executor = executor
+        self.skip_missing_input_files = skip_missing_input_files
         plan = executor.plan
         bounded = [n.name for n in plan.sources if not isinstance(n.source, StreamSource)]
         if bounded:
@@ -543,6 +549,12 @@ class _StreamRunner:
         started = time.perf_counter()
         store = self.store
         version = 0 if committed is None else committed + 1
+        # a replay reads what its first attempt read (checked before anything is written)
+        input_check = (
+            None
+            if spark_batch is None
+            else InputCheck.start(store, version, spark_batch, self.skip_missing_input_files)
+        )
         wall = _wall_clock_ms()
         previous_now = wall if previous is None else previous.processing_time
         # processing time never goes backwards, even on a restart on a machine whose clock is
@@ -557,7 +569,9 @@ class _StreamRunner:
         job = StreamingJob(self.base, store, version, now, previous_now, previous, split_states)
         # each subtask must keep its own shuffle partition; the session's confs come back after
         with without_adaptive_execution(frames[0].sparkSession.conf):
-            self._run_batch(frames, version, spark_batch, job, split_states, now, started)
+            self._run_batch(
+                frames, version, spark_batch, job, split_states, now, started, input_check
+            )
 
     def _run_batch(
         self,
@@ -568,6 +582,7 @@ class _StreamRunner:
         split_states: dict[int, SplitState],
         now: int,
         started: float,
+        input_check: InputCheck | None = None,
     ) -> None:
         from pyspark.sql import functions as F
 
@@ -659,6 +674,11 @@ class _StreamRunner:
                         "streaming job; use sink_to(ForeachBatchSink(fn)) or "
                         "sink_to(ParquetBatchSink(path))"
                     )
+            splits = {g: _split_summary(s, split_states.get(g)) for g, s in new_splits.items()}
+            # before any sink writes: what the first attempt read is recorded, a replay checked
+            skipped = (
+                None if input_check is None else input_check.settle(store, _records_of(splits))
+            )
             printed.sort(key=_position)
             for _, line in printed:
                 print(line)
@@ -676,7 +696,6 @@ class _StreamRunner:
                 else:
                     node.frame_writer(frame)  # type: ignore[misc]
             store.write_splits(version, new_splits)
-            splits = {g: _split_summary(s, split_states.get(g)) for g, s in new_splits.items()}
             subtasks.sort(key=itemgetter("stage", "subtask"))
             metrics = batch_metrics(
                 version=version,
@@ -699,6 +718,10 @@ class _StreamRunner:
             if natives:
                 extra = cast("dict[str, object]", metrics)
                 extra["rocksdb_checkpoints"] = native_checkpoint_metrics(natives)
+            if skipped is not None:
+                metrics["skipped_input_files"] = list(skipped.files)
+                metrics["skipped_records"] = skipped.records
+                LOGGER.warning(skipped.describe(version))
             self._last_commit = store.commit(version, commit)
             committed = True
             complete_native_checkpoints(store, version, natives)
@@ -735,6 +758,11 @@ def _empty_like(df: DataFrame) -> DataFrame:
     return df.sparkSession.createDataFrame([], df.schema)
 
 
+def _records_of(splits: dict[int, SplitSummary]) -> dict[int, int]:
+    """The records each source split read in a batch."""
+    return {g: s["records"] for g, s in splits.items()}
+
+
 def _split_summary(state: SplitState, before: SplitState | None) -> SplitSummary:
     """A split's watermark, idleness and the records it read in this batch (none when it did
     not run and kept its state of the version before)."""
@@ -769,10 +797,13 @@ def start_stream(
     snapshot_every: int | None = None,
     allow_non_restored_state: bool = False,
     interval_ms: int | None = None,
+    skip_missing_input_files: bool = False,
 ) -> StreamingJobClient:
     """Start the streaming query of ``graph`` (see :meth:`StreamExecutionEnvironment.
     execute_async`). ``interval_ms`` (the checkpoint interval) starts a micro-batch, which is
-    one checkpoint, at most every ``interval_ms`` when ``trigger`` is None."""
+    one checkpoint, at most every ``interval_ms`` when ``trigger`` is None.
+    ``skip_missing_input_files``: replay a micro-batch whose input files are gone without them
+    (see :mod:`sparktide.spark.batch_inputs`)."""
     if checkpoint_location is None:
         raise ValueError(
             "checkpoint_location is required for a job reading env.from_stream(...): the "
@@ -786,7 +817,13 @@ def start_stream(
         )
     executor = SparkExecutor(graph, env)
     check_declared_types(executor.plan)
-    runner = _StreamRunner(executor, checkpoint_location, snapshot_every, allow_non_restored_state)
+    runner = _StreamRunner(
+        executor,
+        checkpoint_location,
+        snapshot_every,
+        allow_non_restored_state,
+        skip_missing_input_files,
+    )
     for message in idempotence_warnings(executor.plan):
         # the user's execute_async() / execute() call
         warnings.warn(message, StreamingExactlyOnceWarning, stacklevel=3)
