@@ -35,6 +35,7 @@ from sparktide.datastream.execution_mode import RuntimeExecutionMode
 from sparktide.datastream.python_dependencies import PythonDependencies
 from sparktide.datastream.slot_sharing_group import SlotSharingGroup
 from sparktide.datastream.source import CollectionSource
+from sparktide.runtime.filesystems import check_sink_folders
 from sparktide.runtime.graph import JobGraph, Node
 from sparktide.runtime.operators.simple import CollectSinkOperator, RecordCollector
 
@@ -553,6 +554,7 @@ class StreamExecutionEnvironment(EnvironmentCompat):
 
     def _run(self, graph: JobGraph) -> dict[str, Any]:
         """Run ``graph``; its metrics, the user metrics (``get_metrics_group()``) included."""
+        check_sink_folders(graph.sinks())  # before Spark runs anything
         if self._runtime == "spark":
             from sparktide.spark.executor import SparkExecutor
 

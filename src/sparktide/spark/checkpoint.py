@@ -97,6 +97,7 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 import zlib
@@ -108,7 +109,7 @@ from sparktide.core.state_backend import (
     StateBackend,
     StateBackendKind,
 )
-from sparktide.runtime.filesystems import open_filesystem
+from sparktide.runtime.filesystems import open_filesystem, write_failure
 from sparktide.runtime.keygroups import KeyGroupRange, compute_key_group_range_for_operator_index
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot, SnapshotFormatError
 from sparktide.runtime.state.backend import StateMeta
@@ -348,14 +349,30 @@ class CheckpointStore:
         return record
 
     def write(self, path: str, data: bytes, atomic: bool = False) -> None:
-        """Write ``data`` to ``path`` (``atomic``: to a temporary name, then moved there)."""
+        """Write ``data`` to ``path`` (``atomic``: to a temporary name, then moved there). A
+        write that fails (a full disk, a folder made read-only) raises
+        :class:`CheckpointError` naming the file, why and what to do, and leaves no
+        temporary file; an atomic write leaves ``path`` as it was."""
         parent = path.rsplit("/", 1)[0]
-        self._fs.create_dir(parent, recursive=True)
         target = f"{path}.tmp-{uuid.uuid4().hex}" if atomic else path
-        with self._fs.open_output_stream(target) as f:
+        try:
+            self._fs.create_dir(parent, recursive=True)
+            self._write_bytes(target, data)
+            if atomic:
+                self._fs.move(target, path)
+        except OSError as exc:
+            if atomic:
+                with contextlib.suppress(OSError):
+                    self._fs.delete_file(target)
+            raise CheckpointError(
+                f"{path}: the checkpoint file could not be written: {write_failure(exc, path)}. "
+                "The batch is not committed; once fixed, start the job again: it resumes from "
+                "its last commit"
+            ) from None
+
+    def _write_bytes(self, path: str, data: bytes) -> None:
+        with self._fs.open_output_stream(path) as f:
             f.write(data)
-        if atomic:
-            self._fs.move(target, path)
 
     def _list(self, directory: str) -> list[str]:
         from pyarrow import fs

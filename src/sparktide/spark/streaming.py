@@ -71,6 +71,7 @@ from sparktide.runtime.execution.planner import Plan
 from sparktide.runtime.execution.protocol import FIRST_STAGE, Position, Shipment
 from sparktide.runtime.execution.tasks import SUMMED_METRICS, splits_of
 from sparktide.runtime.failures import is_described
+from sparktide.runtime.filesystems import check_sink_folders, check_writable
 from sparktide.runtime.graph import JobGraph
 from sparktide.runtime.operator_identity import operator_identities
 from sparktide.runtime.state.rocksdb_local import LocalRecoveryStats, OpenOutcome
@@ -815,6 +816,9 @@ def start_stream(
             f"trigger must be one of {_TRIGGERS} or None (run micro-batches until stopped), got "
             f"{trigger!r}"
         )
+    # before Spark starts the query: its checkpoint and output folders can be written
+    check_writable(checkpoint_location, "checkpoint_location")
+    check_sink_folders(graph.sinks())
     executor = SparkExecutor(graph, env)
     check_declared_types(executor.plan)
     runner = _StreamRunner(
