@@ -554,14 +554,17 @@ class StreamExecutionEnvironment(EnvironmentCompat):
 
     def _run(self, graph: JobGraph) -> dict[str, Any]:
         """Run ``graph``; its metrics, the user metrics (``get_metrics_group()``) included."""
-        check_sink_folders(graph.sinks())  # before Spark runs anything
         if self._runtime == "spark":
             from sparktide.spark.executor import SparkExecutor
+            from sparktide.spark.session import is_connect
 
             spark = SparkExecutor(graph, self)
+            if not is_connect(spark.spark):  # over Spark Connect, the server's paths
+                check_sink_folders(graph.sinks())  # before the job runs
             return {**spark.run(), **spark.user_metrics.as_dict()}
         from sparktide.local.executor import LocalExecutor
 
+        check_sink_folders(graph.sinks())
         local = LocalExecutor(graph, self)
         return {**local.run(), **local.tasks.user_metrics().as_dict()}
 

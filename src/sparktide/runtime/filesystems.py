@@ -122,7 +122,16 @@ def check_writable(location: str, what: str) -> None:
 
 def check_sink_folders(sinks: Iterable[Node]) -> None:
     """:func:`check_writable` for the folder of every sink in ``sinks`` that writes files
-    (its ``output_location``: ``FileSink``, ``ParquetBatchSink``, ``JsonBatchSink``)."""
+    (its ``output_location``: ``FileSink``, ``ParquetBatchSink``, ``JsonBatchSink``); a
+    folder on a file system pyarrow does not open here (e.g. ``hdfs://`` without libhdfs,
+    which only Spark's writers reach) is left to them."""
     for node in sinks:
-        if node.output_location is not None:
-            check_writable(node.output_location, f"the output folder of sink {node.name!r}")
+        location = node.output_location
+        if location is None:
+            continue
+        what = f"the output folder of sink {node.name!r}"
+        try:
+            open_filesystem(location, what)
+        except ValueError:
+            continue
+        check_writable(location, what)

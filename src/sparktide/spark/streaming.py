@@ -816,10 +816,13 @@ def start_stream(
             f"trigger must be one of {_TRIGGERS} or None (run micro-batches until stopped), got "
             f"{trigger!r}"
         )
-    # before Spark starts the query: its checkpoint and output folders can be written
+    # before Spark starts the query: its checkpoint and output folders can be written (the
+    # driver writes the checkpoint; over Spark Connect, sink paths are the server's)
     check_writable(checkpoint_location, "checkpoint_location")
-    check_sink_folders(graph.sinks())
     executor = SparkExecutor(graph, env)
+    connect = is_connect(executor.spark)
+    if not connect:
+        check_sink_folders(graph.sinks())
     check_declared_types(executor.plan)
     runner = _StreamRunner(
         executor,
@@ -833,7 +836,6 @@ def start_stream(
         warnings.warn(message, StreamingExactlyOnceWarning, stacklevel=3)
     frames = [n.source.df for n in runner.nodes]
     stream = frames[0] if len(frames) == 1 else union_streams(frames)
-    connect = is_connect(executor.spark)
     on_batch = connect_batch_function(runner) if connect else runner.on_batch
     writer = stream.writeStream.foreachBatch(on_batch).option(
         "checkpointLocation", runner.store.spark_checkpoint_location
