@@ -106,19 +106,22 @@ def _entries(data: bytes) -> list[dict[str, object]]:
 
 def spark_batch_files(store: CheckpointStore, spark_batch: int) -> list[str]:
     """The files Spark's file sources read in micro-batch ``spark_batch``, from their source
-    logs in the checkpoint ``store`` (none for a source that is not a file source)."""
+    logs in the checkpoint ``store`` (none for a source that is not a file source). Only the
+    batch's own entry is read (``<id>``, else the compacted ``<id>.compact``): no listing of a
+    log that grows with every batch."""
     files: list[str] = []
     for source in sorted(store.names("spark", "sources"), key=lambda n: (len(n), n)):
-        names = set(store.names("spark", "sources", source))
         for name in (str(spark_batch), f"{spark_batch}.compact"):
-            if name in names:
+            try:
                 data = store.read(store.path("spark", "sources", source, name))
-                files.extend(
-                    str(e["path"])
-                    for e in _entries(data)
-                    if e.get("batchId") == spark_batch and isinstance(e.get("path"), str)
-                )
-                break
+            except CheckpointError:  # no such entry
+                continue
+            files.extend(
+                str(e["path"])
+                for e in _entries(data)
+                if e.get("batchId") == spark_batch and isinstance(e.get("path"), str)
+            )
+            break
     return files
 
 
