@@ -7,7 +7,8 @@ whatever ``ignoreMissingFiles`` says. Committed, such a replay would replace wha
 attempt's sinks wrote for the batch (an overwriting sink rewrites ``batch=<id>``) with less.
 
 So each Spark micro-batch is checked before it runs and before its sinks write
-(:class:`InputCheck`):
+(:class:`InputCheck`), and the micro-batch a restarted query replays first also before Spark
+starts the query:
 
 1. At its start, the files Spark's source log lists for it (:func:`spark_batch_files`) are
    looked up (size and modification time, through :mod:`pyarrow.fs`). A file that is missing

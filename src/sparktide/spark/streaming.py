@@ -98,7 +98,7 @@ from sparktide.spark.columnar_stream import columnar_stream
 from sparktide.spark.connect_batches import connect_batch_function
 from sparktide.spark.executor import SparkExecutor, without_adaptive_execution
 from sparktide.spark.failures import quiet_query_failure_log, raise_first_failure
-from sparktide.spark.offset_log import check_spark_log
+from sparktide.spark.offset_log import check_spark_log, read_spark_log
 from sparktide.spark.session import is_connect
 from sparktide.spark.spark_job import SPARK_SCHEMA
 from sparktide.spark.stream_job import StreamingJob
@@ -342,7 +342,9 @@ class _StreamRunner:
         self.writer_lock = CheckpointLock.acquire(self.store)
         try:
             committed, info = self._last()
-            check_spark_log(self.store, committed, _last_spark_batch(committed, info))
+            last_spark = _last_spark_batch(committed, info)
+            check_spark_log(self.store, committed, last_spark)
+            self._check_replayed_inputs(committed, last_spark)
             self.query = writer.start()  # type: ignore[assignment]  # its seconds: a float
         except BaseException:
             self.writer_lock.release()
@@ -350,6 +352,14 @@ class _StreamRunner:
         threading.Thread(
             target=self._end_with_query, name="sparktide-query-end", daemon=True
         ).start()
+
+    def _check_replayed_inputs(self, committed: int | None, last_spark: int | None) -> None:
+        """The micro-batch Spark replays first (logged in its offset log, not committed): its
+        input files are checked before the query starts (the batch checks them again)."""
+        pending = 0 if last_spark is None else last_spark + 1
+        if read_spark_log(self.store).last_offset == pending:
+            version = 0 if committed is None else committed + 1
+            InputCheck.start(self.store, version, pending, self.skip_missing_input_files)
 
     def end(self) -> None:
         """The query has ended: stop the batches without data, release the checkpoint's lock
