@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Generic, TypeVar
 
-__all__ = ["ConfigOption", "ConfigOptions"]
+__all__ = ["SKIP_MISSING_INPUT_FILES", "ConfigOption", "ConfigOptions"]
 
 T = TypeVar("T")
 
@@ -103,3 +103,16 @@ class ConfigOptions:
 
         def no_default_value(self) -> ConfigOption[T]:
             return ConfigOption(self._key, self._type, None)
+
+
+# ---------------------------------------------------------------------------------------------
+# sparktide's own options (``env.configure({key: value})``)
+
+SKIP_MISSING_INPUT_FILES: ConfigOption[bool] = (
+    ConfigOptions.key("sparktide.streaming.skip-missing-input-files")
+    .boolean_type()
+    .default_value(False)
+)
+"""A streaming job replaying a micro-batch whose input files are gone: ``false`` (the default,
+as Spark's ``ignoreMissingFiles``) stops with an error naming them; ``true`` replays the batch
+without them and reports the records skipped (see :mod:`sparktide.spark.batch_inputs`)."""

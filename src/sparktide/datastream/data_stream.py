@@ -484,6 +484,7 @@ class DataStream(StreamRouting):
                 output_type=type_info,
                 # on Spark, a sink that Spark's writers serve gets the stream as a DataFrame
                 frame_writer=getattr(sink, "write_dataframe", None),
+                output_location=getattr(sink, "output_location", None),
             )
         )
         return DataStreamSink(node)

@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from sparktide.common.config_options import SKIP_MISSING_INPUT_FILES
 from sparktide.common.execution_config import ExecutionConfig
 from sparktide.common.job import JobExecutionResult
 from sparktide.common.watermark_strategy import WatermarkStrategy
@@ -34,6 +35,7 @@ from sparktide.datastream.execution_mode import RuntimeExecutionMode
 from sparktide.datastream.python_dependencies import PythonDependencies
 from sparktide.datastream.slot_sharing_group import SlotSharingGroup
 from sparktide.datastream.source import CollectionSource
+from sparktide.runtime.filesystems import check_sink_folders
 from sparktide.runtime.graph import JobGraph, Node
 from sparktide.runtime.operators.simple import CollectSinkOperator, RecordCollector
 
@@ -76,6 +78,7 @@ class StreamExecutionEnvironment(EnvironmentCompat):
         self._buffer_timeout = 100
         self._default_local_parallelism: int | None = None
         self._savepoint_directory: str | None = None
+        self._skip_missing_input_files = SKIP_MISSING_INPUT_FILES.default_value() or False
 
     @staticmethod
     def get_execution_environment(
@@ -144,7 +147,9 @@ class StreamExecutionEnvironment(EnvironmentCompat):
         (``"hashmap"``/``"rocksdb"``), ``state.backend.rocksdb.localdir``,
         ``execution.checkpointing.incremental`` and the keys of
         :mod:`sparktide.datastream.environment_config` (parallelism, runtime mode,
-        auto-watermark interval, checkpointing, Python files).
+        auto-watermark interval, checkpointing, Python files), and sparktide's
+        ``sparktide.streaming.skip-missing-input-files``
+        (:data:`~sparktide.common.config_options.SKIP_MISSING_INPUT_FILES`).
 
         >>> env = StreamExecutionEnvironment("local")
         >>> env.configure({"state.backend.type": "rocksdb"}).get_state_backend().kind.value
@@ -161,6 +166,8 @@ class StreamExecutionEnvironment(EnvironmentCompat):
         if backend is not None:
             self._state_backend = backend
         apply_configuration(self, options)
+        if SKIP_MISSING_INPUT_FILES.key() in options:
+            self._skip_missing_input_files = bool(SKIP_MISSING_INPUT_FILES.read(options))
         return self
 
     def set_state_backend(self, state_backend: StateBackend) -> StreamExecutionEnvironment:
@@ -488,6 +495,7 @@ class StreamExecutionEnvironment(EnvironmentCompat):
                 snapshot_every,
                 allow_non_restored_state,
                 self._checkpoint_config.trigger_interval_ms(),
+                self._skip_missing_input_files,
             )
         finally:
             graph.mark_executed()
@@ -548,11 +556,15 @@ class StreamExecutionEnvironment(EnvironmentCompat):
         """Run ``graph``; its metrics, the user metrics (``get_metrics_group()``) included."""
         if self._runtime == "spark":
             from sparktide.spark.executor import SparkExecutor
+            from sparktide.spark.session import is_connect
 
             spark = SparkExecutor(graph, self)
+            if not is_connect(spark.spark):  # over Spark Connect, the server's paths
+                check_sink_folders(graph.sinks())  # before the job runs
             return {**spark.run(), **spark.user_metrics.as_dict()}
         from sparktide.local.executor import LocalExecutor
 
+        check_sink_folders(graph.sinks())
         local = LocalExecutor(graph, self)
         return {**local.run(), **local.tasks.user_metrics().as_dict()}
 

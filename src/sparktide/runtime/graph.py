@@ -97,6 +97,8 @@ class Node:
     failed_records: OutputTag | None = None  # records whose function raised go there
     # sinks that Spark's writers can serve: called with the sink's DataFrame on Spark
     frame_writer: Callable[[DataFrame], None] | None = None
+    # a sink writing files: the folder it writes (checked writable before the job runs)
+    output_location: str | None = None
     # a collect sink: where the runner delivers its records, each with its position
     collected: list[tuple[tuple[int, ...], StreamRecord]] | None = None
     # a built-in window aggregate over a declarative key: a runner may run it on columns

@@ -6,6 +6,9 @@ directory, given as a local path or any URI :func:`pyarrow.fs.FileSystem.from_ur
     <root>/
       commits/<v>.json                 one per committed batch id v: the manifest of version v
       batches/<v>.json                 the processing time of batch v, recorded at its first attempt
+      inputs/<v>.json                  the files and records the first attempt of batch v read,
+                                       recorded before its sinks write
+                                       (:mod:`sparktide.spark.batch_inputs`)
       splits/<v>.bin                   per source split: its watermark, idleness and sequence
                                        number (JSON) and its watermark generator's state
       state/<v>/stage-<s>/sub-<i>.bin  a full snapshot of a stage subtask: keyed state and timers
@@ -95,6 +98,7 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 import zlib
@@ -106,7 +110,7 @@ from sparktide.core.state_backend import (
     StateBackend,
     StateBackendKind,
 )
-from sparktide.runtime.filesystems import open_filesystem
+from sparktide.runtime.filesystems import open_filesystem, write_failure
 from sparktide.runtime.keygroups import KeyGroupRange, compute_key_group_range_for_operator_index
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot, SnapshotFormatError
 from sparktide.runtime.state.backend import StateMeta
@@ -135,11 +139,13 @@ from sparktide.spark.checkpoint_format import (
 )
 from sparktide.spark.checkpoint_meta import (
     BatchCommit,
+    BatchInputs,
     Chain,
     CommitManifest,
     FileRecord,
     JobFingerprint,
     SplitState,
+    encode_json,
 )
 from sparktide.spark.checkpoint_native import NativeReference, native_storage, neutral_snapshot
 from sparktide.spark.restore_match import check_restorable, stage_mapping
@@ -162,6 +168,14 @@ __all__ = [
 ]
 
 DEFAULT_SNAPSHOT_EVERY = 10
+
+# the folders of one file per version, deleted with the commit of their version
+_VERSIONED_FOLDERS = (
+    ("splits", ".bin"),
+    ("commits", ".json"),
+    ("batches", ".json"),
+    ("inputs", ".json"),
+)
 
 
 def _differences(record: FileRecord, data: bytes) -> str:
@@ -337,14 +351,30 @@ class CheckpointStore:
         return record
 
     def write(self, path: str, data: bytes, atomic: bool = False) -> None:
-        """Write ``data`` to ``path`` (``atomic``: to a temporary name, then moved there)."""
+        """Write ``data`` to ``path`` (``atomic``: to a temporary name, then moved there). A
+        write that fails (a full disk, a folder made read-only) raises
+        :class:`CheckpointError` naming the file, why and what to do, and leaves no
+        temporary file; an atomic write leaves ``path`` as it was."""
         parent = path.rsplit("/", 1)[0]
-        self._fs.create_dir(parent, recursive=True)
         target = f"{path}.tmp-{uuid.uuid4().hex}" if atomic else path
-        with self._fs.open_output_stream(target) as f:
+        try:
+            self._fs.create_dir(parent, recursive=True)
+            self._write_bytes(target, data)
+            if atomic:
+                self._fs.move(target, path)
+        except OSError as exc:
+            if atomic:
+                with contextlib.suppress(OSError):
+                    self._fs.delete_file(target)
+            raise CheckpointError(
+                f"{path}: the checkpoint file could not be written: {write_failure(exc, path)}. "
+                "The batch is not committed; once fixed, start the job again: it resumes from "
+                "its last commit"
+            ) from None
+
+    def _write_bytes(self, path: str, data: bytes) -> None:
+        with self._fs.open_output_stream(path) as f:
             f.write(data)
-        if atomic:
-            self._fs.move(target, path)
 
     def _list(self, directory: str) -> list[str]:
         from pyarrow import fs
@@ -472,7 +502,7 @@ class CheckpointStore:
         """Delete commits, splits and batch times older than ``older_than``, then every state
         version up to ``version`` that no remaining commit's chains name."""
         if older_than > 0:
-            for folder, suffix in (("splits", ".bin"), ("commits", ".json"), ("batches", ".json")):
+            for folder, suffix in _VERSIONED_FOLDERS:
                 for name in self._list(self.path(folder)):
                     stem = name[: -len(suffix)] if name.endswith(suffix) else ""
                     if stem.isdigit() and int(stem) < older_than:
@@ -571,6 +601,25 @@ class CheckpointStore:
         replays it: the version is its)."""
         record = self._batch_record(version)
         return record is not None and record[1] is not None
+
+    def write_inputs(self, inputs: BatchInputs) -> None:
+        """Record what the first attempt of batch ``inputs.version`` read (atomically)."""
+        body = encode_json(inputs.to_json())
+        self.write(self.path("inputs", f"{inputs.version}.json"), body, atomic=True)
+
+    def read_inputs(self, version: int) -> BatchInputs | None:
+        """What the first attempt of batch ``version`` read (``None``: nothing recorded)."""
+        path = self.path("inputs", f"{version}.json")
+        if not self._exists(path):
+            return None
+        try:
+            raw = json.loads(self.read(path).decode("utf-8"))
+        except ValueError:
+            raise CheckpointError(
+                f"{path}: not JSON; the checkpoint is corrupt: restore the directory from a "
+                "backup or start from an empty one"
+            ) from None
+        return BatchInputs.from_json(raw, path)
 
     # ------------------------------------------------------------------ splits
 

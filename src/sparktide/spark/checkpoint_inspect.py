@@ -36,7 +36,7 @@ __all__ = [
 ]
 
 # what a checkpoint directory holds once a streaming query has started on it
-_ENTRIES = ("commits", "state", "splits", "batches", "spark", "writer.lock")
+_ENTRIES = ("commits", "state", "splits", "batches", "inputs", "spark", "writer.lock")
 
 
 class NotACheckpointError(CheckpointError):

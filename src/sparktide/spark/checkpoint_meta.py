@@ -12,6 +12,10 @@ Every piece of metadata a checkpoint keeps is a frozen dataclass here, written a
 - :class:`SplitState` (``splits/<v>.bin``, one part per source split): the split's watermark,
   idleness, record sequence number and records read, and its watermark generator's state
   (:mod:`sparktide.spark.split_state`);
+- :class:`BatchInputs` (``inputs/<v>.json``): what the first attempt of a Spark micro-batch
+  read, recorded before its sinks write (each :class:`InputFile` with its size and modification
+  time, and per source split the records read), so that a replay is checked against it
+  (:mod:`sparktide.spark.batch_inputs`);
 - :class:`OperatorWatermarks` (the ``watermarks`` part of a state file): per operator identity
   the operator's watermark and its timer services' watermarks; a subtask's valves (the
   ``valves`` part) are the JSON of :meth:`~sparktide.runtime.valve.StatusWatermarkValve.to_json`
@@ -58,9 +62,11 @@ from sparktide.spark.checkpoint_format import (
 
 __all__ = [
     "BatchCommit",
+    "BatchInputs",
     "Chain",
     "CommitManifest",
     "FileRecord",
+    "InputFile",
     "JobFingerprint",
     "OperatorRef",
     "OperatorWatermarks",
@@ -553,6 +559,94 @@ version 99 is not supported; ...
             spark_batch=fields.opt_int("spark_batch"),
             last_spark_batch=fields.opt_int("last_spark_batch", number),
             metrics=metrics,
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# what a micro-batch read
+
+
+@dataclass(frozen=True)
+class InputFile:
+    """A file a micro-batch read: its path (as Spark's source log names it), size in bytes and
+    modification time in nanoseconds (``None``: not known, its file system is not one pyarrow
+    opens). JSON: ``[path, size, modified_ns]``."""
+
+    path: str
+    size: int | None
+    modified_ns: int | None
+
+    def to_json(self) -> list[JsonValue]:
+        return [self.path, self.size, self.modified_ns]
+
+    @classmethod
+    def from_json(cls, raw: object, where: str, path: str) -> InputFile:
+        if not (
+            isinstance(raw, list)
+            and len(raw) == 3
+            and isinstance(raw[0], str)
+            and all(v is None or type(v) is int for v in raw[1:])
+        ):
+            raise CheckpointError(
+                f"{where}: field {path!r} must be [path, size, modified_ns], got {_short(raw)}; "
+                f"{_FIX}"
+            )
+        name, size, modified = raw
+        return cls(str(name), _opt_int(size), _opt_int(modified))
+
+
+def _opt_int(value: object) -> int | None:
+    return value if type(value) is int else None
+
+
+@dataclass(frozen=True)
+class BatchInputs:
+    """What the first attempt of Spark micro-batch ``spark_batch`` (version ``version``) read:
+    the files Spark's source log lists for it that existed (``files``) and, per source split,
+    the records read (``records``).
+
+    >>> inputs = BatchInputs(4, 4, (InputFile("file:///in/a.json", 120, 7),), {0: 8})
+    >>> inputs.to_json()["files"], inputs.total_records
+    ([['file:///in/a.json', 120, 7]], 8)
+    """
+
+    version: int
+    spark_batch: int
+    files: tuple[InputFile, ...]
+    records: Mapping[int, int]
+
+    @property
+    def total_records(self) -> int:
+        return sum(self.records.values())
+
+    def to_json(self) -> JsonObject:
+        return {
+            "format_version": CHECKPOINT_FORMAT_VERSION,
+            "version": self.version,
+            "spark_batch": self.spark_batch,
+            "files": [f.to_json() for f in self.files],
+            "records": {str(s): n for s, n in sorted(self.records.items())},
+        }
+
+    @classmethod
+    def from_json(cls, raw: object, where: str) -> BatchInputs:
+        fields = _Fields(raw, where)
+        version = fields.raw.get("format_version")
+        if version != CHECKPOINT_FORMAT_VERSION:
+            raise format_version_error(where, version)
+        records: dict[int, int] = {}
+        for split, n in fields.int_keyed("records").items():
+            if type(n) is not int:
+                raise fields.fail(f"records.{split}", "an int", n)
+            records[split] = n
+        return cls(
+            version=fields.get_int("version"),
+            spark_batch=fields.get_int("spark_batch"),
+            files=tuple(
+                InputFile.from_json(f, where, f"files[{i}]")
+                for i, f in enumerate(fields.get_list("files"))
+            ),
+            records=records,
         )
 
 

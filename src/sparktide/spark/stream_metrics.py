@@ -81,6 +81,12 @@ class BatchMetrics(TaskTotals):
     state_restores: NotRequired[dict[str, dict[str, int | float]]]
     """Per :class:`~sparktide.runtime.state.rocksdb_local.OpenOutcome`: how many subtasks got
     their state that way in the batch and the seconds it took them (:func:`restore_metrics`)."""
+    skipped_input_files: NotRequired[list[str]]
+    """Input files missing at the batch, skipped because the configuration option
+    ``sparktide.streaming.skip-missing-input-files`` is true
+    (:mod:`sparktide.spark.batch_inputs`)."""
+    skipped_records: NotRequired[int | None]
+    """The records those files held when the batch first read them (``None``: not known)."""
 
 
 def restore_metrics(stats: LocalRecoveryStats) -> dict[str, dict[str, int | float]]:

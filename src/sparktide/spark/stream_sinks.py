@@ -118,6 +118,11 @@ class ParquetBatchSink(ForeachBatchSink):
         super().__init__(self._write)
         self.path = path
 
+    @property
+    def output_location(self) -> str:
+        """The folder the sink writes (checked writable before the job runs)."""
+        return self.path
+
     def _write(self, df: DataFrame, batch_id: int) -> None:
         target = f"{self.path.rstrip('/')}/batch={batch_id}"
         df.write.mode("overwrite").format(self.format).save(target)

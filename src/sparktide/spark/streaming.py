@@ -19,6 +19,9 @@ streaming query ``streaming_df.writeStream.foreachBatch(...)``. Each micro-batch
    moves its processing-time clock from the previous batch's time to this batch's (firing due
    processing-time timers at the batch boundary), processes the batch's entries in position
    order and writes version ``v``.
+   Before step 2 a Spark micro-batch's input files are checked, and before step 4 what it read
+   is recorded at its first attempt or compared on a replay
+   (:mod:`sparktide.spark.batch_inputs`): a replay reads what the first attempt read.
 4. **Sinks.** Streaming sinks (:class:`ForeachBatchSink`, :class:`ParquetBatchSink`,
    :class:`JsonBatchSink`) get the batch's output as a DataFrame; ``print()`` lines are printed
    on the driver.
@@ -68,10 +71,12 @@ from sparktide.runtime.execution.planner import Plan
 from sparktide.runtime.execution.protocol import FIRST_STAGE, Position, Shipment
 from sparktide.runtime.execution.tasks import SUMMED_METRICS, splits_of
 from sparktide.runtime.failures import is_described
+from sparktide.runtime.filesystems import check_sink_folders, check_writable
 from sparktide.runtime.graph import JobGraph
 from sparktide.runtime.operator_identity import operator_identities
 from sparktide.runtime.processing_time import wall_clock_ms
 from sparktide.runtime.state.rocksdb_local import LocalRecoveryStats, OpenOutcome
+from sparktide.spark.batch_inputs import InputCheck
 from sparktide.spark.checkpoint import CheckpointError, CheckpointStore, checkpoint_interval
 from sparktide.spark.checkpoint_format import JsonObject
 from sparktide.spark.checkpoint_lock import CheckpointLock
@@ -94,7 +99,7 @@ from sparktide.spark.columnar_stream import columnar_stream
 from sparktide.spark.connect_batches import connect_batch_function
 from sparktide.spark.executor import SparkExecutor, without_adaptive_execution
 from sparktide.spark.failures import quiet_query_failure_log, raise_first_failure
-from sparktide.spark.offset_log import check_spark_log
+from sparktide.spark.offset_log import check_spark_log, read_spark_log
 from sparktide.spark.session import is_connect
 from sparktide.spark.spark_job import SPARK_SCHEMA
 from sparktide.spark.stream_job import StreamingJob
@@ -274,8 +279,10 @@ class _StreamRunner:
         location: str,
         snapshot_every: int | None = None,
         allow_non_restored_state: bool = False,
+        skip_missing_input_files: bool = False,
     ) -> None:
         self.executor = executor
+        self.skip_missing_input_files = skip_missing_input_files
         plan = executor.plan
         bounded = [n.name for n in plan.sources if not isinstance(n.source, StreamSource)]
         if bounded:
@@ -332,7 +339,9 @@ class _StreamRunner:
         self.writer_lock = CheckpointLock.acquire(self.store)
         try:
             committed, info = self._last()
-            check_spark_log(self.store, committed, _last_spark_batch(committed, info))
+            last_spark = _last_spark_batch(committed, info)
+            check_spark_log(self.store, committed, last_spark)
+            self._check_replayed_inputs(committed, last_spark)
             self.query = writer.start()  # type: ignore[assignment]  # its seconds: a float
         except BaseException:
             self.writer_lock.release()
@@ -340,6 +349,14 @@ class _StreamRunner:
         threading.Thread(
             target=self._end_with_query, name="sparktide-query-end", daemon=True
         ).start()
+
+    def _check_replayed_inputs(self, committed: int | None, last_spark: int | None) -> None:
+        """The micro-batch Spark replays first (logged in its offset log, not committed): its
+        input files are checked before the query starts (the batch checks them again)."""
+        pending = 0 if last_spark is None else last_spark + 1
+        if read_spark_log(self.store).last_offset == pending:
+            version = 0 if committed is None else committed + 1
+            InputCheck.start(self.store, version, pending, self.skip_missing_input_files)
 
     def end(self) -> None:
         """The query has ended: stop the batches without data, release the checkpoint's lock
@@ -540,6 +557,12 @@ class _StreamRunner:
         started = time.perf_counter()
         store = self.store
         version = 0 if committed is None else committed + 1
+        # a replay reads what its first attempt read (checked before anything is written)
+        input_check = (
+            None
+            if spark_batch is None
+            else InputCheck.start(store, version, spark_batch, self.skip_missing_input_files)
+        )
         wall = wall_clock_ms()
         previous_now = wall if previous is None else previous.processing_time
         # processing time never goes backwards, even on a restart on a machine whose clock is
@@ -554,7 +577,9 @@ class _StreamRunner:
         job = StreamingJob(self.base, store, version, now, previous_now, previous, split_states)
         # each subtask must keep its own shuffle partition; the session's confs come back after
         with without_adaptive_execution(frames[0].sparkSession.conf):
-            self._run_batch(frames, version, spark_batch, job, split_states, now, started)
+            self._run_batch(
+                frames, version, spark_batch, job, split_states, now, started, input_check
+            )
 
     def _run_batch(
         self,
@@ -565,6 +590,7 @@ class _StreamRunner:
         split_states: dict[int, SplitState],
         now: int,
         started: float,
+        input_check: InputCheck | None = None,
     ) -> None:
         from pyspark.sql import functions as F
 
@@ -656,6 +682,11 @@ class _StreamRunner:
                         "streaming job; use sink_to(ForeachBatchSink(fn)) or "
                         "sink_to(ParquetBatchSink(path))"
                     )
+            splits = {g: _split_summary(s, split_states.get(g)) for g, s in new_splits.items()}
+            # before any sink writes: what the first attempt read is recorded, a replay checked
+            skipped = (
+                None if input_check is None else input_check.settle(store, _records_of(splits))
+            )
             printed.sort(key=_position)
             for _, line in printed:
                 print(line)
@@ -673,7 +704,6 @@ class _StreamRunner:
                 else:
                     node.frame_writer(frame)  # type: ignore[misc]
             store.write_splits(version, new_splits)
-            splits = {g: _split_summary(s, split_states.get(g)) for g, s in new_splits.items()}
             subtasks.sort(key=itemgetter("stage", "subtask"))
             metrics = batch_metrics(
                 version=version,
@@ -696,6 +726,10 @@ class _StreamRunner:
             if natives:
                 extra = cast("dict[str, object]", metrics)
                 extra["rocksdb_checkpoints"] = native_checkpoint_metrics(natives)
+            if skipped is not None:
+                metrics["skipped_input_files"] = list(skipped.files)
+                metrics["skipped_records"] = skipped.records
+                LOGGER.warning(skipped.describe(version))
             self._last_commit = store.commit(version, commit)
             committed = True
             complete_native_checkpoints(store, version, natives)
@@ -732,6 +766,11 @@ def _empty_like(df: DataFrame) -> DataFrame:
     return df.sparkSession.createDataFrame([], df.schema)
 
 
+def _records_of(splits: dict[int, SplitSummary]) -> dict[int, int]:
+    """The records each source split read in a batch."""
+    return {g: s["records"] for g, s in splits.items()}
+
+
 def _split_summary(state: SplitState, before: SplitState | None) -> SplitSummary:
     """A split's watermark, idleness and the records it read in this batch (none when it did
     not run and kept its state of the version before)."""
@@ -766,10 +805,13 @@ def start_stream(
     snapshot_every: int | None = None,
     allow_non_restored_state: bool = False,
     interval_ms: int | None = None,
+    skip_missing_input_files: bool = False,
 ) -> StreamingJobClient:
     """Start the streaming query of ``graph`` (see :meth:`StreamExecutionEnvironment.
     execute_async`). ``interval_ms`` (the checkpoint interval) starts a micro-batch, which is
-    one checkpoint, at most every ``interval_ms`` when ``trigger`` is None."""
+    one checkpoint, at most every ``interval_ms`` when ``trigger`` is None.
+    ``skip_missing_input_files``: replay a micro-batch whose input files are gone without them
+    (see :mod:`sparktide.spark.batch_inputs`)."""
     if checkpoint_location is None:
         raise ValueError(
             "checkpoint_location is required for a job reading env.from_stream(...): the "
@@ -781,15 +823,26 @@ def start_stream(
             f"trigger must be one of {_TRIGGERS} or None (run micro-batches until stopped), got "
             f"{trigger!r}"
         )
+    # before Spark starts the query: its checkpoint and output folders can be written (the
+    # driver writes the checkpoint; over Spark Connect, sink paths are the server's)
+    check_writable(checkpoint_location, "checkpoint_location")
     executor = SparkExecutor(graph, env)
+    connect = is_connect(executor.spark)
+    if not connect:
+        check_sink_folders(graph.sinks())
     check_declared_types(executor.plan)
-    runner = _StreamRunner(executor, checkpoint_location, snapshot_every, allow_non_restored_state)
+    runner = _StreamRunner(
+        executor,
+        checkpoint_location,
+        snapshot_every,
+        allow_non_restored_state,
+        skip_missing_input_files,
+    )
     for message in idempotence_warnings(executor.plan):
         # the user's execute_async() / execute() call
         warnings.warn(message, StreamingExactlyOnceWarning, stacklevel=3)
     frames = [n.source.df for n in runner.nodes]
     stream = frames[0] if len(frames) == 1 else union_streams(frames)
-    connect = is_connect(executor.spark)
     on_batch = connect_batch_function(runner) if connect else runner.on_batch
     writer = stream.writeStream.foreachBatch(on_batch).option(
         "checkpointLocation", runner.store.spark_checkpoint_location

@@ -176,6 +176,11 @@ class FileSink:
         return SinkWriterOperator(self, type_info)
 
     @property
+    def output_location(self) -> str:
+        """The folder the sink writes (checked writable before the job runs)."""
+        return self.base_path
+
+    @property
     def write_dataframe(self) -> Callable[[Any], None] | None:
         """On Spark: writes the sink's input DataFrame with Spark's writer (bulk formats with the
         base-path or the date-time bucket assigner); ``None`` when the sink's own writers must
