@@ -24,7 +24,7 @@ from sparktide.runtime.snapshot import KeyedOperatorSnapshot, SnapshotFormatErro
 from sparktide.spark.checkpoint import CheckpointError, CheckpointStore, summarize, unpack_parts
 from sparktide.spark.checkpoint_format import CHECKPOINT_FORMAT_VERSION, JsonObject, JsonValue
 from sparktide.spark.checkpoint_meta import CommitManifest, OperatorWatermarks, StageFingerprint
-from sparktide.spark.checkpoint_native import NativeReference, check_manifest
+from sparktide.spark.checkpoint_native import check_manifest, native_reference
 
 __all__ = [
     "NotACheckpointError",
@@ -104,8 +104,8 @@ def _subtask(
             entry.update(summary)
     records = [files.get(store.relative(p)) for p in paths]
     entry["size_bytes"] = sum(r.size for r in records if r is not None)
-    if chain.native:
-        ref = NativeReference.from_json(meta.get("rocksdb"), newest)
+    ref = native_reference(chain, meta, parts, newest)
+    if ref is not None:
         storage = store.native_storage(str(meta.get("operator")), subtask)
         manifest = check_manifest(storage, ref, newest)
         entry["size_bytes"] = cast(int, entry["size_bytes"]) + manifest.total_bytes

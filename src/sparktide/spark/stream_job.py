@@ -86,10 +86,10 @@ from sparktide.spark.checkpoint import CheckpointStore
 from sparktide.spark.checkpoint_meta import (
     Chain,
     CommitManifest,
-    FileRecord,
     JobFingerprint,
     OperatorWatermarks,
     SplitState,
+    SubtaskWrite,
     decode_valves,
     encode_valves,
 )
@@ -209,7 +209,7 @@ class StreamingJob:
         # operator identities (what operator watermarks are saved and restored by)
         self.identities = operator_identities(self.plan.nodes)
         self._pending: dict[int, tuple[Chain, Digests]] = {}
-        self._written: dict[int, tuple[str, FileRecord]] = {}  # target -> file, record
+        self._written: dict[int, SubtaskWrite] = {}  # target -> what it wrote
         self._restored: dict[int, tuple[str, float]] = {}  # target -> outcome, seconds
         # native RocksDB subtasks open in this batch: target -> slot, storage, database, range
         self._native: dict[
@@ -272,12 +272,12 @@ class StreamingJob:
     # ------------------------------------------------------------------ exchange stages
 
     def _restore_subtask(
-        self, task: SubtaskTask, stage: Stage, target: int
+        self, task: SubtaskTask, stage: Stage, target: int, plan: Chain
     ) -> dict[str, OperatorWatermarks]:
         """:meth:`_restore_state`, timed: how the subtask got its state and the seconds it
         took are kept for its metrics (:meth:`restore_outcome`)."""
         started = time.perf_counter()
-        outcome, watermarks = self._restore_state(task, stage, target)
+        outcome, watermarks = self._restore_state(task, stage, target, plan)
         self._restored[target] = (outcome.value, time.perf_counter() - started)
         return watermarks
 
@@ -288,15 +288,14 @@ class StreamingJob:
         return self._restored.pop(target, None)
 
     def _restore_state(
-        self, task: SubtaskTask, stage: Stage, target: int
+        self, task: SubtaskTask, stage: Stage, target: int, plan: Chain
     ) -> tuple[OpenOutcome, dict[str, OperatorWatermarks]]:
         """Restore keyed state, timers and valves of ``task`` from version ``version - 1``
-        (the worker cache when it holds exactly that, else the files the manifest names);
-        returns how (reused in memory, restored, created empty) and the operators' watermarks
-        to apply once they are open."""
+        (the worker cache when it holds exactly that, else the files the manifest names) for
+        version ``version`` to be written as ``plan``; returns how (reused in memory,
+        restored, created empty) and the operators' watermarks to apply once they are open."""
         previous = self.previous
         store = self.store
-        plan = store.plan_chain(previous, stage.index, target, stage.parallelism, self.version)
         key = _cache_key(store, self.identities[stage.entry.id], target, stage.parallelism)
         warm = _WARM.pop(key, None)  # taken, never shared: a failed attempt cannot leave it
         old_stage = None if previous is None else store.previous_stage(previous, stage.index)
@@ -392,13 +391,13 @@ class StreamingJob:
         return parts
 
     def _save_subtask(self, task: SubtaskTask, stage: Stage, target: int) -> None:
-        """Write version ``version`` of this subtask (a full snapshot or a changelog, as
-        :meth:`CheckpointStore.plan_chain` says; or, native, its RocksDB checkpoint and the
+        """Write version ``version`` of this subtask as the chain :meth:`open_subtask` planned
+        says (a full snapshot or a changelog; a native chain: its RocksDB checkpoint and the
         file naming it) and keep it warm in this worker."""
-        if target in self._native:
-            self._save_native(task, stage, target)
-            return
         plan, prev_digests = self._pending.pop(target)
+        if plan.native:
+            self._save_native(task, stage, target, plan)
+            return
         entry = task.entry
         snap = entry.snapshot_state() if entry.keyed_state_backend is not None else None
         parts = self._parts(task, target)
@@ -410,10 +409,7 @@ class StreamingJob:
         path = (self.store.changelog_path if changelog else self.store.subtask_path)(
             self.version, stage.index, target
         )
-        self._written[target] = (
-            self.store.relative(path),
-            self.store.records[self.store.relative(path)],
-        )
+        self._written[target] = self._write_report(stage, target, path, plan)
         CACHE_STATS["bytes_" + ("changelog" if changelog else "snapshot")] += size
         key = _cache_key(self.store, self.identities[stage.entry.id], target, stage.parallelism)
         if len(_WARM) >= _WARM_LIMIT:
@@ -512,7 +508,13 @@ class StreamingJob:
             return task, {}
         return task, OperatorWatermarks.decode(watermarks_bytes, where)
 
-    def _save_native(self, task: SubtaskTask, stage: Stage, target: int) -> None:
+    def _write_report(self, stage: Stage, target: int, path: str, plan: Chain) -> SubtaskWrite:
+        """What subtask ``target`` wrote (the file ``path``, its state at ``plan``), for the
+        driver's commit."""
+        relative = self.store.relative(path)
+        return SubtaskWrite(stage.index, target, relative, self.store.records[relative], plan)
+
+    def _save_native(self, task: SubtaskTask, stage: Stage, target: int, plan: Chain) -> None:
         """Checkpoint the subtask's database as version ``version`` (pending until the driver
         commits the batch: only the SST files that are new are uploaded) and write the file
         naming it, with the valves and watermarks."""
@@ -545,8 +547,7 @@ class StreamingJob:
             self.version, stage.index, target, parts, identity, reference
         )
         path = self.store.subtask_path(self.version, stage.index, target)
-        relative = self.store.relative(path)
-        self._written[target] = (relative, self.store.records[relative])
+        self._written[target] = self._write_report(stage, target, path, plan)
         self._uploaded[target] = {
             "operator": identity,
             "subtask": target,
@@ -558,10 +559,9 @@ class StreamingJob:
         key = _cache_key(self.store, identity, target, stage.parallelism)
         if len(_WARM) >= _WARM_LIMIT:
             _WARM.pop(next(iter(_WARM)))
-        chain = Chain(self.version, backend=self.store.state_backend, native=True)
         _WARM[key] = _Warm(
             self.version,
-            chain,
+            plan,
             None,
             {},
             parts["valves"],
@@ -578,23 +578,29 @@ class StreamingJob:
     def open_subtask(
         self, tasks: JobTasks, stage: Stage, target: int
     ) -> tuple[SubtaskTask, SubtaskSession]:
-        """Subtask ``target`` of ``stage``, restored from version ``version - 1``
-        (:meth:`_restore_subtask`) and opened with its operators' watermarks, its clock still
-        at the previous batch's time; for this runner and for the columnar one."""
+        """Subtask ``target`` of ``stage``, restored from version ``version - 1`` and opened
+        with its operators' watermarks, its clock still at the previous batch's time; for this
+        runner and for the columnar one. The chain :meth:`CheckpointStore.plan_chain` plans
+        for version ``version`` decides both how it opens (native: on its worker-local
+        database, :meth:`_open_native`; else :meth:`_restore_subtask`) and how
+        :meth:`save_subtask` writes it."""
         clock = ManualProcessingTimeService(self.previous_now)
-        if self.store.native and stage.keyed:
+        plan = self.store.plan_chain(
+            self.previous, stage.index, target, stage.parallelism, self.version
+        )
+        if plan.native:
             task, watermarks = self._open_native(tasks, stage, target, clock)
-            session = SubtaskSession(task, simulated=None)
+            self._pending[target] = (plan, {})
         else:
             task = tasks.build_subtask(stage, target, clock, None)
-            session = SubtaskSession(task, simulated=None)
-            watermarks = self._restore_subtask(task, stage, target)
+            watermarks = self._restore_subtask(task, stage, target, plan)
+        session = SubtaskSession(task, simulated=None)
         session.open()
         session.restore_watermarks(watermarks, self.identities)
         return task, session
 
-    def save_subtask(self, task: SubtaskTask, stage: Stage, target: int) -> tuple[str, FileRecord]:
-        """:meth:`_save_subtask` for another runner of the stage; returns the file written
+    def save_subtask(self, task: SubtaskTask, stage: Stage, target: int) -> SubtaskWrite:
+        """:meth:`_save_subtask` for another runner of the stage; returns what it wrote
         (what the subtask's metrics carry for the manifest)."""
         self._save_subtask(task, stage, target)
         return self._written.pop(target)
