@@ -117,10 +117,11 @@ _WARM_LIMIT = 64
 
 
 class _Warm(NamedTuple):
-    """What a subtask left in this worker after writing ``version``."""
+    """What a subtask left in this worker after writing ``version`` (``written``: its file
+    and chain, what a later batch checks against the manifest it restores)."""
 
     version: int
-    chain: Chain
+    written: SubtaskWrite
     snapshot: KeyedOperatorSnapshot | None
     digests: Digests
     valves: bytes
@@ -296,23 +297,14 @@ class StreamingJob:
         restored, created empty) and the operators' watermarks to apply once they are open."""
         previous = self.previous
         store = self.store
-        key = _cache_key(store, self.identities[stage.entry.id], target, stage.parallelism)
-        warm = _WARM.pop(key, None)  # taken, never shared: a failed attempt cannot leave it
         old_stage = None if previous is None else store.previous_stage(previous, stage.index)
+        warm = self._take_warm(stage, target, old_stage, plan)
         if previous is None or old_stage is None:  # a fresh start, or a stage it does not have
             self._pending[target] = (plan, {})
             return OpenOutcome.CREATED, {}
         entry = task.entry
         keyed = entry.keyed_state_backend is not None
-        old_p = previous.parallelism[old_stage]
-        chains = previous.chains[old_stage]
-        if (
-            warm is not None
-            and warm.version == self.version - 1
-            and old_stage == stage.index
-            and old_p == stage.parallelism
-            and warm.chain == chains[target]
-        ):
+        if warm is not None:
             CACHE_STATS["warm"] += 1
             warm_hit = True
             valves_bytes: bytes | None
@@ -345,6 +337,40 @@ class StreamingJob:
             return outcome, {}
         return outcome, OperatorWatermarks.decode(watermarks_bytes, where)
 
+    def _take_warm(
+        self, stage: Stage, target: int, old_stage: int | None, plan: Chain
+    ) -> _Warm | None:
+        """What this worker kept of subtask ``target`` (taken, never shared: a failed attempt
+        cannot leave it), if it is exactly the state version ``version - 1`` committed: that
+        version, of the same stage and parallelism, and the file and chain the manifest names
+        (an attempt that was not committed, replayed in another worker, left a state of its
+        own here), kept as this batch keeps it (a native chain ``plan``: in the database;
+        else as a snapshot); else ``None``."""
+        key = _cache_key(self.store, self.identities[stage.entry.id], target, stage.parallelism)
+        warm = _WARM.pop(key, None)
+        previous = self.previous
+        if warm is None or previous is None or old_stage != stage.index:
+            return None
+        written = warm.written
+        record = previous.files.get(written.path)
+        if (
+            warm.version != self.version - 1
+            or previous.parallelism.get(old_stage) != stage.parallelism
+            or previous.chain(old_stage, target) != written.chain
+            or record is None
+            or record.digest != written.record.digest
+            or (warm.reference is not None) != plan.native
+        ):
+            return None
+        return warm
+
+    def _keep_warm(self, stage: Stage, target: int, warm: _Warm) -> None:
+        """Leave ``warm`` in this worker for the next batch of subtask ``target``."""
+        key = _cache_key(self.store, self.identities[stage.entry.id], target, stage.parallelism)
+        if len(_WARM) >= _WARM_LIMIT:
+            _WARM.pop(next(iter(_WARM)))
+        _WARM[key] = warm
+
     def _restore_broadcast(self, task: SubtaskTask, old_stage: int, warm: _Warm | None) -> None:
         """Give a broadcast operator the broadcast state of version ``version - 1``: the copy
         this worker kept, else the one copy in the checkpoint (old subtask 0's file; every
@@ -353,7 +379,7 @@ class StreamingJob:
         if not isinstance(entry, BroadcastOperator) or self.previous is None:
             return
         data = None
-        if warm is not None and warm.version == self.version - 1 and warm.broadcast is not None:
+        if warm is not None and warm.broadcast is not None:
             data = warm.broadcast
         else:
             chain = self.previous.chains[old_stage][0]
@@ -409,25 +435,28 @@ class StreamingJob:
         path = (self.store.changelog_path if changelog else self.store.subtask_path)(
             self.version, stage.index, target
         )
-        self._written[target] = self._write_report(stage, target, path, plan)
+        written = self._written[target] = self._write_report(stage, target, path, plan)
         CACHE_STATS["bytes_" + ("changelog" if changelog else "snapshot")] += size
-        key = _cache_key(self.store, self.identities[stage.entry.id], target, stage.parallelism)
-        if len(_WARM) >= _WARM_LIMIT:
-            _WARM.pop(next(iter(_WARM)))
-        _WARM[key] = _Warm(
+        warm = _Warm(
             self.version,
-            plan,
+            written,
             snap,
             new_digests,
             parts["valves"],
             parts["watermarks"],
             broadcast=self._broadcast(task),
         )
+        self._keep_warm(stage, target, warm)
 
     # ------------------------------------------------------------------ native RocksDB state
 
     def _open_native(
-        self, tasks: JobTasks, stage: Stage, target: int, clock: ManualProcessingTimeService
+        self,
+        tasks: JobTasks,
+        stage: Stage,
+        target: int,
+        clock: ManualProcessingTimeService,
+        plan: Chain,
     ) -> tuple[SubtaskTask, dict[str, OperatorWatermarks]]:
         """Build subtask ``target`` of a keyed stage of a RocksDB job on its worker-local
         database at version ``version - 1`` (see the module docstring) and restore its valves;
@@ -438,9 +467,8 @@ class StreamingJob:
         slot = SubtaskSlot(store.location, identity, target)
         storage = store.native_storage(identity, target)
         dbs = local_databases()
-        key = _cache_key(store, identity, target, stage.parallelism)
-        warm = _WARM.pop(key, None)  # taken, never shared: a failed attempt cannot leave it
         old_stage = None if previous is None else store.previous_stage(previous, stage.index)
+        warm = self._take_warm(stage, target, old_stage, plan)
         mine = compute_key_group_range_for_operator_index(
             stage.max_parallelism, stage.parallelism, target
         )
@@ -455,12 +483,7 @@ class StreamingJob:
             chains = previous.chains[old_stage]
             if old_p == stage.parallelism and chains[target].native:
                 chain = chains[target]
-                if (
-                    warm is not None
-                    and warm.version == self.version - 1
-                    and warm.chain == chain
-                    and warm.reference is not None
-                ):
+                if warm is not None and warm.reference is not None:  # (native: it has one)
                     reference = warm.reference
                     valves_bytes, watermarks_bytes = warm.valves, warm.watermarks
                 else:
@@ -547,7 +570,7 @@ class StreamingJob:
             self.version, stage.index, target, parts, identity, reference
         )
         path = self.store.subtask_path(self.version, stage.index, target)
-        self._written[target] = self._write_report(stage, target, path, plan)
+        written = self._written[target] = self._write_report(stage, target, path, plan)
         self._uploaded[target] = {
             "operator": identity,
             "subtask": target,
@@ -556,12 +579,9 @@ class StreamingJob:
             "private_bytes": manifest.private_bytes,
         }
         CACHE_STATS["bytes_snapshot"] += size + manifest.uploaded_bytes
-        key = _cache_key(self.store, identity, target, stage.parallelism)
-        if len(_WARM) >= _WARM_LIMIT:
-            _WARM.pop(next(iter(_WARM)))
-        _WARM[key] = _Warm(
+        warm = _Warm(
             self.version,
-            plan,
+            written,
             None,
             {},
             parts["valves"],
@@ -569,6 +589,7 @@ class StreamingJob:
             reference,
             self._broadcast(task),
         )
+        self._keep_warm(stage, target, warm)
 
     def checkpoint_uploaded(self, target: int) -> dict[str, object] | None:
         """What subtask ``target``'s native RocksDB checkpoint of this batch uploaded (its
@@ -589,7 +610,7 @@ class StreamingJob:
             self.previous, stage.index, target, stage.parallelism, self.version
         )
         if plan.native:
-            task, watermarks = self._open_native(tasks, stage, target, clock)
+            task, watermarks = self._open_native(tasks, stage, target, clock, plan)
             self._pending[target] = (plan, {})
         else:
             task = tasks.build_subtask(stage, target, clock, None)
