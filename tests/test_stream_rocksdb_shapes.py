@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import zlib
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -21,10 +22,20 @@ from sparktide.common import Row, Time
 from sparktide.core.state_backend import StateBackendKind
 from sparktide.datastream import StreamExecutionEnvironment
 from sparktide.datastream.window import TumblingEventTimeWindows
+from sparktide.runtime.execution.planner import plan_job
 from sparktide.spark.checkpoint import CheckpointStore
 from sparktide.spark.checkpoint_format import CheckpointError
 from sparktide.spark.checkpoint_inspect import describe_checkpoint
-from sparktide.spark.checkpoint_meta import BatchCommit, Chain, OperatorWatermarks
+from sparktide.spark.checkpoint_meta import (
+    BatchCommit,
+    Chain,
+    CommitManifest,
+    FileRecord,
+    OperatorWatermarks,
+    SubtaskWrite,
+)
+from sparktide.spark.checkpoint_native import NativeReference
+from sparktide.spark.stream_job import StreamingJob, _Warm
 from sparktide.spark.streaming import ForeachBatchSink
 from test_dataframes import ALARM, Alarm
 from test_stream_rocksdb_native import _forget_local_databases
@@ -170,3 +181,34 @@ def test_a_non_keyed_file_named_by_a_native_chain_restores(tmp_path) -> None:
     store.commit(1, BatchCommit(processing_time=0, parallelism={1: 1}, chains=native))
     with pytest.raises(CheckpointError, match="field 'rocksdb' must name a RocksDB checkpoint"):
         store.restore_range(store.commit_info(1), 1, 0, 128, None)
+
+
+def test_a_worker_reuses_only_the_state_the_previous_manifest_commits(tmp_path) -> None:
+    """What a subtask left in its worker is its state at the next batch only if the manifest
+    of its version records the very file it wrote (not another attempt's, replayed in
+    another worker) and it is kept as the batch keeps state (a heap snapshot, or native)."""
+    env = StreamExecutionEnvironment.get_execution_environment(runtime="local")
+    _union_job(env.from_collection([Row(key="a", ts=1, v=1)], type_info=EVENT)).print()
+    plan = plan_job(env._graph, 2, None)
+    stage = plan.stages[2]  # the union: heap chains
+    store = CheckpointStore(str(tmp_path), state_backend=ROCKSDB, native_stages={0, 1})
+    base = SimpleNamespace(plan=plan)
+    chain = Chain(1, backend=ROCKSDB)
+    path = store.relative(store.subtask_path(1, 2, 0))
+
+    def attempt(digest: str, reference: NativeReference | None = None) -> _Warm:
+        record = FileRecord(digest, 9, 1, "sink", 2, 0, None, "snapshot")
+        return _Warm(1, SubtaskWrite(2, 0, path, record, chain), None, {}, b"{}", b"{}", reference)
+
+    def taken(kept: _Warm, committed: str) -> bool:
+        StreamingJob(base, store, 1, 0, 0, None, {})._keep_warm(stage, 0, kept)
+        record = attempt(committed).written.record
+        previous = CommitManifest(1, 0, {2: 2}, {2: (chain, chain)}, {path: record}, None)
+        job = StreamingJob(base, store, 2, 0, 0, previous, {})
+        plan_2 = store.plan_chain(previous, 2, 0, 2, 2)
+        return job._take_warm(stage, 0, 2, plan_2) is kept
+
+    assert taken(attempt("blake2b:aa"), "blake2b:aa")
+    assert not taken(attempt("blake2b:aa"), "blake2b:bb")  # another attempt's file committed
+    native = NativeReference(1, "blake2b:cc", (0, 63), "op", 128)
+    assert not taken(attempt("blake2b:aa", native), "blake2b:aa")  # not a snapshot
