@@ -38,12 +38,16 @@ version ``v - 1``); the rest is deleted.
 
 **State backends.** A heap job's files hold the backend-neutral form of keyed state and timers
 (what ``snapshot_state()`` of the heap and of the RocksDB backend both give, timers with their
-sequence numbers). A RocksDB job's store is ``native``: each version of a keyed stage subtask
-is one *native chain*, a ``sub-<i>.bin`` holding its valves and watermarks and naming (header
-field ``"rocksdb"``, :class:`~sparktide.spark.checkpoint_native.NativeReference`) the
-incremental RocksDB checkpoint of that version, which holds its keyed state and timers
-(:meth:`CheckpointStore.write_native`; the driver completes it once the batch is committed;
-without incremental checkpointing every checkpoint uploads all its files). Each chain records
+sequence numbers). A RocksDB job's store is ``native`` for its keyed stages
+(:attr:`CheckpointStore.native_stages`; its other stages hold no keyed state and write heap
+chains): each version of a keyed stage subtask is one *native chain*, a ``sub-<i>.bin``
+holding its valves and watermarks and naming (header field ``"rocksdb"``,
+:class:`~sparktide.spark.checkpoint_native.NativeReference`) the incremental RocksDB checkpoint
+of that version, which holds its keyed state and timers (:meth:`CheckpointStore.write_native`;
+the driver completes it once the batch is committed; without incremental checkpointing every
+checkpoint uploads all its files). Whether a chain is native is decided once, by
+:meth:`CheckpointStore.plan_chain`; workers write the chain it plans and the driver commits the
+chains they report. Each chain records
 the backend of the job that wrote it (:attr:`CheckpointStore.state_backend`), and a batch on
 another backend starts a new chain; a native chain is read back in the neutral form for a heap
 job, ``sparktide inspect`` and a rescaled stage (:meth:`CheckpointStore.load_chain`), so a job

@@ -12,8 +12,10 @@ changelog, :meth:`~sparktide.spark.checkpoint.CheckpointStore.write_version`).
 its state (snapshot, entry digests, valves, watermarks) in a module-level cache keyed by
 checkpoint location, job fingerprint, stage, subtask and parallelism. The next batch takes the
 entry (it is removed, so a failed attempt can never leave state behind for its retry) and uses
-it only if it holds exactly version ``v - 1`` with the chain the manifest names; anything else (a
-replay of an uncommitted batch, another parallelism, another process) reads the checkpoint.
+it only if it holds exactly version ``v - 1`` with the chain and the very file (its digest) the
+manifest names, kept as this batch keeps state (snapshot or native); anything else (a replay of
+an uncommitted batch, an attempt that was not committed while its retry ran in another worker,
+another parallelism, another backend, another process) reads the checkpoint.
 Each subtask reports how it got its state (an
 :class:`~sparktide.runtime.state.rocksdb_local.OpenOutcome`: reused in memory, restored from
 the checkpoint's files, or created empty) and the seconds it took, as the ``"restore"`` of its
@@ -22,7 +24,10 @@ metrics; the driver sums them per batch (``state_restores`` of the batch metrics
 **State backends.** On the heap the files hold the backend-neutral form of keyed state and
 timers (``snapshot_state()`` / ``restore_state()`` of either backend, timers with their
 sequence numbers). On RocksDB (a :class:`~sparktide.spark.checkpoint.CheckpointStore` with
-``native``) a keyed stage subtask keeps its state and timers in one worker-local database:
+``native_stages``: the keyed stages) a subtask whose chain
+:meth:`~sparktide.spark.checkpoint.CheckpointStore.plan_chain` plans native (and only such a
+subtask; the chain decides how it opens and how it is written, and the driver commits the
+chain each subtask reports) keeps its state and timers in one worker-local database:
 :meth:`StreamingJob.open_subtask` opens it through this process's
 :class:`~sparktide.runtime.state.rocksdb_local.LocalDatabases` (:func:`local_databases`) at
 version ``version - 1`` and builds the subtask on it
