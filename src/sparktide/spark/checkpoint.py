@@ -534,6 +534,12 @@ class CheckpointStore:
         >>> store.native_stages = frozenset({0})  # native RocksDB checkpoints: one file each
         >>> store.plan_chain(info, 0, 0, 1, 1).native, store.plan_chain(info, 1, 0, 1, 1).native
         (True, False)
+        >>> native = CommitManifest(version=0, processing_time=0, parallelism={0: 1},
+        ...     chains={0: (Chain(0, (), StateBackendKind.ROCKSDB, native=True),)}, files={},
+        ...     fingerprint=None)
+        >>> store.native_stages = frozenset()  # e.g. the columnar path: a native chain ends
+        >>> store.plan_chain(native, 0, 0, 1, 1).versions()
+        (1,)
         """
         if stage in self.native_stages:
             return Chain(version, backend=self.state_backend, native=True)
