@@ -488,7 +488,7 @@ class StreamingJob:
             chains = previous.chains[old_stage]
             if old_p == stage.parallelism and chains[target].native:
                 chain = chains[target]
-                if warm is not None and warm.reference is not None:  # (native: it has one)
+                if warm is not None and warm.reference is not None:  # taken: it has one
                     reference = warm.reference
                     valves_bytes, watermarks_bytes = warm.valves, warm.watermarks
                 else:
