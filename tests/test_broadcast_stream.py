@@ -16,10 +16,16 @@ import random
 import pytest
 
 from sparktide.common import Duration, Types, WatermarkStrategy
-from sparktide.datastream import KeyedBroadcastProcessFunction, StreamExecutionEnvironment
+from sparktide.datastream import (
+    BroadcastProcessFunction,
+    KeyedBroadcastProcessFunction,
+    StreamExecutionEnvironment,
+)
 from sparktide.datastream.state import MapStateDescriptor, ValueStateDescriptor
 from sparktide.spark.checkpoint import CheckpointStore
 from sparktide.spark.streaming import ForeachBatchSink
+from test_stream_rocksdb_native import _forget_local_databases
+from test_streaming import backend_named
 
 SCHEMA = "kind string, key string, ts long, v long"
 RULES = MapStateDescriptor("rules", Types.STRING(), Types.LONG())
@@ -44,6 +50,15 @@ class Tagged(KeyedBroadcastProcessFunction):
             state.remove(value.key)
         else:
             state.put(value.key, value.v)
+
+
+class Unkeyed(BroadcastProcessFunction):
+    """Each event: its key, value and the rules it meets (no keyed state)."""
+
+    def process_element(self, value, ctx):
+        yield f"{value.key} v={value.v} rules={sorted(ctx.get_broadcast_state(RULES).items())}"
+
+    process_broadcast_element = Tagged.process_broadcast_element
 
 
 def _files(count: int, per_file: int = 12) -> list[list[dict]]:
@@ -72,7 +87,7 @@ def _write(directory, files, first: int = 0) -> None:
         os.utime(path, (1_700_000_000 + f, 1_700_000_000 + f))  # the file source's order
 
 
-def _model(files) -> list[str]:
+def _model(files, keyed: bool = True) -> list[str]:
     rules: dict[str, int] = {}
     seen: dict[str, int] = {}
     out = []
@@ -84,24 +99,32 @@ def _model(files) -> list[str]:
                 rules[row["key"]] = row["v"]
             continue
         seen[row["key"]] = seen.get(row["key"], 0) + 1
-        out.append(f"{row['key']} v={row['v']} n={seen[row['key']]} rules={sorted(rules.items())}")
+        n = f" n={seen[row['key']]}" if keyed else ""
+        out.append(f"{row['key']} v={row['v']}{n} rules={sorted(rules.items())}")
     return out
 
 
-def _run(spark, directory, ckpt, parallelism: int) -> dict[int, list[str]]:
+def _run(
+    spark, directory, ckpt, parallelism: int, keyed: bool = True, backend: str | None = None
+) -> dict[int, list[str]]:
     env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
     env.set_parallelism(parallelism)
+    if backend is not None:
+        env.set_state_backend(backend_named(backend))
     frame = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(directory))
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(5))
     stream = env.from_stream(frame, strategy, timestamp_column="ts")
     rules = stream.filter(lambda r: r.kind == "rule").broadcast(RULES)
-    events = stream.filter(lambda r: r.kind == "event").key_by(lambda r: r.key)
+    events = stream.filter(lambda r: r.kind == "event")
+    if keyed:
+        events = events.key_by(lambda r: r.key)
     out: dict[int, list[str]] = {}
 
     def collect(df, batch_id):
         out[batch_id] = [r[0] for r in df.collect()]
 
-    events.connect(rules).process(Tagged(), Types.STRING()).sink_to(ForeachBatchSink(collect))
+    function = Tagged() if keyed else Unkeyed()
+    events.connect(rules).process(function, Types.STRING()).sink_to(ForeachBatchSink(collect))
     env.execute(checkpoint_location=str(ckpt), trigger="available_now")
     return out
 
@@ -128,3 +151,20 @@ def test_restart_restores_the_broadcast_state_into_every_subtask(spark, tmp_path
     assert sorted(produced) == sorted(expected)  # n= and rules= carry the order per key
     after_restart = [line for b in sorted(second) for line in second[b]]
     assert any("rules=[]" not in line for line in after_restart)
+
+
+def test_a_broadcast_stage_without_keys_restores_cold_on_rocksdb(spark, tmp_path) -> None:
+    """A RocksDB job whose only stage has no keys: its chains are heap files (the broadcast
+    state, valves and watermarks), restored in new processes on another machine."""
+    files = _files(4)
+    _write(tmp_path / "in", files[:2])
+    ckpt = tmp_path / "ckpt"
+    first = _run(spark, tmp_path / "in", ckpt, 2, keyed=False, backend="rocksdb")
+    manifest = CheckpointStore(str(ckpt)).commit_info(1)
+    assert [c.native for c in manifest.chains[0]] == [False, False]
+    _forget_local_databases(spark, delete_copies=True)
+    _write(tmp_path / "in", files[2:], first=2)
+    second = _run(spark, tmp_path / "in", ckpt, 2, keyed=False, backend="rocksdb")
+    produced = [line for out in (first, second) for b in sorted(out) for line in out[b]]
+    assert sorted(second) == [2, 3]
+    assert sorted(produced) == sorted(_model(files, keyed=False))

@@ -170,6 +170,7 @@ def test_columnar_stream_equals_the_per_record_stream(
     assert columnar_metrics == general_metrics
 
 
+@pytest.mark.usefixtures("state_backend")  # on RocksDB: native chains, then heap ones
 def test_paths_and_parallelism_switch_between_runs_on_one_checkpoint(
     spark, tmp_path, monkeypatch, paths
 ) -> None:

@@ -41,12 +41,16 @@ version ``v - 1``); the rest is deleted.
 
 **State backends.** A heap job's files hold the backend-neutral form of keyed state and timers
 (what ``snapshot_state()`` of the heap and of the RocksDB backend both give, timers with their
-sequence numbers). A RocksDB job's store is ``native``: each version of a keyed stage subtask
-is one *native chain*, a ``sub-<i>.bin`` holding its valves and watermarks and naming (header
-field ``"rocksdb"``, :class:`~sparktide.spark.checkpoint_native.NativeReference`) the
-incremental RocksDB checkpoint of that version, which holds its keyed state and timers
-(:meth:`CheckpointStore.write_native`; the driver completes it once the batch is committed;
-without incremental checkpointing every checkpoint uploads all its files). Each chain records
+sequence numbers). A RocksDB job's store is ``native`` for its keyed stages
+(:attr:`CheckpointStore.native_stages`; its other stages hold no keyed state and write heap
+chains): each version of a keyed stage subtask is one *native chain*, a ``sub-<i>.bin``
+holding its valves and watermarks and naming (header field ``"rocksdb"``,
+:class:`~sparktide.spark.checkpoint_native.NativeReference`) the incremental RocksDB checkpoint
+of that version, which holds its keyed state and timers (:meth:`CheckpointStore.write_native`;
+the driver completes it once the batch is committed; without incremental checkpointing every
+checkpoint uploads all its files). Whether a chain is native is decided once, by
+:meth:`CheckpointStore.plan_chain`; workers write the chain it plans and the driver commits the
+chains they report. Each chain records
 the backend of the job that wrote it (:attr:`CheckpointStore.state_backend`), and a batch on
 another backend starts a new chain; a native chain is read back in the neutral form for a heap
 job, ``sparktide inspect`` and a rescaled stage (:meth:`CheckpointStore.load_chain`), so a job
@@ -102,7 +106,7 @@ import contextlib
 import json
 import uuid
 import zlib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from sparktide.core.state_backend import (
@@ -147,7 +151,12 @@ from sparktide.spark.checkpoint_meta import (
     SplitState,
     encode_json,
 )
-from sparktide.spark.checkpoint_native import NativeReference, native_storage, neutral_snapshot
+from sparktide.spark.checkpoint_native import (
+    NativeReference,
+    native_reference,
+    native_storage,
+    neutral_snapshot,
+)
 from sparktide.spark.restore_match import check_restorable, stage_mapping
 
 if TYPE_CHECKING:
@@ -215,9 +224,12 @@ class CheckpointStore:
     (:class:`~sparktide.spark.checkpoint_meta.JobFingerprint`); a commit written with another
     fingerprint raises :class:`CheckpointError` when this store reads it (``None``: read any
     job's checkpoint, e.g. to inspect it). ``snapshot_every``: a full snapshot of each subtask
-    every that many batches, changelogs in between (``None``: 10; 1: full snapshots only). The
-    store is picklable (it keeps the location, not the filesystem object), so workers open it
-    too.
+    every that many batches, changelogs in between (``None``: 10; 1: full snapshots only).
+    ``native_stages``: the stages of a RocksDB job whose keyed state is checkpointed natively
+    (:func:`~sparktide.spark.checkpoint_native.native_stages`); :meth:`plan_chain` makes their
+    chains native and only theirs, and workers write each subtask as its planned chain says.
+    The store is picklable (it keeps the location, not the filesystem object), so workers open
+    it too.
     """
 
     def __init__(
@@ -227,22 +239,15 @@ class CheckpointStore:
         snapshot_every: int | None = None,
         allow_non_restored_state: bool = False,
         state_backend: StateBackendKind = StateBackendKind.HASHMAP,
-        native: bool = False,
+        native_stages: Collection[int] = frozenset(),
     ) -> None:
-        if not isinstance(native, bool) or (
-            native and state_backend is not StateBackendKind.ROCKSDB
-        ):
-            raise ValueError(
-                "native must be a bool, True only with state_backend=StateBackendKind.ROCKSDB "
-                f"(native RocksDB checkpoints), got {native!r} with {state_backend!r}"
-            )
-        self.native = native
         if not isinstance(state_backend, StateBackendKind):
             raise TypeError(
                 "state_backend must be a StateBackendKind (StateBackendKind.HASHMAP or "
                 f"StateBackendKind.ROCKSDB), got {state_backend!r}"
             )
         self.state_backend = state_backend
+        self.native_stages = _check_native_stages(native_stages, state_backend)
         if not isinstance(allow_non_restored_state, bool):
             raise TypeError(
                 "allow_non_restored_state must be a bool (True: drop the checkpointed state of "
@@ -257,24 +262,29 @@ class CheckpointStore:
 
     def __getstate__(
         self,
-    ) -> tuple[str, JobFingerprint | None, int, bool, StateBackendKind, bool]:
+    ) -> tuple[str, JobFingerprint | None, int, bool, StateBackendKind, frozenset[int]]:
         return (
             self.location,
             self.fingerprint,
             self.snapshot_every,
             self.allow_non_restored_state,
             self.state_backend,
-            self.native,
+            self.native_stages,
         )
 
     def __setstate__(
-        self, state: tuple[str, JobFingerprint | None, int, bool, StateBackendKind, bool]
+        self, state: tuple[str, JobFingerprint | None, int, bool, StateBackendKind, frozenset[int]]
     ) -> None:
         self.location, self.fingerprint, self.snapshot_every = state[:3]
         self.allow_non_restored_state, self.state_backend = state[3], state[4]
-        self.native = state[5]
+        self.native_stages = state[5]
         self.records = {}
         self._fs, self.root = _filesystem(self.location)
+
+    @property
+    def native(self) -> bool:
+        """Whether some stage of the job checkpoints natively (:attr:`native_stages`)."""
+        return bool(self.native_stages)
 
     # ------------------------------------------------------------------ paths and raw I/O
 
@@ -531,11 +541,14 @@ class CheckpointStore:
         """The files that make up the state of a stage subtask at ``version``, given the
         manifest of ``version - 1`` (``previous``).
 
-        A full snapshot when there is no previous version, the stage's parallelism changed (the
-        key groups of the subtask moved), the job's state backend (:attr:`state_backend`) is
-        not the chain's, or the chain already holds ``snapshot_every`` files; else the previous
-        chain plus a changelog at ``version``. Workers and the driver both call this, so they
-        agree on what a batch writes.
+        A stage of :attr:`native_stages`: a native chain (one file naming the subtask's RocksDB
+        checkpoint of ``version``). Else a full snapshot when there is no previous version, the
+        stage's parallelism changed (the key groups of the subtask moved), the job's state
+        backend (:attr:`state_backend`) is not the chain's, the chain is native, or it already
+        holds ``snapshot_every`` files; else the previous chain plus a changelog at
+        ``version``. This is the one place that decides: a worker opens and writes its subtask
+        as the chain planned here says (:meth:`write_version` refuses a native chain), and the
+        driver commits the chains its workers report.
 
         >>> import tempfile
         >>> store = CheckpointStore(tempfile.mkdtemp(), snapshot_every=2)
@@ -550,11 +563,17 @@ class CheckpointStore:
         >>> store.state_backend = StateBackendKind.ROCKSDB  # switched: a full snapshot
         >>> store.plan_chain(info, 0, 0, 1, 1).versions()
         (1,)
-        >>> store.native = True  # native RocksDB checkpoints: one file per version
-        >>> store.plan_chain(info, 0, 0, 1, 1).native
-        True
+        >>> store.native_stages = frozenset({0})  # native RocksDB checkpoints: one file each
+        >>> store.plan_chain(info, 0, 0, 1, 1).native, store.plan_chain(info, 1, 0, 1, 1).native
+        (True, False)
+        >>> native = CommitManifest(version=0, processing_time=0, parallelism={0: 1},
+        ...     chains={0: (Chain(0, (), StateBackendKind.ROCKSDB, native=True),)}, files={},
+        ...     fingerprint=None)
+        >>> store.native_stages = frozenset()  # e.g. the columnar path: a native chain ends
+        >>> store.plan_chain(native, 0, 0, 1, 1).versions()
+        (1,)
         """
-        if self.native:
+        if stage in self.native_stages:
             return Chain(version, backend=self.state_backend, native=True)
         full = Chain(version, backend=self.state_backend)
         # a chain continues only in the same stage directory: a stage restored from another
@@ -566,7 +585,7 @@ class CheckpointStore:
         chain = previous.chain(stage, subtask)
         if chain is None or len(chain.changelogs) + 1 >= self.snapshot_every:
             return full
-        if chain.backend is not self.state_backend:
+        if chain.backend is not self.state_backend or chain.native:
             return full
         return Chain(chain.snapshot, (*chain.changelogs, version), chain.backend)
 
@@ -700,13 +719,15 @@ class CheckpointStore:
         groups in ``key_groups``). Every file is checked (against the manifest's records
         ``files`` too, see :meth:`read_bound`); a bad one raises :class:`CheckpointError`
         naming it. A native chain's RocksDB checkpoint is read into the backend-neutral form
-        (``neutral=False``: only named, in :attr:`LoadedSubtask.native`)."""
+        (``neutral=False``: only named, in :attr:`LoadedSubtask.native`); a native chain whose
+        file holds no keyed state and names no RocksDB checkpoint is read as the heap file it
+        is (:func:`~sparktide.spark.checkpoint_native.native_reference`)."""
         path = self.subtask_path(chain.snapshot, stage, subtask)
         file_meta, parts = unpack_parts(self.read_bound(path, files), path)
         loaded = LoadedSubtask(None, {}, {}, parts.get("valves"), parts.get("watermarks"))
         loaded.broadcast = parts.get("broadcast")
-        if chain.native:
-            ref = NativeReference.from_json(file_meta.get("rocksdb"), path)
+        ref = native_reference(chain, file_meta, parts, path)
+        if ref is not None:
             operator = file_meta.get("operator")
             if not isinstance(operator, str):
                 raise CheckpointError(f"{path}: a native RocksDB state file names no operator")
@@ -759,7 +780,13 @@ class CheckpointStore:
         version (``previous``). ``parts``: the other parts (valves, watermarks).
         ``operator``: the identity of the stage's entry operator (recorded in the file and the
         manifest). Returns the file's size and the digests of ``snapshot`` (for the next
-        version)."""
+        version). A native chain is not written here but by :meth:`write_native`."""
+        if plan.native:
+            raise ValueError(
+                f"stage {stage} subtask {subtask}: version {version} is planned as a native "
+                "chain, whose file must name the subtask's RocksDB checkpoint: write it with "
+                "write_native"
+            )
         changelog = plan.snapshot != version
         meta: JsonObject = {"stage": stage, "subtask": subtask, "operator": operator}
         if snapshot is not None:
@@ -964,6 +991,30 @@ def _state_meta(
             "from an empty one"
         )
     return {name: _one_state_meta(m) for name, m in raw.items() if isinstance(m, dict)}
+
+
+def _check_native_stages(stages: object, backend: StateBackendKind) -> frozenset[int]:
+    """``native_stages`` validated: stage indexes, only on RocksDB.
+
+    >>> sorted(_check_native_stages([2, 0], StateBackendKind.ROCKSDB))
+    [0, 2]
+    >>> _check_native_stages({0}, StateBackendKind.HASHMAP)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: native_stages must be a collection of stage indexes (ints >= 0), only with ...
+    """
+    out = frozenset(stages) if isinstance(stages, Collection) else None
+    if (
+        out is None
+        or not all(type(i) is int and i >= 0 for i in out)
+        or (out and backend is not StateBackendKind.ROCKSDB)
+    ):
+        raise ValueError(
+            "native_stages must be a collection of stage indexes (ints >= 0), only with "
+            "state_backend=StateBackendKind.ROCKSDB (the keyed stages checkpointed natively), "
+            f"got {stages!r} with {backend!r}"
+        )
+    return out
 
 
 def check_snapshot_every(snapshot_every: object) -> int:

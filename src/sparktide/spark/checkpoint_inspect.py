@@ -26,7 +26,7 @@ from sparktide.runtime.snapshot import KeyedOperatorSnapshot, SnapshotFormatErro
 from sparktide.spark.checkpoint import CheckpointError, CheckpointStore, unpack_parts
 from sparktide.spark.checkpoint_format import CHECKPOINT_FORMAT_VERSION, JsonObject, JsonValue
 from sparktide.spark.checkpoint_meta import CommitManifest, OperatorWatermarks, StageFingerprint
-from sparktide.spark.checkpoint_native import NativeReference, check_manifest, native_summary
+from sparktide.spark.checkpoint_native import check_manifest, native_reference, native_summary
 
 __all__ = [
     "NotACheckpointError",
@@ -102,8 +102,8 @@ def _subtask(
             entry.update(summary)
     records = [files.get(store.relative(p)) for p in paths]
     entry["size_bytes"] = sum(r.size for r in records if r is not None)
-    if chain.native:  # the state is in its RocksDB checkpoint: counted from its store keys
-        ref = NativeReference.from_json(meta.get("rocksdb"), newest)
+    ref = native_reference(chain, meta, parts, newest)
+    if ref is not None:  # the state is in its RocksDB checkpoint: counted from its store keys
         storage = store.native_storage(str(meta.get("operator")), subtask)
         entry.update(native_summary(storage, ref, newest))
         manifest = check_manifest(storage, ref, newest)

@@ -41,7 +41,7 @@ int, got '3'; ...
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import cast
 
@@ -73,6 +73,7 @@ __all__ = [
     "SourceRef",
     "SplitState",
     "StageFingerprint",
+    "SubtaskWrite",
     "decode_valves",
     "encode_json",
     "encode_valves",
@@ -475,6 +476,50 @@ class BatchCommit:
     metrics: JsonObject = field(default_factory=dict)
     files: Mapping[str, FileRecord] = field(default_factory=dict)
     chains: Mapping[int, tuple[Chain, ...]] | None = None
+
+
+@dataclass(frozen=True)
+class SubtaskWrite:
+    """What a stage subtask wrote in a batch, reported to the driver for the commit: its
+    file (``path``, relative to the checkpoint root) with its record, and the ``chain`` the
+    subtask's state is at that version, as it was planned and written (native or not)."""
+
+    stage: int
+    subtask: int
+    path: str
+    record: FileRecord
+    chain: Chain
+
+    @staticmethod
+    def chains(
+        version: int, parallelism: Mapping[int, int], writes: Iterable[SubtaskWrite]
+    ) -> dict[int, tuple[Chain, ...]]:
+        """Per stage, the chains of its subtasks as ``writes`` report them (what the manifest
+        of batch ``version`` names); a subtask without a report raises
+        :class:`CheckpointError` (the batch must not be committed: it would name a file
+        nobody wrote).
+
+        >>> w = SubtaskWrite(0, 0, "state/3/stage-0/sub-0.bin", None, Chain(3))
+        >>> SubtaskWrite.chains(3, {0: 1}, [w])
+        {0: (Chain(snapshot=3, changelogs=(), backend=<StateBackendKind.HASHMAP: 'hashmap'>, \
+native=False),)}
+        >>> SubtaskWrite.chains(3, {0: 2}, [w])  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        sparktide.spark.checkpoint_format.CheckpointError: batch 3: stage 0 subtask 1 ...
+        """
+        reported = {(w.stage, w.subtask): w.chain for w in writes}
+        out: dict[int, tuple[Chain, ...]] = {}
+        for stage, p in parallelism.items():
+            for i in range(p):
+                if (stage, i) not in reported:
+                    raise CheckpointError(
+                        f"batch {version}: stage {stage} subtask {i} reported no state file, "
+                        "so the batch is not committed (a task's result was lost); run the "
+                        "query again: the batch is replayed from the last commit"
+                    )
+            out[stage] = tuple(reported[(stage, i)] for i in range(p))
+        return out
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 from sparktide.common.typeinfo_json import type_from_versioned, versioned_type
+from sparktide.core.state_backend import StateBackendKind
 from sparktide.runtime.keygroups import KeyGroupRange
 from sparktide.runtime.operator_identity import operator_identities
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot
@@ -41,6 +42,7 @@ from sparktide.runtime.state.rocksdb_checkpoint import RocksDBCheckpointStorage
 from sparktide.runtime.state.rocksdb_checkpoint_manifest import RocksDBManifest, digest_bytes
 from sparktide.runtime.state.state_types import declared_or_none
 from sparktide.spark.checkpoint_format import CheckpointError, JsonObject
+from sparktide.spark.checkpoint_meta import Chain
 
 if TYPE_CHECKING:
     from rocksdict import Rdict
@@ -57,11 +59,51 @@ __all__ = [
     "complete_native_checkpoints",
     "discard_native_checkpoints",
     "native_checkpoint_metrics",
+    "native_reference",
+    "native_stages",
     "native_storage",
     "native_summary",
     "neutral_snapshot",
     "open_state_db",
 ]
+
+
+def native_stages(plan: Plan, per_record: bool) -> frozenset[int]:
+    """The stages of ``plan`` whose state is checkpointed natively (see
+    :attr:`CheckpointStore.native_stages <sparktide.spark.checkpoint.CheckpointStore>`): on
+    RocksDB, the keyed stages of a job run per record (``per_record``; the columnar path
+    rebuilds its state every batch: neutral snapshots). Only a keyed stage has keyed state and
+    timers, kept in a worker-local database; every other stage (a union, a broadcast stage
+    without keys, a stage that only forwards to its sinks) holds valves, watermarks and
+    broadcast state only, written as heap files."""
+    if plan.state_backend.kind is not StateBackendKind.ROCKSDB or not per_record:
+        return frozenset()
+    return frozenset(stage.index for stage in plan.stages if stage.keyed)
+
+
+def native_reference(
+    chain: Chain, meta: JsonObject, parts: Mapping[str, bytes], path: str
+) -> NativeReference | None:
+    """The RocksDB checkpoint the first file of ``chain`` (header ``meta``, ``parts``) names;
+    ``None``: the file holds its state itself (a heap chain). A native chain's file must name
+    one (else :class:`CheckpointError`), unless it holds no keyed state (no key groups, no
+    keyed part): the file of a non-keyed subtask, which RocksDB jobs once wrote under native
+    chains, read as the heap file it is.
+
+    >>> native = Chain(0, (), StateBackendKind.ROCKSDB, native=True)
+    >>> native_reference(native, {"key_groups": None}, {"valves": b"{}"}, "f") is None
+    True
+    >>> native_reference(native, {"key_groups": [0, 9]}, {}, "f")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    sparktide.spark.checkpoint_format.CheckpointError: f: field 'rocksdb' must name ...
+    """
+    if not chain.native:
+        return None
+    raw = meta.get("rocksdb")
+    if raw is None and meta.get("key_groups") is None and "keyed" not in parts:
+        return None
+    return NativeReference.from_json(raw, path)
 
 
 def open_state_db(path: str) -> Rdict:
@@ -338,10 +380,12 @@ def complete_native_checkpoints(
 
 def discard_native_checkpoints(store: CheckpointStore, version: int, plan: Plan) -> None:
     """Discard the pending native RocksDB checkpoints of batch ``version`` (not committed) of
-    every keyed stage subtask of ``plan``; a replay takes them again from ``version - 1``."""
+    every subtask of the native stages of ``plan`` (:attr:`CheckpointStore.native_stages
+    <sparktide.spark.checkpoint.CheckpointStore>`); a replay takes them again from
+    ``version - 1``."""
     identities = operator_identities(plan.nodes)
     for stage in plan.stages:
-        if not stage.keyed:
+        if stage.index not in store.native_stages:
             continue
         for subtask in range(stage.parallelism):
             storage = store.native_storage(identities[stage.entry.id], subtask)

@@ -12,8 +12,10 @@ changelog, :meth:`~sparktide.spark.checkpoint.CheckpointStore.write_version`).
 its state (snapshot, entry digests, valves, watermarks) in a module-level cache keyed by
 checkpoint location, job fingerprint, stage, subtask and parallelism. The next batch takes the
 entry (it is removed, so a failed attempt can never leave state behind for its retry) and uses
-it only if it holds exactly version ``v - 1`` with the chain the manifest names; anything else (a
-replay of an uncommitted batch, another parallelism, another process) reads the checkpoint.
+it only if it holds exactly version ``v - 1`` with the chain and the very file (its digest) the
+manifest names, kept as this batch keeps state (snapshot or native); anything else (a replay of
+an uncommitted batch, an attempt that was not committed while its retry ran in another worker,
+another parallelism, another backend, another process) reads the checkpoint.
 Each subtask reports how it got its state (an
 :class:`~sparktide.runtime.state.rocksdb_local.OpenOutcome`: reused in memory, restored from
 the checkpoint's files, or created empty) and the seconds it took, as the ``"restore"`` of its
@@ -22,7 +24,10 @@ metrics; the driver sums them per batch (``state_restores`` of the batch metrics
 **State backends.** On the heap the files hold the backend-neutral form of keyed state and
 timers (``snapshot_state()`` / ``restore_state()`` of either backend, timers with their
 sequence numbers). On RocksDB (a :class:`~sparktide.spark.checkpoint.CheckpointStore` with
-``native``) a keyed stage subtask keeps its state and timers in one worker-local database:
+``native_stages``: the keyed stages) a subtask whose chain
+:meth:`~sparktide.spark.checkpoint.CheckpointStore.plan_chain` plans native (and only such a
+subtask; the chain decides how it opens and how it is written, and the driver commits the
+chain each subtask reports) keeps its state and timers in one worker-local database:
 :meth:`StreamingJob.open_subtask` opens it through this process's
 :class:`~sparktide.runtime.state.rocksdb_local.LocalDatabases` (:func:`local_databases`) at
 version ``version - 1`` and builds the subtask on it
@@ -86,10 +91,10 @@ from sparktide.spark.checkpoint import CheckpointStore
 from sparktide.spark.checkpoint_meta import (
     Chain,
     CommitManifest,
-    FileRecord,
     JobFingerprint,
     OperatorWatermarks,
     SplitState,
+    SubtaskWrite,
     decode_valves,
     encode_valves,
 )
@@ -117,10 +122,11 @@ _WARM_LIMIT = 64
 
 
 class _Warm(NamedTuple):
-    """What a subtask left in this worker after writing ``version``."""
+    """What a subtask left in this worker after writing ``version`` (``written``: its file
+    and chain, what a later batch checks against the manifest it restores)."""
 
     version: int
-    chain: Chain
+    written: SubtaskWrite
     snapshot: KeyedOperatorSnapshot | None
     digests: Digests
     valves: bytes
@@ -209,7 +215,7 @@ class StreamingJob:
         # operator identities (what operator watermarks are saved and restored by)
         self.identities = operator_identities(self.plan.nodes)
         self._pending: dict[int, tuple[Chain, Digests]] = {}
-        self._written: dict[int, tuple[str, FileRecord]] = {}  # target -> file, record
+        self._written: dict[int, SubtaskWrite] = {}  # target -> what it wrote
         self._restored: dict[int, tuple[str, float]] = {}  # target -> outcome, seconds
         # native RocksDB subtasks open in this batch: target -> slot, storage, database, range
         self._native: dict[
@@ -272,12 +278,12 @@ class StreamingJob:
     # ------------------------------------------------------------------ exchange stages
 
     def _restore_subtask(
-        self, task: SubtaskTask, stage: Stage, target: int
+        self, task: SubtaskTask, stage: Stage, target: int, plan: Chain
     ) -> dict[str, OperatorWatermarks]:
         """:meth:`_restore_state`, timed: how the subtask got its state and the seconds it
         took are kept for its metrics (:meth:`restore_outcome`)."""
         started = time.perf_counter()
-        outcome, watermarks = self._restore_state(task, stage, target)
+        outcome, watermarks = self._restore_state(task, stage, target, plan)
         self._restored[target] = (outcome.value, time.perf_counter() - started)
         return watermarks
 
@@ -288,32 +294,22 @@ class StreamingJob:
         return self._restored.pop(target, None)
 
     def _restore_state(
-        self, task: SubtaskTask, stage: Stage, target: int
+        self, task: SubtaskTask, stage: Stage, target: int, plan: Chain
     ) -> tuple[OpenOutcome, dict[str, OperatorWatermarks]]:
         """Restore keyed state, timers and valves of ``task`` from version ``version - 1``
-        (the worker cache when it holds exactly that, else the files the manifest names);
-        returns how (reused in memory, restored, created empty) and the operators' watermarks
-        to apply once they are open."""
+        (the worker cache when it holds exactly that, else the files the manifest names) for
+        version ``version`` to be written as ``plan``; returns how (reused in memory,
+        restored, created empty) and the operators' watermarks to apply once they are open."""
         previous = self.previous
         store = self.store
-        plan = store.plan_chain(previous, stage.index, target, stage.parallelism, self.version)
-        key = _cache_key(store, self.identities[stage.entry.id], target, stage.parallelism)
-        warm = _WARM.pop(key, None)  # taken, never shared: a failed attempt cannot leave it
         old_stage = None if previous is None else store.previous_stage(previous, stage.index)
+        warm = self._take_warm(stage, target, old_stage, plan)
         if previous is None or old_stage is None:  # a fresh start, or a stage it does not have
             self._pending[target] = (plan, {})
             return OpenOutcome.CREATED, {}
         entry = task.entry
         keyed = entry.keyed_state_backend is not None
-        old_p = previous.parallelism[old_stage]
-        chains = previous.chains[old_stage]
-        if (
-            warm is not None
-            and warm.version == self.version - 1
-            and old_stage == stage.index
-            and old_p == stage.parallelism
-            and warm.chain == chains[target]
-        ):
+        if warm is not None:
             CACHE_STATS["warm"] += 1
             warm_hit = True
             valves_bytes: bytes | None
@@ -347,6 +343,40 @@ class StreamingJob:
             return outcome, {}
         return outcome, OperatorWatermarks.decode(watermarks_bytes, where)
 
+    def _take_warm(
+        self, stage: Stage, target: int, old_stage: int | None, plan: Chain
+    ) -> _Warm | None:
+        """What this worker kept of subtask ``target`` (taken, never shared: a failed attempt
+        cannot leave it), if it is exactly the state version ``version - 1`` committed: that
+        version, of the same stage and parallelism, and the file and chain the manifest names
+        (an attempt that was not committed, replayed in another worker, left a state of its
+        own here), kept as this batch keeps it (a native chain ``plan``: in the database;
+        else as a snapshot); else ``None``."""
+        key = _cache_key(self.store, self.identities[stage.entry.id], target, stage.parallelism)
+        warm = _WARM.pop(key, None)
+        previous = self.previous
+        if warm is None or previous is None or old_stage != stage.index:
+            return None
+        written = warm.written
+        record = previous.files.get(written.path)
+        if (
+            warm.version != self.version - 1
+            or previous.parallelism.get(old_stage) != stage.parallelism
+            or previous.chain(old_stage, target) != written.chain
+            or record is None
+            or record.digest != written.record.digest
+            or (warm.reference is not None) != plan.native
+        ):
+            return None
+        return warm
+
+    def _keep_warm(self, stage: Stage, target: int, warm: _Warm) -> None:
+        """Leave ``warm`` in this worker for the next batch of subtask ``target``."""
+        key = _cache_key(self.store, self.identities[stage.entry.id], target, stage.parallelism)
+        if len(_WARM) >= _WARM_LIMIT:
+            _WARM.pop(next(iter(_WARM)))
+        _WARM[key] = warm
+
     def _restore_broadcast(self, task: SubtaskTask, old_stage: int, warm: _Warm | None) -> None:
         """Give a broadcast operator the broadcast state of version ``version - 1``: the copy
         this worker kept, else the one copy in the checkpoint (old subtask 0's file; every
@@ -355,7 +385,7 @@ class StreamingJob:
         if not isinstance(entry, BroadcastOperator) or self.previous is None:
             return
         data = None
-        if warm is not None and warm.version == self.version - 1 and warm.broadcast is not None:
+        if warm is not None and warm.broadcast is not None:
             data = warm.broadcast
         else:
             chain = self.previous.chains[old_stage][0]
@@ -393,13 +423,13 @@ class StreamingJob:
         return parts
 
     def _save_subtask(self, task: SubtaskTask, stage: Stage, target: int) -> None:
-        """Write version ``version`` of this subtask (a full snapshot or a changelog, as
-        :meth:`CheckpointStore.plan_chain` says; or, native, its RocksDB checkpoint and the
+        """Write version ``version`` of this subtask as the chain :meth:`open_subtask` planned
+        says (a full snapshot or a changelog; a native chain: its RocksDB checkpoint and the
         file naming it) and keep it warm in this worker."""
-        if target in self._native:
-            self._save_native(task, stage, target)
-            return
         plan, prev_digests = self._pending.pop(target)
+        if plan.native:
+            self._save_native(task, stage, target, plan)
+            return
         entry = task.entry
         snap = entry.snapshot_state() if entry.keyed_state_backend is not None else None
         parts = self._parts(task, target)
@@ -411,28 +441,28 @@ class StreamingJob:
         path = (self.store.changelog_path if changelog else self.store.subtask_path)(
             self.version, stage.index, target
         )
-        self._written[target] = (
-            self.store.relative(path),
-            self.store.records[self.store.relative(path)],
-        )
+        written = self._written[target] = self._write_report(stage, target, path, plan)
         CACHE_STATS["bytes_" + ("changelog" if changelog else "snapshot")] += size
-        key = _cache_key(self.store, self.identities[stage.entry.id], target, stage.parallelism)
-        if len(_WARM) >= _WARM_LIMIT:
-            _WARM.pop(next(iter(_WARM)))
-        _WARM[key] = _Warm(
+        warm = _Warm(
             self.version,
-            plan,
+            written,
             snap,
             new_digests,
             parts["valves"],
             parts["watermarks"],
             broadcast=self._broadcast(task),
         )
+        self._keep_warm(stage, target, warm)
 
     # ------------------------------------------------------------------ native RocksDB state
 
     def _open_native(
-        self, tasks: JobTasks, stage: Stage, target: int, clock: ManualProcessingTimeService
+        self,
+        tasks: JobTasks,
+        stage: Stage,
+        target: int,
+        clock: ManualProcessingTimeService,
+        plan: Chain,
     ) -> tuple[SubtaskTask, dict[str, OperatorWatermarks]]:
         """Build subtask ``target`` of a keyed stage of a RocksDB job on its worker-local
         database at version ``version - 1`` (see the module docstring) and restore its valves;
@@ -443,9 +473,8 @@ class StreamingJob:
         slot = SubtaskSlot(store.location, identity, target)
         storage = store.native_storage(identity, target)
         dbs = local_databases()
-        key = _cache_key(store, identity, target, stage.parallelism)
-        warm = _WARM.pop(key, None)  # taken, never shared: a failed attempt cannot leave it
         old_stage = None if previous is None else store.previous_stage(previous, stage.index)
+        warm = self._take_warm(stage, target, old_stage, plan)
         mine = compute_key_group_range_for_operator_index(
             stage.max_parallelism, stage.parallelism, target
         )
@@ -460,12 +489,7 @@ class StreamingJob:
             chains = previous.chains[old_stage]
             if old_p == stage.parallelism and chains[target].native:
                 chain = chains[target]
-                if (
-                    warm is not None
-                    and warm.version == self.version - 1
-                    and warm.chain == chain
-                    and warm.reference is not None
-                ):
+                if warm is not None and warm.reference is not None:  # taken: it has one
                     reference = warm.reference
                     valves_bytes, watermarks_bytes = warm.valves, warm.watermarks
                 else:
@@ -513,7 +537,13 @@ class StreamingJob:
             return task, {}
         return task, OperatorWatermarks.decode(watermarks_bytes, where)
 
-    def _save_native(self, task: SubtaskTask, stage: Stage, target: int) -> None:
+    def _write_report(self, stage: Stage, target: int, path: str, plan: Chain) -> SubtaskWrite:
+        """What subtask ``target`` wrote (the file ``path``, its state at ``plan``), for the
+        driver's commit."""
+        relative = self.store.relative(path)
+        return SubtaskWrite(stage.index, target, relative, self.store.records[relative], plan)
+
+    def _save_native(self, task: SubtaskTask, stage: Stage, target: int, plan: Chain) -> None:
         """Checkpoint the subtask's database as version ``version`` (pending until the driver
         commits the batch: only the SST files that are new are uploaded) and write the file
         naming it, with the valves and watermarks."""
@@ -546,8 +576,7 @@ class StreamingJob:
             self.version, stage.index, target, parts, identity, reference
         )
         path = self.store.subtask_path(self.version, stage.index, target)
-        relative = self.store.relative(path)
-        self._written[target] = (relative, self.store.records[relative])
+        written = self._written[target] = self._write_report(stage, target, path, plan)
         self._uploaded[target] = {
             "operator": identity,
             "subtask": target,
@@ -556,13 +585,9 @@ class StreamingJob:
             "private_bytes": manifest.private_bytes,
         }
         CACHE_STATS["bytes_snapshot"] += size + manifest.uploaded_bytes
-        key = _cache_key(self.store, identity, target, stage.parallelism)
-        if len(_WARM) >= _WARM_LIMIT:
-            _WARM.pop(next(iter(_WARM)))
-        chain = Chain(self.version, backend=self.store.state_backend, native=True)
-        _WARM[key] = _Warm(
+        warm = _Warm(
             self.version,
-            chain,
+            written,
             None,
             {},
             parts["valves"],
@@ -570,6 +595,7 @@ class StreamingJob:
             reference,
             self._broadcast(task),
         )
+        self._keep_warm(stage, target, warm)
 
     def checkpoint_uploaded(self, target: int) -> dict[str, object] | None:
         """What subtask ``target``'s native RocksDB checkpoint of this batch uploaded (its
@@ -579,23 +605,29 @@ class StreamingJob:
     def open_subtask(
         self, tasks: JobTasks, stage: Stage, target: int
     ) -> tuple[SubtaskTask, SubtaskSession]:
-        """Subtask ``target`` of ``stage``, restored from version ``version - 1``
-        (:meth:`_restore_subtask`) and opened with its operators' watermarks, its clock still
-        at the previous batch's time; for this runner and for the columnar one."""
+        """Subtask ``target`` of ``stage``, restored from version ``version - 1`` and opened
+        with its operators' watermarks, its clock still at the previous batch's time; for this
+        runner and for the columnar one. The chain :meth:`CheckpointStore.plan_chain` plans
+        for version ``version`` decides both how it opens (native: on its worker-local
+        database, :meth:`_open_native`; else :meth:`_restore_subtask`) and how
+        :meth:`save_subtask` writes it."""
         clock = ManualProcessingTimeService(self.previous_now)
-        if self.store.native and stage.keyed:
-            task, watermarks = self._open_native(tasks, stage, target, clock)
-            session = SubtaskSession(task, simulated=None)
+        plan = self.store.plan_chain(
+            self.previous, stage.index, target, stage.parallelism, self.version
+        )
+        if plan.native:
+            task, watermarks = self._open_native(tasks, stage, target, clock, plan)
+            self._pending[target] = (plan, {})
         else:
             task = tasks.build_subtask(stage, target, clock, None)
-            session = SubtaskSession(task, simulated=None)
-            watermarks = self._restore_subtask(task, stage, target)
+            watermarks = self._restore_subtask(task, stage, target, plan)
+        session = SubtaskSession(task, simulated=None)
         session.open()
         session.restore_watermarks(watermarks, self.identities)
         return task, session
 
-    def save_subtask(self, task: SubtaskTask, stage: Stage, target: int) -> tuple[str, FileRecord]:
-        """:meth:`_save_subtask` for another runner of the stage; returns the file written
+    def save_subtask(self, task: SubtaskTask, stage: Stage, target: int) -> SubtaskWrite:
+        """:meth:`_save_subtask` for another runner of the stage; returns what it wrote
         (what the subtask's metrics carry for the manifest)."""
         self._save_subtask(task, stage, target)
         return self._written.pop(target)

@@ -65,7 +65,6 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from sparktide.core.metrics import MetricsReport
-from sparktide.core.state_backend import StateBackendKind
 from sparktide.runtime.execution.driver import JobEnvironment, SubtaskMetrics
 from sparktide.runtime.execution.planner import Plan
 from sparktide.runtime.execution.protocol import FIRST_STAGE, Position, Shipment
@@ -89,11 +88,13 @@ from sparktide.spark.checkpoint_meta import (
     SourceRef,
     SplitState,
     StageFingerprint,
+    SubtaskWrite,
 )
 from sparktide.spark.checkpoint_native import (
     complete_native_checkpoints,
     discard_native_checkpoints,
     native_checkpoint_metrics,
+    native_stages,
 )
 from sparktide.spark.columnar_stream import columnar_stream
 from sparktide.spark.connect_batches import connect_batch_function
@@ -300,7 +301,6 @@ class _StreamRunner:
         self.base = executor.job()
         # an eligible window aggregate runs its batches on columns (None: per record)
         self.columnar = columnar_stream(plan)
-        rocksdb = plan.state_backend.kind is StateBackendKind.ROCKSDB
         self.store = CheckpointStore(
             location,
             fingerprint(plan),
@@ -309,7 +309,7 @@ class _StreamRunner:
             plan.state_backend.kind,
             # the keyed state of a RocksDB job stays in worker-local databases, checkpointed
             # natively (the columnar path rebuilds its state every batch: neutral snapshots)
-            native=rocksdb and self.columnar is None,
+            native_stages(plan, per_record=self.columnar is None),
         )
         self.store.committed_version()  # fail early on a checkpoint of another job
         timeouts = [getattr(n.watermark_strategy, "idle_timeout", None) for n in self.nodes]
@@ -651,6 +651,7 @@ class _StreamRunner:
                 [(r["position"], r["payload"]) for r in rows if r["stage"] == Shipment.FAILED]
             )
             files: dict[str, FileRecord] = {}  # the records of the state files subtasks wrote
+            writes: list[SubtaskWrite] = []  # and the chains they wrote them as
             restores = LocalRecoveryStats()  # how the subtasks got their state
             natives: list[dict[str, Any]] = []  # the native RocksDB checkpoints taken
             for row in rows:
@@ -660,8 +661,9 @@ class _StreamRunner:
                     new_splits[row["target"]] = SplitState.from_bytes(row["payload"], where)
                 elif stage == Shipment.SUBTASK_METRICS:
                     sub = pickle.loads(row["payload"])
-                    path, record = sub.pop("file")
-                    files[path] = record
+                    write: SubtaskWrite = sub.pop("file")
+                    files[write.path] = write.record
+                    writes.append(write)
                     restore = sub.pop("restore", None)
                     if restore is not None:
                         restores.record(OpenOutcome(restore[0]), restore[1])
@@ -715,13 +717,16 @@ class _StreamRunner:
                 subtasks=subtasks,
                 restores=restores,
             )
+            parallelism = {s.index: s.parallelism for s in plan.stages}
             commit = BatchCommit(
                 processing_time=now,
                 spark_batch=spark_batch,
                 last_spark_batch=_last_spark_batch_after(job.previous, spark_batch),
-                parallelism={s.index: s.parallelism for s in plan.stages},
+                parallelism=parallelism,
                 metrics=cast(JsonObject, metrics),  # a BatchMetrics is a JSON object
                 files=files,
+                # the chains as the subtasks wrote them (every one must have reported)
+                chains=SubtaskWrite.chains(version, parallelism, writes),
             )
             if natives:
                 extra = cast("dict[str, object]", metrics)
