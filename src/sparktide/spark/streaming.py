@@ -67,7 +67,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from sparktide.core.metrics import MetricsReport
 from sparktide.runtime.execution.driver import JobEnvironment, SubtaskMetrics
 from sparktide.runtime.execution.planner import Plan
-from sparktide.runtime.execution.protocol import FIRST_STAGE, Position, Shipment
+from sparktide.runtime.execution.protocol import FIRST_STAGE, Position, Shipment, pack_entries
 from sparktide.runtime.execution.tasks import SUMMED_METRICS, splits_of
 from sparktide.runtime.failures import is_described
 from sparktide.runtime.filesystems import check_sink_folders, check_writable
@@ -752,7 +752,7 @@ class _StreamRunner:
 
     def _heartbeats(self, spark: SparkSession, job: StreamingJob) -> DataFrame:
         rows = [
-            (stage.index, t, job.base.placement[stage.parallelism][t], b"", pickle.dumps([]))
+            (stage.index, t, job.base.placement[stage.parallelism][t], b"", pack_entries([]))
             for stage in self.executor.plan.stages
             for t in range(stage.parallelism)
         ]
