@@ -304,8 +304,7 @@ _Alarm = _alarm_class()
 
 
 def test_the_worker_cache_serves_the_next_batch_but_never_a_replay(spark, tmp_path) -> None:
-    import pickle
-
+    from sparktide.runtime.execution.protocol import pack_entries
     from sparktide.spark import stream_job
     from sparktide.spark.stream_job import CACHE_STATS, StreamingJob, clear_warm_cache
 
@@ -330,7 +329,7 @@ def test_the_worker_cache_serves_the_next_batch_but_never_a_replay(spark, tmp_pa
     def run(version: int) -> None:
         previous = store.commit_info(version - 1)
         job = StreamingJob(base, store, version, version, version - 1, previous, {})
-        job.run_stream_subtask(stage.index, 0, [pickle.dumps([])])
+        job.run_stream_subtask(stage.index, 0, [pack_entries([])])
 
     def commit(version: int) -> None:
         store.commit(version, BatchCommit(processing_time=version, parallelism={stage.index: 1}))
@@ -560,13 +559,13 @@ def _run_batch(job, store, version: int, entries: list) -> list[str]:
     """Run and commit batch ``version`` of the job's single subtask; its printed lines."""
     import pickle
 
-    from sparktide.runtime.execution.protocol import Shipment
+    from sparktide.runtime.execution.protocol import Shipment, pack_entries
     from sparktide.spark.stream_job import StreamingJob
 
     stage = job.plan.stages[-1]
     previous = store.commit_info(version - 1) if version > 0 else None
     worker = StreamingJob(job, store, version, version, max(version - 1, 0), previous, {})
-    rows = worker.run_stream_subtask(stage.index, 0, [pickle.dumps(entries)])[0]
+    rows = worker.run_stream_subtask(stage.index, 0, [pack_entries(entries)])[0]
     store.commit(version, BatchCommit(processing_time=version, parallelism={stage.index: 1}))
     lines: list = []
     stages, payloads = rows["stage"].to_pylist(), rows["payload"].to_pylist()

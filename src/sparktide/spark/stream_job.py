@@ -64,6 +64,7 @@ from sparktide.runtime.execution.protocol import (
     SourceTagger,
     decode_position,
     encode_position,
+    pack_entries,
     unpack_entries,
 )
 from sparktide.runtime.execution.tasks import JobTasks, SplitDriver, SubtaskTask
@@ -635,8 +636,8 @@ class StreamingJob:
     def run_stream_subtask(
         self, stage_index: int, target: int, chunks: list[bytes]
     ) -> list[pa.RecordBatch]:
-        """:meth:`stream_subtask` over whole pickled chunks of entries in any order (they are
-        sorted first): the rows it ships, in a list.
+        """:meth:`stream_subtask` over whole packed chunks of entries (:func:`pack_entries`)
+        in any order (they are sorted first): the rows it ships, in a list.
 
         >>> StreamingJob.run_stream_subtask.__name__
         'run_stream_subtask'
@@ -646,9 +647,9 @@ class StreamingJob:
             failed = failure_of_mark(chunk)
             if failed is not None:
                 return [self.base.failure_rows(stage_index, *failed)]
-            entries.extend(pickle.loads(chunk))
+            entries.extend(unpack_entries(chunk))
         entries.sort(key=itemgetter(0, 1))
-        rows = [(encode_position(entries[0][0]), pickle.dumps(entries, 5))] if entries else []
+        rows = [(encode_position(entries[0][0]), pack_entries(entries))] if entries else []
         return list(self.stream_subtask(stage_index, target, rows))
 
     def stream_subtask(
