@@ -3,8 +3,8 @@
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from faults.run import main
 
-from faults.run import main
-
-sys.exit(main())
+    sys.exit(main())

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from faults.jobs import Record
 
-_ERROR_LINE = re.compile(r"^(?:: )?([A-Za-z_][\w.$]*(?:Error|Exception|Fault)): (.+)$", re.M)
+_ERROR_LINE = re.compile(r"^(?:: )?((?:[A-Za-z_][\w.$]*)?(?:Error|Exception|Fault)): (.+)$", re.M)
 _WRAPPERS = ("py4j.", "pyspark.", "org.apache.", "java.", "scala.")
 _GENERIC = frozenset(
     {
@@ -50,8 +50,8 @@ def error_line(text: str) -> str:
     which quotes the Python worker's traceback): ``Type: message``, without the wrappers of
     py4j, PySpark and the JVM."""
     errors = _ERROR_LINE.findall(text)
-    python = [(t, m) for t, m in errors if not t.startswith(_WRAPPERS)]
     below = [(t, m) for t, m in errors if t.rsplit(".", 1)[-1] not in _GENERIC]
+    python = [(t, m) for t, m in below if not t.startswith(_WRAPPERS)]
     if python or below:
         kind, message = python[-1] if python else below[0]
         return f"{kind.rsplit('.', 1)[-1]}: {message.strip()}"

@@ -33,9 +33,11 @@ SCRATCH = Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else None
 def trial_of(scenario: Scenario, backend: str, spark: Any, keep: bool = False) -> Iterator[Trial]:
     """A :class:`Trial` of ``scenario`` on ``backend`` in a fresh folder."""
     root = Path(tempfile.mkdtemp(prefix="sparktide-faults-", dir=SCRATCH))
+    trial = Trial(root, scenario.job, backend, spark)
     try:
-        yield Trial(root, scenario.job, backend, spark)
+        yield trial
     finally:
+        trial.close()
         if not keep:
             shutil.rmtree(root, ignore_errors=True)
 

@@ -15,7 +15,6 @@ import contextlib
 import hashlib
 import os
 import subprocess
-import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -218,34 +217,17 @@ def _digests(folder: Path) -> dict[str, str]:
     }
 
 
-def _worker_tempdir(trial: Trial) -> str:
-    """The temporary directory of this session's Python workers (where their local
-    RocksDB copies are)."""
-
-    def where(batches: Iterator[object]) -> Iterator[object]:
-        import pyarrow as pa
-
-        for _ in batches:
-            pass
-        yield pa.RecordBatch.from_pydict({"tmp": [tempfile.gettempdir()]})
-
-    return trial.spark.range(1).mapInArrow(where, "tmp string").collect()[0]["tmp"]
-
-
 def damaged_local_copy(trial: Trial) -> Outcome:
     """Two files; a byte flipped in an SST of a worker's local copy of the last checkpoint
     (in place when its mode lets a writer in, else by replacing the file); the rest added;
     a restart in the same workers (which reopen their local copies). It must give the
     reference output (the copy is rejected, the checkpoint's files are used) or refuse, and
     the flip must not reach the checkpoint's files."""
-    from sparktide.runtime.state.rocksdb_local import SubtaskSlot
-
     trial.add_files(FIRST)
     first = trial.run()
     if first.error is not None:
         return trial.outcome(first, note="first attempt")
-    digest = SubtaskSlot(str(trial.ckpt), "x", 0).relative_dir().split(os.sep)[0]
-    base = Path(_worker_tempdir(trial)) / "sparktide-rocksdb" / digest
+    base = trial.local_copies()
     copies = sorted(base.glob(f"*/*/v{_last_version(trial)}/*.sst"))
     if not copies:
         return Outcome(note=f"no local copy under {base}", failed_check=True)
@@ -349,7 +331,6 @@ SCENARIOS = {
             K,
             "job killed before batch 1's commit (sink written)",
             killed("commit", 2),
-            ci=True,
         ),
         Scenario(
             "keyed/kill-native-complete",

@@ -6,9 +6,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -16,7 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from faults import kill
-from faults.jobs import Job, Record, read_output, records, reference, run_stream, write_file
+from faults.jobs import (
+    Job,
+    Record,
+    file_name,
+    read_output,
+    records,
+    reference,
+    run_stream,
+    write_file,
+)
 from faults.outcome import Outcome, compare, error_line
 
 DRIVER = Path(__file__).with_name("driver.py")
@@ -56,7 +67,37 @@ class Trial:
                 write_file(self.inp, i, self.files[i], self.job.fmt)
 
     def file_name(self, index: int) -> str:
-        return f"part-{index:04d}.{self.job.fmt}"
+        return file_name(index, self.job.fmt)
+
+    # ------------------------------------------------------------------ workers
+
+    def worker_tempdir(self) -> Path:
+        """The temporary directory of the session's Python workers."""
+
+        def where(batches: Iterator[object]) -> Iterator[object]:
+            import pyarrow as pa
+
+            for _ in batches:
+                pass
+            yield pa.RecordBatch.from_pydict({"tmp": [tempfile.gettempdir()]})
+
+        return Path(self.spark.range(1).mapInArrow(where, "tmp string").collect()[0]["tmp"])
+
+    def local_copies(self) -> Path:
+        """Where the session's workers keep the local RocksDB copies of this checkpoint."""
+        from sparktide.runtime.state.rocksdb_local import SubtaskSlot
+
+        digest = Path(SubtaskSlot(str(self.ckpt), "x", 0).relative_dir()).parts[0]
+        return self.worker_tempdir() / "sparktide-rocksdb" / digest
+
+    def close(self) -> None:
+        """Make the session's workers close the databases of this trial and delete its
+        local copies."""
+        from test_stream_rocksdb_native import _forget_local_databases
+
+        if self.attempts:
+            _forget_local_databases(self.spark, delete_copies=False)
+            shutil.rmtree(self.local_copies(), ignore_errors=True)
 
     # ------------------------------------------------------------------ attempts
 
