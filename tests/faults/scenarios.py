@@ -355,7 +355,7 @@ SCENARIOS = {
             "keyed/worker-killed-native-upload",
             K,
             "a Python worker killed as it uploads a native checkpoint file (batch 1)",
-            failed_at("native-upload", 40),
+            failed_at("native-upload", 50),
             backends=_ROCKSDB,
         ),
         Scenario(
