@@ -15,7 +15,6 @@ import sys
 import traceback
 
 FAULTS = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.dirname(FAULTS), os.path.join(FAULTS, "workers")]
 
 
 def main(argv: list[str]) -> int:
@@ -39,4 +38,7 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    # ``faults`` importable here and (through the session's PYTHONPATH) in Spark's Python
+    # workers, whose start-up loads workers/sitecustomize.py
+    sys.path[:0] = [os.path.dirname(FAULTS), os.path.join(FAULTS, "workers")]
     sys.exit(main(sys.argv[1:]))

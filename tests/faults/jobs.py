@@ -289,9 +289,9 @@ def reference(job: Job, files: Sequence[Sequence[Record]]) -> list[Record]:
     rows = [Row(kind=k, key=key, ts=ts, v=v) for f in files for k, key, ts, v in f]
     assigner = strategy().with_timestamp_assigner(lambda r, _: r.ts)
     stream = env.from_collection(rows, type_info=EVENT).assign_timestamps_and_watermarks(assigner)
-    out = [tuple(r) for r in job.build(stream).execute_and_collect()]
+    out: list[Record] = [tuple(r) for r in job.build(stream).execute_and_collect()]
     final = max(r[2] for f in files for r in f) - OUT_OF_ORDER - 1
-    return [r for r in out if r[0] != "w" or r[2] + WINDOW - 1 <= final]  # type: ignore[misc]
+    return [r for r in out if r[0] != "w" or r[2] + WINDOW - 1 <= final]
 
 
 def read_output(out: Path) -> list[Record]:

@@ -45,10 +45,27 @@ RAW_ERRORS = frozenset(
 clear, whatever its message holds."""
 
 
+_ADVICE = re.compile(
+    r"\b(restore|use|start|delete|remove|set|pass|free|make|give|stop|run|retry|point|"
+    r"create|check|fix|choose|change)\b",
+    re.I,
+)
+"""Words of an instruction: a clear refusal says what to do, not only what is wrong."""
+
+
 def error_line(text: str) -> str:
     """The first line of the innermost error in ``text`` (a Python or a Spark error's text,
     which quotes the Python worker's traceback): ``Type: message``, without the wrappers of
-    py4j, PySpark and the JVM."""
+    py4j, PySpark and the JVM.
+
+    >>> error_line("StreamingQueryException: batch 1 failed\\n"
+    ...            "pyspark.errors.PythonException: An exception was thrown:\\n"
+    ...            "sparktide.spark.checkpoint_format.CheckpointError: /c/x.bin: corrupt")
+    'CheckpointError: /c/x.bin: corrupt'
+    >>> error_line("Py4JJavaError: An error occurred while calling o1.save.\\n"
+    ...            ": org.apache.hadoop.fs.ParentNotDirectoryException: Parent path: /f")
+    'ParentNotDirectoryException: Parent path: /f'
+    """
     errors = _ERROR_LINE.findall(text)
     below = [(t, m) for t, m in errors if t.rsplit(".", 1)[-1] not in _GENERIC]
     python = [(t, m) for t, m in below if not t.startswith(_WRAPPERS)]
@@ -65,9 +82,11 @@ class Outcome:
 
     ``refused``: the first line of the error the last attempt stopped with (``None``: it ran
     to the end). A refusal is correct when the scenario expects one (``culprit``: what it
-    must name) and the error names it; a finished run is correct when no row is lost,
+    must name) and the error names it, says what to do, and is not a raw error from below
+    sparktide (an ``OSError``, a Java exception); a finished run is correct when no row is lost,
     duplicated or wrong. ``note``: what else the scenario saw (a kill that did not happen,
-    damage that reached the checkpoint)."""
+    damage that reached the checkpoint; ``failed_check``: what makes the scenario fail
+    whatever the rows). ``skipped``: why the scenario could not run here."""
 
     lost: int = 0
     duplicated: int = 0
@@ -76,6 +95,7 @@ class Outcome:
     culprit: str | None = None
     note: str = ""
     failed_check: bool = False
+    skipped: str | None = None
 
     @property
     def clear_refusal(self) -> bool:
@@ -83,10 +103,13 @@ class Outcome:
             return False
         kind = self.refused.split(":", 1)[0]
         raw = kind in RAW_ERRORS or kind.endswith("Exception")  # Java's, through py4j
-        return not raw and self.culprit in self.refused
+        advice = _ADVICE.search(self.refused.split(":", 1)[-1]) is not None
+        return not raw and advice and self.culprit in self.refused
 
     @property
     def correct(self) -> bool:
+        if self.skipped is not None:
+            return True
         if self.failed_check:
             return False
         if self.refused is not None:
@@ -95,6 +118,8 @@ class Outcome:
 
     def cell(self) -> str:
         """The scenario's cell in the table."""
+        if self.skipped is not None:
+            return f"skipped: {self.skipped}"
         if self.refused is not None:
             head = "refused" if self.clear_refusal else "REFUSED (unclear or unexpected)"
             text = f"{head}: {self.refused}"
@@ -114,7 +139,22 @@ def compare(
 ) -> Outcome:
     """Count the rows of ``actual`` lost, duplicated or wrong against ``expected``. Rows are
     matched by ``(kind, key, ts)``; under one such identity, a missing value and an extra one
-    make one wrong row, a missing one alone a lost row, an extra one alone a duplicate."""
+    make one wrong row, a missing one alone a lost row, an extra one alone a duplicate.
+
+    >>> got = [("p", "k", 1, 5), ("p", "k", 2, 7), ("p", "k", 2, 7)]
+    >>> want = [("p", "k", 1, 6), ("p", "k", 2, 7), ("p", "k", 3, 1)]
+    >>> o = compare(got, want)
+    >>> o.lost, o.duplicated, o.wrong, o.correct
+    (1, 1, 1, False)
+    >>> compare(want, want).correct
+    True
+    >>> Outcome(refused="CheckpointError: /c/x.bin: corrupt; restore it", culprit="x.bin").correct
+    True
+    >>> Outcome(refused="CheckpointError: /c/x.bin: corrupt", culprit="x.bin").correct
+    False
+    >>> Outcome(refused="OSError: [Errno 28] No space left: /c/x.bin", culprit="x.bin").correct
+    False
+    """
     want: defaultdict[tuple, Counter] = defaultdict(Counter)
     got: defaultdict[tuple, Counter] = defaultdict(Counter)
     for rows, into in ((expected, want), (actual, got)):

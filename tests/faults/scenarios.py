@@ -152,7 +152,7 @@ def on_small_disk(fault: str) -> Callable[[Trial], Outcome]:
         mount = trial.root / "disk"
         with tmpfs(mount) as mounted:
             if not mounted:
-                return Outcome(note="skipped: cannot mount a tmpfs here")
+                return Outcome(skipped="cannot mount a tmpfs here")
             trial.ckpt, trial.out = mount / "ckpt", mount / "out"
             trial.add_files(FIRST)
             first = trial.run()
@@ -177,7 +177,10 @@ def _last_version(trial: Trial) -> int:
 
 
 def _state_file(trial: Trial) -> Path:
-    return trial.ckpt / "state" / str(_last_version(trial)) / "stage-0" / "sub-0.bin"
+    """The file of stage 0's subtask 0 at the last committed version: a full snapshot
+    (``.bin``, on RocksDB the native reference) or a changelog (``.log``)."""
+    folder = trial.ckpt / "state" / str(_last_version(trial)) / "stage-0"
+    return sorted(folder.glob("sub-0.*"))[0]
 
 
 def _flip(path: Path) -> None:

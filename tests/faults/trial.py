@@ -142,7 +142,8 @@ class Trial:
         action = "raise" if kill_point.where == "driver" else "kill-worker"
         with kill.installed(folder), kill.arm(folder, point, call, action):
             attempt = self.run(parallelism)
-        return Attempt(killed=kill.calls(folder, point) >= call, error=attempt.error)
+        happened = kill.calls(folder, point) >= call and attempt.error is not None
+        return Attempt(killed=happened, error=attempt.error)
 
     def run_killed(self, point: str, call: int, parallelism: int = 2) -> Attempt:
         """An attempt in a driver process of its own that ``SIGKILL`` ends (the driver and
