@@ -69,7 +69,7 @@ from typing import Any, TypedDict, cast
 from sparktide.runtime.keygroups import KeyGroupRange
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot, StateData
 from sparktide.runtime.state.backend import StateMeta
-from sparktide.spark.checkpoint_format import pack_parts, unpack_parts
+from sparktide.spark.checkpoint_format import CORRUPT_FIX, pack_parts, unpack_parts
 
 __all__ = [
     "ChangeSection",
@@ -334,6 +334,6 @@ def decode_changes(
             out[kg] = decode_key_group(cast(KeyGroupChanges, meta), inner)
         except Exception as exc:
             raise ValueError(
-                f"{where}: the changelog of key group {kg} is corrupt: {exc!r}"
+                f"{where}: the changelog of key group {kg} is corrupt: {exc!r}; {CORRUPT_FIX}"
             ) from None
     return out

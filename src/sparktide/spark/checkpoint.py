@@ -132,6 +132,7 @@ from sparktide.spark.changelog import (
 )
 from sparktide.spark.checkpoint_format import (
     CHECKPOINT_FORMAT_VERSION,
+    CORRUPT_FIX,
     CheckpointError,
     JsonObject,
     JsonValue,
@@ -434,10 +435,14 @@ class CheckpointStore:
             body = info["body"]
             crc = info["crc32"]
         except (ValueError, KeyError, TypeError):
-            raise CheckpointError(f"{path}: the commit file is corrupt (not a manifest)") from None
+            raise CheckpointError(
+                f"{path}: the commit file is corrupt (not a manifest); {CORRUPT_FIX}"
+            ) from None
         encoded = json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")
         if zlib.crc32(encoded) != crc:
-            raise CheckpointError(f"{path}: the commit file is corrupt (checksum mismatch)")
+            raise CheckpointError(
+                f"{path}: the commit file is corrupt (checksum mismatch); {CORRUPT_FIX}"
+            )
         return CommitManifest.from_json(body, path)
 
     def commit(self, version: int, batch: BatchCommit, retain: int = 2) -> CommitManifest:

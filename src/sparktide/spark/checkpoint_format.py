@@ -22,6 +22,7 @@ from collections.abc import Mapping
 
 __all__ = [
     "CHECKPOINT_FORMAT_VERSION",
+    "CORRUPT_FIX",
     "MIGRATED_FORMAT_VERSIONS",
     "NEVER_NATIVE_FORMAT_VERSIONS",
     "CheckpointError",
@@ -33,6 +34,9 @@ __all__ = [
     "pack_parts",
     "unpack_parts",
 ]
+
+CORRUPT_FIX = "restore the checkpoint directory from a backup or start from an empty one"
+"""What to do about a checkpoint file that does not read back as written."""
 
 CHECKPOINT_FORMAT_VERSION = 7
 # 1: valves, watermarks and split states were pickled; 2: a changelog's key groups were one
@@ -109,19 +113,25 @@ def unpack_parts(data: bytes, where: str) -> tuple[JsonObject, dict[str, bytes]]
     start = _PREFIX.size
     end = start + head_len
     if end + 4 > len(data):
-        raise CheckpointError(f"{where}: the file is truncated (incomplete header)")
+        raise CheckpointError(f"{where}: the file is truncated (incomplete header); {CORRUPT_FIX}")
     head = data[start:end]
     if struct.unpack(">I", data[end : end + 4])[0] != zlib.crc32(head):
-        raise CheckpointError(f"{where}: the file is corrupt (header checksum mismatch)")
+        raise CheckpointError(
+            f"{where}: the file is corrupt (header checksum mismatch); {CORRUPT_FIX}"
+        )
     header = json.loads(head.decode("utf-8"))
     area = memoryview(data)[end + 4 :]
     parts: dict[str, bytes] = {}
     for name, (off, length, crc) in header["parts"].items():
         if off + length > len(area):
-            raise CheckpointError(f"{where}: the file is truncated (part {name!r} is incomplete)")
+            raise CheckpointError(
+                f"{where}: the file is truncated (part {name!r} is incomplete); {CORRUPT_FIX}"
+            )
         chunk = bytes(area[off : off + length])
         if zlib.crc32(chunk) != crc:
-            raise CheckpointError(f"{where}: the file is corrupt (checksum mismatch in {name!r})")
+            raise CheckpointError(
+                f"{where}: the file is corrupt (checksum mismatch in {name!r}); {CORRUPT_FIX}"
+            )
         parts[name] = chunk
     meta: JsonObject = header["meta"]
     return meta, parts

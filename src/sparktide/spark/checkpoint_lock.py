@@ -162,17 +162,16 @@ class CheckpointLock:
                 raise
             _warn_unlocked(f"the file system of {store.location!r} does not support flock()")
             return cls(store.location, None, None, holder)
-        previous = LockHolder.parse(_read_all(fd))
-        if previous is not None:
-            # its process ended without releasing (the kernel released the flock)
-            LOGGER.info(
-                "taking over the checkpoint lock %s left by %s, which no longer runs",
-                path,
-                previous.describe(),
-            )
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, holder.to_bytes(), 0)
-        os.fsync(fd)
+        try:
+            _take_over(fd, path, holder)
+        except OSError as exc:  # a full or read-only disk: the lock is not left held
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+            raise CheckpointError(
+                f"cannot write the checkpoint lock {path}: {exc.strerror or exc}; make the "
+                f"checkpoint location {store.location!r} writable (free disk space, or choose "
+                "another location) and start the query again"
+            ) from exc
         return cls(store.location, path, fd, holder)
 
     def release(self) -> None:
@@ -194,6 +193,21 @@ class CheckpointLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def _take_over(fd: int, path: str, holder: LockHolder) -> None:
+    """Write this process's details into the lock file it holds (``fd``)."""
+    previous = LockHolder.parse(_read_all(fd))
+    if previous is not None:
+        # its process ended without releasing (the kernel released the flock)
+        LOGGER.info(
+            "taking over the checkpoint lock %s left by %s, which no longer runs",
+            path,
+            previous.describe(),
+        )
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, holder.to_bytes(), 0)
+    os.fsync(fd)
 
 
 def _read_all(fd: int) -> bytes:

@@ -49,6 +49,7 @@ from sparktide.core.state_backend import StateBackendKind
 from sparktide.runtime.valve import StatusWatermarkValve, ValveState
 from sparktide.spark.checkpoint_format import (
     CHECKPOINT_FORMAT_VERSION,
+    CORRUPT_FIX,
     MIGRATED_FORMAT_VERSIONS,
     NEVER_NATIVE_FORMAT_VERSIONS,
     CheckpointError,
@@ -79,10 +80,7 @@ __all__ = [
     "encode_valves",
 ]
 
-_FIX = (
-    "the checkpoint is corrupt or was not written by this sparktide: restore the directory "
-    "from a backup or start from an empty one"
-)
+_FIX = f"the checkpoint is corrupt or was not written by this sparktide: {CORRUPT_FIX}"
 
 
 def encode_json(value: object) -> bytes:
