@@ -84,6 +84,21 @@ def test_a_second_lock_in_this_process_is_refused_naming_the_holder(tmp_path) ->
     CheckpointLock.acquire(store).release()
 
 
+def test_a_lock_whose_holder_cannot_be_written_is_not_left_held(tmp_path, monkeypatch) -> None:
+    import errno
+
+    store = CheckpointStore(str(tmp_path / "ckpt"))
+
+    def full(fd: int, data: bytes, offset: int) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    with monkeypatch.context() as patched:
+        patched.setattr(os, "pwrite", full)
+        with pytest.raises(CheckpointError, match=r"No space left.*make the checkpoint location"):
+            CheckpointLock.acquire(store)
+    CheckpointLock.acquire(store).release()  # the disk has room again: the lock is free
+
+
 def test_a_lock_held_by_another_process_is_refused_and_taken_over_once_it_is_killed(
     tmp_path, holder_process, caplog
 ) -> None:
