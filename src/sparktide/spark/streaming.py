@@ -65,7 +65,7 @@ from sparktide.core.metrics import MetricsReport
 from sparktide.core.state_backend import StateBackendKind
 from sparktide.runtime.execution.driver import JobEnvironment, SubtaskMetrics
 from sparktide.runtime.execution.planner import Plan
-from sparktide.runtime.execution.protocol import FIRST_STAGE, Position, Shipment
+from sparktide.runtime.execution.protocol import FIRST_STAGE, Position, Shipment, pack_entries
 from sparktide.runtime.execution.tasks import SUMMED_METRICS, splits_of
 from sparktide.runtime.failures import is_described
 from sparktide.runtime.graph import JobGraph
@@ -713,7 +713,7 @@ class _StreamRunner:
 
     def _heartbeats(self, spark: SparkSession, job: StreamingJob) -> DataFrame:
         rows = [
-            (stage.index, t, job.base.placement[stage.parallelism][t], b"", pickle.dumps([]))
+            (stage.index, t, job.base.placement[stage.parallelism][t], b"", pack_entries([]))
             for stage in self.executor.plan.stages
             for t in range(stage.parallelism)
         ]
