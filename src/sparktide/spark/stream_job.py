@@ -640,7 +640,32 @@ class StreamingJob:
         try:
             yield from self._run_stream_subtask(tasks, stage_index, target, rows)
         except Exception as exc:
+            damaged = self.damaged_database(exc, self.plan.stages[stage_index], target)
+            if damaged is not None:
+                raise damaged from exc
             yield from base.failed(tasks, exc, stage_index, self.version)
+
+    def damaged_database(self, exc: BaseException, stage: Stage, target: int) -> Exception | None:
+        """When ``exc`` is RocksDB finding damaged files in the worker-local database of
+        subtask ``target`` of a keyed stage of a RocksDB job (a block checksum mismatch met by
+        a read or a scan, wherever in the batch): the error to fail the batch with, naming
+        the subtask, the directory and the file, once the database and every local copy of the
+        subtask on this machine are discarded
+        (:meth:`~sparktide.runtime.state.rocksdb_local.LocalDatabases.discard_damaged`: the
+        batch's next attempt restores the state from the checkpoint's files). It is raised as
+        it is (not as a user function's failure): Spark retries the task, and a streaming
+        query that stops on it restarts from the checkpoint. ``None``: another failure."""
+        if not (self.store.native and stage.keyed):
+            return None
+        identity = self.identities[stage.entry.id]
+        self._native.pop(target, None)
+        what = (
+            f"micro-batch {self.version}, stage {stage.index} ({stage.entry.name!r}) "
+            f"subtask {target}"
+        )
+        return local_databases().discard_damaged(
+            SubtaskSlot(self.store.location, identity, target), exc, what
+        )
 
     def _run_stream_subtask(
         self, tasks: JobTasks, stage_index: int, target: int, rows: Iterator[tuple[bytes, bytes]]

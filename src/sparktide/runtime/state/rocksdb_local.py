@@ -62,6 +62,7 @@ b'v'
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import hashlib
@@ -81,9 +82,15 @@ from sparktide.runtime.state.rocksdb_checkpoint import (
     open_rdict,
 )
 from sparktide.runtime.state.rocksdb_checkpoint_manifest import (
+    FileKind,
     RocksDBManifest,
     digest_bytes,
     digest_file,
+)
+from sparktide.runtime.state.rocksdb_integrity import (
+    RocksDBCorruptionError,
+    corruption_of,
+    is_corruption,
 )
 
 if TYPE_CHECKING:
@@ -100,6 +107,7 @@ __all__ = [
 
 _LOCK = "LOCK"
 _MARKER = ".sparktide-local.json"
+_DAMAGED = ".sparktide-damaged"  # in a local copy: a read found it damaged, never reuse it
 _MAX_DIRECTORIES = 64
 
 
@@ -289,15 +297,38 @@ class LocalDatabases:
             self._clean(root, keep=None)
             db = self.open_db(work)
         else:
-            outcome = self._from_local_copy(slot, root, base, work)
-            if outcome is not OpenOutcome.REUSED_ON_DISK:
-                storage.download(base, work)
-            self._clean(root, keep=base.checkpoint_id, work=work)
-            db = self.open_db(work)
+            db, outcome = self._open_at(slot, root, base, storage, work)
         local = LocalDatabase(slot, db, root, work, base, None, outcome)
         self._held[slot] = local
         self.stats.record(outcome, time.perf_counter() - start)
         return local
+
+    def _open_at(
+        self,
+        slot: SubtaskSlot,
+        root: str,
+        base: RocksDBManifest,
+        storage: RocksDBCheckpointStorage,
+        work: str,
+    ) -> tuple[Rdict, OpenOutcome]:
+        """The database of checkpoint ``base`` opened in ``work``: from a local copy that
+        verifies, else from the checkpoint's files. A local copy RocksDB finds damaged as it
+        opens it (``paranoid_checks``: e.g. a damaged SST footer or index) is marked damaged
+        and the checkpoint's files are used instead (``RESTORED_OVER_DAMAGED_COPY``)."""
+        outcome = self._from_local_copy(slot, root, base, work)
+        if outcome is not OpenOutcome.REUSED_ON_DISK:
+            storage.download(base, work)
+        self._clean(root, keep=base.checkpoint_id, work=work)
+        try:
+            return self.open_db(work), outcome
+        except Exception as exc:
+            if outcome is not OpenOutcome.REUSED_ON_DISK or not is_corruption(exc):
+                raise
+        self._mark_damaged(slot, root)
+        shutil.rmtree(os.path.join(root, f"v{base.checkpoint_id}"), ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
+        storage.download(base, work)
+        return self.open_db(work), OpenOutcome.RESTORED_OVER_DAMAGED_COPY
 
     def _from_local_copy(
         self, slot: SubtaskSlot, root: str, base: RocksDBManifest, work: str
@@ -327,14 +358,67 @@ class LocalDatabases:
         process's directory first, then those of other processes (held or not: a copy never
         changes once its marker is written, and its files are hard-linked, so its owner may
         delete it while it is linked)."""
+        return [os.path.join(r, f"v{checkpoint_id}") for r in self._roots(slot, root)]
+
+    def _roots(self, slot: SubtaskSlot, root: str) -> list[str]:
+        """The directories of ``slot`` on this machine: ``root`` (this process's) first."""
         first = os.path.join(self.base, slot.relative_dir())
-        name = f"v{checkpoint_id}"
-        roots = [root] + [
+        return [root] + [
             r
             for r in [first, *(f"{first}.{n}" for n in range(1, _MAX_DIRECTORIES))]
             if r != root and os.path.isdir(r)
         ]
-        return [os.path.join(r, name) for r in roots]
+
+    # ------------------------------------------------------------------ damage found by a read
+
+    def discard_damaged(
+        self, slot: SubtaskSlot, exc: BaseException, what: str
+    ) -> RocksDBCorruptionError | None:
+        """When ``exc`` is RocksDB reporting damaged files (:func:`is_corruption`: a block
+        checksum mismatch met by a read or a scan) while the database of ``slot`` was used:
+        close the database, delete its working directory and mark every local copy of the
+        slot on this machine damaged (a copy and the working directories made from it share
+        their SSTs by hard links, so the damaged file may be in any of them), so the next
+        open (in this process or another) restores from the checkpoint's files
+        (``RESTORED_OVER_DAMAGED_COPY``). Returns the error to fail the batch with, naming
+        ``what`` (e.g. the subtask), the directory and RocksDB's message (which names the
+        file); ``None`` for any other failure (nothing is done)."""
+        found = corruption_of(exc)
+        if found is None:
+            return None
+        held = self._held.pop(slot, None)
+        lock = self._locks.get(slot)
+        directory = held.directory if held is not None else (lock.root if lock else None)
+        if held is not None:
+            with contextlib.suppress(Exception):  # damaged: closing may fail too
+                held.db.close()
+            shutil.rmtree(held.directory, ignore_errors=True)
+        own = lock.root if lock is not None else os.path.join(self.base, slot.relative_dir())
+        marked = self._mark_damaged(slot, own)
+        return RocksDBCorruptionError(
+            f"{what}: RocksDB found damaged files in the worker-local database "
+            f"{directory or own}: {found}. The database is closed and deleted and the local "
+            f"copies of this subtask on this machine ({', '.join(marked) or 'none'}) are "
+            "marked damaged, never used again: this attempt of the batch fails, and the next "
+            f"one restores the state from the checkpoint's files under {slot.location}"
+        )
+
+    def _mark_damaged(self, slot: SubtaskSlot, root: str) -> list[str]:
+        """Mark every local copy of ``slot`` on this machine damaged (:data:`_DAMAGED`: the
+        next open skips it, and deletes it when it is its own); returns their directories."""
+        marked = []
+        for r in self._roots(slot, root):
+            try:
+                names = sorted(os.listdir(r))
+            except OSError:  # its owner deleted it meanwhile
+                continue
+            for copy in (os.path.join(r, n) for n in names if n[:1] == "v" and n[1:].isdigit()):
+                try:
+                    with open(os.path.join(copy, _DAMAGED), "w"):
+                        marked.append(copy)
+                except OSError:  # not a directory, or deleted meanwhile
+                    continue
+        return marked
 
     def _lock(self, slot: SubtaskSlot) -> str:
         lock = self._locks.get(slot)
@@ -419,10 +503,13 @@ class _CopyCheck(Enum):
 
 
 def _check_local_copy(copy: str, manifest: RocksDBManifest) -> _CopyCheck:
-    """Whether ``copy`` is the complete, intact local copy of the checkpoint ``manifest``
-    describes: its marker (written after the upload) names this very manifest, and every file
-    the manifest names has the manifest's size and digest (read once, when a process opens
-    the copy; a database reused in memory is not read again)."""
+    """Whether ``copy`` is the complete local copy of the checkpoint ``manifest`` describes,
+    undamaged as far as can be known without reading its data: its marker (written after the
+    upload) names this very manifest, no read found it damaged (:data:`_DAMAGED`), every file
+    the manifest names is there with the manifest's size, and the small files RocksDB opens
+    the database by (``CURRENT``, ``MANIFEST-*``, ``OPTIONS-*``: every file but the SSTs) have
+    the manifest's digest. SST contents are not hashed (that would read the whole state on
+    every open): RocksDB checks their block checksums as it reads them."""
     try:
         with open(os.path.join(copy, _MARKER)) as stream:
             marker = json.load(stream)
@@ -430,10 +517,14 @@ def _check_local_copy(copy: str, manifest: RocksDBManifest) -> _CopyCheck:
         return _CopyCheck.ABSENT
     if not isinstance(marker, dict) or marker.get("manifest") != digest_bytes(manifest.encode()):
         return _CopyCheck.ABSENT
+    if os.path.exists(os.path.join(copy, _DAMAGED)):
+        return _CopyCheck.DAMAGED
     for f in manifest.files:
         path = os.path.join(copy, f.local_name)
         try:
-            if os.path.getsize(path) != f.size or digest_file(path) != (f.size, f.digest):
+            if os.path.getsize(path) != f.size:
+                return _CopyCheck.DAMAGED
+            if f.kind is not FileKind.SHARED and digest_file(path) != (f.size, f.digest):
                 return _CopyCheck.DAMAGED
         except OSError:  # a file missing; none at all: its owner deleted the copy meanwhile
             gone = not os.path.exists(os.path.join(copy, _MARKER))
