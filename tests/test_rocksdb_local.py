@@ -460,3 +460,39 @@ def test_a_checksum_failure_while_reading_fails_loudly_and_the_retry_restores(
     assert retry.outcome is OpenOutcome.RESTORED_OVER_DAMAGED_COPY
     assert entries(retry.db) == 3000
     dbs.close_all()
+
+
+def test_a_full_checkpoint_never_uploads_a_damaged_local_sst(
+    tmp_path: Path, storage: RocksDBCheckpointStorage
+) -> None:
+    from sparktide.runtime.state.rocksdb_integrity import RocksDBCorruptionError
+
+    slot = slot_of(tmp_path)
+    dbs = LocalDatabases(str(tmp_path / "local"))
+    local = dbs.open(slot, None, storage)
+    rows = _fill(local)
+    dbs.checkpoint(local, 1, storage)
+    storage.complete(1)
+    dbs.close_all()
+    [copy] = (tmp_path / "local").rglob("v1")
+    sst = sorted(copy.glob("*.sst"))[0]
+    _flip_first_byte(sst)  # a data block no read meets before the checkpoint
+    nxt = LocalDatabases(str(tmp_path / "local"))
+    opened = nxt.open(slot, 1, storage)
+    assert opened.outcome is OpenOutcome.REUSED_ON_DISK
+    opened.db[b"new"] = b"row"
+    # a full checkpoint uploads every file again: the damaged SST would become the
+    # checkpoint's; its digest is not the one recorded for it, so it is refused
+    with pytest.raises(RocksDBCorruptionError, match=rf"{sst.name}: .*damaged") as caught:
+        nxt.checkpoint(opened, 2, storage, full=True)
+    assert storage.pending_ids() == [] and storage.completed_ids() == [1]
+    assert nxt.discard_damaged(slot, caught.value, "stage 1 subtask 0") is not None
+    retry = nxt.open(slot, 1, storage)
+    assert retry.outcome is OpenOutcome.RESTORED_OVER_DAMAGED_COPY
+    retry.db[b"new"] = b"row"
+    nxt.checkpoint(retry, 2, storage, full=True)
+    storage.complete(2)
+    nxt.close_all()
+    elsewhere = LocalDatabases(str(tmp_path / "elsewhere"))
+    assert _scan(elsewhere.open(slot, 2, storage).db) == {**rows, b"new": b"row"}
+    elsewhere.close_all()

@@ -524,14 +524,13 @@ class StreamingJob:
         if isinstance(factory, RocksDBTimerQueueFactory):
             factory.sync()
         config = self.base.plan.state_backend
-        if not (
+        full = not (  # a full checkpoint: every file uploaded
             isinstance(config, EmbeddedRocksDBStateBackend)
             and config.is_incremental_checkpoints_enabled()
-        ):
-            local.base = None  # a full checkpoint: every file uploaded
+        )
         if self.version in storage.completed_ids():  # its commit is gone: taken again
             storage.retract(self.version)
-        manifest = local_databases().checkpoint(local, self.version, storage)
+        manifest = local_databases().checkpoint(local, self.version, storage, full)
         reference = NativeReference(
             self.version,
             digest_bytes(manifest.encode()),

@@ -453,11 +453,17 @@ class LocalDatabases:
     # ------------------------------------------------------------------ checkpoint, close
 
     def checkpoint(
-        self, local: LocalDatabase, version: int, storage: RocksDBCheckpointStorage
+        self,
+        local: LocalDatabase,
+        version: int,
+        storage: RocksDBCheckpointStorage,
+        full: bool = False,
     ) -> RocksDBManifest:
         """Take checkpoint ``version`` of ``local`` into ``storage`` (pending until the storage
-        completes it), keeping the native checkpoint as the local copy at that version; the
-        database is then clean at ``version`` (reused in memory by the next open at it)."""
+        completes it; ``full``: every file uploaded, an SST of the last checkpoint checked
+        against its recorded digest on the way), keeping the native checkpoint as the local
+        copy at that version; the database is then clean at ``version`` (reused in memory by
+        the next open at it)."""
         if self._held.get(local.slot) is not local:
             raise ValueError(
                 f"{local.slot} is not held open by this process any more (another open "
@@ -466,7 +472,7 @@ class LocalDatabases:
         copy = os.path.join(local.root, f"v{version}")
         if os.path.exists(copy):
             shutil.rmtree(copy)
-        manifest = storage.snapshot(local.db, version, copy, base=local.base)
+        manifest = storage.snapshot(local.db, version, copy, base=local.base, full=full)
         with open(os.path.join(copy, _MARKER), "w") as stream:
             json.dump({"manifest": digest_bytes(manifest.encode())}, stream)
         keep = {f"v{version}"} | (set() if local.base is None else {f"v{local.base.checkpoint_id}"})
