@@ -28,7 +28,10 @@ sequence numbers). On RocksDB (a :class:`~sparktide.spark.checkpoint.CheckpointS
 version ``version - 1`` and builds the subtask on it
 (:func:`~sparktide.runtime.state.factory.attached_database`; the timer queues resume what
 the database holds): reused in memory when this process checkpointed that very version, else
-the local copy a process on this machine left (hard-linked), else the checkpoint's files. The
+the local copy a process on this machine left (hard-linked, once it verifies at open), else the
+checkpoint's files. A read that meets a damaged block fails the batch naming the subtask and
+file (:meth:`StreamingJob.damaged_database`: the database and its local copies are discarded,
+so the next attempt restores from the checkpoint's files). The
 end of the batch writes the timer queues into the database and checkpoints it incrementally
 (pending until the driver commits the batch, :mod:`~sparktide.spark.checkpoint_native`); the
 state file names that checkpoint and holds the valves and watermarks, and the subtask's metrics

@@ -9,13 +9,16 @@ a :class:`SubtaskSlot` at a checkpoint version, the cheapest way it can:
 2. ``REUSED_ON_DISK``: a local copy at that version (the native checkpoint a process left in
    the slot's directory when it took that checkpoint, whose manifest is the one the storage
    holds for the version) exists, in this process's directory or in one another process holds
-   or held, and verifies (every file the manifest names has its size and digest): it is
-   hard-linked into a fresh working directory and opened;
+   or held, and verifies at open (:func:`_check_local_copy`: it is the copy of this very
+   checkpoint, every file the manifest names is there with its size, and the small files
+   RocksDB opens it by have their digest; SST contents are not hashed): it is hard-linked
+   into a fresh working directory and opened (``paranoid_checks``: a copy RocksDB cannot
+   open falls back to the checkpoint's files);
 3. ``RESTORED``: the checkpoint's files are copied from the storage (a stale or missing local
    copy, a version mismatch, or every local directory held by another live process);
    ``RESTORED_OVER_DAMAGED_COPY`` when a local copy at that version was there but did not
-   verify (a file changed, truncated or deleted): it is not used (and deleted when it is this
-   process's own);
+   verify (a file truncated or deleted, a metadata file changed, a copy a read found
+   damaged): it is not used (and deleted when it is this process's own);
 4. ``CREATED``: no version yet (``version=None``): an empty database.
 
 **Local copies never reach the checkpoint.** A local copy and a working directory share their
@@ -23,13 +26,18 @@ SST files by hard links (RocksDB's own native checkpoints do; RocksDB never writ
 creating it), but never with the checkpoint storage: a restore *copies* the checkpoint's files
 (:meth:`~sparktide.runtime.state.rocksdb_checkpoint.RocksDBCheckpointStorage.download`), and a
 checkpoint uploads copies, so a stray write to a local database, its copy or its mode changes
-nothing in the checkpoint, and the next process that finds the damaged copy falls back to the
-checkpoint. A database reused in memory is not verified again (that costs a read of every
-file on each batch): RocksDB checks the block checksums of what it reads
-(:mod:`~sparktide.runtime.state.rocksdb_memory`: ``paranoid_checks`` on open, checksums
-verified on every read, scans included), so damage found while a batch runs fails the batch,
-and its retry, which never reuses a database handed out for writing, verifies the local copy
-and restores from the checkpoint.
+nothing in the checkpoint (a full checkpoint, which uploads every file, refuses an SST whose
+digest is not the one recorded for it).
+
+**SST contents are checked as they are read.** Hashing them at open would read the whole state
+whenever a batch lands in another process, and a database reused in memory would not be
+checked at all. RocksDB checks the block checksum of every block it reads
+(:mod:`~sparktide.runtime.state.rocksdb_memory`: checksums verified on every read, scans
+included): a read that meets a damaged block raises, and the caller hands the failure to
+:meth:`LocalDatabases.discard_damaged`, which closes and deletes the database and marks every
+local copy of the slot on this machine damaged (they share SSTs by hard links), and gives
+the error to fail the batch with; the next open restores from the checkpoint's files
+(``RESTORED_OVER_DAMAGED_COPY``).
 
 A slot's directories are ``<base>/<location digest>/<operator>/<subtask>[.<n>]``; each has a
 ``LOCK`` file holding the owner's pid, locked with ``flock`` while a process uses the directory
