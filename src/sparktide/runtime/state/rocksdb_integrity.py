@@ -53,7 +53,7 @@ def is_corruption(exc: BaseException) -> bool:
     ...     except RocksDBCorruptionError as inner:
     ...         raise ValueError("while reading the state") from inner
     ... except ValueError as outer:
-    ...     is_corruption(outer), is_corruption(ValueError("no Corruption: here"))
+    ...     is_corruption(outer), is_corruption(ValueError("Corruption: a user's own error"))
     (True, False)
     """
     return corruption_of(exc) is not None
@@ -67,10 +67,16 @@ def corruption_of(exc: BaseException) -> BaseException | None:
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if isinstance(current, RocksDBCorruptionError) or str(current).startswith("Corruption:"):
+        if isinstance(current, RocksDBCorruptionError) or _rocksdb_corruption(current):
             found = current
         current = current.__cause__ or current.__context__
     return found
+
+
+def _rocksdb_corruption(exc: BaseException) -> bool:
+    """RocksDB's own report (rocksdict raises a plain ``Exception`` with RocksDB's status):
+    not a user's exception that happens to say so."""
+    return type(exc) is Exception and str(exc).startswith("Corruption:")
 
 
 def verified_reads() -> ReadOptions:
