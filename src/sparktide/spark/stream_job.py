@@ -660,14 +660,16 @@ class StreamingJob:
         if not (self.store.native and stage.keyed):
             return None
         identity = self.identities[stage.entry.id]
-        self._native.pop(target, None)
         what = (
             f"micro-batch {self.version}, stage {stage.index} ({stage.entry.name!r}) "
             f"subtask {target}"
         )
-        return local_databases().discard_damaged(
+        damaged = local_databases().discard_damaged(
             SubtaskSlot(self.store.location, identity, target), exc, what
         )
+        if damaged is not None:
+            self._native.pop(target, None)  # closed: this attempt never checkpoints it
+        return damaged
 
     def _run_stream_subtask(
         self, tasks: JobTasks, stage_index: int, target: int, rows: Iterator[tuple[bytes, bytes]]
