@@ -130,6 +130,7 @@ class _Warm(NamedTuple):
     watermarks: bytes
     reference: NativeReference | None = None  # a native chain: its RocksDB checkpoint
     broadcast: bytes | None = None  # a broadcast operator's broadcast state
+    file: tuple[str, FileRecord] | None = None  # a native chain: the state file written
 
 
 # (location, job fingerprint, stage entry identity, subtask, parallelism) -> the state written last
@@ -468,6 +469,10 @@ class StreamingJob:
                     and warm.version == self.version - 1
                     and warm.chain == chain
                     and warm.reference is not None
+                    # the attempt that was committed (a failed attempt's checkpoint of the
+                    # same version, left warm in this worker, names another manifest)
+                    and warm.file is not None
+                    and previous.files.get(warm.file[0]) == warm.file[1]
                 ):
                     reference = warm.reference
                     valves_bytes, watermarks_bytes = warm.valves, warm.watermarks
@@ -571,6 +576,7 @@ class StreamingJob:
             parts["watermarks"],
             reference,
             self._broadcast(task),
+            self._written[target],
         )
 
     def checkpoint_uploaded(self, target: int) -> dict[str, object] | None:
