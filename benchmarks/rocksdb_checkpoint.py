@@ -17,8 +17,10 @@ compaction merges runs of similar size.
 A second table shows what opening a subtask's database at a checkpoint costs
 (:class:`~sparktide.runtime.state.rocksdb_local.LocalDatabases`, best of ``--repeat``): reused
 in memory by the process that took the checkpoint, reused from the local copy on disk by the
-next process (every file's size and digest checked first), restored from the storage on the
-local disk (files copied and digested in one pass) and
+next process (checked at open: the copy's manifest, every file's size and the digests of the
+small files RocksDB opens it by; SST contents are not hashed, RocksDB checks their block
+checksums as it reads them), restored from the storage on the local disk (files copied and
+digested in one pass) and
 from a storage elsewhere (pyarrow's in-memory file system: every file copied and checked).
 
 Usage: ``python benchmarks/rocksdb_checkpoint.py [--keys 10000,100000,1000000]

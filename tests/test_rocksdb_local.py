@@ -279,6 +279,49 @@ def _flip_first_byte(path: Path) -> None:
         f.write(bytes(data[:1]))
 
 
+def _flip_last_byte(path: Path) -> None:
+    with open(path, "r+b") as f:  # the SST's footer (its magic number)
+        f.seek(-1, os.SEEK_END)
+        last = f.read(1)
+        f.seek(-1, os.SEEK_END)
+        f.write(bytes([last[0] ^ 0xFF]))
+
+
+def _scan(db) -> dict[bytes, bytes]:
+    """Every entry of ``db``, read as the state backend scans (a damaged block raises)."""
+    from sparktide.runtime.state.rocksdb_integrity import check_scan
+
+    it = db.iter()
+    it.seek_to_first()
+    out = {}
+    while it.valid():
+        out[it.key()] = it.value()
+        it.next()
+    check_scan(it)
+    del it
+    return out
+
+
+def _read_fails_and_discards(
+    dbs: LocalDatabases, slot: SubtaskSlot, local, copies: list[Path]
+) -> None:
+    """A read of ``local`` (a local copy with an SST data block damaged, opened without
+    hashing its SSTs) fails loudly; the database and every local copy are then discarded."""
+    from sparktide.runtime.state.rocksdb_integrity import RocksDBCorruptionError
+
+    with pytest.raises(RocksDBCorruptionError, match="block checksum mismatch") as caught:
+        _scan(local.db)
+    error = dbs.discard_damaged(slot, caught.value, "stage 1 subtask 0")
+    assert isinstance(error, RocksDBCorruptionError)
+    text = str(error)
+    assert text.startswith("stage 1 subtask 0: RocksDB found damaged files")
+    assert local.directory in text and ".sst" in text  # the directory and the file
+    assert "restores the state from the checkpoint" in text
+    assert all(str(c) in text for c in copies)
+    assert not os.path.exists(local.directory)
+    assert dbs.discard_damaged(slot, ValueError("another failure"), "x") is None
+
+
 def _fill(local, n: int = 2000, tag: bytes = b"") -> dict[bytes, bytes]:
     rows = {b"key-%05d" % i: b"value-%05d" % i + tag for i in range(n)}
     for k, v in rows.items():
@@ -314,13 +357,18 @@ def test_a_restored_database_shares_no_file_with_the_checkpoint(
     assert _digests(checkpoint) == before
     other.close_all()
     again = LocalDatabases(str(tmp_path / "other"))
-    reopened = again.open(slot, 2, storage)  # the damaged copy is not used
-    assert reopened.outcome is OpenOutcome.RESTORED_OVER_DAMAGED_COPY
-    assert dict(reopened.db.items()) == rows
+    # sizes unchanged: opened (SST contents are not hashed at open), the first read fails
+    reopened = again.open(slot, 2, storage)
+    assert reopened.outcome is OpenOutcome.REUSED_ON_DISK
+    _read_fails_and_discards(again, slot, reopened, list((tmp_path / "other").rglob("v2")))
+    retry = again.open(slot, 2, storage)  # the damaged copy is never used again
+    assert retry.outcome is OpenOutcome.RESTORED_OVER_DAMAGED_COPY
+    assert _scan(retry.db) == rows
+    assert _digests(checkpoint) == before
     again.close_all()
 
 
-@pytest.mark.parametrize("damage", ["flip", "truncate", "delete"])
+@pytest.mark.parametrize("damage", ["flip", "footer", "manifest", "truncate", "delete"])
 def test_a_damaged_local_copy_is_not_reused(
     tmp_path: Path, storage: RocksDBCheckpointStorage, damage: str
 ) -> None:
@@ -333,19 +381,29 @@ def test_a_damaged_local_copy_is_not_reused(
     dbs.close_all()  # the next batch runs in another process on this machine
     [copy] = (tmp_path / "local").rglob("v1")
     sst = sorted(copy.glob("*.sst"))[0]
+    size = sst.stat().st_size
     before = _digests(tmp_path / "ckpt")
-    if damage == "flip":
+    if damage == "flip":  # a data block: only a read can tell
         _flip_first_byte(sst)
+    elif damage == "footer":  # RocksDB reads it at open (paranoid_checks)
+        _flip_last_byte(sst)
+    elif damage == "manifest":  # a file RocksDB opens the database by: digested at open
+        _flip_first_byte(next(copy.glob("MANIFEST-*")))
     elif damage == "truncate":
         with open(sst, "r+b") as f:
-            f.truncate(sst.stat().st_size // 2)
+            f.truncate(size // 2)
     else:
         sst.unlink()
     nxt = LocalDatabases(str(tmp_path / "local"))
     opened = nxt.open(slot, 1, storage)
+    if damage == "flip":
+        assert sst.stat().st_size == size
+        assert opened.outcome is OpenOutcome.REUSED_ON_DISK
+        _read_fails_and_discards(nxt, slot, opened, [copy])
+        opened = nxt.open(slot, 1, storage)  # the batch's next attempt
     assert opened.outcome is OpenOutcome.RESTORED_OVER_DAMAGED_COPY
     assert nxt.stats.to_json()["restored_over_damaged_copy"]["count"] == 1
-    assert dict(opened.db.items()) == rows
+    assert _scan(opened.db) == rows
     assert _digests(tmp_path / "ckpt") == before  # the checkpoint is untouched
     assert not copy.exists()  # the damaged copy is gone: never tried again
     nxt.checkpoint(opened, 2, storage)
@@ -393,10 +451,48 @@ def test_a_checksum_failure_while_reading_fails_loudly_and_the_retry_restores(
     # a stray write to the state's file in the working directory (a hard link of the local
     # copy's: the copy is damaged too)
     _flip_first_byte(max(Path(live.directory).glob("*.sst"), key=lambda p: p.stat().st_size))
-    with pytest.raises(RocksDBCorruptionError, match="block checksum mismatch"):
+    with pytest.raises(RocksDBCorruptionError, match="block checksum mismatch") as caught:
         entries(live.db)
     assert _digests(tmp_path / "ckpt") == before
+    error = dbs.discard_damaged(slot, caught.value, "stage 1 subtask 0")
+    assert error is not None and live.directory in str(error)
     retry = dbs.open(slot, 1, storage)  # the batch again: not the damaged files
     assert retry.outcome is OpenOutcome.RESTORED_OVER_DAMAGED_COPY
     assert entries(retry.db) == 3000
     dbs.close_all()
+
+
+def test_a_full_checkpoint_never_uploads_a_damaged_local_sst(
+    tmp_path: Path, storage: RocksDBCheckpointStorage
+) -> None:
+    from sparktide.runtime.state.rocksdb_integrity import RocksDBCorruptionError
+
+    slot = slot_of(tmp_path)
+    dbs = LocalDatabases(str(tmp_path / "local"))
+    local = dbs.open(slot, None, storage)
+    rows = _fill(local)
+    dbs.checkpoint(local, 1, storage)
+    storage.complete(1)
+    dbs.close_all()
+    [copy] = (tmp_path / "local").rglob("v1")
+    sst = sorted(copy.glob("*.sst"))[0]
+    _flip_first_byte(sst)  # a data block no read meets before the checkpoint
+    nxt = LocalDatabases(str(tmp_path / "local"))
+    opened = nxt.open(slot, 1, storage)
+    assert opened.outcome is OpenOutcome.REUSED_ON_DISK
+    opened.db[b"new"] = b"row"
+    # a full checkpoint uploads every file again: the damaged SST would become the
+    # checkpoint's; its digest is not the one recorded for it, so it is refused
+    with pytest.raises(RocksDBCorruptionError, match=rf"{sst.name}: .*damaged") as caught:
+        nxt.checkpoint(opened, 2, storage, full=True)
+    assert storage.pending_ids() == [] and storage.completed_ids() == [1]
+    assert nxt.discard_damaged(slot, caught.value, "stage 1 subtask 0") is not None
+    retry = nxt.open(slot, 1, storage)
+    assert retry.outcome is OpenOutcome.RESTORED_OVER_DAMAGED_COPY
+    retry.db[b"new"] = b"row"
+    nxt.checkpoint(retry, 2, storage, full=True)
+    storage.complete(2)
+    nxt.close_all()
+    elsewhere = LocalDatabases(str(tmp_path / "elsewhere"))
+    assert _scan(elsewhere.open(slot, 2, storage).db) == {**rows, b"new": b"row"}
+    elsewhere.close_all()

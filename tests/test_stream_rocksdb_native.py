@@ -43,18 +43,22 @@ def _expected(batches) -> list[tuple]:
 
 
 def _forget_local_databases(spark, delete_copies: bool) -> None:
-    """Close the databases every Python worker holds (as if the next batch ran in new worker
-    processes; ``delete_copies``: on another machine)."""
+    """Close the databases every Python worker holds and empty its block cache (as if the
+    next batch ran in new worker processes; ``delete_copies``: on another machine)."""
 
     def forget(batches):
         import pyarrow as pa
 
+        from sparktide.runtime.state import rocksdb_memory
         from sparktide.spark.stream_job import clear_warm_cache, close_local_databases
 
         for _ in batches:
             time.sleep(0.3)  # each idle worker takes a task in turn
             clear_warm_cache()
             close_local_databases(delete_copies)
+            _, cache = rocksdb_memory._shared_memory()
+            cache.set_capacity(0)  # evicts every block: the next reads are from the files
+            cache.set_capacity(rocksdb_memory.BLOCK_CACHE_BYTES)
         yield pa.RecordBatch.from_pydict({"pid": [os.getpid()]})
 
     # the Python workers of Arrow functions, as the stream's tasks run in
@@ -174,7 +178,10 @@ def _identity_at(ckpt: Path, version: int) -> str:
 
 
 def _flip_first_byte(path: Path) -> None:
-    with open(path, "r+b") as f:  # in place: every hard link of the file sees it
+    """Flip the first byte of an SST (its first data block; RocksDB reads the index and footer
+    at its end when it opens it), in place: its size unchanged and every hard link of the file
+    sees it."""
+    with open(path, "r+b") as f:
         first = f.read(1)
         f.seek(0)
         f.write(bytes([first[0] ^ 0xFF]))
@@ -207,18 +214,31 @@ def test_a_damaged_local_copy_is_never_used_and_never_reaches_the_checkpoint(
         copies = list(slot.parent.glob(f"{slot.name}*/v1"))
         assert copies, f"no local copy of subtask {subtask} under {slot.parent}"
         for copy in copies:
-            sst = max(copy.glob("*.sst"), key=lambda p: p.stat().st_size)
-            if damage == "flip":
-                _flip_first_byte(sst)
-            elif damage == "truncate":
-                with open(sst, "r+b") as f:
-                    f.truncate(sst.stat().st_size // 2)
+            ssts = sorted(copy.glob("*.sst"), key=lambda p: p.stat().st_size)
+            if damage == "flip":  # sizes unchanged: only a read can tell
+                for sst in ssts:
+                    _flip_first_byte(sst)
+            elif damage == "truncate":  # caught at open
+                with open(ssts[-1], "r+b") as f:
+                    f.truncate(ssts[-1].stat().st_size // 2)
             else:
-                sst.unlink()
+                ssts[-1].unlink()
     assert _checkpoint_files(ckpt) == before  # no write to a local copy reached it
     _write_files(tmp_path / "in", batches[2:], first=2)
+    # subtask 0 opens its local copy (nothing there says it is damaged) and its first read
+    # of a damaged block fails the batch, naming the subtask, the directory and the file
+    with pytest.raises(Exception, match=r"subtask 0: RocksDB found damaged files") as caught:
+        _stream(spark, tmp_path / "in", "timers", 3, ckpt, backend="rocksdb")
+    text = str(caught.value)
+    assert "block checksum mismatch" in text and ".sst" in text and "sparktide-rocksdb" in text
+    assert "restores the state from the checkpoint" in text
+    assert {k: v for k, v in _checkpoint_files(ckpt).items() if k in before} == before
+    # the next attempt: the damaged copies are never used, the checkpoint's files are
     second, _ = _stream(spark, tmp_path / "in", "timers", 3, ckpt, backend="rocksdb")
-    assert _restores(ckpt, 2) == {"restored_over_damaged_copy": 3}
+    restores = _restores(ckpt, 2)
+    assert restores.get("restored_over_damaged_copy", 0) >= 1
+    assert set(restores) <= {"restored_over_damaged_copy", "restored"}
+    assert sum(restores.values()) == 3
     assert _flatten(first) + _flatten(second) == _expected(batches)
 
 

@@ -345,7 +345,13 @@ class StreamSubtaskTask:
         if target < 0:
             return
         table = shipped_table(tables, self.shipped)
-        yield from self.run(target, table)
+        try:
+            yield from self.run(target, table)
+        except Exception as exc:
+            damaged = self.job.damaged_database(exc, self.stage, target)
+            if damaged is not None:  # the local database is discarded: the retry restores
+                raise damaged from exc
+            raise
 
     def run(self, target: int, table: pa.Table) -> Iterator[pa.RecordBatch]:
         job = self.job

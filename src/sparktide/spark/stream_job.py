@@ -33,7 +33,10 @@ chain each subtask reports) keeps its state and timers in one worker-local datab
 version ``version - 1`` and builds the subtask on it
 (:func:`~sparktide.runtime.state.factory.attached_database`; the timer queues resume what
 the database holds): reused in memory when this process checkpointed that very version, else
-the local copy a process on this machine left (hard-linked), else the checkpoint's files. The
+the local copy a process on this machine left (hard-linked, once it verifies at open), else the
+checkpoint's files. A read that meets a damaged block fails the batch naming the subtask and
+file (:meth:`StreamingJob.damaged_database`: the database and its local copies are discarded,
+so the next attempt restores from the checkpoint's files). The
 end of the batch writes the timer queues into the database and checkpoints it incrementally
 (pending until the driver commits the batch, :mod:`~sparktide.spark.checkpoint_native`); the
 state file names that checkpoint and holds the valves and watermarks, and the subtask's metrics
@@ -555,14 +558,13 @@ class StreamingJob:
         if isinstance(factory, RocksDBTimerQueueFactory):
             factory.sync()
         config = self.base.plan.state_backend
-        if not (
+        full = not (  # a full checkpoint: every file uploaded
             isinstance(config, EmbeddedRocksDBStateBackend)
             and config.is_incremental_checkpoints_enabled()
-        ):
-            local.base = None  # a full checkpoint: every file uploaded
+        )
         if self.version in storage.completed_ids():  # its commit is gone: taken again
             storage.retract(self.version)
-        manifest = local_databases().checkpoint(local, self.version, storage)
+        manifest = local_databases().checkpoint(local, self.version, storage, full)
         reference = NativeReference(
             self.version,
             digest_bytes(manifest.encode()),
@@ -673,7 +675,34 @@ class StreamingJob:
         try:
             yield from self._run_stream_subtask(tasks, stage_index, target, rows)
         except Exception as exc:
+            damaged = self.damaged_database(exc, self.plan.stages[stage_index], target)
+            if damaged is not None:
+                raise damaged from exc
             yield from base.failed(tasks, exc, stage_index, self.version)
+
+    def damaged_database(self, exc: BaseException, stage: Stage, target: int) -> Exception | None:
+        """When ``exc`` is RocksDB finding damaged files in the worker-local database of
+        subtask ``target`` of a keyed stage of a RocksDB job (a block checksum mismatch met by
+        a read or a scan, wherever in the batch): the error to fail the batch with, naming
+        the subtask, the directory and the file, once the database and every local copy of the
+        subtask on this machine are discarded
+        (:meth:`~sparktide.runtime.state.rocksdb_local.LocalDatabases.discard_damaged`: the
+        batch's next attempt restores the state from the checkpoint's files). It is raised as
+        it is (not as a user function's failure): Spark retries the task, and a streaming
+        query that stops on it restarts from the checkpoint. ``None``: another failure."""
+        if not (self.store.native and stage.keyed):
+            return None
+        identity = self.identities[stage.entry.id]
+        what = (
+            f"micro-batch {self.version}, stage {stage.index} ({stage.entry.name!r}) "
+            f"subtask {target}"
+        )
+        damaged = local_databases().discard_damaged(
+            SubtaskSlot(self.store.location, identity, target), exc, what
+        )
+        if damaged is not None:
+            self._native.pop(target, None)  # closed: this attempt never checkpoints it
+        return damaged
 
     def _run_stream_subtask(
         self, tasks: JobTasks, stage_index: int, target: int, rows: Iterator[tuple[bytes, bytes]]

@@ -71,6 +71,7 @@ from sparktide.runtime.state.rocksdb_checkpoint_manifest import (
     RocksDBManifest,
     StoredFile,
 )
+from sparktide.runtime.state.rocksdb_integrity import RocksDBCorruptionError
 
 if TYPE_CHECKING:
     from rocksdict import Rdict
@@ -292,6 +293,7 @@ class RocksDBCheckpointStorage:
         checkpoint_id: int,
         staging_dir: str,
         base: RocksDBManifest | None = None,
+        full: bool = False,
     ) -> RocksDBManifest:
         """Take checkpoint ``checkpoint_id`` of ``db`` (pending until :meth:`complete`).
 
@@ -300,7 +302,15 @@ class RocksDBCheckpointStorage:
         that ``base`` (the checkpoint this database was restored from or last checkpointed to,
         in its own lineage) names under the same local name and size, and that a manifest
         present still references, are shared, not uploaded; every other file is uploaded.
-        Taking the same id again replaces the pending checkpoint.
+        Taking the same id again replaces the pending checkpoint. ``full``: every file is
+        uploaded, none shared with ``base``.
+
+        An SST that ``base`` names with the same size but that is uploaded (``full``, or no
+        longer referenced) must have ``base``'s digest: SSTs never change, so another digest
+        means the local file was damaged since (a byte changed in a worker-local copy, which
+        RocksDB's block checksums catch only when a read meets it): a
+        :class:`~sparktide.runtime.state.rocksdb_integrity.RocksDBCorruptionError` naming it
+        is raised, and nothing of it is stored.
         """
         from rocksdict import Checkpoint
 
@@ -319,11 +329,12 @@ class RocksDBCheckpointStorage:
         os.makedirs(parent, exist_ok=True)
         Checkpoint(db).create_checkpoint(staging_dir)
         referenced = self.shared_references()
-        known = {
+        lineage = {
             f.local_name: f
             for f in (base.files if base is not None else ())
-            if f.kind is FileKind.SHARED and f.path in referenced
+            if f.kind is FileKind.SHARED
         }
+        known = {} if full else {n: f for n, f in lineage.items() if f.path in referenced}
         token = uuid.uuid4().hex[:12]
         private_dir = f"private/{checkpoint_id}-{token}"
         files: list[StoredFile] = []
@@ -341,7 +352,7 @@ class RocksDBCheckpointStorage:
                 files.append(previous)
                 continue
             if _is_shared(name):
-                stored = self._upload_shared(local, name)
+                stored = self._upload_shared(local, name, lineage.get(name))
             else:
                 tmp, size, digest = self._upload(local, private_dir)
                 path = f"{private_dir}/{name}"
@@ -357,8 +368,18 @@ class RocksDBCheckpointStorage:
             self._release_files(replaced)
         return manifest
 
-    def _upload_shared(self, local: str, name: str) -> StoredFile:
+    def _upload_shared(self, local: str, name: str, recorded: StoredFile | None) -> StoredFile:
+        """Upload SST ``local``; ``recorded``: what the base checkpoint records of it (a file
+        of its size must have its digest, see :meth:`snapshot`)."""
         tmp, size, digest = self._upload(local, "shared")
+        if recorded is not None and recorded.size == size and recorded.digest != digest:
+            self._fs.delete_file(tmp)
+            raise RocksDBCorruptionError(
+                f"{local}: this SST's bytes are not the ones checkpoint storage "
+                f"{self.location} recorded for it ({recorded.path}: same size, another "
+                "digest); SST files never change, so the worker-local file is damaged: it is "
+                "not uploaded"
+            )
         stem = name[: -len(".sst")]
         path = f"shared/{stem}-{digest.split(':', 1)[1][:32]}.sst"
         if self._exists(path):

@@ -9,13 +9,16 @@ a :class:`SubtaskSlot` at a checkpoint version, the cheapest way it can:
 2. ``REUSED_ON_DISK``: a local copy at that version (the native checkpoint a process left in
    the slot's directory when it took that checkpoint, whose manifest is the one the storage
    holds for the version) exists, in this process's directory or in one another process holds
-   or held, and verifies (every file the manifest names has its size and digest): it is
-   hard-linked into a fresh working directory and opened;
+   or held, and verifies at open (:func:`_check_local_copy`: it is the copy of this very
+   checkpoint, every file the manifest names is there with its size, and the small files
+   RocksDB opens it by have their digest; SST contents are not hashed): it is hard-linked
+   into a fresh working directory and opened (``paranoid_checks``: a copy RocksDB cannot
+   open falls back to the checkpoint's files);
 3. ``RESTORED``: the checkpoint's files are copied from the storage (a stale or missing local
    copy, a version mismatch, or every local directory held by another live process);
    ``RESTORED_OVER_DAMAGED_COPY`` when a local copy at that version was there but did not
-   verify (a file changed, truncated or deleted): it is not used (and deleted when it is this
-   process's own);
+   verify (a file truncated or deleted, a metadata file changed, a copy a read found
+   damaged): it is not used (and deleted when it is this process's own);
 4. ``CREATED``: no version yet (``version=None``): an empty database.
 
 **Local copies never reach the checkpoint.** A local copy and a working directory share their
@@ -23,13 +26,18 @@ SST files by hard links (RocksDB's own native checkpoints do; RocksDB never writ
 creating it), but never with the checkpoint storage: a restore *copies* the checkpoint's files
 (:meth:`~sparktide.runtime.state.rocksdb_checkpoint.RocksDBCheckpointStorage.download`), and a
 checkpoint uploads copies, so a stray write to a local database, its copy or its mode changes
-nothing in the checkpoint, and the next process that finds the damaged copy falls back to the
-checkpoint. A database reused in memory is not verified again (that costs a read of every
-file on each batch): RocksDB checks the block checksums of what it reads
-(:mod:`~sparktide.runtime.state.rocksdb_memory`: ``paranoid_checks`` on open, checksums
-verified on every read, scans included), so damage found while a batch runs fails the batch,
-and its retry, which never reuses a database handed out for writing, verifies the local copy
-and restores from the checkpoint.
+nothing in the checkpoint (a full checkpoint, which uploads every file, refuses an SST whose
+digest is not the one recorded for it).
+
+**SST contents are checked as they are read.** Hashing them at open would read the whole state
+whenever a batch lands in another process, and a database reused in memory would not be
+checked at all. RocksDB checks the block checksum of every block it reads
+(:mod:`~sparktide.runtime.state.rocksdb_memory`: checksums verified on every read, scans
+included): a read that meets a damaged block raises, and the caller hands the failure to
+:meth:`LocalDatabases.discard_damaged`, which closes and deletes the database and marks every
+local copy of the slot on this machine damaged (they share SSTs by hard links), and gives
+the error to fail the batch with; the next open restores from the checkpoint's files
+(``RESTORED_OVER_DAMAGED_COPY``).
 
 A slot's directories are ``<base>/<location digest>/<operator>/<subtask>[.<n>]``; each has a
 ``LOCK`` file holding the owner's pid, locked with ``flock`` while a process uses the directory
@@ -62,6 +70,7 @@ b'v'
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import hashlib
@@ -81,9 +90,15 @@ from sparktide.runtime.state.rocksdb_checkpoint import (
     open_rdict,
 )
 from sparktide.runtime.state.rocksdb_checkpoint_manifest import (
+    FileKind,
     RocksDBManifest,
     digest_bytes,
     digest_file,
+)
+from sparktide.runtime.state.rocksdb_integrity import (
+    RocksDBCorruptionError,
+    corruption_of,
+    is_corruption,
 )
 
 if TYPE_CHECKING:
@@ -100,6 +115,7 @@ __all__ = [
 
 _LOCK = "LOCK"
 _MARKER = ".sparktide-local.json"
+_DAMAGED = ".sparktide-damaged"  # in a local copy: a read found it damaged, never reuse it
 _MAX_DIRECTORIES = 64
 
 
@@ -289,15 +305,38 @@ class LocalDatabases:
             self._clean(root, keep=None)
             db = self.open_db(work)
         else:
-            outcome = self._from_local_copy(slot, root, base, work)
-            if outcome is not OpenOutcome.REUSED_ON_DISK:
-                storage.download(base, work)
-            self._clean(root, keep=base.checkpoint_id, work=work)
-            db = self.open_db(work)
+            db, outcome = self._open_at(slot, root, base, storage, work)
         local = LocalDatabase(slot, db, root, work, base, None, outcome)
         self._held[slot] = local
         self.stats.record(outcome, time.perf_counter() - start)
         return local
+
+    def _open_at(
+        self,
+        slot: SubtaskSlot,
+        root: str,
+        base: RocksDBManifest,
+        storage: RocksDBCheckpointStorage,
+        work: str,
+    ) -> tuple[Rdict, OpenOutcome]:
+        """The database of checkpoint ``base`` opened in ``work``: from a local copy that
+        verifies, else from the checkpoint's files. A local copy RocksDB finds damaged as it
+        opens it (``paranoid_checks``: e.g. a damaged SST footer or index) is marked damaged
+        and the checkpoint's files are used instead (``RESTORED_OVER_DAMAGED_COPY``)."""
+        outcome = self._from_local_copy(slot, root, base, work)
+        if outcome is not OpenOutcome.REUSED_ON_DISK:
+            storage.download(base, work)
+        self._clean(root, keep=base.checkpoint_id, work=work)
+        try:
+            return self.open_db(work), outcome
+        except Exception as exc:
+            if outcome is not OpenOutcome.REUSED_ON_DISK or not is_corruption(exc):
+                raise
+        self._mark_damaged(slot, root)
+        shutil.rmtree(os.path.join(root, f"v{base.checkpoint_id}"), ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
+        storage.download(base, work)
+        return self.open_db(work), OpenOutcome.RESTORED_OVER_DAMAGED_COPY
 
     def _from_local_copy(
         self, slot: SubtaskSlot, root: str, base: RocksDBManifest, work: str
@@ -327,14 +366,67 @@ class LocalDatabases:
         process's directory first, then those of other processes (held or not: a copy never
         changes once its marker is written, and its files are hard-linked, so its owner may
         delete it while it is linked)."""
+        return [os.path.join(r, f"v{checkpoint_id}") for r in self._roots(slot, root)]
+
+    def _roots(self, slot: SubtaskSlot, root: str) -> list[str]:
+        """The directories of ``slot`` on this machine: ``root`` (this process's) first."""
         first = os.path.join(self.base, slot.relative_dir())
-        name = f"v{checkpoint_id}"
-        roots = [root] + [
+        return [root] + [
             r
             for r in [first, *(f"{first}.{n}" for n in range(1, _MAX_DIRECTORIES))]
             if r != root and os.path.isdir(r)
         ]
-        return [os.path.join(r, name) for r in roots]
+
+    # ------------------------------------------------------------------ damage found by a read
+
+    def discard_damaged(
+        self, slot: SubtaskSlot, exc: BaseException, what: str
+    ) -> RocksDBCorruptionError | None:
+        """When ``exc`` is RocksDB reporting damaged files (:func:`is_corruption`: a block
+        checksum mismatch met by a read or a scan) while the database of ``slot`` was used:
+        close the database, delete its working directory and mark every local copy of the
+        slot on this machine damaged (a copy and the working directories made from it share
+        their SSTs by hard links, so the damaged file may be in any of them), so the next
+        open (in this process or another) restores from the checkpoint's files
+        (``RESTORED_OVER_DAMAGED_COPY``). Returns the error to fail the batch with, naming
+        ``what`` (e.g. the subtask), the directory and RocksDB's message (which names the
+        file); ``None`` for any other failure (nothing is done)."""
+        found = corruption_of(exc)
+        if found is None:
+            return None
+        held = self._held.pop(slot, None)
+        lock = self._locks.get(slot)
+        directory = held.directory if held is not None else (lock.root if lock else None)
+        if held is not None:
+            with contextlib.suppress(Exception):  # damaged: closing may fail too
+                held.db.close()
+            shutil.rmtree(held.directory, ignore_errors=True)
+        own = lock.root if lock is not None else os.path.join(self.base, slot.relative_dir())
+        marked = self._mark_damaged(slot, own)
+        return RocksDBCorruptionError(
+            f"{what}: RocksDB found damaged files in the worker-local database "
+            f"{directory or own}: {found}. The database is closed and deleted and the local "
+            f"copies of this subtask on this machine ({', '.join(marked) or 'none'}) are "
+            "marked damaged, never used again: this attempt of the batch fails, and the next "
+            f"one restores the state from the checkpoint's files under {slot.location}"
+        )
+
+    def _mark_damaged(self, slot: SubtaskSlot, root: str) -> list[str]:
+        """Mark every local copy of ``slot`` on this machine damaged (:data:`_DAMAGED`: the
+        next open skips it, and deletes it when it is its own); returns their directories."""
+        marked = []
+        for r in self._roots(slot, root):
+            try:
+                names = sorted(os.listdir(r))
+            except OSError:  # its owner deleted it meanwhile
+                continue
+            for copy in (os.path.join(r, n) for n in names if n[:1] == "v" and n[1:].isdigit()):
+                try:
+                    with open(os.path.join(copy, _DAMAGED), "w"):
+                        marked.append(copy)
+                except OSError:  # not a directory, or deleted meanwhile
+                    continue
+        return marked
 
     def _lock(self, slot: SubtaskSlot) -> str:
         lock = self._locks.get(slot)
@@ -369,11 +461,17 @@ class LocalDatabases:
     # ------------------------------------------------------------------ checkpoint, close
 
     def checkpoint(
-        self, local: LocalDatabase, version: int, storage: RocksDBCheckpointStorage
+        self,
+        local: LocalDatabase,
+        version: int,
+        storage: RocksDBCheckpointStorage,
+        full: bool = False,
     ) -> RocksDBManifest:
         """Take checkpoint ``version`` of ``local`` into ``storage`` (pending until the storage
-        completes it), keeping the native checkpoint as the local copy at that version; the
-        database is then clean at ``version`` (reused in memory by the next open at it)."""
+        completes it; ``full``: every file uploaded, an SST of the last checkpoint checked
+        against its recorded digest on the way), keeping the native checkpoint as the local
+        copy at that version; the database is then clean at ``version`` (reused in memory by
+        the next open at it)."""
         if self._held.get(local.slot) is not local:
             raise ValueError(
                 f"{local.slot} is not held open by this process any more (another open "
@@ -382,7 +480,7 @@ class LocalDatabases:
         copy = os.path.join(local.root, f"v{version}")
         if os.path.exists(copy):
             shutil.rmtree(copy)
-        manifest = storage.snapshot(local.db, version, copy, base=local.base)
+        manifest = storage.snapshot(local.db, version, copy, base=local.base, full=full)
         with open(os.path.join(copy, _MARKER), "w") as stream:
             json.dump({"manifest": digest_bytes(manifest.encode())}, stream)
         keep = {f"v{version}"} | (set() if local.base is None else {f"v{local.base.checkpoint_id}"})
@@ -419,10 +517,13 @@ class _CopyCheck(Enum):
 
 
 def _check_local_copy(copy: str, manifest: RocksDBManifest) -> _CopyCheck:
-    """Whether ``copy`` is the complete, intact local copy of the checkpoint ``manifest``
-    describes: its marker (written after the upload) names this very manifest, and every file
-    the manifest names has the manifest's size and digest (read once, when a process opens
-    the copy; a database reused in memory is not read again)."""
+    """Whether ``copy`` is the complete local copy of the checkpoint ``manifest`` describes,
+    undamaged as far as can be known without reading its data: its marker (written after the
+    upload) names this very manifest, no read found it damaged (:data:`_DAMAGED`), every file
+    the manifest names is there with the manifest's size, and the small files RocksDB opens
+    the database by (``CURRENT``, ``MANIFEST-*``, ``OPTIONS-*``: every file but the SSTs) have
+    the manifest's digest. SST contents are not hashed (that would read the whole state on
+    every open): RocksDB checks their block checksums as it reads them."""
     try:
         with open(os.path.join(copy, _MARKER)) as stream:
             marker = json.load(stream)
@@ -430,10 +531,14 @@ def _check_local_copy(copy: str, manifest: RocksDBManifest) -> _CopyCheck:
         return _CopyCheck.ABSENT
     if not isinstance(marker, dict) or marker.get("manifest") != digest_bytes(manifest.encode()):
         return _CopyCheck.ABSENT
+    if os.path.exists(os.path.join(copy, _DAMAGED)):
+        return _CopyCheck.DAMAGED
     for f in manifest.files:
         path = os.path.join(copy, f.local_name)
         try:
-            if os.path.getsize(path) != f.size or digest_file(path) != (f.size, f.digest):
+            if os.path.getsize(path) != f.size:
+                return _CopyCheck.DAMAGED
+            if f.kind is not FileKind.SHARED and digest_file(path) != (f.size, f.digest):
                 return _CopyCheck.DAMAGED
         except OSError:  # a file missing; none at all: its owner deleted the copy meanwhile
             gone = not os.path.exists(os.path.join(copy, _MARKER))
