@@ -35,7 +35,7 @@ __all__ = [
     "unpack_parts",
 ]
 
-CORRUPT_FIX = "restore the checkpoint directory from a backup or start from an empty one"
+CORRUPT_FIX = "restore the directory from a backup or start from an empty one"
 """What to do about a checkpoint file that does not read back as written."""
 
 CHECKPOINT_FORMAT_VERSION = 7
