@@ -136,6 +136,7 @@ def _run(spark, tmp_path: Path, backend: str, source: str, marker: str) -> Path:
 KINDS = {
     "commit manifest": r"commits/\d+\.json",
     "batch times": r"batches/.+",
+    "batch inputs": r"inputs/\d+\.json",
     "split states": r"splits/\d+\.bin",
     "state file": r"state/\d+/stage-\d+/sub-\d+\.bin",
     "changelog": r"state/\d+/stage-\d+/sub-\d+\.log",

@@ -832,10 +832,10 @@ def start_stream(
     # driver writes the checkpoint; over Spark Connect, sink paths are the server's)
     check_writable(checkpoint_location, "checkpoint_location")
     executor = SparkExecutor(graph, env)
+    check_declared_types(executor.plan)  # a job refused creates no output folder
     connect = is_connect(executor.spark)
     if not connect:
         check_sink_folders(graph.sinks())
-    check_declared_types(executor.plan)
     runner = _StreamRunner(
         executor,
         checkpoint_location,
