@@ -329,16 +329,25 @@ def _fill(local, n: int = 2000, tag: bytes = b"") -> dict[bytes, bytes]:
     return rows
 
 
+def _checkpoint_one(
+    tmp_path: Path, storage: RocksDBCheckpointStorage, where: str
+) -> tuple[object, dict[bytes, bytes]]:
+    """A subtask's database filled and checkpointed as version 1 (completed) by a process
+    whose databases live under ``tmp_path / where``, then closed; its slot and rows."""
+    slot = slot_of(tmp_path)
+    dbs = LocalDatabases(str(tmp_path / where))
+    local = dbs.open(slot, None, storage)
+    rows = _fill(local)
+    dbs.checkpoint(local, 1, storage)
+    storage.complete(1)
+    dbs.close_all()
+    return slot, rows
+
+
 def test_a_restored_database_shares_no_file_with_the_checkpoint(
     tmp_path: Path, storage: RocksDBCheckpointStorage
 ) -> None:
-    slot = slot_of(tmp_path)
-    first = LocalDatabases(str(tmp_path / "first"))
-    local = first.open(slot, None, storage)
-    rows = _fill(local)
-    first.checkpoint(local, 1, storage)
-    storage.complete(1)
-    first.close_all()
+    slot, rows = _checkpoint_one(tmp_path, storage, "first")
     # another machine: no local copy, the checkpoint's files
     other = LocalDatabases(str(tmp_path / "other"))
     restored = other.open(slot, 1, storage)
@@ -372,13 +381,8 @@ def test_a_restored_database_shares_no_file_with_the_checkpoint(
 def test_a_damaged_local_copy_is_not_reused(
     tmp_path: Path, storage: RocksDBCheckpointStorage, damage: str
 ) -> None:
-    slot = slot_of(tmp_path)
-    dbs = LocalDatabases(str(tmp_path / "local"))
-    local = dbs.open(slot, None, storage)
-    rows = _fill(local)
-    dbs.checkpoint(local, 1, storage)
-    storage.complete(1)
-    dbs.close_all()  # the next batch runs in another process on this machine
+    # the next batch runs in another process on this machine
+    slot, rows = _checkpoint_one(tmp_path, storage, "local")
     [copy] = (tmp_path / "local").rglob("v1")
     sst = sorted(copy.glob("*.sst"))[0]
     size = sst.stat().st_size
@@ -467,13 +471,7 @@ def test_a_full_checkpoint_never_uploads_a_damaged_local_sst(
 ) -> None:
     from sparktide.runtime.state.rocksdb_integrity import RocksDBCorruptionError
 
-    slot = slot_of(tmp_path)
-    dbs = LocalDatabases(str(tmp_path / "local"))
-    local = dbs.open(slot, None, storage)
-    rows = _fill(local)
-    dbs.checkpoint(local, 1, storage)
-    storage.complete(1)
-    dbs.close_all()
+    slot, rows = _checkpoint_one(tmp_path, storage, "local")
     [copy] = (tmp_path / "local").rglob("v1")
     sst = sorted(copy.glob("*.sst"))[0]
     _flip_first_byte(sst)  # a data block no read meets before the checkpoint
