@@ -58,7 +58,7 @@ __all__ = [
 LOCK_FILE = "writer.lock"
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
 # flock() not available on this file system (some network file systems)
-_NO_FLOCK = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL}
+_NO_FLOCK = frozenset({errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL})
 
 
 class CheckpointLockedError(CheckpointError):

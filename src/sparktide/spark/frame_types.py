@@ -43,8 +43,9 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from sparktide.common.typeinfo import Types
 from sparktide.common.typeinfo_base import TypeInformation
@@ -61,7 +62,7 @@ __all__ = [
     "type_of_values",
 ]
 
-_SCALARS: list[tuple[type, str]] = [
+_SCALARS: tuple[tuple[type, str], ...] = (
     # bool before int, datetime before date: subclasses first
     (bool, "bool"),
     (int, "int"),
@@ -72,17 +73,19 @@ _SCALARS: list[tuple[type, str]] = [
     (decimal.Decimal, "decimal"),
     (_dt.datetime, "datetime"),
     (_dt.date, "date"),
-]
-_SCALAR_TYPES = {
-    "bool": Types.BOOLEAN,
-    "int": Types.LONG,
-    "float": Types.DOUBLE,
-    "str": Types.STRING,
-    "bytes": lambda: Types.PRIMITIVE_ARRAY(Types.BYTE()),
-    "decimal": Types.BIG_DEC,
-    "datetime": Types.LOCAL_DATE_TIME,
-    "date": Types.LOCAL_DATE,
-}
+)
+_SCALAR_TYPES: Mapping[str, Callable[[], TypeInformation]] = MappingProxyType(
+    {
+        "bool": Types.BOOLEAN,
+        "int": Types.LONG,
+        "float": Types.DOUBLE,
+        "str": Types.STRING,
+        "bytes": lambda: Types.PRIMITIVE_ARRAY(Types.BYTE()),
+        "decimal": Types.BIG_DEC,
+        "datetime": Types.LOCAL_DATE_TIME,
+        "date": Types.LOCAL_DATE,
+    }
+)
 
 
 class NotInferableError(TypeError):

@@ -32,7 +32,9 @@ import logging
 import os
 import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
@@ -50,16 +52,18 @@ __all__ = [
 LOG_LEVEL_VARIABLE = "SPARKTIDE_LOG_LEVEL"
 _DEFAULT_LEVEL = "ERROR"
 # log4j's levels and the Python logging level that lets the same records through
-_PYTHON_LEVELS = {
-    "OFF": logging.CRITICAL + 10,
-    "FATAL": logging.CRITICAL,
-    "ERROR": logging.ERROR,
-    "WARN": logging.WARNING,
-    "INFO": logging.INFO,
-    "DEBUG": logging.DEBUG,
-    "TRACE": logging.DEBUG,
-    "ALL": logging.DEBUG,
-}
+_PYTHON_LEVELS: Mapping[str, int] = MappingProxyType(
+    {
+        "OFF": logging.CRITICAL + 10,
+        "FATAL": logging.CRITICAL,
+        "ERROR": logging.ERROR,
+        "WARN": logging.WARNING,
+        "INFO": logging.INFO,
+        "DEBUG": logging.DEBUG,
+        "TRACE": logging.DEBUG,
+        "ALL": logging.DEBUG,
+    }
+)
 _PYTHON_LOGGERS = ("py4j", "pyspark")
 
 _chosen: str | None = None  # set_log_level's level, which wins over the environment variable

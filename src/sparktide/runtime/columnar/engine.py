@@ -40,8 +40,9 @@ tolerance of 1e-9).
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 import numpy as np
 import numpy.typing as npt
@@ -79,9 +80,11 @@ POSITION_WIDTH = 9
 """Columns of an output position: a source watermark's 6, then (phase, key group, n); a record's
 output has 8 (5 + (phase, channel, n)) and is padded with :data:`PAD`."""
 
-_MERGE = {"nn": np.add, "sum": np.add, "min": np.minimum, "max": np.maximum}
+_MERGE: Mapping[str, np.ufunc] = MappingProxyType(
+    {"nn": np.add, "sum": np.add, "min": np.minimum, "max": np.maximum}
+)
 _Update = Callable[[float, float], float]
-_UPDATE: dict[str, _Update] = {"sum": operator.add, "min": min, "max": max}
+_UPDATE: Mapping[str, _Update] = MappingProxyType({"sum": operator.add, "min": min, "max": max})
 _NO_REG = np.iinfo(np.int64).max
 NO_REGISTRATION = _NO_REG
 """``reg_*`` of a window without a pending trigger timer."""

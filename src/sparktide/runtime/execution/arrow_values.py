@@ -30,8 +30,9 @@ True
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from operator import itemgetter
+from types import MappingProxyType
 from typing import TYPE_CHECKING, cast
 
 from sparktide.common.row_kind import RowKind
@@ -278,18 +279,20 @@ def _time() -> pa.DataType:
 
 _TEMPORAL = (DateTypeInfo, TimeTypeInfo, TimestampTypeInfo, LocalTimeTypeInfo)
 
-_BASIC: dict[BasicType, tuple[type, Callable[[], pa.DataType]]] = {
-    BasicType.BYTE: (int, _int64),
-    BasicType.SHORT: (int, _int64),
-    BasicType.INT: (int, _int64),
-    BasicType.LONG: (int, _int64),
-    BasicType.BIG_INT: (int, _int64),
-    BasicType.FLOAT: (float, _float64),
-    BasicType.DOUBLE: (float, _float64),
-    BasicType.BOOLEAN: (bool, _bool),
-    BasicType.STRING: (str, _string),
-    BasicType.CHAR: (str, _string),
-}
+_BASIC: Mapping[BasicType, tuple[type, Callable[[], pa.DataType]]] = MappingProxyType(
+    {
+        BasicType.BYTE: (int, _int64),
+        BasicType.SHORT: (int, _int64),
+        BasicType.INT: (int, _int64),
+        BasicType.LONG: (int, _int64),
+        BasicType.BIG_INT: (int, _int64),
+        BasicType.FLOAT: (float, _float64),
+        BasicType.DOUBLE: (float, _float64),
+        BasicType.BOOLEAN: (bool, _bool),
+        BasicType.STRING: (str, _string),
+        BasicType.CHAR: (str, _string),
+    }
+)
 
 
 def _column_of(type_info: TypeInformation) -> _Column | None:

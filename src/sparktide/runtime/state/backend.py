@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from types import MappingProxyType
 from typing import cast
 
 from sparktide.core.state import (
@@ -102,22 +103,28 @@ StateSnapshot = dict[int, dict[str, list[StateEntry]]]
 KeyEntries = dict[str, KeyGroupDict[object]]
 """The entries of one key, per state name (:meth:`HeapKeyedStateBackend.key_entries`)."""
 
-_PLAIN: dict[str, Callable[[HeapKeyedStateBackend, StateTable, object], InternalKvState]] = {
-    "value": HeapValueState,
-    "list": HeapListState,
-    "map": HeapMapState,
-}
-_TTL: dict[
+_PLAIN: Mapping[str, Callable[[HeapKeyedStateBackend, StateTable, object], InternalKvState]] = (
+    MappingProxyType(
+        {
+            "value": HeapValueState,
+            "list": HeapListState,
+            "map": HeapMapState,
+        }
+    )
+)
+_TTL: Mapping[
     str,
     Callable[
         [HeapKeyedStateBackend, StateTable, object, StateTtlConfig, Callable[[], int]],
         InternalKvState,
     ],
-] = {
-    "value": TtlValueState,
-    "list": TtlListState,
-    "map": TtlMapState,
-}
+] = MappingProxyType(
+    {
+        "value": TtlValueState,
+        "list": TtlListState,
+        "map": TtlMapState,
+    }
+)
 
 _KEY_GROUP_CACHE_SIZE = 1 << 17
 

@@ -48,7 +48,9 @@ import pickle
 import reprlib
 import struct
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from enum import Enum
+from types import MappingProxyType
 from typing import Any
 
 from sparktide.common.row_kind import RowKind
@@ -558,13 +560,15 @@ class _PickleCodec(_ExactCodec):
         return pickle.loads(raw), end
 
 
-_INT_WIDTHS = {
-    BasicType.BYTE: 1,
-    BasicType.SHORT: 2,
-    BasicType.INT: 4,
-    BasicType.LONG: 8,
-    BasicType.BIG_INT: 8,
-}
+_INT_WIDTHS: Mapping[BasicType, int] = MappingProxyType(
+    {
+        BasicType.BYTE: 1,
+        BasicType.SHORT: 2,
+        BasicType.INT: 4,
+        BasicType.LONG: 8,
+        BasicType.BIG_INT: 8,
+    }
+)
 
 
 def _typed_codec(type_info: TypeInformation) -> Codec | None:
@@ -788,15 +792,17 @@ class _AnyNamespace(_ExactCodec):
         return _BY_TAG[data[offset]].decode_value_from(data, offset + 1)
 
 
-_NAMESPACES: dict[NamespaceKind, Codec] = {
-    NamespaceKind.VOID: _VoidNamespace(),
-    NamespaceKind.TIME_WINDOW: _TimeWindowNamespace(),
-    NamespaceKind.GLOBAL_WINDOW: _GlobalWindowNamespace(),
-    NamespaceKind.COUNT_WINDOW: _CountWindowNamespace(),
-    NamespaceKind.ANY: _AnyNamespace(),
-}
+_NAMESPACES: Mapping[NamespaceKind, Codec] = MappingProxyType(
+    {
+        NamespaceKind.VOID: _VoidNamespace(),
+        NamespaceKind.TIME_WINDOW: _TimeWindowNamespace(),
+        NamespaceKind.GLOBAL_WINDOW: _GlobalWindowNamespace(),
+        NamespaceKind.COUNT_WINDOW: _CountWindowNamespace(),
+        NamespaceKind.ANY: _AnyNamespace(),
+    }
+)
 _STR_NAMESPACE = _StrNamespace()
-_BY_TAG = [
+_BY_TAG: tuple[Codec, ...] = (
     *(
         _NAMESPACES[k]
         for k in (
@@ -807,7 +813,7 @@ _BY_TAG = [
         )
     ),
     _STR_NAMESPACE,
-]
+)
 
 
 def namespace_codec(kind: NamespaceKind = NamespaceKind.ANY) -> Codec:

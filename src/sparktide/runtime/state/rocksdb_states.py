@@ -21,6 +21,7 @@ semantics, as in Flink's RocksDB backend; the heap backend shares the stored obj
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, cast
 
 from rocksdict import Rdict
@@ -426,9 +427,11 @@ class RocksDBAggregatingState(_Merging, AggregatingState[object, object]):
 
 
 PlainFactory = Callable[["RocksDBKeyedStateBackend", "StoredState", object], RocksDBKvState]
-PLAIN: dict[str, PlainFactory] = {
-    "value": RocksDBValueState,
-    "list": RocksDBListState,
-    "map": RocksDBMapState,
-}
+PLAIN: Mapping[str, PlainFactory] = MappingProxyType(
+    {
+        "value": RocksDBValueState,
+        "list": RocksDBListState,
+        "map": RocksDBMapState,
+    }
+)
 """The state classes of the kinds built from backend, stored state and namespace alone."""

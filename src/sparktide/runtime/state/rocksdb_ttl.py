@@ -28,6 +28,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from sparktide.core.state import (
@@ -348,11 +349,13 @@ class RocksDBTtlAggregatingState(_Merging, _TtlState, AggregatingState[object, o
         return self._merge_unexpired(a, b, lambda x, y: merge_accumulators(self._agg, x, y))
 
 
-_SIMPLE: dict[str, Callable[..., InternalKvState]] = {
-    "value": RocksDBTtlValueState,
-    "list": RocksDBTtlListState,
-    "map": RocksDBTtlMapState,
-}
+_SIMPLE: Mapping[str, Callable[..., InternalKvState]] = MappingProxyType(
+    {
+        "value": RocksDBTtlValueState,
+        "list": RocksDBTtlListState,
+        "map": RocksDBTtlMapState,
+    }
+)
 
 
 def create_ttl_state(

@@ -32,8 +32,10 @@ in the checkpoint and is Types.LONG() now; ...
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
+from types import MappingProxyType
 from typing import Any
 
 from sparktide.common.typeinfo_base import TypeInformation
@@ -143,7 +145,7 @@ class Compatibility:
     changes: tuple[TypeChange, ...] = ()
 
 
-_VALUE_PART = {"list": "element", "aggregating": "accumulator"}
+_VALUE_PART: Mapping[str, str] = MappingProxyType({"list": "element", "aggregating": "accumulator"})
 
 
 @dataclass(frozen=True)

@@ -40,8 +40,9 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 from sparktide.core.timerservice import TimeDomain
@@ -71,7 +72,9 @@ __all__ = [
 K2 = TypeVar("K2")
 N2 = TypeVar("N2")
 
-_DOMAIN_NAMES = {TimeDomain.EVENT_TIME: "event", TimeDomain.PROCESSING_TIME: "processing"}
+_DOMAIN_NAMES: Mapping[TimeDomain, str] = MappingProxyType(
+    {TimeDomain.EVENT_TIME: "event", TimeDomain.PROCESSING_TIME: "processing"}
+)
 
 
 class TimerQueue(Protocol[K, N]):
