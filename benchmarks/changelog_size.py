@@ -34,8 +34,9 @@ from sparktide.spark.checkpoint import CheckpointStore
 from sparktide.spark.checkpoint_meta import BatchCommit
 from sparktide.spark.placement import placement_keys
 from sparktide.spark.spark_job import CHUNK, FLUSH, SparkJob
-from sparktide.spark.stream_job import CACHE_STATS, StreamingJob, clear_warm_cache
+from sparktide.spark.stream_job import StreamingJob
 from sparktide.spark.streaming import fingerprint
+from sparktide.spark.worker_resources import WorkerResources
 
 MAXP = 128
 TIMER_DELAY = 60_000
@@ -85,15 +86,25 @@ def batch_entries(version: int, keys: list[str], rng: random.Random) -> list[tup
     return entries
 
 
-def run_batch(job: SparkJob, store: CheckpointStore, version: int, entries: list[tuple]) -> int:
-    """Run micro-batch ``version`` of the single subtask, commit it; the bytes it wrote."""
+def run_batch(
+    job: SparkJob,
+    store: CheckpointStore,
+    version: int,
+    entries: list[tuple],
+    resources: WorkerResources,
+) -> int:
+    """Run micro-batch ``version`` of the single subtask in the worker whose registry is
+    ``resources``, commit it; the bytes it wrote."""
     stage = job.plan.stages[-1]
     previous = store.commit_info(version - 1) if version > 0 else None
-    written = CACHE_STATS["bytes_snapshot"] + CACHE_STATS["bytes_changelog"]
-    worker = StreamingJob(job, store, version, version, max(version - 1, 0), previous, {})
+    stats = resources.stats
+    written = stats.bytes_snapshot + stats.bytes_changelog
+    worker = StreamingJob(
+        job, store, version, version, max(version - 1, 0), previous, {}, resources
+    )
     worker.run_stream_subtask(stage.index, 0, [pickle.dumps(entries, protocol=5)])
     store.commit(version, BatchCommit(processing_time=version, parallelism={stage.index: 1}))
-    return CACHE_STATS["bytes_snapshot"] + CACHE_STATS["bytes_changelog"] - written
+    return stats.bytes_snapshot + stats.bytes_changelog - written
 
 
 def measure(n_keys: int, touched: float, seed: int = 7) -> list[tuple[str, ...]]:
@@ -104,14 +115,14 @@ def measure(n_keys: int, touched: float, seed: int = 7) -> list[tuple[str, ...]]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         store = CheckpointStore(os.path.join(tmp, "ckpt"), fingerprint(job.plan))
-        clear_warm_cache()
-        full = run_batch(job, store, 0, batch_entries(0, keys, rng))
+        worker = WorkerResources()
+        full = run_batch(job, store, 0, batch_entries(0, keys, rng), worker)
         n_touched = max(1, round(n_keys * touched / 100))
         for version, source in ((1, "checkpoint files"), (2, "worker cache")):
             if version == 1:
-                clear_warm_cache()  # a cold worker: the batch reads the checkpoint
+                worker = WorkerResources()  # a cold worker: the batch reads the checkpoint
             chosen = rng.sample(keys, n_touched)
-            log = run_batch(job, store, version, batch_entries(version, chosen, rng))
+            log = run_batch(job, store, version, batch_entries(version, chosen, rng), worker)
             if not os.path.exists(store.changelog_path(version, job.plan.stages[-1].index, 0)):
                 raise RuntimeError(f"batch {version} wrote no changelog")
             rows.append(
@@ -124,7 +135,6 @@ def measure(n_keys: int, touched: float, seed: int = 7) -> list[tuple[str, ...]]
                     f"{100 * log / full:.2f}%",
                 )
             )
-        clear_warm_cache()
     return rows
 
 

@@ -305,8 +305,8 @@ _Alarm = _alarm_class()
 
 def test_the_worker_cache_serves_the_next_batch_but_never_a_replay(spark, tmp_path) -> None:
     from sparktide.runtime.execution.protocol import pack_entries
-    from sparktide.spark import stream_job
-    from sparktide.spark.stream_job import CACHE_STATS, StreamingJob, clear_warm_cache
+    from sparktide.spark.stream_job import StreamingJob
+    from sparktide.spark.worker_resources import WorkerResources
 
     base = _alarm_job(spark)
     stage = base.plan.stages[-1]
@@ -324,11 +324,12 @@ def test_the_worker_cache_serves_the_next_batch_but_never_a_replay(spark, tmp_pa
     store.write_version(0, stage.index, 0, plan, seeded, {}, parts)
     store.commit(0, BatchCommit(processing_time=0, parallelism={stage.index: 1}))
     expected = flatten(seeded)
-    clear_warm_cache()
+    worker = WorkerResources()  # one worker process's
+    stats = worker.stats
 
     def run(version: int) -> None:
         previous = store.commit_info(version - 1)
-        job = StreamingJob(base, store, version, version, version - 1, previous, {})
+        job = StreamingJob(base, store, version, version, version - 1, previous, {}, worker)
         job.run_stream_subtask(stage.index, 0, [pack_entries([])])
 
     def commit(version: int) -> None:
@@ -342,11 +343,11 @@ def test_the_worker_cache_serves_the_next_batch_but_never_a_replay(spark, tmp_pa
     commit(1)
     run(2)  # the same worker, next batch: from memory
     commit(2)
-    assert (CACHE_STATS["disk"], CACHE_STATS["warm"]) == (1, 1)
+    assert (stats.disk, stats.warm) == (1, 1)
     run(3)  # batch 3 writes but is not committed (the sink failed) ...
-    assert (CACHE_STATS["disk"], CACHE_STATS["warm"]) == (1, 2)
+    assert (stats.disk, stats.warm) == (1, 2)
     run(3)  # ... its replay needs version 2, not the state the failed attempt left
-    assert (CACHE_STATS["disk"], CACHE_STATS["warm"]) == (2, 2)
+    assert (stats.disk, stats.warm) == (2, 2)
     commit(3)
     original = store.write_version
 
@@ -356,13 +357,12 @@ def test_the_worker_cache_serves_the_next_batch_but_never_a_replay(spark, tmp_pa
     store.write_version = failing  # batch 4 fails after the cache entry was taken
     with pytest.raises(OSError):
         run(4)
-    assert (CACHE_STATS["disk"], CACHE_STATS["warm"]) == (2, 3)
+    assert (stats.disk, stats.warm) == (2, 3)
     store.write_version = original
     run(4)
     commit(4)
-    assert (CACHE_STATS["disk"], CACHE_STATS["warm"]) == (3, 3)  # its retry: from disk
-    assert stream_job._WARM  # batch 4 left its state for batch 5
-    clear_warm_cache()
+    assert (stats.disk, stats.warm) == (3, 3)  # its retry: from disk
+    assert len(worker.warm) == 1  # batch 4 left its state for batch 5
 
 
 # ------------------------------------------------------------------------------ end to end
@@ -555,8 +555,9 @@ def _entries(version: int, records: list[tuple[str, int]], watermark: int | None
     return out
 
 
-def _run_batch(job, store, version: int, entries: list) -> list[str]:
-    """Run and commit batch ``version`` of the job's single subtask; its printed lines."""
+def _run_batch(job, store, version: int, entries: list, resources) -> list[str]:
+    """Run and commit batch ``version`` of the job's single subtask in the worker whose
+    registry is ``resources``; its printed lines."""
     import pickle
 
     from sparktide.runtime.execution.protocol import Shipment, pack_entries
@@ -564,7 +565,9 @@ def _run_batch(job, store, version: int, entries: list) -> list[str]:
 
     stage = job.plan.stages[-1]
     previous = store.commit_info(version - 1) if version > 0 else None
-    worker = StreamingJob(job, store, version, version, max(version - 1, 0), previous, {})
+    worker = StreamingJob(
+        job, store, version, version, max(version - 1, 0), previous, {}, resources
+    )
     rows = worker.run_stream_subtask(stage.index, 0, [pack_entries(entries)])[0]
     store.commit(version, BatchCommit(processing_time=version, parallelism={stage.index: 1}))
     lines: list = []
@@ -592,7 +595,7 @@ def _changelog_counts(store, version: int) -> dict[str, int]:
 
 
 def test_a_changelog_after_a_restore_holds_only_the_touched_timers_and_entries(tmp_path) -> None:
-    from sparktide.spark.stream_job import CACHE_STATS, clear_warm_cache
+    from sparktide.spark.worker_resources import WorkerResources
 
     rng = random.Random(5)
     keys = [f"k{i}" for i in range(2_000)]
@@ -607,21 +610,18 @@ def test_a_changelog_after_a_restore_holds_only_the_touched_timers_and_entries(t
         batches.append(batch)
     job = _reminder_job()
     store = CheckpointStore(str(tmp_path / "ckpt"), JobFingerprint(), snapshot_every=10)
-    clear_warm_cache()
-    printed = _run_batch(job, store, 0, _entries(0, batches[0]))
-    clear_warm_cache()  # batch 1 restores from the checkpoint files, batch 2 from the cache
-    printed += _run_batch(job, store, 1, _entries(1, batches[1]))
-    printed += _run_batch(job, store, 2, _entries(2, batches[2]))
-    assert (CACHE_STATS["disk"], CACHE_STATS["warm"]) == (1, 1)
+    printed = _run_batch(job, store, 0, _entries(0, batches[0]), WorkerResources())
+    worker = WorkerResources()  # batch 1 restores from the checkpoint files, batch 2 from the cache
+    printed += _run_batch(job, store, 1, _entries(1, batches[1]), worker)
+    printed += _run_batch(job, store, 2, _entries(2, batches[2]), worker)
+    assert (worker.stats.disk, worker.stats.warm) == (1, 1)
     touched = {"state puts": 20, "state deletes": 0, "timer puts": 20, "timer deletes": 20}
     assert _changelog_counts(store, 1) == touched
     assert _changelog_counts(store, 2) == touched
-    clear_warm_cache()  # the last batch fires every timer, restored from the files again
-    printed += _run_batch(job, store, 3, _entries(3, [], watermark=10_000))
+    # the last batch fires every timer, restored from the files again (another worker)
+    printed += _run_batch(job, store, 3, _entries(3, [], watermark=10_000), WorkerResources())
     # the same records in one batch, without any restore
-    clear_warm_cache()
     whole = CheckpointStore(str(tmp_path / "whole"), JobFingerprint())
     records = [r for batch in batches for r in batch]
-    expected = _run_batch(job, whole, 0, _entries(0, records, watermark=10_000))
-    clear_warm_cache()
+    expected = _run_batch(job, whole, 0, _entries(0, records, watermark=10_000), WorkerResources())
     assert len(expected) == len(keys) and printed == expected

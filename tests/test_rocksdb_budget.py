@@ -3,6 +3,7 @@ keyed-state databases (one write buffer manager, one block cache per process).""
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
@@ -19,10 +20,11 @@ CAPACITY = "rocksdb.block-cache-capacity"
 
 
 @pytest.fixture
-def budget(monkeypatch: pytest.MonkeyPatch) -> memory.WriteBufferManager:
-    monkeypatch.setattr(memory, "_shared", None)  # a budget of this test's own
-    manager, _ = memory._shared_memory()
-    return manager
+def budget() -> memory.WriteBufferManager:
+    """The write buffers of the process's budget (what the timer stores use), with no
+    database left to be closed by the garbage collector while a test measures its usage."""
+    gc.collect()
+    return memory.PROCESS_BUDGET.write_buffers
 
 
 def test_the_memtables_and_blocks_of_timer_stores_are_in_the_budget(

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
-
-import pytest
 
 import sparktide.runtime.state.rocksdb_memory as memory
 from sparktide.datastream.state import ValueStateDescriptor
@@ -13,9 +12,9 @@ from sparktide.runtime.state.rocksdb_backend import RocksDBKeyedStateBackend
 
 
 def test_every_state_of_every_backend_shares_the_write_buffers_and_block_cache(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
 ) -> None:
-    monkeypatch.setattr(memory, "_shared", None)  # a budget of this test's own
+    gc.collect()  # no database closed by the garbage collector while the usage is measured
     backends = [
         RocksDBKeyedStateBackend(
             max_parallelism=16,
@@ -25,7 +24,7 @@ def test_every_state_of_every_backend_shares_the_write_buffers_and_block_cache(
         )
         for i in range(2)
     ]
-    manager, _ = memory._shared_memory()
+    manager = memory.PROCESS_BUDGET.write_buffers  # the process's budget
     before = manager.get_usage()  # the empty memtables
     for b in backends:
         states = [b.get_partitioned_state(ValueStateDescriptor(f"s{i}", None)) for i in range(3)]

@@ -50,13 +50,14 @@ def _forget_local_databases(spark, delete_copies: bool) -> None:
         import pyarrow as pa
 
         from sparktide.runtime.state import rocksdb_memory
-        from sparktide.spark.stream_job import clear_warm_cache, close_local_databases
+        from sparktide.spark.worker_resources import process_resources
 
         for _ in batches:
             time.sleep(0.3)  # each idle worker takes a task in turn
-            clear_warm_cache()
-            close_local_databases(delete_copies)
-            _, cache = rocksdb_memory._shared_memory()
+            worker = process_resources()
+            worker.clear_warm()
+            worker.close_databases(delete_copies)
+            cache = worker.memory.block_cache
             cache.set_capacity(0)  # evicts every block: the next reads are from the files
             cache.set_capacity(rocksdb_memory.BLOCK_CACHE_BYTES)
         yield pa.RecordBatch.from_pydict({"pid": [os.getpid()]})

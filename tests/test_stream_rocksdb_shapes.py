@@ -35,8 +35,9 @@ from sparktide.spark.checkpoint_meta import (
     SubtaskWrite,
 )
 from sparktide.spark.checkpoint_native import NativeReference
-from sparktide.spark.stream_job import StreamingJob, _Warm
+from sparktide.spark.stream_job import StreamingJob
 from sparktide.spark.streaming import ForeachBatchSink
+from sparktide.spark.worker_resources import WarmState, WorkerResources
 from test_dataframes import ALARM, Alarm
 from test_stream_rocksdb_native import _forget_local_databases
 from test_streaming import (
@@ -196,17 +197,20 @@ def test_a_worker_reuses_only_the_state_the_previous_manifest_commits(tmp_path) 
     chain = Chain(1, backend=ROCKSDB)
     path = store.relative(store.subtask_path(1, 2, 0))
 
-    def attempt(digest: str, reference: NativeReference | None = None) -> _Warm:
-        record = FileRecord(digest, 9, 1, "sink", 2, 0, None, "snapshot")
-        return _Warm(1, SubtaskWrite(2, 0, path, record, chain), None, {}, b"{}", b"{}", reference)
+    worker = WorkerResources()
 
-    def taken(kept: _Warm, committed: str) -> bool:
-        StreamingJob(base, store, 1, 0, 0, None, {})._keep_warm(stage, 0, kept)
+    def attempt(digest: str, reference: NativeReference | None = None) -> WarmState:
+        record = FileRecord(digest, 9, 1, "sink", 2, 0, None, "snapshot")
+        written = SubtaskWrite(2, 0, path, record, chain)
+        return WarmState(1, written, None, {}, b"{}", b"{}", reference)
+
+    def taken(kept: WarmState, committed: str) -> bool:
+        StreamingJob(base, store, 1, 0, 0, None, {}, worker).keep_warm(stage, 0, kept)
         record = attempt(committed).written.record
         previous = CommitManifest(1, 0, {2: 2}, {2: (chain, chain)}, {path: record}, None)
-        job = StreamingJob(base, store, 2, 0, 0, previous, {})
+        job = StreamingJob(base, store, 2, 0, 0, previous, {}, worker)
         plan_2 = store.plan_chain(previous, 2, 0, 2, 2)
-        return job._take_warm(stage, 0, 2, plan_2) is kept
+        return job.take_warm(stage, 0, 2, plan_2) is kept
 
     assert taken(attempt("blake2b:aa"), "blake2b:aa")
     assert not taken(attempt("blake2b:aa"), "blake2b:bb")  # another attempt's file committed

@@ -9,8 +9,10 @@ the batch's entries in position order and writes the next version (a full snapsh
 changelog, :meth:`~sparktide.spark.checkpoint.CheckpointStore.write_version`).
 
 **Worker cache.** Spark reuses Python workers, so after writing version ``v`` a subtask leaves
-its state (snapshot, entry digests, valves, watermarks) in a module-level cache keyed by
-checkpoint location, job fingerprint, stage, subtask and parallelism. The next batch takes the
+its state (snapshot, entry digests, valves, watermarks) in the warm cache of the worker's
+:class:`~sparktide.spark.worker_resources.WorkerResources` (the job's ``resources``: the
+registry of what a worker keeps across micro-batches), keyed by checkpoint location, job
+fingerprint, stage, subtask and parallelism. The next batch takes the
 entry (it is removed, so a failed attempt can never leave state behind for its retry) and uses
 it only if it holds exactly version ``v - 1`` with the chain and the very file (its digest) the
 manifest names, kept as this batch keeps state (snapshot or native); anything else (a replay of
@@ -28,15 +30,15 @@ sequence numbers). On RocksDB (a :class:`~sparktide.spark.checkpoint.CheckpointS
 :meth:`~sparktide.spark.checkpoint.CheckpointStore.plan_chain` plans native (and only such a
 subtask; the chain decides how it opens and how it is written, and the driver commits the
 chain each subtask reports) keeps its state and timers in one worker-local database:
-:meth:`StreamingJob.open_subtask` opens it through this process's
-:class:`~sparktide.runtime.state.rocksdb_local.LocalDatabases` (:func:`local_databases`) at
+:meth:`StreamingJob.open_subtask` opens it through the worker's
+:class:`~sparktide.runtime.state.rocksdb_local.LocalDatabases` (``resources.databases``) at
 version ``version - 1`` and builds the subtask on it
-(:func:`~sparktide.runtime.state.factory.attached_database`; the timer queues resume what
-the database holds): reused in memory when this process checkpointed that very version, else
-the local copy a process on this machine left (hard-linked, once it verifies at open), else the
-checkpoint's files. A read that meets a damaged block fails the batch naming the subtask and
-file (:meth:`StreamingJob.damaged_database`: the database and its local copies are discarded,
-so the next attempt restores from the checkpoint's files). The
+(passed to :meth:`~sparktide.runtime.execution.tasks.JobTasks.build_subtask`; the timer
+queues resume what the database holds): reused in memory when this process checkpointed that
+very version, else the local copy a process on this machine left (hard-linked, once it
+verifies at open), else the checkpoint's files. A read that meets a damaged block fails the
+batch naming the subtask and file (:meth:`StreamingJob.damaged_database`: the database and its
+local copies are discarded, so the next attempt restores from the checkpoint's files). The
 end of the batch writes the timer queues into the database and checkpoints it incrementally
 (pending until the driver commits the batch, :mod:`~sparktide.spark.checkpoint_native`); the
 state file names that checkpoint and holds the valves and watermarks, and the subtask's metrics
@@ -48,9 +50,7 @@ job restores whichever backend wrote the checkpoint.
 
 from __future__ import annotations
 
-import os
 import pickle
-import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator
 from itertools import chain, groupby
@@ -77,12 +77,10 @@ from sparktide.runtime.operator_identity import operator_identities
 from sparktide.runtime.operators.broadcast import BroadcastOperator
 from sparktide.runtime.processing_time import ManualProcessingTimeService
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot
-from sparktide.runtime.state.factory import attached_database
 from sparktide.runtime.state.rocksdb_checkpoint import RocksDBCheckpointStorage
 from sparktide.runtime.state.rocksdb_checkpoint_manifest import digest_bytes
 from sparktide.runtime.state.rocksdb_local import (
     LocalDatabase,
-    LocalDatabases,
     OpenOutcome,
     SubtaskSlot,
 )
@@ -95,17 +93,22 @@ from sparktide.spark.checkpoint import CheckpointStore
 from sparktide.spark.checkpoint_meta import (
     Chain,
     CommitManifest,
-    JobFingerprint,
     OperatorWatermarks,
     SplitState,
     SubtaskWrite,
     decode_valves,
     encode_valves,
 )
-from sparktide.spark.checkpoint_native import NativeReference, check_manifest, open_state_db
+from sparktide.spark.checkpoint_native import NativeReference, check_manifest
 from sparktide.spark.failures import failure_of_mark
 from sparktide.spark.spark_job import SparkJob, partition_split_task
 from sparktide.spark.split_state import apply_generator_state, capture_generator_state
+from sparktide.spark.worker_resources import (
+    WarmKey,
+    WarmState,
+    WorkerResources,
+    process_resources,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -114,53 +117,18 @@ if TYPE_CHECKING:
     from sparktide.runtime.operators.timestamps import WatermarkEmitter
     from sparktide.runtime.valve import StatusWatermarkValve
 
-__all__ = [
-    "CACHE_STATS",
-    "StreamingJob",
-    "clear_warm_cache",
-    "close_local_databases",
-    "local_databases",
-]
-
-_WARM_LIMIT = 64
+__all__ = ["StreamingJob"]
 
 
-class _Warm(NamedTuple):
-    """What a subtask left in this worker after writing ``version`` (``written``: its file
-    and chain, what a later batch checks against the manifest it restores)."""
+class _NativeOpen(NamedTuple):
+    """A native subtask's worker-local database at version ``version - 1`` and what came with
+    it: the backend-neutral state to insert once (``None``: the database holds the state), its
+    valves and operator watermarks (``None``: none saved)."""
 
-    version: int
-    written: SubtaskWrite
-    snapshot: KeyedOperatorSnapshot | None
-    digests: Digests
-    valves: bytes
-    watermarks: bytes
-    reference: NativeReference | None = None  # a native chain: its RocksDB checkpoint
-    broadcast: bytes | None = None  # a broadcast operator's broadcast state
-
-
-# (location, job fingerprint, stage entry identity, subtask, parallelism) -> the state written last
-_WARM: dict[tuple[str, JobFingerprint | None, str, int, int], _Warm] = {}
-CACHE_STATS: dict[str, int] = {"warm": 0, "disk": 0, "bytes_snapshot": 0, "bytes_changelog": 0}
-"""Counters of this process: restores from the worker cache / from disk, bytes written."""
-
-
-def _cache_key(
-    store: CheckpointStore, stage: str, subtask: int, parallelism: int
-) -> tuple[str, JobFingerprint | None, str, int, int]:
-    return (store.location, store.fingerprint, stage, subtask, parallelism)
-
-
-def clear_warm_cache() -> None:
-    """Forget the state kept warm in this process (the next batch reads the checkpoint) and
-    reset :data:`CACHE_STATS`.
-
-    >>> clear_warm_cache(); CACHE_STATS["warm"]
-    0
-    """
-    _WARM.clear()
-    for name in CACHE_STATS:
-        CACHE_STATS[name] = 0
+    local: LocalDatabase
+    neutral: KeyedOperatorSnapshot | None
+    valves: bytes | None
+    watermarks: bytes | None
 
 
 class _StreamSplitDriver(SplitDriver, Protocol):
@@ -196,7 +164,10 @@ class _Discard:
 
 class StreamingJob:
     """What the workers need to run one micro-batch (``version`` = batch id): the bounded
-    job's transport (:class:`~sparktide.spark.spark_job.SparkJob`) and the checkpoint."""
+    job's transport (:class:`~sparktide.spark.spark_job.SparkJob`) and the checkpoint;
+    ``resources``: what the worker keeps across micro-batches (default: this process's,
+    :func:`~sparktide.spark.worker_resources.process_resources`; shipped to a worker, the job
+    uses that worker's)."""
 
     def __init__(
         self,
@@ -207,8 +178,10 @@ class StreamingJob:
         previous_now: int,
         previous: CommitManifest | None,
         split_states: dict[int, SplitState],
+        resources: WorkerResources | None = None,
     ) -> None:
         self.base = base
+        self.resources = process_resources() if resources is None else resources
         self.plan = base.plan
         self.store = store
         self.version = version
@@ -307,21 +280,21 @@ class StreamingJob:
         previous = self.previous
         store = self.store
         old_stage = None if previous is None else store.previous_stage(previous, stage.index)
-        warm = self._take_warm(stage, target, old_stage, plan)
+        warm = self.take_warm(stage, target, old_stage, plan)
         if previous is None or old_stage is None:  # a fresh start, or a stage it does not have
             self._pending[target] = (plan, {})
             return OpenOutcome.CREATED, {}
         entry = task.entry
         keyed = entry.keyed_state_backend is not None
         if warm is not None:
-            CACHE_STATS["warm"] += 1
+            self.resources.stats.warm += 1
             warm_hit = True
             valves_bytes: bytes | None
             watermarks_bytes: bytes | None
             snap, prev_digests = warm.snapshot, warm.digests
             valves_bytes, watermarks_bytes = warm.valves, warm.watermarks
         else:
-            CACHE_STATS["disk"] += 1
+            self.resources.stats.disk += 1
             warm_hit = False
             mine = entry.setup_info.key_group_range if keyed else None
             loaded = store.restore_range(previous, stage.index, target, stage.max_parallelism, mine)
@@ -347,17 +320,21 @@ class StreamingJob:
             return outcome, {}
         return outcome, OperatorWatermarks.decode(watermarks_bytes, where)
 
-    def _take_warm(
+    def _warm_key(self, stage: Stage, target: int) -> WarmKey:
+        store = self.store
+        identity = self.identities[stage.entry.id]
+        return WarmKey(store.location, store.fingerprint, identity, target, stage.parallelism)
+
+    def take_warm(
         self, stage: Stage, target: int, old_stage: int | None, plan: Chain
-    ) -> _Warm | None:
+    ) -> WarmState | None:
         """What this worker kept of subtask ``target`` (taken, never shared: a failed attempt
         cannot leave it), if it is exactly the state version ``version - 1`` committed: that
         version, of the same stage and parallelism, and the file and chain the manifest names
         (an attempt that was not committed, replayed in another worker, left a state of its
         own here), kept as this batch keeps it (a native chain ``plan``: in the database;
         else as a snapshot); else ``None``."""
-        key = _cache_key(self.store, self.identities[stage.entry.id], target, stage.parallelism)
-        warm = _WARM.pop(key, None)
+        warm = self.resources.warm.take(self._warm_key(stage, target))
         previous = self.previous
         if warm is None or previous is None or old_stage != stage.index:
             return None
@@ -374,14 +351,11 @@ class StreamingJob:
             return None
         return warm
 
-    def _keep_warm(self, stage: Stage, target: int, warm: _Warm) -> None:
+    def keep_warm(self, stage: Stage, target: int, warm: WarmState) -> None:
         """Leave ``warm`` in this worker for the next batch of subtask ``target``."""
-        key = _cache_key(self.store, self.identities[stage.entry.id], target, stage.parallelism)
-        if len(_WARM) >= _WARM_LIMIT:
-            _WARM.pop(next(iter(_WARM)))
-        _WARM[key] = warm
+        self.resources.warm.keep(self._warm_key(stage, target), warm)
 
-    def _restore_broadcast(self, task: SubtaskTask, old_stage: int, warm: _Warm | None) -> None:
+    def _restore_broadcast(self, task: SubtaskTask, old_stage: int, warm: WarmState | None) -> None:
         """Give a broadcast operator the broadcast state of version ``version - 1``: the copy
         this worker kept, else the one copy in the checkpoint (old subtask 0's file; every
         subtask held the same state, so any parallelism starts from it)."""
@@ -446,8 +420,12 @@ class StreamingJob:
             self.version, stage.index, target
         )
         written = self._written[target] = self._write_report(stage, target, path, plan)
-        CACHE_STATS["bytes_" + ("changelog" if changelog else "snapshot")] += size
-        warm = _Warm(
+        stats = self.resources.stats
+        if changelog:
+            stats.bytes_changelog += size
+        else:
+            stats.bytes_snapshot += size
+        warm = WarmState(
             self.version,
             written,
             snap,
@@ -456,7 +434,7 @@ class StreamingJob:
             parts["watermarks"],
             broadcast=self._broadcast(task),
         )
-        self._keep_warm(stage, target, warm)
+        self.keep_warm(stage, target, warm)
 
     # ------------------------------------------------------------------ native RocksDB state
 
@@ -476,70 +454,99 @@ class StreamingJob:
         identity = self.identities[stage.entry.id]
         slot = SubtaskSlot(store.location, identity, target)
         storage = store.native_storage(identity, target)
-        dbs = local_databases()
         old_stage = None if previous is None else store.previous_stage(previous, stage.index)
-        warm = self._take_warm(stage, target, old_stage, plan)
+        warm = self.take_warm(stage, target, old_stage, plan)
         mine = compute_key_group_range_for_operator_index(
             stage.max_parallelism, stage.parallelism, target
         )
-        neutral: KeyedOperatorSnapshot | None = None
-        valves_bytes: bytes | None = None
-        watermarks_bytes: bytes | None = None
-        where = f"the state of stage {stage.index} subtask {target}"
-        if previous is None or old_stage is None:  # a fresh start, or a stage it does not have
-            local = dbs.open(slot, None, storage)
-        else:
-            old_p = previous.parallelism[old_stage]
-            chains = previous.chains[old_stage]
-            if old_p == stage.parallelism and chains[target].native:
-                chain = chains[target]
-                if warm is not None and warm.reference is not None:  # taken: it has one
-                    reference = warm.reference
-                    valves_bytes, watermarks_bytes = warm.valves, warm.watermarks
-                else:
-                    loaded = store.load_chain(
-                        chain, old_stage, target, files=previous.files, neutral=False
-                    )
-                    reference = cast("tuple[object, NativeReference]", loaded.native)[1]
-                    valves_bytes, watermarks_bytes = loaded.valves, loaded.watermarks
-                check_manifest(storage, reference, where)
-                local = dbs.open(slot, reference.checkpoint, storage)
-            else:
-                # the backend-neutral form (a heap job's, an older format's, or the old
-                # subtasks' RocksDB checkpoints read back for a rescaled stage) inserted once,
-                # as the heap restores it (timers renumbered alike: the same firing order)
-                loaded = store.restore_range(
-                    previous, stage.index, target, stage.max_parallelism, mine
-                )
-                neutral = loaded.snapshot()
-                valves_bytes, watermarks_bytes = loaded.valves, loaded.watermarks
-                local = dbs.open(slot, None, storage)
-        try:
-            with attached_database(local.db):
-                task = tasks.build_subtask(stage, target, clock, None)
-            entry = task.entry
-            manager = entry.time_service_manager
-            if neutral is not None:
-                entry.initialize_state([neutral])
-            elif manager is not None and len(mine):
-                # the services whose timers the database holds exist before the operators
-                # open, as restored services do
-                names = recorded_timer_services(local.db)
-                manager.restore({mine.start: {name: ([], []) for name in names}})
-        except BaseException:
-            dbs.close(slot)
-            raise
+        opened = self._open_database(stage, target, slot, storage, old_stage, warm, mine)
+        task = self._build_on_database(tasks, stage, target, clock, slot, opened, mine)
         if previous is not None and old_stage is not None:
             self._restore_broadcast(task, old_stage, warm)
+        local = opened.local
         self._native[target] = (slot, storage, local, mine)
-        outcome = OpenOutcome.RESTORED if neutral is not None else local.outcome
+        outcome = OpenOutcome.RESTORED if opened.neutral is not None else local.outcome
         self._restored[target] = (outcome.value, time.perf_counter() - started)
-        CACHE_STATS["warm" if outcome is OpenOutcome.REUSED_IN_MEMORY else "disk"] += 1
-        valves = decode_valves(valves_bytes, where) if valves_bytes is not None else {}
+        if outcome is OpenOutcome.REUSED_IN_MEMORY:
+            self.resources.stats.warm += 1
+        else:
+            self.resources.stats.disk += 1
+        where = f"the state of stage {stage.index} subtask {target}"
+        valves = decode_valves(opened.valves, where) if opened.valves is not None else {}
         _restore_valves(task, valves)
-        if watermarks_bytes is None:
+        if opened.watermarks is None:
             return task, {}
-        return task, OperatorWatermarks.decode(watermarks_bytes, where)
+        return task, OperatorWatermarks.decode(opened.watermarks, where)
+
+    def _open_database(
+        self,
+        stage: Stage,
+        target: int,
+        slot: SubtaskSlot,
+        storage: RocksDBCheckpointStorage,
+        old_stage: int | None,
+        warm: WarmState | None,
+        mine: KeyGroupRange,
+    ) -> _NativeOpen:
+        """The worker-local database of subtask ``target`` at version ``version - 1``: empty
+        on a fresh start (or a stage the previous version does not have), at the native
+        checkpoint of its chain, else empty with the backend-neutral state to insert once (a
+        heap job's, an older format's, or the old subtasks' RocksDB checkpoints read back for
+        a rescaled stage: inserted as the heap restores it, timers renumbered alike)."""
+        databases, previous = self.resources.databases, self.previous
+        if previous is None or old_stage is None:
+            return _NativeOpen(databases.open(slot, None, storage), None, None, None)
+        chains = previous.chains[old_stage]
+        if previous.parallelism[old_stage] == stage.parallelism and chains[target].native:
+            chain = chains[target]
+            valves: bytes | None
+            watermarks: bytes | None
+            if warm is not None and warm.reference is not None:  # taken: it has one
+                reference = warm.reference
+                valves, watermarks = warm.valves, warm.watermarks
+            else:
+                loaded = self.store.load_chain(
+                    chain, old_stage, target, files=previous.files, neutral=False
+                )
+                reference = cast("tuple[object, NativeReference]", loaded.native)[1]
+                valves, watermarks = loaded.valves, loaded.watermarks
+            check_manifest(storage, reference, f"the state of stage {stage.index} subtask {target}")
+            local = databases.open(slot, reference.checkpoint, storage)
+            return _NativeOpen(local, None, valves, watermarks)
+        restored = self.store.restore_range(
+            previous, stage.index, target, stage.max_parallelism, mine
+        )
+        neutral = restored.snapshot()
+        local = databases.open(slot, None, storage)
+        return _NativeOpen(local, neutral, restored.valves, restored.watermarks)
+
+    def _build_on_database(
+        self,
+        tasks: JobTasks,
+        stage: Stage,
+        target: int,
+        clock: ManualProcessingTimeService,
+        slot: SubtaskSlot,
+        opened: _NativeOpen,
+        mine: KeyGroupRange,
+    ) -> SubtaskTask:
+        """Subtask ``target`` built on the database ``opened`` holds, its neutral state
+        inserted (else the timer services the database holds created, as restored services
+        are, before the operators open); the database is closed if that fails."""
+        db = opened.local.db
+        try:
+            task = tasks.build_subtask(stage, target, clock, None, db)
+            entry = task.entry
+            manager = entry.time_service_manager
+            if opened.neutral is not None:
+                entry.initialize_state([opened.neutral])
+            elif manager is not None and len(mine):
+                names = recorded_timer_services(db)
+                manager.restore({mine.start: {name: ([], []) for name in names}})
+        except BaseException:
+            self.resources.databases.close(slot)
+            raise
+        return task
 
     def _write_report(self, stage: Stage, target: int, path: str, plan: Chain) -> SubtaskWrite:
         """What subtask ``target`` wrote (the file ``path``, its state at ``plan``), for the
@@ -564,7 +571,7 @@ class StreamingJob:
         )
         if self.version in storage.completed_ids():  # its commit is gone: taken again
             storage.retract(self.version)
-        manifest = local_databases().checkpoint(local, self.version, storage, full)
+        manifest = self.resources.databases.checkpoint(local, self.version, storage, full)
         reference = NativeReference(
             self.version,
             digest_bytes(manifest.encode()),
@@ -587,8 +594,8 @@ class StreamingJob:
             "total_bytes": manifest.total_bytes,
             "private_bytes": manifest.private_bytes,
         }
-        CACHE_STATS["bytes_snapshot"] += size + manifest.uploaded_bytes
-        warm = _Warm(
+        self.resources.stats.bytes_snapshot += size + manifest.uploaded_bytes
+        warm = WarmState(
             self.version,
             written,
             None,
@@ -598,7 +605,7 @@ class StreamingJob:
             reference,
             self._broadcast(task),
         )
-        self._keep_warm(stage, target, warm)
+        self.keep_warm(stage, target, warm)
 
     def checkpoint_uploaded(self, target: int) -> dict[str, object] | None:
         """What subtask ``target``'s native RocksDB checkpoint of this batch uploaded (its
@@ -697,7 +704,7 @@ class StreamingJob:
             f"micro-batch {self.version}, stage {stage.index} ({stage.entry.name!r}) "
             f"subtask {target}"
         )
-        damaged = local_databases().discard_damaged(
+        damaged = self.resources.databases.discard_damaged(
             SubtaskSlot(self.store.location, identity, target), exc, what
         )
         if damaged is not None:
@@ -763,37 +770,3 @@ def _restore_valves(task: SubtaskTask, valves: dict[int, StatusWatermarkValve]) 
             last = valve.last_output_watermark
             for channel in range(current.num_channels):
                 current.input_watermark(last, channel, _Discard())
-
-
-_LOCAL: LocalDatabases | None = None
-
-
-def local_databases() -> LocalDatabases:
-    """The worker-local RocksDB databases of this process's stage subtasks (they outlive a
-    batch; see :class:`~sparktide.runtime.state.rocksdb_local.LocalDatabases`)."""
-    global _LOCAL
-    if _LOCAL is None:
-        import tempfile
-
-        base = os.path.join(tempfile.gettempdir(), "sparktide-rocksdb")
-        _LOCAL = LocalDatabases(base, open_state_db)
-    return _LOCAL
-
-
-def close_local_databases(delete_copies: bool = False) -> None:
-    """Close the databases this process holds (the next batch of their subtasks reopens the
-    local copies: ``REUSED_ON_DISK``); ``delete_copies``: delete the local copies too (as if
-    the next batch ran on another machine: ``RESTORED``).
-
-    >>> close_local_databases(); local_databases().stats.count(OpenOutcome.RESTORED)
-    0
-    """
-    global _LOCAL
-    if _LOCAL is not None:
-        _LOCAL.close_all()
-        if delete_copies:  # every process's local copies (never a live working directory)
-            for root, dirs, _ in os.walk(_LOCAL.base):
-                for name in [d for d in dirs if d[:1] == "v" and d[1:].isdigit()]:
-                    shutil.rmtree(os.path.join(root, name), ignore_errors=True)
-                    dirs.remove(name)
-        _LOCAL = None

@@ -57,6 +57,8 @@ from sparktide.runtime.valve import StatusWatermarkValve
 if TYPE_CHECKING:
     from collections.abc import Hashable
 
+    from rocksdict import Rdict
+
 __all__ = ["SUMMED_METRICS", "JobTasks", "SplitDriver", "SplitTask", "SubtaskTask", "splits_of"]
 
 _RECORD = Phase.RECORD.value
@@ -296,13 +298,15 @@ class JobTasks:
         setup: OperatorSetup,
         clock: ProcessingTimeService | None,
         key_selector: Callable[[object], Hashable] | None,
+        state_database: Rdict | None = None,
     ) -> AbstractStreamOperator:
         op: AbstractStreamOperator
         if self.frame_sinks and node.frame_writer is not None:
             op = CollectSinkOperator(RecordCollector([], node.id))
         else:
             op = node.operator_factory()  # type: ignore[misc]
-        op.setup(None, clock, setup, key_selector)  # type: ignore[arg-type]  # output set later
+        # output set later
+        op.setup(None, clock, setup, key_selector, state_database)  # type: ignore[arg-type]
         if isinstance(op, AsyncWaitOperator):
             if node.failed_records is not None:
                 raise ValueError(
@@ -375,9 +379,16 @@ class JobTasks:
         return task
 
     def build_subtask(
-        self, stage: Stage, index: int, clock: ProcessingTimeService, mailbox: Mailbox | None
+        self,
+        stage: Stage,
+        index: int,
+        clock: ProcessingTimeService,
+        mailbox: Mailbox | None,
+        state_database: Rdict | None = None,
     ) -> SubtaskTask:
-        """Subtask ``index`` of ``stage``, with its processing-time ``clock`` and ``mailbox``."""
+        """Subtask ``index`` of ``stage``, with its processing-time ``clock`` and ``mailbox``;
+        ``state_database``: the RocksDB database (its owner keeps it open across batches) in
+        which the stage's keyed entry operator keeps its state and timers."""
         channels = self.channels.get(stage.index, {})
         task = SubtaskTask(stage, index, self.cursor, channels, clock, mailbox)
         key_types = [e.key_type for e in stage.input_edges if e.key_selector is not None]
@@ -397,7 +408,10 @@ class JobTasks:
         ks2 = next((e.key_selector for e in stage.input_edges if e.input_index == 2), None)
         for pos, node in enumerate(stage.nodes):
             keyed_entry = pos == 0 and stage.keyed
-            op = self._make_operator(node, setup, clock, ks1 if keyed_entry else None)
+            if keyed_entry:
+                op = self._make_operator(node, setup, clock, ks1, state_database)
+            else:
+                op = self._make_operator(node, setup, clock, None)
             if keyed_entry:
                 op.key_selector2 = ks2  # type: ignore[attr-defined]  # two-input operators
             task.operators[node.id] = op

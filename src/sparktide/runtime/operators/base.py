@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from sparktide.common.typeinfo_base import TypeInformation
 from sparktide.common.typeinfo_json import type_from_versioned, versioned_type
@@ -49,6 +49,9 @@ from sparktide.runtime.state.snapshot_checks import merged_meta
 from sparktide.runtime.state.state_types import check_key_type, declared_or_none, describe_operator
 from sparktide.runtime.timers.manager import InternalTimeServiceManager, TimerSnapshot
 from sparktide.runtime.timers.service import InternalTimerService, KeyContext, Triggerable
+
+if TYPE_CHECKING:
+    from rocksdict import Rdict
 
 __all__ = ["AbstractStreamOperator", "KeySelector", "OperatorSetup", "StreamingRuntimeContext"]
 
@@ -231,9 +234,12 @@ class AbstractStreamOperator:
         processing_time_service: ProcessingTimeService,
         setup_info: OperatorSetup | None = None,
         key_selector: KeySelector | None = None,
+        state_database: Rdict | None = None,
     ) -> None:
         """Wire the operator: its ``output`` (None: the runner assigns ``output`` later), clock,
-        subtask and, for keyed operators, the key selector."""
+        subtask and, for keyed operators, the key selector; ``state_database``: the RocksDB
+        database its owner keeps open across runs, in which a keyed operator on RocksDB keeps
+        its state and timers (:func:`~sparktide.runtime.state.factory.create_keyed_state`)."""
         self.output = _UNWIRED if output is None else output
         self.processing_time_service = processing_time_service
         self.setup_info = setup_info or OperatorSetup()
@@ -254,6 +260,7 @@ class AbstractStreamOperator:
                     info.key_type,
                     info.uid,
                 ),
+                state_database,
             )
             self._keyed_state = keyed
             backend = keyed.backend

@@ -24,17 +24,15 @@ temporary directory) is deleted then, or when the process exits if the subtask n
 False
 
 A database its owner keeps open across subtasks (a streaming subtask's worker-local database,
-:mod:`~sparktide.runtime.state.rocksdb_local`) is handed to the next RocksDB subtask built
-with :func:`attached_database`: its keyed state and its timer queues then live in that one
-database (the states and timers it holds are there again), and closing the subtask leaves the
-database open and its files in place.
+:mod:`~sparktide.runtime.state.rocksdb_local`) is passed as ``database``: the subtask's keyed
+state and its timer queues then live in that one database (the states and timers it holds are
+there again), and closing the subtask leaves the database open and its files in place.
 
 >>> from rocksdict import Rdict
 >>> from sparktide.runtime.state.rocksdb_memory import db_options
 >>> db = Rdict(tempfile.mkdtemp(), db_options())
->>> with attached_database(db):
-...     state = create_keyed_state(EmbeddedRocksDBStateBackend(), SubtaskState(
-...         "op", 0, 128, KeyGroupRange(0, 127), lambda: 0))
+>>> state = create_keyed_state(EmbeddedRocksDBStateBackend(), SubtaskState(
+...     "op", 0, 128, KeyGroupRange(0, 127), lambda: 0), database=db)
 >>> state.directory is None, state.backend.directory == Path(db.path())
 (True, True)
 >>> state.close(); db.close()
@@ -45,8 +43,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import weakref
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -74,26 +71,8 @@ __all__ = [
     "ROCKSDB_DIR_PREFIX",
     "KeyedState",
     "SubtaskState",
-    "attached_database",
     "create_keyed_state",
 ]
-
-_ATTACHED: list[Rdict] = []
-"""The database :func:`attached_database` hands to the next RocksDB subtask built."""
-
-
-@contextmanager
-def attached_database(db: Rdict) -> Iterator[None]:
-    """While the block runs, the next RocksDB subtask :func:`create_keyed_state` builds keeps
-    its keyed state and timers in ``db`` (a raw-mode database the caller owns and closes);
-    one subtask takes it, the others get databases of their own."""
-    _ATTACHED.append(db)
-    try:
-        yield
-    finally:
-        if _ATTACHED and _ATTACHED[-1] is db:
-            _ATTACHED.pop()
-
 
 ROCKSDB_DIR_PREFIX = "sparktide-rocksdb-"
 """The prefix of a RocksDB subtask's directory (``tempfile.mkdtemp``'s ``prefix``)."""
@@ -177,12 +156,22 @@ def _rocksdb_directory(config: EmbeddedRocksDBStateBackend, subtask: SubtaskStat
     return tempfile.mkdtemp(prefix=ROCKSDB_DIR_PREFIX, dir=parent)
 
 
-def create_keyed_state(config: StateBackend, subtask: SubtaskState) -> KeyedState:
-    """The keyed state of ``subtask`` as ``config`` chooses."""
+def create_keyed_state(
+    config: StateBackend, subtask: SubtaskState, database: Rdict | None = None
+) -> KeyedState:
+    """The keyed state of ``subtask`` as ``config`` chooses; ``database``: a raw-mode RocksDB
+    database the caller owns and closes, in which a RocksDB subtask keeps its keyed state and
+    timers (``None``: a database of its own, in a directory of its own)."""
     if not isinstance(config, StateBackend):
         raise TypeError(
             f"the state backend must be a StateBackend, got {type(config).__name__}; "
             "use env.set_state_backend(HashMapStateBackend() or EmbeddedRocksDBStateBackend())"
+        )
+    if database is not None and config.kind is not StateBackendKind.ROCKSDB:
+        raise ValueError(
+            f"a database was given for the keyed state of {subtask.operator}, whose state "
+            f"backend is {type(config).__name__}; only EmbeddedRocksDBStateBackend keeps its "
+            "state in a given database: pass database=None"
         )
     if config.kind is StateBackendKind.HASHMAP:
         heap = HeapKeyedStateBackend(
@@ -197,10 +186,9 @@ def create_keyed_state(config: StateBackend, subtask: SubtaskState) -> KeyedStat
     # loaded with the first RocksDB subtask: jobs on the heap never open a database
     from sparktide.runtime.state.rocksdb_backend import RocksDBKeyedStateBackend
 
-    if _ATTACHED:
-        db = _ATTACHED.pop()
+    if database is not None:
         attached = RocksDBKeyedStateBackend.attach(
-            db,
+            database,
             max_parallelism=subtask.max_parallelism,
             key_group_range=subtask.key_group_range,
             time_provider=subtask.time_provider,
@@ -208,7 +196,7 @@ def create_keyed_state(config: StateBackend, subtask: SubtaskState) -> KeyedStat
             operator=subtask.operator,
         )
         timers = RocksDBTimerQueueFactory(
-            None, key_type=subtask.key_type, db=db, slot=attached.key_slot
+            None, key_type=subtask.key_type, db=database, slot=attached.key_slot
         )
         return KeyedState(attached, timers)
     directory = _rocksdb_directory(config, subtask)

@@ -110,7 +110,6 @@ __all__ = [
     "LocalRecoveryStats",
     "OpenOutcome",
     "SubtaskSlot",
-    "default_local_databases",
 ]
 
 _LOCK = "LOCK"
@@ -562,14 +561,3 @@ def _link_copy(copy: str, work: str) -> None:
                 pass
         shutil.copyfile(source, target)
 
-
-_DEFAULT: LocalDatabases | None = None
-
-
-def default_local_databases() -> LocalDatabases:
-    """The process-wide :class:`LocalDatabases` (a worker keeps its databases across
-    batches)."""
-    global _DEFAULT
-    if _DEFAULT is None:
-        _DEFAULT = LocalDatabases()
-    return _DEFAULT

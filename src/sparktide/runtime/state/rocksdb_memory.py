@@ -14,6 +14,12 @@ and every database opened again from its files with :func:`open_bounded` share, 
 * one LRU block cache of ``BLOCK_CACHE_BYTES`` for data blocks, with index and filter blocks in
   it too (charged to the budget instead of growing with the files).
 
+The budget is a :class:`MemoryBudget`; a process has one, :data:`PROCESS_BUDGET`, made when this
+module is first imported (with the first RocksDB database: a job on the heap never imports it)
+and never replaced: the budget is what the process's databases share, so it is per process by
+design. The options functions take it as a parameter (default: the process's); a Spark worker's
+:class:`~sparktide.spark.worker_resources.WorkerResources` names it as ``memory``.
+
 A database is opened with ``paranoid_checks`` and reads that verify block checksums
 (:mod:`~sparktide.runtime.state.rocksdb_integrity`): damaged files are an error, never less
 state.
@@ -35,6 +41,8 @@ b'v'
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+from typing import Final
 
 from rocksdict import BlockBasedOptions, Cache, Options, Rdict, WriteBufferManager
 
@@ -42,8 +50,10 @@ from sparktide.runtime.state.rocksdb_integrity import verified_reads
 
 __all__ = [
     "BLOCK_CACHE_BYTES",
+    "PROCESS_BUDGET",
     "STATE_WRITE_BUFFER_BYTES",
     "WRITE_BUFFER_BYTES",
+    "MemoryBudget",
     "db_options",
     "open_bounded",
     "state_options",
@@ -57,22 +67,47 @@ STATE_WRITE_BUFFER_BYTES = 32 << 20
 BLOCK_CACHE_BYTES = 64 << 20
 """The block cache the keyed-state databases of the process share."""
 
-_shared: tuple[WriteBufferManager, Cache] | None = None
+
+@dataclass(frozen=True)
+class MemoryBudget:
+    """The memory RocksDB databases share: one write buffer manager (``write_buffers``: all
+    their memtables together) and one LRU block cache (``block_cache``: data, index and filter
+    blocks).
+
+    >>> budget = MemoryBudget.create(write_buffer_bytes=1 << 20)
+    >>> budget.write_buffers.get_buffer_size(), budget.block_cache.get_usage()
+    (1048576, 0)
+    """
+
+    write_buffers: WriteBufferManager
+    block_cache: Cache
+
+    @classmethod
+    def create(
+        cls,
+        write_buffer_bytes: int = WRITE_BUFFER_BYTES,
+        block_cache_bytes: int = BLOCK_CACHE_BYTES,
+    ) -> MemoryBudget:
+        """A new budget of ``write_buffer_bytes`` of memtables and a block cache of
+        ``block_cache_bytes``."""
+        for name, value in (
+            ("write_buffer_bytes", write_buffer_bytes),
+            ("block_cache_bytes", block_cache_bytes),
+        ):
+            if type(value) is not int or value <= 0:
+                raise ValueError(f"{name} must be a positive int (bytes), got {value!r}")
+        return cls(WriteBufferManager(write_buffer_bytes, False), Cache(block_cache_bytes))
 
 
-def _shared_memory() -> tuple[WriteBufferManager, Cache]:
-    global _shared
-    if _shared is None:
-        _shared = (WriteBufferManager(WRITE_BUFFER_BYTES, False), Cache(BLOCK_CACHE_BYTES))
-    return _shared
+PROCESS_BUDGET: Final = MemoryBudget.create()
+"""The budget of this process's RocksDB databases (see the module docstring)."""
 
 
-def _bounded(options: Options, bloom: bool = False) -> Options:
-    manager, cache = _shared_memory()
-    options.set_write_buffer_manager(manager)
+def _bounded(options: Options, budget: MemoryBudget, bloom: bool = False) -> Options:
+    options.set_write_buffer_manager(budget.write_buffers)
     options.set_write_buffer_size(STATE_WRITE_BUFFER_BYTES)
     table = BlockBasedOptions()
-    table.set_block_cache(cache)
+    table.set_block_cache(budget.block_cache)
     table.set_cache_index_and_filter_blocks(True)
     table.set_pin_l0_filter_and_index_blocks_in_cache(True)
     if bloom:  # read by point lookups, most of absent keys: bloom filters in the files (their
@@ -84,21 +119,22 @@ def _bounded(options: Options, bloom: bool = False) -> Options:
     return options
 
 
-def db_options() -> Options:
-    """Options to open a keyed-state database with (raw mode, created if missing)."""
+def db_options(budget: MemoryBudget = PROCESS_BUDGET) -> Options:
+    """Options to open a keyed-state database with (raw mode, created if missing), within
+    ``budget``."""
     options = Options(raw_mode=True)
     options.create_if_missing(True)
     options.set_paranoid_checks(True)  # check the files on open (local copies may be damaged)
-    return _bounded(options)
+    return _bounded(options, budget)
 
 
-def state_options() -> Options:
+def state_options(budget: MemoryBudget = PROCESS_BUDGET) -> Options:
     """Options of a state's column family (bloom filters: a key's first access looks up a value
-    that is absent)."""
-    return _bounded(Options(raw_mode=True), bloom=True)
+    that is absent), within ``budget``."""
+    return _bounded(Options(raw_mode=True), budget, bloom=True)
 
 
-def timer_options(index: bool = False) -> Options:
+def timer_options(index: bool = False, budget: MemoryBudget = PROCESS_BUDGET) -> Options:
     """Options of a timer store and of its column families (raw mode, created if missing,
     column families too); ``index``: the column family of a timer index (bloom filters: every
     add looks up a timer that is mostly absent).
@@ -115,10 +151,10 @@ def timer_options(index: bool = False) -> Options:
     options = Options(raw_mode=True)
     options.create_if_missing(True)
     options.create_missing_column_families(True)
-    return _bounded(options, bloom=index)
+    return _bounded(options, budget, bloom=index)
 
 
-def open_bounded(path: str) -> Rdict:
+def open_bounded(path: str, budget: MemoryBudget = PROCESS_BUDGET) -> Rdict:
     """Open the database in ``path`` (raw mode) with every column family it has, all within
     the budget: a database restored from a checkpoint's files, or kept by a worker between
     micro-batches, takes its memory from the same write buffers and block cache as the rest.
@@ -126,7 +162,7 @@ def open_bounded(path: str) -> Rdict:
     directory without a database gets a new one."""
     exists = os.path.exists(os.path.join(path, "CURRENT"))
     names = Rdict.list_cf(path, Options(raw_mode=True)) if exists else []
-    families = {name: state_options() for name in names if name != "default"}
-    db = Rdict(path, db_options(), column_families=families)
+    families = {name: state_options(budget) for name in names if name != "default"}
+    db = Rdict(path, db_options(budget), column_families=families)
     db.set_read_options(verified_reads())
     return db
