@@ -311,24 +311,22 @@ _KILLED_MID_CHECKPOINT = textwrap.dedent(
     from rocksdict import Options, Rdict
     from sparktide.runtime.state import rocksdb_checkpoint as rc
 
+    class DyingStorage(rc.RocksDBCheckpointStorage):
+        uploads = 0  # killed right after its argv[3]-th upload
+
+        def upload_file(self, local, folder):
+            written = super().upload_file(local, folder)
+            DyingStorage.uploads += 1
+            if DyingStorage.uploads == int(sys.argv[3]):
+                os.kill(os.getpid(), signal.SIGKILL)
+            return written
+
     root, version = sys.argv[1], int(sys.argv[2])
-    storage = rc.RocksDBCheckpointStorage(root + "/ckpt")
+    storage = DyingStorage(root + "/ckpt")
     restored = storage.restore(version - 1, root + f"/db-{version}")
     db = restored.db
     for i in range(500):
         db[b"late%d" % i] = b"x" * 30
-    uploads = 0
-    upload = storage._upload
-
-    def dying_upload(local, folder):
-        global uploads
-        uploads += 1
-        written = upload(local, folder)
-        if uploads == int(sys.argv[3]):
-            os.kill(os.getpid(), signal.SIGKILL)
-        return written
-
-    storage._upload = dying_upload
     storage.snapshot(db, version, root + f"/stage-{version}", base=restored.manifest)
     """
 )

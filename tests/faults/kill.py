@@ -69,7 +69,7 @@ POINTS = {
         KillPoint(
             "native-upload",
             "sparktide.runtime.state.rocksdb_checkpoint",
-            "RocksDBCheckpointStorage._upload",
+            "RocksDBCheckpointStorage.upload_file",
             "worker",
             "a subtask uploads a file of its native RocksDB checkpoint",
         ),

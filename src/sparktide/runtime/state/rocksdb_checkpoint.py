@@ -196,9 +196,10 @@ class RocksDBCheckpointStorage:
             f.write(data)
         self._fs.move(tmp, path)
 
-    def _upload(self, local: str, relative_dir: str) -> tuple[str, int, str]:
+    def upload_file(self, local: str, relative_dir: str) -> tuple[str, int, str]:
         """Copy the local file into ``relative_dir`` under a temporary name, digesting it on
-        the way; returns ``(temporary path, size, digest)``."""
+        the way; returns ``(temporary path, size, digest)``. Every file a checkpoint uploads
+        goes through this method (a subclass may wrap it, e.g. to inject a failure)."""
         self._fs.create_dir(self._path(relative_dir), recursive=True)
         tmp = self._path(f"{relative_dir}/{os.path.basename(local)}{_TMP}{uuid.uuid4().hex}")
         h = hashlib.blake2b(digest_size=32)
@@ -354,7 +355,7 @@ class RocksDBCheckpointStorage:
             if _is_shared(name):
                 stored = self._upload_shared(local, name, lineage.get(name))
             else:
-                tmp, size, digest = self._upload(local, private_dir)
+                tmp, size, digest = self.upload_file(local, private_dir)
                 path = f"{private_dir}/{name}"
                 self._fs.move(tmp, self._path(path))
                 stored = StoredFile(name, path, size, digest, FileKind.PRIVATE)
@@ -371,7 +372,7 @@ class RocksDBCheckpointStorage:
     def _upload_shared(self, local: str, name: str, recorded: StoredFile | None) -> StoredFile:
         """Upload SST ``local``; ``recorded``: what the base checkpoint records of it (a file
         of its size must have its digest, see :meth:`snapshot`)."""
-        tmp, size, digest = self._upload(local, "shared")
+        tmp, size, digest = self.upload_file(local, "shared")
         if recorded is not None and recorded.size == size and recorded.digest != digest:
             self._fs.delete_file(tmp)
             raise RocksDBCorruptionError(
