@@ -42,10 +42,9 @@ SCRIPT = textwrap.dedent(
 
 @pytest.fixture
 def fresh_logging(monkeypatch):
-    """``logs``' module state and the py4j/pyspark loggers as they are in a new process."""
+    """The process's log setup and the py4j/pyspark loggers as they are in a new process."""
     monkeypatch.delenv(logs.LOG_LEVEL_VARIABLE, raising=False)
-    monkeypatch.setattr(logs, "_chosen", None)
-    monkeypatch.setattr(logs, "_handlers", {})
+    monkeypatch.setattr(logs, "SETUP", logs.LogSetup())
     saved = {}
     for name in ("py4j", "pyspark"):
         logger = logging.getLogger(name)

@@ -19,6 +19,11 @@ The level is ``SPARKTIDE_LOG_LEVEL`` (one of log4j's ``OFF FATAL ERROR WARN INFO
 ALL``, any case; default ``ERROR``), or what :func:`set_log_level` set, which also changes it in
 the running session.
 
+What the process's log setup chose and added lives in one :class:`LogSetup`, :data:`SETUP`: the
+loggers it configures (``py4j``, ``pyspark``) are the process's own, as every Python logger is,
+so the record of the level chosen and of the handlers added is one per process too. The
+functions of this module act on it.
+
 >>> "-Dlog4j2.configurationFile=" in driver_java_options("WARN")
 True
 >>> log4j2_properties("WARN").splitlines()[0]
@@ -35,13 +40,15 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Final, TextIO
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = [
     "LOG_LEVEL_VARIABLE",
+    "SETUP",
+    "LogSetup",
     "driver_java_options",
     "keep_off_stdout",
     "log4j2_properties",
@@ -66,9 +73,6 @@ _PYTHON_LEVELS: Mapping[str, int] = MappingProxyType(
 )
 _PYTHON_LOGGERS = ("py4j", "pyspark")
 
-_chosen: str | None = None  # set_log_level's level, which wins over the environment variable
-_handlers: dict[str, logging.Handler] = {}  # logger name -> the handler keep_off_stdout added
-
 
 def _checked(level: object, source: str) -> str:
     if not isinstance(level, str) or level.strip().upper() not in _PYTHON_LEVELS:
@@ -81,12 +85,7 @@ def _checked(level: object, source: str) -> str:
 def log_level() -> str:
     """The level for Spark's and py4j's logs: :func:`set_log_level`'s, else
     ``SPARKTIDE_LOG_LEVEL``'s, else ``ERROR``."""
-    if _chosen is not None:
-        return _chosen
-    raw = os.environ.get(LOG_LEVEL_VARIABLE, "").strip()
-    if not raw:
-        return _DEFAULT_LEVEL
-    return _checked(raw, f"the environment variable {LOG_LEVEL_VARIABLE}")
+    return SETUP.level()
 
 
 def set_log_level(level: str, spark: SparkSession | None = None) -> None:
@@ -95,20 +94,7 @@ def set_log_level(level: str, spark: SparkSession | None = None) -> None:
 
     ``level`` is one of log4j's ``OFF FATAL ERROR WARN INFO DEBUG TRACE ALL`` (any case).
     """
-    global _chosen
-    _chosen = _checked(level, "level")
-    for name, handler in _handlers.items():
-        handler.setLevel(_PYTHON_LEVELS[_chosen])
-        logging.getLogger(name).setLevel(_PYTHON_LEVELS[_chosen])
-    if spark is None:
-        try:
-            from pyspark.sql import SparkSession
-        except ImportError:
-            return
-        spark = SparkSession.getActiveSession()
-    context = getattr(spark, "_sc", None)  # classic sessions only: Connect has no SparkContext
-    if context is not None:
-        context.setLogLevel(_chosen)
+    SETUP.set_level(level, spark)
 
 
 def log4j2_properties(level: str) -> str:
@@ -169,27 +155,77 @@ class _StderrHandler(logging.StreamHandler):
         pass
 
 
-def _configured_by_user(logger: logging.Logger) -> bool:
-    own = _handlers.get(logger.name)
-    # py4j adds a NullHandler of its own class to "py4j": a handler that writes nothing
-    foreign = [h for h in logger.handlers if h is not own and type(h).__name__ != "NullHandler"]
-    return bool(foreign) or (own is None and not logger.propagate)
+class LogSetup:
+    """The level chosen for Spark's and py4j's logs (``chosen``: by :meth:`set_level`, which
+    wins over the environment variable) and the handlers :meth:`keep_off_stdout` added, by
+    logger name.
+
+    >>> setup = LogSetup()
+    >>> setup.set_level("warn"); setup.level()
+    'WARN'
+    """
+
+    __slots__ = ("chosen", "handlers")
+
+    def __init__(self) -> None:
+        self.chosen: str | None = None
+        self.handlers: dict[str, logging.Handler] = {}
+
+    def level(self) -> str:
+        """:meth:`set_level`'s level, else ``SPARKTIDE_LOG_LEVEL``'s, else ``ERROR``."""
+        if self.chosen is not None:
+            return self.chosen
+        raw = os.environ.get(LOG_LEVEL_VARIABLE, "").strip()
+        if not raw:
+            return _DEFAULT_LEVEL
+        return _checked(raw, f"the environment variable {LOG_LEVEL_VARIABLE}")
+
+    def set_level(self, level: str, spark: SparkSession | None = None) -> None:
+        """See :func:`set_log_level`; without a ``spark`` nor an active session, only the
+        Python loggers and the sessions started from now on."""
+        chosen = self.chosen = _checked(level, "level")
+        for name, handler in self.handlers.items():
+            handler.setLevel(_PYTHON_LEVELS[chosen])
+            logging.getLogger(name).setLevel(_PYTHON_LEVELS[chosen])
+        if spark is None:
+            try:
+                from pyspark.sql import SparkSession
+            except ImportError:
+                return
+            spark = SparkSession.getActiveSession()
+        context = getattr(spark, "_sc", None)  # classic sessions only: Connect has no context
+        if context is not None:
+            context.setLogLevel(chosen)
+
+    def _configured_by_user(self, logger: logging.Logger) -> bool:
+        own = self.handlers.get(logger.name)
+        # py4j adds a NullHandler of its own class to "py4j": a handler that writes nothing
+        foreign = [h for h in logger.handlers if h is not own and type(h).__name__ != "NullHandler"]
+        return bool(foreign) or (own is None and not logger.propagate)
+
+    def keep_off_stdout(self) -> None:
+        """See :func:`keep_off_stdout`."""
+        level = _PYTHON_LEVELS[self.level()]
+        for name in _PYTHON_LOGGERS:
+            logger = logging.getLogger(name)
+            if self._configured_by_user(logger):
+                continue
+            handler = self.handlers.get(name)
+            if handler is None:
+                handler = self.handlers[name] = _StderrHandler()
+                handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+                logger.addHandler(handler)
+            handler.setLevel(level)
+            logger.setLevel(level)
+            logger.propagate = False
+
+
+SETUP: Final = LogSetup()
+"""This process's log setup (see the module docstring)."""
 
 
 def keep_off_stdout() -> None:
     """Sends the ``py4j`` and ``pyspark`` loggers to stderr at :func:`log_level`, without
     propagation to the root logger (whose handlers may write to stdout). Loggers the user
     configured (a handler of their own, or propagation off) are left alone. Idempotent."""
-    level = _PYTHON_LEVELS[log_level()]
-    for name in _PYTHON_LOGGERS:
-        logger = logging.getLogger(name)
-        if _configured_by_user(logger):
-            continue
-        handler = _handlers.get(name)
-        if handler is None:
-            handler = _handlers[name] = _StderrHandler()
-            handler.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
-            logger.addHandler(handler)
-        handler.setLevel(level)
-        logger.setLevel(level)
-        logger.propagate = False
+    SETUP.keep_off_stdout()

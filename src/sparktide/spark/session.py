@@ -19,6 +19,10 @@ zip as a session artifact (``spark.addArtifacts(zip, pyfile=True)``). The Python
 session sparktide did not build itself are checked once before the first job
 (:func:`check_workers`): a job stops before it runs, with one :class:`WorkerPythonError` naming
 the workers' Python and how to change it, when they cannot run sparktide.
+
+Which sessions got the zip and whose workers passed the check is recorded in one
+:class:`PreparedSessions`, :data:`PREPARED`: what it records is about the Spark applications
+and Connect sessions this driver process talks to, so it is one per process.
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ import threading
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Final, cast
 
 import sparktide
 from sparktide.spark import logs
@@ -43,6 +47,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = [
+    "PREPARED",
+    "PreparedSessions",
     "SparkUnavailableError",
     "WorkerPythonError",
     "check_prerequisites",
@@ -60,9 +66,6 @@ _SKIPPED_DIRS = frozenset({"__pycache__"})
 _SKIPPED_SUFFIXES = (".pyc", ".pyo")
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # fixed timestamps: the same sources give the same zip
 
-_lock = threading.Lock()
-_shipped: dict[str, Path] = {}  # session key (see _session_key) -> the zip it got
-_checked: set[str] = set()  # session keys whose Python workers can run sparktide
 #: what sparktide's tasks import in the Python workers
 WORKER_MODULES = ("sparktide", "pyarrow", "pandas", "numpy")
 
@@ -133,7 +136,7 @@ def get_spark(master: str | None = None) -> SparkSession:
     else:
         spark = _embedded(master or "local[*]")
         if os.environ.get("PYSPARK_PYTHON") == sys.executable:
-            _checked.add(_session_key(spark))  # its workers run the driver's Python
+            PREPARED.trust(spark)  # its workers run the driver's Python
     ship_package(spark)
     check_workers(spark)
     return spark
@@ -283,24 +286,54 @@ def ship_package(spark: SparkSession, force: bool = False) -> Path | None:
     shipped too, e.g. with ``spark.sparkContext.addPyFile`` (Connect: ``spark.addArtifacts``)
     or ``spark-submit --py-files``.
     """
-    if not _package_dir().is_dir():
-        return None
-    connect = is_connect(spark)
-    if not connect and not force and is_local_master(spark.sparkContext.master or ""):
-        return None
-    key = _session_key(spark)
-    with _lock:
-        shipped = _shipped.get(key)
-        if shipped is None:
-            shipped = package_zip()
-            if connect:
-                spark.addArtifacts(str(shipped), pyfile=True)
-            else:
-                context = spark.sparkContext
-                if shipped.name not in (getattr(context, "_python_includes", None) or ()):
-                    context.addPyFile(str(shipped))
-            _shipped[key] = shipped
-    return shipped
+    return PREPARED.ship(spark, force)
+
+
+class PreparedSessions:
+    """What this driver process did for the sessions it runs on, by session (a classic
+    session's application, a Connect session's id): the zip each got (:meth:`ship`) and which
+    passed :func:`check_workers` (:meth:`trust`, :meth:`is_trusted`). Thread-safe."""
+
+    __slots__ = ("_checked", "_lock", "_shipped")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._shipped: dict[str, Path] = {}  # session key -> the zip it got
+        self._checked: set[str] = set()  # session keys whose Python workers can run sparktide
+
+    def ship(self, spark: SparkSession, force: bool = False) -> Path | None:
+        """:func:`ship_package`."""
+        if not _package_dir().is_dir():
+            return None
+        connect = is_connect(spark)
+        if not connect and not force and is_local_master(spark.sparkContext.master or ""):
+            return None
+        key = _session_key(spark)
+        with self._lock:
+            shipped = self._shipped.get(key)
+            if shipped is None:
+                shipped = package_zip()
+                if connect:
+                    spark.addArtifacts(str(shipped), pyfile=True)
+                else:
+                    context = spark.sparkContext
+                    if shipped.name not in (getattr(context, "_python_includes", None) or ()):
+                        context.addPyFile(str(shipped))
+                self._shipped[key] = shipped
+        return shipped
+
+    def trust(self, spark: SparkSession) -> None:
+        """Record that the Python workers of ``spark`` can run sparktide."""
+        with self._lock:
+            self._checked.add(_session_key(spark))
+
+    def is_trusted(self, spark: SparkSession) -> bool:
+        """Whether :meth:`trust` recorded ``spark``'s workers."""
+        return _session_key(spark) in self._checked
+
+
+PREPARED: Final = PreparedSessions()
+"""This driver process's record of the sessions it prepared (see the module docstring)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -372,8 +405,7 @@ def check_workers(spark: SparkSession) -> None:
     point Spark at another one (``PYSPARK_PYTHON``, ``spark.pyspark.python``, ``spark.archives``
     on a cluster), when the workers cannot import what sparktide needs or cannot start.
     """
-    key = _session_key(spark)
-    if key in _checked:
+    if PREPARED.is_trusted(spark):
         return
     try:
         executable, version, missing = _probe(spark)
@@ -401,7 +433,7 @@ def check_workers(spark: SparkSession) -> None:
             f"{' and '.join(problems)}. sparktide's tasks need Python {driver} with sparktide, "
             f"pyarrow, pandas and numpy in the workers: {_fix_advice()}"
         )
-    _checked.add(key)
+    PREPARED.trust(spark)
 
 
 def _driver_version() -> str:
