@@ -524,10 +524,11 @@ class RocksDBTimerQueue(Generic[K, N]):
             kept = keep.get(self._index_prefix(idx, e[2], e[3]) + encode_timestamp(e[0]))
             if kept is None or kept[1] != e[1]:
                 self.remove(e[0], e[2], e[3], key_group)
-        for index_key, e in keep.items():
+        for index_key, (ts, seq, k, ns, _kg) in keep.items():
             if self._writes.index_row(index_key) is None:
-                self._store_timer(idx, index_key, e)
-                self._cache.admit(idx, e)
+                entry: TimerEntry[K, N] = (ts, seq, k, ns, key_group)
+                self._store_timer(idx, index_key, entry)
+                self._cache.admit(idx, entry)
 
     def _store_timer(self, idx: int, index_key: bytes, entry: TimerEntry[K, N]) -> None:
         """Store ``entry`` of local key group ``idx`` with its own sequence number."""
@@ -547,7 +548,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         sequence numbers :meth:`KeyGroupedTimerQueue.add_restored
         <sparktide.runtime.timers.queue.KeyGroupedTimerQueue.add_restored>` gives them: kept
         into an empty queue when distinct, else renumbered in ``(timestamp, seq, key_group)``
-        order. One write batch for all of them."""
+        order. Written in batches, without a lookup per timer."""
         seqs = {e[1] for e in entries}
         if self._size or len(seqs) != len(entries) or any(type(q) is not int for q in seqs):
             for ts, _old, key, ns, kg in sorted(entries, key=lambda e: (e[0], e[1], e[4])):
