@@ -83,17 +83,15 @@ def test_the_cache_keeps_the_head_of_every_key_group(ops: list[tuple], size: int
     assert all(not s for s in model.stored)
 
 
-def test_memory_proves_a_timer_new_or_present_only_where_it_holds_every_timer() -> None:
+def test_the_cache_holds_the_first_timers_of_a_key_group() -> None:
     cache: TimerCache[object, None] = TimerCache(start=0, groups=1, size=2)
     for seq, (ts, key) in enumerate([(5, "a"), (3, "b"), (9, "c")]):
         cache.note_latest(0, ts)
         cache.admit(0, (ts, seq, key, None, 0))
     assert not cache.complete[0] and [e[0] for e in cache.entries[0]] == [3, 5]
-    assert cache.absent(0, 3, "b", None) is False
-    assert cache.absent(0, 4, "b", None) is True  # before the last cached timer, not cached
-    assert cache.absent(0, 5, "z", None) is None  # at the last one: the store may hold more
-    assert cache.absent(0, 7, "c", None) is None
-    assert cache.absent(0, 3, ("b",), None) is None  # == is the store's equality for str, int
+    assert cache.holds(0, 3, "b", None) and cache.holds(0, 5, "a", None)
+    assert not cache.holds(0, 3, "b", ("w",)) and not cache.holds(0, 4, "b", None)
+    assert not cache.holds(0, 9, "c", None)  # past the last entry: only the store knows
 
 
 def test_the_top_stays_right_through_many_stale_heads() -> None:

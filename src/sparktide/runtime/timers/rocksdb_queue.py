@@ -97,6 +97,12 @@ DEFAULT_ITER_CHUNK = 4096
 """Timers read at a time when iterating a queue."""
 
 _CLOSED_MESSAGE = "the timer queue's store is closed; open a new queue"
+_SIGN = 2**63
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
+
+
+def _closed_get(index_key: bytes) -> NoReturn:
+    raise RuntimeError(_CLOSED_MESSAGE)
 
 
 def _positive(name: str, value: object, meaning: str) -> None:
@@ -193,14 +199,18 @@ class RocksDBTimerQueue(Generic[K, N]):
 
     __slots__ = (
         "_cache",
+        "_complete",
         "_config",
+        "_entries",
         "_exact",
+        "_index_get",
         "_key_memo",
         "_kg_end",
         "_kg_start",
         "_latest",
         "_ns_memo",
         "_open",
+        "_overlay",
         "_seq",
         "_size",
         "_slot",
@@ -238,7 +248,13 @@ class RocksDBTimerQueue(Generic[K, N]):
         self._store: TimerStore[K, N] = config.open_store(directory, db, resume)
         self._writes: PendingTimerWrites[K, N] = config.writes(self._store)
         self._cache: TimerCache[K, N] = config.cache()
-        self._latest = self._cache.latest  # read on every add
+        # the cache's lists, read on every add; the pending writes' overlay, on most
+        self._latest = self._cache.latest
+        self._complete = self._cache.complete
+        self._entries = self._cache.entries
+        self._overlay = self._writes.overlay
+        # dropped on close: it holds the store open
+        self._index_get: Callable[[bytes], object] = self._store.index.get
         self._slot = slot if slot is not None else KeyPrefixSlot("own")
         self._exact = config.keys.value_bytes_are_key_bytes
         # keys the slot does not hold (a queue of its own, a fired timer's key): remembered,
@@ -292,18 +308,21 @@ class RocksDBTimerQueue(Generic[K, N]):
     def close(self) -> None:
         """Close the store (its files stay in the directory); a queue on a shared store lets
         go of its column families (the store's owner closes the store). Idempotent."""
-        if self._open:
-            self._writes.close()
-            self._open = False
+        self._let_go()
         self._store.close()
 
     def dispose(self) -> None:
         """Close the store and delete its directory; on a shared store, drop the queue's
         column families."""
+        self._let_go()
+        self._store.dispose()
+
+    def _let_go(self) -> None:
+        """Write what is pending and drop every handle of the store the queue holds."""
         if self._open:
             self._writes.close()
+            self._index_get = _closed_get
             self._open = False
-        self._store.dispose()
 
     def __enter__(self) -> RocksDBTimerQueue[K, N]:
         return self
@@ -331,7 +350,11 @@ class RocksDBTimerQueue(Generic[K, N]):
         ns_bytes = self._ns_memo.get(namespace) if namespace is None else None
         if ns_bytes is None:
             ns_bytes = self._ns_memo.bytes_of(namespace)
-        ts_bytes = encode_timestamp(timestamp)
+        if type(timestamp) is int and _LONG_MIN <= timestamp <= _LONG_MAX:
+            ts_bytes = (timestamp + _SIGN).to_bytes(8, "big")  # encode_timestamp, inlined
+        else:
+            ts_bytes = encode_timestamp(timestamp)  # other integral types; the error
+        key_type = type(key)
         slot = self._slot  # the timer service adds timers of the current key: encoded already
         if key is slot.key and key_group == slot.key_group:
             key_prefix = slot.prefix
@@ -342,16 +365,23 @@ class RocksDBTimerQueue(Generic[K, N]):
         if timestamp > latest[idx]:
             # later than every timer the key group holds: new (timers mostly come in time order)
             latest[idx] = timestamp
+        elif (key_type is str or key_type is int) and (
+            self._complete[idx] or timestamp < self._entries[idx][-1][0]
+        ):
+            # the cache holds every timer of the key group before its last one: a timer not in
+            # it is not in the store either (an incomplete cache is never empty)
+            if self._cache.holds(idx, timestamp, key, namespace):
+                return False
         else:
-            absent = self._cache.absent(idx, timestamp, key, namespace)
-            if absent is None:
-                absent = self._writes.index_row(index_key) is None
-            if not absent:
+            overlay = self._overlay
+            if index_key in overlay:
+                if overlay[index_key] is not None:
+                    return False
+            elif self._index_get(index_key) is not None:
                 return False
         seq = self._seq
         self._seq = seq + 1
         seq_bytes = seq.to_bytes(SEQ_BYTES, "big")
-        key_type = type(key)
         # the value bytes of str and int keys are their key bytes (every codec's contract)
         if self._exact or key_type is str or key_type is int:
             value = key_prefix[2:]
@@ -425,12 +455,16 @@ class RocksDBTimerQueue(Generic[K, N]):
             key_prefix = slot.prefix
         else:
             key_prefix = slot.prefix_of(key, kg, self._key_memo.bytes_of)
-        ts_bytes = encode_timestamp(ts)
+        ts_bytes = (ts + _SIGN).to_bytes(8, "big")  # encode_timestamp of a stored timestamp
+        ns_memo = self._ns_memo
+        ns_bytes = ns_memo.get(ns) if ns is None else None
+        if ns_bytes is None:
+            ns_bytes = ns_memo.bytes_of(ns)
         idx = kg - self._kg_start
         self._writes.delete_first(
             idx,
             key_prefix[:2] + ts_bytes + seq.to_bytes(SEQ_BYTES, "big"),
-            key_prefix + self._ns_memo.bytes_of(ns) + ts_bytes,
+            key_prefix + ns_bytes + ts_bytes,
         )
         self._size -= 1
         if self._cache.pop(head):

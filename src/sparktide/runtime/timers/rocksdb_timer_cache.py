@@ -10,7 +10,9 @@ Per local key group (index ``idx`` = key group - first key group of the range):
 * ``complete[idx]``: whether it holds every timer of its key group (no refill needed, and a
   timer not in it is not in the store);
 * ``latest[idx]``: a timestamp at or after the key group's latest timer (removals leave it):
-  a timer after it is new without a lookup (timers mostly come in time order).
+  a timer after it is new without a lookup (timers mostly come in time order); one before the
+  last entry of a complete cache, or before the last entry's timestamp, is new unless
+  :meth:`TimerCache.holds` finds it (str and int keys).
 
 The heads of the key groups form a binary heap (``heapq``). An entry of that heap is current
 while it is the first of its key group's entries; stale ones are dropped when they reach the
@@ -20,8 +22,8 @@ top, and the heap is rebuilt when they pile up.
 >>> cache.note_latest(1, 20); cache.note_latest(0, 10)
 >>> cache.admit(1, (20, 0, "a", None, 1)), cache.admit(0, (10, 1, "b", None, 0))
 (True, True)
->>> cache.absent(0, 10, "b", None), cache.absent(0, 5, "c", None), cache.latest
-(False, True, [10, 20])
+>>> cache.holds(0, 10, "b", None), cache.holds(0, 10, "c", None), cache.latest
+(True, False, [10, 20])
 >>> cache.peek()
 (10, 1, 'b', None, 0)
 >>> cache.pop(cache.peek())  # its key group has no other timer: no refill
@@ -65,17 +67,13 @@ class TimerCache(Generic[K, N]):
 
     # ------------------------------------------------------------------ what memory knows
 
-    def absent(self, idx: int, timestamp: int, key: K, namespace: N) -> bool | None:
-        """Whether timer ``(timestamp, key, namespace)`` of local key group ``idx``, at or before
-        its latest timer (after it, a timer is new: the caller tests ``latest`` first, and moves
-        it), is new (True), present (False), or unknown to memory (None: ask the store)."""
-        key_type = type(key)
-        if key_type is not str and key_type is not int:
-            return None  # == is the store's equality for str and int keys only
+    def holds(self, idx: int, timestamp: int, key: K, namespace: N) -> bool:
+        """Whether the entries of local key group ``idx`` hold timer ``(timestamp, key,
+        namespace)`` (by ``==``). Memory proves a timer new when this is False and the entries
+        hold every timer of the key group up to it: ``complete[idx]``, or ``timestamp`` before
+        the last entry's; for ``str`` and ``int`` keys only, whose ``==`` is the store's
+        equality of key bytes."""
         cache = self.entries[idx]
-        if not self.complete[idx] and timestamp >= cache[-1][0]:
-            return None  # (an incomplete cache is never empty)
-        # the cache holds every timer of the key group before its last one
         i = bisect_left(cache, (timestamp,))
         n = len(cache)
         while i < n:
@@ -83,9 +81,9 @@ class TimerCache(Generic[K, N]):
             if e[0] != timestamp:
                 break
             if e[2] == key and e[3] == namespace:
-                return False
+                return True
             i += 1
-        return True
+        return False
 
     def note_latest(self, idx: int, timestamp: int) -> None:
         """A timer at ``timestamp`` is stored in local key group ``idx``."""

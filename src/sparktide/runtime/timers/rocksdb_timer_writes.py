@@ -55,10 +55,10 @@ class PendingTimerWrites(Generic[K, N]):
         "_dirty",
         "_flush_every",
         "_index_cf",
-        "_overlay",
         "_store",
         "_timers_cf",
         "floors",
+        "overlay",
     )
 
     def __init__(self, store: TimerStore[K, N], flush_every: int = DEFAULT_FLUSH_EVERY) -> None:
@@ -67,7 +67,9 @@ class PendingTimerWrites(Generic[K, N]):
         self._timers_cf = store.timers_cf
         self._index_cf = store.index_cf
         self._batch = WriteBatch(raw_mode=True)
-        self._overlay: dict[bytes, bytes | None] = {}
+        self.overlay: dict[bytes, bytes | None] = {}
+        """The index keys the batch changes, to their seq bytes (None: deleted); the same dict
+        for the writes' life."""
         self._dirty: set[int] = set()
         self.floors = list(store.prefixes)
         """Per local key group, a store key at or below its first timer."""
@@ -82,7 +84,7 @@ class PendingTimerWrites(Generic[K, N]):
         if timer_key < self.floors[idx]:
             self.floors[idx] = timer_key
         self._dirty.add(idx)
-        overlay = self._overlay
+        overlay = self.overlay
         overlay[index_key] = seq
         if len(overlay) >= self._flush_every:
             self.flush()
@@ -93,7 +95,7 @@ class PendingTimerWrites(Generic[K, N]):
         batch.delete(timer_key, self._timers_cf)
         batch.delete(index_key, self._index_cf)
         self._dirty.add(idx)
-        overlay = self._overlay
+        overlay = self.overlay
         overlay[index_key] = None
         if len(overlay) >= self._flush_every:
             self.flush()
@@ -105,7 +107,7 @@ class PendingTimerWrites(Generic[K, N]):
         batch.delete(timer_key, self._timers_cf)
         batch.delete(index_key, self._index_cf)
         self.floors[idx] = timer_key + b"\x00"
-        overlay = self._overlay
+        overlay = self.overlay
         overlay[index_key] = None
         if len(overlay) >= self._flush_every:
             self.flush()
@@ -123,7 +125,7 @@ class PendingTimerWrites(Generic[K, N]):
         if self._batch.len():
             self._store.write(self._batch)
             self._batch = WriteBatch(raw_mode=True)
-        self._overlay.clear()
+        self.overlay.clear()
         self._dirty.clear()
 
     def close(self) -> None:
@@ -137,7 +139,7 @@ class PendingTimerWrites(Generic[K, N]):
 
     def index_row(self, index_key: bytes) -> bytes | None:
         """The seq bytes of an index row, pending writes included."""
-        overlay = self._overlay
+        overlay = self.overlay
         if index_key in overlay:
             return overlay[index_key]
         return self._store.index_row(index_key)
