@@ -387,7 +387,7 @@ class RocksDBTimerQueue(Generic[K, N]):
             value = key_prefix[2:]
         else:
             value = self._config.keys.value_bytes(key)
-        stored_at = key_prefix[:2] + ts_bytes + seq_bytes
+        stored_at = self._store.prefixes[idx] + ts_bytes + seq_bytes
         self._writes.put(idx, stored_at, value + ns_bytes, index_key, seq_bytes)
         self._size += 1
         return self._cache.admit(idx, (timestamp, seq, key, namespace, key_group))
@@ -406,7 +406,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         seq = int.from_bytes(seq_bytes, "big")
         head = self._cache.peek()
         was_head = head is not None and head[1] == seq
-        self._writes.delete(idx, key_prefix[:2] + ts_bytes + seq_bytes, index_key)
+        self._writes.delete(idx, self._store.prefixes[idx] + ts_bytes + seq_bytes, index_key)
         self._size -= 1
         if self._cache.discard(idx, timestamp, seq):
             self._refill(idx)
@@ -463,7 +463,7 @@ class RocksDBTimerQueue(Generic[K, N]):
         idx = kg - self._kg_start
         self._writes.delete_first(
             idx,
-            key_prefix[:2] + ts_bytes + seq.to_bytes(SEQ_BYTES, "big"),
+            self._store.prefixes[idx] + ts_bytes + seq.to_bytes(SEQ_BYTES, "big"),
             key_prefix + ns_bytes + ts_bytes,
         )
         self._size -= 1
