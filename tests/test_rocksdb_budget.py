@@ -40,14 +40,14 @@ def test_the_memtables_and_blocks_of_timer_stores_are_in_the_budget(
     for q in queues:
         for key in range(2000):
             q.add(key, f"key-{key}", None, assign_to_key_group(f"key-{key}", 128))
-        q._flush()
+        q.flush()
     # the timers' memtables are charged to the one manager of the process
     assert budget.get_usage() - before > 4 * 2000 * 10
     for q in queues:
-        for cf in (q._timers, q._index):
-            assert cf.property_int_value(CAPACITY) == memory.BLOCK_CACHE_BYTES
+        capacity = (memory.BLOCK_CACHE_BYTES, memory.BLOCK_CACHE_BYTES)
+        assert q.column_family_property(CAPACITY) == capacity
     own = RocksDBTimerQueue(KeyGroupRange(0, 127), tmp_path / "own")  # a store of its own
-    assert own._index.property_int_value(CAPACITY) == memory.BLOCK_CACHE_BYTES
+    assert own.column_family_property(CAPACITY)[1] == memory.BLOCK_CACHE_BYTES
     own.dispose()
     factory.dispose()
 

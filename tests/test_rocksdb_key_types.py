@@ -235,7 +235,7 @@ def test_a_typed_timer_queue_fires_as_the_heap_queue(ops: list[tuple[str, int, i
                 assert rocks.remove(ts, key, None, kg) == heap.remove(ts, key, None, kg)
             else:
                 assert rocks.poll() == heap.poll()
-        rocks._check()
+        rocks.check_invariants()
         while heap:
             entry = rocks.poll()
             assert entry == heap.poll()
@@ -325,14 +325,16 @@ def test_key_by_key_type_reaches_the_rocksdb_backend(key_type: Any, layout: str)
 def test_iterating_a_queue_reads_it_in_chunks_in_firing_order(
     timers: list[tuple[int, int]], chunk: int
 ) -> None:
-    import sparktide.runtime.timers.rocksdb_queue as rocksdb_queue
+    from sparktide.runtime.timers.rocksdb_queue import RocksDBTimerQueue
 
-    directory = tempfile.mkdtemp()
-    factory = RocksDBTimerQueueFactory(directory, cache_size=2, key_type=Types.LONG())
-    rocks = factory.create_timer_queue("s", TimeDomain.EVENT_TIME, KeyGroupRange(0, 7))
+    rocks: RocksDBTimerQueue[int, None] = RocksDBTimerQueue(
+        KeyGroupRange(0, 7),
+        tempfile.mkdtemp(),
+        cache_size=2,
+        keys=key_codec(Types.LONG()),
+        iter_chunk=chunk,
+    )
     heap: KeyGroupedTimerQueue[int, None] = KeyGroupedTimerQueue(KeyGroupRange(0, 7))
-    saved = rocksdb_queue._ITER_CHUNK
-    rocksdb_queue._ITER_CHUNK = chunk
     try:
         for ts, key in timers:
             kg = assign_to_key_group(key, 8)
@@ -343,8 +345,7 @@ def test_iterating_a_queue_reads_it_in_chunks_in_firing_order(
         expected = [e for kg in range(8) for e in heap.entries_for_key_group(kg)]
         assert list(rocks) == expected
     finally:
-        rocksdb_queue._ITER_CHUNK = saved
-        factory.dispose()
+        rocks.dispose()
 
 
 @settings(max_examples=10, deadline=None)
@@ -374,7 +375,7 @@ def test_a_resumed_queue_still_finds_the_timers_it_holds(
         for ts, key in before + after:  # the timers it holds are found: no duplicates
             kg = assign_to_key_group(key, 8)
             assert resumed.add(ts, key, None, kg) == heap.add(ts, key, None, kg)
-        resumed._check()
+        resumed.check_invariants()
         while heap:
             assert resumed.poll() == heap.poll()
         resumed.close()

@@ -36,10 +36,13 @@ def same_list(a, b) -> bool:
 class Pair:
     """The heap queue and the RocksDB queue, driven together."""
 
-    def __init__(self, tmp_path, max_parallelism: int, cache_size: int) -> None:
+    def __init__(
+        self, tmp_path, max_parallelism: int, cache_size: int, flush_every: int = 1024
+    ) -> None:
         self.maxp = max_parallelism
         self.range = KeyGroupRange(0, max_parallelism - 1)
         self.cache_size = cache_size
+        self.flush_every = flush_every
         self.tmp_path = tmp_path
         self.opened = 0
         self.heap = KeyGroupedTimerQueue(self.range)
@@ -47,7 +50,12 @@ class Pair:
 
     def _open(self) -> RocksDBTimerQueue:
         self.opened += 1
-        return RocksDBTimerQueue(self.range, self.tmp_path / f"db{self.opened}", self.cache_size)
+        return RocksDBTimerQueue(
+            self.range,
+            self.tmp_path / f"db{self.opened}",
+            self.cache_size,
+            flush_every=self.flush_every,
+        )
 
     def kg(self, key) -> int:
         return assign_to_key_group(key, self.maxp)
@@ -65,7 +73,7 @@ class Pair:
     def check(self) -> None:
         # (the heap queue's own _check is not called: after reset_key_timers it may hold a dead
         # copy of a timer next to the live one, equal in (timestamp, seq), which it flags)
-        self.rocks._check()
+        self.rocks.check_invariants()
         assert len(self.rocks) == len(self.heap)
         assert bool(self.rocks) == bool(self.heap)
         assert same(self.rocks.peek(), self.heap.peek())
@@ -103,8 +111,7 @@ def test_same_results_and_firing_order_as_the_heap_queue(
     tmp_path_factory, ops, maxp, cache, flush_every, check_every
 ):
     # small write batches, and checks (which write the pending batch) only now and then
-    saved_flush, rocksdb_queue._FLUSH_EVERY = rocksdb_queue._FLUSH_EVERY, flush_every
-    pair = Pair(tmp_path_factory.mktemp("q"), maxp, cache)
+    pair = Pair(tmp_path_factory.mktemp("q"), maxp, cache, flush_every)
     heap = pair.heap
     try:
         for step, op in enumerate(ops):
@@ -168,7 +175,6 @@ def test_same_results_and_firing_order_as_the_heap_queue(
         assert same_list(fired_rocks, fired_heap)
         pair.check()
     finally:
-        rocksdb_queue._FLUSH_EVERY = saved_flush
         pair.rocks.dispose()
 
 
@@ -194,7 +200,7 @@ def test_many_key_groups_and_a_tiny_cache_fire_in_the_heap_order(tmp_path):
                 while (e := heap.poll_until(until)) is not None:
                     assert rocks.poll_until(until) == e
                 assert rocks.poll_until(until) is None
-        rocks._check()
+        rocks.check_invariants()
         assert len(rocks) == len(heap) > 300
         assert [rocks.poll() for _ in range(len(rocks))] == [heap.poll() for _ in range(len(heap))]
 
@@ -203,9 +209,9 @@ def test_timers_beyond_the_cache_stay_in_the_store(tmp_path):
     with RocksDBTimerQueue(KeyGroupRange(0, 0), tmp_path / "db", cache_size=4) as q:
         for ts in range(1000, 0, -1):
             q.add(ts, "k", None, 0)
-        assert len(q._caches[0]) == 4 and len(q) == 1000
+        assert q.cached_count(0) == 4 and len(q) == 1000
         assert [q.poll()[0] for _ in range(10)] == list(range(1, 11))
-        q._check()
+        q.check_invariants()
 
 
 def test_key_group_outside_range_names_both(tmp_path):
@@ -300,7 +306,7 @@ def test_a_resumed_queue_continues_the_timers_its_store_holds(
             rocks = RocksDBTimerQueue(
                 full, db=db, column_families=families, cache_size=cache_size, resume=True
             )
-            rocks._check()
+            rocks.check_invariants()
             assert len(rocks) == len(heap)
     assert [rocks.poll() for _ in range(len(rocks))] == [heap.poll() for _ in range(len(heap))]
     rocks.close()

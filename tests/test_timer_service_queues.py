@@ -172,7 +172,7 @@ def test_heap_and_rocksdb_services_fire_the_same_timers(ops: list[Op], reaction:
                     rocksdb.service.processing_time_timers(),
                 ):
                     assert isinstance(queue, RocksDBTimerQueue)
-                    queue._check()
+                    queue.check_invariants()
             heap.manager.advance_watermark(2**63 - 1)
             rocksdb.manager.advance_watermark(2**63 - 1)
             heap.clock.advance(1000)
