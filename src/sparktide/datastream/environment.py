@@ -36,7 +36,7 @@ from sparktide.datastream.python_dependencies import PythonDependencies
 from sparktide.datastream.slot_sharing_group import SlotSharingGroup
 from sparktide.datastream.source import CollectionSource
 from sparktide.runtime.filesystems import check_sink_folders
-from sparktide.runtime.graph import JobGraph, Node
+from sparktide.runtime.graph import JobGraph, SinkNode, SourceNode
 from sparktide.runtime.operators.simple import CollectSinkOperator, RecordCollector
 
 __all__ = [
@@ -212,8 +212,7 @@ class StreamExecutionEnvironment(EnvironmentCompat):
         if coerce is not None:
             values = [coerce(v, f"collection[{i}]") for i, v in enumerate(values)]
         node = self._graph.add(
-            Node(
-                "source",
+            SourceNode(
                 "Collection Source",
                 source=CollectionSource(values),
                 output_type=type_info,
@@ -242,8 +241,7 @@ class StreamExecutionEnvironment(EnvironmentCompat):
         if type_info is None:  # a source that knows its records' type (e.g. a typed file format)
             type_info = getattr(source, "type_info", None)
         node = self._graph.add(
-            Node(
-                "source",
+            SourceNode(
                 source_name,
                 source=source,
                 watermark_strategy=watermark_strategy,
@@ -385,9 +383,7 @@ class StreamExecutionEnvironment(EnvironmentCompat):
                 f"source_func must be a SourceFunction (with run(ctx)), got "
                 f"{type(source_func).__name__}"
             )
-        node = self._graph.add(
-            Node("source", source_name, source=source_func, output_type=type_info)
-        )
+        node = self._graph.add(SourceNode(source_name, source=source_func, output_type=type_info))
         return DataStream(self, node)
 
     # ------------------------------------------------------------------ execution
@@ -507,7 +503,9 @@ class StreamExecutionEnvironment(EnvironmentCompat):
         an iterator, or a list of at most ``limit`` elements. Same as
         ``stream.execute_and_collect(...)``."""
         if stream is None:
-            last = next((n for n in reversed(self._graph.nodes) if n.kind != "sink"), None)
+            last = next(
+                (n for n in reversed(self._graph.nodes) if not isinstance(n, SinkNode)), None
+            )
             if last is None:
                 raise RuntimeError(
                     "no stream to collect: build one (e.g. env.from_collection(...)) first"
@@ -519,7 +517,7 @@ class StreamExecutionEnvironment(EnvironmentCompat):
 
     def _execute_and_collect(self, stream: Any, job_name: str | None) -> list[Any]:
         collected: list[tuple[Any, Any]] = []
-        node = self._graph.add(Node("sink", "Collect Sink", [stream._edge()], split_local=True))
+        node = self._graph.add(SinkNode("Collect Sink", [stream._edge()], split_local=True))
         node_id = node.id
         node.operator_factory = lambda: CollectSinkOperator(RecordCollector(collected, node_id))
         node.collected = collected
@@ -532,9 +530,9 @@ class StreamExecutionEnvironment(EnvironmentCompat):
         from sparktide.spark.frames import spark_schema_of, to_record_batch
         from sparktide.spark.session import get_spark
 
-        graph = JobGraph(nodes=[n for n in self._graph.nodes if n.kind != "sink"])
+        graph = JobGraph(nodes=[n for n in self._graph.nodes if not isinstance(n, SinkNode)])
         collected: list[tuple[Any, Any]] = []
-        node = graph.add(Node("sink", "DataFrame Sink", [stream._edge()], split_local=True))
+        node = graph.add(SinkNode("DataFrame Sink", [stream._edge()], split_local=True))
         node_id = node.id
         node.operator_factory = lambda: CollectSinkOperator(RecordCollector(collected, node_id))
         type_info = stream.get_type()

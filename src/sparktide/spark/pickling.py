@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from sparktide.runtime.graph import Node, ProcessingNode, SourceNode
+
 if TYPE_CHECKING:
     from sparktide.runtime.execution.planner import Plan
 
@@ -54,14 +56,20 @@ def _culprit(factory: object) -> object:
     return factory
 
 
+def _shipped_parts(node: Node) -> list[tuple[str, object]]:
+    """What of ``node`` the workers get: a source and its watermark strategy, or the function
+    that builds an operator."""
+    if isinstance(node, SourceNode):
+        return [("source", node.source), ("watermark strategy", node.watermark_strategy)]
+    if isinstance(node, ProcessingNode):
+        return [("function", node.operator_factory)]
+    return []
+
+
 def check_picklable(plan: Plan) -> None:
     """Raise ``TypeError`` naming the operator and function that cannot be pickled."""
     for node in plan.nodes:
-        parts = [
-            ("source", node.source),
-            ("watermark strategy", node.watermark_strategy),
-            ("function", node.operator_factory),
-        ]
+        parts = _shipped_parts(node)
         for what, value in parts:
             if value is None:
                 continue
