@@ -33,9 +33,10 @@ from sparktide.datastream.environment_compat import EnvironmentCompat
 from sparktide.datastream.environment_config import apply_configuration
 from sparktide.datastream.execution_mode import RuntimeExecutionMode
 from sparktide.datastream.python_dependencies import PythonDependencies
+from sparktide.datastream.runners import DEFAULT_RUNTIME, runner_for
 from sparktide.datastream.slot_sharing_group import SlotSharingGroup
 from sparktide.datastream.source import CollectionSource
-from sparktide.runtime.filesystems import check_sink_folders
+from sparktide.runtime.execution.runner import Runner, StreamRequest
 from sparktide.runtime.graph import JobGraph, SinkNode, SourceNode
 from sparktide.runtime.operators.simple import CollectSinkOperator, RecordCollector
 
@@ -46,24 +47,12 @@ __all__ = [
     "StreamExecutionEnvironment",
 ]
 
-RUNTIMES = ("local", "spark")
-DEFAULT_RUNTIME = "spark"
-
 
 class StreamExecutionEnvironment(EnvironmentCompat):
     """Builds a job graph from sources and transformations, and runs it."""
 
     def __init__(self, runtime: str = DEFAULT_RUNTIME) -> None:
-        if runtime not in RUNTIMES:
-            raise ValueError(
-                f'runtime must be one of {RUNTIMES}, got {runtime!r}; use runtime="spark" '
-                'or runtime="local"'
-            )
-        if runtime == "spark":
-            from sparktide.spark.session import check_prerequisites
-
-            check_prerequisites()
-        self._runtime = runtime
+        self._runner: Runner = runner_for(runtime)
         self._parallelism = 1
         self._max_parallelism: int | None = None
         self._config = ExecutionConfig()
@@ -198,7 +187,8 @@ class StreamExecutionEnvironment(EnvironmentCompat):
         return self._mode is RuntimeExecutionMode.BATCH
 
     def get_runtime(self) -> str:
-        return self._runtime
+        """Where this environment's jobs run: ``"spark"`` or ``"local"``."""
+        return self._runner.name
 
     def _periodic_mode(self) -> str:
         return "external"
@@ -332,7 +322,7 @@ class StreamExecutionEnvironment(EnvironmentCompat):
         """
         from sparktide.spark.stream_source import StreamSource
 
-        if self._runtime != "spark":
+        if not self._runner.reads_streams:
             raise ValueError(
                 'from_stream needs runtime="spark": a Structured Streaming DataFrame is read '
                 "by Spark micro-batches; use from_dataframe(...) for a bounded DataFrame"
@@ -451,9 +441,7 @@ class StreamExecutionEnvironment(EnvironmentCompat):
         return JobExecutionResult(name, int((time.perf_counter() - start) * 1000), metrics)
 
     def _is_streaming(self) -> bool:
-        from sparktide.spark.stream_source import has_stream_source
-
-        return self._runtime == "spark" and has_stream_source(self._graph.reachable_from_sinks())
+        return self._runner.is_streaming(self._graph)
 
     def execute_async(
         self,
@@ -467,8 +455,6 @@ class StreamExecutionEnvironment(EnvironmentCompat):
         """Start a job reading :meth:`from_stream` and return its
         :class:`~sparktide.spark.streaming.StreamingJobClient` (``await_termination(timeout)``,
         ``stop()``, ``recent_progress``); see :meth:`execute` for the arguments."""
-        from sparktide.spark.streaming import start_stream
-
         if not self._is_streaming():
             raise ValueError(
                 "execute_async() runs jobs reading env.from_stream(...); this job is bounded: "
@@ -481,18 +467,17 @@ class StreamExecutionEnvironment(EnvironmentCompat):
                 "sink_to(ParquetBatchSink(path)) or print() before execute_async()"
             )
         self._apply_python()
+        request = StreamRequest(
+            job_name or "sparktide job",
+            self._checkpoint_config.checkpoint_location(checkpoint_location),
+            trigger,
+            snapshot_every,
+            allow_non_restored_state,
+            self._checkpoint_config.trigger_interval_ms(),
+            self._skip_missing_input_files,
+        )
         try:
-            return start_stream(
-                graph,
-                self,
-                job_name or "sparktide job",
-                self._checkpoint_location(checkpoint_location),
-                trigger,
-                snapshot_every,
-                allow_non_restored_state,
-                self._checkpoint_config.trigger_interval_ms(),
-                self._skip_missing_input_files,
-            )
+            return self._runner.start_stream(graph, self, request)
         finally:
             graph.mark_executed()
 
@@ -526,45 +511,18 @@ class StreamExecutionEnvironment(EnvironmentCompat):
 
     def _to_dataframe(self, stream: Any, ordered: bool) -> Any:
         """A Spark DataFrame of ``stream``'s elements (see ``DataStream.to_dataframe``)."""
-        from sparktide.spark.frame_types import type_of_values
-        from sparktide.spark.frames import spark_schema_of, to_record_batch
-        from sparktide.spark.session import get_spark
-
         graph = JobGraph(nodes=[n for n in self._graph.nodes if not isinstance(n, SinkNode)])
         collected: list[tuple[Any, Any]] = []
-        node = graph.add(SinkNode("DataFrame Sink", [stream._edge()], split_local=True))
+        node = graph.add(
+            SinkNode("DataFrame Sink", [stream._edge()], split_local=True, collected=collected)
+        )
         node_id = node.id
         node.operator_factory = lambda: CollectSinkOperator(RecordCollector(collected, node_id))
-        type_info = stream.get_type()
-        if self._runtime == "spark":
-            from sparktide.spark.executor import SparkExecutor
-
-            return SparkExecutor(graph, self).frame(node_id, type_info, ordered)
-        spark = get_spark()  # before running: no Spark, no DataFrame
-        self._run(graph)
-        values = [record.value for _, record in sorted(collected, key=_first)]
-        if type_info is None:
-            type_info = type_of_values(values, "to_dataframe()")
-        batch = to_record_batch(values, type_info)
-        import pyarrow as pa
-
-        return spark.createDataFrame(pa.Table.from_batches([batch]), spark_schema_of(type_info))
+        return self._runner.to_dataframe(graph, self, node, stream.get_type(), ordered)
 
     def _run(self, graph: JobGraph) -> dict[str, Any]:
         """Run ``graph``; its metrics, the user metrics (``get_metrics_group()``) included."""
-        if self._runtime == "spark":
-            from sparktide.spark.executor import SparkExecutor
-            from sparktide.spark.session import is_connect
-
-            spark = SparkExecutor(graph, self)
-            if not is_connect(spark.spark):  # over Spark Connect, the server's paths
-                check_sink_folders(graph.sinks())  # before the job runs
-            return {**spark.run(), **spark.user_metrics.as_dict()}
-        from sparktide.local.executor import LocalExecutor
-
-        check_sink_folders(graph.sinks())
-        local = LocalExecutor(graph, self)
-        return {**local.run(), **local.tasks.user_metrics().as_dict()}
+        return self._runner.run(graph, self)
 
 
 def _first(item: tuple[Any, Any]) -> Any:

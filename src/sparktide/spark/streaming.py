@@ -844,8 +844,8 @@ def start_stream(
         skip_missing_input_files,
     )
     for message in idempotence_warnings(executor.plan):
-        # the user's execute_async() / execute() call
-        warnings.warn(message, StreamingExactlyOnceWarning, stacklevel=3)
+        # the user's execute_async() / execute() call (past SparkRunner.start_stream)
+        warnings.warn(message, StreamingExactlyOnceWarning, stacklevel=4)
     frames = [n.source.df for n in runner.nodes]
     stream = frames[0] if len(frames) == 1 else union_streams(frames)
     on_batch = connect_batch_function(runner) if connect else runner.on_batch
