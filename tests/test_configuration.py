@@ -101,7 +101,7 @@ def test_configuration_settings_take_effect() -> None:
     env = local_env(config)
     assert env.get_parallelism() == 3
     assert env.get_max_parallelism() == 64
-    assert env._is_batch()
+    assert env.get_runtime_mode() is RuntimeExecutionMode.BATCH
     assert env.get_config().get_auto_watermark_interval() == 50
     checkpoints = env.get_checkpoint_config()
     assert env.get_checkpoint_interval() == 2000

@@ -184,6 +184,14 @@ class DataStream(StreamRouting):
     def get_execution_environment(self) -> StreamExecutionEnvironment:
         return self._env
 
+    def get_transformation(self) -> Node:
+        """The node of the job graph that produces this stream (Flink's
+        ``DataStream.getTransformation()``): a :class:`~sparktide.runtime.graph.SourceNode` or
+        an :class:`~sparktide.runtime.graph.OperatorNode`, with what runners read from it
+        (e.g. an operator's ``window_aggregate``, a source's ``watermark_strategy``). A side
+        output's node is the operator that emits it."""
+        return self._node
+
     def slot_sharing_group(self, slot_sharing_group: Any) -> DataStream:
         return self
 
@@ -598,6 +606,18 @@ class KeyedStream(DataStream):
         self._key_selector = key_selector
         self._key_type = key_type
         self._origin = stream
+
+    def get_key_selector(self) -> Callable[[Any], Any]:
+        """What gives each element its key (Flink's ``KeyedStream.getKeySelector()``): the
+        ``KeySelector`` or function passed to ``key_by``, or the
+        :class:`~sparktide.runtime.columnar.spec.FieldKey` of a field name or index."""
+        return self._key_selector
+
+    def get_key_type(self) -> Any:
+        """The type information of the keys (Flink's ``KeyedStream.getKeyType()``): the
+        ``key_type`` passed to ``key_by``, or the field's type when the key is a field of a
+        typed stream; ``None`` when undeclared."""
+        return self._key_type
 
     def _keyed(
         self, name: str, factory: Callable[[], Any], output_type: Any = None, coerce: bool = True

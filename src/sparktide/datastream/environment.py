@@ -183,6 +183,16 @@ class StreamExecutionEnvironment(EnvironmentCompat):
         self._mode = execution_mode
         return self
 
+    def get_runtime_mode(self) -> RuntimeExecutionMode:
+        """The mode set with :meth:`set_runtime_mode` (or ``execution.runtime-mode``):
+        ``STREAMING`` by default.
+
+        >>> env = StreamExecutionEnvironment("local")
+        >>> env.set_runtime_mode(RuntimeExecutionMode.BATCH).get_runtime_mode().name
+        'BATCH'
+        """
+        return self._mode
+
     def _is_batch(self) -> bool:
         return self._mode is RuntimeExecutionMode.BATCH
 
@@ -467,16 +477,16 @@ class StreamExecutionEnvironment(EnvironmentCompat):
                 "sink_to(ParquetBatchSink(path)) or print() before execute_async()"
             )
         self._apply_python()
-        request = StreamRequest(
-            job_name or "sparktide job",
-            self._checkpoint_config.checkpoint_location(checkpoint_location),
-            trigger,
-            snapshot_every,
-            allow_non_restored_state,
-            self._checkpoint_config.trigger_interval_ms(),
-            self._skip_missing_input_files,
-        )
         try:
+            request = StreamRequest(
+                job_name or "sparktide job",
+                self._checkpoint_config.checkpoint_location(checkpoint_location),
+                trigger,
+                snapshot_every,
+                allow_non_restored_state,
+                self._checkpoint_config.trigger_interval_ms(),
+                self._skip_missing_input_files,
+            )
             return self._runner.start_stream(graph, self, request)
         finally:
             graph.mark_executed()

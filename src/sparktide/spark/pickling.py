@@ -13,7 +13,7 @@ Spark, the error names the operator and the function:
 ...     with lock:
 ...         return v
 >>> _ = env.from_collection([1]).map(guarded).print()
->>> check_picklable(plan_job(env._graph, 1, None))
+>>> check_picklable(plan_job(env.get_stream_graph(), 1, None))
 Traceback (most recent call last):
 ...
 TypeError: the function guarded of operator 'Map' cannot be pickled to ship it to Spark's ...
