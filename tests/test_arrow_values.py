@@ -278,7 +278,7 @@ def test_a_keyed_job_gives_the_same_output_with_and_without_arrow_values(
     for arrow in (True, False):
         monkeypatch.setattr(spark_job, "_ARROW_VALUES", arrow)
         env, out = _keyed_job(records)
-        job = SparkExecutor(env._graph, env).job()  # the job the workers get
+        job = SparkExecutor(env.get_stream_graph(), env).job()  # the job the workers get
         codecs = [job.stage_codecs(s.index)[1] for s in job.plan.stages]
         assert all((c is not None) is arrow for c in codecs)
         outputs.append(list(out.execute_and_collect()))
@@ -290,6 +290,6 @@ def test_a_keyed_job_gives_the_same_output_with_and_without_arrow_values(
 def test_by_default_only_the_stages_of_rows_get_arrow_values(spark: Any) -> None:
     env, out = _keyed_job([("a", 1, 0.5, 1)])
     out.print()
-    job = SparkExecutor(env._graph, env).job()
+    job = SparkExecutor(env.get_stream_graph(), env).job()
     codecs = [job.stage_codecs(s.index)[1] for s in job.plan.stages]
     assert [c is not None for c in codecs] == [True, True]  # the rows; the tuples hold a row

@@ -281,7 +281,7 @@ def _alarm_job(spark, parallelism: int = 1):
     event = Types.ROW_NAMED(["key", "ts", "v"], [Types.STRING(), Types.LONG(), Types.LONG()])
     stream = env.from_collection([Row(key="a", ts=1, v=1)], type_info=event)
     stream.key_by(lambda r: r.key).process(_Alarm(), output_type=event).print()
-    return SparkExecutor(env._graph, env).job()
+    return SparkExecutor(env.get_stream_graph(), env).job()
 
 
 def _alarm_class():
@@ -538,7 +538,7 @@ def _reminder_job():
     event = Types.TUPLE([Types.STRING(), Types.LONG()])
     stream = env.from_collection([("k", 0)], type_info=event)
     stream.key_by(lambda r: r[0]).process(_Reminder()).print()
-    plan = plan_job(env._graph, 1, 128)
+    plan = plan_job(env.get_stream_graph(), 1, 128)
     return SparkJob(plan, {}, None, None, {1: placement_keys(1)}, CHUNK, FLUSH)
 
 

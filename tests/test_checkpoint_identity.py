@@ -13,6 +13,7 @@ from sparktide.common import Duration, Row, Time, Types
 from sparktide.common.watermark_strategy import WatermarkStrategy
 from sparktide.datastream import StreamExecutionEnvironment
 from sparktide.datastream.window import TumblingEventTimeWindows
+from sparktide.runtime.graph import OperatorNode
 from sparktide.runtime.operator_identity import operator_identities
 from sparktide.spark.checkpoint import CheckpointError
 from sparktide.spark.streaming import ForeachBatchSink
@@ -104,9 +105,9 @@ def _graph(order):
     sinks = {}
     for name in order:
         sinks[name] = _windows(stream, 1000, name=name).print()
-    nodes = env._graph.reachable_from_sinks()
+    nodes = env.get_stream_graph().reachable_from_sinks()
     identities = operator_identities(nodes)
-    return {n.name: identities[n.id] for n in nodes if n.kind == "operator"}
+    return {n.name: identities[n.id] for n in nodes if isinstance(n, OperatorNode)}
 
 
 def test_identities_do_not_depend_on_build_order_or_process_counters() -> None:
@@ -122,7 +123,7 @@ def test_duplicate_uids_are_refused() -> None:
     stream.map(lambda x: x).uid("m").print()
     stream.map(lambda x: x + 1).uid("m").print()
     with pytest.raises(ValueError, match="uid 'm' is set on two operators"):
-        operator_identities(env._graph.reachable_from_sinks())
+        operator_identities(env.get_stream_graph().reachable_from_sinks())
 
 
 # ------------------------------------------------------------------------------ restores

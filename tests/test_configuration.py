@@ -101,7 +101,7 @@ def test_configuration_settings_take_effect() -> None:
     env = local_env(config)
     assert env.get_parallelism() == 3
     assert env.get_max_parallelism() == 64
-    assert env._is_batch()
+    assert env.get_runtime_mode() is RuntimeExecutionMode.BATCH
     assert env.get_config().get_auto_watermark_interval() == 50
     checkpoints = env.get_checkpoint_config()
     assert env.get_checkpoint_interval() == 2000
@@ -112,8 +112,8 @@ def test_configuration_settings_take_effect() -> None:
         checkpoints.get_externalized_checkpoint_retention()
         is ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION
     )
-    assert env._checkpoint_location(None) == "/tmp/ckpt"
-    assert env._checkpoint_location("/elsewhere") == "/elsewhere"
+    assert checkpoints.checkpoint_location() == "/tmp/ckpt"
+    assert checkpoints.checkpoint_location("/elsewhere") == "/elsewhere"
     assert env.get_state_backend().kind.value == "rocksdb"
     # the parallelism of the configuration is the one the job runs with
     assert env.from_collection([1, 2, 3]).map(lambda v: v).get_parallelism() == 3
@@ -133,7 +133,7 @@ def test_checkpointing_and_storage() -> None:
     env.enable_checkpointing(500, CheckpointingMode.EXACTLY_ONCE)
     assert env.get_checkpoint_config().trigger_interval_ms() == 500
     env.get_checkpoint_config().set_checkpoint_storage(FileSystemCheckpointStorage("s3://b/c"))
-    assert env._checkpoint_location(None) == "s3://b/c"
+    assert env.get_checkpoint_config().checkpoint_location() == "s3://b/c"
     with pytest.raises(ValueError, match="checkpoint_interval must be an int >= 10"):
         env.enable_checkpointing(0)
 

@@ -177,7 +177,7 @@ def test_sink_options_and_messages() -> None:
 def test_the_sink_serializes_inside_the_job_and_needs_spark_to_write() -> None:
     env = StreamExecutionEnvironment.get_execution_environment(runtime="local")
     env.from_collection(["a", "bb"], Types.STRING()).sink_to(sink(topic="out"))
-    names = [n.name for n in env._graph.nodes]
+    names = [n.name for n in env.get_stream_graph().nodes]
     assert names == ["Collection Source", "Kafka Serializer", "Sink: Writer"]
     with pytest.raises(RuntimeError, match="KafkaSink writes with Spark's Kafka connector"):
         env.execute()

@@ -155,12 +155,12 @@ def test_the_plan_takes_a_copy_and_pickles() -> None:
     rocks = EmbeddedRocksDBStateBackend()
     env.set_state_backend(rocks)
     env.from_collection([1, 2]).key_by(lambda v: v).print()
-    plan = plan_job(env._graph, 2, None, env.get_state_backend())
+    plan = plan_job(env.get_stream_graph(), 2, None, env.get_state_backend())
     rocks.set_db_storage_paths("/tmp/later")  # too late for a job already planned
     assert plan.state_backend == EmbeddedRocksDBStateBackend()
     assert plan.state_backend is not rocks
     assert pickle.loads(pickle.dumps(plan.state_backend)) == plan.state_backend
-    assert plan_job(env._graph, 2, None, HashMapStateBackend()).state_backend == (
+    assert plan_job(env.get_stream_graph(), 2, None, HashMapStateBackend()).state_backend == (
         HashMapStateBackend()
     )
     with pytest.raises(TypeError, match="state_backend must be a StateBackend"):

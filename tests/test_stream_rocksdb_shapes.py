@@ -190,7 +190,7 @@ def test_a_worker_reuses_only_the_state_the_previous_manifest_commits(tmp_path) 
     another worker) and it is kept as the batch keeps state (a heap snapshot, or native)."""
     env = StreamExecutionEnvironment.get_execution_environment(runtime="local")
     _union_job(env.from_collection([Row(key="a", ts=1, v=1)], type_info=EVENT)).print()
-    plan = plan_job(env._graph, 2, None)
+    plan = plan_job(env.get_stream_graph(), 2, None)
     stage = plan.stages[2]  # the union: heap chains
     store = CheckpointStore(str(tmp_path), state_backend=ROCKSDB, native_stages={0, 1})
     base = SimpleNamespace(plan=plan)

@@ -456,7 +456,7 @@ def test_idempotence_warnings_per_sink(spark, tmp_path) -> None:
     stream.add_sink(lambda value: None).name("record sink")
     row_files = FileSink.for_row_format(str(tmp_path / "rows"), Encoder.simple_string_encoder())
     stream.sink_to(row_files.build()).name("row files")
-    messages = idempotence_warnings(env._graph.nodes)
+    messages = idempotence_warnings(env.get_stream_graph().nodes)
     assert [m.split(" (")[0] for m in messages] == [
         "sink 'appends'",
         "sink 'printed'",

@@ -47,7 +47,7 @@ def test_from_stream_null_timestamp_names_from_stream(spark, tmp_path) -> None:
     frame = csv_stream(spark, tmp_path / "in", "k string, ts long", "k,ts\na,\n")
     env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
     stream = env.from_stream(frame, timestamp_column="ts")
-    assigner = stream._node.watermark_strategy.create_timestamp_assigner(None)
+    assigner = stream.get_transformation().watermark_strategy.create_timestamp_assigner(None)
     with pytest.raises(ValueError, match=r"^from_stream: the timestamp column 'ts' holds null"):
         assigner.extract_timestamp(Row(k="a", ts=None), 0)
 

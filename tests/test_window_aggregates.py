@@ -54,6 +54,11 @@ PAIR = Types.TUPLE([Types.STRING(), Types.LONG(), Types.INT()])
 LATE = OutputTag("late")
 
 
+def spec_of(stream):
+    """The window aggregate spec a runner may run on columns (None: per record only)."""
+    return stream.get_transformation().window_aggregate
+
+
 def env(parallelism: int = 1, every: int | None = None) -> StreamExecutionEnvironment:
     e = StreamExecutionEnvironment.get_execution_environment(runtime="local")
     e.set_parallelism(parallelism)
@@ -159,7 +164,7 @@ def test_sliding_count_and_session_agg_on_the_general_path() -> None:
         ("a", 30, 40, 1),
     ]
     sessions = rows_stream(env(), data).key_by("user").window(EventTimeSessionWindows.with_gap(5))
-    assert sessions.agg(n=Agg.count(), s=Agg.sum("price"))._node.window_aggregate is None
+    assert spec_of(sessions.agg(n=Agg.count(), s=Agg.sum("price"))) is None
     out = sessions.agg(n=Agg.count(), s=Agg.sum("price")).execute_and_collect()
     assert [tuple(r) for r in out] == [("b", 31, 36, 1, 4), ("a", 1, 11, 2, 3), ("a", 30, 35, 1, 3)]
 
@@ -198,7 +203,7 @@ def test_field_aggregates_keep_flinks_record_and_set_the_spec(method: str, expec
     result = getattr(windowed, method)("price")
     assert result.get_type() == EVENT
     assert [tuple(r) for r in result.execute_and_collect()] == expected
-    spec = result._node.window_aggregate
+    spec = spec_of(result)
     assert spec.form is OutputForm.FLINK_RECORD
     assert spec.field_aggregate == FieldAggregate(method, "price")
     assert spec.aggregates == ()
@@ -213,7 +218,7 @@ def test_general_operator_of_the_spec_equals_the_job() -> None:
         .allowed_lateness(3)
         .side_output_late_data(LATE)
     )
-    spec = windowed.agg(n=Agg.count(), s=Agg.sum("price"))._node.window_aggregate
+    spec = spec_of(windowed.agg(n=Agg.count(), s=Agg.sum("price")))
     harness = KeyedOneInputStreamOperatorTestHarness(general_operator(spec), spec.key)
     harness.open()
     for ts, price in [(3, 1), (4, None), (9, 5)]:
@@ -381,7 +386,7 @@ def test_spec_describes_the_window_when_a_runner_may_run_it_on_columns() -> None
         .side_output_late_data(LATE)
     )
     result = windowed.agg(n=Agg.count(), mean=Agg.avg("price"))
-    spec = result._node.window_aggregate
+    spec = spec_of(result)
     assert spec.key == FieldKey(2)
     assert (spec.size_ms, spec.slide_ms, spec.offset_ms) == (60, 20, 5) and spec.sliding
     assert (spec.allowed_lateness_ms, spec.late_tag) == (7, LATE)
@@ -391,8 +396,8 @@ def test_spec_describes_the_window_when_a_runner_may_run_it_on_columns() -> None
         NamedAggregate(AggregateKind.AVG, "price", "mean"),
     )
     assert spec.output_type == result.get_type()
-    assert result._node.inputs[0].key_selector == FieldKey(2)
-    tumbling = _windowed().trigger(EventTimeTrigger.create()).count()._node.window_aggregate
+    assert result.get_transformation().inputs[0].key_selector == FieldKey(2)
+    tumbling = spec_of(_windowed().trigger(EventTimeTrigger.create()).count())
     assert (tumbling.size_ms, tumbling.slide_ms, tumbling.sliding) == (10, 10, False)
 
 
@@ -411,10 +416,10 @@ def test_spec_describes_the_window_when_a_runner_may_run_it_on_columns() -> None
 )
 def test_spec_is_none_off_the_columnar_conditions(configure) -> None:
     for result in (configure().count(), configure().sum("price")):
-        assert result._node.window_aggregate is None
+        assert spec_of(result) is None
     all_windows = rows_stream(env(), []).window_all(TumblingEventTimeWindows.of(10))
-    assert all_windows.count()._node.window_aggregate is None
-    assert _windowed().reduce(lambda a, b: a)._node.window_aggregate is None
+    assert spec_of(all_windows.count()) is None
+    assert spec_of(_windowed().reduce(lambda a, b: a)) is None
 
 
 # ------------------------------------------------------------------------------ key_by
@@ -423,17 +428,17 @@ def test_spec_is_none_off_the_columnar_conditions(configure) -> None:
 def test_key_by_field_name_and_index_on_rows_and_tuples() -> None:
     e = env()
     by_name = rows_stream(e, []).key_by("price")
-    assert by_name._key_type == Types.INT() and by_name._key_selector == FieldKey("price")
-    assert rows_stream(e, []).key_by(0)._key_type == Types.STRING()
-    assert rows_stream(e, []).key_by(3, key_type=Types.FLOAT())._key_type == Types.FLOAT()
+    assert by_name.get_key_type() == Types.INT() and by_name.get_key_selector() == FieldKey("price")
+    assert rows_stream(e, []).key_by(0).get_key_type() == Types.STRING()
+    assert rows_stream(e, []).key_by(3, key_type=Types.FLOAT()).get_key_type() == Types.FLOAT()
     tuples = e.from_collection([("x", 1, 2), ("y", 3, 4), ("x", 5, 6)], type_info=PAIR)
     keyed = tuples.key_by(0)
-    assert keyed._key_type == Types.STRING()
+    assert keyed.get_key_type() == Types.STRING()
     assert sorted(keyed.sum(2).execute_and_collect()) == [("x", 1, 2), ("x", 1, 8), ("y", 3, 4)]
     rekeyed = keyed.key_by(2)
-    assert rekeyed._key_type == Types.INT()
+    assert rekeyed.get_key_type() == Types.INT()
     untyped = e.from_collection([Row(k="a", v=1), Row(k="a", v=2)]).key_by("k")
-    assert untyped._key_type is None
+    assert untyped.get_key_type() is None
     assert list(untyped.reduce(lambda a, b: Row(k=a.k, v=a.v + b.v)).execute_and_collect())[
         -1
     ] == Row(k="a", v=3)

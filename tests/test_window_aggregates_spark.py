@@ -66,7 +66,7 @@ def job_tumbling_agg(env):
 def job_sliding_count_of_tuples(env):
     stream = env.from_source(CollectionSource(events(), num_splits=3), strategy(), "s", EVENT)
     tuples = stream.map(lambda r: (r.ts, r.user), output_type=PAIR)
-    assert tuples.key_by(1)._key_type == Types.STRING()
+    assert tuples.key_by(1).get_key_type() == Types.STRING()
     return (
         tuples.key_by(1)
         .window(SlidingEventTimeWindows.of(100, 25))
@@ -93,7 +93,8 @@ def run(job, runtime: str, parallelism: int) -> tuple[list, list, bool]:
     env.get_config().set_watermark_every(7)
     result = job(env)
     late = list(result.get_side_output(LATE).execute_and_collect())
-    return list(result.execute_and_collect()), late, result._node.window_aggregate is not None
+    columnar = result.get_transformation().window_aggregate is not None
+    return list(result.execute_and_collect()), late, columnar
 
 
 @pytest.mark.parametrize("job", JOBS, ids=lambda j: j.__name__)

@@ -35,7 +35,7 @@ EXIT_USAGE = 2
 
 
 def _runtimes() -> tuple[str, ...]:
-    from sparktide.datastream.environment import RUNTIMES
+    from sparktide.datastream.runners import RUNTIMES
 
     return tuple(RUNTIMES)
 

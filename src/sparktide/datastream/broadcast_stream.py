@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparktide.core.broadcast import BroadcastProcessFunction, KeyedBroadcastProcessFunction
 from sparktide.core.state import MapStateDescriptor
-from sparktide.runtime.graph import Node, copy_function
+from sparktide.runtime.graph import OperatorNode, copy_function
 from sparktide.runtime.operators.broadcast import (
     BroadcastProcessOperator,
     KeyedBroadcastProcessOperator,
@@ -146,6 +146,6 @@ class BroadcastConnectedStream:
                 return BroadcastProcessOperator(copy_function(func), descriptors)
 
         node = s1._env._graph.add(
-            Node("operator", name, [e1, e2], operator_factory=factory, output_type=output_type)
+            OperatorNode(name, [e1, e2], operator_factory=factory, output_type=output_type)
         )
         return DataStream(s1._env, node)

@@ -267,3 +267,17 @@ class CheckpointConfig:
 
     def get_checkpoint_storage(self) -> CheckpointStorage | None:
         return self._storage
+
+    def checkpoint_location(self, given: str | None = None) -> str | None:
+        """Where a streaming job keeps its checkpoints: ``given`` (``execute(
+        checkpoint_location=...)``), else the path of the checkpoint storage
+        (:meth:`set_checkpoint_storage`, ``execution.checkpointing.dir``), else ``None``.
+
+        >>> config = CheckpointConfig().set_checkpoint_storage_dir("/tmp/ckpt")
+        >>> config.checkpoint_location(), config.checkpoint_location("/elsewhere")
+        ('/tmp/ckpt', '/elsewhere')
+        """
+        if given is not None:
+            return given
+        storage = self._storage
+        return None if storage is None else storage.get_checkpoint_path()

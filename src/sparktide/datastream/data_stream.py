@@ -32,7 +32,7 @@ from sparktide.datastream.functions import (
 from sparktide.datastream.output_tag import OutputTag
 from sparktide.datastream.stream_routing import AccumulateType, StreamRouting
 from sparktide.runtime.columnar.spec import FieldKey
-from sparktide.runtime.graph import Edge, Node, copy_function
+from sparktide.runtime.graph import Edge, Node, OperatorNode, SinkNode, copy_function
 from sparktide.runtime.operators.co_process import (
     CoFlatMapOperator,
     CoMapOperator,
@@ -146,7 +146,7 @@ class DataStream(StreamRouting):
                 "with OutputTag('failed')"
             )
         node = self._node
-        if node.kind != "operator" or node.operator_factory is None:
+        if not isinstance(node, OperatorNode) or node.is_virtual:
             raise ValueError(
                 f"with_failed_records() applies to an operator that runs a user function "
                 f"(map, process, ...); {node.name!r} is a {node.kind}"
@@ -184,6 +184,14 @@ class DataStream(StreamRouting):
     def get_execution_environment(self) -> StreamExecutionEnvironment:
         return self._env
 
+    def get_transformation(self) -> Node:
+        """The node of the job graph that produces this stream (Flink's
+        ``DataStream.getTransformation()``): a :class:`~sparktide.runtime.graph.SourceNode` or
+        an :class:`~sparktide.runtime.graph.OperatorNode`, with what runners read from it
+        (e.g. an operator's ``window_aggregate``, a source's ``watermark_strategy``). A side
+        output's node is the operator that emits it."""
+        return self._node
+
     def slot_sharing_group(self, slot_sharing_group: Any) -> DataStream:
         return self
 
@@ -215,10 +223,9 @@ class DataStream(StreamRouting):
         key_type: Any = None,
         split_local: bool = False,
         coerce_output: bool = True,
-    ) -> Node:
+    ) -> OperatorNode:
         return self._env._graph.add(
-            Node(
-                "operator",
+            OperatorNode(
                 name,
                 [self._edge(partitioning, key_selector, key_type=key_type)],
                 operator_factory=factory,
@@ -330,8 +337,7 @@ class DataStream(StreamRouting):
             if s._env is not self._env:
                 raise ValueError("union needs streams of the same StreamExecutionEnvironment")
         node = self._env._graph.add(
-            Node(
-                "operator",
+            OperatorNode(
                 "Union",
                 [self._edge()] + [s._edge() for s in streams],
                 operator_factory=None,
@@ -380,7 +386,7 @@ class DataStream(StreamRouting):
         BroadcastStream` whose broadcast states they describe, to ``connect`` a keyed or
         non-keyed stream to; without, a stream with broadcast partitioning."""
         node = self._env._graph.add(
-            Node("operator", "Broadcast", [self._edge("broadcast")], output_type=self.get_type())
+            OperatorNode("Broadcast", [self._edge("broadcast")], output_type=self.get_type())
         )
         stream = DataStream(self._env, node)
         if broadcast_state_descriptor is None:
@@ -416,8 +422,7 @@ class DataStream(StreamRouting):
     def rebalance(self) -> DataStream:
         """Spread elements round-robin over the next operator's subtasks."""
         node = self._env._graph.add(
-            Node(
-                "operator",
+            OperatorNode(
                 "Rebalance",
                 [self._edge("rebalance")],
                 output_type=self.get_type(),
@@ -431,7 +436,7 @@ class DataStream(StreamRouting):
     def global_(self) -> DataStream:
         """Send every element to the first subtask of the next operator."""
         node = self._env._graph.add(
-            Node("operator", "Global", [self._edge("global")], output_type=self.get_type())
+            OperatorNode("Global", [self._edge("global")], output_type=self.get_type())
         )
         return DataStream(self._env, node)
 
@@ -453,8 +458,7 @@ class DataStream(StreamRouting):
         ``"N> "`` when run in parallel."""
         type_info = self.get_type()
         node = self._env._graph.add(
-            Node(
-                "sink",
+            SinkNode(
                 sink_identifier or "Print to Std. Out",
                 [self._edge()],
                 operator_factory=lambda: PrintSinkOperator(type_info, identifier=sink_identifier),
@@ -476,8 +480,7 @@ class DataStream(StreamRouting):
             )
         type_info = self.get_type()
         node = self._env._graph.add(
-            Node(
-                "sink",
+            SinkNode(
                 "Sink: Writer",
                 [self._edge()],
                 operator_factory=lambda: sink.create_operator(type_info),
@@ -508,8 +511,7 @@ class DataStream(StreamRouting):
         """Send every element to a SinkFunction (``invoke(value, context)``) or a callable."""
         as_callable(sink_func, "invoke", "sink_func")
         node = self._env._graph.add(
-            Node(
-                "sink",
+            SinkNode(
                 "Sink",
                 [self._edge()],
                 operator_factory=lambda: SinkFunctionOperator(copy_function(sink_func)),
@@ -554,7 +556,7 @@ class DataStream(StreamRouting):
 class DataStreamSink:
     """The end of a stream (returned by ``print()``, ``add_sink()``, ``sink_to()``)."""
 
-    def __init__(self, node: Node) -> None:
+    def __init__(self, node: SinkNode) -> None:
         self._node = node
 
     def name(self, name: str) -> DataStreamSink:
@@ -605,9 +607,21 @@ class KeyedStream(DataStream):
         self._key_type = key_type
         self._origin = stream
 
+    def get_key_selector(self) -> Callable[[Any], Any]:
+        """What gives each element its key (Flink's ``KeyedStream.getKeySelector()``): the
+        ``KeySelector`` or function passed to ``key_by``, or the
+        :class:`~sparktide.runtime.columnar.spec.FieldKey` of a field name or index."""
+        return self._key_selector
+
+    def get_key_type(self) -> Any:
+        """The type information of the keys (Flink's ``KeyedStream.getKeyType()``): the
+        ``key_type`` passed to ``key_by``, or the field's type when the key is a field of a
+        typed stream; ``None`` when undeclared."""
+        return self._key_type
+
     def _keyed(
         self, name: str, factory: Callable[[], Any], output_type: Any = None, coerce: bool = True
-    ) -> Node:
+    ) -> OperatorNode:
         return self._origin._one_input(
             name,
             factory,
@@ -762,7 +776,7 @@ class ConnectedStreams:
         else:
             e1, e2 = s1._edge("rebalance", None, 1), s2._edge("rebalance", None, 2)
         node = s1._env._graph.add(
-            Node("operator", name, [e1, e2], operator_factory=factory, output_type=output_type)
+            OperatorNode(name, [e1, e2], operator_factory=factory, output_type=output_type)
         )
         return DataStream(s1._env, node)
 

@@ -33,10 +33,11 @@ from sparktide.datastream.environment_compat import EnvironmentCompat
 from sparktide.datastream.environment_config import apply_configuration
 from sparktide.datastream.execution_mode import RuntimeExecutionMode
 from sparktide.datastream.python_dependencies import PythonDependencies
+from sparktide.datastream.runners import DEFAULT_RUNTIME, runner_for
 from sparktide.datastream.slot_sharing_group import SlotSharingGroup
 from sparktide.datastream.source import CollectionSource
-from sparktide.runtime.filesystems import check_sink_folders
-from sparktide.runtime.graph import JobGraph, Node
+from sparktide.runtime.execution.runner import Runner, StreamRequest
+from sparktide.runtime.graph import JobGraph, SinkNode, SourceNode
 from sparktide.runtime.operators.simple import CollectSinkOperator, RecordCollector
 
 __all__ = [
@@ -46,24 +47,12 @@ __all__ = [
     "StreamExecutionEnvironment",
 ]
 
-RUNTIMES = ("local", "spark")
-DEFAULT_RUNTIME = "spark"
-
 
 class StreamExecutionEnvironment(EnvironmentCompat):
     """Builds a job graph from sources and transformations, and runs it."""
 
     def __init__(self, runtime: str = DEFAULT_RUNTIME) -> None:
-        if runtime not in RUNTIMES:
-            raise ValueError(
-                f'runtime must be one of {RUNTIMES}, got {runtime!r}; use runtime="spark" '
-                'or runtime="local"'
-            )
-        if runtime == "spark":
-            from sparktide.spark.session import check_prerequisites
-
-            check_prerequisites()
-        self._runtime = runtime
+        self._runner: Runner = runner_for(runtime)
         self._parallelism = 1
         self._max_parallelism: int | None = None
         self._config = ExecutionConfig()
@@ -194,11 +183,22 @@ class StreamExecutionEnvironment(EnvironmentCompat):
         self._mode = execution_mode
         return self
 
+    def get_runtime_mode(self) -> RuntimeExecutionMode:
+        """The mode set with :meth:`set_runtime_mode` (or ``execution.runtime-mode``):
+        ``STREAMING`` by default.
+
+        >>> env = StreamExecutionEnvironment("local")
+        >>> env.set_runtime_mode(RuntimeExecutionMode.BATCH).get_runtime_mode().name
+        'BATCH'
+        """
+        return self._mode
+
     def _is_batch(self) -> bool:
         return self._mode is RuntimeExecutionMode.BATCH
 
     def get_runtime(self) -> str:
-        return self._runtime
+        """Where this environment's jobs run: ``"spark"`` or ``"local"``."""
+        return self._runner.name
 
     def _periodic_mode(self) -> str:
         return "external"
@@ -212,8 +212,7 @@ class StreamExecutionEnvironment(EnvironmentCompat):
         if coerce is not None:
             values = [coerce(v, f"collection[{i}]") for i, v in enumerate(values)]
         node = self._graph.add(
-            Node(
-                "source",
+            SourceNode(
                 "Collection Source",
                 source=CollectionSource(values),
                 output_type=type_info,
@@ -242,8 +241,7 @@ class StreamExecutionEnvironment(EnvironmentCompat):
         if type_info is None:  # a source that knows its records' type (e.g. a typed file format)
             type_info = getattr(source, "type_info", None)
         node = self._graph.add(
-            Node(
-                "source",
+            SourceNode(
                 source_name,
                 source=source,
                 watermark_strategy=watermark_strategy,
@@ -334,7 +332,7 @@ class StreamExecutionEnvironment(EnvironmentCompat):
         """
         from sparktide.spark.stream_source import StreamSource
 
-        if self._runtime != "spark":
+        if not self._runner.reads_streams:
             raise ValueError(
                 'from_stream needs runtime="spark": a Structured Streaming DataFrame is read '
                 "by Spark micro-batches; use from_dataframe(...) for a bounded DataFrame"
@@ -385,9 +383,7 @@ class StreamExecutionEnvironment(EnvironmentCompat):
                 f"source_func must be a SourceFunction (with run(ctx)), got "
                 f"{type(source_func).__name__}"
             )
-        node = self._graph.add(
-            Node("source", source_name, source=source_func, output_type=type_info)
-        )
+        node = self._graph.add(SourceNode(source_name, source=source_func, output_type=type_info))
         return DataStream(self, node)
 
     # ------------------------------------------------------------------ execution
@@ -455,9 +451,7 @@ class StreamExecutionEnvironment(EnvironmentCompat):
         return JobExecutionResult(name, int((time.perf_counter() - start) * 1000), metrics)
 
     def _is_streaming(self) -> bool:
-        from sparktide.spark.stream_source import has_stream_source
-
-        return self._runtime == "spark" and has_stream_source(self._graph.reachable_from_sinks())
+        return self._runner.is_streaming(self._graph)
 
     def execute_async(
         self,
@@ -471,8 +465,6 @@ class StreamExecutionEnvironment(EnvironmentCompat):
         """Start a job reading :meth:`from_stream` and return its
         :class:`~sparktide.spark.streaming.StreamingJobClient` (``await_termination(timeout)``,
         ``stop()``, ``recent_progress``); see :meth:`execute` for the arguments."""
-        from sparktide.spark.streaming import start_stream
-
         if not self._is_streaming():
             raise ValueError(
                 "execute_async() runs jobs reading env.from_stream(...); this job is bounded: "
@@ -486,17 +478,16 @@ class StreamExecutionEnvironment(EnvironmentCompat):
             )
         self._apply_python()
         try:
-            return start_stream(
-                graph,
-                self,
+            request = StreamRequest(
                 job_name or "sparktide job",
-                self._checkpoint_location(checkpoint_location),
+                self._checkpoint_config.checkpoint_location(checkpoint_location),
                 trigger,
                 snapshot_every,
                 allow_non_restored_state,
                 self._checkpoint_config.trigger_interval_ms(),
                 self._skip_missing_input_files,
             )
+            return self._runner.start_stream(graph, self, request)
         finally:
             graph.mark_executed()
 
@@ -507,7 +498,9 @@ class StreamExecutionEnvironment(EnvironmentCompat):
         an iterator, or a list of at most ``limit`` elements. Same as
         ``stream.execute_and_collect(...)``."""
         if stream is None:
-            last = next((n for n in reversed(self._graph.nodes) if n.kind != "sink"), None)
+            last = next(
+                (n for n in reversed(self._graph.nodes) if not isinstance(n, SinkNode)), None
+            )
             if last is None:
                 raise RuntimeError(
                     "no stream to collect: build one (e.g. env.from_collection(...)) first"
@@ -519,7 +512,7 @@ class StreamExecutionEnvironment(EnvironmentCompat):
 
     def _execute_and_collect(self, stream: Any, job_name: str | None) -> list[Any]:
         collected: list[tuple[Any, Any]] = []
-        node = self._graph.add(Node("sink", "Collect Sink", [stream._edge()], split_local=True))
+        node = self._graph.add(SinkNode("Collect Sink", [stream._edge()], split_local=True))
         node_id = node.id
         node.operator_factory = lambda: CollectSinkOperator(RecordCollector(collected, node_id))
         node.collected = collected
@@ -528,45 +521,18 @@ class StreamExecutionEnvironment(EnvironmentCompat):
 
     def _to_dataframe(self, stream: Any, ordered: bool) -> Any:
         """A Spark DataFrame of ``stream``'s elements (see ``DataStream.to_dataframe``)."""
-        from sparktide.spark.frame_types import type_of_values
-        from sparktide.spark.frames import spark_schema_of, to_record_batch
-        from sparktide.spark.session import get_spark
-
-        graph = JobGraph(nodes=[n for n in self._graph.nodes if n.kind != "sink"])
+        graph = JobGraph(nodes=[n for n in self._graph.nodes if not isinstance(n, SinkNode)])
         collected: list[tuple[Any, Any]] = []
-        node = graph.add(Node("sink", "DataFrame Sink", [stream._edge()], split_local=True))
+        node = graph.add(
+            SinkNode("DataFrame Sink", [stream._edge()], split_local=True, collected=collected)
+        )
         node_id = node.id
         node.operator_factory = lambda: CollectSinkOperator(RecordCollector(collected, node_id))
-        type_info = stream.get_type()
-        if self._runtime == "spark":
-            from sparktide.spark.executor import SparkExecutor
-
-            return SparkExecutor(graph, self).frame(node_id, type_info, ordered)
-        spark = get_spark()  # before running: no Spark, no DataFrame
-        self._run(graph)
-        values = [record.value for _, record in sorted(collected, key=_first)]
-        if type_info is None:
-            type_info = type_of_values(values, "to_dataframe()")
-        batch = to_record_batch(values, type_info)
-        import pyarrow as pa
-
-        return spark.createDataFrame(pa.Table.from_batches([batch]), spark_schema_of(type_info))
+        return self._runner.to_dataframe(graph, self, node, stream.get_type(), ordered)
 
     def _run(self, graph: JobGraph) -> dict[str, Any]:
         """Run ``graph``; its metrics, the user metrics (``get_metrics_group()``) included."""
-        if self._runtime == "spark":
-            from sparktide.spark.executor import SparkExecutor
-            from sparktide.spark.session import is_connect
-
-            spark = SparkExecutor(graph, self)
-            if not is_connect(spark.spark):  # over Spark Connect, the server's paths
-                check_sink_folders(graph.sinks())  # before the job runs
-            return {**spark.run(), **spark.user_metrics.as_dict()}
-        from sparktide.local.executor import LocalExecutor
-
-        check_sink_folders(graph.sinks())
-        local = LocalExecutor(graph, self)
-        return {**local.run(), **local.tasks.user_metrics().as_dict()}
+        return self._runner.run(graph, self)
 
 
 def _first(item: tuple[Any, Any]) -> Any:

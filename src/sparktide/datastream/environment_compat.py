@@ -39,6 +39,7 @@ from sparktide.datastream.slot_sharing_group import SlotSharingGroup
 
 if TYPE_CHECKING:
     from sparktide.datastream.environment import StreamExecutionEnvironment
+    from sparktide.runtime.execution.runner import Runner
     from sparktide.runtime.graph import JobGraph
 
 __all__ = ["EnvironmentCompat"]
@@ -64,7 +65,7 @@ class EnvironmentCompat:
     _default_local_parallelism: int | None
     _savepoint_directory: str | None
     _graph: JobGraph
-    _runtime: str
+    _runner: Runner
     _parallelism: int
 
     # ------------------------------------------------------------------ checkpointing
@@ -113,12 +114,6 @@ class EnvironmentCompat:
     def get_default_savepoint_directory(self) -> str | None:
         return self._savepoint_directory
 
-    def _checkpoint_location(self, given: str | None) -> str | None:
-        if given is not None:
-            return given
-        storage = self._checkpoint_config.get_checkpoint_storage()
-        return None if storage is None else storage.get_checkpoint_path()
-
     # ------------------------------------------------------------------ Python on the workers
 
     def set_python_executable(self, python_exec: str) -> StreamExecutionEnvironment:
@@ -153,16 +148,8 @@ class EnvironmentCompat:
 
     def _apply_python(self) -> None:
         python = self._python
-        if not python.is_set():
-            return
-        if self._runtime != "spark":
-            python.apply_local()
-            return
-        from sparktide.spark.session import get_spark
-
-        with python.session_python():
-            spark = get_spark()
-        python.apply_spark(spark)
+        if python.is_set():
+            self._runner.ship_python(python)
 
     def add_jars(self, *jars_path: str) -> None:
         raise _no_jvm("add_jars")
@@ -219,7 +206,7 @@ class EnvironmentCompat:
         if type(parallelism) is not int or parallelism < 1:
             raise ValueError(f"parallelism must be an int >= 1, got {parallelism!r}")
         self._default_local_parallelism = parallelism
-        if self._runtime == "local":
+        if self._runner.in_process:
             self._parallelism = parallelism
         return self  # type: ignore[return-value]
 
@@ -231,6 +218,22 @@ class EnvironmentCompat:
     def get_execution_plan(self) -> str:
         """The job as JSON, shaped as Flink's (see :mod:`sparktide.datastream.execution_plan`)."""
         return execution_plan(self._graph, self._parallelism)
+
+    def get_stream_graph(self) -> JobGraph:
+        """The job graph built so far (Flink's ``getStreamGraph()``): every source, operator
+        and sink of this environment in creation order, each a typed node
+        (:mod:`sparktide.runtime.graph`), to inspect or plan a job, e.g.
+        ``plan_job(env.get_stream_graph(), ...)`` (:mod:`sparktide.runtime.execution.planner`).
+        It is the environment's own graph, not a copy: build jobs through the DataStream API.
+
+        >>> from sparktide.datastream import StreamExecutionEnvironment
+        >>> env = StreamExecutionEnvironment.get_execution_environment(runtime="local")
+        >>> env.from_collection([1, 2]).map(lambda v: v).print()  # doctest: +ELLIPSIS
+        <...DataStreamSink object at ...>
+        >>> [(n.kind, n.name) for n in env.get_stream_graph().nodes]
+        [('source', 'Collection Source'), ('operator', 'Map'), ('sink', 'Print to Std. Out')]
+        """
+        return self._graph
 
     def close(self) -> None:
         """Drop every stream and sink defined so far (a closed environment has nothing left to

@@ -20,7 +20,7 @@ import json
 from typing import Any
 
 from sparktide.runtime.execution.tasks import splits_of
-from sparktide.runtime.graph import JobGraph, Node
+from sparktide.runtime.graph import JobGraph, Node, OperatorNode, SourceNode
 
 __all__ = ["execution_plan"]
 
@@ -36,7 +36,7 @@ _SHIP = {
 
 
 def _is_virtual(node: Node) -> bool:
-    return node.kind == "operator" and node.operator_factory is None
+    return isinstance(node, OperatorNode) and node.is_virtual
 
 
 def execution_plan(graph: JobGraph, default_parallelism: int) -> str:
@@ -49,7 +49,7 @@ def execution_plan(graph: JobGraph, default_parallelism: int) -> str:
     out: list[dict[str, Any]] = []
 
     def parallelism(node: Node) -> int:
-        if node.kind == "source":  # one subtask per split
+        if isinstance(node, SourceNode):  # one subtask per split
             return len(splits_of(node))
         return node.parallelism or default_parallelism
 

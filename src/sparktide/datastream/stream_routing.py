@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparktide.common.typeinfo_composite import RowTypeInfo, TupleTypeInfo
 from sparktide.datastream.partitioner import custom_partitioner
-from sparktide.runtime.graph import Edge, Node
+from sparktide.runtime.graph import Edge, Node, OperatorNode
 
 if TYPE_CHECKING:
     from sparktide.common.execution_config import ExecutionConfig
@@ -70,7 +70,7 @@ class StreamRouting:
     def _routed(self, name: str, edge: Edge) -> DataStream:
         from sparktide.datastream.data_stream import DataStream
 
-        node = self._env._graph.add(Node("operator", name, [edge], output_type=self.get_type()))
+        node = self._env._graph.add(OperatorNode(name, [edge], output_type=self.get_type()))
         return DataStream(self._env, node)
 
     def forward(self) -> DataStream:

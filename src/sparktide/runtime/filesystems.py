@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pyarrow.fs import FileSystem
 
-    from sparktide.runtime.graph import Node
+    from sparktide.runtime.graph import SinkNode
 
 __all__ = [
     "NotWritableError",
@@ -120,7 +120,7 @@ def check_writable(location: str, what: str) -> None:
         raise error from None
 
 
-def check_sink_folders(sinks: Iterable[Node]) -> None:
+def check_sink_folders(sinks: Iterable[SinkNode]) -> None:
     """:func:`check_writable` for the folder of every sink in ``sinks`` that writes files
     (its ``output_location``: ``FileSink``, ``ParquetBatchSink``, ``JsonBatchSink``); a
     folder on a file system pyarrow does not open here (e.g. ``hdfs://`` without libhdfs,

@@ -6,19 +6,20 @@ one process, or its branches in another order, gives other ids). The identity is
 
 * ``"uid:<uid>"`` when the operator has a ``uid(...)`` (the stable choice: it survives any
   change of the job graph around the operator);
-* else a hash of the operator's place in the topology, as Flink computes one: its kind, its
+* else a hash of the operator's place in the topology, as Flink computes one: its kind
+  (:attr:`Node.kind`: ``"source"``, ``"operator"`` or ``"sink"``), its
   name, the identities of its inputs (with how each edge partitions and which side output it
   reads) and its position among *siblings*, the operators that share all of that, in creation
   order. Changing anything upstream of an operator without a uid changes its identity.
 
->>> from sparktide.runtime.graph import Edge, Node
->>> src = Node("source", "events")
->>> a = Node("operator", "map", [Edge(src)])
->>> b = Node("operator", "map", [Edge(src)])
+>>> from sparktide.runtime.graph import Edge, OperatorNode, SourceNode
+>>> src = SourceNode("events")
+>>> a = OperatorNode("map", [Edge(src)])
+>>> b = OperatorNode("map", [Edge(src)])
 >>> ids = operator_identities([src, a, b])
 >>> ids[a.id] != ids[b.id], ids[a.id] == operator_identities([src, a, b])[a.id]
 (True, True)
->>> c = Node("operator", "map", [Edge(src)], uid="m")
+>>> c = OperatorNode("map", [Edge(src)], uid="m")
 >>> operator_identities([src, c])[c.id]
 'uid:m'
 """

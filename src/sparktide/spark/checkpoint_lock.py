@@ -238,5 +238,5 @@ def _warn_unlocked(reason: str) -> None:
         f"{reason}: nothing stops a second query from writing the same checkpoint directory "
         "and corrupting it; run at most one query per checkpoint directory",
         CheckpointLockWarning,
-        stacklevel=6,  # the caller of execute_async() (through start_stream)
+        stacklevel=7,  # the caller of execute_async() (through the runner and start_stream)
     )

@@ -53,7 +53,7 @@ from sparktide.runtime.elements import StreamRecord
 from sparktide.runtime.execution.planner import Plan, Stage
 from sparktide.runtime.execution.protocol import PAD
 from sparktide.runtime.execution.tasks import SUMMED_METRICS
-from sparktide.runtime.graph import Node
+from sparktide.runtime.graph import OperatorNode, ProcessingNode, SinkNode, SourceNode
 from sparktide.spark.columnar_sql import sql_frame
 from sparktide.spark.dataframe_source import DataFrameSource
 from sparktide.spark.frames import ColumnTimestampAssigner, arrow_schema_of, records_of_batch
@@ -135,7 +135,7 @@ def field_key(selector: object) -> FieldKey | None:
 
 @dataclass(frozen=True)
 class _Sink:
-    node: Node
+    node: SinkNode
     late: bool  # the late-data side output, else the main output
 
 
@@ -145,8 +145,8 @@ class ColumnarJob:
     def __init__(
         self,
         plan: Plan,
-        source: Node,
-        window: Node,
+        source: SourceNode,
+        window: ProcessingNode,
         spec: WindowAggregateSpec,
         sinks: list[_Sink],
         splits: int,
@@ -553,7 +553,7 @@ class Shape:
     is a window with a built-in aggregate, keyed by a field, under a built-in watermark
     strategy (its out-of-orderness ``bound``)."""
 
-    source: Node
+    source: SourceNode
     stage: Stage
     spec: WindowAggregateSpec
     bound: int | None
@@ -569,7 +569,7 @@ def window_aggregate_shape(plan: Plan, source_type: type) -> Shape | None:
         return None
     built_in, bound = watermark_bound(source.watermark_strategy)
     stage = plan.stages[0]
-    spec = stage.entry.window_aggregate
+    spec = stage.entry.window_aggregate if isinstance(stage.entry, OperatorNode) else None
     if not built_in or spec is None or spec.output_type is None:
         return None
     edges = stage.input_edges
@@ -600,7 +600,7 @@ def columnar_job(
     sinks = []
     for node in stage.nodes[1:]:
         ins = plan.edges_in[node.id]
-        if node.kind != "sink" or len(ins) != 1 or ins[0].source is not window:
+        if not isinstance(node, SinkNode) or len(ins) != 1 or ins[0].source is not window:
             return None
         late = ins[0].tag is not None
         if late and ins[0].tag != spec.late_tag:

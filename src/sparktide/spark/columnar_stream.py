@@ -57,7 +57,7 @@ from sparktide.runtime.execution.driver import SubtaskSession
 from sparktide.runtime.execution.planner import Plan
 from sparktide.runtime.execution.protocol import Shipment
 from sparktide.runtime.execution.tasks import SUMMED_METRICS
-from sparktide.runtime.graph import Node
+from sparktide.runtime.graph import SinkNode, SourceNode
 from sparktide.runtime.processing_time import ManualProcessingTimeService
 from sparktide.spark.checkpoint_meta import OperatorWatermarks, SplitState
 from sparktide.spark.columnar_job import (
@@ -101,7 +101,7 @@ subtask), and the split's state for the driver (``dest`` = driver, ``target`` = 
 
 @dataclass(frozen=True)
 class _Sink:
-    node: Node
+    node: SinkNode
     late: bool
 
 
@@ -111,7 +111,7 @@ class ColumnarStream:
     def __init__(
         self,
         plan: Plan,
-        source: Node,
+        source: SourceNode,
         spec: WindowAggregateSpec,
         sinks: list[_Sink],
         bound: int | None,
@@ -221,7 +221,7 @@ class _Batch:
         ]
         return rows
 
-    def frame(self, node: Node) -> DataFrame:
+    def frame(self, node: SinkNode) -> DataFrame:
         """The batch's DataFrame for streaming sink ``node``, in position order."""
         from pyspark.sql import functions as F
 
@@ -503,7 +503,7 @@ def columnar_stream(plan: Plan) -> ColumnarStream | None:
     sinks = []
     for node in stage.nodes[1:]:
         ins = plan.edges_in[node.id]
-        if node.kind != "sink" or len(ins) != 1 or ins[0].source is not stage.entry:
+        if not isinstance(node, SinkNode) or len(ins) != 1 or ins[0].source is not stage.entry:
             return None
         late = ins[0].tag is not None
         if (late and ins[0].tag != spec.late_tag) or node.frame_writer is None:

@@ -212,7 +212,7 @@ class SparkExecutor:
         from pyspark.sql import functions as F
 
         produced = self.build(lambda df: df.persist())
-        written = [n for n in self.plan.nodes if n.frame_writer is not None]
+        written = [n for n in self.plan.sinks if n.frame_writer is not None]
         metrics: dict[str, int] = {"rounds": 0, **dict.fromkeys(SUMMED_METRICS, 0)}
         try:
             if produced:
@@ -306,7 +306,7 @@ class SparkExecutor:
 
     def _deliver(self, rows: list[Row], metrics: dict[str, int]) -> None:
         raise_first_failure([(r["position"], r["payload"]) for r in rows if r["stage"] == _FAILED])
-        by_id = {n.id: n for n in self.plan.nodes}
+        by_id = {n.id: n for n in self.plan.sinks}
         printed: list[tuple[Position, str]] = []
         for row in rows:
             if row["stage"] == _PRINTED:

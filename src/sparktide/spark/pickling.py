@@ -13,7 +13,7 @@ Spark, the error names the operator and the function:
 ...     with lock:
 ...         return v
 >>> _ = env.from_collection([1]).map(guarded).print()
->>> check_picklable(plan_job(env._graph, 1, None))
+>>> check_picklable(plan_job(env.get_stream_graph(), 1, None))
 Traceback (most recent call last):
 ...
 TypeError: the function guarded of operator 'Map' cannot be pickled to ship it to Spark's ...
@@ -22,6 +22,8 @@ TypeError: the function guarded of operator 'Map' cannot be pickled to ship it t
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from sparktide.runtime.graph import Node, ProcessingNode, SourceNode
 
 if TYPE_CHECKING:
     from sparktide.runtime.execution.planner import Plan
@@ -54,14 +56,20 @@ def _culprit(factory: object) -> object:
     return factory
 
 
+def _shipped_parts(node: Node) -> list[tuple[str, object]]:
+    """What of ``node`` the workers get: a source and its watermark strategy, or the function
+    that builds an operator."""
+    if isinstance(node, SourceNode):
+        return [("source", node.source), ("watermark strategy", node.watermark_strategy)]
+    if isinstance(node, ProcessingNode):
+        return [("function", node.operator_factory)]
+    return []
+
+
 def check_picklable(plan: Plan) -> None:
     """Raise ``TypeError`` naming the operator and function that cannot be pickled."""
     for node in plan.nodes:
-        parts = [
-            ("source", node.source),
-            ("watermark strategy", node.watermark_strategy),
-            ("function", node.operator_factory),
-        ]
+        parts = _shipped_parts(node)
         for what, value in parts:
             if value is None:
                 continue

@@ -27,12 +27,12 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, NoReturn
 
 from sparktide.runtime.execution.planner import Plan
+from sparktide.runtime.graph import Node, SinkNode
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from sparktide.common.typeinfo import TypeInformation
-    from sparktide.runtime.graph import Node
 
 from sparktide.runtime.operators.simple import CollectSinkOperator, PrintSinkOperator
 
@@ -202,9 +202,9 @@ def idempotence_warnings(plan_or_nodes: Plan | Iterable[Node]) -> list[str]:
     (see the module's table), naming the sink and what to use instead; ``plan_or_nodes``:
     a plan (its ``nodes``) or the job graph's nodes.
 
-    >>> from sparktide.runtime.graph import Node
+    >>> from sparktide.runtime.graph import SinkNode
     >>> def sink(name, writer):
-    ...     return Node("sink", name, frame_writer=writer.write_dataframe)
+    ...     return SinkNode(name, frame_writer=writer.write_dataframe)
     >>> idempotence_warnings([sink("out", ParquetBatchSink("/tmp/out"))])
     []
     >>> [message] = idempotence_warnings([sink("show", ConsoleBatchSink())])
@@ -213,7 +213,7 @@ def idempotence_warnings(plan_or_nodes: Plan | Iterable[Node]) -> list[str]:
     """
     messages: list[str] = []
     for node in _nodes_of(plan_or_nodes):
-        if node.kind != "sink":
+        if not isinstance(node, SinkNode):
             continue
         what = f"sink {node.name!r}"
         writer = node.frame_writer
@@ -262,10 +262,10 @@ def check_declared_types(plan_or_nodes: Plan | Iterable[Node]) -> None:
     batch may even have none), so the type is declared instead of inferred.
 
     >>> from sparktide.common.typeinfo import Types
-    >>> from sparktide.runtime.graph import Node
+    >>> from sparktide.runtime.graph import SinkNode
     >>> def sink(output_type):
     ...     writer = ParquetBatchSink("/tmp/out").write_dataframe
-    ...     return Node("sink", "out", output_type=output_type, frame_writer=writer)
+    ...     return SinkNode("out", output_type=output_type, frame_writer=writer)
     >>> check_declared_types([sink(Types.LONG())])
     >>> check_declared_types([sink(None)])
     Traceback (most recent call last):
@@ -273,7 +273,7 @@ def check_declared_types(plan_or_nodes: Plan | Iterable[Node]) -> None:
     TypeError: sink 'out' (ParquetBatchSink) writes each micro-batch in the columns of its input's type, but that stream has no declared type; declare it where the stream is made (e.g. .map(f, output_type=Types.ROW_NAMED(['id', 'name'], [Types.LONG(), Types.STRING()]))), or output_type=Types.PICKLED_BYTE_ARRAY() for a column of pickled values
     """  # noqa: E501
     for node in _nodes_of(plan_or_nodes):
-        sink = batch_sink_of(node.frame_writer) if node.kind == "sink" else None
+        sink = batch_sink_of(node.frame_writer) if isinstance(node, SinkNode) else None
         if sink is not None and node.output_type is None:
             raise TypeError(
                 f"sink {node.name!r} ({type(sink).__name__}) writes each micro-batch in the "

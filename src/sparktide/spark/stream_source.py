@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from sparktide.core.source import Source, SourceSplit
+from sparktide.runtime.graph import SourceNode
 from sparktide.spark.frames import records_of_batch, type_info_of_schema
 from sparktide.spark.placement import spark_hash_long
 
@@ -149,4 +150,4 @@ class StreamSource(Source):
 
 
 def has_stream_source(nodes: Iterable[Node]) -> bool:
-    return any(n.kind == "source" and isinstance(n.source, StreamSource) for n in nodes)
+    return any(isinstance(n, SourceNode) and isinstance(n.source, StreamSource) for n in nodes)

@@ -385,14 +385,14 @@ class _StreamRunner:
         state["listeners"], state["progress"] = [], []
         # a batch sink's function stays on the driver when the plan is shipped to the workers;
         # here it must travel with the runner
-        sinks = ((n.id, batch_sink_of(n.frame_writer)) for n in self.executor.plan.nodes)
+        sinks = ((n.id, batch_sink_of(n.frame_writer)) for n in self.executor.plan.sinks)
         state["sink_functions"] = {i: sink.fn for i, sink in sinks if sink is not None}
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:  # the attributes: any value
         functions = state.pop("sink_functions", {})
         self.__dict__.update(state)
-        for node in self.executor.plan.nodes:
+        for node in self.executor.plan.sinks:
             sink = batch_sink_of(node.frame_writer)
             if sink is not None and node.id in functions:
                 sink.fn = functions[node.id]
@@ -599,16 +599,16 @@ class _StreamRunner:
         plan = self.executor.plan
         produced = []
         columnar = self.columnar.batch(frames[0], job) if self.columnar is not None else None
-        for node, first, frame in zip(self.nodes, self.first_splits, frames, strict=True):
+        for source, first, frame in zip(self.nodes, self.first_splits, frames, strict=True):
             if columnar is not None:  # the columnar path runs the batch
                 break
-            task = node.source.prepare(frame).mapInArrow(
-                job.stream_source_task(first, node.id), SPARK_SCHEMA
+            task = source.source.prepare(frame).mapInArrow(
+                job.stream_source_task(first, source.id), SPARK_SCHEMA
             )
             if len(self.nodes) > 1:
                 # an exchange right above the task: it runs in the map stage of that exchange,
                 # whose task i reads partition i (in a union, task ids would be shifted)
-                task = task.repartition(node.source.num_splits)
+                task = task.repartition(source.source.num_splits)
             produced.append(task.persist())
         if plan.stages and columnar is None:
             heartbeats = self._heartbeats(spark, job)
@@ -624,7 +624,7 @@ class _StreamRunner:
                 produced.append(result.persist())
         committed = False
         try:
-            written = [n for n in plan.nodes if n.frame_writer is not None]
+            written = [n for n in plan.sinks if n.frame_writer is not None]
             written_ids = [n.id for n in written]
             to_driver = (F.col("stage") < FIRST_STAGE) & ~(
                 (F.col("stage") == Shipment.COLLECTED.value) & F.col("target").isin(written_ids)
@@ -844,8 +844,8 @@ def start_stream(
         skip_missing_input_files,
     )
     for message in idempotence_warnings(executor.plan):
-        # the user's execute_async() / execute() call
-        warnings.warn(message, StreamingExactlyOnceWarning, stacklevel=3)
+        # the user's execute_async() / execute() call (past SparkRunner.start_stream)
+        warnings.warn(message, StreamingExactlyOnceWarning, stacklevel=4)
     frames = [n.source.df for n in runner.nodes]
     stream = frames[0] if len(frames) == 1 else union_streams(frames)
     on_batch = connect_batch_function(runner) if connect else runner.on_batch

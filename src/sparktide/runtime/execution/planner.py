@@ -16,7 +16,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sparktide.core.state_backend import StateBackend, default_state_backend
-from sparktide.runtime.graph import Edge, JobGraph, Node
+from sparktide.runtime.graph import (
+    Edge,
+    JobGraph,
+    Node,
+    OperatorNode,
+    ProcessingNode,
+    SinkNode,
+    SourceNode,
+)
 from sparktide.runtime.keygroups import compute_default_max_parallelism
 
 __all__ = ["SOURCE_STAGE", "Plan", "Stage", "plan_job"]
@@ -30,13 +38,13 @@ class Stage:
     """An exchange stage: ``nodes[0]`` is fed by ``input_edges``; the rest are chained to it."""
 
     index: int
-    nodes: list[Node]
+    nodes: list[ProcessingNode]
     parallelism: int
     max_parallelism: int
     input_edges: list[Edge] = field(default_factory=list)
 
     @property
-    def entry(self) -> Node:
+    def entry(self) -> ProcessingNode:
         return self.nodes[0]
 
     @property
@@ -50,19 +58,24 @@ class Stage:
 
 @dataclass(eq=False)
 class Plan:
-    sources: list[Node]
+    sources: list[SourceNode]
     source_stage: set[int]  # ids of the nodes that run per source split
     stages: list[Stage]
     stage_of: dict[int, Stage]
     edges_in: dict[int, list[Edge]]  # resolved input edges per node id
-    consumers: dict[int, list[tuple[Node, Edge]]]  # resolved (consumer, edge) per producer id
+    consumers: dict[int, list[tuple[ProcessingNode, Edge]]]  # resolved, per producer id
     nodes: list[Node]
     state_backend: StateBackend = field(default_factory=default_state_backend)
     """Where the keyed operators of the job keep their state (a copy of the environment's)."""
 
+    @property
+    def sinks(self) -> list[SinkNode]:
+        """The job's sinks, in creation order."""
+        return [n for n in self.nodes if isinstance(n, SinkNode)]
+
 
 def _is_virtual(node: Node) -> bool:
-    return node.kind == "operator" and node.operator_factory is None
+    return isinstance(node, OperatorNode) and node.is_virtual
 
 
 def _resolve(edge: Edge) -> list[Edge]:
@@ -105,7 +118,7 @@ def plan_job(
     stage_of: dict[int, Stage] = {}
     for n in nodes:
         ins = edges_in[n.id]
-        if n.kind == "source":
+        if not isinstance(n, ProcessingNode):  # a source
             source_stage.add(n.id)
             continue
         if not ins:
@@ -139,10 +152,11 @@ def plan_job(
         stages.append(stage)
         stage_of[n.id] = stage
         edges_in[n.id] = stage_edges
-    consumers: dict[int, list[tuple[Node, Edge]]] = {n.id: [] for n in nodes}
+    consumers: dict[int, list[tuple[ProcessingNode, Edge]]] = {n.id: [] for n in nodes}
     for n in nodes:
-        for e in edges_in[n.id]:
-            consumers[e.source.id].append((n, e))
-    sources = [n for n in nodes if n.kind == "source"]
+        if isinstance(n, ProcessingNode):  # a source has no inputs
+            for e in edges_in[n.id]:
+                consumers[e.source.id].append((n, e))
+    sources = [n for n in nodes if isinstance(n, SourceNode)]
     backend = default_state_backend() if state_backend is None else state_backend.copy()
     return Plan(sources, source_stage, stages, stage_of, edges_in, consumers, nodes, backend)

@@ -38,7 +38,7 @@ from sparktide.runtime.execution.wiring import (
 )
 from sparktide.runtime.failed_records import install as install_failed_records
 from sparktide.runtime.failures import FailureContext, describe_failure
-from sparktide.runtime.graph import Edge, Node
+from sparktide.runtime.graph import Edge, Node, OperatorNode, ProcessingNode, SinkNode, SourceNode
 from sparktide.runtime.mailbox import Mailbox
 from sparktide.runtime.operators.async_wait import AsyncWaitOperator
 from sparktide.runtime.operators.base import AbstractStreamOperator, OperatorSetup
@@ -89,16 +89,10 @@ SUMMED_METRICS = (
 """The task metrics (:meth:`JobTasks.metrics`) that add up over tasks."""
 
 
-def splits_of(node: Node) -> list[object]:
-    """The splits of a source node (a SourceFunction is one split)."""
-    source = node.source
-    if hasattr(source, "run"):
-        return [None]
-    cached = getattr(node, "_splits", None)
-    if cached is None:
-        cached = list(source.get_splits())
-        node._splits = cached  # type: ignore[attr-defined]
-    return cast("list[object]", cached)
+def splits_of(node: SourceNode) -> list[object]:
+    """The splits of a source node (:meth:`SourceNode.splits`: a SourceFunction is one
+    split)."""
+    return node.splits()
 
 
 class SplitTask:
@@ -238,7 +232,7 @@ class JobTasks:
     def num_splits(self) -> int:
         return sum(self.split_counts)
 
-    def split_location(self, g: int) -> tuple[Node, object]:
+    def split_location(self, g: int) -> tuple[SourceNode, object]:
         """The source node and split of global split index ``g``."""
         for node, n in zip(self.plan.sources, self.split_counts, strict=True):
             if g < n:
@@ -251,11 +245,11 @@ class JobTasks:
         plan = self.plan
         reach: dict[int, list[int]] = {}
         g = 0
-        for node, n in zip(plan.sources, self.split_counts, strict=True):
-            reach[node.id] = list(range(g, g + n))
+        for source, n in zip(plan.sources, self.split_counts, strict=True):
+            reach[source.id] = list(range(g, g + n))
             g += n
         for node in plan.nodes:
-            if node.id in plan.source_stage and node.kind != "source":
+            if node.id in plan.source_stage and isinstance(node, ProcessingNode):
                 seen: list[int] = []
                 for e in plan.edges_in[node.id]:
                     seen.extend(s for s in reach.get(e.source.id, []) if s not in seen)
@@ -294,21 +288,22 @@ class JobTasks:
 
     def _make_operator(
         self,
-        node: Node,
+        node: ProcessingNode,
         setup: OperatorSetup,
         clock: ProcessingTimeService | None,
         key_selector: Callable[[object], Hashable] | None,
         state_database: Rdict | None = None,
     ) -> AbstractStreamOperator:
         op: AbstractStreamOperator
-        if self.frame_sinks and node.frame_writer is not None:
+        if self.frame_sinks and isinstance(node, SinkNode) and node.frame_writer is not None:
             op = CollectSinkOperator(RecordCollector([], node.id))
         else:
             op = node.operator_factory()  # type: ignore[misc]
         # output set later
         op.setup(None, clock, setup, key_selector, state_database)  # type: ignore[arg-type]
+        failed_records = node.failed_records if isinstance(node, OperatorNode) else None
         if isinstance(op, AsyncWaitOperator):
-            if node.failed_records is not None:
+            if failed_records is not None:
                 raise ValueError(
                     f"with_failed_records() is not supported on the async operator "
                     f"{node.name!r}: its failures surface after later records; catch the "
@@ -316,8 +311,8 @@ class JobTasks:
                     "AsyncRetryStrategy"
                 )
             op.cursor = self.cursor  # its outputs take their records' positions
-        if node.failed_records is not None:
-            install_failed_records(op, node.failed_records, node.name)
+        if failed_records is not None:
+            install_failed_records(op, failed_records, node.name)
         if isinstance(op, CollectSinkOperator):
             collector = op.sink
             if isinstance(collector, RecordCollector):
@@ -329,13 +324,15 @@ class JobTasks:
         self.names[id(op)] = node.name
         return op
 
-    def _output_for(self, node: Node, target_for: Callable[[Node, Edge], Output]) -> Output:
+    def _output_for(
+        self, node: Node, target_for: Callable[[ProcessingNode, Edge], Output]
+    ) -> Output:
         main: list[Output] = []
         side: dict[object, list[Output]] = {}
         for consumer, edge in self.plan.consumers[node.id]:
             target = target_for(consumer, edge)
             (main if edge.tag is None else side.setdefault(edge.tag, [])).append(target)
-        typed = node.kind != "source" and node.coerce_output
+        typed = isinstance(node, ProcessingNode) and node.coerce_output
         out = NodeOutput(main, side, node.output_type if typed else None)
         return out if out.needed else main[0]
 
@@ -346,7 +343,7 @@ class JobTasks:
         instances: dict[int, AbstractStreamOperator] = {}
         setup = OperatorSetup(name=source.name, subtask_index=0, parallelism=1)
 
-        def target(consumer: Node, edge: Edge) -> Output:
+        def target(consumer: ProcessingNode, edge: Edge) -> Output:
             if consumer.id in plan.source_stage:
                 op = instances.get(consumer.id)
                 if op is None:
@@ -417,7 +414,7 @@ class JobTasks:
             task.operators[node.id] = op
         task.entry = task.operators[stage.entry.id]
 
-        def target(consumer: Node, edge: Edge) -> Output:
+        def target(consumer: ProcessingNode, edge: Edge) -> Output:
             if consumer.id in task.operators:
                 return ChainInput(task.operators[consumer.id], edge.input_index)
             return self._writer(consumer, edge, index)
