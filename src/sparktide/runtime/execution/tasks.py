@@ -49,6 +49,7 @@ from sparktide.runtime.operators.simple import (
     RecordCollector,
 )
 from sparktide.runtime.operators.timestamps import TimestampsAndWatermarksOperator
+from sparktide.runtime.operators.window import WindowOperator
 from sparktide.runtime.output import Output
 from sparktide.runtime.processing_time import ManualProcessingTimeService, ProcessingTimeService
 from sparktide.runtime.source_reader import SourceFunctionDriver, SplitReader
@@ -214,8 +215,13 @@ class JobTasks:
         source_clock: ProcessingTimeService | None,
         ship_prints: bool = False,
         frame_sinks: bool = False,
+        fast_windows: frozenset[int] | None = None,
     ) -> None:
         self.plan = plan
+        # the window nodes that take the window fast path, as the job's path choice decided
+        # (:attr:`~sparktide.runtime.execution.path.PathChoice.fast_windows`); None: each
+        # window operator applies the rule with the default options
+        self.fast_windows = fast_windows
         self.ship_prints = ship_prints  # print sinks keep their lines for the runner
         self.frame_sinks = frame_sinks  # sinks with a frame_writer collect for the runner
         self.job_parameters = job_parameters
@@ -302,6 +308,8 @@ class JobTasks:
             op = CollectSinkOperator(RecordCollector([], node.id))
         else:
             op = node.operator_factory()  # type: ignore[misc]
+        if self.fast_windows is not None and isinstance(op, WindowOperator):
+            op.fast_path = node.id in self.fast_windows
         op.setup(None, clock, setup, key_selector)  # type: ignore[arg-type]  # output set later
         if isinstance(op, AsyncWaitOperator):
             if node.failed_records is not None:
