@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from sparktide.common import Duration, Time, Types, WatermarkStrategy
 from sparktide.core.output_tag import OutputTag
-from sparktide.spark.columnar_job import SWITCH
+from sparktide.common.env_overrides import COLUMNAR as SWITCH
 
 SCHEMA = "k string, v long, x double, ts long"
 LATE = OutputTag(

@@ -260,9 +260,13 @@ def _job_path(
         return ExecutionPath.COLUMNAR_PYTHON, (
             f"a built-in window aggregate runs on columns in Python ({options.columnar_origin})"
         )
-    return ExecutionPath.COLUMNAR_PYTHON, (
-        "a built-in window aggregate keyed by a field runs on Arrow columns"
-    )
+    reason = "a built-in window aggregate keyed by a field runs on Arrow columns"
+    if options.columnar is ColumnarExecution.AUTO:
+        reason += (
+            " (an unordered to_dataframe() of its output: columnar-sql, in Spark's engine when "
+            "no record can be late)"
+        )
+    return ExecutionPath.COLUMNAR_PYTHON, reason
 
 
 def _shape_refusal(plan: Plan, request: Request, columnar: ColumnarSources) -> str | None:
