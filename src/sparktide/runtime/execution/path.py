@@ -167,7 +167,8 @@ class NodePath:
 
 @dataclass(frozen=True)
 class StagePath:
-    """An exchange stage's path and why, with its window operators' fast-path decisions."""
+    """An exchange stage's path and why, with its window operators' fast-path decisions (for
+    when they run per record)."""
 
     index: int
     path: ExecutionPath
@@ -185,7 +186,8 @@ class PathChoice:
 
     @property
     def fast_windows(self) -> frozenset[int]:
-        """The ids of the window nodes that take the window fast path."""
+        """The ids of the window nodes that take the window fast path where they run per
+        record (a columnar job's ``to_dataframe()`` of its late output runs them so)."""
         return frozenset(n for s in self.stages for n, d in s.windows.items() if d.taken)
 
     def of_node(self, node_id: int, stage: int | None) -> NodePath:
@@ -194,7 +196,7 @@ class PathChoice:
             return NodePath(self.path, self.reason)
         own = self.stages[stage]
         decision = own.windows.get(node_id)
-        if decision is None:
+        if decision is None or own.path.columnar:  # no per-record window operator runs
             return NodePath(own.path, own.reason)
         return NodePath(
             own.path, f"{own.reason}; window fast path: {decision.reason}", decision.taken
@@ -216,7 +218,7 @@ def choose_path(
             stage.index,
             path,
             reason,
-            {} if path.columnar else _windows(stage, heap, options.window_fast_path),
+            _windows(stage, heap, options.window_fast_path),
         )
         for stage in plan.stages
     )
