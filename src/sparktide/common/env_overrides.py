@@ -8,12 +8,12 @@ variables") lists them all in one table. Each function reads the process's envir
 it is called (a test that sets a variable sees it at once); an unset or blank variable is
 ``None``.
 
->>> import os
->>> os.environ[COLUMNAR] = " Python "
->>> columnar()
+>>> from unittest import mock
+>>> with mock.patch.dict(os.environ, {COLUMNAR: " Python "}):
+...     columnar()
 'python'
->>> del os.environ[COLUMNAR]
->>> columnar() is None
+>>> with mock.patch.dict(os.environ, {COLUMNAR: " "}):
+...     columnar() is None
 True
 """
 
