@@ -489,7 +489,7 @@ class _Discard:
         pass
 
 
-# ---------------------------------------------------------------------- eligibility
+# ---------------------------------------------------------------------- building
 
 
 def columnar_stream(plan: Plan, choice: PathChoice) -> ColumnarStream | None:
