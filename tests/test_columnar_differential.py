@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sparktide.common import Duration, Time, Types, WatermarkStrategy
+from sparktide.common.env_overrides import COLUMNAR as SWITCH
 from sparktide.core.output_tag import OutputTag
-from sparktide.spark.columnar_job import SWITCH
 
 SCHEMA = "k string, v long, x double, ts long"
 LATE = OutputTag(

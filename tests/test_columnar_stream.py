@@ -66,14 +66,17 @@ def _write(directory, batches, first: int = 0) -> None:
 
 @pytest.fixture
 def paths(monkeypatch):
-    """The path each run took: True for columnar (the driver's eligibility decision)."""
+    """The path each run took: True for columnar (the driver's path choice, and the columnar
+    run it built)."""
     import sparktide.spark.streaming as streaming
+    from sparktide.runtime.execution.path import ExecutionPath
 
     taken: list[bool] = []
-    decide = streaming.columnar_stream
+    build = streaming.columnar_stream
 
-    def spy(plan):
-        found = decide(plan)
+    def spy(plan, choice):
+        found = build(plan, choice)
+        assert (found is not None) == (choice.path is ExecutionPath.COLUMNAR_STREAM)
         taken.append(found is not None)
         return found
 

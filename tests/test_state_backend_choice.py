@@ -246,7 +246,7 @@ def test_the_window_fast_path_only_runs_on_the_heap(state_backend: str) -> None:
         lambda a, b: (a[0], a[1] + b[1])
     )
     harness = _window_harness(builder)
-    assert (builder._fast is not None) == (state_backend == "hashmap")
+    assert builder.runs_fast_path == (state_backend == "hashmap")
     for i in range(30):
         harness.process_element(("k", i), i)
     harness.process_watermark(100)

@@ -84,7 +84,7 @@ def _operator(spec: Any, calls: list[Any], fast: bool) -> WindowOperator:
     else:
         agg = CountingAverage(calls)
         op = b.aggregate(agg, function) if function else b.aggregate(agg)
-    op._fast_path_enabled = fast
+    op.fast_path = fast  # the decision a job's path choice hands the operator
     return op
 
 
@@ -114,7 +114,7 @@ def _run(spec: Any, steps: Any, restore_at: int | None, fast: bool) -> Any:
     calls: list[Any] = []
     op = _operator(spec, calls, fast)
     h = _harness(op, None)
-    assert (op._fast is not None) == fast
+    assert op.runs_fast_path == fast
     seen = []
     watermark = -(2**63)
     for i, (key, value, ts, advance) in enumerate(steps):
@@ -124,7 +124,7 @@ def _run(spec: Any, steps: Any, restore_at: int | None, fast: bool) -> Any:
             op = _operator(spec, calls, fast)
             op.restore_watermark(watermark)
             h = _harness(op, snapshot)
-            op._timers.restore_watermark(watermark)
+            op.timer_service.restore_watermark(watermark)
         h.process_element((key, value), ts)
         if advance is not None:
             watermark = max(watermark, advance)
@@ -183,7 +183,7 @@ def test_a_watermark_going_back_leaves_the_fast_path() -> None:
             h.process_element((key, value), ts)
             if watermark is not None:
                 h.process_watermark(watermark)
-        assert op._fast is None
+        assert not op.runs_fast_path
         h.process_watermark(MAX_TIMESTAMP)
         outputs.append([(r.value, r.timestamp) for r in h.get_records()])
     assert outputs[0] == outputs[1] == [(("a", 1), 119), (("a", 2), 119)]
@@ -203,13 +203,18 @@ class Average(AggregateFunction):
         return (a[0] + b[0], a[1] + b[1])
 
 
-def _job(data: list[Any], sliding: bool, lateness: int, parallelism: int, every: int) -> Any:
+def _job(
+    data: list[Any], sliding: bool, lateness: int, parallelism: int, every: int, fast: bool
+) -> Any:
+    import json
+
     from sparktide.common import WatermarkStrategy
     from sparktide.datastream import StreamExecutionEnvironment
     from sparktide.datastream.source import CollectionSource
     from sparktide.datastream.windowed_stream import WindowedStream
 
     env = StreamExecutionEnvironment.get_execution_environment(runtime="local")
+    env.configure({"sparktide.execution.window-fast-path": str(fast).lower()})
     env.set_parallelism(parallelism)
     env.get_config().set_watermark_every(every)
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(5).with_timestamp_assigner(
@@ -225,6 +230,8 @@ def _job(data: list[Any], sliding: bool, lateness: int, parallelism: int, every:
         .aggregate(Average())
     )
     main.get_side_output(LATE).add_sink(lambda v, _: late.append(v))
+    nodes = json.loads(env.get_execution_plan())["nodes"]
+    assert [n["window_fast_path"] for n in nodes if "window_fast_path" in n] == [fast]
     return list(main.execute_and_collect()), late
 
 
@@ -241,13 +248,6 @@ def _job(data: list[Any], sliding: bool, lateness: int, parallelism: int, every:
 def test_jobs_give_the_same_output_with_and_without_the_fast_path(
     data: Any, sliding: bool, lateness: int, parallelism: int, every: int
 ) -> None:
-    from sparktide.runtime.operators.window import WindowOperator
-
-    fast = _job(data, sliding, lateness, parallelism, every)
-    chooser = WindowOperator._fast_path
-    WindowOperator._fast_path = lambda self: None  # type: ignore[method-assign]
-    try:
-        general = _job(data, sliding, lateness, parallelism, every)
-    finally:
-        WindowOperator._fast_path = chooser  # type: ignore[method-assign]
+    fast = _job(data, sliding, lateness, parallelism, every, True)
+    general = _job(data, sliding, lateness, parallelism, every, False)
     assert fast == general

@@ -10,11 +10,20 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from enum import Enum
 from typing import Generic, TypeVar
 
-__all__ = ["SKIP_MISSING_INPUT_FILES", "ConfigOption", "ConfigOptions"]
+__all__ = [
+    "COLUMNAR_EXECUTION",
+    "SKIP_MISSING_INPUT_FILES",
+    "WINDOW_FAST_PATH",
+    "ColumnarExecution",
+    "ConfigOption",
+    "ConfigOptions",
+]
 
 T = TypeVar("T")
+E = TypeVar("E", bound=Enum)
 
 
 class ConfigOption(Generic[T]):
@@ -47,6 +56,8 @@ class ConfigOption(Generic[T]):
             if text not in ("true", "false"):
                 raise ValueError(f"{self._key} must be 'true' or 'false', got {raw!r}")
             return text == "true"  # type: ignore[return-value]
+        if issubclass(self.value_type, Enum):
+            return _enum_value(self._key, self.value_type, raw)
         try:
             return self.value_type(raw)  # type: ignore[call-arg]
         except ValueError:
@@ -56,6 +67,17 @@ class ConfigOption(Generic[T]):
 
     def __repr__(self) -> str:
         return f"ConfigOption({self._key!r}, {self.value_type.__name__}, {self._default!r})"
+
+
+def _enum_value(key: str, enum: type[E], raw: object) -> E:
+    if isinstance(raw, enum):
+        return raw
+    text = str(raw).strip().lower()
+    for member in enum:
+        if str(member.value) == text:
+            return member
+    choices = " | ".join(str(m.value) for m in enum)
+    raise ValueError(f"{key} must be one of {choices}, got {raw!r}")
 
 
 class ConfigOptions:
@@ -91,6 +113,10 @@ class ConfigOptions:
         def string_type(self) -> ConfigOptions.TypedConfigOptionBuilder[str]:
             return ConfigOptions.TypedConfigOptionBuilder(self._key, str)
 
+        def enum_type(self, enum: type[E]) -> ConfigOptions.TypedConfigOptionBuilder[E]:
+            """An option whose text is one of ``enum``'s values (any case)."""
+            return ConfigOptions.TypedConfigOptionBuilder(self._key, enum)
+
     class TypedConfigOptionBuilder(Generic[T]):
         """Sets the default value of an option."""
 
@@ -116,3 +142,32 @@ SKIP_MISSING_INPUT_FILES: ConfigOption[bool] = (
 """A streaming job replaying a micro-batch whose input files are gone: ``false`` (the default,
 as Spark's ``ignoreMissingFiles``) stops with an error naming them; ``true`` replays the batch
 without them and reports the records skipped (see :mod:`sparktide.spark.batch_inputs`)."""
+
+
+class ColumnarExecution(Enum):
+    """The values of :data:`COLUMNAR_EXECUTION`."""
+
+    AUTO = "auto"
+    """A job of an eligible shape runs on columns; an unordered ``to_dataframe()`` of one in
+    Spark's own engine when no record can be late."""
+    PYTHON = "python"
+    """Eligible jobs run on columns, always in Python (never in Spark's own engine)."""
+    OFF = "off"
+    """Every job runs per record."""
+
+
+COLUMNAR_EXECUTION: ConfigOption[ColumnarExecution] = (
+    ConfigOptions.key("sparktide.execution.columnar")
+    .enum_type(ColumnarExecution)
+    .default_value(ColumnarExecution.AUTO)
+)
+"""Whether a built-in window aggregate of an eligible shape runs on Arrow columns on Spark
+instead of per record (``auto``, the default; ``python``; ``off``): see docs/architecture.md,
+"Execution paths". The environment variable ``SPARKTIDE_COLUMNAR`` overrides the default for
+jobs that do not set this option (:mod:`sparktide.common.env_overrides`)."""
+
+WINDOW_FAST_PATH: ConfigOption[bool] = (
+    ConfigOptions.key("sparktide.execution.window-fast-path").boolean_type().default_value(True)
+)
+"""Whether per-record window operators that qualify take the window fast path (``true``, the
+default) or always the general steps (``false``): the same output, calls, timers and state."""

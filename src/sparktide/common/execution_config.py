@@ -19,6 +19,8 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any
 
+from sparktide.common.configuration import Configuration
+
 __all__ = [
     "ExecutionConfig",
     "InputDependencyConstraint",
@@ -134,6 +136,7 @@ class ExecutionConfig:
         self._progress_listener: Any = None
         self._task_buffer: int | None = None
         self._restart_strategy: RestartStrategyConfiguration | None = None
+        self._configuration = Configuration()
 
     def __repr__(self) -> str:
         return f"ExecutionConfig(auto_watermark_interval={self._auto_watermark_interval})"
@@ -242,6 +245,18 @@ class ExecutionConfig:
 
     def get_progress_listener(self) -> Any:
         return self._progress_listener
+
+    def get_configuration(self) -> Configuration:
+        """sparktide's execution options of the job (``sparktide.execution.*``, e.g.
+        :data:`~sparktide.common.config_options.COLUMNAR_EXECUTION`), as Flink's job
+        configuration: ``env.configure({...})`` sets them, or ``set_string`` on this object.
+
+        >>> config = ExecutionConfig()
+        >>> _ = config.get_configuration().set_string("sparktide.execution.columnar", "off")
+        >>> config.get_configuration().to_dict()
+        {'sparktide.execution.columnar': 'off'}
+        """
+        return self._configuration
 
     def enable_object_reuse(self) -> ExecutionConfig:
         return self

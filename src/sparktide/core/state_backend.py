@@ -35,6 +35,8 @@ from collections.abc import Mapping
 from enum import Enum
 from typing import TypeVar
 
+from sparktide.common import env_overrides
+
 __all__ = [
     "CONFIG_INCREMENTAL",
     "CONFIG_LOCAL_DIR",
@@ -58,7 +60,7 @@ CONFIG_LOCAL_DIR = "state.backend.rocksdb.localdir"
 CONFIG_INCREMENTAL = "execution.checkpointing.incremental"
 """The configuration key enabling incremental checkpoints (``"true"``/``"false"``, Flink's)."""
 
-ENV_STATE_BACKEND = "SPARKTIDE_STATE_BACKEND"
+ENV_STATE_BACKEND = env_overrides.STATE_BACKEND
 """The environment variable giving the default backend (``"hashmap"``, the default, or
 ``"rocksdb"``): what an environment starts with, and what an operator set up without one uses
 (the test harness). ``set_state_backend`` in the job wins."""
@@ -282,8 +284,8 @@ def default_state_backend() -> StateBackend:
     >>> default_state_backend().kind in (StateBackendKind.HASHMAP, StateBackendKind.ROCKSDB)
     True
     """
-    raw = os.environ.get(ENV_STATE_BACKEND, "").strip()
-    if not raw:
+    raw = env_overrides.state_backend()
+    if raw is None:
         return HashMapStateBackend()
     try:
         chosen = state_backend_from_config({CONFIG_STATE_BACKEND_TYPE: raw})

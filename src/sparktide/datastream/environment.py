@@ -13,11 +13,11 @@ selected with ``runtime="local"`` (or ``SPARKTIDE_RUNTIME=local``).
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from sparktide.common import env_overrides
 from sparktide.common.config_options import SKIP_MISSING_INPUT_FILES
 from sparktide.common.execution_config import ExecutionConfig
 from sparktide.common.job import JobExecutionResult
@@ -91,17 +91,13 @@ class StreamExecutionEnvironment(EnvironmentCompat):
         >>> StreamExecutionEnvironment.get_execution_environment(config, "local").get_parallelism()
         3
         """
-        chosen = runtime or os.environ.get("SPARKTIDE_RUNTIME") or DEFAULT_RUNTIME
+        chosen = runtime or env_overrides.runtime() or DEFAULT_RUNTIME
         env = StreamExecutionEnvironment(chosen)
         if configuration is not None:
             env.configure(configuration)
-        raw = os.environ.get("SPARKTIDE_PARALLELISM", "").strip()
-        if raw:
-            if not raw.isdigit() or int(raw) < 1:
-                raise ValueError(
-                    f"SPARKTIDE_PARALLELISM must be an int >= 1, got {raw!r}; unset it or fix it"
-                )
-            env.set_parallelism(int(raw))
+        parallelism = env_overrides.parallelism()
+        if parallelism is not None:
+            env.set_parallelism(parallelism)
         return env
 
     # ------------------------------------------------------------------ settings

@@ -30,10 +30,10 @@ coordinates)
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sparktide.datastream.checkpoint_config import CheckpointConfig, CheckpointingMode
-from sparktide.datastream.execution_plan import execution_plan
+from sparktide.datastream.execution_plan import execution_plan, node_paths
 from sparktide.datastream.python_dependencies import PythonDependencies
 from sparktide.datastream.slot_sharing_group import SlotSharingGroup
 
@@ -217,7 +217,9 @@ class EnvironmentCompat:
 
     def get_execution_plan(self) -> str:
         """The job as JSON, shaped as Flink's (see :mod:`sparktide.datastream.execution_plan`)."""
-        return execution_plan(self._graph, self._parallelism)
+        graph = self._graph
+        env = cast("StreamExecutionEnvironment", self)
+        return execution_plan(graph, self._parallelism, node_paths(env, graph))
 
     def get_stream_graph(self) -> JobGraph:
         """The job graph built so far (Flink's ``getStreamGraph()``): every source, operator

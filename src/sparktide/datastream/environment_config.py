@@ -23,7 +23,15 @@ retention``
 ``python.files`` (``;``-separated)                   ``add_python_file`` for each
 ``python.archives`` (``path#dir;...``)               ``add_python_archive`` for each
 ``python.requirements`` (``file#cache_dir``)         ``set_python_requirements``
+``sparktide.execution.columnar``                     the job's execution path on Spark: ``auto``,
+                                                     ``python`` or ``off``
+``sparktide.execution.window-fast-path``             window operators' fast path: ``true`` or
+                                                     ``false``
 ==================================================== ==========================================
+
+The ``sparktide.execution.*`` options go to ``get_config().get_configuration()`` (checked
+now), where the job's path choice reads them (:mod:`sparktide.runtime.execution.path`; see
+docs/architecture.md, "Execution paths").
 
 Durations are Flink's: ``"200"`` or ``"200 ms"``, ``"5 s"``, ``"1 min"``, ``"2 h"``.
 
@@ -40,8 +48,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from enum import Enum
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from sparktide.common.config_options import COLUMNAR_EXECUTION, WINDOW_FAST_PATH, ConfigOption
 from sparktide.common.configuration import Configuration
 from sparktide.datastream.checkpoint_config import (
     CheckpointingMode,
@@ -76,6 +86,12 @@ _UNITS = {
     "day": 86_400_000,
     "days": 86_400_000,
 }
+EXECUTION_PREFIX = "sparktide.execution."
+EXECUTION_OPTIONS: Mapping[str, ConfigOption[object]] = MappingProxyType(
+    {o.key(): o for o in (COLUMNAR_EXECUTION, WINDOW_FAST_PATH)}  # type: ignore[misc]
+)
+"""sparktide's execution options, by key."""
+
 _DURATION = re.compile(r"^\s*(\d+)\s*([a-z]*)\s*$")
 
 
@@ -158,3 +174,20 @@ def apply_configuration(env: StreamExecutionEnvironment, options: Mapping[str, o
     if "python.requirements" in get:
         path, _, cache = get["python.requirements"].partition("#")
         env.set_python_requirements(path, cache or None)
+    _apply_execution_options(env, get)
+
+
+def _apply_execution_options(env: StreamExecutionEnvironment, get: Mapping[str, str]) -> None:
+    """The ``sparktide.execution.*`` options of ``get``, checked, into the job's configuration."""
+    chosen = {k: v for k, v in get.items() if k.startswith(EXECUTION_PREFIX)}
+    if not chosen:
+        return
+    unknown = sorted(set(chosen) - set(EXECUTION_OPTIONS))
+    if unknown:
+        raise ValueError(
+            f"unknown configuration key(s) {unknown}; the {EXECUTION_PREFIX}* options are "
+            f"{sorted(EXECUTION_OPTIONS)}"
+        )
+    for key, value in chosen.items():
+        EXECUTION_OPTIONS[key].read({key: value})  # an invalid value fails here, naming the key
+        env.get_config().get_configuration().set_string(key, value)

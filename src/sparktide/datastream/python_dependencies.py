@@ -43,6 +43,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from sparktide.common import env_overrides
+
 __all__ = ["PythonDependencies"]
 
 _REQUIREMENT_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
@@ -151,15 +153,8 @@ class PythonDependencies:
         if self.executable is None:
             yield
             return
-        previous = os.environ.get("PYSPARK_PYTHON")
-        os.environ["PYSPARK_PYTHON"] = self.executable
-        try:
+        with env_overrides.worker_python(self.executable):
             yield
-        finally:
-            if previous is None:
-                del os.environ["PYSPARK_PYTHON"]
-            else:
-                os.environ["PYSPARK_PYTHON"] = previous
 
     def apply_spark(self, spark: Any) -> None:
         """Ship the files and archives to the executors of ``spark`` (once per path)."""

@@ -33,6 +33,7 @@ from sparktide.runtime.execution.driver import (
     source_clock,
     subtask_clock,
 )
+from sparktide.runtime.execution.path import PathChoice, PathOptions, Request, choose_path
 from sparktide.runtime.execution.planner import Plan, plan_job
 from sparktide.runtime.execution.tasks import JobTasks
 from sparktide.runtime.failures import add_context, user_traceback
@@ -56,10 +57,20 @@ class LocalExecutor:
         self.simulated = SimulatedTime.of(self.config.get_simulated_processing_time())
         self.rounds = 0
 
+    def path(self) -> PathChoice:
+        """The job's path here: per record, with each window operator's fast-path decision
+        (:func:`~sparktide.runtime.execution.path.choose_path`)."""
+        options = PathOptions.of(self.config.get_configuration())
+        return choose_path(self.plan, options, Request.run())
+
     def _build(self) -> None:
         self.source_clock = source_clock(self.simulated)
         self.tasks = JobTasks(
-            self.plan, self.config.get_global_job_parameters(), self.source_clock, ship_prints=True
+            self.plan,
+            self.config.get_global_job_parameters(),
+            self.source_clock,
+            ship_prints=True,
+            fast_windows=self.path().fast_windows,
         )
         self.subtasks: dict[int, list[SubtaskSession]] = {}
         for stage in self.plan.stages:

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sparktide.common import env_overrides
 from sparktide.datastream import StreamExecutionEnvironment
 from sparktide.nexmark.config import GeneratorConfig
 from sparktide.nexmark.generator import EventTables, generate
@@ -119,7 +120,7 @@ def pyflink_job(
     Parquet folders of each kind: ``{"seconds": ...}``, with ``"rows"`` (lists of fields)
     when ``collect``; ``None`` (and PyFlink's error on stderr) when it fails."""
     script = Path(__file__).with_name("pyflink_jobs.py")
-    env = dict(os.environ)
+    env = env_overrides.process_environment()
     # thread mode runs the functions in the JVM through this interpreter: put it first on PATH
     env["PATH"] = f"{Path(python).parent}{os.pathsep}{env.get('PATH', '')}"
     args = [python, str(script), query, str(folders["bids"]), str(bound)]
@@ -141,7 +142,7 @@ def _run_pyflink(python: str, query: str, folders: dict[str, Path], bound: int) 
 
 
 def _pyflink_python(given: str | None) -> str | None:
-    for candidate in (given, os.environ.get("SPARKTIDE_PYFLINK_PYTHON")):
+    for candidate in (given, env_overrides.pyflink_python()):
         if candidate and Path(candidate).exists():
             ok = subprocess.run([candidate, "-c", "import pyflink"], capture_output=True)
             if ok.returncode == 0:

@@ -17,13 +17,14 @@ Spark-written sinks, runs here instead of through the per-record tasks:
 
 The output equals the per-record path's (see :mod:`sparktide.runtime.columnar.engine` for
 float sums). An unordered output whose records cannot be late runs in Spark's own engine
-instead (:mod:`sparktide.spark.columnar_sql`). Setting the environment variable
-``SPARKTIDE_COLUMNAR=off`` keeps every job on the per-record path, ``python`` on this one.
+instead (:mod:`sparktide.spark.columnar_sql`). Whether a job runs here is the path choice's
+(:func:`~sparktide.runtime.execution.path.choose_path`, with
+:mod:`sparktide.spark.columnar_sources`): the option ``sparktide.execution.columnar`` = ``off``
+keeps every job on the per-record path, ``python`` on this one.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
@@ -41,7 +42,7 @@ from sparktide.common.watermark_strategy import (
 )
 from sparktide.runtime.columnar.engine import POSITION_WIDTH, WindowEngine
 from sparktide.runtime.columnar.plans import ColumnarPlans, column_of
-from sparktide.runtime.columnar.spec import AggregateKind, FieldKey, OutputForm, WindowAggregateSpec
+from sparktide.runtime.columnar.spec import AggregateKind, OutputForm, WindowAggregateSpec
 from sparktide.runtime.columnar.split import (
     SHIPPED,
     SplitAggregator,
@@ -50,7 +51,8 @@ from sparktide.runtime.columnar.split import (
     row_column,
 )
 from sparktide.runtime.elements import StreamRecord
-from sparktide.runtime.execution.planner import Plan, Stage
+from sparktide.runtime.execution.path import ExecutionPath, PathChoice
+from sparktide.runtime.execution.planner import Plan
 from sparktide.runtime.execution.protocol import PAD
 from sparktide.runtime.execution.tasks import SUMMED_METRICS
 from sparktide.runtime.graph import OperatorNode, ProcessingNode, SinkNode, SourceNode
@@ -65,7 +67,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "POSITIONS",
-    "SWITCH",
     "ColumnarJob",
     "columnar_job",
     "narrowed",
@@ -73,24 +74,10 @@ __all__ = [
     "shipped_table",
 ]
 
-SWITCH = "SPARKTIDE_COLUMNAR"
-"""The environment variable that turns the columnar path off (``off``, ``0`` or ``false``)."""
-
 _MAIN, _LATE, _METRICS = 0, 1, 2  # what a result row is
 _POSITIONS = [f"p{i}" for i in range(POSITION_WIDTH)]
 POSITIONS = _POSITIONS
 """The ``long`` columns of a result row's position (padded with ``PAD``)."""
-
-
-def enabled() -> bool:
-    """Whether the columnar path may run (see :data:`SWITCH`)."""
-    return os.environ.get(SWITCH, "on").strip().lower() not in ("off", "0", "false", "no")
-
-
-def sql_enabled() -> bool:
-    """Whether an unordered output may run in Spark's own engine
-    (:mod:`sparktide.spark.columnar_sql`; :data:`SWITCH` ``python`` keeps it in Python)."""
-    return enabled() and os.environ.get(SWITCH, "on").strip().lower() != "python"
 
 
 def watermark_bound(strategy: WatermarkStrategy | None) -> tuple[bool, int | None]:
@@ -127,12 +114,6 @@ def columns_fit(schema: StructType, columns: list[str], spec: WindowAggregateSpe
     return True
 
 
-def field_key(selector: object) -> FieldKey | None:
-    """The :class:`FieldKey` a key selector is (or is the bound ``get_key`` of)."""
-    owner = getattr(selector, "__self__", selector)
-    return owner if isinstance(owner, FieldKey) else None
-
-
 @dataclass(frozen=True)
 class _Sink:
     node: SinkNode
@@ -152,8 +133,10 @@ class ColumnarJob:
         splits: int,
         every: int | None,
         bound: int | None,
+        sql: bool = False,
     ) -> None:
         df_source: DataFrameSource = source.source
+        self.sql = sql  # an unordered frame runs in Spark's engine when it can
         self.source = df_source
         self.window = window
         self.spec = spec
@@ -216,7 +199,7 @@ class ColumnarJob:
         sink = next((s for s in self.sinks if s.node.id == node_id), None)
         if sink is None or sink.late:
             return None
-        if not ordered and sql_enabled():
+        if not ordered and self.sql:
             prepared = self.source.prepared()
             native = sql_frame(prepared, self.split_plan, self.spec, self.slots, self.output_schema)
             if native is not None:
@@ -544,71 +527,26 @@ def conform(table: pa.Table, schema: pa.Schema, fill: bool = True) -> pa.Table:
     return pa.table(columns, schema=pa.schema(fields))
 
 
-# ---------------------------------------------------------------------- eligibility
-
-
-@dataclass(frozen=True)
-class Shape:
-    """A plan of the shape both columnar paths need: one source feeding one stage whose entry
-    is a window with a built-in aggregate, keyed by a field, under a built-in watermark
-    strategy (its out-of-orderness ``bound``)."""
-
-    source: SourceNode
-    stage: Stage
-    spec: WindowAggregateSpec
-    bound: int | None
-
-
-def window_aggregate_shape(plan: Plan, source_type: type) -> Shape | None:
-    """``plan``'s :class:`Shape`, when its source is a ``source_type`` and the columnar path
-    is on (see :data:`SWITCH`); else ``None``."""
-    if not enabled() or len(plan.sources) != 1 or len(plan.stages) != 1:
-        return None
-    source = plan.sources[0]
-    if not isinstance(source.source, source_type) or plan.source_stage != {source.id}:
-        return None
-    built_in, bound = watermark_bound(source.watermark_strategy)
-    stage = plan.stages[0]
-    spec = stage.entry.window_aggregate if isinstance(stage.entry, OperatorNode) else None
-    if not built_in or spec is None or spec.output_type is None:
-        return None
-    edges = stage.input_edges
-    if (
-        len(edges) != 1
-        or edges[0].source is not source
-        or edges[0].partitioning != "hash"
-        or edges[0].tag is not None
-        or field_key(edges[0].key_selector) != spec.key
-    ):
-        return None
-    return Shape(source, stage, spec, bound)
+# ---------------------------------------------------------------------- building
 
 
 def columnar_job(
-    plan: Plan, splits: int, every: int | None, frame_node: int | None = None
+    plan: Plan, splits: int, every: int | None, choice: PathChoice
 ) -> ColumnarJob | None:
-    """The columnar form of ``plan``, or ``None`` when it does not have the eligible shape
-    (see the module docstring); ``frame_node``: the sink a ``to_dataframe()`` reads."""
-    shape = window_aggregate_shape(plan, DataFrameSource)
-    if shape is None:
+    """The columnar form of ``plan`` when the path choice ``choice`` runs it on columns
+    (``columnar-python`` or ``columnar-sql``), else ``None``: the choice checked its shape
+    (see the module docstring)."""
+    if choice.path not in (ExecutionPath.COLUMNAR_PYTHON, ExecutionPath.COLUMNAR_SQL):
         return None
-    source, stage, spec = shape.source, shape.stage, shape.spec
-    window = stage.entry
-    df_source = source.source
-    if not columns_fit(df_source.prepared().schema, df_source.columns, spec):
-        return None
-    sinks = []
-    for node in stage.nodes[1:]:
-        ins = plan.edges_in[node.id]
-        if not isinstance(node, SinkNode) or len(ins) != 1 or ins[0].source is not window:
-            return None
-        late = ins[0].tag is not None
-        if late and ins[0].tag != spec.late_tag:
-            return None
-        readable = node.collected is not None or node.id == frame_node
-        if not readable and (node.frame_writer is None or late):
-            return None
-        sinks.append(_Sink(node, late))
-    if not sinks:
-        return None
-    return ColumnarJob(plan, source, window, spec, sinks, splits, every, shape.bound)
+    source, stage = plan.sources[0], plan.stages[0]
+    spec = stage.entry.window_aggregate if isinstance(stage.entry, OperatorNode) else None
+    sink_nodes = [n for n in stage.nodes[1:] if isinstance(n, SinkNode)]
+    if spec is None or len(sink_nodes) != len(stage.nodes) - 1:
+        raise ValueError(
+            f"the path choice ran {stage.entry.name!r} on columns, but it is no "
+            "built-in window aggregate"
+        )
+    sinks = [_Sink(n, plan.edges_in[n.id][0].tag is not None) for n in sink_nodes]
+    _, bound = watermark_bound(source.watermark_strategy)
+    sql = choice.path is ExecutionPath.COLUMNAR_SQL
+    return ColumnarJob(plan, source, stage.entry, spec, sinks, splits, every, bound, sql)

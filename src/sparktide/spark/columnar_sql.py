@@ -24,8 +24,8 @@ Only unordered output is built here (``to_dataframe(ordered=False)``): a row's p
 its window fires, which this query does not compute. Tumbling windows over integer timestamps
 and fields qualify, with the columnar path's integer or string keys (float sums depend on their
 order; sliding windows run faster on the columnar path's panes than in Spark's exploded
-windows). Setting ``SPARKTIDE_COLUMNAR=python``
-keeps every job on the columnar path.
+windows). The option ``sparktide.execution.columnar`` = ``python`` keeps every job on the
+columnar path in Python (the path choice, :mod:`sparktide.runtime.execution.path`).
 """
 
 from __future__ import annotations

@@ -24,7 +24,9 @@ every batch, order included:
    through the same checkpoint code. A checkpoint of either path restores with the other.
 
 Other key or field types, idleness, lambdas, a late-data sink typed otherwise than the source's
-rows and every other shape keep the per-record path, as does ``SPARKTIDE_COLUMNAR=off``.
+rows and every other shape keep the per-record path, as does the option
+``sparktide.execution.columnar`` = ``off``; the path choice
+(:func:`~sparktide.runtime.execution.path.choose_path`) decides, this module builds.
 """
 
 from __future__ import annotations
@@ -54,21 +56,21 @@ from sparktide.runtime.columnar.split import (
     row_column,
 )
 from sparktide.runtime.execution.driver import SubtaskSession
+from sparktide.runtime.execution.path import ExecutionPath, PathChoice
 from sparktide.runtime.execution.planner import Plan
 from sparktide.runtime.execution.protocol import Shipment
 from sparktide.runtime.execution.tasks import SUMMED_METRICS
-from sparktide.runtime.graph import SinkNode, SourceNode
+from sparktide.runtime.graph import OperatorNode, SinkNode, SourceNode
 from sparktide.runtime.processing_time import ManualProcessingTimeService
 from sparktide.spark.checkpoint_meta import OperatorWatermarks, SplitState
 from sparktide.spark.columnar_job import (
     POSITIONS,
     SplitTask,
-    columns_fit,
     conform,
     named_rows,
     shipped_schema,
     shipped_table,
-    window_aggregate_shape,
+    watermark_bound,
 )
 from sparktide.spark.frames import arrow_schema_of, records_of_batch, spark_schema_of
 from sparktide.spark.placement import placement_keys
@@ -487,30 +489,23 @@ class _Discard:
         pass
 
 
-# ---------------------------------------------------------------------- eligibility
+# ---------------------------------------------------------------------- building
 
 
-def columnar_stream(plan: Plan) -> ColumnarStream | None:
-    """The columnar form of a streaming job's ``plan``, or ``None`` when it does not have the
-    eligible shape (see the module docstring)."""
-    shape = window_aggregate_shape(plan, StreamSource)
-    if shape is None:
+def columnar_stream(plan: Plan, choice: PathChoice) -> ColumnarStream | None:
+    """The columnar form of a streaming job's ``plan`` when the path choice ``choice`` runs it
+    on columns (``columnar-stream``), else ``None``: the choice checked its shape (see the
+    module docstring)."""
+    if choice.path is not ExecutionPath.COLUMNAR_STREAM:
         return None
-    source, stage, spec = shape.source, shape.stage, shape.spec
-    stream: StreamSource = source.source
-    if stream.df is None or not columns_fit(stream.df.schema, stream.columns, spec):
-        return None
-    sinks = []
-    for node in stage.nodes[1:]:
-        ins = plan.edges_in[node.id]
-        if not isinstance(node, SinkNode) or len(ins) != 1 or ins[0].source is not stage.entry:
-            return None
-        late = ins[0].tag is not None
-        if (late and ins[0].tag != spec.late_tag) or node.frame_writer is None:
-            return None
-        if late and node.output_type != stream.type_info:
-            return None  # a sink typed otherwise than the source's rows: the per-record path
-        sinks.append(_Sink(node, late))
-    if not sinks:
-        return None
-    return ColumnarStream(plan, source, spec, sinks, shape.bound)
+    source, stage = plan.sources[0], plan.stages[0]
+    spec = stage.entry.window_aggregate if isinstance(stage.entry, OperatorNode) else None
+    sink_nodes = [n for n in stage.nodes[1:] if isinstance(n, SinkNode)]
+    if spec is None or len(sink_nodes) != len(stage.nodes) - 1:
+        raise ValueError(
+            f"the path choice ran {stage.entry.name!r} on columns, but it is no built-in "
+            "window aggregate"
+        )
+    sinks = [_Sink(n, plan.edges_in[n.id][0].tag is not None) for n in sink_nodes]
+    _, bound = watermark_bound(source.watermark_strategy)
+    return ColumnarStream(plan, source, spec, sinks, bound)

@@ -44,6 +44,7 @@ from sparktide.core.metrics import MetricsReport
 from sparktide.runtime.execution.driver import (
     JobEnvironment,
 )
+from sparktide.runtime.execution.path import PathChoice, Request
 from sparktide.runtime.execution.planner import SOURCE_STAGE, plan_job
 from sparktide.runtime.execution.protocol import (
     FIRST_STAGE,
@@ -54,6 +55,7 @@ from sparktide.runtime.execution.protocol import (
 from sparktide.runtime.execution.tasks import SUMMED_METRICS, JobTasks
 from sparktide.runtime.graph import JobGraph
 from sparktide.spark.columnar_job import ColumnarJob, columnar_job
+from sparktide.spark.columnar_sources import spark_path
 from sparktide.spark.dataframe_source import DataFrameSource
 from sparktide.spark.failures import (
     raise_first_failure,
@@ -129,12 +131,15 @@ class SparkExecutor:
         state["spark"] = state["env"] = state["config"] = None
         return state
 
-    def columnar(self, frame_node: int | None = None) -> ColumnarJob | None:
-        """The job on Arrow columns (:mod:`sparktide.spark.columnar_job`), if it has that
-        shape; ``frame_node``: the sink a ``to_dataframe()`` reads."""
-        return columnar_job(
-            self.plan, sum(self.tasks.split_counts), self.config.get_watermark_every(), frame_node
-        )
+    def path(self, request: Request) -> PathChoice:
+        """The path the job takes for ``request`` (:mod:`sparktide.runtime.execution.path`)."""
+        return spark_path(self.plan, self.config.get_configuration(), request)
+
+    def columnar(self, request: Request) -> ColumnarJob | None:
+        """The job on Arrow columns (:mod:`sparktide.spark.columnar_job`) when the path
+        choice for ``request`` runs it there, else ``None`` (per record)."""
+        every = self.config.get_watermark_every()
+        return columnar_job(self.plan, sum(self.tasks.split_counts), every, self.path(request))
 
     def job(self) -> SparkJob:
         """What the workers run (the same for every batch of a streaming run)."""
@@ -147,6 +152,7 @@ class SparkExecutor:
             {s.parallelism: placement_keys(s.parallelism) for s in plan.stages},
             self.chunk_items,
             self.config.get_task_buffer() or self.flush_items,
+            fast_windows=self.path(Request.run()).fast_windows,
         )
 
     def _source_frames(self, job: SparkJob, direct: bool = False) -> list[DataFrame]:
@@ -205,7 +211,7 @@ class SparkExecutor:
         ``frame_writer``, collected results and printed lines back to the driver. Adaptive
         execution is off while it runs (one Spark job for the whole run)."""
         with without_adaptive_execution(self.spark.conf):
-            columnar = self.columnar()
+            columnar = self.columnar(Request.run())
             return self._run() if columnar is None else columnar.run()
 
     def _run(self) -> dict[str, int]:
@@ -254,7 +260,7 @@ class SparkExecutor:
         user reads it, so the session keeps coalescing of shuffle partitions off (each subtask
         keeps its own partition)."""
         self.spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")
-        columnar = self.columnar(node_id)
+        columnar = self.columnar(Request.frame(node_id, ordered))
         columnar_frame = None if columnar is None else columnar.frame(node_id, ordered)
         if columnar_frame is not None:
             return columnar_frame

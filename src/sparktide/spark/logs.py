@@ -42,6 +42,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, TextIO
 
+from sparktide.common import env_overrides
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -56,7 +58,7 @@ __all__ = [
     "set_log_level",
 ]
 
-LOG_LEVEL_VARIABLE = "SPARKTIDE_LOG_LEVEL"
+LOG_LEVEL_VARIABLE = env_overrides.LOG_LEVEL
 _DEFAULT_LEVEL = "ERROR"
 # log4j's levels and the Python logging level that lets the same records through
 _PYTHON_LEVELS: Mapping[str, int] = MappingProxyType(
@@ -120,7 +122,7 @@ def log4j2_properties(level: str) -> str:
 def _config_file(level: str) -> Path:
     """The configuration of ``level`` in a file of this user's own, named by its content."""
     text = log4j2_properties(level)
-    owner = os.getuid() if hasattr(os, "getuid") else os.environ.get("USERNAME", "user")
+    owner = os.getuid() if hasattr(os, "getuid") else env_overrides.user_name()
     directory = Path(tempfile.gettempdir(), f"sparktide-log4j2-{owner}")
     directory.mkdir(mode=0o700, exist_ok=True)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
@@ -175,8 +177,8 @@ class LogSetup:
         """:meth:`set_level`'s level, else ``SPARKTIDE_LOG_LEVEL``'s, else ``ERROR``."""
         if self.chosen is not None:
             return self.chosen
-        raw = os.environ.get(LOG_LEVEL_VARIABLE, "").strip()
-        if not raw:
+        raw = env_overrides.log_level()
+        if raw is None:
             return _DEFAULT_LEVEL
         return _checked(raw, f"the environment variable {LOG_LEVEL_VARIABLE}")
 

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, cast
 
 import sparktide
+from sparktide.common import env_overrides
 from sparktide.spark import logs
 
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ def check_prerequisites() -> None:
             "pyspark is not installed: install sparktide's dependencies (pip install sparktide), "
             'or run on the in-process runtime: get_execution_environment(runtime="local")'
         ) from None
-    if not (os.environ.get("JAVA_HOME") or shutil.which("java") or _connect_mode()):
+    if not (env_overrides.java_home() or shutil.which("java") or _connect_mode()):
         raise SparkUnavailableError(
             "Java was not found (no JAVA_HOME and no java on PATH): Spark needs Java 17; install "
             'it, or run on the in-process runtime: get_execution_environment(runtime="local")'
@@ -126,8 +127,8 @@ def get_spark(master: str | None = None) -> SparkSession:
         check_workers(active)
         return active
     check_prerequisites()
-    master = master or os.environ.get("SPARKTIDE_MASTER") or None
-    if "PYSPARK_GATEWAY_PORT" in os.environ:
+    master = master or env_overrides.master()
+    if env_overrides.pyspark_gateway_running():
         # spark-submit (or a shell) started the JVM with its own master and settings
         builder = SparkSession.builder.config(_COALESCE_PARTITIONS, "false")
         if master is not None:
@@ -135,7 +136,7 @@ def get_spark(master: str | None = None) -> SparkSession:
         spark = builder.getOrCreate()
     else:
         spark = _embedded(master or "local[*]")
-        if os.environ.get("PYSPARK_PYTHON") == sys.executable:
+        if env_overrides.pyspark_python() == sys.executable:
             PREPARED.trust(spark)  # its workers run the driver's Python
     ship_package(spark)
     check_workers(spark)
@@ -147,11 +148,13 @@ def _embedded(master: str) -> SparkSession:
     :func:`~sparktide.spark.logs.log_level`, the driver's Python."""
     from pyspark.sql import SparkSession
 
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    if env_overrides.pyspark_python() is None:
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+    if env_overrides.pyspark_driver_python() is None:
+        os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     # embedded workers import what the driver imports (job modules next to the driver script)
     paths = [p for p in sys.path if p and os.path.isdir(p)]
-    current = os.environ.get("PYTHONPATH", "")
+    current = env_overrides.python_path()
     os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([*paths, *current.split(os.pathsep)]))
     builder = (
         SparkSession.builder.master(master)
@@ -199,7 +202,7 @@ def _package_files(directory: Path) -> list[Path]:
 
 def _cache_dir() -> Path:
     """A directory of this user's own in the temp dir (nobody else may plant zips in it)."""
-    owner = os.getuid() if hasattr(os, "getuid") else os.environ.get("USERNAME", "user")
+    owner = os.getuid() if hasattr(os, "getuid") else env_overrides.user_name()
     path = Path(tempfile.gettempdir(), f"sparktide-py-files-{owner}")
     path.mkdir(mode=0o700, exist_ok=True)
     if hasattr(os, "getuid"):
@@ -387,8 +390,9 @@ def _worker_python(spark: SparkSession) -> str:
 def _fix_advice() -> str:
     python = sys.executable
     return (
-        f"point Spark at a Python that has them, e.g. this one: run os.environ['PYSPARK_PYTHON'] "
-        f"= sys.executable (or set PYSPARK_PYTHON={python}) before the SparkSession is built; "
+        f"point Spark at a Python that has them, e.g. this one: run "
+        f"os.environ['PYSPARK_PYTHON'] = sys.executable (or set PYSPARK_PYTHON={python}) "
+        "before the SparkSession is built; "
         "with spark-submit or on a Spark Connect server, set spark.pyspark.python; on a cluster, "
         "install them in the executors' Python, or ship a packed environment with spark.archives "
         "(--archives) and point spark.pyspark.python at the python inside it"

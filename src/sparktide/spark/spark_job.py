@@ -141,8 +141,12 @@ class SparkJob:
         placement: dict[int, list[int]],
         chunk: int = CHUNK,
         flush: int = FLUSH,
+        fast_windows: frozenset[int] | None = None,
     ) -> None:
         self.plan = plan
+        # the window nodes the path choice runs on the window fast path (None: each operator
+        # applies the rule with the default options)
+        self.fast_windows = fast_windows
         self.job_parameters = job_parameters
         self.every = watermark_every
         self.simulated = SimulatedTime.of(simulated)
@@ -184,7 +188,12 @@ class SparkJob:
     def tasks(self, source_clock: ProcessingTimeService) -> JobTasks:
         """The task builder of one worker task (sinks and prints collect for the driver)."""
         return JobTasks(
-            self.plan, self.job_parameters, source_clock, ship_prints=True, frame_sinks=True
+            self.plan,
+            self.job_parameters,
+            source_clock,
+            ship_prints=True,
+            frame_sinks=True,
+            fast_windows=self.fast_windows,
         )
 
     def rows(self, tasks: JobTasks, rounds: int, final: bool = True) -> pa.RecordBatch:

@@ -66,6 +66,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from sparktide.core.metrics import MetricsReport
 from sparktide.runtime.execution.driver import JobEnvironment, SubtaskMetrics
+from sparktide.runtime.execution.path import Request
 from sparktide.runtime.execution.planner import Plan
 from sparktide.runtime.execution.protocol import FIRST_STAGE, Position, Shipment, pack_entries
 from sparktide.runtime.execution.tasks import SUMMED_METRICS, splits_of
@@ -299,8 +300,9 @@ class _StreamRunner:
             self.first_splits.append(first)
             first += len(splits_of(node))
         self.base = executor.job()
-        # an eligible window aggregate runs its batches on columns (None: per record)
-        self.columnar = columnar_stream(plan)
+        # the path choice: an eligible window aggregate runs its batches on columns
+        choice = executor.path(Request.stream())
+        self.columnar = columnar_stream(plan, choice)  # None: per record
         self.store = CheckpointStore(
             location,
             fingerprint(plan),
@@ -309,7 +311,7 @@ class _StreamRunner:
             plan.state_backend.kind,
             # the keyed state of a RocksDB job stays in worker-local databases, checkpointed
             # natively (the columnar path rebuilds its state every batch: neutral snapshots)
-            native_stages(plan, per_record=self.columnar is None),
+            native_stages(plan, per_record=not choice.path.columnar),
         )
         self.store.committed_version()  # fail early on a checkpoint of another job
         timeouts = [getattr(n.watermark_strategy, "idle_timeout", None) for n in self.nodes]

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol, TypedDict
 
+from sparktide.common.configuration import Configuration
 from sparktide.core.state_backend import StateBackend
 from sparktide.runtime.execution.protocol import Entry, RoundPhase, round_of
 from sparktide.runtime.execution.tasks import SplitTask, SubtaskTask
@@ -66,6 +67,8 @@ class JobConfig(Protocol):
     def get_auto_watermark_interval(self) -> int: ...
 
     def get_task_buffer(self) -> int | None: ...
+
+    def get_configuration(self) -> Configuration: ...
 
 
 class JobEnvironment(Protocol):

@@ -49,6 +49,7 @@ from sparktide.runtime.operators.simple import (
     RecordCollector,
 )
 from sparktide.runtime.operators.timestamps import TimestampsAndWatermarksOperator
+from sparktide.runtime.operators.window import WindowOperator
 from sparktide.runtime.output import Output
 from sparktide.runtime.processing_time import ManualProcessingTimeService, ProcessingTimeService
 from sparktide.runtime.source_reader import SourceFunctionDriver, SplitReader
@@ -210,8 +211,13 @@ class JobTasks:
         source_clock: ProcessingTimeService | None,
         ship_prints: bool = False,
         frame_sinks: bool = False,
+        fast_windows: frozenset[int] | None = None,
     ) -> None:
         self.plan = plan
+        # the window nodes that take the window fast path, as the job's path choice decided
+        # (:attr:`~sparktide.runtime.execution.path.PathChoice.fast_windows`); None: each
+        # window operator applies the rule with the default options
+        self.fast_windows = fast_windows
         self.ship_prints = ship_prints  # print sinks keep their lines for the runner
         self.frame_sinks = frame_sinks  # sinks with a frame_writer collect for the runner
         self.job_parameters = job_parameters
@@ -299,6 +305,8 @@ class JobTasks:
             op = CollectSinkOperator(RecordCollector([], node.id))
         else:
             op = node.operator_factory()  # type: ignore[misc]
+        if self.fast_windows is not None and isinstance(op, WindowOperator):
+            op.fast_path = node.id in self.fast_windows
         # output set later
         op.setup(None, clock, setup, key_selector, state_database)  # type: ignore[arg-type]
         failed_records = node.failed_records if isinstance(node, OperatorNode) else None

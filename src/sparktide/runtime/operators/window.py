@@ -50,10 +50,11 @@ read and written in the state table directly (the same calls, output, timers and
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from sparktide.core.output_tag import OutputTag
 from sparktide.core.state import ListStateDescriptor, MapStateDescriptor, StateDescriptor
+from sparktide.core.state_backend import StateBackendKind
 from sparktide.core.window.assigners import MergingWindowAssigner, WindowAssigner
 from sparktide.core.window.triggers import EventTimeTrigger, Trigger, TriggerResult
 from sparktide.core.window.windows import Window
@@ -75,6 +76,10 @@ from sparktide.runtime.operators.window_functions import (
     WindowProcessContext,
     WindowTriggerContext,
 )
+from sparktide.runtime.operators.window_path import window_fast_path
+
+if TYPE_CHECKING:
+    from sparktide.runtime.timers.service import InternalTimerService
 
 __all__ = ["WINDOW_CONTENTS", "WINDOW_TIMERS", "WindowOperator"]
 
@@ -129,6 +134,7 @@ class WindowOperator(AbstractStreamOperator):
         late_data_output_tag: OutputTag | None = None,
         *,
         contents_factory: ContentsFactory | None = None,
+        fast_path: bool | None = None,
     ) -> None:
         super().__init__()
         if type(allowed_lateness) is not int or allowed_lateness < 0:
@@ -138,10 +144,14 @@ class WindowOperator(AbstractStreamOperator):
                 f"late_data_output_tag must be an OutputTag, got "
                 f"{type(late_data_output_tag).__name__}"
             )
+        self.default_contents = contents_factory is None
+        """Whether the contents are the backend's state for the descriptor (no
+        ``contents_factory`` of its own)."""
         if contents_factory is None:
             if contents_descriptor is None:
                 raise TypeError("a window operator needs a contents_descriptor or contents_factory")
             contents_factory = StateContents(contents_descriptor)
+        self.contents_descriptor = contents_descriptor
         self.assigner = assigner
         self.trigger = trigger
         self.function = function
@@ -156,9 +166,12 @@ class WindowOperator(AbstractStreamOperator):
         self.num_late_records_side_output = 0
         """Records dropped as late (no late side output set): Flink's metric."""
         self._inline_event_time_trigger = False  # decided by open()
-        self._fast: FastWindowPath | None = None  # decided by open()
-        self._fast_path_enabled = True
-        """Whether ``open`` may choose the fast path (tests switch it off to compare)."""
+        self._fast: FastWindowPath | None = None  # built by open()
+        self.fast_path = fast_path
+        """Whether ``open`` builds the window fast path: the job's path choice
+        (:func:`~sparktide.runtime.execution.path.choose_path`) sets it before the operator
+        opens; ``None`` (an operator built outside a job, e.g. in the test harness): the rule
+        of :mod:`~sparktide.runtime.operators.window_path` with the default options."""
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -213,15 +226,39 @@ class WindowOperator(AbstractStreamOperator):
                 WindowMappingStore,
                 backend.get_partitioned_state(MapStateDescriptor(MERGING_WINDOW_SET, None, None)),
             )
-        self._fast = self._fast_path() if self._fast_path_enabled else None
+        fast = self.fast_path
+        if fast is None:
+            heap = self.setup_info.state_backend.kind is StateBackendKind.HASHMAP
+            fast = window_fast_path(self, heap).taken
+        self._fast = self._build_fast_path() if fast else None
         self.function.open(self.runtime_context)
 
-    def _fast_path(self) -> FastWindowPath | None:
-        """The fast path (:mod:`~sparktide.runtime.operators.window_fast`) when the trigger is
-        ``EventTimeTrigger``, windows neither merge nor evict and timers read the key from
-        this operator's backend; the assigner and contents decide the rest."""
-        if type(self.trigger) is not EventTimeTrigger or self._merging or self._evicting:
-            return None
+    @property
+    def merging(self) -> bool:
+        """Whether the assigner merges windows (sessions)."""
+        return self._merging
+
+    @property
+    def evicting(self) -> bool:
+        """Whether an evictor sees the window's elements."""
+        return self._evicting
+
+    @property
+    def runs_fast_path(self) -> bool:
+        """Whether this open operator runs the window fast path now (it leaves it for good
+        when a watermark goes back)."""
+        return self._fast is not None
+
+    @property
+    def timer_service(self) -> InternalTimerService[object, Window]:
+        """The service of the window's timers (``"window-timers"``), once open."""
+        return self._timers
+
+    def _build_fast_path(self) -> FastWindowPath | None:
+        """The fast path (:mod:`~sparktide.runtime.operators.window_fast`) the path choice
+        gave this operator, built on its contents and timers (``None`` when the timers read the
+        key elsewhere than from this operator's backend, or the contents are not the heap
+        backend's: the general steps then run)."""
         if self._timers.key_context is not self._backend:
             return None
         hooks = WindowHooks(
