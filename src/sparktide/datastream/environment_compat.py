@@ -219,7 +219,7 @@ class EnvironmentCompat:
         """The job as JSON, shaped as Flink's (see :mod:`sparktide.datastream.execution_plan`)."""
         graph = self._graph
         env = cast("StreamExecutionEnvironment", self)
-        return execution_plan(graph, self._parallelism, node_paths(env, graph))
+        return execution_plan(graph, self._parallelism, node_paths(env, self._runner, graph))
 
     def get_stream_graph(self) -> JobGraph:
         """The job graph built so far (Flink's ``getStreamGraph()``): every source, operator

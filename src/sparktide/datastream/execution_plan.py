@@ -27,19 +27,14 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from sparktide.runtime.execution.path import (
-    NodePath,
-    PathChoice,
-    PathOptions,
-    Request,
-    choose_path,
-)
+from sparktide.runtime.execution.path import NodePath
 from sparktide.runtime.execution.planner import plan_job
 from sparktide.runtime.execution.tasks import splits_of
 from sparktide.runtime.graph import JobGraph, Node, OperatorNode, SourceNode
 
 if TYPE_CHECKING:
     from sparktide.datastream.environment import StreamExecutionEnvironment
+    from sparktide.runtime.execution.runner import Runner
 
 __all__ = ["execution_plan", "node_paths"]
 
@@ -58,21 +53,15 @@ def _is_virtual(node: Node) -> bool:
     return isinstance(node, OperatorNode) and node.is_virtual
 
 
-def node_paths(env: StreamExecutionEnvironment, graph: JobGraph) -> dict[int, NodePath]:
-    """The path each planned node of ``graph`` takes when ``env`` runs it, by node id."""
+def node_paths(
+    env: StreamExecutionEnvironment, runner: Runner, graph: JobGraph
+) -> dict[int, NodePath]:
+    """The path each planned node of ``graph`` takes when ``env`` runs it on ``runner``, by
+    node id."""
     plan = plan_job(
         graph, env.get_parallelism(), env.get_max_parallelism(), env.get_state_backend()
     )
-    configuration = env.get_config().get_configuration()
-    choice: PathChoice
-    if env.get_runtime() == "spark":
-        from sparktide.spark.columnar_sources import spark_path
-        from sparktide.spark.stream_source import has_stream_source
-
-        streaming = has_stream_source(plan.nodes)
-        choice = spark_path(plan, configuration, Request.stream() if streaming else Request.run())
-    else:
-        choice = choose_path(plan, PathOptions.of(configuration), Request.run())
+    choice = runner.path(plan, env.get_config().get_configuration())
     paths = {n.id: choice.of_node(n.id, None) for n in plan.nodes if n.id in plan.source_stage}
     for node_id, stage in plan.stage_of.items():
         paths[node_id] = choice.of_node(node_id, stage.index)

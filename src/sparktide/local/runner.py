@@ -17,11 +17,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sparktide.local.executor import LocalExecutor
+from sparktide.runtime.execution.path import PathOptions, Request, choose_path
 from sparktide.runtime.filesystems import check_sink_folders
 
 if TYPE_CHECKING:
+    from sparktide.common.configuration import Configuration
     from sparktide.common.typeinfo_base import TypeInformation
     from sparktide.runtime.execution.driver import JobEnvironment
+    from sparktide.runtime.execution.path import PathChoice
+    from sparktide.runtime.execution.planner import Plan
     from sparktide.runtime.execution.runner import PythonShipping, StreamRequest
     from sparktide.runtime.graph import JobGraph, SinkNode
 
@@ -68,6 +72,9 @@ class LocalRunner:
 
     def is_streaming(self, graph: JobGraph) -> bool:
         return False
+
+    def path(self, plan: Plan, configuration: Configuration) -> PathChoice:
+        return choose_path(plan, PathOptions.of(configuration), Request.run())
 
     def start_stream(self, graph: JobGraph, env: JobEnvironment, request: StreamRequest) -> Any:
         raise ValueError(

@@ -13,14 +13,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from sparktide.runtime.execution.path import Request
 from sparktide.runtime.filesystems import check_sink_folders
 from sparktide.spark.executor import SparkExecutor
 from sparktide.spark.session import check_prerequisites, get_spark, is_connect
 from sparktide.spark.stream_source import has_stream_source
 
 if TYPE_CHECKING:
+    from sparktide.common.configuration import Configuration
     from sparktide.common.typeinfo_base import TypeInformation
     from sparktide.runtime.execution.driver import JobEnvironment
+    from sparktide.runtime.execution.path import PathChoice
+    from sparktide.runtime.execution.planner import Plan
     from sparktide.runtime.execution.runner import PythonShipping, StreamRequest
     from sparktide.runtime.graph import JobGraph, SinkNode
 
@@ -56,6 +60,12 @@ class SparkRunner:
 
     def is_streaming(self, graph: JobGraph) -> bool:
         return has_stream_source(graph.reachable_from_sinks())
+
+    def path(self, plan: Plan, configuration: Configuration) -> PathChoice:
+        from sparktide.spark.columnar_sources import spark_path
+
+        streaming = has_stream_source(plan.nodes)
+        return spark_path(plan, configuration, Request.stream() if streaming else Request.run())
 
     def start_stream(self, graph: JobGraph, env: JobEnvironment, request: StreamRequest) -> Any:
         from sparktide.spark.streaming import start_stream

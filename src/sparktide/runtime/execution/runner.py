@@ -22,8 +22,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from sparktide.common.configuration import Configuration
     from sparktide.common.typeinfo_base import TypeInformation
     from sparktide.runtime.execution.driver import JobEnvironment
+    from sparktide.runtime.execution.path import PathChoice
+    from sparktide.runtime.execution.planner import Plan
     from sparktide.runtime.graph import JobGraph, SinkNode
 
 __all__ = ["PythonShipping", "Runner", "StreamRequest"]
@@ -94,6 +97,11 @@ class Runner(Protocol):
 
     def is_streaming(self, graph: JobGraph) -> bool:
         """Whether the job of ``graph``'s unexecuted sinks reads a streaming source."""
+        ...
+
+    def path(self, plan: Plan, configuration: Configuration) -> PathChoice:
+        """The path planned job ``plan`` takes on this runner under the job's
+        ``configuration`` (:func:`~sparktide.runtime.execution.path.choose_path`)."""
         ...
 
     def start_stream(self, graph: JobGraph, env: JobEnvironment, request: StreamRequest) -> Any:
