@@ -77,7 +77,7 @@ def scan_prefix(cf: Rdict, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
 _UNSET = object()
 _UNUSABLE = cast(bytes, None)
 """The namespace bytes of a namespace without a layout: appending them raises TypeError, which
-:meth:`RocksDBKvState._fail` turns into the namespace's own error."""
+the state's ``_fail`` turns into the namespace's own error."""
 
 
 class RocksDBKvState(InternalKvState):
