@@ -50,16 +50,14 @@ from sparktide.runtime.state.backend_checks import (
     unhashable_key,
 )
 from sparktide.runtime.state.cleanup import IncrementalCleanup, purge_expired
+from sparktide.runtime.state.folding import AggregateLike, EntryKey, KeyGroupDict
 from sparktide.runtime.state.heap import (
-    AggregateLike,
-    EntryKey,
     HeapAggregatingState,
     HeapListState,
     HeapMapState,
     HeapReducingState,
     HeapValueState,
     InternalKvState,
-    KeyGroupDict,
     StateTable,
     check_raw,
     copy_raw,

@@ -70,7 +70,8 @@ from sparktide.runtime.state.backend_checks import (
     unhashable_key,
 )
 from sparktide.runtime.state.cleanup import purge_expired
-from sparktide.runtime.state.heap import EntryKey, InternalKvState, check_raw
+from sparktide.runtime.state.folding import EntryKey
+from sparktide.runtime.state.heap import InternalKvState, check_raw
 from sparktide.runtime.state.rocksdb_entries import NAMESPACES, EntryCodec, successor
 from sparktide.runtime.state.rocksdb_integrity import check_scan
 from sparktide.runtime.state.rocksdb_key_slot import KeyPrefixSlot

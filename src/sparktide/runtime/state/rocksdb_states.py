@@ -32,16 +32,18 @@ from sparktide.core.state import (
     ReducingState,
     ValueState,
 )
-from sparktide.runtime.state.heap import (
+from sparktide.runtime.state.folding import (
     AggregateLike,
-    InternalKvState,
     Reducer,
     accumulate,
+    checked_reduce,
+    merge_accumulators,
+)
+from sparktide.runtime.state.heap import (
+    InternalKvState,
     check_mapping,
     check_not_none,
-    checked_reduce,
     list_values,
-    merge_accumulators,
 )
 from sparktide.runtime.state.rocksdb_entries import NAMESPACES, EntryCodec, successor
 from sparktide.runtime.state.rocksdb_integrity import check_scan

@@ -31,7 +31,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from sparktide.core.state import StateTtlConfig
-from sparktide.runtime.state.heap import Reducer, TtlEntry
+from sparktide.runtime.state.folding import Reducer
+from sparktide.runtime.state.heap import TtlEntry
 
 __all__ = ["TtlMapViews", "TtlRules", "ttl_settings"]
 
