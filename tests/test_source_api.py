@@ -569,7 +569,7 @@ def test_splits_combined_by_a_valve_in_rounds():
             r.read_up_to(3)
         for r in readers:
             r.emit_periodic()
-        valve._check()
+        valve.check_invariants()
     for r in readers:
         r.finish()
     marks = [e.timestamp for e in downstream.elements if isinstance(e, Watermark)]

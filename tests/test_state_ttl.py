@@ -467,7 +467,7 @@ def test_merge_namespaces_with_ttl():
         s.merge_namespaces("t", ["u"])
         s.set_current_namespace("t")
         assert s.get() is None
-    b._check()
+    b.check_invariants()
 
 
 # ------------------------------------------------------------------------------ snapshots
@@ -648,7 +648,7 @@ def test_incremental_cleanup_purges_elements(kind):
     _, per_kg = b.snapshot_state()
     raws = [raw for by_name in per_kg.values() for _, _, raw in by_name["s"]]
     assert raws == [[("new", 5)]] * 10 if kind == "list" else raws == [{"new": (2, 5)}] * 10
-    b._check()
+    b.check_invariants()
 
 
 def test_incremental_cleanup_handles_large_key_groups_and_restores():
@@ -768,7 +768,7 @@ def test_ttl_map_state_matches_a_model(ops, on_read):
             if on_read:
                 for mk, (v, _) in list(entries.items()):
                     entries[mk] = (v, clock.now)
-        b._check()
+        b.check_invariants()
         # nothing alive is ever lost, and stored timestamps are the model's
         _, per_kg = b.snapshot_state()
         stored = {k: raw for by_name in per_kg.values() for k, _, raw in by_name.get("m", [])}

@@ -300,7 +300,7 @@ class StatusWatermarkValve:
             output.emit_watermark(Watermark(low))
         self._holders = sum(1 for i in range(self._n) if aligned[i] and watermarks[i] == low)
 
-    def _check(self) -> None:
+    def check_invariants(self) -> None:
         """Assert every invariant (for tests)."""
         n = self._n
         wms, active, aligned = self._watermarks, self._active, self._aligned
@@ -412,7 +412,7 @@ class TwoInputWatermarkCombiner:
             self._combined = low
             output.emit_watermark(Watermark(low))
 
-    def _check(self) -> None:
+    def check_invariants(self) -> None:
         """Assert every invariant (for tests)."""
         if not (self._idle == all(self._inputs_idle)):
             raise AssertionError("invariant broken: self._idle == all(self._inputs_idle)")

@@ -221,7 +221,7 @@ class WatermarkOutputMultiplexer:
             self._combined = low
             underlying.emit_watermark(Watermark(low))
 
-    def _check(self) -> None:
+    def check_invariants(self) -> None:
         """Assert every invariant (for tests; valid right after an update of the combination)."""
         active = [s.watermark for s in self._outputs.values() if not s.idle]
         if self._idle and not (self._outputs and not active):

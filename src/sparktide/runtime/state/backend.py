@@ -469,7 +469,7 @@ class HeapKeyedStateBackend(KeyedStateBackendBase[StateTable]):
 
     # ------------------------------------------------------------------ invariants
 
-    def _check(self) -> None:
+    def check_invariants(self) -> None:
         """Assert every invariant (for tests): entries sit in their key group, no empty
         containers, no ``None`` values, TTL values are ``(value, int ts)``."""
         for name, table in self._tables.items():

@@ -639,7 +639,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
 
     # ------------------------------------------------------------------ invariants
 
-    def _check(self) -> None:
+    def check_invariants(self) -> None:
         """Assert every invariant (for tests): every entry lies in this backend's key groups,
         in the key group of its key, its store key is the one its key and namespace give, and
         its raw value is valid (no empty list or map, no ``None``, TTL pairs)."""

@@ -444,7 +444,7 @@ class KeyGroupedTimerQueue(Generic[K, N]):
             "that owns the key (check the key selector and the max parallelism)"
         )
 
-    def _check(self) -> None:
+    def check_invariants(self) -> None:
         """Assert every invariant (for tests; O(n))."""
         heap, buckets = self._heap, self._buckets
         for i in range(1, len(heap)):
