@@ -1,4 +1,5 @@
-"""The key-grouped timer queue set against a naive model, with ``check_invariants()`` after every step."""
+"""The key-grouped timer queue set against a naive model, with ``check_invariants()`` after
+every step."""
 
 from __future__ import annotations
 
