@@ -413,7 +413,9 @@ def test_declared_types_serialize_values_by_type(tmp_path: Path) -> None:
     typed.update(5)
     pickled.update(5)
     assert typed.value() == pickled.value() == 5
-    sizes = {name: [len(v) for _, v in b._states[name].cf.items()] for name in b._states}
+    sizes = {
+        name: [len(v) for _, v in b.stored_state(name).cf.items()] for name in b.get_state_names()
+    }
     assert sizes["typed"] == [8]  # a Java long
     assert sizes["pickled"][0] > 8
     b.dispose()
@@ -436,7 +438,7 @@ def test_restored_state_is_re_encoded_when_its_typed_descriptor_registers(
     b.restore_state(*snap)
     assert normalized(b.snapshot_state()) == normalized(snap)  # kept before registration
     rocks = Pair(b, ds)  # registers: values are re-encoded by type
-    assert b._states["value"].codec.value is not b._states["aggregating"].codec.value
+    assert b.stored_state("value").codec.value is not b.stored_state("aggregating").codec.value
     assert normalized(b.snapshot_state()) == normalized(snap)
     assert rocks.run("map.items", None, "b", None) == [("k", 1), ("j", 2)]
     b.check_invariants()

@@ -190,7 +190,8 @@ def test_config_is_immutable_and_comparable():
     assert a != config(ttl=11) and a != config(full_snapshot=True)
     assert a != config(update=UpdateType.OnReadAndWrite)
     with pytest.raises(AttributeError, match="immutable"):
-        a._ttl = 5
+        a.ttl = 5
+    assert a == b and a.get_ttl() == b.get_ttl()  # unchanged
     assert "StateTtlConfig(" in repr(a)
 
 

@@ -133,7 +133,7 @@ def test_mass_delete_compacts_the_heap():
         q.check_invariants() if i % 97 == 0 else None
     q.check_invariants()
     assert len(q) == 1
-    assert len(q._heap) <= 2 * len(q) + 64
+    assert q.heap_size() <= 2 * len(q) + 64
     assert q.poll()[0] == 0
 
 

@@ -616,6 +616,18 @@ class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
         """The names of the registered and restored states."""
         return list(self._states)
 
+    def stored_state(self, name: str) -> StoredState:
+        """How the state ``name`` is stored: its column family, codec and settings (for
+        inspecting the store, e.g. the size of its values or the options of its column
+        family)."""
+        state = self._states.get(name)
+        if state is None:
+            raise KeyError(
+                f"no state named {name!r} in this backend; its states are "
+                f"{sorted(self._states)} (get_state_names())"
+            )
+        return state
+
     def dispose(self) -> None:
         """Close the database and delete its directory (an attached database: leave both to
         its owner); the backend cannot be used afterwards."""
