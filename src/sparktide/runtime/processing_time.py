@@ -51,6 +51,7 @@ __all__ = [
     "ProcessingTimeService",
     "ScheduledTimer",
     "SystemProcessingTimeService",
+    "TimerRecord",
     "processing_time_delay",
     "wall_clock_ms",
 ]
@@ -112,7 +113,7 @@ def _check_callback(callback: object) -> None:
         )
 
 
-class TimerEntry:
+class TimerRecord:
     """A registered timer as its service keeps it: ``timestamp``, ``callback`` (dropped once
     the timer is settled) and ``state`` (see the module's timer states). Services read and change
     the fields under their lock; users hold the :class:`ScheduledTimer` handle instead."""
@@ -125,7 +126,7 @@ class TimerEntry:
         self.state = state
 
 
-CancelTimer = Callable[[TimerEntry], bool]
+CancelTimer = Callable[[TimerRecord], bool]
 """A service's cancel of one of its entries: whether it prevented the firing."""
 
 
@@ -151,7 +152,7 @@ class ScheduledTimer:
 
     __slots__ = ("_cancel", "_entry", "timestamp")
 
-    def __init__(self, entry: TimerEntry, cancel: CancelTimer) -> None:
+    def __init__(self, entry: TimerRecord, cancel: CancelTimer) -> None:
         self.timestamp = entry.timestamp
         self._entry = entry
         self._cancel = cancel
@@ -243,14 +244,14 @@ class _HeapTimerService(ProcessingTimeService):
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._heap: list[tuple[int, int, TimerEntry]] = []
+        self._heap: list[tuple[int, int, TimerRecord]] = []
         self._seq = itertools.count()
         self._stale = 0  # cancelled entries still in the heap
         self._quiesced = False
         self._terminated = False
         self._cancel_entry: CancelTimer = self._cancel  # bound once: every handle holds it
 
-    def _push(self, timestamp: int, callback: ProcessingTimeCallback, key: int) -> TimerEntry:
+    def _push(self, timestamp: int, callback: ProcessingTimeCallback, key: int) -> TimerRecord:
         """Register a timer under heap order ``key``; caller holds the lock.
 
         Raises after shutdown; after quiesce returns an entry that never fires (not queued).
@@ -258,8 +259,8 @@ class _HeapTimerService(ProcessingTimeService):
         if self._terminated:
             raise _terminated_error(self)
         if self._quiesced:
-            return TimerEntry(timestamp, None, _DROPPED)
-        entry = TimerEntry(timestamp, callback, _PENDING)
+            return TimerRecord(timestamp, None, _DROPPED)
+        entry = TimerRecord(timestamp, callback, _PENDING)
         heapq.heappush(self._heap, (key, next(self._seq), entry))
         return entry
 
@@ -298,7 +299,7 @@ class _HeapTimerService(ProcessingTimeService):
         self._heap.clear()
         self._stale = 0
 
-    def _cancel(self, entry: TimerEntry) -> bool:
+    def _cancel(self, entry: TimerRecord) -> bool:
         with self._lock:
             state = entry.state
             if state != _PENDING and state != _QUEUED:
@@ -569,7 +570,7 @@ register timers before shutdown() (after quiesce() they are accepted but never f
                     if deadline > now:
                         cond.wait(min((deadline - now) / 1e9, _MAX_WAIT_SECONDS))
                         continue
-                    due: list[tuple[int, int, TimerEntry]] = []
+                    due: list[tuple[int, int, TimerRecord]] = []
                     while heap and heap[0][0] <= now:
                         _, seq, entry = heapq.heappop(heap)
                         if entry.state == _PENDING:
@@ -592,7 +593,7 @@ register timers before shutdown() (after quiesce() they are accepted but never f
 
     # -- task thread ------------------------------------------------------------------------
 
-    def _fire(self, entry: TimerEntry) -> None:
+    def _fire(self, entry: TimerRecord) -> None:
         with self._lock:
             if entry.state != _QUEUED:
                 return  # cancelled after it was mailed
