@@ -404,14 +404,14 @@ def test_the_queues_emit_what_may_leave_and_nothing_else(ops, ordered):
                 completed.append(request)
         else:
             pop()
-        queue._check()
+        queue.check_invariants()
         assert len(queue) == len(entries) - len(emitted)
     for e in entries:
         if isinstance(e, Request) and not e.done:
             queue.complete(e)
             completed.append(e)
     pop()
-    queue._check()
+    queue.check_invariants()
     assert len(queue) == 0 and len(emitted) == len(entries)
     if ordered:
         assert emitted == entries

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from sparktide.runtime.mailbox import Mailbox, MailboxProcessor
 from sparktide.runtime.processing_time import ScheduledTimer, SystemProcessingTimeService
 
+SCHEDULER_PREFIX = "sparktide-processing-time-"
+
 
 def monotonic_ms() -> int:
     return time.monotonic_ns() // 1_000_000
@@ -177,6 +179,8 @@ class StressReport:
     settled: bool
     elapsed_seconds: float
     errors: list[BaseException] = field(default_factory=list)
+    scheduler: threading.Thread | None = None
+    """The service's scheduler thread (started by the first registration)."""
 
     @property
     def timers_per_second(self) -> float:
@@ -225,6 +229,7 @@ def run_stress(
     errors: list[BaseException] = []
     rng = random.Random(config.seed)
 
+    before = set(threading.enumerate())
     now = monotonic_ms()
     for k in range(config.initial_timers):
         if k < config.past_initial_timers:
@@ -232,6 +237,10 @@ def run_stress(
         else:
             ledger.register(now + rng.randint(0, config.span_ms))
 
+    scheduler = next(
+        (t for t in set(threading.enumerate()) - before if t.name.startswith(SCHEDULER_PREFIX)),
+        None,
+    )
     next_record = [0]
 
     def default_action() -> bool:
@@ -291,7 +300,7 @@ def run_stress(
     finally:
         elapsed = time.perf_counter() - start
         service.shutdown()
-    return StressReport(env, settled[0], elapsed, errors)
+    return StressReport(env, settled[0], elapsed, errors, scheduler)
 
 
 def test_processing_time_callbacks_never_overlap_records() -> None:
@@ -316,7 +325,7 @@ def test_processing_time_callbacks_never_overlap_records() -> None:
     assert ledger.early == []  # the clock had passed the timestamp when a callback ran
 
     # nothing leaked
-    assert env.service._thread is not None and not env.service._thread.is_alive()
+    assert report.scheduler is not None and not report.scheduler.is_alive()
     assert not env.mailbox.has_mail()
     print(
         f"\nstress: {detector.records} records, {ledger.fired_total} timers fired "

@@ -148,7 +148,7 @@ def test_manual_many_cancellations_compact_and_keep_order() -> None:
         if h.timestamp % 10:
             assert h.cancel()
     assert service.num_registered_timers() == 100
-    assert len(service._heap) < 1_000  # cancelled entries were compacted away
+    assert service.heap_size() < 1_000  # cancelled entries were compacted away
     service.set_current_time(2_000)
     assert fired == list(range(0, 1_000, 10))
 
@@ -337,6 +337,12 @@ def scheduler_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith(SCHEDULER_THREAD_PREFIX)]
 
 
+def new_scheduler_thread(before: set[threading.Thread]) -> threading.Thread:
+    """The one scheduler thread started since ``before`` was taken."""
+    (thread,) = set(scheduler_threads()) - before
+    return thread
+
+
 def wait_for(condition: Callable[[], bool], timeout: float = 5.0) -> bool:
     deadline = time.monotonic() + timeout
     while not condition():
@@ -430,8 +436,10 @@ def test_system_callback_runs_in_the_task_thread(mailbox: Mailbox, make_service)
     now = service.get_current_processing_time()
     ran_in: list[int] = []
     task_ident: list[int] = []
+    before = set(scheduler_threads())
     for ts in (now - 1, now, now + 3):
         service.register_timer(ts, lambda t: ran_in.append(threading.get_ident()))
+    scheduler = new_scheduler_thread(before)
     processor = MailboxProcessor(mailbox, lambda: False)
 
     def task() -> None:
@@ -441,8 +449,6 @@ def test_system_callback_runs_in_the_task_thread(mailbox: Mailbox, make_service)
     thread = threading.Thread(target=task, name="task-thread")
     thread.start()
     thread.join(5.0)
-    scheduler = service._thread
-    assert scheduler is not None and scheduler.name.startswith(SCHEDULER_THREAD_PREFIX)
     assert ran_in == task_ident * 3
     assert scheduler.ident not in ran_in
 
@@ -483,7 +489,7 @@ def test_system_many_cancellations_are_compacted(mailbox: Mailbox, make_service)
         if h.timestamp % 10:
             assert h.cancel()
     assert service.num_scheduled_timers() <= 100
-    assert len(service._heap) < 1_000  # compacted, not just skipped
+    assert service.heap_size() < 1_000  # compacted, not just skipped
     for h in handles:
         if h.timestamp > 30:
             h.cancel()
@@ -495,7 +501,9 @@ def test_system_many_cancellations_are_compacted(mailbox: Mailbox, make_service)
 def test_system_quiesce(mailbox: Mailbox, make_service) -> None:
     service = make_service(lambda: 1_000)
     fired: list[int] = []
+    before = set(scheduler_threads())
     mailed = service.register_timer(0, fired.append)
+    thread = new_scheduler_thread(before)
     assert wait_for(mailbox.has_mail)
     pending = service.register_timer(1_200, fired.append)
     service.quiesce()
@@ -506,8 +514,6 @@ def test_system_quiesce(mailbox: Mailbox, make_service) -> None:
     MailboxProcessor(mailbox, lambda: False).run_until_input_exhausted()
     assert fired == []  # the already-mailed timer was skipped in the task thread
     assert mailed.is_done() and not mailed.is_cancelled()
-    thread = service._thread
-    assert thread is not None
     assert wait_for(lambda: not thread.is_alive(), timeout=2.0)  # the scheduler exited
     assert service.get_current_processing_time() == 1_000
 
@@ -536,9 +542,8 @@ def test_system_shutdown_stops_the_thread_and_refuses_registration(mailbox: Mail
     service = SystemProcessingTimeService(mailbox, clock=lambda: 0)
     assert set(scheduler_threads()) == before  # the thread starts on first use
     pending = service.register_timer(10_000, print)
-    thread = service._thread
-    assert thread is not None and thread.is_alive() and thread.daemon
-    assert thread in set(scheduler_threads()) - before
+    thread = new_scheduler_thread(before)
+    assert thread.is_alive() and thread.daemon
     service.shutdown()
     assert not thread.is_alive()
     assert service.is_terminated() and service.is_quiesced()
@@ -549,10 +554,12 @@ def test_system_shutdown_stops_the_thread_and_refuses_registration(mailbox: Mail
 
 
 def test_system_context_manager_shuts_down(mailbox: Mailbox) -> None:
+    before = set(scheduler_threads())
     with SystemProcessingTimeService(mailbox) as service:
         service.register_timer(service.get_current_processing_time() + 60_000, print)
+        thread = new_scheduler_thread(before)
     assert service.is_terminated()
-    assert service._thread is not None and not service._thread.is_alive()
+    assert not thread.is_alive()
 
 
 def test_system_closed_mailbox_drops_due_timers(mailbox: Mailbox, make_service) -> None:
@@ -608,10 +615,12 @@ def test_system_far_future_timer_does_not_overflow_the_wait(make_service) -> Non
     threading.excepthook = errors.append
     try:
         service = make_service(lambda: 0)
+        before = set(scheduler_threads())
         service.register_timer(2**63 - 1, print)
+        thread = new_scheduler_thread(before)
         time.sleep(0.01)
         service.shutdown()
     finally:
         threading.excepthook = old_hook
     assert errors == []
-    assert service._thread is not None and not service._thread.is_alive()
+    assert not thread.is_alive()

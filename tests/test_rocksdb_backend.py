@@ -247,7 +247,7 @@ def test_random_operations_read_and_snapshot_the_same_on_both_backends(
             results = [p.run(op, arg, key, ns) for p in pairs.values()]
             assert results[0] == results[1], (op, arg)
         for p in pairs.values():
-            p.backend._check()
+            p.backend.check_invariants()
     heap, rocks = (p.backend.snapshot_state() for p in pairs.values())
     assert normalized(heap, expired(ttl, clock)) == normalized(rocks, expired(ttl, clock))
     if expired(ttl, clock) is not None:
@@ -413,7 +413,9 @@ def test_declared_types_serialize_values_by_type(tmp_path: Path) -> None:
     typed.update(5)
     pickled.update(5)
     assert typed.value() == pickled.value() == 5
-    sizes = {name: [len(v) for _, v in b._states[name].cf.items()] for name in b._states}
+    sizes = {
+        name: [len(v) for _, v in b.stored_state(name).cf.items()] for name in b.get_state_names()
+    }
     assert sizes["typed"] == [8]  # a Java long
     assert sizes["pickled"][0] > 8
     b.dispose()
@@ -436,10 +438,10 @@ def test_restored_state_is_re_encoded_when_its_typed_descriptor_registers(
     b.restore_state(*snap)
     assert normalized(b.snapshot_state()) == normalized(snap)  # kept before registration
     rocks = Pair(b, ds)  # registers: values are re-encoded by type
-    assert b._states["value"].codec.value is not b._states["aggregating"].codec.value
+    assert b.stored_state("value").codec.value is not b.stored_state("aggregating").codec.value
     assert normalized(b.snapshot_state()) == normalized(snap)
     assert rocks.run("map.items", None, "b", None) == [("k", 1), ("j", 2)]
-    b._check()
+    b.check_invariants()
     b.dispose()
 
 
@@ -504,7 +506,7 @@ def test_a_backend_attached_to_a_reopened_database_finds_its_state(tmp_path: Pat
     again.run("map.put", ("m", 3), "k", None)  # a later sequence number than any before
     assert again.run("map.items", None, "k", None) == [("z", 1), ("a", 2), ("m", 3)]
     assert again.run("value.get", None, 7, None) == 5
-    b._check()
+    b.check_invariants()
     b.dispose()
     db.close()
 

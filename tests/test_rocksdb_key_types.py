@@ -141,7 +141,7 @@ def test_state_of_typed_keys_matches_the_heap(
                 backend.set_current_key(value)
                 count.update((count.value() or 0) + 1)
                 seen.add(i)
-        rocks._check()
+        rocks.check_invariants()
         for value in values:
             for backend in (heap, rocks):
                 backend.set_current_key(value)

@@ -35,7 +35,7 @@ def test_every_state_of_every_backend_shares_the_write_buffers_and_block_cache(
     # every state's memtable is charged to it
     assert manager.get_usage() - before > 3 * 2 * 200 * 100
     for b in backends:
-        for stored in b._states.values():
+        for stored in map(b.stored_state, b.get_state_names()):
             capacity = stored.cf.property_int_value("rocksdb.block-cache-capacity")
             assert capacity == memory.BLOCK_CACHE_BYTES  # the shared cache, not one per state
         b.dispose()

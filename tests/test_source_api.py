@@ -229,10 +229,14 @@ class TestSourceFunctionDriverPullMode:
         out = CollectingOutput()
         function = Endless()
         d = SourceFunctionDriver(function, out)
+        before = set(threading.enumerate())
         assert d.read_up_to(3) == 3
+        (thread,) = [
+            t for t in set(threading.enumerate()) - before if t.name == "sparktide-source-function"
+        ]
         d.finish()
         assert d.is_cancelled() and not function.running
-        assert d._thread is not None and not d._thread.is_alive()
+        assert not thread.is_alive()
         assert out.elements == [StreamRecord(i, i) for i in range(3)]  # no MAX
 
     def test_the_function_never_runs_while_the_reader_does(self):
@@ -565,7 +569,7 @@ def test_splits_combined_by_a_valve_in_rounds():
             r.read_up_to(3)
         for r in readers:
             r.emit_periodic()
-        valve._check()
+        valve.check_invariants()
     for r in readers:
         r.finish()
     marks = [e.timestamp for e in downstream.elements if isinstance(e, Watermark)]

@@ -99,7 +99,7 @@ def test_spark_logs_are_read_through_the_stores_file_system() -> None:
 # ------------------------------------------------------------------------------ on Spark
 
 
-def _run(spark, directory, ckpt, files_per_batch: int) -> list[tuple]:
+def run_job(spark, directory, ckpt, files_per_batch: int) -> list[tuple]:
     env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
     env.set_parallelism(2)
     frame = (
@@ -127,7 +127,7 @@ def test_a_checkpoint_whose_spark_logs_disagree_is_refused(spark, tmp_path) -> N
     batches = _records(5)
     _write_files(tmp_path / "in", batches[:2])
     ckpt = tmp_path / "ckpt"
-    first = _run(spark, tmp_path / "in", ckpt, 1)  # micro-batches 0 and 1
+    first = run_job(spark, tmp_path / "in", ckpt, 1)  # micro-batches 0 and 1
     _write_files(tmp_path / "in", batches[2:], first=2)
     backup = tmp_path / "spark-backup"
     shutil.copytree(ckpt / "spark", backup)
@@ -140,22 +140,22 @@ def test_a_checkpoint_whose_spark_logs_disagree_is_refused(spark, tmp_path) -> N
     # micro-batch, and sparktide would skip micro-batches 0 and 1 (all five files) as committed
     shutil.rmtree(ckpt / "spark")
     with pytest.raises(SparkLogMismatchError, match="missing or empty"):
-        _run(spark, tmp_path / "in", ckpt, 3)
+        run_job(spark, tmp_path / "in", ckpt, 3)
     restore()
     # Spark's log behind sparktide's commits
     for folder in ("offsets", "commits"):
         (ckpt / "spark" / folder / "1").unlink()
     with pytest.raises(SparkLogMismatchError, match="ends at micro-batch 0, behind"):
-        _run(spark, tmp_path / "in", ckpt, 3)
+        run_job(spark, tmp_path / "in", ckpt, 3)
     restore()
     # Spark's log more than one micro-batch ahead
     for n in (2, 3):
         shutil.copy(ckpt / "spark" / "offsets" / "1", ckpt / "spark" / "offsets" / str(n))
     with pytest.raises(SparkLogMismatchError, match="holds micro-batch 3"):
-        _run(spark, tmp_path / "in", ckpt, 3)
+        run_job(spark, tmp_path / "in", ckpt, 3)
     restore()
     # the intact checkpoint goes on where it stopped, with another maxFilesPerTrigger
-    second = _run(spark, tmp_path / "in", ckpt, 3)
+    second = run_job(spark, tmp_path / "in", ckpt, 3)
     assert sorted(first + second) == _expected(batches)
 
 
@@ -167,7 +167,7 @@ def test_sparktide_run_exits_non_zero_with_the_error(spark, tmp_path, capsys, mo
         monkeypatch.delenv(name)
     _write_files(tmp_path / "in", _records(2))
     ckpt = tmp_path / "ckpt"
-    _run(spark, tmp_path / "in", ckpt, 1)
+    run_job(spark, tmp_path / "in", ckpt, 1)
     shutil.rmtree(ckpt / "spark")
     job = tmp_path / "job.py"
     job.write_text(
@@ -177,7 +177,7 @@ def test_sparktide_run_exits_non_zero_with_the_error(spark, tmp_path, capsys, mo
 
             import test_spark_offset_log as t
 
-            t._run(SparkSession.getActiveSession(), {str(tmp_path / "in")!r}, {str(ckpt)!r}, 1)
+            t.run_job(SparkSession.getActiveSession(), {str(tmp_path / "in")!r}, {str(ckpt)!r}, 1)
             """
         )
     )

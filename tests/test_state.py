@@ -419,7 +419,7 @@ def test_list_merge_namespaces():
     s.set_current_namespace("new")
     assert list(s.get()) == [1, 2, 3, 4]
     assert b.num_entries() == 2
-    b._check()
+    b.check_invariants()
 
 
 # ------------------------------------------------------------------------------ map state
@@ -627,7 +627,7 @@ def test_num_entries_and_get_keys():
         b.set_current_key(k)
         lst.clear()
     assert b.num_entries() == 5 * 2 * 20 - 20
-    b._check()
+    b.check_invariants()
 
 
 def test_dispose():
@@ -719,7 +719,7 @@ def test_snapshot_round_trip_into_a_fresh_backend():
     fresh.restore_state(meta, per_kg)
     assert fresh.num_entries() == b.num_entries()
     assert fresh.snapshot_state() == (meta, per_kg)
-    fresh._check()
+    fresh.check_invariants()
     # the restored values are usable through the state API
     ds = all_descriptors()
     fresh.set_current_key("user-3")
@@ -781,7 +781,7 @@ def test_rescale_1_to_3_to_1_keeps_every_entry_once():
     for i in range(3):
         part = make_backend(compute_key_group_range_for_operator_index(MAXP, 3, i))
         part.restore_state(meta, per_kg)  # takes only its own key groups
-        part._check()
+        part.check_invariants()
         parts.append(part)
     assert sum(p.num_entries() for p in parts) == total
     snaps = [p.snapshot_state() for p in parts]
@@ -803,7 +803,7 @@ def test_rescale_1_to_3_to_1_keeps_every_entry_once():
         merged.restore_state(m, kg_data)
     assert merged.num_entries() == total
     assert merged.snapshot_state() == (meta, per_kg)
-    merged._check()
+    merged.check_invariants()
 
 
 def test_restore_the_same_key_group_twice_is_an_error():
@@ -1026,7 +1026,7 @@ def test_list_state_matches_a_model(ops):
             b = make_backend()
             b.restore_state(meta, per_kg)
             s = b.get_internal_state(d)
-        b._check()
+        b.check_invariants()
         live = {k: v for k, v in model.items() if v}
         assert b.num_entries() == len(live)
         for (k, n), values in live.items():
@@ -1076,7 +1076,7 @@ def test_map_state_matches_a_model(ops):
             meta, per_kg = b.snapshot_state()
             b = make_backend()
             b.restore_state(meta, per_kg)
-        b._check()
+        b.check_invariants()
         live = {k: v for k, v in model.items() if v}
         assert b.num_entries() == len(live)
         for (k, n), expected in model.items():

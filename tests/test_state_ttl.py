@@ -190,7 +190,8 @@ def test_config_is_immutable_and_comparable():
     assert a != config(ttl=11) and a != config(full_snapshot=True)
     assert a != config(update=UpdateType.OnReadAndWrite)
     with pytest.raises(AttributeError, match="immutable"):
-        a._ttl = 5
+        a.ttl = 5
+    assert a == b and a.get_ttl() == b.get_ttl()  # unchanged
     assert "StateTtlConfig(" in repr(a)
 
 
@@ -467,7 +468,7 @@ def test_merge_namespaces_with_ttl():
         s.merge_namespaces("t", ["u"])
         s.set_current_namespace("t")
         assert s.get() is None
-    b._check()
+    b.check_invariants()
 
 
 # ------------------------------------------------------------------------------ snapshots
@@ -648,7 +649,7 @@ def test_incremental_cleanup_purges_elements(kind):
     _, per_kg = b.snapshot_state()
     raws = [raw for by_name in per_kg.values() for _, _, raw in by_name["s"]]
     assert raws == [[("new", 5)]] * 10 if kind == "list" else raws == [{"new": (2, 5)}] * 10
-    b._check()
+    b.check_invariants()
 
 
 def test_incremental_cleanup_handles_large_key_groups_and_restores():
@@ -768,7 +769,7 @@ def test_ttl_map_state_matches_a_model(ops, on_read):
             if on_read:
                 for mk, (v, _) in list(entries.items()):
                     entries[mk] = (v, clock.now)
-        b._check()
+        b.check_invariants()
         # nothing alive is ever lost, and stored timestamps are the model's
         _, per_kg = b.snapshot_state()
         stored = {k: raw for by_name in per_kg.values() for k, _, raw in by_name.get("m", [])}

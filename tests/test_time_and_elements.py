@@ -172,7 +172,8 @@ def test_positive_millis_accepts_positive_spans() -> None:
 def test_spans_are_immutable() -> None:
     span = Duration.of_seconds(1)
     with pytest.raises(AttributeError, match="Duration is immutable"):
-        span._ms = 5  # type: ignore[misc]
+        span.milliseconds = 5  # type: ignore[attr-defined]
+    assert span.to_milliseconds() == 1_000
     with pytest.raises(AttributeError):
         span.other = 5  # type: ignore[attr-defined]
     with pytest.raises(AttributeError, match="Time is immutable"):
@@ -228,7 +229,8 @@ def test_constructor_error_suggests_a_fix_that_works() -> None:
 def test_spans_refuse_attribute_deletion() -> None:
     span = Duration.of_seconds(1)
     with pytest.raises(AttributeError, match="immutable"):
-        del span._ms
+        del span.milliseconds  # type: ignore[attr-defined]
+    assert span.to_milliseconds() == 1_000
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""The key-grouped timer queue set against a naive model, with ``_check()`` after every step."""
+"""The key-grouped timer queue set against a naive model, with ``check_invariants()`` after
+every step."""
 
 from __future__ import annotations
 
@@ -89,7 +90,7 @@ class QueueMachine(RuleBasedStateMachine):
 
     @invariant()
     def agrees_with_model(self):
-        self.q._check()
+        self.q.check_invariants()
         assert len(self.q) == len(self.model.timers)
         assert bool(self.q) == bool(self.model.timers)
         assert as_timer(self.q.peek()) == self.model.head()
@@ -118,7 +119,7 @@ def test_reregistering_after_delete_takes_a_new_position():
     q.add(5, "b", None, 0)
     q.remove(5, "a", None, 0)
     q.add(5, "a", None, 0)
-    q._check()
+    q.check_invariants()
     assert [q.poll()[2] for _ in range(2)] == ["b", "a"]
     assert q.poll() is None
 
@@ -129,10 +130,10 @@ def test_mass_delete_compacts_the_heap():
         q.add(i, i, None, 0)
     for i in range(1, 1000, 1):
         q.remove(i, i, None, 0)
-        q._check() if i % 97 == 0 else None
-    q._check()
+        q.check_invariants() if i % 97 == 0 else None
+    q.check_invariants()
     assert len(q) == 1
-    assert len(q._heap) <= 2 * len(q) + 64
+    assert q.heap_size() <= 2 * len(q) + 64
     assert q.poll()[0] == 0
 
 
@@ -152,7 +153,7 @@ def test_restored_entries_keep_their_order():
     snap = q.entries_for_key_group(0) + q.entries_for_key_group(1)
     r = KeyGroupedTimerQueue(KeyGroupRange(0, 1))
     r.add_restored(snap)
-    r._check()
+    r.check_invariants()
     assert [(e[0], e[2]) for e in iter(r.poll, None)] == [(1, "x"), (3, "c"), (3, "a"), (3, "b")]
 
 
@@ -165,10 +166,10 @@ def test_restored_timers_keep_their_sequence_numbers():
     snap = q.entries_for_key_group(0) + q.entries_for_key_group(1)
     r = KeyGroupedTimerQueue(KeyGroupRange(0, 1))
     r.add_restored(snap)
-    r._check()
+    r.check_invariants()
     assert sorted(r) == sorted(snap)  # a snapshot after the restore is the one restored
     r.add(20, "new", None, 0)  # numbered after every restored timer: fires after them at 20
-    r._check()
+    r.check_invariants()
     assert max(e[1] for e in r) == max(e[1] for e in snap) + 1
     assert [e[2] for e in iter(r.poll, None)] == ["k2", "k5", "new", "k0", "k4"]
 
@@ -182,6 +183,6 @@ def test_restored_timers_whose_sequence_numbers_collide_are_renumbered_in_order(
         parts += q.entries_for_key_group(kg)
     r = KeyGroupedTimerQueue(KeyGroupRange(0, 1))
     r.add_restored(parts)
-    r._check()
+    r.check_invariants()
     assert sorted(e[1] for e in r) == [0, 1, 2, 3, 4]
     assert [e[2] for e in iter(r.poll, None)] == ["a", "x", "b", "y", "c"]  # (ts, seq, group)

@@ -78,10 +78,10 @@ def test_mostly_ascending_timers_match_the_model(seed: int, steps: int, disorder
             limit = clock - rng.randrange(15)
             assert _timer(q.poll_until(limit)) == model.poll_until(limit)
         if step % 16 == 0:
-            q._check()
+            q.check_invariants()
         assert _timer(q.peek()) == model.head()
         assert len(q) == len(model.timers)
-    q._check()
+    q.check_invariants()
     for kg in RANGE:
         expected = sorted((t for t in model.timers if t[3] == kg), key=model.timers.__getitem__)
         assert [_timer(e) for e in q.entries_for_key_group(kg)] == expected
@@ -144,7 +144,7 @@ def test_firing_loop_fires_what_polling_the_queue_gives(seed: int, disorder: flo
                     while (e := queue.poll_until(watermark)) is not None:
                         keys.set_current_key_and_group(e[2], e[4])
                         target.on_event_time(e[0], e[2], e[3])
-            service.event_time_timers()._check()
+            service.event_time_timers().check_invariants()
         fired.append(target.fired)
     assert fired[0] == fired[1]
     assert fired[0]

@@ -98,7 +98,7 @@ def test_declarations_are_immutable_hashable_and_picklable(expression: str, _: s
         assert again == info and repr(again) == repr(info)
     assert copy.deepcopy(info) == info
     with pytest.raises(AttributeError, match="immutable"):
-        info._anything = 1
+        info.anything = 1
 
 
 def test_factory_classes() -> None:

@@ -18,7 +18,7 @@ IDLE, ACTIVE = WatermarkStatus.IDLE, WatermarkStatus.ACTIVE
 
 
 class Driver:
-    """A valve plus its output, with ``_check()`` after every step."""
+    """A valve plus its output, with ``check_invariants()`` after every step."""
 
     def __init__(self, n: int) -> None:
         self.valve = StatusWatermarkValve(n)
@@ -27,19 +27,19 @@ class Driver:
     def wm(self, channel: int, ts: int) -> list:
         start = len(self.out.elements)
         self.valve.input_watermark(ts, channel, self.out)
-        self.valve._check()
+        self.valve.check_invariants()
         return self.out.elements[start:]
 
     def idle(self, channel: int) -> list:
         start = len(self.out.elements)
         self.valve.input_watermark_status(IDLE, channel, self.out)
-        self.valve._check()
+        self.valve.check_invariants()
         return self.out.elements[start:]
 
     def active(self, channel: int) -> list:
         start = len(self.out.elements)
         self.valve.input_watermark_status(ACTIVE, channel, self.out)
-        self.valve._check()
+        self.valve.check_invariants()
         return self.out.elements[start:]
 
 
@@ -258,7 +258,7 @@ class TestValveRules:
         for step in range(1, 4):
             for ch in range(n):
                 d.valve.input_watermark(step * 10, ch, d.out)
-            d.valve._check()
+            d.valve.check_invariants()
         assert d.out.elements == [W(10), W(20), W(30)]
 
     def test_repr(self):
@@ -343,7 +343,7 @@ def test_valve_matches_the_naive_model(case):
             status = IDLE if kind == "idle" else ACTIVE
             valve.input_watermark_status(status, ch, out)
             model.status(status, ch)
-        valve._check()
+        valve.check_invariants()
         assert out.elements == model.out
         assert valve.last_output_watermark == model.last
         assert valve.is_idle() == model.idle
@@ -367,7 +367,7 @@ class TestTwoInputCombiner:
                 c.input_watermark(value, index, out)
             else:
                 c.input_watermark_status(value, index, out)
-            c._check()
+            c.check_invariants()
         return c, out.elements
 
     def test_min_of_both_inputs(self):
@@ -460,7 +460,7 @@ def test_combiner_matches_min_over_active_inputs(steps):
             if min(active) > combined:
                 combined = min(active)
                 expected.append(W(combined))
-        c._check()
+        c.check_invariants()
         assert out.elements == expected
 
 
@@ -608,5 +608,5 @@ class TestMultiplexer:
                 if min(active) > combined:
                     combined = min(active)
                     expected.append(combined)
-            mux._check()
+            mux.check_invariants()
             assert u.events == expected

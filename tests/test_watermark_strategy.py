@@ -483,9 +483,10 @@ class TestImmutability:
     def test_attributes_cannot_be_set(self):
         s = WatermarkStrategy.no_watermarks()
         with pytest.raises(AttributeError, match="immutable"):
-            s._idle_timeout = 5  # type: ignore[misc]
+            s.idle_timeout = 5  # type: ignore[misc]
         with pytest.raises(AttributeError, match="immutable"):
-            del s._factory
+            del s.timestamp_assigner
+        assert s.idle_timeout is None and s.timestamp_assigner is None
 
     def test_pickles(self):
         s = (

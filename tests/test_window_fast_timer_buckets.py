@@ -1,6 +1,6 @@
 """The timer queue's per-timestamp buckets (many timers at one timestamp, as window ends give)
 against a naive model: registrations in and out of time order, deletions, polls, a key's
-timers saved and reset, compaction; ``_check()`` after every step."""
+timers saved and reset, compaction; ``check_invariants()`` after every step."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def test_buckets_agree_with_a_naive_queue(seed: int, spread: int, steps: int) ->
             for t in [t for t in model if t[1] == key]:
                 del model[t]
             model.update(timers)
-        q._check()
+        q.check_invariants()
         assert len(q) == len(model)
         assert _timer(q.peek()) == _head(model)
     order = [_timer(e) for e in iter(q.poll, None)]
@@ -87,6 +87,6 @@ def test_a_thousand_timers_at_one_timestamp_fire_in_insertion_order() -> None:
         q.add(10, i, None, 0)
     for i in range(0, 1000, 3):
         q.remove(10, i, None, 0)
-    q._check()
+    q.check_invariants()
     fired = [e[2] for e in iter(q.poll, None)]
     assert fired == [i for i in range(1000) if i % 3] + ["first"]

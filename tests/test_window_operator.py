@@ -632,7 +632,7 @@ def test_merging_window_set_against_a_naive_model() -> None:
                     assert merge_result == result
                     assert state_window == s.get_state_window(result)
                     assert set(merged) <= before  # the new window never had state
-            s._check()
+            s.check_invariants()
             assert sorted(s.windows()) == sorted(TimeWindow(a, b) for a, b in naive)
             s.persist()
             assert sorted(MergingWindowSet(assigner, store).windows()) == sorted(s.windows())

@@ -136,13 +136,13 @@ def test_a_full_disk_at_the_commit_leaves_the_batch_uncommitted(
     batches = _in_order_records(3)
     _write_files(tmp_path / "in", batches)
     ckpt, out = tmp_path / "ckpt", tmp_path / "out"
-    opened = checkpoint_module._filesystem
+    opened = checkpoint_module.open_filesystem
 
-    def full_disk(location):
-        filesystem, root = opened(location)
+    def full_disk(location, *args):
+        filesystem, root = opened(location, *args)
         return _FullAtCommit(filesystem, 2), root
 
-    monkeypatch.setattr(checkpoint_module, "_filesystem", full_disk)
+    monkeypatch.setattr(checkpoint_module, "open_filesystem", full_disk)  # how the store opens
     with pytest.raises(CheckpointError, match=r"commits/2.json: .*no space left on its device"):
         _run(spark, tmp_path / "in", ckpt, out)
     assert sorted(os.listdir(ckpt / "commits")) == ["0.json", "1.json"]  # nothing torn left

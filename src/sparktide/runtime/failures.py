@@ -83,6 +83,10 @@ def is_internal_file(filename: str) -> bool:
     return any(p in _INTERNAL_PACKAGES for p in parts)
 
 
+_NOTE_START = "sparktide: raised by operator"
+"""How every :meth:`FailureContext.note` starts: an exception with such a note is described."""
+
+
 @dataclass(frozen=True)
 class FailureContext:
     """Where a task failed: the operator (as the user named it), its subtask, the current key
@@ -97,7 +101,7 @@ class FailureContext:
 
     def note(self) -> str:
         """One line for the user: ``sparktide: raised by operator 'x' ... record ...``."""
-        parts = [f"sparktide: raised by operator {self.operator!r}"]
+        parts = [f"{_NOTE_START} {self.operator!r}"]
         if self.subtask is not None:
             parts.append(f" (subtask {self.subtask})")
         if self.batch is not None:
@@ -139,17 +143,16 @@ def _add_note(exc: BaseException, text: str, printed: bool | None = None) -> Non
 def add_context(exc: BaseException, context: FailureContext, extra: str | None = None) -> None:
     """Attach ``context`` (and ``extra`` lines, e.g. a worker's traceback) to ``exc`` as one
     note; a second call on the same exception adds nothing (it is described once)."""
-    if getattr(exc, "_sparktide_described", False):
+    if is_described(exc):
         return
     text = context.note() if extra is None else f"{context.note()}\n{extra}"
     _add_note(exc, text)
-    with contextlib.suppress(AttributeError):
-        exc._sparktide_described = True  # type: ignore[attr-defined]
 
 
 def is_described(exc: BaseException) -> bool:
-    """True once :func:`add_context` described ``exc``."""
-    return bool(getattr(exc, "_sparktide_described", False))
+    """True once :func:`add_context` described ``exc`` (it carries a context note; notes travel
+    with the exception when it is pickled, from a Spark worker to the driver)."""
+    return any(type(note) is str and note.startswith(_NOTE_START) for note in notes(exc))
 
 
 def _frames(tb: TracebackType | None) -> list[TracebackType]:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sized
 
 __all__ = ["Mail", "Mailbox", "MailboxProcessor"]
 
@@ -124,6 +124,13 @@ class Mailbox:
 
     def __len__(self) -> int:
         return len(self._queue)
+
+    def pending(self) -> Sized:
+        """The pending mails' container itself, true while a mail is pending: a lock-free test
+        without a call, for loops that check for mail per record (``if pending:``). It stays
+        the same object for the mailbox's life; mails are taken with :meth:`take` /
+        :meth:`try_take` only."""
+        return self._queue
 
     def try_take(self) -> Mail | None:
         """Remove and return the oldest mail, or ``None`` at once if there is none."""
@@ -253,7 +260,7 @@ class MailboxProcessor:
         """
         self._enter()
         try:
-            queue = self._mailbox._queue
+            queue = self._mailbox.pending()
             action = self._default_action
             while not self._input_exhausted:
                 if queue:  # the cheap per-record check; the lock is only taken if there is mail

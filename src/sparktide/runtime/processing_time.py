@@ -51,6 +51,7 @@ __all__ = [
     "ProcessingTimeService",
     "ScheduledTimer",
     "SystemProcessingTimeService",
+    "TimerRecord",
     "processing_time_delay",
     "wall_clock_ms",
 ]
@@ -112,6 +113,23 @@ def _check_callback(callback: object) -> None:
         )
 
 
+class TimerRecord:
+    """A registered timer as its service keeps it: ``timestamp``, ``callback`` (dropped once
+    the timer is settled) and ``state`` (see the module's timer states). Services read and change
+    the fields under their lock; users hold the :class:`ScheduledTimer` handle instead."""
+
+    __slots__ = ("callback", "state", "timestamp")
+
+    def __init__(self, timestamp: int, callback: ProcessingTimeCallback | None, state: int) -> None:
+        self.timestamp = timestamp
+        self.callback = callback
+        self.state = state
+
+
+CancelTimer = Callable[[TimerRecord], bool]
+"""A service's cancel of one of its entries: whether it prevented the firing."""
+
+
 class ScheduledTimer:
     """Handle of a registered processing-time timer.
 
@@ -132,46 +150,27 @@ class ScheduledTimer:
     >>> service.advance(10)  # nothing is printed
     """
 
-    __slots__ = ("_callback", "_owner", "_state", "timestamp")
+    __slots__ = ("_cancel", "_entry", "timestamp")
 
-    def __init__(
-        self,
-        timestamp: int,
-        callback: ProcessingTimeCallback | None,
-        owner: _TimerOwner | None,
-        state: int,
-    ) -> None:
-        self.timestamp = timestamp
-        self._callback = callback
-        self._owner = owner
-        self._state = state
+    def __init__(self, entry: TimerRecord, cancel: CancelTimer) -> None:
+        self.timestamp = entry.timestamp
+        self._entry = entry
+        self._cancel = cancel
 
     def cancel(self) -> bool:
         """Prevent the timer from firing; ``True`` if that changed anything (see class doc)."""
-        owner = self._owner
-        if owner is None:
-            return False
-        return owner._cancel(self)
+        return self._cancel(self._entry)
 
     def is_cancelled(self) -> bool:
         """Whether :meth:`cancel` prevented this timer from firing."""
-        return self._state == _CANCELLED
+        return self._entry.state == _CANCELLED
 
     def is_done(self) -> bool:
         """Whether the timer is settled: fired, cancelled, or never going to fire."""
-        return self._state >= _DONE
+        return self._entry.state >= _DONE
 
     def __repr__(self) -> str:
-        return f"ScheduledTimer(timestamp={self.timestamp}, {_STATE_NAMES[self._state]})"
-
-
-class _TimerOwner:
-    """What a :class:`ScheduledTimer` needs from its service (internal protocol)."""
-
-    _lock: threading.Lock
-
-    def _cancel(self, timer: ScheduledTimer) -> bool:  # pragma: no cover - overridden
-        raise NotImplementedError
+        return f"ScheduledTimer(timestamp={self.timestamp}, {_STATE_NAMES[self._entry.state]})"
 
 
 class ProcessingTimeService(ABC):
@@ -235,8 +234,8 @@ def _terminated_error(service: ProcessingTimeService) -> RuntimeError:
     )
 
 
-class _HeapTimerService(ProcessingTimeService, _TimerOwner):
-    """Timer bookkeeping shared by the services: a heap of ``(sort key, sequence, timer)``.
+class _HeapTimerService(ProcessingTimeService):
+    """Timer bookkeeping shared by the services: a heap of ``(sort key, sequence, entry)``.
 
     Cancelled timers stay in the heap until they reach its top (``_stale`` counts them), and
     the heap is compacted when they make up most of it. Quiesce and shutdown drop every pending
@@ -245,28 +244,35 @@ class _HeapTimerService(ProcessingTimeService, _TimerOwner):
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._heap: list[tuple[int, int, ScheduledTimer]] = []
+        self._heap: list[tuple[int, int, TimerRecord]] = []
         self._seq = itertools.count()
         self._stale = 0  # cancelled entries still in the heap
         self._quiesced = False
         self._terminated = False
+        self._cancel_entry: CancelTimer = self._cancel  # bound once: every handle holds it
 
-    def _push(self, timestamp: int, callback: ProcessingTimeCallback, key: int) -> ScheduledTimer:
+    def _push(self, timestamp: int, callback: ProcessingTimeCallback, key: int) -> TimerRecord:
         """Register a timer under heap order ``key``; caller holds the lock.
 
-        Raises after shutdown; after quiesce returns a handle that never fires (not queued).
+        Raises after shutdown; after quiesce returns an entry that never fires (not queued).
         """
         if self._terminated:
             raise _terminated_error(self)
         if self._quiesced:
-            return ScheduledTimer(timestamp, None, None, _DROPPED)
-        timer = ScheduledTimer(timestamp, callback, self, _PENDING)
-        heapq.heappush(self._heap, (key, next(self._seq), timer))
-        return timer
+            return TimerRecord(timestamp, None, _DROPPED)
+        entry = TimerRecord(timestamp, callback, _PENDING)
+        heapq.heappush(self._heap, (key, next(self._seq), entry))
+        return entry
 
     def _num_pending(self) -> int:
         """Timers in the heap that were not cancelled."""
         return len(self._heap) - self._stale
+
+    def heap_size(self) -> int:
+        """Entries the service holds, cancelled ones not yet dropped included: a memory
+        diagnostic (cancelled entries are compacted away once they are most of the heap)."""
+        with self._lock:
+            return len(self._heap)
 
     def quiesce(self) -> None:
         with self._lock:
@@ -286,30 +292,30 @@ class _HeapTimerService(ProcessingTimeService, _TimerOwner):
         return self._terminated
 
     def _drop_all(self) -> None:  # caller holds the lock
-        for _, _, timer in self._heap:
-            if timer._state == _PENDING:
-                timer._state = _DROPPED
-                timer._callback = None
+        for _, _, entry in self._heap:
+            if entry.state == _PENDING:
+                entry.state = _DROPPED
+                entry.callback = None
         self._heap.clear()
         self._stale = 0
 
-    def _cancel(self, timer: ScheduledTimer) -> bool:
+    def _cancel(self, entry: TimerRecord) -> bool:
         with self._lock:
-            state = timer._state
+            state = entry.state
             if state != _PENDING and state != _QUEUED:
                 return False
-            timer._callback = None
+            entry.callback = None
             if self._quiesced:  # only mailed timers can be left: they would be skipped anyway
-                timer._state = _DROPPED
+                entry.state = _DROPPED
                 return False
-            timer._state = _CANCELLED
+            entry.state = _CANCELLED
             if state == _PENDING:
                 # Still in the heap: skipped when it reaches the top. Compact when cancelled
                 # entries make up most of the heap.
                 self._stale += 1
                 heap = self._heap
                 if self._stale > 32 and self._stale * 2 > len(heap):
-                    heap[:] = [entry for entry in heap if entry[2]._state == _PENDING]
+                    heap[:] = [item for item in heap if item[2].state == _PENDING]
                     heapq.heapify(heap)
                     self._stale = 0
             return True
@@ -363,7 +369,8 @@ class ManualProcessingTimeService(_HeapTimerService):
         timestamp = check_timestamp(timestamp, "timestamp")
         _check_callback(callback)
         with self._lock:
-            return self._push(timestamp, callback, timestamp)
+            entry = self._push(timestamp, callback, timestamp)
+        return ScheduledTimer(entry, self._cancel_entry)
 
     def set_current_time(self, t: int) -> None:
         """Set the clock to ``t`` and fire every due timer in the calling thread.
@@ -428,18 +435,18 @@ class ManualProcessingTimeService(_HeapTimerService):
             with lock:
                 if self._quiesced or not heap or heap[0][0] > t:
                     return
-                timestamp, _, timer = heapq.heappop(heap)
-                if timer._state != _PENDING:
+                timestamp, _, entry = heapq.heappop(heap)
+                if entry.state != _PENDING:
                     self._stale -= 1  # a cancelled entry leaves the heap
                     continue
-                timer._state = _RUNNING
-                callback = timer._callback
-                timer._callback = None
+                entry.state = _RUNNING
+                callback = entry.callback
+                entry.callback = None
             try:
                 if callback is not None:  # always: a pending timer holds its callback
                     callback(timestamp)
             finally:
-                timer._state = _DONE
+                entry.state = _DONE
 
 
 class SystemProcessingTimeService(_HeapTimerService):
@@ -505,8 +512,9 @@ register timers before shutdown() (after quiesce() they are accepted but never f
             )
         deadline = time.monotonic_ns() + processing_time_delay(timestamp, now) * 1_000_000
         with self._lock:
-            timer = self._push(timestamp, callback, deadline)
-            if timer._state == _DROPPED:
+            entry = self._push(timestamp, callback, deadline)
+            timer = ScheduledTimer(entry, self._cancel_entry)
+            if entry.state == _DROPPED:
                 return timer
             if self._thread is None:
                 self._thread = threading.Thread(
@@ -515,7 +523,7 @@ register timers before shutdown() (after quiesce() they are accepted but never f
                     daemon=True,
                 )
                 self._thread.start()
-            elif self._heap[0][2] is timer:
+            elif self._heap[0][2] is entry:
                 self._cond.notify()  # a new earliest deadline: wake the scheduler to re-plan
         return timer
 
@@ -554,7 +562,7 @@ register timers before shutdown() (after quiesce() they are accepted but never f
                         cond.wait()
                         continue
                     deadline, _, head = heap[0]
-                    if head._state != _PENDING:
+                    if head.state != _PENDING:
                         heapq.heappop(heap)
                         self._stale -= 1
                         continue
@@ -562,44 +570,44 @@ register timers before shutdown() (after quiesce() they are accepted but never f
                     if deadline > now:
                         cond.wait(min((deadline - now) / 1e9, _MAX_WAIT_SECONDS))
                         continue
-                    due: list[tuple[int, int, ScheduledTimer]] = []
+                    due: list[tuple[int, int, TimerRecord]] = []
                     while heap and heap[0][0] <= now:
-                        _, seq, timer = heapq.heappop(heap)
-                        if timer._state == _PENDING:
-                            timer._state = _QUEUED
-                            due.append((timer.timestamp, seq, timer))
+                        _, seq, entry = heapq.heappop(heap)
+                        if entry.state == _PENDING:
+                            entry.state = _QUEUED
+                            due.append((entry.timestamp, seq, entry))
                         else:
                             self._stale -= 1
                     break
             due.sort()
-            for timestamp, _, timer in due:
+            for timestamp, _, entry in due:
                 try:
-                    mailbox.put(Mail(partial(self._fire, timer), f"timer @ {timestamp}"))
+                    mailbox.put(Mail(partial(self._fire, entry), f"timer @ {timestamp}"))
                 except RuntimeError:
                     if not mailbox.is_closed():
                         raise
                     with cond:  # the task is going away: the timer will never fire
-                        if timer._state == _QUEUED:
-                            timer._state = _DROPPED
-                            timer._callback = None
+                        if entry.state == _QUEUED:
+                            entry.state = _DROPPED
+                            entry.callback = None
 
     # -- task thread ------------------------------------------------------------------------
 
-    def _fire(self, timer: ScheduledTimer) -> None:
+    def _fire(self, entry: TimerRecord) -> None:
         with self._lock:
-            if timer._state != _QUEUED:
+            if entry.state != _QUEUED:
                 return  # cancelled after it was mailed
-            callback = timer._callback
-            timer._callback = None
+            callback = entry.callback
+            entry.callback = None
             if self._quiesced:
-                timer._state = _DROPPED
+                entry.state = _DROPPED
                 return
-            timer._state = _RUNNING
+            entry.state = _RUNNING
         try:
             if callback is not None:  # always: a queued timer holds its callback
-                callback(timer.timestamp)
+                callback(entry.timestamp)
         finally:
-            timer._state = _DONE
+            entry.state = _DONE
 
     # -- any thread ---------------------------------------------------------------------------
 

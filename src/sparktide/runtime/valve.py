@@ -162,21 +162,39 @@ class StatusWatermarkValve:
         """The valve :meth:`to_json` describes; malformed data raises ``ValueError``."""
         try:
             valve = cls(int(raw["channels"]))
-            n = valve._n
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not the state of a watermark valve: {exc!r}") from None
+        valve.restore(raw)
+        return valve
+
+    def restore(self, raw: ValveState) -> None:
+        """Take the state ``raw`` (a :meth:`to_json` of a valve with as many channels);
+        malformed data raises ``ValueError`` and leaves this valve as it was.
+
+        >>> v = StatusWatermarkValve(2)
+        >>> v.restore({**v.to_json(), "last": 9}); v.last_output_watermark
+        9
+        >>> v.restore({**v.to_json(), "watermarks": [1]})  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ValueError: not the state of a watermark valve: ValueError('per-channel lists of ...')
+        """
+        try:
+            n = self._n
+            if int(raw["channels"]) != n:
+                raise ValueError(f"{raw['channels']} channels, not {n}")
             watermarks = [int(w) for w in raw["watermarks"]]
             active = [bool(a) for a in raw["active"]]
             aligned = [bool(a) for a in raw["aligned"]]
             if not len(watermarks) == len(active) == len(aligned) == n:
                 raise ValueError(f"per-channel lists of another length than {n} channels")
-            valve._watermarks, valve._active, valve._aligned = watermarks, active, aligned
-            valve._num_active = int(raw["num_active"])
-            valve._num_aligned = int(raw["num_aligned"])
-            valve._last = int(raw["last"])
-            valve._holders = int(raw["holders"])
-            valve._idle = bool(raw["idle"])
+            counts = (int(raw["num_active"]), int(raw["num_aligned"]), int(raw["holders"]))
+            last, idle = int(raw["last"]), bool(raw["idle"])
         except (KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not the state of a watermark valve: {exc!r}") from None
-        return valve
+        self._watermarks, self._active, self._aligned = watermarks, active, aligned
+        self._num_active, self._num_aligned, self._holders = counts
+        self._last, self._idle = last, idle
 
     @property
     def last_output_watermark(self) -> int:
@@ -282,7 +300,7 @@ class StatusWatermarkValve:
             output.emit_watermark(Watermark(low))
         self._holders = sum(1 for i in range(self._n) if aligned[i] and watermarks[i] == low)
 
-    def _check(self) -> None:
+    def check_invariants(self) -> None:
         """Assert every invariant (for tests)."""
         n = self._n
         wms, active, aligned = self._watermarks, self._active, self._aligned
@@ -394,7 +412,7 @@ class TwoInputWatermarkCombiner:
             self._combined = low
             output.emit_watermark(Watermark(low))
 
-    def _check(self) -> None:
+    def check_invariants(self) -> None:
         """Assert every invariant (for tests)."""
         if not (self._idle == all(self._inputs_idle)):
             raise AssertionError("invariant broken: self._idle == all(self._inputs_idle)")

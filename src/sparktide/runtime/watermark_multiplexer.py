@@ -47,10 +47,11 @@ class _Partial:
 class _ImmediateOutput:
     """A split output whose updates may change the combined watermark at once."""
 
-    __slots__ = ("_mux", "_state", "split_id")
+    __slots__ = ("_combine", "_mux", "_state", "split_id")
 
     def __init__(self, mux: WatermarkOutputMultiplexer, state: _Partial, split_id: str) -> None:
         self._mux = mux
+        self._combine = mux.combine  # bound once: called per update that may move the min
         self._state = state
         self.split_id = split_id
 
@@ -61,19 +62,19 @@ class _ImmediateOutput:
         state.idle = False
         if ts > state.watermark:
             state.watermark = ts
-            if ts > self._mux._combined:
-                self._mux._update()
+            if ts > self._mux.combined_watermark:
+                self._combine()
                 return
         if was_idle:
-            self._mux._update()
+            self._combine()
 
     def mark_idle(self) -> None:
         self._state.idle = True
-        self._mux._update()  # may advance: this split may have held the min back
+        self._combine()  # may advance: this split may have held the min back
 
     def mark_active(self) -> None:
         self._state.idle = False
-        self._mux._update()
+        self._combine()
 
     def __repr__(self) -> str:
         return f"ImmediateOutput({self.split_id!r})"
@@ -127,7 +128,7 @@ class WatermarkOutputMultiplexer:
     [7, WatermarkStatus.IDLE]
     """
 
-    __slots__ = ("_combined", "_idle", "_outputs", "_underlying")
+    __slots__ = ("_idle", "_outputs", "_underlying", "combined_watermark")
 
     def __init__(self, underlying_output: WatermarkOutput) -> None:
         for method in ("emit_watermark", "mark_idle", "mark_active"):
@@ -138,7 +139,9 @@ class WatermarkOutputMultiplexer:
                 )
         self._underlying = underlying_output
         self._outputs: dict[str, _Partial] = {}
-        self._combined = MIN_TIMESTAMP
+        self.combined_watermark = MIN_TIMESTAMP
+        """The last combined watermark forwarded (``MIN_TIMESTAMP`` before any); set by
+        :meth:`combine` only (a plain slot: the split outputs read it per update)."""
         self._idle = False
 
     # ------------------------------------------------------------------ registration
@@ -157,7 +160,7 @@ class WatermarkOutputMultiplexer:
         it was not registered."""
         if self._outputs.pop(split_id, None) is None:
             return False
-        self._update()
+        self.combine()
         return True
 
     def get_immediate_output(self, split_id: str) -> WatermarkOutput:
@@ -170,14 +173,9 @@ class WatermarkOutputMultiplexer:
 
     def on_periodic_emit(self) -> None:
         """Combine every outstanding (deferred) update and forward the result."""
-        self._update()
+        self.combine()
 
     # ------------------------------------------------------------------ inspection
-
-    @property
-    def combined_watermark(self) -> int:
-        """The last combined watermark forwarded (``MIN_TIMESTAMP`` before any)."""
-        return self._combined
 
     def is_idle(self) -> bool:
         """Whether the underlying output was marked idle (every split output is idle)."""
@@ -200,7 +198,9 @@ class WatermarkOutputMultiplexer:
             )
         return state
 
-    def _update(self) -> None:
+    def combine(self) -> None:
+        """Combine the split outputs' watermarks and statuses now and forward what changed:
+        the min over the non-idle outputs if it increased, idle / active on a change."""
         outputs = self._outputs
         if not outputs:
             return
@@ -217,11 +217,11 @@ class WatermarkOutputMultiplexer:
         if self._idle:
             self._idle = False
             underlying.mark_active()
-        if low > self._combined:
-            self._combined = low
+        if low > self.combined_watermark:
+            self.combined_watermark = low
             underlying.emit_watermark(Watermark(low))
 
-    def _check(self) -> None:
+    def check_invariants(self) -> None:
         """Assert every invariant (for tests; valid right after an update of the combination)."""
         active = [s.watermark for s in self._outputs.values() if not s.idle]
         if self._idle and not (self._outputs and not active):
@@ -230,6 +230,6 @@ class WatermarkOutputMultiplexer:
     def __repr__(self) -> str:
         state = "idle" if self._idle else "active"
         return (
-            f"WatermarkOutputMultiplexer(combined={self._combined}, {state}, "
+            f"WatermarkOutputMultiplexer(combined={self.combined_watermark}, {state}, "
             f"splits={len(self._outputs)})"
         )

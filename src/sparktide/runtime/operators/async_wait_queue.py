@@ -123,7 +123,7 @@ class OrderedQueue:
             out.append(entries.popleft())
         return out
 
-    def _check(self) -> None:
+    def check_invariants(self) -> None:
         """Every invariant (tests call it after each operation)."""
         for e in self._entries:
             if not isinstance(e, (Request, Barrier)):
@@ -206,7 +206,7 @@ class UnorderedQueue:
         self._size -= len(out)
         return out
 
-    def _check(self) -> None:
+    def check_invariants(self) -> None:
         """Every invariant (tests call it after each operation)."""
         if not self._segments:
             raise AssertionError("no segment")

@@ -68,17 +68,18 @@ def _side_output(op: AbstractStreamOperator, tag: OutputTag, value: object, ts: 
 
 
 class _BaseContext:
-    """What every context of a broadcast function has: time, watermark, side outputs."""
+    """What every context of a broadcast function has: time, watermark, side outputs. The
+    operator sets ``ts`` (what :meth:`timestamp` returns) before each call of the function."""
 
-    __slots__ = ("_op", "_store", "_ts")
+    __slots__ = ("_op", "_store", "ts")
 
     def __init__(self, op: BroadcastOperator, store: BroadcastStateStore) -> None:
         self._op = op
         self._store = store
-        self._ts: int | None = None
+        self.ts: int | None = None
 
     def timestamp(self) -> int | None:
-        return self._ts
+        return self.ts
 
     def current_processing_time(self) -> int:
         return self._op.current_processing_time()
@@ -87,7 +88,7 @@ class _BaseContext:
         return self._op.current_watermark()
 
     def output(self, output_tag: OutputTag, value: object) -> None:
-        _side_output(self._op, output_tag, value, self._ts)
+        _side_output(self._op, output_tag, value, self.ts)
 
 
 class _ReadOnlyContext(_BaseContext, BroadcastProcessFunction.ReadOnlyContext):
@@ -111,16 +112,17 @@ class _Context(_BaseContext, BroadcastProcessFunction.Context):
 
 
 class _KeyedReadOnlyContext(_BaseContext, KeyedBroadcastProcessFunction.OnTimerContext):
-    """``process_element``'s and ``on_timer``'s ctx on a keyed stream."""
+    """``process_element``'s and ``on_timer``'s ctx on a keyed stream; the operator sets
+    ``domain`` too (``None`` for an element, the timer's :class:`TimeDomain` in ``on_timer``)."""
 
-    __slots__ = ("_domain", "_timers")
+    __slots__ = ("_timers", "domain")
 
     def __init__(
         self, op: BroadcastOperator, store: BroadcastStateStore, timers: TimerService
     ) -> None:
         super().__init__(op, store)
         self._timers = timers
-        self._domain: TimeDomain | None = None
+        self.domain: TimeDomain | None = None
 
     def get_broadcast_state(
         self, state_descriptor: MapStateDescriptor
@@ -134,9 +136,10 @@ class _KeyedReadOnlyContext(_BaseContext, KeyedBroadcastProcessFunction.OnTimerC
         return self._op.get_current_key()
 
     def time_domain(self) -> TimeDomain:
-        if self._domain is None:
+        domain = self.domain
+        if domain is None:
             raise RuntimeError("time_domain() is only available inside on_timer")
-        return self._domain
+        return domain
 
 
 class _KeyedContext(_BaseContext, KeyedBroadcastProcessFunction.Context):
@@ -194,12 +197,12 @@ class BroadcastProcessOperator(BroadcastOperator):
 
     def process_element1(self, record: StreamRecord) -> None:
         ctx = self._ro
-        ts = ctx._ts = record.timestamp
+        ts = ctx.ts = record.timestamp
         emit_results(self, self.function.process_element(record.value, ctx), ts)
 
     def process_element2(self, record: StreamRecord) -> None:
         ctx = self._rw
-        ts = ctx._ts = record.timestamp
+        ts = ctx.ts = record.timestamp
         emit_results(self, self.function.process_broadcast_element(record.value, ctx), ts)
 
 
@@ -238,14 +241,14 @@ class KeyedBroadcastProcessOperator(BroadcastOperator):
     def process_keyed_element1(self, record: StreamRecord) -> None:
         """Process ``record`` of the keyed input, its key already current."""
         ctx = self._ro
-        ts = ctx._ts = record.timestamp
-        ctx._domain = None
+        ts = ctx.ts = record.timestamp
+        ctx.domain = None
         emit_results(self, self.function.process_element(record.value, ctx), ts)
 
     # input 2: broadcast (no key)
     def process_element2(self, record: StreamRecord) -> None:
         ctx = self._rw
-        ts = ctx._ts = record.timestamp
+        ts = ctx.ts = record.timestamp
         emit_results(self, self.function.process_broadcast_element(record.value, ctx), ts)
 
     def process_keyed_element2(self, record: StreamRecord) -> None:
@@ -286,12 +289,12 @@ class KeyedBroadcastProcessOperator(BroadcastOperator):
 
     def on_event_time(self, timestamp: int, key: object, namespace: object) -> None:
         ctx = self._ro
-        ctx._ts = timestamp
-        ctx._domain = _EVENT_TIME
+        ctx.ts = timestamp
+        ctx.domain = _EVENT_TIME
         emit_results(self, self.function.on_timer(timestamp, ctx), timestamp)
 
     def on_processing_time(self, timestamp: int, key: object, namespace: object) -> None:
         ctx = self._ro
-        ctx._ts = None
-        ctx._domain = _PROCESSING_TIME
+        ctx.ts = None
+        ctx.domain = _PROCESSING_TIME
         emit_results(self, self.function.on_timer(timestamp, ctx), None)

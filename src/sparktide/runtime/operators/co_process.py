@@ -151,13 +151,13 @@ class CoProcessOperator(AbstractTwoInputOperator):
         super().close()
 
     def process_element1(self, record: StreamRecord) -> None:
-        self._ctx._ts = record.timestamp
+        self._ctx.ts = record.timestamp
         emit_results(
             self, self.function.process_element1(record.value, self._ctx), record.timestamp
         )
 
     def process_element2(self, record: StreamRecord) -> None:
-        self._ctx._ts = record.timestamp
+        self._ctx.ts = record.timestamp
         emit_results(
             self, self.function.process_element2(record.value, self._ctx), record.timestamp
         )
@@ -207,24 +207,24 @@ class KeyedCoProcessOperator(KeyedTwoInputOperator):
 
     def process_keyed_element1(self, record: StreamRecord) -> None:
         ctx = self._ctx
-        ctx._ts = record.timestamp
-        ctx._domain = None
+        ctx.ts = record.timestamp
+        ctx.domain = None
         emit_results(self, self.function.process_element1(record.value, ctx), record.timestamp)
 
     def process_keyed_element2(self, record: StreamRecord) -> None:
         ctx = self._ctx
-        ctx._ts = record.timestamp
-        ctx._domain = None
+        ctx.ts = record.timestamp
+        ctx.domain = None
         emit_results(self, self.function.process_element2(record.value, ctx), record.timestamp)
 
     def on_event_time(self, timestamp: int, key: object, namespace: object) -> None:
         ctx = self._ctx
-        ctx._ts = timestamp
-        ctx._domain = TimeDomain.EVENT_TIME
+        ctx.ts = timestamp
+        ctx.domain = TimeDomain.EVENT_TIME
         emit_results(self, self.function.on_timer(timestamp, ctx), timestamp)
 
     def on_processing_time(self, timestamp: int, key: object, namespace: object) -> None:
         ctx = self._ctx
-        ctx._ts = None
-        ctx._domain = TimeDomain.PROCESSING_TIME
+        ctx.ts = None
+        ctx.domain = TimeDomain.PROCESSING_TIME
         emit_results(self, self.function.on_timer(timestamp, ctx), None)

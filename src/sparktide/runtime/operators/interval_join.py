@@ -159,24 +159,26 @@ def _names(kinds: set[type]) -> str:
 
 
 class _JoinContext(ProcessJoinFunction.Context):
-    """The ``ctx`` of ``ProcessJoinFunction.process_element``."""
+    """The ``ctx`` of ``ProcessJoinFunction.process_element``. The operator sets ``left_ts``,
+    ``right_ts`` and ``ts`` (the pair's timestamps and the larger one, what the getters
+    return) before each call of the function."""
 
-    __slots__ = ("_left_ts", "_op", "_right_ts", "_ts")
+    __slots__ = ("_op", "left_ts", "right_ts", "ts")
 
     def __init__(self, operator: IntervalJoinOperator) -> None:
         self._op = operator
-        self._left_ts = 0
-        self._right_ts = 0
-        self._ts = 0
+        self.left_ts = 0
+        self.right_ts = 0
+        self.ts = 0
 
     def get_left_timestamp(self) -> int:
-        return self._left_ts
+        return self.left_ts
 
     def get_right_timestamp(self) -> int:
-        return self._right_ts
+        return self.right_ts
 
     def get_timestamp(self) -> int:
-        return self._ts
+        return self.ts
 
     def output(self, output_tag: OutputTag, value: object) -> None:
         if not isinstance(output_tag, OutputTag):
@@ -184,7 +186,7 @@ class _JoinContext(ProcessJoinFunction.Context):
                 f"output_tag must be an OutputTag, got {type(output_tag).__name__}; create one "
                 "with OutputTag('name')"
             )
-        self._op.output.collect_side(output_tag, StreamRecord(value, self._ts))
+        self._op.output.collect_side(output_tag, StreamRecord(value, self.ts))
 
 
 def check_bounds(lower_bound: int, upper_bound: int) -> tuple[int, int]:
@@ -345,9 +347,9 @@ class IntervalJoinOperator(KeyedTwoInputOperator):
     def _collect(self, left: object, right: object, left_ts: int, right_ts: int) -> None:
         ctx = self._ctx
         ts = left_ts if left_ts > right_ts else right_ts
-        ctx._left_ts = left_ts
-        ctx._right_ts = right_ts
-        ctx._ts = ts
+        ctx.left_ts = left_ts
+        ctx.right_ts = right_ts
+        ctx.ts = ts
         results = self._process(left, right, ctx)
         if results is not None:
             emit_results(self, results, ts)

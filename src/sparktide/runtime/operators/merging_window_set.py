@@ -159,7 +159,7 @@ class MergingWindowSet:
             mapping.setdefault(result_window, result_window)
         return result_window
 
-    def _check(self) -> None:
+    def check_invariants(self) -> None:
         """Assert the invariants (for tests): state windows are distinct, and no two in-flight
         windows would still merge."""
         values = list(self._mapping.values())

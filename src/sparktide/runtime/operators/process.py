@@ -72,19 +72,25 @@ def _side_output(
 
 class KeyedContext(KeyedCoProcessFunction.OnTimerContext, KeyedCoProcessFunction.Context):
     """The ``ctx`` of keyed (co-)process functions: timestamp, key, timers, side outputs, time
-    domain."""
+    domain.
 
-    __slots__ = ("_backend", "_domain", "_op", "_timer_service", "_ts")
+    The operator sets ``ts`` (what :meth:`timestamp` returns: the record's timestamp, or the
+    event-time timer's, ``None`` for a processing-time timer) and ``domain`` (``None`` while
+    processing an element, the timer's :class:`TimeDomain` in ``on_timer``) before each call
+    of the function: plain slots, so that setting them costs no call per record.
+    """
+
+    __slots__ = ("_backend", "_op", "_timer_service", "domain", "ts")
 
     def __init__(self, operator: AbstractStreamOperator, timer_service: TimerService) -> None:
         self._op = operator
         self._backend = operator.keyed_state_backend  # where the current key is
         self._timer_service = timer_service
-        self._ts: int | None = None
-        self._domain: TimeDomain | None = None
+        self.ts: int | None = None
+        self.domain: TimeDomain | None = None
 
     def timestamp(self) -> int | None:
-        return self._ts
+        return self.ts
 
     def timer_service(self) -> TimerService:
         return self._timer_service
@@ -94,12 +100,13 @@ class KeyedContext(KeyedCoProcessFunction.OnTimerContext, KeyedCoProcessFunction
         return None if backend is None else backend.current_key
 
     def output(self, output_tag: OutputTag, value: object) -> None:
-        _side_output(self._op, output_tag, value, self._ts)
+        _side_output(self._op, output_tag, value, self.ts)
 
     def time_domain(self) -> TimeDomain:
-        if self._domain is None:
+        domain = self.domain
+        if domain is None:
             raise RuntimeError("time_domain() is only available inside on_timer")
-        return self._domain
+        return domain
 
 
 class KeyedProcessOperator(AbstractStreamOperator):
@@ -140,24 +147,24 @@ class KeyedProcessOperator(AbstractStreamOperator):
         """Process ``record`` for the key already set in the key context."""
         ctx = self._ctx
         ts = record.timestamp
-        ctx._ts = ts
-        ctx._domain = None
+        ctx.ts = ts
+        ctx.domain = None
         results = self._process(record.value, ctx)
         if results is not None:
             emit_results(self, results, ts)
 
     def on_event_time(self, timestamp: int, key: object, namespace: object) -> None:
         ctx = self._ctx
-        ctx._ts = timestamp
-        ctx._domain = _EVENT_TIME
+        ctx.ts = timestamp
+        ctx.domain = _EVENT_TIME
         results = self._on_timer(timestamp, ctx)
         if results is not None:
             emit_results(self, results, timestamp)
 
     def on_processing_time(self, timestamp: int, key: object, namespace: object) -> None:
         ctx = self._ctx
-        ctx._ts = None
-        ctx._domain = _PROCESSING_TIME
+        ctx.ts = None
+        ctx.domain = _PROCESSING_TIME
         results = self._on_timer(timestamp, ctx)
         if results is not None:
             emit_results(self, results, None)
@@ -165,23 +172,24 @@ class KeyedProcessOperator(AbstractStreamOperator):
 
 class NonKeyedContext(CoProcessFunction.Context):
     """The ``ctx`` of non-keyed (co-)process functions: timestamp, a timer service that refuses
-    timers."""
+    timers. The operator sets ``ts`` (the record's timestamp, what :meth:`timestamp` returns)
+    before each call of the function."""
 
-    __slots__ = ("_op", "_timer_service", "_ts")
+    __slots__ = ("_op", "_timer_service", "ts")
 
     def __init__(self, operator: AbstractStreamOperator, timer_service: TimerService) -> None:
         self._op = operator
         self._timer_service = timer_service
-        self._ts: int | None = None
+        self.ts: int | None = None
 
     def timestamp(self) -> int | None:
-        return self._ts
+        return self.ts
 
     def timer_service(self) -> TimerService:
         return self._timer_service
 
     def output(self, output_tag: OutputTag, value: object) -> None:
-        _side_output(self._op, output_tag, value, self._ts)
+        _side_output(self._op, output_tag, value, self.ts)
 
 
 class ProcessOperator(AbstractStreamOperator):
@@ -213,7 +221,7 @@ class ProcessOperator(AbstractStreamOperator):
     def process_element(self, record: StreamRecord) -> None:
         ctx = self._ctx
         ts = record.timestamp
-        ctx._ts = ts
+        ctx.ts = ts
         results = self.function.process_element(record.value, ctx)
         if results is not None:
             emit_results(self, results, ts)

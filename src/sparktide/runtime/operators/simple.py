@@ -23,6 +23,7 @@ __all__ = [
     "CoerceOperator",
     "CollectSinkOperator",
     "PrintSinkOperator",
+    "SinkContext",
     "SinkFunctionOperator",
     "StreamFilter",
     "StreamFlatMap",
@@ -189,6 +190,11 @@ class PrintSinkOperator(AbstractStreamOperator):
         self.shipped: list[tuple[Position, str]] | None = None
         self.position_of: Callable[[], Position] = tuple
 
+    @property
+    def stream(self) -> TextIO | None:
+        """Where the lines are written (``None``: ``sys.stdout`` as it is when printing)."""
+        return self._stream
+
     def open(self) -> None:
         info = self.setup_info
         ident = self._identifier
@@ -212,7 +218,7 @@ def flush_printed(operators: Iterable[AbstractStreamOperator]) -> None:
     lines: list[tuple[Position, str, TextIO | None]] = []
     for op in operators:
         if isinstance(op, PrintSinkOperator) and op.shipped:
-            lines.extend((position, line, op._stream) for position, line in op.shipped)
+            lines.extend((position, line, op.stream) for position, line in op.shipped)
             op.shipped.clear()
     lines.sort(key=lambda item: item[0])
     for _, line, stream in lines:
@@ -253,30 +259,36 @@ class CollectSinkOperator(AbstractStreamOperator):
         self._sink(record)
 
 
+class SinkContext:
+    """The ``context`` of ``SinkFunction.invoke``: the record's timestamp, the watermark and the
+    processing time. The operator sets ``ts`` (what :meth:`timestamp` returns) before each
+    call."""
+
+    __slots__ = ("_op", "ts")
+
+    def __init__(self, op: AbstractStreamOperator) -> None:
+        self._op = op
+        self.ts: int | None = None
+
+    def timestamp(self) -> int | None:
+        return self.ts
+
+    def current_watermark(self) -> int:
+        return self._op.current_watermark()
+
+    def current_processing_time(self) -> int:
+        return self._op.current_processing_time()
+
+
 class SinkFunctionOperator(_UserFunctionOperator):
     """Calls a user ``SinkFunction.invoke(value, context)`` per record."""
-
-    class _Context:
-        __slots__ = ("_op", "_ts")
-
-        def __init__(self, op: SinkFunctionOperator) -> None:
-            self._op = op
-            self._ts: int | None = None
-
-        def timestamp(self) -> int | None:
-            return self._ts
-
-        def current_watermark(self) -> int:
-            return self._op.current_watermark()
-
-        def current_processing_time(self) -> int:
-            return self._op.current_processing_time()
 
     def __init__(self, function: object) -> None:
         super().__init__(function)
         self._invoke = as_callable(function, "invoke", "sink function")
-        self._ctx = SinkFunctionOperator._Context(self)
+        self._ctx = SinkContext(self)
 
     def process_element(self, record: StreamRecord) -> None:
-        self._ctx._ts = record.timestamp
-        self._invoke(record.value, self._ctx)
+        ctx = self._ctx
+        ctx.ts = record.timestamp
+        self._invoke(record.value, ctx)

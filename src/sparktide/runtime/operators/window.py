@@ -21,8 +21,8 @@ snapshot holds everything.
   once in ``open`` with the keyed state backend; the default, :class:`StateContents`, is the
   backend's internal reducing, aggregating or list state for the contents descriptor (reduce,
   aggregate, apply / process and evicting windows all use it);
-* *act*: the trigger's :class:`TriggerResult` is acted on in one place,
-  :meth:`WindowOperator._act`, for elements and for event- and processing-time timers (merging
+* *act*: the trigger's :class:`TriggerResult` is acted on in one place, the operator's
+  ``_act`` method, for elements and for event- and processing-time timers (merging
   or not): FIRE hands ``contents.get()`` to the internal window function (outputs stamped with
   ``max_timestamp``), PURGE clears the contents, FIRE_AND_PURGE does both. The evicting
   operator replaces only the emit step.

@@ -2,17 +2,19 @@
 non-merging event-time windows with the default trigger.
 
 It applies when the assigner is exactly ``TumblingEventTimeWindows`` or
-``SlidingEventTimeWindows``, the trigger exactly ``EventTimeTrigger``, and the contents are the
-heap backend's reducing or aggregating state without TTL (``reduce`` / ``aggregate``, with or
-without a window function). The steps per record and window are the operator's general ones,
-in the same order, with the same user calls and the same timers; what it saves:
+``SlidingEventTimeWindows``, the trigger exactly ``EventTimeTrigger``, and the contents a
+reducing or aggregating state that offers its entries directly (``folded_entries()`` of
+:class:`~sparktide.runtime.state.folding.FoldableState`: the heap backend's, without TTL;
+``reduce`` / ``aggregate``, with or without a window function). The steps per record and
+window are the operator's general ones, in the same order, with the same user calls and the
+same timers; what it saves:
 
 * *windows are made once*: the windows of a timestamp depend only on the start of its last
   slide, so the tuple of ``(window, max_timestamp, cleanup_time)`` per slide start is cached
   (bounded): no window objects per record, and every key shares one window object per window,
   so the state and timer dicts compare namespaces by identity;
-* *contents without a namespace switch*: the accumulator is read and written in the state
-  table's key-group dict directly (what ``set_current_namespace`` + ``add`` do);
+* *contents without a namespace switch*: the accumulator is read and written in the state's
+  key-group dict directly (what ``set_current_namespace`` + ``add`` do);
 * *no timer registration for a window that already holds contents*: contents of ``(key,
   window)`` are only created by an element for which ``EventTimeTrigger`` either fired (the
   window's end is at or below the watermark, and stays so) or registered the timer at the
@@ -48,10 +50,11 @@ from typing import TYPE_CHECKING, NamedTuple
 from sparktide.core.window.assigners import SlidingEventTimeWindows, TumblingEventTimeWindows
 from sparktide.core.window.windows import TimeWindow, Window, new_time_window
 from sparktide.runtime.elements import MAX_TIMESTAMP, MIN_TIMESTAMP, StreamRecord
-from sparktide.runtime.state.heap import (
-    HeapAggregatingState,
-    HeapReducingState,
+from sparktide.runtime.state.folding import (
+    FoldableState,
+    FoldedEntries,
     KeyGroupDict,
+    ReducedEntries,
     checked_reduce,
     returned_none_error,
 )
@@ -113,7 +116,7 @@ class FastWindowPath:
 
     def __init__(
         self,
-        state: HeapAggregatingState | HeapReducingState,
+        entries: FoldedEntries,
         geometry: tuple[int, int, int],
         lateness: int,
         timers: InternalTimerService[object, object],
@@ -122,16 +125,16 @@ class FastWindowPath:
         hooks: WindowHooks,
         pass_through: bool,
     ) -> None:
-        self._data: list[KeyGroupDict[object]] = state.key_group_dicts()
+        self._data: list[KeyGroupDict[object]] = entries.key_group_dicts
         self._reduce: Callable[[object, object], object] | None = None
         self._add: Callable[[object, object], object] | None = None
         self._create: Callable[[], object] | None = None
         self._agg: object = None
         self._get_result: Callable[[object], object] | None = None
-        if isinstance(state, HeapReducingState):
-            self._reduce = state.reduce_function
+        if isinstance(entries, ReducedEntries):
+            self._reduce = entries.reduce
         else:
-            self._agg = agg = state.aggregate_function
+            self._agg = agg = entries.aggregate
             self._add = agg.add
             self._create = agg.create_accumulator
             self._get_result = agg.get_result
@@ -161,7 +164,10 @@ class FastWindowPath:
     ) -> FastWindowPath | None:
         """The fast path for an operator's assigner and contents (the operator checked its
         trigger, merging and evicting), or None when they need the general path."""
-        if type(contents) is not HeapAggregatingState and type(contents) is not HeapReducingState:
+        if not isinstance(contents, FoldableState):
+            return None
+        entries = contents.folded_entries()
+        if entries is None:
             return None
         if type(assigner) is SlidingEventTimeWindows:
             size, slide = assigner.get_size(), assigner.get_slide()
@@ -171,7 +177,7 @@ class FastWindowPath:
             return None
         geometry = (size, slide, assigner.get_offset())
         return FastWindowPath(
-            contents, geometry, lateness, timers, watermark, output, hooks, pass_through
+            entries, geometry, lateness, timers, watermark, output, hooks, pass_through
         )
 
     # ------------------------------------------------------------------ windows

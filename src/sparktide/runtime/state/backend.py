@@ -51,16 +51,14 @@ from sparktide.runtime.state.backend_checks import (
     unhashable_key,
 )
 from sparktide.runtime.state.cleanup import IncrementalCleanup, purge_expired
+from sparktide.runtime.state.folding import AggregateLike, EntryKey, KeyGroupDict
 from sparktide.runtime.state.heap import (
-    AggregateLike,
-    EntryKey,
     HeapAggregatingState,
     HeapListState,
     HeapMapState,
     HeapReducingState,
     HeapValueState,
     InternalKvState,
-    KeyGroupDict,
     StateTable,
     check_raw,
     copy_raw,
@@ -478,7 +476,7 @@ class HeapKeyedStateBackend(KeyedStateBackendBase[StateTable]):
 
     # ------------------------------------------------------------------ invariants
 
-    def _check(self) -> None:
+    def check_invariants(self) -> None:
         """Assert every invariant (for tests): entries sit in their key group, no empty
         containers, no ``None`` values, TTL values are ``(value, int ts)``."""
         for name, table in self._tables.items():

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sparktide.runtime.state.heap import EntryKey, KeyGroupDict, StateTable
+from sparktide.runtime.state.folding import EntryKey, KeyGroupDict
+from sparktide.runtime.state.heap import StateTable
 
 # A TTL table's raw values are typed Any here: their shape ((value, ts), a list of them or a
 # dict of them) follows the table's kind string, which the checker cannot narrow on.

@@ -13,6 +13,10 @@ With TTL every user value is paired with its last-access timestamp: ``(value, ts
 ``(element, ts)``, a dict ``{map_key: (value, ts)}``. Empty lists and maps are never stored, so
 every dict entry holds a value.
 
+The entry types and the fold functions of reducing and aggregating state are
+:mod:`~sparktide.runtime.state.folding`'s; the reducing and aggregating states offer their
+entries to operators through its ``folded_entries()``.
+
 >>> from sparktide.runtime.keygroups import KeyGroupRange
 >>> table = StateTable("s", "list", False, 4, KeyGroupRange(0, 1))
 >>> table.data
@@ -24,7 +28,7 @@ every dict entry holds a value.
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, cast
 
 from sparktide.core.state import (
@@ -36,6 +40,17 @@ from sparktide.core.state import (
     ValueState,
 )
 from sparktide.runtime.keygroups import KeyGroupRange
+from sparktide.runtime.state.folding import (
+    AccumulatedEntries,
+    AggregateLike,
+    EntryKey,
+    KeyGroupDict,
+    ReducedEntries,
+    Reducer,
+    checked_reduce,
+    merge_accumulators,
+    returned_none_error,
+)
 
 if TYPE_CHECKING:
     from sparktide.core.state import StateTtlConfig
@@ -45,8 +60,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KINDS",
-    "AggregateLike",
-    "EntryKey",
     "HeapAggregatingState",
     "HeapKvState",
     "HeapListState",
@@ -55,11 +68,8 @@ __all__ = [
     "HeapValueState",
     "InternalKvState",
     "InternalMergingState",
-    "KeyGroupDict",
-    "Reducer",
     "StateTable",
     "TtlEntry",
-    "accumulate",
     "check_raw",
     "copy_raw",
     "describe_kind",
@@ -71,28 +81,8 @@ KINDS = ("value", "list", "map", "reducing", "aggregating")
 R = TypeVar("R")
 """The raw value of a state object's entries (fixed by its kind and TTL setting)."""
 
-EntryKey = tuple[object, object]
-"""The key of an entry in a key group's dict: ``(key, namespace)``."""
-
-KeyGroupDict = dict[EntryKey, R]
-"""The entries of one state in one key group: ``(key, namespace) -> raw value``."""
-
 TtlEntry = tuple[object, int]
 """A user value with TTL: ``(value, last_access_ts)``."""
-
-Reducer = Callable[[object, object], object]
-"""A reducing state's function ``(a, b) -> combined``."""
-
-
-class AggregateLike(Protocol):
-    """What aggregating state needs of its aggregate function (an ``AggregateFunction`` or any
-    object with these methods; ``merge`` is looked up when namespaces merge)."""
-
-    def create_accumulator(self) -> object: ...
-
-    def add(self, value: object, accumulator: object) -> object: ...
-
-    def get_result(self, accumulator: object) -> object: ...
 
 
 def describe_kind(kind: str, ttl: bool) -> str:
@@ -319,12 +309,6 @@ class HeapKvState(InternalKvState, Generic[R]):
 
     def get_current_namespace(self) -> object:
         return self._ns
-
-    def key_group_dicts(self) -> list[KeyGroupDict[R]]:
-        """The state table's dicts by key group (``(key, namespace) -> raw value``), for
-        operators that read and write the entries of several namespaces per record; only the
-        key groups of the backend's range hold a dict."""
-        return self._data
 
     def _slot(self) -> tuple[KeyGroupDict[R], EntryKey]:
         """The current key group's dict and the current entry key ``(key, namespace)``.
@@ -600,6 +584,11 @@ class HeapReducingState(MergingMixin[object], ReducingState[object]):
         """The reduce function ``(a, b) -> combined``."""
         return self._reduce
 
+    def folded_entries(self) -> ReducedEntries:
+        """The state table's entries themselves with the reduce function (see
+        :class:`~sparktide.runtime.state.folding.FoldableState`)."""
+        return ReducedEntries(self._data, self._reduce)
+
     def get(self) -> object:
         return self._current()
 
@@ -643,6 +632,11 @@ class HeapAggregatingState(MergingMixin[object], AggregatingState[object, object
         """The aggregate function whose accumulators the entries hold."""
         return self._agg
 
+    def folded_entries(self) -> AccumulatedEntries:
+        """The state table's entries themselves with the aggregate function (see
+        :class:`~sparktide.runtime.state.folding.FoldableState`)."""
+        return AccumulatedEntries(self._data, self._agg)
+
     def get(self) -> object:
         acc = self._current()
         return None if acc is None else self._agg.get_result(acc)
@@ -667,54 +661,3 @@ class HeapAggregatingState(MergingMixin[object], AggregatingState[object, object
 
     def _merge_raw(self, a: object, b: object) -> object:
         return merge_accumulators(self._agg, a, b)
-
-
-def returned_none_error(fn: object, method: str) -> TypeError:
-    return TypeError(
-        f"{type(fn).__name__}.{method} returned None; it must return the new value "
-        "(the updated accumulator), not change it in place and return nothing"
-    )
-
-
-def checked_reduce(reduce: Reducer, a: object, b: object) -> object:
-    """``reduce(a, b)``; a ``None`` result is an error (state values are never None)."""
-    out = reduce(a, b)
-    if out is None:
-        raise TypeError(
-            f"the reduce function {getattr(reduce, '__qualname__', reduce)!r} returned None; "
-            "it must return the combined value"
-        )
-    return out
-
-
-def accumulate(agg: AggregateLike, acc: object, value: object) -> object:
-    """``agg.add(value, acc)``, starting from a new accumulator when ``acc`` is ``None``; a
-    ``None`` result is an error.
-
-    >>> class Count:
-    ...     def create_accumulator(self): return 0
-    ...     def add(self, value, acc): return acc + 1
-    ...     def get_result(self, acc): return acc
-    >>> accumulate(Count(), None, "x"), accumulate(Count(), 4, "x")
-    (1, 5)
-    """
-    if acc is None:
-        acc = agg.create_accumulator()
-    out = agg.add(value, acc)
-    if out is None:
-        raise returned_none_error(agg, "add")
-    return out
-
-
-def merge_accumulators(agg: AggregateLike, a: object, b: object) -> object:
-    """``agg.merge(a, b)``, with a clear error when the aggregate function cannot merge."""
-    merge = getattr(agg, "merge", None)
-    if not callable(merge):
-        raise TypeError(
-            f"{type(agg).__name__} has no merge(acc_a, acc_b) method, which merging state "
-            "namespaces (merging windows) needs; implement merge"
-        )
-    out = merge(a, b)
-    if out is None:
-        raise returned_none_error(agg, "merge")
-    return out

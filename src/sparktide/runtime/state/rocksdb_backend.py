@@ -70,7 +70,8 @@ from sparktide.runtime.state.backend_checks import (
     unhashable_key,
 )
 from sparktide.runtime.state.cleanup import purge_expired
-from sparktide.runtime.state.heap import EntryKey, InternalKvState, check_raw
+from sparktide.runtime.state.folding import EntryKey
+from sparktide.runtime.state.heap import InternalKvState, check_raw
 from sparktide.runtime.state.rocksdb_entries import NAMESPACES, EntryCodec, successor
 from sparktide.runtime.state.rocksdb_integrity import check_scan
 from sparktide.runtime.state.rocksdb_key_slot import KeyPrefixSlot
@@ -615,6 +616,18 @@ class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
         """The names of the registered and restored states."""
         return list(self._states)
 
+    def stored_state(self, name: str) -> StoredState:
+        """How the state ``name`` is stored: its column family, codec and settings (for
+        inspecting the store, e.g. the size of its values or the options of its column
+        family)."""
+        state = self._states.get(name)
+        if state is None:
+            raise KeyError(
+                f"no state named {name!r} in this backend; its states are "
+                f"{sorted(self._states)} (get_state_names())"
+            )
+        return state
+
     def dispose(self) -> None:
         """Close the database and delete its directory (an attached database: leave both to
         its owner); the backend cannot be used afterwards."""
@@ -638,7 +651,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
 
     # ------------------------------------------------------------------ invariants
 
-    def _check(self) -> None:
+    def check_invariants(self) -> None:
         """Assert every invariant (for tests): every entry lies in this backend's key groups,
         in the key group of its key, its store key is the one its key and namespace give, and
         its raw value is valid (no empty list or map, no ``None``, TTL pairs)."""

@@ -33,16 +33,18 @@ from sparktide.core.state import (
     ReducingState,
     ValueState,
 )
-from sparktide.runtime.state.heap import (
+from sparktide.runtime.state.folding import (
     AggregateLike,
-    InternalKvState,
     Reducer,
     accumulate,
+    checked_reduce,
+    merge_accumulators,
+)
+from sparktide.runtime.state.heap import (
+    InternalKvState,
     check_mapping,
     check_not_none,
-    checked_reduce,
     list_values,
-    merge_accumulators,
 )
 from sparktide.runtime.state.rocksdb_entries import NAMESPACES, EntryCodec, successor
 from sparktide.runtime.state.rocksdb_integrity import check_scan
@@ -78,7 +80,7 @@ def scan_prefix(cf: Rdict, prefix: bytes) -> Iterator[tuple[bytes, bytes]]:
 _UNSET = object()
 _UNUSABLE = cast(bytes, None)
 """The namespace bytes of a namespace without a layout: appending them raises TypeError, which
-:meth:`RocksDBKvState._fail` turns into the namespace's own error."""
+the state's ``_fail`` turns into the namespace's own error."""
 
 
 class RocksDBKvState(InternalKvState):

@@ -42,17 +42,19 @@ from sparktide.core.state import (
     StateTtlConfig,
     ValueState,
 )
-from sparktide.runtime.state.heap import (
+from sparktide.runtime.state.folding import (
     AggregateLike,
-    InternalKvState,
     Reducer,
-    TtlEntry,
     accumulate,
+    checked_reduce,
+    merge_accumulators,
+)
+from sparktide.runtime.state.heap import (
+    InternalKvState,
+    TtlEntry,
     check_mapping,
     check_not_none,
-    checked_reduce,
     list_values,
-    merge_accumulators,
 )
 from sparktide.runtime.state.rocksdb_entries import successor
 from sparktide.runtime.state.rocksdb_integrity import check_scan

@@ -42,22 +42,24 @@ from sparktide.core.state import (
     ValueState,
 )
 from sparktide.runtime.state.cleanup import IncrementalCleanup, purge_expired
-from sparktide.runtime.state.heap import (
+from sparktide.runtime.state.folding import (
     AggregateLike,
     EntryKey,
-    HeapKvState,
     KeyGroupDict,
+    Reducer,
+    accumulate,
+    checked_reduce,
+    merge_accumulators,
+)
+from sparktide.runtime.state.heap import (
+    HeapKvState,
     MergingMixin,
     R,
-    Reducer,
     StateTable,
     TtlEntry,
-    accumulate,
     check_mapping,
     check_not_none,
-    checked_reduce,
     list_values,
-    merge_accumulators,
 )
 from sparktide.runtime.state.ttl_rules import TtlMapViews, TtlRules, ttl_settings
 

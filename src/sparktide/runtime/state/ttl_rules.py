@@ -8,16 +8,21 @@ states (:mod:`~sparktide.runtime.state.ttl`) and the RocksDB ones
 (:mod:`~sparktide.runtime.state.rocksdb_ttl`) both build on them.
 
 >>> from sparktide.core.state import StateTtlConfig
->>> class Rules(TtlRules):
-...     __slots__ = ("_ttl", "_on_read", "_return_expired", "_time")
->>> r = Rules()
->>> r._ttl, r._on_read, r._return_expired = ttl_settings(StateTtlConfig.new_builder(10).build())
->>> r._ttl, r._on_read, r._return_expired
+>>> ttl_settings(StateTtlConfig.new_builder(10).build())
 (10, False, False)
->>> r._time = lambda: 15
->>> r._unexpired(("x", 5), 15) is None, r._unexpired(("x", 6), 15)
+>>> class Rules(TtlRules):  # a state declares and sets the settings and the clock
+...     __slots__ = ("_ttl", "_on_read", "_return_expired", "_time")
+...     def __init__(self, config, time):
+...         self._ttl, self._on_read, self._return_expired = ttl_settings(config)
+...         self._time = time
+...     def visible(self, entry, now):
+...         return self._unexpired(entry, now)
+...     def merged(self, a, b):
+...         return self._merge_entries(a, b, lambda x, y: x + y)
+>>> r = Rules(StateTtlConfig.new_builder(10).build(), lambda: 15)
+>>> r.visible(("x", 5), 15) is None, r.visible(("x", 6), 15)
 (True, 'x')
->>> r._merge_entries(("a", 5), ("b", 6), lambda x, y: x + y)
+>>> r.merged(("a", 5), ("b", 6))
 ('b', 15)
 """
 
@@ -26,7 +31,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from sparktide.core.state import StateTtlConfig
-from sparktide.runtime.state.heap import Reducer, TtlEntry
+from sparktide.runtime.state.folding import Reducer
+from sparktide.runtime.state.heap import TtlEntry
 
 __all__ = ["TtlMapViews", "TtlRules", "ttl_settings"]
 

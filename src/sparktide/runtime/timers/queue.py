@@ -284,6 +284,12 @@ class KeyGroupedTimerQueue(Generic[K, N]):
     def __bool__(self) -> bool:
         return self._count > 0
 
+    def heap_size(self) -> int:
+        """The timestamps the queue's heap holds, those left by removed timers included until a
+        compaction drops them: a memory diagnostic (compactions keep it within about twice the
+        live timers)."""
+        return len(self._heap)
+
     def __iter__(self) -> Iterator[TimerEntry[K, N]]:
         """Live entries, key group by key group, in insertion order within a group."""
         for m in self._maps:
@@ -444,7 +450,7 @@ class KeyGroupedTimerQueue(Generic[K, N]):
             "that owns the key (check the key selector and the max parallelism)"
         )
 
-    def _check(self) -> None:
+    def check_invariants(self) -> None:
         """Assert every invariant (for tests; O(n))."""
         heap, buckets = self._heap, self._buckets
         for i in range(1, len(heap)):
