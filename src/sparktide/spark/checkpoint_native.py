@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "NativeReference",
+    "NativeUpload",
     "check_manifest",
     "complete_native_checkpoints",
     "discard_native_checkpoints",
@@ -345,32 +346,47 @@ def _timers(
     return timers
 
 
-def native_checkpoint_metrics(natives: Sequence[Mapping[str, object]]) -> JsonObject:
+@dataclass(frozen=True, slots=True)
+class NativeUpload:
+    """What one subtask's native RocksDB checkpoint of a batch uploaded: the subtask's
+    ``operator`` (identity) and ``subtask``, the bytes uploaded, the total size of its files
+    (what a restore reads) and, of those, the small files every checkpoint uploads again."""
+
+    operator: str
+    subtask: int
+    uploaded_bytes: int
+    total_bytes: int
+    private_bytes: int
+
+
+def native_checkpoint_metrics(natives: Sequence[NativeUpload]) -> dict[str, int]:
     """The bytes the native RocksDB checkpoints of a batch uploaded, and the total size of
     their files (what a restore reads), summed over its subtasks; ``private_bytes``: of those,
     the small files every checkpoint uploads again (the rest are SST files: what was uploaded
     beyond them is the new SSTs).
 
     >>> native_checkpoint_metrics([
-    ...     {"uploaded_bytes": 5, "total_bytes": 50, "private_bytes": 2},
-    ...     {"uploaded_bytes": 1, "total_bytes": 40, "private_bytes": 1}])
+    ...     NativeUpload("op", 0, uploaded_bytes=5, total_bytes=50, private_bytes=2),
+    ...     NativeUpload("op", 1, uploaded_bytes=1, total_bytes=40, private_bytes=1)])
     {'subtasks': 2, 'uploaded_bytes': 6, 'total_bytes': 90, 'private_bytes': 3}
     """
-    out: JsonObject = {"subtasks": len(natives)}
-    for name in ("uploaded_bytes", "total_bytes", "private_bytes"):
-        out[name] = sum(int(cast(int, n[name])) for n in natives)
-    return out
+    return {
+        "subtasks": len(natives),
+        "uploaded_bytes": sum(n.uploaded_bytes for n in natives),
+        "total_bytes": sum(n.total_bytes for n in natives),
+        "private_bytes": sum(n.private_bytes for n in natives),
+    }
 
 
 def complete_native_checkpoints(
-    store: CheckpointStore, version: int, natives: Sequence[Mapping[str, object]]
+    store: CheckpointStore, version: int, natives: Sequence[NativeUpload]
 ) -> None:
     """Complete the native RocksDB checkpoints of committed batch ``version`` (each subtask's
     storage keeps its last two completed checkpoints and deletes the shared files no manifest
     needs any more); one of batch ``version - 1`` still pending (the driver stopped between
     its commit and this) is completed first."""
     for native in natives:
-        storage = store.native_storage(str(native["operator"]), int(cast(int, native["subtask"])))
+        storage = store.native_storage(native.operator, native.subtask)
         pending = storage.pending_ids()
         if version - 1 in pending:
             storage.complete(version - 1)

@@ -44,6 +44,7 @@ from sparktide.runtime.columnar.engine import EngineState, WindowEngine
 from sparktide.runtime.columnar.operator_state import (
     AccumulatorLayout,
     RecordLayout,
+    RestoredWindows,
     restore_windows,
     snapshot_windows,
 )
@@ -59,7 +60,6 @@ from sparktide.runtime.execution.driver import SubtaskSession
 from sparktide.runtime.execution.path import ExecutionPath, PathChoice
 from sparktide.runtime.execution.planner import Plan
 from sparktide.runtime.execution.protocol import Shipment
-from sparktide.runtime.execution.tasks import SUMMED_METRICS
 from sparktide.runtime.graph import OperatorNode, SinkNode, SourceNode
 from sparktide.runtime.processing_time import ManualProcessingTimeService
 from sparktide.spark.checkpoint_meta import OperatorWatermarks, SplitState
@@ -74,6 +74,13 @@ from sparktide.spark.columnar_job import (
 )
 from sparktide.spark.frames import arrow_schema_of, records_of_batch, spark_schema_of
 from sparktide.spark.placement import placement_keys
+from sparktide.spark.shipments import (
+    Shipped,
+    SubtaskReport,
+    TaskCounts,
+    TaskMetrics,
+    decode_shipment,
+)
 from sparktide.spark.split_state import apply_generator_state, capture_generator_state
 from sparktide.spark.stream_source import StreamSource
 
@@ -82,6 +89,9 @@ if TYPE_CHECKING:
 
     from sparktide.runtime.columnar.engine import EnginePlan
     from sparktide.runtime.columnar.split import SplitPlan
+    from sparktide.runtime.execution.tasks import JobTasks, SubtaskTask
+    from sparktide.runtime.snapshot import KeyedOperatorSnapshot
+    from sparktide.runtime.valve import StatusWatermarkValve
     from sparktide.spark.stream_job import StreamingJob
 
 __all__ = ["ColumnarStream", "columnar_stream"]
@@ -201,27 +211,22 @@ class _Batch:
         self.splits = splits
         self.results = results
 
-    def driver_rows(self) -> list[dict[str, object]]:
-        """The rows for the driver, as the per-record tasks ship them (``stage``, ``target``,
-        ``position``, ``payload``): the splits' states, the subtasks' metrics and files."""
+    def driver_values(self) -> list[Shipped]:
+        """What the batch tells the driver, as the per-record tasks tell it
+        (:mod:`sparktide.spark.shipments`): the splits' states, the subtasks' reports and
+        the tasks' metrics."""
         from pyspark.sql import functions as F
 
         states = self.splits.filter(F.col("dest") == _TO_DRIVER).select("target", "payload")
-        rows: list[dict[str, object]] = [
-            {
-                "stage": Shipment.SPLIT_STATE.value,
-                "target": r["target"],
-                "position": b"",
-                "payload": r["payload"],
-            }
-            for r in states.collect()
+        split_state = Shipment.SPLIT_STATE.value
+        values = [
+            decode_shipment(split_state, r["target"], b"", r["payload"]) for r in states.collect()
         ]
         driver = self.results.filter(F.col("out") == _DRIVER).select("stage", "target", "payload")
-        rows += [
-            {"stage": r["stage"], "target": r["target"], "position": b"", "payload": r["payload"]}
-            for r in driver.collect()
+        values += [
+            decode_shipment(r["stage"], r["target"], b"", r["payload"]) for r in driver.collect()
         ]
-        return rows
+        return values
 
     def frame(self, node: SinkNode) -> DataFrame:
         """The batch's DataFrame for streaming sink ``node``, in position order."""
@@ -356,45 +361,83 @@ class StreamSubtaskTask:
             raise
 
     def run(self, target: int, table: pa.Table) -> Iterator[pa.RecordBatch]:
-        job = self.job
-        spec = self.spec
-        size, lateness = spec.size_ms, spec.allowed_lateness_ms
-        stage = self.stage
+        job, spec = self.job, self.spec
         tasks = job.base.tasks(ManualProcessingTimeService(job.now))
         # the per-record subtask, restored as the per-record path restores it
-        task, session = job.open_subtask(tasks, stage, target)
-        entry = task.entry
-        template = entry.snapshot_state()
+        task, session = job.open_subtask(tasks, self.stage, target)
+        template = task.entry.snapshot_state()
+        restored = restore_windows(
+            template, self.layout, spec.size_ms, spec.allowed_lateness_ms, self._dtypes()
+        )
+        valve = task.valves[1]
+        engine = WindowEngine(self.engine_plan)
+        out = engine.run(table, self._engine_state(task, restored, valve))
+        after = engine.state()
+        session.close()
+        for s, value in _watermark_inputs(table):  # the valve as the per-record subtask's
+            valve.input_watermark(value, s, _Discard())
+        report = self._save(tasks, target, after, template, restored, valve)
+
+        if out.records is not None:  # Flink's record: the source row, named as the source
+            main = out.records.rename_columns(
+                [n[len(row_column("")) :] for n in out.records.column_names]
+            )
+        else:
+            main = named_rows(out.fired, spec, self.slots, self.output_schema)
+        yield from self._rows(_MAIN, out.fired_positions, main)
+        if any(name.startswith(row_column("")) for name in self.result.names):
+            yield from self._rows(_LATE, out.late_positions, out.late_rows)
+        metrics = TaskMetrics(1, TaskCounts.of(out.metrics))
+        yield from self._driver(Shipment.SUBTASK_METRICS, target, pickle.dumps(report))
+        yield from self._driver(Shipment.METRICS, target, pickle.dumps(metrics))
+
+    def _dtypes(self) -> list[np.dtype[np.generic]]:
+        """The dtype of each field the engine holds."""
         dtypes: list[np.dtype[np.generic]] = [np.dtype(np.int64)] * self.engine_plan.fields
         for i, what in self.engine_plan.held:
             if what != "nn":
                 column = self.shipped.field(field_column(what, i))
                 dtypes[i] = np.dtype(column.type.to_pandas_dtype())
-        restored = restore_windows(template, self.layout, size, lateness, dtypes)
-        valve = task.valves[1]
+        return dtypes
+
+    def _engine_state(
+        self, task: SubtaskTask, restored: RestoredWindows, valve: StatusWatermarkValve
+    ) -> EngineState:
+        """The engine's state as the restored subtask holds it."""
         channels = np.asarray(
             [valve.channel_watermark(s) for s in range(self.engine_plan.splits)], np.int64
         )
-        key_type = self.shipped.field("key").type
-        state = EngineState(
-            pa.array(restored.keys, key_type),
+        return EngineState(
+            pa.array(restored.keys, self.shipped.field("key").type),
             restored.windows,
             channels,
-            int(entry.current_watermark()),
+            int(task.entry.current_watermark()),
             self._rows_of(restored.records) if self.engine_plan.records else None,
         )
-        engine = WindowEngine(self.engine_plan)
-        out = engine.run(table, state)
-        after = engine.state()
-        session.close()
-        for s, value in _watermark_inputs(table):  # the valve as the per-record subtask's
-            valve.input_watermark(value, s, _Discard())
-        # the per-record subtask again, holding the engine's state, writes the next version
+
+    def _save(
+        self,
+        tasks: JobTasks,
+        target: int,
+        after: EngineState,
+        template: KeyedOperatorSnapshot,
+        restored: RestoredWindows,
+        valve: StatusWatermarkValve,
+    ) -> SubtaskReport:
+        """Write the next version as the per-record subtask holding the engine's state
+        ``after`` would; what it wrote and holds."""
+        job, stage, spec = self.job, self.stage, self.spec
         saved = tasks.build_subtask(stage, target, ManualProcessingTimeService(job.now), None)
         named = self.layout if isinstance(self.layout, AccumulatorLayout) else None
         records = self._records_of(after.rows) if after.rows is not None else []
         snapshot = snapshot_windows(
-            after, named, template, size, lateness, restored.next_seq, records
+            after,
+            named,
+            template,
+            spec.size_ms,
+            spec.allowed_lateness_ms,
+            restored.next_seq,
+            records,
         )
         saved.entry.initialize_state([snapshot])
         saved_session = SubtaskSession(saved, simulated=None)
@@ -409,22 +452,9 @@ class StreamSubtaskTask:
         saved_session.restore_watermarks(marks, job.identities)
         saved.valves[1] = valve
         written = job.save_subtask(saved, stage, target)
-        metrics: dict[str, object] = {**saved_session.metrics(), "file": written}
+        report = SubtaskReport(saved_session.metrics(), written)
         saved_session.close()
-
-        if out.records is not None:  # Flink's record: the source row, named as the source
-            main = out.records.rename_columns(
-                [n[len(row_column("")) :] for n in out.records.column_names]
-            )
-        else:
-            main = named_rows(out.fired, spec, self.slots, self.output_schema)
-        yield from self._rows(_MAIN, out.fired_positions, main)
-        if any(name.startswith(row_column("")) for name in self.result.names):
-            yield from self._rows(_LATE, out.late_positions, out.late_rows)
-        totals = {name: 0 for name in SUMMED_METRICS}
-        totals.update({k: v for k, v in out.metrics.items() if k in totals})
-        yield from self._driver(Shipment.SUBTASK_METRICS, target, pickle.dumps(metrics))
-        yield from self._driver(Shipment.METRICS, target, pickle.dumps(totals))
+        return report
 
     def _rows_of(self, records: list[object]) -> pa.Table:
         """Windows' records (source rows) as the engine's row columns."""

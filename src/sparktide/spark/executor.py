@@ -14,6 +14,12 @@ workers through ``mapInArrow``:
 3. **Sinks.** User sinks run in the workers; ``execute_and_collect`` results and ``print()``
    lines come back to the driver as rows and are delivered (printed) in position order.
 
+On the driver a run goes through the steps a streaming micro-batch goes through too (see
+docs/architecture.md, "The driver pipeline"): the stage frames are built
+(:func:`~sparktide.spark.stage_frames.build_stage_frames`), the rows for the driver collected
+and decoded into typed values (:mod:`sparktide.spark.shipments`), gathered in a
+:class:`~sparktide.spark.shipments.BatchOutcome` and delivered.
+
 Each task is a transport for the sessions of :mod:`sparktide.runtime.execution.driver`: a source
 task runs a :class:`~sparktide.runtime.execution.driver.RoundLoop` over its split, a stage task a
 :class:`~sparktide.runtime.execution.driver.SubtaskSession` over its merged input.
@@ -32,39 +38,29 @@ runtime's, at any parallelism.
 
 from __future__ import annotations
 
-import pickle
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from functools import reduce
-from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from sparktide.core.metrics import MetricsReport
-from sparktide.runtime.execution.driver import (
-    JobEnvironment,
-)
+from sparktide.runtime.execution.driver import JobEnvironment
 from sparktide.runtime.execution.path import PathChoice, Request
 from sparktide.runtime.execution.planner import SOURCE_STAGE, plan_job
-from sparktide.runtime.execution.protocol import (
-    FIRST_STAGE,
-    Position,
-    Shipment,
-    unpack_collected,
-)
-from sparktide.runtime.execution.tasks import SUMMED_METRICS, JobTasks
-from sparktide.runtime.graph import JobGraph
+from sparktide.runtime.execution.protocol import Shipment
+from sparktide.runtime.execution.tasks import JobTasks
+from sparktide.runtime.graph import JobGraph, SinkNode
+from sparktide.spark.collected_frames import FrameDecoder, inferred_type
 from sparktide.spark.columnar_job import ColumnarJob, columnar_job
 from sparktide.spark.columnar_sources import spark_path
 from sparktide.spark.dataframe_source import DataFrameSource
-from sparktide.spark.failures import (
-    raise_first_failure,
-)
 from sparktide.spark.frames import spark_schema_of
 from sparktide.spark.pickling import check_picklable
 from sparktide.spark.placement import placement_keys
 from sparktide.spark.progress import SparkProgress
 from sparktide.spark.session import get_spark, is_connect
+from sparktide.spark.shipments import BatchOutcome, decode_rows
+from sparktide.spark.spark_job import CHUNK, FLUSH, SPARK_SCHEMA, SparkJob
+from sparktide.spark.stage_frames import StageFrames, build_stage_frames, union
 from sparktide.spark.stream_sinks import batch_sink_of
 
 if TYPE_CHECKING:
@@ -73,16 +69,10 @@ if TYPE_CHECKING:
 
     from sparktide.common.typeinfo import TypeInformation
 
-from sparktide.spark.collected_frames import FrameDecoder, inferred_type
-from sparktide.spark.spark_job import CHUNK, FLUSH, SPARK_SCHEMA, SparkJob
-
 __all__ = ["SparkExecutor", "without_adaptive_execution"]
 
 _COLLECTED = Shipment.COLLECTED.value
-_METRICS = Shipment.METRICS.value
-_PRINTED = Shipment.PRINTED.value
 _FAILED = Shipment.FAILED.value
-_position = itemgetter(0)  # of a printed line
 
 #: what a run turns off on the session while it runs (and restores after): adaptive execution
 #: would submit a job per shuffle and may coalesce partitions, but each subtask must keep its
@@ -183,28 +173,13 @@ class SparkExecutor:
 
     def build(
         self, keep: Callable[[DataFrame], DataFrame] = lambda df: df, direct: bool = False
-    ) -> list[DataFrame]:
+    ) -> StageFrames:
         """The job as lazy DataFrames of rows, one per source frame and per stage (``keep`` is
         applied to each as it is built, e.g. ``persist``); ``direct``: the frames are read once,
         by the stage after them (see :meth:`_source_frames`)."""
-        from pyspark.sql import functions as F
-
         job = self.job()
-        produced = [keep(df) for df in self._source_frames(job, direct)]
-        self.origins: list[int] = [SOURCE_STAGE] * len(produced)
-        for stage in self.plan.stages:
-            inputs = [df.filter(F.col("stage") == stage.index) for df in produced]
-            if not inputs:
-                continue
-            merged = reduce(lambda a, b: a.unionAll(b), inputs)
-            result = (
-                merged.repartition(stage.parallelism, "pkey")
-                .sortWithinPartitions("target", "position")
-                .mapInArrow(job.stage_task(stage.index), SPARK_SCHEMA)
-            )
-            produced.append(keep(result))
-            self.origins.append(stage.index)
-        return produced
+        sources = [keep(df) for df in self._source_frames(job, direct)]
+        return build_stage_frames(self.plan, sources, job.stage_task, keep)
 
     def run(self) -> dict[str, int]:
         """Run every sink: user sinks in the workers, Spark-written sinks through their
@@ -215,41 +190,37 @@ class SparkExecutor:
             return self._run() if columnar is None else columnar.run()
 
     def _run(self) -> dict[str, int]:
-        from pyspark.sql import functions as F
-
-        produced = self.build(lambda df: df.persist())
+        """The driver pipeline of a bounded run: build the stage frames, collect the rows for
+        the driver, decode them, deliver them, then write the frames of Spark-written sinks."""
+        stages = self.build(lambda df: df.persist())
         written = [n for n in self.plan.sinks if n.frame_writer is not None]
-        metrics: dict[str, int] = {"rounds": 0, **dict.fromkeys(SUMMED_METRICS, 0)}
+        outcome = BatchOutcome()
         try:
-            if produced:
-                to_driver = F.col("stage") < FIRST_STAGE
-                if written:
-                    to_driver &= ~(
-                        (F.col("stage") == _COLLECTED)
-                        & F.col("target").isin([n.id for n in written])
-                    )
-                final = reduce(
-                    lambda a, b: a.unionAll(b), [df.filter(to_driver) for df in produced]
-                )
-                listener = self.config.get_progress_listener()
-                if listener is None or is_connect(self.spark):  # Connect: no status tracker
-                    collected = final.collect()
-                else:
-                    with SparkProgress(self.spark.sparkContext, listener):
-                        collected = final.collect()
-                self._deliver(collected, metrics)
-                for node in written:
-                    # sinks that write the stream's own columns need them typed (FileSink
-                    # turns records into its row type: pickled values are its transport)
-                    infer = (
-                        None if batch_sink_of(node.frame_writer) is None else f"sink {node.name!r}"
-                    )
-                    frame = self.collected_frame(produced, node.id, node.output_type, False, infer)
-                    node.frame_writer(frame)  # type: ignore[misc]
+            if stages.frames:
+                rows = self._collect(stages.to_driver([n.id for n in written]))
+                outcome = BatchOutcome.of(decode_rows(rows))
+                self._deliver(outcome)
+                self._write_frames(stages, written)
         finally:
-            for df in produced:
-                df.unpersist()
-        return metrics
+            stages.unpersist()
+        return outcome.job_metrics()
+
+    def _collect(self, frame: DataFrame) -> list[Row]:
+        """The rows of ``frame``, reporting the job's progress to the configured listener."""
+        listener = self.config.get_progress_listener()
+        if listener is None or is_connect(self.spark):  # Connect: no status tracker
+            return frame.collect()
+        with SparkProgress(self.spark.sparkContext, listener):
+            return frame.collect()
+
+    def _write_frames(self, stages: StageFrames, written: list[SinkNode]) -> None:
+        """Give each Spark-written sink the frame of its records."""
+        for node in written:
+            # sinks that write the stream's own columns need them typed (FileSink
+            # turns records into its row type: pickled values are its transport)
+            infer = None if batch_sink_of(node.frame_writer) is None else f"sink {node.name!r}"
+            frame = self.collected_frame(stages.frames, node.id, node.output_type, False, infer)
+            node.frame_writer(frame)  # type: ignore[misc]
 
     def frame(
         self, node_id: int, type_info: TypeInformation | None, ordered: bool = True
@@ -264,18 +235,18 @@ class SparkExecutor:
         columnar_frame = None if columnar is None else columnar.frame(node_id, ordered)
         if columnar_frame is not None:
             return columnar_frame
-        produced = self.build(direct=type_info is not None)
+        stages = self.build(direct=type_info is not None)
         plan = self.plan
         origin = SOURCE_STAGE if node_id in plan.source_stage else plan.stage_of[node_id].index
         # only the frames of the sink's own stage: the lazy plan then computes every other
         # frame once, as the input of the stage that needs it (user functions run once)
-        own = [df for df, o in zip(produced, self.origins, strict=True) if o == origin]
+        own = stages.of_stage(origin)
         if type_info is None:
             # the records decide the columns: the job runs now, once, and what the sink
             # collected is kept (truncating the plan) for the inference and the DataFrame
-            checkpointed = [df.localCheckpoint() for df in own or produced]
+            checkpointed = [df.localCheckpoint() for df in own]
             return self.collected_frame(checkpointed, node_id, None, ordered, "to_dataframe()")
-        return self.collected_frame(own or produced, node_id, type_info, ordered)
+        return self.collected_frame(own, node_id, type_info, ordered)
 
     def collected_frame(
         self,
@@ -291,15 +262,14 @@ class SparkExecutor:
         transport of sinks that turn records into their own row type)."""
         from pyspark.sql import functions as F
 
-        rows = reduce(
-            lambda a, b: a.unionAll(b),
+        rows = union(
             [
                 df.filter(
                     ((F.col("stage") == _COLLECTED) & (F.col("target") == node_id))
                     | (F.col("stage") == _FAILED)
                 )
                 for df in produced
-            ],
+            ]
         )
         if type_info is None and infer_for is not None:
             type_info = inferred_type(rows, infer_for)
@@ -310,25 +280,15 @@ class SparkExecutor:
             FrameDecoder(type_info, ordered), spark_schema_of(type_info)
         )
 
-    def _deliver(self, rows: list[Row], metrics: dict[str, int]) -> None:
-        raise_first_failure([(r["position"], r["payload"]) for r in rows if r["stage"] == _FAILED])
+    def _deliver(self, outcome: BatchOutcome) -> None:
+        """Raise a user function's failure, else hand each collect sink its records, merge
+        the tasks' user metrics and print the ``print()`` lines in position order."""
+        outcome.raise_failure()
         by_id = {n.id: n for n in self.plan.sinks}
-        printed: list[tuple[Position, str]] = []
-        for row in rows:
-            if row["stage"] == _PRINTED:
-                printed.extend(pickle.loads(row["payload"]))
-            elif row["stage"] == _METRICS:
-                m = pickle.loads(row["payload"])
-                metrics["rounds"] = max(metrics["rounds"], m["rounds"])
-                for name in SUMMED_METRICS:
-                    metrics[name] += m[name]
-                self.user_metrics.merge(m.get("user_metrics") or MetricsReport())
-            else:  # Shipment.COLLECTED: a collect sink's records
-                node = by_id[row["target"]]
-                if node.collected is None:
-                    raise RuntimeError(f"records came back for {node}, which is no collect sink")
-                node.collected.extend(unpack_collected(row["payload"]))
-        printed.sort(key=_position)
-        out = sys.stdout
-        for _, line in printed:
-            out.write(line + "\n")
+        for shipped in outcome.collected:
+            node = by_id[shipped.node_id]
+            if node.collected is None:
+                raise RuntimeError(f"records came back for {node}, which is no collect sink")
+            node.collected.extend(shipped.records)
+        self.user_metrics.merge(outcome.user_metrics)
+        outcome.print_lines()

@@ -53,6 +53,7 @@ from sparktide.spark.failures import (
     failure_payload,
     upstream_failed,
 )
+from sparktide.spark.shipments import TaskCounts, TaskMetrics
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -201,7 +202,7 @@ class SparkJob:
         collected records and printed lines, in chunks of at most ``CHUNK`` items, each chunk in
         position order (entries: :func:`pack_entries`, collected records:
         :func:`pack_collected`, printed lines: a pickled list of ``(position, line)``), and its
-        metrics."""
+        metrics (a pickled :class:`~sparktide.spark.shipments.TaskMetrics`)."""
         import pyarrow as pa
 
         columns: tuple[list[object], ...] = ([], [], [], [], [])
@@ -247,7 +248,7 @@ class SparkJob:
             elif isinstance(op, PrintSinkOperator) and op.shipped:
                 add(Shipment.PRINTED.value, 0, 0, op.shipped)
         if final:
-            metrics = {"rounds": rounds, **tasks.metrics(), "user_metrics": tasks.user_metrics()}
+            metrics = TaskMetrics(rounds, TaskCounts.of(tasks.metrics()), tasks.user_metrics())
             row = (Shipment.METRICS.value, 0, 0, b"", pickle.dumps(metrics))
             for column, value in zip(columns, row, strict=True):
                 column.append(value)

@@ -20,8 +20,9 @@ an uncommitted batch, an attempt that was not committed while its retry ran in a
 another parallelism, another backend, another process) reads the checkpoint.
 Each subtask reports how it got its state (an
 :class:`~sparktide.runtime.state.rocksdb_local.OpenOutcome`: reused in memory, restored from
-the checkpoint's files, or created empty) and the seconds it took, as the ``"restore"`` of its
-metrics; the driver sums them per batch (``state_restores`` of the batch metrics).
+the checkpoint's files, or created empty) and the seconds it took, as the ``restore`` of its
+:class:`~sparktide.spark.shipments.SubtaskReport`; the driver sums them per batch
+(``state_restores`` of the batch metrics).
 
 **State backends.** On the heap the files hold the backend-neutral form of keyed state and
 timers (``snapshot_state()`` / ``restore_state()`` of either backend, timers with their
@@ -41,8 +42,8 @@ batch naming the subtask and file (:meth:`StreamingJob.damaged_database`: the da
 local copies are discarded, so the next attempt restores from the checkpoint's files). The
 end of the batch writes the timer queues into the database and checkpoints it incrementally
 (pending until the driver commits the batch, :mod:`~sparktide.spark.checkpoint_native`); the
-state file names that checkpoint and holds the valves and watermarks, and the subtask's metrics
-carry what it uploaded (``"rocksdb"``). A checkpoint in the neutral form (written on the heap,
+state file names that checkpoint and holds the valves and watermarks, and the subtask's report
+carries what it uploaded (its ``native``). A checkpoint in the neutral form (written on the heap,
 by an older format, or by the old subtasks of a rescaled stage, read back) is inserted once into
 an empty database; a heap job reads a native checkpoint back in the neutral form. Either way a
 job restores whichever backend wrote the checkpoint.
@@ -99,8 +100,9 @@ from sparktide.spark.checkpoint_meta import (
     decode_valves,
     encode_valves,
 )
-from sparktide.spark.checkpoint_native import NativeReference, check_manifest
+from sparktide.spark.checkpoint_native import NativeReference, NativeUpload, check_manifest
 from sparktide.spark.failures import failure_of_mark
+from sparktide.spark.shipments import RestoreTiming, SubtaskReport
 from sparktide.spark.spark_job import SparkJob, partition_split_task
 from sparktide.spark.split_state import apply_generator_state, capture_generator_state
 from sparktide.spark.worker_resources import (
@@ -198,7 +200,7 @@ class StreamingJob:
         self._native: dict[
             int, tuple[SubtaskSlot, RocksDBCheckpointStorage, LocalDatabase, KeyGroupRange]
         ] = {}
-        self._uploaded: dict[int, dict[str, object]] = {}  # target -> checkpoint bytes
+        self._uploaded: dict[int, NativeUpload] = {}  # target -> checkpoint bytes
 
     def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)
@@ -264,11 +266,12 @@ class StreamingJob:
         self._restored[target] = (outcome.value, time.perf_counter() - started)
         return watermarks
 
-    def restore_outcome(self, target: int) -> tuple[str, float] | None:
-        """How subtask ``target`` got its state in this batch (the value of an
+    def restore_outcome(self, target: int) -> RestoreTiming | None:
+        """How subtask ``target`` got its state in this batch (an
         :class:`~sparktide.runtime.state.rocksdb_local.OpenOutcome`) and the seconds it took;
         taken once (``None``: not restored in this process)."""
-        return self._restored.pop(target, None)
+        restored = self._restored.pop(target, None)
+        return None if restored is None else RestoreTiming(OpenOutcome(restored[0]), restored[1])
 
     def _restore_state(
         self, task: SubtaskTask, stage: Stage, target: int, plan: Chain
@@ -587,13 +590,13 @@ class StreamingJob:
         )
         path = self.store.subtask_path(self.version, stage.index, target)
         written = self._written[target] = self._write_report(stage, target, path, plan)
-        self._uploaded[target] = {
-            "operator": identity,
-            "subtask": target,
-            "uploaded_bytes": manifest.uploaded_bytes,
-            "total_bytes": manifest.total_bytes,
-            "private_bytes": manifest.private_bytes,
-        }
+        self._uploaded[target] = NativeUpload(
+            identity,
+            target,
+            uploaded_bytes=manifest.uploaded_bytes,
+            total_bytes=manifest.total_bytes,
+            private_bytes=manifest.private_bytes,
+        )
         self.resources.stats.bytes_snapshot += size + manifest.uploaded_bytes
         warm = WarmState(
             self.version,
@@ -607,7 +610,7 @@ class StreamingJob:
         )
         self.keep_warm(stage, target, warm)
 
-    def checkpoint_uploaded(self, target: int) -> dict[str, object] | None:
+    def checkpoint_uploaded(self, target: int) -> NativeUpload | None:
         """What subtask ``target``'s native RocksDB checkpoint of this batch uploaded (its
         operator, subtask, uploaded and total bytes), taken once; ``None``: not native."""
         return self._uploaded.pop(target, None)
@@ -725,15 +728,15 @@ class StreamingJob:
                 yield from self.base.flush_rows(tasks)
         session.process(merge.drain())
         self._save_subtask(task, stage, target)
-        metrics: dict[str, object] = {**session.metrics()}
-        metrics["file"] = self._written.pop(target)  # for the manifest
-        metrics["restore"] = self.restore_outcome(target)
-        uploaded = self.checkpoint_uploaded(target)
-        if uploaded is not None:
-            metrics["rocksdb"] = uploaded
+        report = SubtaskReport(
+            session.metrics(),
+            self._written.pop(target),  # for the manifest
+            self.restore_outcome(target),
+            self.checkpoint_uploaded(target),
+        )
         session.close()
         yield self.base.rows(tasks, 1)
-        yield self.base.driver_row(Shipment.SUBTASK_METRICS, target, pickle.dumps(metrics))
+        yield self.base.driver_row(Shipment.SUBTASK_METRICS, target, pickle.dumps(report))
 
     def stream_stage_task(
         self, stage_index: int

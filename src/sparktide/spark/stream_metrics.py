@@ -87,6 +87,9 @@ class BatchMetrics(TaskTotals):
     (:mod:`sparktide.spark.batch_inputs`)."""
     skipped_records: NotRequired[int | None]
     """The records those files held when the batch first read them (``None``: not known)."""
+    rocksdb_checkpoints: NotRequired[dict[str, int]]
+    """What the batch's native RocksDB checkpoints uploaded, summed over its subtasks
+    (:func:`~sparktide.spark.checkpoint_native.native_checkpoint_metrics`)."""
 
 
 def restore_metrics(stats: LocalRecoveryStats) -> dict[str, dict[str, int | float]]:

@@ -42,6 +42,14 @@ without records is marked idle by the second such check, as Flink's periodic che
 Batches without data wait while a Spark batch is being replayed, and are not run with
 ``trigger="available_now"`` or ``"once"`` (those runs end when the available data is done).
 
+On the driver steps 2 to 6 are the pipeline a bounded run goes through too (see
+docs/architecture.md, "The driver pipeline"): the batch's frames are built on its path
+(:mod:`sparktide.spark.stream_batch`: per record, or on columns by
+:mod:`sparktide.spark.columnar_stream`), what they tell the driver is decoded into typed values
+(:mod:`sparktide.spark.shipments`) and gathered in a
+:class:`~sparktide.spark.shipments.BatchOutcome`, then the sinks are written and the batch is
+committed.
+
 The worker side of steps 2 and 3 is :mod:`sparktide.spark.stream_job`; the sinks are in
 :mod:`sparktide.spark.stream_sinks`. Each batch writes a changelog, and every
 ``snapshot_every`` batches a full snapshot (see :mod:`sparktide.spark.checkpoint`); state of
@@ -54,36 +62,30 @@ backend-neutral form of keyed state, so a query restarted on the other backend r
 from __future__ import annotations
 
 import logging
-import pickle
 import threading
 import time
 import uuid
 import warnings
 from collections.abc import Callable
-from functools import reduce
-from operator import itemgetter
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from sparktide.core.metrics import MetricsReport
-from sparktide.runtime.execution.driver import JobEnvironment, SubtaskMetrics
+from sparktide.runtime.execution.driver import JobEnvironment
 from sparktide.runtime.execution.path import Request
 from sparktide.runtime.execution.planner import Plan
-from sparktide.runtime.execution.protocol import FIRST_STAGE, Position, Shipment, pack_entries
 from sparktide.runtime.execution.tasks import SUMMED_METRICS, splits_of
 from sparktide.runtime.failures import is_described
 from sparktide.runtime.filesystems import check_sink_folders, check_writable
 from sparktide.runtime.graph import JobGraph
 from sparktide.runtime.operator_identity import operator_identities
 from sparktide.runtime.processing_time import wall_clock_ms
-from sparktide.runtime.state.rocksdb_local import LocalRecoveryStats, OpenOutcome
-from sparktide.spark.batch_inputs import InputCheck
+from sparktide.spark.batch_inputs import InputCheck, SkippedInputs
 from sparktide.spark.checkpoint import CheckpointError, CheckpointStore, checkpoint_interval
 from sparktide.spark.checkpoint_format import JsonObject
 from sparktide.spark.checkpoint_lock import CheckpointLock
 from sparktide.spark.checkpoint_meta import (
     BatchCommit,
     CommitManifest,
-    FileRecord,
     JobFingerprint,
     OperatorRef,
     SourceRef,
@@ -100,16 +102,16 @@ from sparktide.spark.checkpoint_native import (
 from sparktide.spark.columnar_stream import columnar_stream
 from sparktide.spark.connect_batches import connect_batch_function
 from sparktide.spark.executor import SparkExecutor, without_adaptive_execution
-from sparktide.spark.failures import quiet_query_failure_log, raise_first_failure
+from sparktide.spark.failures import quiet_query_failure_log
 from sparktide.spark.offset_log import check_spark_log, read_spark_log
 from sparktide.spark.session import is_connect
-from sparktide.spark.spark_job import SPARK_SCHEMA
+from sparktide.spark.shipments import BatchOutcome
+from sparktide.spark.stream_batch import BatchFrames, PerRecordBatch
 from sparktide.spark.stream_job import StreamingJob
 from sparktide.spark.stream_metrics import (
     LOGGER,
     BatchMetrics,
     SplitSummary,
-    TaskTotals,
     batch_metrics,
     format_progress,
 )
@@ -127,7 +129,7 @@ from sparktide.spark.stream_source import StreamSource, has_stream_source
 from sparktide.spark.stream_union import rows_of_source, union_streams
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
     from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 __all__ = [
@@ -153,9 +155,6 @@ class _Query(Protocol):
     def awaitTermination(self, timeout: float | None = None) -> bool | None: ...
 
     def stop(self) -> None: ...
-
-
-_position = itemgetter(0)  # of a printed line
 
 
 # ---------------------------------------------------------------------------------------------
@@ -579,186 +578,116 @@ class _StreamRunner:
         job = StreamingJob(self.base, store, version, now, previous_now, previous, split_states)
         # each subtask must keep its own shuffle partition; the session's confs come back after
         with without_adaptive_execution(frames[0].sparkSession.conf):
-            self._run_batch(
-                frames, version, spark_batch, job, split_states, now, started, input_check
-            )
+            self._run_batch(frames, job, spark_batch, started, input_check)
 
     def _run_batch(
         self,
         frames: list[DataFrame],
-        version: int,
-        spark_batch: int | None,
         job: StreamingJob,
-        split_states: dict[int, SplitState],
-        now: int,
+        spark_batch: int | None,
         started: float,
         input_check: InputCheck | None = None,
     ) -> None:
-        from pyspark.sql import functions as F
-
+        """The driver pipeline of micro-batch ``job.version``: build its frames on its path,
+        run them and decode what they tell the driver, check it, print, write the sinks, then
+        commit (split states, metrics, manifest, native checkpoints) and report."""
         store = self.store
-        spark = frames[0].sparkSession
-        plan = self.executor.plan
-        produced = []
-        columnar = self.columnar.batch(frames[0], job) if self.columnar is not None else None
-        for source, first, frame in zip(self.nodes, self.first_splits, frames, strict=True):
-            if columnar is not None:  # the columnar path runs the batch
-                break
-            task = source.source.prepare(frame).mapInArrow(
-                job.stream_source_task(first, source.id), SPARK_SCHEMA
-            )
-            if len(self.nodes) > 1:
-                # an exchange right above the task: it runs in the map stage of that exchange,
-                # whose task i reads partition i (in a union, task ids would be shifted)
-                task = task.repartition(source.source.num_splits)
-            produced.append(task.persist())
-        if plan.stages and columnar is None:
-            heartbeats = self._heartbeats(spark, job)
-            for stage in plan.stages:
-                inputs = [df.filter(F.col("stage") == stage.index) for df in produced]
-                inputs.append(heartbeats.filter(F.col("stage") == stage.index))
-                merged = reduce(lambda a, b: a.unionAll(b), inputs)
-                result = (
-                    merged.repartition(stage.parallelism, "pkey")
-                    .sortWithinPartitions("target", "position")
-                    .mapInArrow(job.stream_stage_task(stage.index), SPARK_SCHEMA)
-                )
-                produced.append(result.persist())
+        batch = self._batch_frames(frames, job)
         committed = False
         try:
-            written = [n for n in plan.sinks if n.frame_writer is not None]
-            written_ids = [n.id for n in written]
-            to_driver = (F.col("stage") < FIRST_STAGE) & ~(
-                (F.col("stage") == Shipment.COLLECTED.value) & F.col("target").isin(written_ids)
-            )
-            rows: list[Any] = (  # Spark's rows, or the columnar path's in their shape
-                columnar.driver_rows()
-                if columnar is not None
-                else reduce(
-                    lambda a, b: a.unionAll(b), [df.filter(to_driver) for df in produced]
-                ).collect()
-            )
-            totals = TaskTotals(
-                late_records_dropped=0,
-                late_records_side_output=0,
-                timers_fired=0,
-                failed_records=0,
-            )
-            printed: list[tuple[Position, str]] = []
-            new_splits = dict(split_states)
-            subtasks: list[SubtaskMetrics] = []
-            user_metrics = MetricsReport()  # get_metrics_group() of this batch's operators
-            # a user function raised: the batch is not committed, the user's error is raised
-            raise_first_failure(
-                [(r["position"], r["payload"]) for r in rows if r["stage"] == Shipment.FAILED]
-            )
-            files: dict[str, FileRecord] = {}  # the records of the state files subtasks wrote
-            writes: list[SubtaskWrite] = []  # and the chains they wrote them as
-            restores = LocalRecoveryStats()  # how the subtasks got their state
-            natives: list[dict[str, Any]] = []  # the native RocksDB checkpoints taken
-            for row in rows:
-                stage = row["stage"]
-                if stage == Shipment.SPLIT_STATE:
-                    where = f"the state of source split {row['target']}"
-                    new_splits[row["target"]] = SplitState.from_bytes(row["payload"], where)
-                elif stage == Shipment.SUBTASK_METRICS:
-                    sub = pickle.loads(row["payload"])
-                    write: SubtaskWrite = sub.pop("file")
-                    files[write.path] = write.record
-                    writes.append(write)
-                    restore = sub.pop("restore", None)
-                    if restore is not None:
-                        restores.record(OpenOutcome(restore[0]), restore[1])
-                    native = sub.pop("rocksdb", None)
-                    if native is not None:
-                        natives.append(native)
-                    subtasks.append(sub)
-                elif stage == Shipment.METRICS:
-                    m = pickle.loads(row["payload"])
-                    user_metrics.merge(m.get("user_metrics") or MetricsReport())
-                    for name in SUMMED_METRICS:
-                        totals[name] += m[name]  # type: ignore[literal-required]  # its keys
-                elif stage == Shipment.PRINTED:
-                    printed.extend(pickle.loads(row["payload"]))
-                else:
-                    raise ValueError(
-                        "execute_and_collect() and to_dataframe() are not available on a "
-                        "streaming job; use sink_to(ForeachBatchSink(fn)) or "
-                        "sink_to(ParquetBatchSink(path))"
-                    )
-            splits = {g: _split_summary(s, split_states.get(g)) for g, s in new_splits.items()}
+            outcome = BatchOutcome.of(batch.driver_values())
+            _check_outcome(outcome)
+            splits = {**job.split_states, **outcome.splits}
+            summaries = {g: _split_summary(s, job.split_states.get(g)) for g, s in splits.items()}
             # before any sink writes: what the first attempt read is recorded, a replay checked
             skipped = (
-                None if input_check is None else input_check.settle(store, _records_of(splits))
+                None if input_check is None else input_check.settle(store, _records_of(summaries))
             )
-            printed.sort(key=_position)
-            for _, line in printed:
-                print(line)
-            for node in written:
-                frame = (
-                    columnar.frame(node)
-                    if columnar is not None
-                    else self.executor.collected_frame(
-                        produced, node.id, node.output_type, ordered=True
-                    )
-                )
-                sink = batch_sink_of(node.frame_writer)
-                if sink is not None:
-                    sink.write_batch(frame, version)
-                else:
-                    node.frame_writer(frame)  # type: ignore[misc]
-            store.write_splits(version, new_splits)
-            subtasks.sort(key=itemgetter("stage", "subtask"))
-            metrics = batch_metrics(
-                version=version,
-                spark_batch=spark_batch,
-                processing_time=now,
-                duration_ms=int((time.perf_counter() - started) * 1000),
-                splits=splits,
-                tasks=totals,
-                subtasks=subtasks,
-                restores=restores,
-            )
-            parallelism = {s.index: s.parallelism for s in plan.stages}
-            commit = BatchCommit(
-                processing_time=now,
-                spark_batch=spark_batch,
-                last_spark_batch=_last_spark_batch_after(job.previous, spark_batch),
-                parallelism=parallelism,
-                metrics=cast(JsonObject, metrics),  # a BatchMetrics is a JSON object
-                files=files,
-                # the chains as the subtasks wrote them (every one must have reported)
-                chains=SubtaskWrite.chains(version, parallelism, writes),
-            )
-            if natives:
-                extra = cast("dict[str, object]", metrics)
-                extra["rocksdb_checkpoints"] = native_checkpoint_metrics(natives)
-            if skipped is not None:
-                metrics["skipped_input_files"] = list(skipped.files)
-                metrics["skipped_records"] = skipped.records
-                LOGGER.warning(skipped.describe(version))
-            self._last_commit = store.commit(version, commit)
+            outcome.print_lines()
+            self._write_sinks(batch, job.version)
+            store.write_splits(job.version, splits)
+            metrics = self._batch_metrics(outcome, job, spark_batch, summaries, started, skipped)
+            commit = self._commit_of(outcome, job, spark_batch, metrics)
+            self._last_commit = store.commit(job.version, commit)
             committed = True
-            complete_native_checkpoints(store, version, natives)
-            self.user_metrics.merge(user_metrics)
+            complete_native_checkpoints(store, job.version, outcome.natives())
+            self.user_metrics.merge(outcome.user_metrics)
             self._report(metrics)
         except BaseException:
             if store.native and not committed:  # its pending checkpoints go
-                discard_native_checkpoints(store, version, plan)
+                discard_native_checkpoints(store, job.version, self.executor.plan)
             raise
         finally:
-            for df in produced:
-                df.unpersist()
-            if columnar is not None:
-                columnar.unpersist()
+            batch.unpersist()
 
-    def _heartbeats(self, spark: SparkSession, job: StreamingJob) -> DataFrame:
-        rows = [
-            (stage.index, t, job.base.placement[stage.parallelism][t], b"", pack_entries([]))
-            for stage in self.executor.plan.stages
-            for t in range(stage.parallelism)
-        ]
-        return spark.createDataFrame(rows, SPARK_SCHEMA)
+    def _batch_frames(self, frames: list[DataFrame], job: StreamingJob) -> BatchFrames:
+        """The batch's frames on its path: columnar when the job has that shape, else per
+        record."""
+        if self.columnar is not None:
+            return self.columnar.batch(frames[0], job)
+        return PerRecordBatch.build(self.executor, self.nodes, self.first_splits, frames, job)
+
+    def _write_sinks(self, batch: BatchFrames, version: int) -> None:
+        """Give each streaming sink the batch's frame of its records."""
+        for node in self.executor.plan.sinks:
+            if node.frame_writer is None:
+                continue
+            frame = batch.frame(node)
+            sink = batch_sink_of(node.frame_writer)
+            if sink is not None:
+                sink.write_batch(frame, version)
+            else:
+                node.frame_writer(frame)
+
+    def _batch_metrics(
+        self,
+        outcome: BatchOutcome,
+        job: StreamingJob,
+        spark_batch: int | None,
+        splits: dict[int, SplitSummary],
+        started: float,
+        skipped: SkippedInputs | None,
+    ) -> BatchMetrics:
+        """The batch's metrics (:func:`batch_metrics`), with what its native checkpoints
+        uploaded and the input files it skipped."""
+        metrics = batch_metrics(
+            version=job.version,
+            spark_batch=spark_batch,
+            processing_time=job.now,
+            duration_ms=int((time.perf_counter() - started) * 1000),
+            splits=splits,
+            tasks=outcome.counts.as_totals(),
+            subtasks=outcome.subtask_metrics(),
+            restores=outcome.restores(),
+        )
+        natives = outcome.natives()
+        if natives:
+            metrics["rocksdb_checkpoints"] = native_checkpoint_metrics(natives)
+        if skipped is not None:
+            metrics["skipped_input_files"] = list(skipped.files)
+            metrics["skipped_records"] = skipped.records
+            LOGGER.warning(skipped.describe(job.version))
+        return metrics
+
+    def _commit_of(
+        self,
+        outcome: BatchOutcome,
+        job: StreamingJob,
+        spark_batch: int | None,
+        metrics: BatchMetrics,
+    ) -> BatchCommit:
+        """What the batch commits: its time, parallelism, metrics, the files the subtasks
+        wrote and the chains they wrote them as (every one must have reported)."""
+        parallelism = {s.index: s.parallelism for s in self.executor.plan.stages}
+        return BatchCommit(
+            processing_time=job.now,
+            spark_batch=spark_batch,
+            last_spark_batch=_last_spark_batch_after(job.previous, spark_batch),
+            parallelism=parallelism,
+            metrics=cast(JsonObject, metrics),  # a BatchMetrics is a JSON object
+            files=outcome.files(),
+            chains=SubtaskWrite.chains(job.version, parallelism, outcome.writes()),
+        )
 
     def _report(self, metrics: BatchMetrics) -> None:
         self.progress.append(metrics)
@@ -766,6 +695,17 @@ class _StreamRunner:
             LOGGER.info(format_progress(metrics))
         for listener in self.listeners:
             listener(metrics)
+
+
+def _check_outcome(outcome: BatchOutcome) -> None:
+    """A user function raised: the batch is not committed, the user's error is raised; records
+    for a collect sink: a streaming job has none."""
+    outcome.raise_failure()
+    if outcome.collected:
+        raise ValueError(
+            "execute_and_collect() and to_dataframe() are not available on a streaming job; "
+            "use sink_to(ForeachBatchSink(fn)) or sink_to(ParquetBatchSink(path))"
+        )
 
 
 def _empty_like(df: DataFrame) -> DataFrame:
@@ -819,6 +759,31 @@ def start_stream(
     one checkpoint, at most every ``interval_ms`` when ``trigger`` is None.
     ``skip_missing_input_files``: replay a micro-batch whose input files are gone without them
     (see :mod:`sparktide.spark.batch_inputs`)."""
+    location = _checked_start(checkpoint_location, trigger)
+    executor = SparkExecutor(graph, env)
+    check_declared_types(executor.plan)  # a job refused creates no output folder
+    connect = is_connect(executor.spark)
+    if not connect:
+        check_sink_folders(graph.sinks())
+    runner = _StreamRunner(
+        executor, location, snapshot_every, allow_non_restored_state, skip_missing_input_files
+    )
+    for message in idempotence_warnings(executor.plan):
+        # the user's execute_async() / execute() call (past SparkRunner.start_stream)
+        warnings.warn(message, StreamingExactlyOnceWarning, stacklevel=4)
+    runner.start(_stream_writer(runner, connect, trigger, interval_ms))
+    poll_ms = env.get_config().get_auto_watermark_interval()
+    if connect:  # the server runs the batches (see docs/spark.md)
+        runner.start_watching_commits(poll_ms)
+    elif trigger is None:
+        runner.start_idle_batches(poll_ms)
+    return StreamingJobClient(job_name, runner)
+
+
+def _checked_start(checkpoint_location: str | None, trigger: str | None) -> str:
+    """The checkpoint location, once it and ``trigger`` are valid and the location can be
+    written (before Spark starts the query: the driver writes the checkpoint; over Spark
+    Connect, sink paths are the server's)."""
     if checkpoint_location is None:
         raise ValueError(
             "checkpoint_location is required for a job reading env.from_stream(...): the "
@@ -830,24 +795,14 @@ def start_stream(
             f"trigger must be one of {_TRIGGERS} or None (run micro-batches until stopped), got "
             f"{trigger!r}"
         )
-    # before Spark starts the query: its checkpoint and output folders can be written (the
-    # driver writes the checkpoint; over Spark Connect, sink paths are the server's)
     check_writable(checkpoint_location, "checkpoint_location")
-    executor = SparkExecutor(graph, env)
-    check_declared_types(executor.plan)  # a job refused creates no output folder
-    connect = is_connect(executor.spark)
-    if not connect:
-        check_sink_folders(graph.sinks())
-    runner = _StreamRunner(
-        executor,
-        checkpoint_location,
-        snapshot_every,
-        allow_non_restored_state,
-        skip_missing_input_files,
-    )
-    for message in idempotence_warnings(executor.plan):
-        # the user's execute_async() / execute() call (past SparkRunner.start_stream)
-        warnings.warn(message, StreamingExactlyOnceWarning, stacklevel=4)
+    return checkpoint_location
+
+
+def _stream_writer(
+    runner: _StreamRunner, connect: bool, trigger: str | None, interval_ms: int | None
+) -> DataStreamWriter:
+    """The query over the sources' streams: each micro-batch runs ``runner``'s batch."""
     frames = [n.source.df for n in runner.nodes]
     stream = frames[0] if len(frames) == 1 else union_streams(frames)
     on_batch = connect_batch_function(runner) if connect else runner.on_batch
@@ -861,10 +816,4 @@ def start_stream(
         writer = writer.trigger(once=True)
     elif interval_ms:
         writer = writer.trigger(processingTime=f"{interval_ms} milliseconds")
-    runner.start(writer)
-    poll_ms = env.get_config().get_auto_watermark_interval()
-    if connect:  # the server runs the batches (see docs/spark.md)
-        runner.start_watching_commits(poll_ms)
-    elif trigger is None:
-        runner.start_idle_batches(poll_ms)
-    return StreamingJobClient(job_name, runner)
+    return writer

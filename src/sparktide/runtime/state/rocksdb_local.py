@@ -560,4 +560,3 @@ def _link_copy(copy: str, work: str) -> None:
             except OSError:
                 pass
         shutil.copyfile(source, target)
-

@@ -1,0 +1,101 @@
+"""The stage frames of a run on Spark: the lazy DataFrames of a job's source and exchange stages.
+
+Bounded runs (:mod:`sparktide.spark.executor`) and the micro-batches of streaming runs
+(:mod:`sparktide.spark.streaming`) build them the same way; they differ only in what is given:
+the source frames (the job's own splits, or a micro-batch's rows), the task each stage's
+subtasks run, what is kept (``persist``) and, for a micro-batch, a heartbeat row per subtask so
+that every subtask runs in every batch. A stage reads the rows meant for it from every frame
+built before it, shuffled to the partition of their target subtask and sorted by
+``(target, position)`` there (see :mod:`sparktide.spark.executor` for the row columns).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import reduce
+from typing import TYPE_CHECKING
+
+from sparktide.runtime.execution.planner import SOURCE_STAGE, Plan
+from sparktide.runtime.execution.protocol import FIRST_STAGE, Shipment
+from sparktide.spark.spark_job import SPARK_SCHEMA
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import Column, DataFrame
+
+__all__ = ["StageFrames", "build_stage_frames", "union"]
+
+StageTask = Callable[[Iterator["pa.RecordBatch"]], Iterator["pa.RecordBatch"]]
+"""The ``mapInArrow`` function of a stage's subtasks."""
+
+
+def union(frames: Sequence[DataFrame]) -> DataFrame:
+    """The rows of every frame (``unionAll``, by column position)."""
+    return reduce(lambda a, b: a.unionAll(b), frames)
+
+
+def _as_is(df: DataFrame) -> DataFrame:
+    return df
+
+
+@dataclass(frozen=True)
+class StageFrames:
+    """The frames of a run, in the order they were built, and the stage each comes from
+    (:data:`~sparktide.runtime.execution.planner.SOURCE_STAGE` for the source frames)."""
+
+    frames: list[DataFrame]
+    origins: list[int]
+
+    def of_stage(self, origin: int) -> list[DataFrame]:
+        """The frames built by stage ``origin`` (all of them when it built none)."""
+        own = [df for df, o in zip(self.frames, self.origins, strict=True) if o == origin]
+        return own or self.frames
+
+    def to_driver(self, written: Sequence[int]) -> DataFrame:
+        """The rows for the driver (:class:`~sparktide.runtime.execution.protocol.Shipment`)
+        of every frame, but the records of the sinks in ``written`` (node ids of the sinks
+        Spark writes: their records are read as frames)."""
+        from pyspark.sql import functions as F
+
+        to_driver: Column = F.col("stage") < FIRST_STAGE
+        if written:
+            to_driver &= ~(
+                (F.col("stage") == Shipment.COLLECTED.value) & F.col("target").isin(list(written))
+            )
+        return union([df.filter(to_driver) for df in self.frames])
+
+    def unpersist(self) -> None:
+        for df in self.frames:
+            df.unpersist()
+
+
+def build_stage_frames(
+    plan: Plan,
+    sources: list[DataFrame],
+    stage_task: Callable[[int], StageTask],
+    keep: Callable[[DataFrame], DataFrame] = _as_is,
+    heartbeats: DataFrame | None = None,
+) -> StageFrames:
+    """The frames of ``plan``'s stages after the source frames ``sources`` (kept as given):
+    stage ``s`` runs ``stage_task(s)`` over the rows for it of every earlier frame (and of
+    ``heartbeats``); ``keep`` is applied to each stage's frame as it is built (e.g.
+    ``persist``)."""
+    from pyspark.sql import functions as F
+
+    frames = list(sources)
+    origins = [SOURCE_STAGE] * len(frames)
+    for stage in plan.stages:
+        earlier = frames if heartbeats is None else [*frames, heartbeats]
+        inputs = [df.filter(F.col("stage") == stage.index) for df in earlier]
+        if not inputs:
+            continue
+        result = (
+            union(inputs)
+            .repartition(stage.parallelism, "pkey")
+            .sortWithinPartitions("target", "position")
+            .mapInArrow(stage_task(stage.index), SPARK_SCHEMA)
+        )
+        frames.append(keep(result))
+        origins.append(stage.index)
+    return StageFrames(frames, origins)
