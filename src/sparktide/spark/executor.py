@@ -113,6 +113,7 @@ class SparkExecutor:
         self.spark = get_spark()
         self.tasks = JobTasks(self.plan, {}, None)  # the split layout (computed on the driver)
         self.user_metrics = MetricsReport()  # what the tasks report (get_metrics_group())
+        self._paths: dict[Request, PathChoice] = {}  # the choice per request, made once
 
     def __getstate__(self) -> dict[str, object]:
         """What a streaming job's ``foreachBatch`` function needs where Spark Connect runs it
@@ -122,8 +123,13 @@ class SparkExecutor:
         return state
 
     def path(self, request: Request) -> PathChoice:
-        """The path the job takes for ``request`` (:mod:`sparktide.runtime.execution.path`)."""
-        return spark_path(self.plan, self.config.get_configuration(), request)
+        """The path the job takes for ``request`` (:mod:`sparktide.runtime.execution.path`),
+        chosen once per request."""
+        choice = self._paths.get(request)
+        if choice is None:
+            choice = spark_path(self.plan, self.config.get_configuration(), request)
+            self._paths[request] = choice
+        return choice
 
     def columnar(self, request: Request) -> ColumnarJob | None:
         """The job on Arrow columns (:mod:`sparktide.spark.columnar_job`) when the path

@@ -232,10 +232,11 @@ class BatchOutcome:
     def of(cls, shipped: Iterable[Shipped]) -> BatchOutcome:
         out = cls()
         for item in shipped:
-            out._add(item)
+            out.add(item)
         return out
 
-    def _add(self, item: Shipped) -> None:
+    def add(self, item: Shipped) -> None:
+        """Gather ``item`` by its kind."""
         if isinstance(item, TaskMetrics):
             self.rounds = max(self.rounds, item.rounds)
             self.counts = self.counts + item.counts
