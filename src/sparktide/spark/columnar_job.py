@@ -115,7 +115,7 @@ def columns_fit(schema: StructType, columns: list[str], spec: WindowAggregateSpe
 
 
 @dataclass(frozen=True)
-class _Sink:
+class ColumnarSink:
     node: SinkNode
     late: bool  # the late-data side output, else the main output
 
@@ -129,7 +129,7 @@ class ColumnarJob:
         source: SourceNode,
         window: ProcessingNode,
         spec: WindowAggregateSpec,
-        sinks: list[_Sink],
+        sinks: list[ColumnarSink],
         splits: int,
         every: int | None,
         bound: int | None,
@@ -530,6 +530,40 @@ def conform(table: pa.Table, schema: pa.Schema, fill: bool = True) -> pa.Table:
 # ---------------------------------------------------------------------- building
 
 
+@dataclass(frozen=True)
+class WindowAggregateShape:
+    """The parts of a job the path choice runs on columns: its one source, the window with a
+    built-in aggregate that reads it, the window's ``spec``, the sinks after it and the
+    watermark strategy's out-of-orderness ``bound``."""
+
+    source: SourceNode
+    window: OperatorNode
+    spec: WindowAggregateSpec
+    sinks: list[ColumnarSink]
+    bound: int | None
+
+    @classmethod
+    def of(cls, plan: Plan) -> WindowAggregateShape:
+        """The parts of ``plan``, which the path choice ran on columns (it checked the
+        shape: a plan of another shape is a bug, said as such)."""
+        source, stage = plan.sources[0], plan.stages[0]
+        window = stage.entry
+        sink_nodes = [n for n in stage.nodes[1:] if isinstance(n, SinkNode)]
+        if (
+            not isinstance(window, OperatorNode)
+            or window.window_aggregate is None
+            or len(sink_nodes) != len(stage.nodes) - 1
+        ):
+            raise ValueError(
+                f"the path choice ran {window.name!r} on columns, but it is no built-in "
+                "window aggregate followed by sinks"
+            )
+        spec = window.window_aggregate
+        sinks = [ColumnarSink(n, plan.edges_in[n.id][0].tag is not None) for n in sink_nodes]
+        _, bound = watermark_bound(source.watermark_strategy)
+        return cls(source, window, spec, sinks, bound)
+
+
 def columnar_job(
     plan: Plan, splits: int, every: int | None, choice: PathChoice
 ) -> ColumnarJob | None:
@@ -538,15 +572,8 @@ def columnar_job(
     (see the module docstring)."""
     if choice.path not in (ExecutionPath.COLUMNAR_PYTHON, ExecutionPath.COLUMNAR_SQL):
         return None
-    source, stage = plan.sources[0], plan.stages[0]
-    spec = stage.entry.window_aggregate if isinstance(stage.entry, OperatorNode) else None
-    sink_nodes = [n for n in stage.nodes[1:] if isinstance(n, SinkNode)]
-    if spec is None or len(sink_nodes) != len(stage.nodes) - 1:
-        raise ValueError(
-            f"the path choice ran {stage.entry.name!r} on columns, but it is no "
-            "built-in window aggregate"
-        )
-    sinks = [_Sink(n, plan.edges_in[n.id][0].tag is not None) for n in sink_nodes]
-    _, bound = watermark_bound(source.watermark_strategy)
+    shape = WindowAggregateShape.of(plan)
     sql = choice.path is ExecutionPath.COLUMNAR_SQL
-    return ColumnarJob(plan, source, stage.entry, spec, sinks, splits, every, bound, sql)
+    return ColumnarJob(
+        plan, shape.source, shape.window, shape.spec, shape.sinks, splits, every, shape.bound, sql
+    )

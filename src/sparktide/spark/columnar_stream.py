@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -60,17 +59,18 @@ from sparktide.runtime.execution.driver import SubtaskSession
 from sparktide.runtime.execution.path import ExecutionPath, PathChoice
 from sparktide.runtime.execution.planner import Plan
 from sparktide.runtime.execution.protocol import Shipment
-from sparktide.runtime.graph import OperatorNode, SinkNode, SourceNode
+from sparktide.runtime.graph import SinkNode, SourceNode
 from sparktide.runtime.processing_time import ManualProcessingTimeService
 from sparktide.spark.checkpoint_meta import OperatorWatermarks, SplitState
 from sparktide.spark.columnar_job import (
     POSITIONS,
+    ColumnarSink,
     SplitTask,
+    WindowAggregateShape,
     conform,
     named_rows,
     shipped_schema,
     shipped_table,
-    watermark_bound,
 )
 from sparktide.spark.frames import arrow_schema_of, records_of_batch, spark_schema_of
 from sparktide.spark.placement import placement_keys
@@ -111,12 +111,6 @@ STREAM_BLOBS = pa.schema(
 subtask), and the split's state for the driver (``dest`` = driver, ``target`` = the split)."""
 
 
-@dataclass(frozen=True)
-class _Sink:
-    node: SinkNode
-    late: bool
-
-
 class ColumnarStream:
     """An eligible streaming job (see the module docstring) and its micro-batches."""
 
@@ -125,7 +119,7 @@ class ColumnarStream:
         plan: Plan,
         source: SourceNode,
         spec: WindowAggregateSpec,
-        sinks: list[_Sink],
+        sinks: list[ColumnarSink],
         bound: int | None,
     ) -> None:
         self.plan = plan
@@ -528,14 +522,5 @@ def columnar_stream(plan: Plan, choice: PathChoice) -> ColumnarStream | None:
     module docstring)."""
     if choice.path is not ExecutionPath.COLUMNAR_STREAM:
         return None
-    source, stage = plan.sources[0], plan.stages[0]
-    spec = stage.entry.window_aggregate if isinstance(stage.entry, OperatorNode) else None
-    sink_nodes = [n for n in stage.nodes[1:] if isinstance(n, SinkNode)]
-    if spec is None or len(sink_nodes) != len(stage.nodes) - 1:
-        raise ValueError(
-            f"the path choice ran {stage.entry.name!r} on columns, but it is no built-in "
-            "window aggregate"
-        )
-    sinks = [_Sink(n, plan.edges_in[n.id][0].tag is not None) for n in sink_nodes]
-    _, bound = watermark_bound(source.watermark_strategy)
-    return ColumnarStream(plan, source, spec, sinks, bound)
+    shape = WindowAggregateShape.of(plan)
+    return ColumnarStream(plan, shape.source, shape.spec, shape.sinks, shape.bound)
