@@ -32,7 +32,14 @@ from sparktide.common.typeinfo_base import (
     show,
 )
 from sparktide.common.typeinfo_basic import BasicType, BasicTypeInfo
-from sparktide.common.types import Row
+from sparktide.common.types import (
+    Row,
+    RowLayout,
+    is_row_class,
+    row_field_names,
+    row_layout,
+    row_values,
+)
 
 __all__ = [
     "BasicArrayTypeInfo",
@@ -332,9 +339,11 @@ class RowTypeInfo(_FieldsTypeInfo):
     ('+I[1,None]', '+I[1, null]')
     """
 
-    __slots__ = ("_field_names", "_names", "_row_coercer")
+    __slots__ = ("_field_names", "_layout", "_make_insert", "_names", "_row_coercer")
     _field_names: tuple[str, ...] | None
     _names: list[str]
+    _layout: RowLayout
+    _make_insert: Callable[[tuple[Any, ...]], Row]
     _row_coercer: Callable[[Any], tuple[Any, ...]]
 
     def __init__(
@@ -368,6 +377,8 @@ class RowTypeInfo(_FieldsTypeInfo):
         set_slot(self, "_row_coercer", _nullable_fields_coercer(self._coercers))
         effective = names if names is not None else tuple(f"f{i}" for i in range(self._arity))
         set_slot(self, "_names", list(effective))
+        set_slot(self, "_layout", row_layout(effective))
+        set_slot(self, "_make_insert", self._layout.maker())
 
     def get_field_names(self) -> list[str]:
         """The field names (Flink's defaults ``f0``, ``f1``, ... when none were given)."""
@@ -420,7 +431,9 @@ class RowTypeInfo(_FieldsTypeInfo):
             )
         return [lookup(n) for n in names]
 
-    def _make_row(self, values: Sequence[Any], kind: RowKind | None) -> Row:
+    def _make_row(self, values: tuple[Any, ...], kind: RowKind | None) -> Row:
+        if kind is None or kind is RowKind.INSERT:
+            return self._make_insert(values)
         return Row.of_values(values, self._names, kind)
 
     def coerce(self, value: Any, path: str = "value") -> Row:
@@ -429,14 +442,18 @@ class RowTypeInfo(_FieldsTypeInfo):
         row_kind = None
         if kind is tuple or kind is list:
             values = value
-        elif kind is Row:
+        elif is_row_class(kind):
             row_kind = value.get_row_kind()
-            try:  # the values in declared order, if the row's names (if any) are the declared ones
-                values = value.get_fields_by_names(self._names)
-            except ValueError:
-                values = None
-            if values is not None and len(values) != len(value):
-                values = None
+            names = row_field_names(value)
+            if names is None or names is self._layout.names:  # the declared order
+                values = row_values(value)
+            else:
+                try:  # the values in declared order, if the row's names are the declared ones
+                    values = value.get_fields_by_names(self._names)
+                except ValueError:
+                    values = None
+                if values is not None and len(values) != len(value):
+                    values = None
         if values is not None:
             try:
                 out = self._row_coercer(values)
@@ -472,7 +489,7 @@ class RowTypeInfo(_FieldsTypeInfo):
                 out.append(None)
             else:
                 out.append(c(v, f"{path}{sep}{name}" if sep else f"{path}[{i}]"))
-        return self._make_row(out, kind)
+        return self._make_row(tuple(out), kind)
 
     def format_for_print(self, value: Any) -> str:
         kind = value.get_row_kind() if isinstance(value, Row) else _INSERT

@@ -47,7 +47,7 @@ from sparktide.common.typeinfo import (
     TupleTypeInfo,
     TypeInformation,
 )
-from sparktide.common.types import Row
+from sparktide.common.types import Row, is_row_class, row_field_names, row_maker, row_values
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -122,8 +122,7 @@ class _Rows(_Shape):
 
     def decode(self, column: pa.Array) -> list[object]:
         columns = [s.decode(column.field(i)) for i, s in enumerate(self.fields)]
-        of_values, names, kind = Row.of_values, self.names, self.kind
-        return [of_values(values, names, kind) for values in zip(*columns, strict=True)]
+        return list(map(row_maker(self.names, self.kind), zip(*columns, strict=True)))
 
 
 class ArrowValues:
@@ -204,19 +203,20 @@ class _FieldsColumn(_Column):
         import pyarrow as pa
 
         arity = len(self.fields)
-        names: list[str] | None = None
+        names: tuple[str, ...] | None = None
         kind = RowKind.INSERT
         if self.rows:
-            if set(map(type, values)) != {Row}:
-                raise _Mismatch
             # what pickling a row keeps: its field names, values and kind
-            reduced: list[tuple[list[str] | None, tuple[object, ...], RowKind]] = [
-                cast(Row, row).__reduce__()[1] for row in values
-            ]
-            names, kind = reduced[0][0], reduced[0][2]
-            if any(r[0] != names or r[2] is not kind for r in reduced):
+            classes = set(map(type, values))
+            if not all(map(is_row_class, classes)) or len(set(map(row_field_names, classes))) != 1:
                 raise _Mismatch
-            rows: Sequence[tuple[object, ...]] = [r[1] for r in reduced]
+            first = cast(Row, values[0])
+            names, kind = row_field_names(first), first.get_row_kind()
+            if set(map(Row.get_row_kind, cast("Sequence[Row]", values))) != {kind}:
+                raise _Mismatch
+            rows: Sequence[tuple[object, ...]] = list(
+                map(row_values, cast("Sequence[Row]", values))
+            )
         else:
             if set(map(type, values)) != {tuple}:
                 raise _Mismatch
