@@ -41,6 +41,8 @@ __all__ = [
 ]
 
 _MISSING = object()
+_INSERT = RowKind.INSERT
+_new = object.__new__
 _LAYOUTS_CACHED = 4096
 
 
@@ -184,9 +186,16 @@ def _field_property(name: str, position: int) -> property:
 def _row_class(family: type[Row], names: tuple[Any, ...], arity: int) -> type[Row]:
     """The class of ``family``'s rows named ``names`` holding ``arity`` values."""
     try:
-        return _cached_row_class(family, names, arity)  # type: ignore[arg-type]
+        if arity == len(names):  # the common case: one dict lookup
+            cls = family._classes.get(names)
+            if cls is not None:
+                return cls
+        cls = _cached_row_class(family, names, arity)  # type: ignore[arg-type]
     except TypeError:  # a name that cannot be hashed
         return _new_row_class(family, row_layout(names), arity)
+    if arity == len(names) and len(family._classes) < _LAYOUTS_CACHED:
+        family._classes[names] = cls
+    return cls
 
 
 @lru_cache(maxsize=_LAYOUTS_CACHED)
@@ -221,8 +230,12 @@ def _build(
     family: type[Row], names: Sequence[Any] | None, values: tuple[Any, ...], row_kind: RowKind
 ) -> Row:
     """A row of ``family`` (no per-field checks): ``values`` named ``names`` (or unnamed)."""
-    cls = family if names is None else _row_class(family, tuple(names), len(values))
-    row = object.__new__(cls)
+    if names is None:
+        cls = family
+    else:
+        names = tuple(names)
+        cls = _row_class(family, names, len(values))
+    row = _new(cls)
     row._values = values
     row._row_kind = row_kind
     return row
@@ -272,6 +285,8 @@ class Row:
     _layout: ClassVar[RowLayout | None] = None
     _family: ClassVar[type[Row]]
     _exact: ClassVar[bool] = False
+    # Per family: the class of its rows by field names (as many values as names), interned.
+    _classes: ClassVar[dict[tuple[Any, ...], type[Row]]]
 
     if TYPE_CHECKING:  # fields read as attributes (properties of the class of each layout)
 
@@ -283,6 +298,7 @@ class Row:
             cls._family = cls
             cls._layout = None
             cls._exact = False
+            cls._classes = {}
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Row:
         if args and kwargs:
@@ -293,8 +309,15 @@ class Row:
             )
         family = cls._family
         if kwargs:
-            return _build(family, tuple(kwargs), tuple(kwargs.values()), RowKind.INSERT)
-        return _build(family, None, args, RowKind.INSERT)
+            names = tuple(kwargs)
+            cls = family._classes.get(names) or _row_class(family, names, len(names))
+            row = _new(cls)
+            row._values = tuple(kwargs.values())
+        else:
+            row = _new(family)
+            row._values = args
+        row._row_kind = _INSERT
+        return row
 
     @classmethod
     def of_values(
@@ -499,3 +522,4 @@ class Row:
 
 
 Row._family = Row
+Row._classes = {}

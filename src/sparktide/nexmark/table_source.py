@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import pyarrow as pa
 
 from sparktide.common.typeinfo_base import TypeInformation
-from sparktide.common.types import Row
+from sparktide.common.types import Row, row_maker
 from sparktide.core.source import Source, SourceSplit, range_splits
 
 __all__ = ["TableSource"]
@@ -42,12 +42,10 @@ class TableSource(Source):
 
     def read_split(self, split: SourceSplit) -> Iterator[Row]:
         first, stop = split.payload
-        names = self.table.column_names
-        of_values = Row.of_values
+        make = row_maker(self.table.column_names)
         for batch in self.table.slice(first, stop - first).to_batches(_BATCH):
             columns = [column.to_pylist() for column in batch.columns]
-            for values in zip(*columns, strict=True):
-                yield of_values(values, names)
+            yield from map(make, zip(*columns, strict=True))
 
     def __repr__(self) -> str:
         return f"TableSource({self.table.num_rows} rows, splits={self.splits})"

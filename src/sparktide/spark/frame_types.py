@@ -49,7 +49,7 @@ from types import MappingProxyType
 
 from sparktide.common.typeinfo import Types
 from sparktide.common.typeinfo_base import TypeInformation
-from sparktide.common.types import Row
+from sparktide.common.types import Row, row_field_names
 
 __all__ = [
     "NotInferableError",
@@ -118,7 +118,7 @@ def shape_of(value: object, where: str = "the records") -> Shape | None:
         if isinstance(value, cls):
             return Shape(kind)
     if isinstance(value, Row):
-        names = value._fields
+        names = row_field_names(value)
         fields = list(value)
         labels = names or [f"f{i}" for i in range(len(fields))]
         items = tuple(shape_of(v, f"field {n!r}") for n, v in zip(labels, fields, strict=True))

@@ -38,7 +38,7 @@ from sparktide.common.typeinfo import Types
 from sparktide.common.typeinfo_base import TypeInformation
 from sparktide.common.typeinfo_basic import PickledBytesTypeInfo
 from sparktide.common.typeinfo_composite import RowTypeInfo, TupleTypeInfo
-from sparktide.common.types import Row
+from sparktide.common.types import Row, row_maker
 
 if TYPE_CHECKING:
     from pyspark.sql.types import DataType, StructType
@@ -133,9 +133,7 @@ def records_of_batch(batch: pa.RecordBatch, names: Sequence[str] | None = None) 
     keep, in order; default all)."""
     names = list(batch.schema.names) if names is None else list(names)
     columns = [_python_column(batch.column(name)) for name in names]
-    of_values = Row.of_values
-    for values in zip(*columns, strict=True):
-        yield of_values(values, names)
+    yield from map(row_maker(names), zip(*columns, strict=True))
 
 
 class ColumnTimestampAssigner:

@@ -33,7 +33,7 @@ from typing import Any, BinaryIO
 
 from sparktide.common.typeinfo_base import TypeInformation
 from sparktide.common.typeinfo_composite import RowTypeInfo
-from sparktide.common.types import Row
+from sparktide.common.types import Row, row_field_names
 from sparktide.table.types import RowType
 
 __all__ = [
@@ -62,7 +62,7 @@ def check_row_type(row_type: Any, name: str = "row_type") -> RowTypeInfo:
 
 def coerce_record(value: Any, row_type: RowTypeInfo) -> Row:
     """``value`` as a ``Row`` of ``row_type`` (see the module docstring)."""
-    fields = getattr(value, "_fields", None) if isinstance(value, Row) else None
+    fields = row_field_names(value) if isinstance(value, Row) else None
     if fields is not None and set(fields) != set(row_type.get_field_names()):
         value = tuple(value)
     return row_type.coerce(value, "record")

@@ -361,10 +361,7 @@ class _RowCodec(_ExactCodec):
             else:
                 v = None
             values.append(v)
-        row = Row(*values)
-        row.set_field_names(self._names)
-        row.set_row_kind(kind)
-        return row, offset
+        return Row.of_values(values, self._names, kind), offset
 
 
 # The canonical encoding of undeclared keys: a type tag, then fixed-width or length-prefixed
