@@ -29,7 +29,7 @@ from sparktide.common.types import Row, row_maker
 
 NAMES = ("auction", "bidder", "price", "channel", "url", "dateTime", "extra")
 VALUES = (1001, 2002, 4_250, "Google", "https://example.com/item/1001", 1_700_000_000_000, "")
-Bid = namedtuple("Bid", NAMES)  # type: ignore[misc]  # noqa: PYI024
+Bid = namedtuple("Bid", NAMES)  # type: ignore[misc]
 
 
 @dataclass(frozen=True)
