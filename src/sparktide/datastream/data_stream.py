@@ -256,9 +256,7 @@ class DataStream(StreamRouting):
         )
         return DataStream(self._env, node)
 
-    def map_batches(
-        self, func: Any, output_type: Any, batch_format: str = "pyarrow"
-    ) -> DataStream:
+    def map_batches(self, func: Any, output_type: Any, batch_format: str = "pyarrow") -> DataStream:
         """Apply ``func`` to batches of elements as columns: a vectorized ``map``.
 
         sparktide's own extension (PyFlink has no such method), for a step that can be
@@ -301,9 +299,7 @@ class DataStream(StreamRouting):
         options = self._env.get_config().get_configuration().to_dict()
         size = MAP_BATCHES_SIZE.read(options)
         if type(size) is not int or size < 1:
-            raise ValueError(
-                f"{MAP_BATCHES_SIZE.key()} must be an int >= 1, got {size!r}"
-            )
+            raise ValueError(f"{MAP_BATCHES_SIZE.key()} must be an int >= 1, got {size!r}")
         node = self._one_input(
             "MapBatches",
             lambda: MapBatchesOperator(copy_function(func), inputs, outputs, fmt, size),

@@ -28,8 +28,8 @@ from sparktide.core.state_backend import StateBackend
 from sparktide.runtime.execution.protocol import Entry, RoundPhase, round_of
 from sparktide.runtime.execution.tasks import SplitTask, SubtaskTask
 from sparktide.runtime.mailbox import Mailbox
-from sparktide.runtime.operators.deferred import DeferredOutputOperator
 from sparktide.runtime.operators.base import AbstractStreamOperator
+from sparktide.runtime.operators.deferred import DeferredOutputOperator
 from sparktide.runtime.processing_time import (
     ManualProcessingTimeService,
     ProcessingTimeService,

@@ -40,9 +40,9 @@ from sparktide.runtime.failed_records import install as install_failed_records
 from sparktide.runtime.failures import FailureContext, describe_failure
 from sparktide.runtime.graph import Edge, Node, OperatorNode, ProcessingNode, SinkNode, SourceNode
 from sparktide.runtime.mailbox import Mailbox
-from sparktide.runtime.operators.deferred import DeferredOutputOperator
 from sparktide.runtime.operators.base import AbstractStreamOperator, OperatorSetup
 from sparktide.runtime.operators.co_process import KeyedTwoInputOperator
+from sparktide.runtime.operators.deferred import DeferredOutputOperator
 from sparktide.runtime.operators.simple import (
     CollectSinkOperator,
     PrintSinkOperator,
