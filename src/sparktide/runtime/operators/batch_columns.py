@@ -9,16 +9,16 @@ times): a nested field (a row, list or map inside the record) has no column of i
 
 >>> from sparktide.common.typeinfo import Types
 >>> columns = BatchColumns.of(Types.ROW_NAMED(["id", "price"], [Types.LONG(), Types.DOUBLE()]))
->>> batch = columns.batch([Row(id=1, price=2.5), Row(id=2, price=None)], "map_batches 'M'")
+>>> batch = columns.batch([Row(id=1, price=2.5), Row(id=2, price=None)], "map_batches")
 >>> batch.to_pydict()
 {'id': [1, 2], 'price': [2.5, None]}
->>> columns.records(batch, "map_batches 'M'")
+>>> columns.records(batch, "map_batches")
 [Row(id=1, price=2.5), Row(id=2, price=None)]
 >>> import pyarrow as pa
->>> columns.records(pa.table({"id": [1.5], "price": [1.0]}), "map_batches 'M'")
+>>> columns.records(pa.table({"id": [1.5], "price": [1.0]}), "map_batches")
 Traceback (most recent call last):
 ...
-TypeError: map_batches 'M': column 'id' is double, expected int64 (the declared Long); ...
+TypeError: map_batches: column 'id' is double, expected int64 (the declared Long); ...
 """
 
 from __future__ import annotations
