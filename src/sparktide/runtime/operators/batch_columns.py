@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from operator import itemgetter
+from typing import cast
 
 import pyarrow as pa
 
@@ -88,8 +89,9 @@ def _python_values(column: pa.Array) -> list[object]:
     t = column.type
     if column.null_count == 0 and (_numeric(t) or _TYPES.is_boolean(t)):
         values: list[object] = column.to_numpy(zero_copy_only=False).tolist()
-        return values
-    return column.to_pylist()
+    else:
+        values = column.to_pylist()
+    return values
 
 
 @dataclass(frozen=True)
@@ -152,7 +154,8 @@ class BatchColumns:
         if self.shape is RecordShape.VALUE:
             fields: list[Sequence[object]] = [values]
         else:
-            fields = [list(map(itemgetter(i), values)) for i in range(len(self.names))]
+            records = cast("Sequence[Sequence[object]]", values)  # rows or tuples
+            fields = [list(map(itemgetter(i), records)) for i in range(len(self.names))]
         arrays = []
         for name, t, arrow, raw in zip(
             self.names, self.field_types, self.arrow_types, fields, strict=True
