@@ -26,7 +26,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from operator import itemgetter
 from typing import cast
 
 import pyarrow as pa
@@ -151,11 +150,20 @@ class BatchColumns:
 
     def batch(self, values: Sequence[object], where: str) -> pa.RecordBatch:
         """``values`` (records of the type) as one Arrow batch of the columns."""
-        if self.shape is RecordShape.VALUE:
-            fields: list[Sequence[object]] = [values]
-        else:
+        fields: Sequence[Sequence[object]] = [values]
+        if self.shape is not RecordShape.VALUE:
             records = cast("Sequence[Sequence[object]]", values)  # rows or tuples
-            fields = [list(map(itemgetter(i), records)) for i in range(len(self.names))]
+            try:  # one pass over each record (rows read their fields one call at a time)
+                fields = list(zip(*records, strict=True))
+            except (TypeError, ValueError):
+                fields = []
+            if len(fields) != len(self.names):
+                bad = next((r for r in records if len(r) != len(self.names)), None)
+                raise TypeError(
+                    f"{where}: the records must have the {len(self.names)} fields "
+                    f"{list(self.names)} of {self.type_info}, got {bad!r}; fix the step that "
+                    "produces them or its output_type"
+                )
         arrays = []
         for name, t, arrow, raw in zip(
             self.names, self.field_types, self.arrow_types, fields, strict=True
