@@ -251,6 +251,21 @@ def test_a_result_that_is_no_batch_is_refused():
         run_failing(lambda b: [1, 2, 3])
 
 
+def test_records_off_the_streams_type_are_refused_naming_the_column():
+    pair = Types.TUPLE([Types.STRING(), Types.LONG()])
+
+    def run_on(values):
+        env = local_env()
+        stream = env.from_source(CollectionSource(values), WatermarkStrategy.no_watermarks(), "s", type_info=pair)
+        return collect(stream.map_batches(lambda b: b, pair))
+
+    assert run_on([("a", 1)]) == [("a", 1)]
+    with pytest.raises(TypeError, match=r"map_batches: the input column 'f1' is declared Long but holds str 'x'"):
+        run_on([("a", 1), ("b", "x")])
+    with pytest.raises(TypeError, match=r"map_batches: the records must have the 2 fields \['f0', 'f1'\].*got \('c',\)"):
+        run_on([("a", 1), ("c",)])
+
+
 def test_the_types_are_checked_when_the_step_is_built():
     env = local_env()
     untyped = env.from_collection([1, 2])

@@ -158,10 +158,10 @@ class BatchColumns:
             except (TypeError, ValueError):
                 fields = []
             if len(fields) != len(self.names):
-                bad = next((r for r in records if len(r) != len(self.names)), None)
+                wrong = next((r for r in records if len(r) != len(self.names)), None)
                 raise TypeError(
                     f"{where}: the records must have the {len(self.names)} fields "
-                    f"{list(self.names)} of {self.type_info}, got {bad!r}; fix the step that "
+                    f"{list(self.names)} of {self.type_info}, got {wrong!r}; fix the step that "
                     "produces them or its output_type"
                 )
         arrays = []
@@ -171,7 +171,7 @@ class BatchColumns:
             try:
                 arrays.append(pa.array(raw, arrow))
             except (pa.ArrowException, TypeError, ValueError, OverflowError) as exc:
-                bad = next((v for v in raw if not _converts(v, arrow)), None)
+                bad: object = next((v for v in raw if not _converts(v, arrow)), None)
                 raise TypeError(
                     f"{where}: the input column {name!r} is declared {t} but holds "
                     f"{type(bad).__name__} {bad!r} ({exc}); fix the step that produces the "
