@@ -256,13 +256,20 @@ def test_records_off_the_streams_type_are_refused_naming_the_column():
 
     def run_on(values):
         env = local_env()
-        stream = env.from_source(CollectionSource(values), WatermarkStrategy.no_watermarks(), "s", type_info=pair)
+        stream = env.from_source(
+            CollectionSource(values), WatermarkStrategy.no_watermarks(), "s", type_info=pair
+        )
         return collect(stream.map_batches(lambda b: b, pair))
 
     assert run_on([("a", 1)]) == [("a", 1)]
-    with pytest.raises(TypeError, match=r"map_batches: the input column 'f1' is declared Long but holds str 'x'"):
+    with pytest.raises(
+        TypeError, match=r"map_batches: the input column 'f1' is declared Long but holds str 'x'"
+    ):
         run_on([("a", 1), ("b", "x")])
-    with pytest.raises(TypeError, match=r"map_batches: the records must have the 2 fields \['f0', 'f1'\].*got \('c',\)"):
+    with pytest.raises(
+        TypeError,
+        match=r"map_batches: the records must have the 2 fields \['f0', 'f1'\].*got \('c',\)",
+    ):
         run_on([("a", 1), ("c",)])
 
 
