@@ -9,6 +9,8 @@ parallelism 1, 2 and 4, on the local runtime and on Spark.
 
 from __future__ import annotations
 
+import datetime as dt
+import decimal
 import random
 
 import pyarrow as pa
@@ -120,6 +122,47 @@ def test_the_output_type_coerces_as_map_does():
         env.from_collection([0.1], type_info=Types.DOUBLE()).map(lambda v: v, Types.FLOAT())
     )
     assert collect(out) == expected != [0.1]
+
+
+FLAT = {
+    "LONG": (Types.LONG(), 5),
+    "INT": (Types.INT(), -3),
+    "SHORT": (Types.SHORT(), 7),
+    "BYTE": (Types.BYTE(), 1),
+    "FLOAT": (Types.FLOAT(), 0.1),
+    "DOUBLE": (Types.DOUBLE(), 0.1),
+    "BOOLEAN": (Types.BOOLEAN(), True),
+    "STRING": (Types.STRING(), "é"),
+    "CHAR": (Types.CHAR(), "c"),
+    "BIG_INT": (Types.BIG_INT(), 2**40),
+    "BIG_DEC": (Types.BIG_DEC(), decimal.Decimal("1.25")),
+    "SQL_DATE": (Types.SQL_DATE(), dt.date(2020, 1, 2)),
+    "SQL_TIME": (Types.SQL_TIME(), dt.time(1, 2, 3)),
+    "SQL_TIMESTAMP": (Types.SQL_TIMESTAMP(), dt.datetime(2020, 1, 2, 3, 4, 5, 6000)),
+    "LOCAL_DATE": (Types.LOCAL_DATE(), dt.date(2020, 1, 2)),
+    "LOCAL_TIME": (Types.LOCAL_TIME(), dt.time(1, 2, 3, 4)),
+    "LOCAL_DATE_TIME": (Types.LOCAL_DATE_TIME(), dt.datetime(2020, 1, 2, 3, 4, 5, 6)),
+    "BYTES": (Types.PRIMITIVE_ARRAY(Types.BYTE()), b"ab"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FLAT))
+def test_every_flat_type_comes_back_as_map_gives_it(name):
+    field, value = FLAT[name]
+    row = Types.ROW_NAMED(["x", "n"], [field, Types.LONG()])
+    env = local_env()
+    stream = env.from_collection([Row(x=value, n=1), Row(x=None, n=2)], type_info=row)
+    expected = collect(stream.map(lambda r: r, row))
+    got = collect(stream.map_batches(lambda b: b, row))
+    assert got == expected
+    assert [type(r.x) for r in got] == [type(r.x) for r in expected]
+
+
+def test_an_instant_has_no_batch_column():
+    env = local_env()
+    stream = env.from_collection([1], type_info=Types.LONG())
+    with pytest.raises(TypeError, match=r"column 'value' \(Instant\) is not flat.*LOCAL_DATE_TIME"):
+        stream.map_batches(lambda b: b, Types.INSTANT())
 
 
 def test_timestamps_are_kept_row_by_row():

@@ -32,7 +32,7 @@ import pyarrow as pa
 
 from sparktide.common.arrow_columns import stream_columns
 from sparktide.common.typeinfo_base import TypeInformation
-from sparktide.common.typeinfo_basic import PickledBytesTypeInfo
+from sparktide.common.typeinfo_basic import InstantTypeInfo, PickledBytesTypeInfo
 from sparktide.common.typeinfo_composite import RowTypeInfo, TupleTypeInfo
 from sparktide.common.types import Row
 
@@ -118,12 +118,15 @@ class BatchColumns:
         columns = stream_columns(type_info)
         arrow_types = []
         for name, t in columns:
-            arrow = None if isinstance(t, PickledBytesTypeInfo) or t is None else t.to_arrow_type()
+            arrow = None
+            if t is not None and not isinstance(t, (PickledBytesTypeInfo, InstantTypeInfo)):
+                arrow = t.to_arrow_type()
             if arrow is None or _TYPES.is_nested(arrow) or _TYPES.is_dictionary(arrow):
                 raise TypeError(
                     f"{what}: column {name!r} ({t}) is not flat; a batch column holds numbers, "
-                    "booleans, text, bytes, decimals, dates or times: declare the nested "
-                    "value's fields as columns of their own"
+                    "booleans, text, bytes, decimals, dates or times (Types.INSTANT(): "
+                    "declare Types.LOCAL_DATE_TIME() or a long of epoch milliseconds); declare "
+                    "a nested value's fields as columns of their own"
                 )
             arrow_types.append(arrow)
         shape = RecordShape.VALUE
