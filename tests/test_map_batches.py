@@ -479,3 +479,34 @@ def test_the_same_output_as_map_on_spark(spark, keyed_first):
         assert run("spark", p, with_batches("pyarrow"), seed, keyed_first, 4) == expected, (
             f"parallelism {p}"
         )
+
+
+class Forward(KeyedProcessFunction):
+    def process_element(self, value, ctx):
+        yield value
+
+
+@pytest.mark.parametrize("vectorized_first", [True, False])
+def test_a_stream_feeding_map_batches_and_another_step_keeps_maps_order(vectorized_first):
+    """Records of one input reach the vectorized step and a synchronous one; their outputs
+    meet again after an exchange in the order ``map`` gives them."""
+
+    def fork(vectorized: bool, parallelism: int) -> list:
+        env = local_env(parallelism)
+        stream = env.from_collection(list(range(6)), type_info=Types.LONG()).flat_map(
+            lambda v: [v, v + 10], Types.LONG()
+        )
+        if vectorized:
+            plus = stream.map_batches(
+                lambda b: pa.record_batch({"value": pc.add(b.column(0), 100)}), Types.LONG()
+            )
+        else:
+            plus = stream.map(lambda v: v + 100, Types.LONG())
+        plus = plus.flat_map(lambda v: [v, -v], Types.LONG())
+        other = stream.map(lambda v: v + 1000, Types.LONG())
+        both = plus.union(other) if vectorized_first else other.union(plus)
+        return collect(both.key_by(lambda v: 0).process(Forward()))
+
+    expected = fork(False, 1)
+    for p in (1, 2, 4):
+        assert fork(True, p) == expected, f"parallelism {p}"
