@@ -510,3 +510,53 @@ def test_a_stream_feeding_map_batches_and_another_step_keeps_maps_order(vectoriz
     expected = fork(False, 1)
     for p in (1, 2, 4):
         assert fork(True, p) == expected, f"parallelism {p}"
+
+
+def test_a_streaming_job_on_spark_gives_maps_micro_batches(spark, tmp_path):
+    """Micro-batches of ``from_stream``: each batch's windows are the ones ``map`` fires."""
+    from sparktide.spark.streaming import ParquetBatchSink
+    from test_streaming import SCHEMA, _records, _strategy, _write_files
+
+    _write_files(tmp_path / "in", _records(3))
+
+    def times3(stream):
+        return stream.map(lambda r: Row(key=r.key, ts=r.ts, v=r.v * 3 + 1), stream.get_type())
+
+    def times3_batches(stream):
+        def step(batch):
+            return batch.set_column(2, "v", pc.add(pc.multiply(batch.column("v"), 3), 1))
+
+        return stream.map_batches(step, stream.get_type())
+
+    def run(step, name: str) -> dict[str, list]:
+        env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
+        env.set_parallelism(2)
+        env.configure({SIZE_KEY: "7"})
+        frame = (
+            spark.readStream.schema(SCHEMA)
+            .option("maxFilesPerTrigger", 1)
+            .json(str(tmp_path / "in"))
+        )
+        stream = step(env.from_stream(frame, _strategy(), timestamp_column="ts"))
+        (
+            stream.key_by(lambda r: r.key)
+            .window(TumblingEventTimeWindows.of(Time.milliseconds(2_000)))
+            .reduce(
+                lambda a, b: Row(key=a.key, ts=max(a.ts, b.ts), v=a.v + b.v),
+                output_type=stream.get_type(),
+            )
+            .sink_to(ParquetBatchSink(str(tmp_path / name)))
+        )
+        client = env.execute_async(
+            checkpoint_location=str(tmp_path / f"{name}-ckpt"), trigger="available_now"
+        )
+        client.await_termination()
+        batches = sorted(p.name for p in (tmp_path / name).iterdir() if p.name.startswith("batch="))
+        read = spark.read.parquet
+        return {
+            b: sorted(tuple(r) for r in read(str(tmp_path / name / b)).collect()) for b in batches
+        }
+
+    expected = run(times3, "map")
+    assert len(expected) >= 2 and all(expected.values())
+    assert run(times3_batches, "map_batches") == expected
