@@ -1,6 +1,7 @@
-"""NEXMark q1 (currency conversion) per record and vectorized, on the local runtime.
+"""NEXMark q1 (currency conversion) per record and vectorized, on the local runtime or Spark.
 
-The same bids (the NEXMark generator's, ``--events`` events, one split) go through q1 twice:
+The same bids (the NEXMark generator's, ``--events`` events, ``--splits`` splits) go through
+q1 twice:
 
 * ``map``: the query as :mod:`sparktide.nexmark.queries` writes it, a ``Row`` per bid with its
   price times 0.908;
@@ -15,6 +16,7 @@ Usage::
 
     python benchmarks/map_batches.py                        # 200,000 events, best of 3
     python benchmarks/map_batches.py --events 1000000 --repeat 5 --size 8192
+    python benchmarks/map_batches.py --runtime spark --splits 2 --parallelism 2
 """
 
 from __future__ import annotations
@@ -49,11 +51,12 @@ class Drop:
         return None
 
 
-def run(tables: EventTables, vectorized: bool, size: int) -> float:
+def run(tables: EventTables, vectorized: bool, args: argparse.Namespace) -> float:
     """Seconds of one run of q1 over ``tables``' bids."""
-    env = StreamExecutionEnvironment.get_execution_environment(runtime="local")
-    env.configure({"sparktide.execution.map-batches.size": str(size)})
-    sources = Sources.of_tables(env, tables)
+    env = StreamExecutionEnvironment.get_execution_environment(runtime=args.runtime)
+    env.set_parallelism(args.parallelism)
+    env.configure({"sparktide.execution.map-batches.size": str(args.size)})
+    sources = Sources.of_tables(env, tables, splits=args.splits)
     stream = sources.bids().map_batches(q1_batches, Q1_TYPE) if vectorized else q1(sources)
     stream.add_sink(Drop())
     start = time.perf_counter()
@@ -75,15 +78,21 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--events", type=int, default=200_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--size", type=int, default=4096, help="map-batches.size")
+    ap.add_argument("--runtime", choices=("local", "spark"), default="local")
+    ap.add_argument("--splits", type=int, default=1)
+    ap.add_argument("--parallelism", type=int, default=1)
     args = ap.parse_args(argv)
 
     tables = generate(GeneratorConfig(events=args.events))
     bids = tables.bids.num_rows
     per_record, vectorized = best(
-        [lambda: run(tables, False, args.size), lambda: run(tables, True, args.size)],
+        [lambda: run(tables, False, args), lambda: run(tables, True, args)],
         args.repeat,
     )
-    print(f"NEXMark q1, {bids:,} bids, local runtime, best of {args.repeat}")
+    print(
+        f"NEXMark q1, {bids:,} bids, {args.runtime} runtime, {args.splits} split(s), "
+        f"parallelism {args.parallelism}, best of {args.repeat}"
+    )
     print("| form | seconds | bids/s | ratio |")
     print("|---|---|---|---|")
     for name, seconds in (("map", per_record), (f"map_batches ({args.size})", vectorized)):
