@@ -335,6 +335,13 @@ def test_the_types_are_checked_when_the_step_is_built():
         typed.map_batches(None, Types.LONG())
 
 
+def test_a_keyed_stream_refuses_it():
+    env = local_env()
+    keyed = env.from_collection([1], type_info=Types.LONG()).key_by(lambda v: v)
+    with pytest.raises(TypeError, match=r"call it before key_by"):
+        keyed.map_batches(lambda b: b, Types.LONG())
+
+
 def test_with_failed_records_is_refused():
     env = local_env()
     stream = env.from_collection([1], type_info=Types.LONG()).map_batches(lambda b: b, Types.LONG())

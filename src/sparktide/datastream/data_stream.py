@@ -709,6 +709,13 @@ class KeyedStream(DataStream):
             _FunctionAdapter(func, as_callable(func, "flat_map", "func")), output_type
         )
 
+    def map_batches(self, func: Any, output_type: Any, batch_format: str = "pyarrow") -> DataStream:
+        """Refused: a vectorized step has no keyed state; apply it before ``key_by``."""
+        raise TypeError(
+            "map_batches runs on a stream, not a keyed stream (it has no keyed state): call it "
+            "before key_by(...), e.g. stream.map_batches(f, output_type).key_by(...)"
+        )
+
     def filter(self, func: Any) -> DataStream:
         f = as_callable(func, "filter", "func")
         adapter = _FunctionAdapter(func, lambda v: (v,) if f(v) else None)
