@@ -146,14 +146,17 @@ FLAT = {
 }
 
 
+@pytest.mark.parametrize("fmt", ["pyarrow", "pandas"])
 @pytest.mark.parametrize("name", sorted(FLAT))
-def test_every_flat_type_comes_back_as_map_gives_it(name):
+def test_every_flat_type_comes_back_as_map_gives_it(name, fmt):
+    if fmt == "pandas":
+        pytest.importorskip("pandas")
     field, value = FLAT[name]
     row = Types.ROW_NAMED(["x", "n"], [field, Types.LONG()])
     env = local_env()
-    stream = env.from_collection([Row(x=value, n=1), Row(x=None, n=2)], type_info=row)
+    stream = env.from_collection([Row(x=value, n=1), Row(x=None, n=None)], type_info=row)
     expected = collect(stream.map(lambda r: r, row))
-    got = collect(stream.map_batches(lambda b: b, row))
+    got = collect(stream.map_batches(lambda b: b, row, batch_format=fmt))
     assert got == expected
     assert [type(r.x) for r in got] == [type(r.x) for r in expected]
 

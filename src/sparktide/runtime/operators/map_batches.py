@@ -154,7 +154,9 @@ class MapBatchesOperator(DeferredOutputOperator):
         """The function's records for ``values``, one per value."""
         where = "map_batches"  # a runner's note on the error names the operator
         batch = self._input.batch(values, where)
-        result = self.function(batch.to_pandas() if self._pandas else batch)
+        # integers with nulls stay integers (objects) rather than becoming floats with NaN
+        data_in = batch.to_pandas(integer_object_nulls=True) if self._pandas else batch
+        result = self.function(data_in)
         data = self._as_arrow(result, where)
         if data.num_rows != len(values):
             raise ValueError(
