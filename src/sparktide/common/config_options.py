@@ -15,6 +15,7 @@ from typing import Generic, TypeVar
 
 __all__ = [
     "COLUMNAR_EXECUTION",
+    "MAP_BATCHES_SIZE",
     "SKIP_MISSING_INPUT_FILES",
     "WINDOW_FAST_PATH",
     "ColumnarExecution",
@@ -171,3 +172,9 @@ WINDOW_FAST_PATH: ConfigOption[bool] = (
 )
 """Whether per-record window operators that qualify take the window fast path (``true``, the
 default) or always the general steps (``false``): the same output, calls, timers and state."""
+
+MAP_BATCHES_SIZE: ConfigOption[int] = (
+    ConfigOptions.key("sparktide.execution.map-batches.size").int_type().default_value(4096)
+)
+"""The most records ``DataStream.map_batches`` hands its function at once (default 4096; a
+batch also ends at every watermark). Read when ``map_batches`` is called."""

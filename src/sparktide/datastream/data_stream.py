@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, overload
 
+from sparktide.common.config_options import MAP_BATCHES_SIZE
 from sparktide.common.watermark_strategy import WatermarkStrategy
 from sparktide.datastream import broadcast_stream as broadcasting
 from sparktide.datastream import join as joins  # join and windowed_stream import this module
@@ -33,12 +34,14 @@ from sparktide.datastream.output_tag import OutputTag
 from sparktide.datastream.stream_routing import AccumulateType, StreamRouting
 from sparktide.runtime.columnar.spec import FieldKey
 from sparktide.runtime.graph import Edge, Node, OperatorNode, SinkNode, copy_function
+from sparktide.runtime.operators.batch_columns import BatchColumns
 from sparktide.runtime.operators.co_process import (
     CoFlatMapOperator,
     CoMapOperator,
     CoProcessOperator,
     KeyedCoProcessOperator,
 )
+from sparktide.runtime.operators.map_batches import BatchFormat, MapBatchesOperator
 from sparktide.runtime.operators.process import KeyedProcessOperator, ProcessOperator
 from sparktide.runtime.operators.simple import (
     PrintSinkOperator,
@@ -250,6 +253,58 @@ class DataStream(StreamRouting):
         as_callable(func, "flat_map", "func")
         node = self._one_input(
             "FlatMap", lambda: StreamFlatMap(copy_function(func)), output_type, split_local=True
+        )
+        return DataStream(self._env, node)
+
+    def map_batches(self, func: Any, output_type: Any, batch_format: str = "pyarrow") -> DataStream:
+        """Apply ``func`` to batches of elements as columns: a vectorized ``map``.
+
+        sparktide's own extension (PyFlink has no such method), for a step that can be
+        written over columns with pyarrow.compute, numpy or pandas. ``func`` receives a
+        ``pyarrow.RecordBatch`` (``batch_format="pandas"``: a ``pandas.DataFrame``) holding
+        the stream's elements in columns of its declared type (a ``Types.ROW_NAMED`` row: one
+        column per field; a ``Types.TUPLE``/unnamed row: ``f0, f1, ...``; a single value: one
+        column ``value``), and returns a ``RecordBatch``, ``Table`` or ``DataFrame`` of
+        ``output_type``'s columns with **one row per input row, in order**. Output row ``i``
+        is a record of ``output_type`` that keeps input row ``i``'s timestamp: the stream that
+        results is exactly the one ``map`` gives with the per-record function, watermarks,
+        order and parallelism included. A column may come back as another Arrow type that
+        casts to the declared one keeping its values (``int32`` for ``Types.LONG()``); another
+        row count, a missing, extra or ill-typed column is an error naming the operator.
+
+        A batch holds at most ``sparktide.execution.map-batches.size`` elements (the option's
+        value when ``map_batches`` is called, default 4096) and ends at every watermark. The
+        columns must be flat (numbers, booleans, text, bytes, decimals, dates, times). Not for
+        per-key state: key the stream after it.
+
+        >>> import pyarrow.compute as pc
+        >>> from sparktide.common.typeinfo import Types
+        >>> from sparktide.datastream import StreamExecutionEnvironment
+        >>> env = StreamExecutionEnvironment.get_execution_environment(runtime="local")
+        >>> bid = Types.ROW_NAMED(["auction", "price"], [Types.LONG(), Types.DOUBLE()])
+        >>> bids = env.from_collection([(1, 10.0), (2, 25.0)], type_info=bid)
+        >>> def to_euro(batch):
+        ...     euros = pc.multiply(batch.column("price"), 0.908)
+        ...     return batch.set_column(1, "price", euros)
+        >>> list(bids.map_batches(to_euro, bid).execute_and_collect())
+        [Row(auction=1, price=9.08), Row(auction=2, price=22.7)]
+        """
+        if not callable(func):
+            raise TypeError(
+                f"map_batches: func must be a callable taking a batch, got {type(func).__name__}"
+            )
+        fmt = BatchFormat.parse(batch_format)
+        inputs = BatchColumns.of(self.get_type(), "map_batches: the stream's type")
+        outputs = BatchColumns.of(output_type, "map_batches: output_type")
+        options = self._env.get_config().get_configuration().to_dict()
+        size = MAP_BATCHES_SIZE.read(options)
+        if type(size) is not int or size < 1:
+            raise ValueError(f"{MAP_BATCHES_SIZE.key()} must be an int >= 1, got {size!r}")
+        node = self._one_input(
+            "MapBatches",
+            lambda: MapBatchesOperator(copy_function(func), inputs, outputs, fmt, size),
+            output_type,
+            split_local=True,
         )
         return DataStream(self._env, node)
 
@@ -652,6 +707,13 @@ class KeyedStream(DataStream):
     def flat_map(self, func: Any, output_type: Any = None) -> DataStream:
         return self.process(
             _FunctionAdapter(func, as_callable(func, "flat_map", "func")), output_type
+        )
+
+    def map_batches(self, func: Any, output_type: Any, batch_format: str = "pyarrow") -> DataStream:
+        """Refused: a vectorized step has no keyed state; apply it before ``key_by``."""
+        raise TypeError(
+            "map_batches runs on a stream, not a keyed stream (it has no keyed state): call it "
+            "before key_by(...), e.g. stream.map_batches(f, output_type).key_by(...)"
         )
 
     def filter(self, func: Any) -> DataStream:

@@ -51,7 +51,12 @@ from enum import Enum
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from sparktide.common.config_options import COLUMNAR_EXECUTION, WINDOW_FAST_PATH, ConfigOption
+from sparktide.common.config_options import (
+    COLUMNAR_EXECUTION,
+    MAP_BATCHES_SIZE,
+    WINDOW_FAST_PATH,
+    ConfigOption,
+)
 from sparktide.common.configuration import Configuration
 from sparktide.datastream.checkpoint_config import (
     CheckpointingMode,
@@ -88,7 +93,10 @@ _UNITS = {
 }
 EXECUTION_PREFIX = "sparktide.execution."
 EXECUTION_OPTIONS: Mapping[str, ConfigOption[object]] = MappingProxyType(
-    {o.key(): o for o in (COLUMNAR_EXECUTION, WINDOW_FAST_PATH)}  # type: ignore[misc]
+    {
+        o.key(): o  # type: ignore[misc]
+        for o in (COLUMNAR_EXECUTION, WINDOW_FAST_PATH, MAP_BATCHES_SIZE)
+    }
 )
 """sparktide's execution options, by key."""
 

@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from sparktide.common.arrow_columns import arrow_schema_of
+from sparktide.common.arrow_columns import stream_columns as _columns_of
 from sparktide.common.typeinfo import Types
 from sparktide.common.typeinfo_base import TypeInformation
 from sparktide.common.typeinfo_basic import PickledBytesTypeInfo
@@ -196,25 +198,6 @@ def _column_advice(value: object, column: str) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # stream → DataFrame
-
-
-def _columns_of(type_info: TypeInformation | None) -> list[tuple[str, TypeInformation | None]]:
-    if isinstance(type_info, RowTypeInfo):
-        names = type_info.get_field_names()
-        return list(zip(names, type_info.get_field_types(), strict=True))
-    if isinstance(type_info, TupleTypeInfo):
-        return [(f"f{i}", t) for i, t in enumerate(type_info.get_field_types())]
-    return [("value", type_info)]
-
-
-def arrow_schema_of(type_info: TypeInformation | None) -> pa.Schema:
-    """The Arrow schema of a stream's DataFrame (see the module docstring)."""
-    return pa.schema(
-        [
-            pa.field(name, pa.binary() if t is None else t.to_arrow_type(), nullable=True)
-            for name, t in _columns_of(type_info)
-        ]
-    )
 
 
 def spark_schema_of(type_info: TypeInformation | None) -> StructType:

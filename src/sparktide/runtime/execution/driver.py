@@ -28,8 +28,8 @@ from sparktide.core.state_backend import StateBackend
 from sparktide.runtime.execution.protocol import Entry, RoundPhase, round_of
 from sparktide.runtime.execution.tasks import SplitTask, SubtaskTask
 from sparktide.runtime.mailbox import Mailbox
-from sparktide.runtime.operators.async_wait import AsyncWaitOperator
 from sparktide.runtime.operators.base import AbstractStreamOperator
+from sparktide.runtime.operators.deferred import DeferredOutputOperator
 from sparktide.runtime.processing_time import (
     ManualProcessingTimeService,
     ProcessingTimeService,
@@ -129,16 +129,23 @@ def _open(operators: Sequence[AbstractStreamOperator]) -> None:
         op.open()
 
 
-def _waiting(operators: Sequence[AbstractStreamOperator]) -> list[AsyncWaitOperator]:
-    """The operators that may hold requests in flight (async I/O), upstream first."""
-    return [op for op in operators if isinstance(op, AsyncWaitOperator)]
+def _waiting(operators: Sequence[AbstractStreamOperator]) -> list[DeferredOutputOperator]:
+    """The operators that may hold outputs back (async requests in flight, records waiting
+    for their batch), upstream first."""
+    return [op for op in operators if isinstance(op, DeferredOutputOperator)]
 
 
-def _drain(operators: list[AsyncWaitOperator]) -> None:
-    """Complete every request in flight before the transport moves what the task emitted:
-    their outputs take earlier positions, and no checkpoint may hold one."""
+def _drain(operators: list[DeferredOutputOperator]) -> None:
+    """Emit what the operators hold before the transport moves what the task emitted: their
+    outputs take earlier positions, and no checkpoint may hold one."""
     for op in operators:
         op.drain()
+
+
+def _before_clock(operators: list[DeferredOutputOperator]) -> None:
+    """Let the operators emit what must precede the timers a moving clock fires."""
+    for op in operators:
+        op.before_clock_advance()
 
 
 class SplitSession:
@@ -258,12 +265,14 @@ class SubtaskSession:
         if simulated is None:
             return
         for r in range(self.last + 1, round + 1):
+            _before_clock(self._waiting)
             self.task.advance_clock(simulated.at(r), r)
             _drain(self._waiting)
         self.last = max(self.last, round)
 
     def advance_clock(self, now: int, round: int) -> None:
         """Move the clock to ``now`` at the barrier of ``round`` (a micro-batch's time)."""
+        _before_clock(self._waiting)
         self.task.advance_clock(now, round)
         _drain(self._waiting)
         self.last = max(self.last, round)

@@ -40,9 +40,9 @@ from sparktide.runtime.failed_records import install as install_failed_records
 from sparktide.runtime.failures import FailureContext, describe_failure
 from sparktide.runtime.graph import Edge, Node, OperatorNode, ProcessingNode, SinkNode, SourceNode
 from sparktide.runtime.mailbox import Mailbox
-from sparktide.runtime.operators.async_wait import AsyncWaitOperator
 from sparktide.runtime.operators.base import AbstractStreamOperator, OperatorSetup
 from sparktide.runtime.operators.co_process import KeyedTwoInputOperator
+from sparktide.runtime.operators.deferred import DeferredOutputOperator
 from sparktide.runtime.operators.simple import (
     CollectSinkOperator,
     PrintSinkOperator,
@@ -310,13 +310,11 @@ class JobTasks:
         # output set later
         op.setup(None, clock, setup, key_selector, state_database)  # type: ignore[arg-type]
         failed_records = node.failed_records if isinstance(node, OperatorNode) else None
-        if isinstance(op, AsyncWaitOperator):
+        if isinstance(op, DeferredOutputOperator):
             if failed_records is not None:
                 raise ValueError(
-                    f"with_failed_records() is not supported on the async operator "
-                    f"{node.name!r}: its failures surface after later records; catch the "
-                    "error in async_invoke and return a fallback result, or retry it with an "
-                    "AsyncRetryStrategy"
+                    f"with_failed_records() is not supported on the {op.kind} {node.name!r}: "
+                    f"its failures surface after later records; {op.failure_advice}"
                 )
             op.cursor = self.cursor  # its outputs take their records' positions
         if failed_records is not None:

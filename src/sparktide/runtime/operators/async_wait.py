@@ -45,9 +45,10 @@ from sparktide.runtime.operators.async_wait_queue import (
     UnorderedQueue,
 )
 from sparktide.runtime.operators.base import AbstractStreamOperator
+from sparktide.runtime.operators.deferred import DeferredOutputOperator, OutputMarks
 
 if TYPE_CHECKING:
-    from sparktide.runtime.execution.protocol import Cursor, CursorState
+    from sparktide.runtime.execution.protocol import CursorState
 
 __all__ = ["AsyncWaitOperator"]
 
@@ -81,8 +82,14 @@ def _as_results(results: object, where: str) -> list[object]:
     return list(results)
 
 
-class AsyncWaitOperator(AbstractStreamOperator):
+class AsyncWaitOperator(DeferredOutputOperator):
     """Runs an :class:`~sparktide.core.async_function.AsyncFunction` on every record."""
+
+    kind = "async operator"
+    failure_advice = (
+        "catch the error in async_invoke and return a fallback result, or retry it with an "
+        "AsyncRetryStrategy"
+    )
 
     def __init__(self, descriptor: AsyncFunctionDescriptor) -> None:
         super().__init__()
@@ -106,12 +113,8 @@ class AsyncWaitOperator(AbstractStreamOperator):
         self._in_flight: set[Request] = set()  # the loop thread's own
         self._loop: TaskLoop | None = None
         self._closed = False
-        self.cursor: Cursor | None = None  # set by a runner: outputs get their record's place
-        # the marks made at the current input, by what their outputs are numbered from, with
-        # the last request of each: several records of one input (a flat_map before, timers of
-        # one key group fired by one watermark) number their outputs on from one another
-        self._marks_at: object = None
-        self._marks: dict[tuple[object, ...], tuple[CursorState, Request | None]] = {}
+        # the marks made at the current input, with the last request of each
+        self._marks = OutputMarks()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -149,7 +152,7 @@ class AsyncWaitOperator(AbstractStreamOperator):
         request = Request(record, mark)
         self._queue.put(request, after)
         if mark is not None:
-            self._marks[self._mark_key(mark)] = (mark, request)
+            self._marks.file(mark, request)
         self._to_start.append(request)
         if not self._start_scheduled:  # one wake-up of the loop for what accumulates meanwhile
             self._start_scheduled = True
@@ -178,26 +181,13 @@ class AsyncWaitOperator(AbstractStreamOperator):
             raise RuntimeError("the async wait operator was not opened: call open() first")
         return loop
 
-    @staticmethod
-    def _mark_key(mark: CursorState) -> tuple[object, ...]:
-        kg = mark.backend.current_key_group
-        return (mark.n, mark.phase, mark.channel, mark.source_stage, kg)
-
     def _defer(self) -> tuple[CursorState | None, Request | None]:
         """Where the current input's outputs go, and the request they follow (if any)."""
         cursor = self.cursor
         if cursor is None:
             return None, None
-        mark = cursor.defer()
-        if mark.position is not self._marks_at:
-            self._marks.clear()
-            self._marks_at = mark.position
-        key = self._mark_key(mark)
-        known = self._marks.get(key)
-        if known is not None:
-            return known
-        self._marks[key] = (mark, None)
-        return mark, None
+        mark, last = self._marks.mark(cursor)
+        return mark, cast("Request | None", last)
 
     def _barrier(self, element: Watermark | WatermarkStatus) -> None:
         self._make_room()
