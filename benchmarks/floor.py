@@ -40,18 +40,27 @@ Before the timed runs, each contender runs once untimed (it starts the Python wo
 aggregate of its output: the row count, the sum of the prices and two exact checksums (the sum
 of ``pmod(xxhash64(price), 2^31)``, and the same over whole rows); the contenders must agree.
 
-``--profile`` runs none of this: it profiles sparktide's q1 (``map(to_euros)``) on the local
-runtime (parallelism 1, the generated Arrow tables, a counting sink) with cProfile and prints
-the 20 functions with the most cumulative time (and the 20 with the most time of their own),
-after an unprofiled run of the same job and of
-the hand-written loop over the same bids in this process (µs per bid).
+``--profile`` prints where sparktide's q1 (``map(to_euros)``) spends its time instead of the
+table: cProfile's 20 functions with the most cumulative time, and the 20 with the most time of
+their own.
+
+* ``--profile local``: on the local runtime (parallelism 1, the generated Arrow tables, a
+  counting sink; no Spark), after unprofiled runs of the same job and of the hand-written loop
+  over the same bids in this process (µs per bid of each);
+* ``--profile spark``: one run on Spark as above with PySpark's profiler of Python workers
+  (``spark.sql.pyspark.udf.profiler=perf``: cProfile around every batch a ``mapInArrow`` task
+  hands back, so it sees the tasks' Python code, not the JVM), the profiles of all the job's
+  Python steps added together, after one unprofiled run (the workers' imports). cProfile
+  measures wall time: a step that waits for its input from the JVM shows the wait in the
+  Arrow reader's functions (``pyarrow/ipc.py``: ``open_stream``, ``__init__``).
 
 Usage::
 
     python benchmarks/floor.py                          # 10^6 events, best of 3
     python benchmarks/floor.py --events 100000 --repeat 1
     python benchmarks/floor.py --contenders sparktide,hand-written,spark-sql
-    python benchmarks/floor.py --profile --events 100000
+    python benchmarks/floor.py --profile local --events 100000
+    python benchmarks/floor.py --profile spark --events 100000
 """
 
 from __future__ import annotations
@@ -65,6 +74,7 @@ import tempfile
 import time
 from collections import namedtuple
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -402,9 +412,16 @@ def _plain(arrow_type: pa.DataType) -> pa.DataType:
     return arrow_type.value_type if pa.types.is_dictionary(arrow_type) else arrow_type
 
 
-def profile(events: int, seed: int) -> None:
+def print_top(stats: pstats.Stats, what: str) -> None:
+    """cProfile's top 20 of ``stats``, by cumulative time and by time of their own."""
+    for order in ("cumulative", "tottime"):
+        print(f"cProfile of {what}, top 20 by {order} time:")
+        stats.sort_stats(order).print_stats(20)
+
+
+def profile_local(events: int, seed: int) -> None:
     """µs per bid of sparktide's q1 and of the hand-written loop in this process, then
-    cProfile's top 20 (cumulative) of sparktide's q1 on the local runtime."""
+    cProfile's top 20 of sparktide's q1 on the local runtime."""
     from sparktide.nexmark.config import GeneratorConfig
     from sparktide.nexmark.generator import generate
 
@@ -421,9 +438,32 @@ def profile(events: int, seed: int) -> None:
     )
     profiler = cProfile.Profile()
     profiler.runcall(local_q1, tables, bound)
-    for order in ("cumulative", "tottime"):
-        print(f"cProfile of sparktide's q1 on the local runtime, top 20 by {order} time:")
-        pstats.Stats(profiler).sort_stats(order).print_stats(20)
+    print_top(pstats.Stats(profiler), "sparktide's q1 on the local runtime")
+
+
+def profile_spark(spark: Any, data: CachedBids, workdir: Path) -> None:
+    """One run of sparktide's q1 on Spark with PySpark's profiler of Python workers
+    (``spark.sql.pyspark.udf.profiler=perf``: cProfile around each batch a ``mapInArrow``
+    task hands back), then the top 20 of all its tasks' profiles together."""
+    build = contenders(data.frame, data.out_of_order_ms)["sparktide"]
+    timed_run(build)  # unprofiled: the workers import sparktide outside the profile
+    spark.profile.clear(type="perf")
+    spark.conf.set(UDF_PROFILER, "perf")
+    try:
+        run = timed_run(build)
+    finally:
+        spark.conf.unset(UDF_PROFILER)
+    per_bid = 1e6 / data.bids
+    print(
+        f"sparktide q1 on Spark, profiled: {run.seconds:.2f} s, CPU µs/bid: JVM "
+        f"{run.cpu.jvm * per_bid:.2f}, workers {run.cpu.workers * per_bid:.2f}\n"
+    )
+    folder = workdir / "profiles"
+    spark.profile.dump(str(folder), type="perf")
+    files = sorted(str(f) for f in folder.glob("*.pstats"))
+    if not files:
+        raise RuntimeError("the Python workers sent no profile back")
+    print_top(pstats.Stats(*files), f"sparktide's q1 in Spark's Python workers ({len(files)} UDFs)")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -434,32 +474,39 @@ def _load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def run_spark(args: argparse.Namespace) -> None:
-    """The side-by-side table in one Spark session."""
+@contextmanager
+def spark_bids(events: int, seed: int) -> Iterator[tuple[Any, CachedBids, Path]]:
+    """The Spark session, the cached bids and a scratch folder (removed afterwards)."""
     from sparktide.spark.session import get_spark
 
     spark = get_spark(f"local[{PARALLELISM}]")
     spark.conf.set("spark.sql.shuffle.partitions", str(PARALLELISM))
     workdir = Path(tempfile.mkdtemp(prefix="floor-"))
     try:
-        data = cached_bids(spark, args.events, args.seed, workdir)
-        every = contenders(data.frame, data.out_of_order_ms)
-        builds = {name: every[name] for name in args.contenders}
+        data = cached_bids(spark, events, seed, workdir / "events")
         print(
             f"NEXMark q1: {data.events:,} events, {data.bids:,} bids cached in "
             f"{data.frame.rdd.getNumPartitions()} partitions; local[{PARALLELISM}], "
             f"parallelism {PARALLELISM}; load average {_load()}"
         )
-        for name, sums in check_outputs(builds).items():
-            print(f"  {name}: {sums}")
-        runs = measure(builds, args.repeat)
-        print(f"\nbest of {args.repeat}; load average after the runs {_load()}\n")
-        print_table(runs, data)
+        yield spark, data, workdir
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def side_by_side(data: CachedBids, names: list[str], repeat: int) -> None:
+    """The contenders' checksums, then their table."""
+    every = contenders(data.frame, data.out_of_order_ms)
+    builds = {name: every[name] for name in names}
+    for name, sums in check_outputs(builds).items():
+        print(f"  {name}: {sums}")
+    runs = measure(builds, repeat)
+    print(f"\nbest of {repeat}; load average after the runs {_load()}\n")
+    print_table(runs, data)
+
+
 CONTENDERS = ("sparktide", "sparktide-row", "hand-written", "spark-sql")
+UDF_PROFILER = "spark.sql.pyspark.udf.profiler"
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -472,7 +519,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         default=",".join(CONTENDERS),
         help=f"comma-separated, of: {','.join(CONTENDERS)}",
     )
-    ap.add_argument("--profile", action="store_true", help="profile q1 on the local runtime")
+    ap.add_argument(
+        "--profile",
+        choices=("local", "spark"),
+        help="instead of the table: profile sparktide's q1 on the local runtime or on Spark",
+    )
     args = ap.parse_args(argv)
     args.contenders = [c.strip() for c in args.contenders.split(",") if c.strip()]
     unknown = [c for c in args.contenders if c not in CONTENDERS]
@@ -485,10 +536,14 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse(argv)
-    if args.profile:
-        profile(args.events, args.seed)
-    else:
-        run_spark(args)
+    if args.profile == "local":
+        profile_local(args.events, args.seed)
+        return
+    with spark_bids(args.events, args.seed) as (spark, data, workdir):
+        if args.profile == "spark":
+            profile_spark(spark, data, workdir)
+        else:
+            side_by_side(data, args.contenders, args.repeat)
 
 
 if __name__ == "__main__":
