@@ -414,8 +414,8 @@ def _plain(arrow_type: pa.DataType) -> pa.DataType:
 
 def print_top(stats: pstats.Stats, what: str) -> None:
     """cProfile's top 20 of ``stats``, by cumulative time and by time of their own."""
-    for order in ("cumulative", "tottime"):
-        print(f"cProfile of {what}, top 20 by {order} time:")
+    for order, label in (("cumulative", "cumulative time"), ("tottime", "own time")):
+        print(f"cProfile of {what}, top 20 by {label}:", flush=True)
         stats.sort_stats(order).print_stats(20)
 
 
