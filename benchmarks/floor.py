@@ -336,8 +336,11 @@ def _ratio(mine: float, theirs: float) -> str:
 
 def print_table(runs: dict[str, list[Run]], data: CachedBids) -> None:
     """Wall time, events/s, CPU per bid (JVM, workers, driver, total) and the ratios."""
+    from sparktide.nexmark.runner import print_markdown
+
     per_bid = 1e6 / data.bids
-    head = ["contender", "wall s", "events/s", "JVM µs", "workers µs", "driver µs", "CPU µs/bid"]
+    head = ["contender", "wall s", "events/s"]
+    head += [f"{part} µs/bid" for part in ("JVM", "workers", "driver", "CPU")]
     lines = []
     for name, done in runs.items():
         wall = min(r.seconds for r in done)
@@ -345,11 +348,7 @@ def print_table(runs: dict[str, list[Run]], data: CachedBids) -> None:
         cells = [name, f"{wall:.2f}", f"{data.events / wall:,.0f}"]
         cells += [f"{x * per_bid:.2f}" for x in (cpu.jvm, cpu.workers, cpu.driver, cpu.total)]
         lines.append(cells)
-    widths = [max(len(x) for x in col) for col in zip(head, *lines, strict=True)]
-    for i, line in enumerate([head, *lines]):
-        print("| " + " | ".join(c.rjust(w) for c, w in zip(line, widths, strict=True)) + " |")
-        if i == 0:
-            print("|" + "|".join("-" * (w + 1) + ":" for w in widths) + "|")
+    print_markdown(head, lines)
     if "sparktide" in runs:
         print_ratios(runs)
 
