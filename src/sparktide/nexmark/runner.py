@@ -48,7 +48,7 @@ from sparktide.nexmark.queries import QUERIES, Sources
 from sparktide.nexmark.sql import SQL_QUERIES, Frames
 from sparktide.nexmark.streaming import KINDS, run_stream, write_files
 
-__all__ = ["main", "pyflink_job"]
+__all__ = ["main", "print_markdown", "pyflink_job"]
 
 PYFLINK_QUERIES = ("q0", "q1", "q2", "q3", "q4", "q5", "q7", "q11", "q12")
 """The queries with a PyFlink version (:mod:`sparktide.nexmark.pyflink_jobs`)."""
@@ -193,6 +193,17 @@ def print_table(rows: list[QueryResult], events: int, cores: int, stream: bool) 
             ]
             for r in rows
         ]
+    print_markdown(head, lines)
+
+
+def print_markdown(head: list[str], lines: list[list[str]]) -> None:
+    """A Markdown table of ``lines`` under ``head``, every column right-aligned.
+
+    >>> print_markdown(["query", "events/s"], [["q1", "1,234"]])
+    | query | events/s |
+    |------:|---------:|
+    |    q1 |    1,234 |
+    """
     widths = [max(len(x) for x in col) for col in zip(head, *lines, strict=True)]
     for i, line in enumerate([head, *lines]):
         print("| " + " | ".join(c.rjust(w) for c, w in zip(line, widths, strict=True)) + " |")
