@@ -86,6 +86,13 @@ def _best(times: list[float | None]) -> float | None:
     return min(real) if real else None
 
 
+def _kept(tables: EventTables | None) -> EventTables:
+    """The generated events, kept in this process for the runs that read them from here."""
+    if tables is None:
+        raise RuntimeError("the events were not kept in this process: only Spark reads them")
+    return tables
+
+
 def _run_local(query: str, tables: EventTables, parallelism: int, bound: int) -> float:
     env = StreamExecutionEnvironment.get_execution_environment(runtime="local")
     env.set_parallelism(parallelism)
@@ -262,7 +269,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     workdir = Path(tempfile.mkdtemp(prefix="nexmark-"))
     try:
-        return _measure(args, queries, config, tables, workdir, bound)
+        splits = write_files(tables, workdir / "splits", args.parallelism)
+        # the events stay in this process only for the runs that read them from here (the
+        # local runtime, the stream's files): a run on Spark reads the Parquet files, and the
+        # peak memory of its process tree is the job's, not the generator's
+        kept = tables if args.runtime == "local" or args.stream else None
+        del tables
+        return _measure(args, queries, config, kept, splits, workdir, bound)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -271,7 +284,8 @@ def _measure(
     args: argparse.Namespace,
     queries: list[str],
     config: GeneratorConfig,
-    tables: EventTables,
+    tables: EventTables | None,
+    splits: dict[str, Path],
     workdir: Path,
     bound: int,
 ) -> int:
@@ -279,7 +293,6 @@ def _measure(
     needs_spark = args.stream or args.runtime == "spark" or not args.no_sql
     spark = None
     frames = None
-    splits = write_files(tables, workdir / "splits", parallelism)
     if needs_spark:
         from sparktide.spark.session import get_spark
 
@@ -295,7 +308,7 @@ def _measure(
     for query in queries:
         row = QueryResult(query)
         if args.stream:
-            folders = write_files(tables, workdir / f"stream-{query}", args.batches)
+            folders = write_files(_kept(tables), workdir / f"stream-{query}", args.batches)
             run = run_stream(
                 query, spark, folders, workdir / f"ckpt-{query}", out_of_order_ms=bound,
                 parallelism=parallelism,
@@ -310,7 +323,7 @@ def _measure(
             with PeakMemory() as peak:
                 for _ in range(args.repeat):
                     if frames is None or args.runtime == "local":
-                        times.append(_run_local(query, tables, parallelism, bound))
+                        times.append(_run_local(query, _kept(tables), parallelism, bound))
                     else:
                         times.append(_run_spark(query, frames, parallelism, bound))
             row.seconds, row.peak_mib = _best(times), peak.mib
