@@ -201,6 +201,22 @@ def q1(sources: Sources) -> DataStream:
     )
 
 
+def _bids_in_euros(bids: Any) -> Any:
+    """q1 over columns: a batch of bids (a ``pyarrow.RecordBatch``) with the price in euros."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    names = ["auction", "bidder", "price", "dateTime", "extra"]  # Q1_TYPE's fields
+    columns = [bids.column(name) for name in names]
+    columns[2] = pc.multiply(pc.cast(bids.column("price"), pa.float64()), DOLLAR_TO_EURO)
+    return pa.RecordBatch.from_arrays(columns, names=names)
+
+
+def q1b(sources: Sources) -> DataStream:
+    """q1 written over columns (``map_batches``): the same records as :func:`q1`."""
+    return sources.bids().map_batches(_bids_in_euros, Q1_TYPE)
+
+
 def q2(sources: Sources) -> DataStream:
     """``(auction, price)`` of the bids on every 123rd auction id."""
     return (
@@ -496,6 +512,7 @@ def q12(sources: Sources) -> DataStream:
 QUERIES: dict[str, Callable[[Sources], DataStream]] = {
     "q0": q0,
     "q1": q1,
+    "q1b": q1b,
     "q2": q2,
     "q3": q3,
     "q4": q4,

@@ -168,6 +168,7 @@ def q12(f: Frames) -> Any:
 SQL_QUERIES: dict[str, Callable[[Frames], Any]] = {
     "q0": q0,
     "q1": q1,
+    "q1b": q1,
     "q2": q2,
     "q3": q3,
     "q4": q4,
