@@ -1,0 +1,297 @@
+"""Chunks against records: a source reading Arrow batches hands its records on a batch at a time
+through the chained map / filter / flat_map (``sparktide.execution.chunks``, on by default);
+with the option off they go record by record. Random tables (late records, null fields, empty
+splits), random chains (typed and untyped steps, flat_maps giving ``None`` or 0..3 outputs),
+rounds and parallelism 1, 2, 4 give the same output in the same order, collected right after
+the chain and after a ``key_by`` + event-time window with a late-data side output, on the local
+runtime and on Spark; failures raise the same error with the same context."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sparktide.common import Duration, Row, Time, Types, WatermarkStrategy
+from sparktide.core.output_tag import OutputTag
+from sparktide.datastream import StreamExecutionEnvironment
+from sparktide.datastream.window import TumblingEventTimeWindows
+from sparktide.nexmark.table_source import TableSource
+from sparktide.runtime.failures import format_user_frames, notes
+from sparktide.runtime.operators.simple import StreamFilter, StreamFlatMap, StreamMap
+
+NAMES = ["k", "v", "x", "ts"]
+ROW = Types.ROW_NAMED(NAMES, [Types.STRING(), Types.LONG(), Types.DOUBLE(), Types.LONG()])
+LATE = OutputTag("late", ROW)
+CHUNKS = "sparktide.execution.chunks"
+
+
+@dataclass(frozen=True)
+class Step:
+    kind: str  # map, filter, flat_map
+    a: int
+    typed: bool  # declares ROW as its output type (a map then returns tuples, coerced)
+
+
+@dataclass(frozen=True)
+class Job:
+    steps: tuple[Step, ...]
+    bound: int | None  # None: a generator of its own (per record even with chunks)
+    every: int | None
+    parallelism: int
+
+
+# ---------------------------------------------------------------------- the steps (closures:
+# Spark pickles them by value)
+
+
+def _mapper(step: Step) -> Any:
+    a = step.a
+    if step.typed:
+        return lambda r: (r.k, r.v + a, r.x, r.ts)
+    return lambda r: Row(k=r.k, v=r.v * a % 11, x=r.x, ts=r.ts)
+
+
+def _filter(step: Step) -> Any:
+    a = step.a
+    return lambda r: (r.v + a) % 3 != 0
+
+
+def _spreader(step: Step) -> Any:
+    a = step.a
+
+    def spread(r: Any) -> Any:
+        n = (r.v + a) % 5
+        if n == 4:
+            return None  # no outputs
+        return [Row(k=r.k, v=r.v + i, x=r.x, ts=r.ts) for i in range(n)]
+
+    return spread
+
+
+def chained(stream: Any, steps: tuple[Step, ...]) -> Any:
+    for step in steps:
+        if step.kind == "map":
+            stream = stream.map(_mapper(step), output_type=ROW if step.typed else None)
+        elif step.kind == "filter":
+            stream = stream.filter(_filter(step))
+        else:
+            stream = stream.flat_map(_spreader(step), output_type=ROW if step.typed else None)
+    return stream
+
+
+def windowed(stream: Any) -> Any:
+    """Counts and sums per key in 10 ms tumbling windows, with the late records, tagged."""
+    main = (
+        stream.key_by(lambda r: r.k)
+        .window(TumblingEventTimeWindows.of(Time.milliseconds(10)))
+        .side_output_late_data(LATE)
+        .reduce(lambda a, b: Row(k=a.k, v=a.v + b.v, x=None, ts=max(a.ts, b.ts)))
+    )
+    late = main.get_side_output(LATE)
+    return main.map(lambda r: ("window", tuple(r))).union(late.map(lambda r: ("late", tuple(r))))
+
+
+def strategy(bound: int | None) -> WatermarkStrategy:
+    if bound is None:
+        from sparktide.common.watermark_strategy import PunctuatedWatermarks
+
+        base = WatermarkStrategy.for_generator(
+            lambda ctx: PunctuatedWatermarks(lambda r: r.ts - 5 if r.v % 7 == 0 else None)
+        )
+    else:
+        base = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(bound))
+    return base.with_timestamp_assigner(lambda r, _: r.ts)
+
+
+def environment(runtime: str, job: Job, chunks: bool) -> StreamExecutionEnvironment:
+    env = StreamExecutionEnvironment.get_execution_environment(runtime=runtime)
+    env.set_parallelism(job.parallelism)
+    env.get_config().set_watermark_every(job.every)
+    env.configure({CHUNKS: str(chunks).lower()})
+    return env
+
+
+# ---------------------------------------------------------------------- local runtime
+
+
+def table_of(rows: list[tuple[str, int, float | None, int]]) -> pa.Table:
+    """The rows as a table whose key column is dictionary-encoded (as NEXMark's strings)."""
+    k, v, x, ts = (list(c) for c in zip(*rows, strict=True)) if rows else ([], [], [], [])
+    return pa.table(
+        {
+            "k": pa.array(k, pa.string()).dictionary_encode(),
+            "v": pa.array(v, pa.int64()),
+            "x": pa.array(x, pa.float64()),
+            "ts": pa.array(ts, pa.int64()),
+        }
+    )
+
+
+def run_local(table: pa.Table, splits: int, job: Job, chunks: bool, window: bool) -> list[Any]:
+    env = environment("local", job, chunks)
+    source = env.from_source(TableSource(table, ROW, splits), strategy(job.bound), "events")
+    out = chained(source, job.steps)
+    return list((windowed(out) if window else out).execute_and_collect())
+
+
+record = st.tuples(
+    st.sampled_from(("a", "b", "ü", "日本")),
+    st.integers(-6, 20),
+    st.one_of(st.none(), st.integers(-4, 4).map(float)),
+    st.integers(0, 60),  # out of order by up to 60 ms: late records with small bounds
+)
+step = st.builds(
+    Step, st.sampled_from(("map", "filter", "flat_map")), st.integers(1, 4), st.booleans()
+)
+jobs = st.builds(
+    Job,
+    st.lists(step, max_size=4).map(tuple),
+    st.sampled_from((None, 0, 3)),
+    st.sampled_from((None, 1, 5)),
+    st.sampled_from((1, 2, 4)),
+)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
+)
+@given(st.lists(record, max_size=40), st.integers(1, 3), jobs)
+def test_chunks_give_the_records_output_locally(rows, splits, job) -> None:
+    table = table_of(rows)
+    for window in (False, True):
+        on = run_local(table, splits, job, True, window)
+        off = run_local(table, splits, job, False, window)
+        assert on == off
+
+
+def test_chunks_go_through_the_chain(monkeypatch) -> None:
+    """With chunks on, each step takes the split's batch in one call (a real chunk path)."""
+    sizes: dict[str, list[int]] = {"map": [], "filter": [], "flat_map": []}
+    for name, cls in (("map", StreamMap), ("filter", StreamFilter), ("flat_map", StreamFlatMap)):
+        original = cls.process_chunk
+
+        def spy(self, seqs, values, timestamps, _name=name, _original=original):
+            sizes[_name].append(len(values))
+            return _original(self, seqs, values, timestamps)
+
+        monkeypatch.setattr(cls, "process_chunk", spy)
+    rows = [("a", i, None, i) for i in range(30)]
+    job = Job(
+        (Step("map", 2, True), Step("flat_map", 1, False), Step("filter", 1, False)), 0, None, 1
+    )
+    on = run_local(table_of(rows), 1, job, True, False)
+    assert sizes["map"] == [30] and len(sizes["flat_map"]) == 1 and len(sizes["filter"]) == 1
+    assert on == run_local(table_of(rows), 1, job, False, False)
+    assert len(sizes["map"]) == 1  # off: no chunks
+
+
+# ---------------------------------------------------------------------- failures
+
+
+def _fail_map(r: Any) -> Any:
+    if r.v == 5:
+        raise ValueError(f"bad v {r.v}")
+    return r
+
+
+def _fail_flat_map(r: Any) -> Any:
+    yield r
+    if r.v == 5:
+        raise ValueError("half way")
+    yield r
+
+
+FAILURES = {
+    "map": lambda s: s.map(_fail_map),
+    "filter": lambda s: s.filter(lambda r: 1 / (r.v - 5) > -9),
+    "flat_map": lambda s: s.flat_map(_fail_flat_map),
+    "coercion": lambda s: s.map(lambda r: (r.k, 1.5 if r.v == 5 else r.v, r.x, r.ts), ROW),
+    "key selector": lambda s: s.map(lambda r: r).key_by(lambda r: 1 / (r.v - 5)).map(str),
+    "sink": lambda s: s.map(lambda r: r).add_sink(_FailingSink()) and None,
+    "timestamp assigner": lambda s: s.map(lambda r: r),
+}
+
+
+class _FailingSink:
+    def invoke(self, value: Any, context: Any) -> None:
+        if value.v == 5:
+            raise ValueError("sink refuses 5")
+
+
+def _failure(kind: str, chunks: bool, assigner_fails: bool) -> BaseException:
+    job = Job((), 0, 3, 1)
+    env = environment("local", job, chunks)
+    rows = [("a", v, None, v) for v in range(12)]
+
+    assigner_fails = assigner_fails or kind == "timestamp assigner"
+
+    def stamp(r: Any, _: int) -> int:
+        if assigner_fails and r.v == 7:
+            raise KeyError("no time")
+        return r.ts
+
+    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(stamp)
+    source = env.from_source(TableSource(table_of(rows), ROW, 1), strategy, "events")
+    stream = FAILURES[kind](source)
+    with pytest.raises(Exception) as caught:
+        if stream is None:
+            env.execute("failing")
+        else:
+            stream.execute_and_collect()
+    return caught.value
+
+
+@pytest.mark.parametrize("assigner_fails", [False, True])
+@pytest.mark.parametrize("kind", sorted(FAILURES))
+def test_a_failure_in_a_chunk_is_the_records_failure(kind, assigner_fails) -> None:
+    on = _failure(kind, True, assigner_fails)
+    off = _failure(kind, False, assigner_fails)
+    assert type(on) is type(off) and str(on) == str(off)
+    assert notes(on) == notes(off) and notes(on)
+    assert format_user_frames(on) == format_user_frames(off)
+
+
+# ---------------------------------------------------------------------- Spark
+
+
+SPARK_JOB = (Step("map", 3, True), Step("flat_map", 2, False), Step("filter", 1, False))
+
+
+def _spark_rows() -> list[tuple[str, int, float | None, int]]:
+    rng = random.Random(7)
+    return [
+        (
+            rng.choice("abcde"),
+            rng.randrange(-5, 30),
+            rng.choice((None, 1.0, 2.5)),
+            i + rng.randrange(0, 40),
+        )
+        for i in range(300)
+    ]
+
+
+def _frame_job(runtime: str, df: Any, parallelism: int, chunks: bool) -> list[Any]:
+    job = Job(SPARK_JOB, 5, 25, parallelism)
+    env = environment(runtime, job, chunks)
+    source = env.from_dataframe(df, strategy(5))
+    out = chained(source, job.steps)
+    return list(
+        out.union(
+            windowed(out).map(lambda t: Row(k=t[0], v=0, x=None, ts=0), ROW)
+        ).execute_and_collect()
+    )
+
+
+def test_chunks_give_the_records_output_on_spark(spark) -> None:
+    df = spark.createDataFrame(_spark_rows(), "k string, v long, x double, ts long").repartition(3)
+    expected = _frame_job("local", df, 2, False)
+    assert len(expected) > 300
+    for parallelism in (1, 2, 4):
+        assert _frame_job("spark", df, parallelism, True) == expected
+    assert _frame_job("spark", df, 2, False) == expected
