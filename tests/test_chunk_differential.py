@@ -22,6 +22,7 @@ from sparktide.core.output_tag import OutputTag
 from sparktide.datastream import StreamExecutionEnvironment
 from sparktide.datastream.window import TumblingEventTimeWindows
 from sparktide.nexmark.table_source import TableSource
+from sparktide.runtime.elements import WatermarkStatus
 from sparktide.runtime.failures import format_user_frames, notes
 from sparktide.runtime.operators.simple import StreamFilter, StreamFlatMap, StreamMap
 
@@ -295,3 +296,68 @@ def test_chunks_give_the_records_output_on_spark(spark) -> None:
     for parallelism in (1, 2, 4):
         assert _frame_job("spark", df, parallelism, True) == expected
     assert _frame_job("spark", df, 2, False) == expected
+
+
+# ---------------------------------------------------------------------- the split reader
+
+
+class _ChunkOutput:
+    """Records every element; a chunk as the records it holds (its items, in order)."""
+
+    def __init__(self) -> None:
+        self.elements: list[Any] = []
+        self.chunks = 0
+
+    def collect(self, record: Any) -> None:
+        self.elements.append(("record", record.value, record.timestamp))
+
+    def collect_chunk(self, values: list[Any], timestamps: list[Any]) -> None:
+        self.chunks += 1
+        self.elements.extend(("record", v, t) for v, t in zip(values, timestamps, strict=True))
+
+    def emit_watermark(self, watermark: Any) -> None:
+        self.elements.append(("watermark", watermark.timestamp))
+
+    def emit_watermark_status(self, status: Any) -> None:
+        self.elements.append(("status", status))
+
+
+def _read(strategy: WatermarkStrategy, chunked: bool, reads: list[int]) -> tuple[Any, Any]:
+    """Rounds of ``reads`` records (the clock 10 ms on per round) from chunks of 4, 0 and 3
+    records; the elements emitted and the generator's state at the end."""
+    from sparktide.common.arrow_rows import RecordChunks
+    from sparktide.common.watermark_strategy import snapshot_generator_state
+    from sparktide.runtime.processing_time import ManualProcessingTimeService
+    from sparktide.runtime.source_reader import SplitReader
+
+    clock = ManualProcessingTimeService()
+    chunks = [[5, 3, 9, 8], [], [12, 10, 11]] * 3
+    out = _ChunkOutput()
+    reader = SplitReader(RecordChunks(iter(chunks)), strategy, clock, out, chunked=chunked)
+    assert reader.chunked is chunked
+    for n in reads:
+        clock.set_current_time(clock.get_current_processing_time() + 10)
+        reader.read_up_to(n)
+        reader.emit_periodic()
+    reader.finish()
+    assert chunked == (out.chunks > 0)
+    return out.elements, snapshot_generator_state(reader.generator)
+
+
+STRATEGIES = {
+    "bounded": WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(2)),
+    "monotonous": WatermarkStrategy.for_monotonous_timestamps(),
+    "idleness": WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(2)).with_idleness(
+        Duration.of_millis(15)
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(STRATEGIES))
+def test_a_chunked_reader_emits_what_a_record_reader_does(name) -> None:
+    strategy = STRATEGIES[name].with_timestamp_assigner(lambda v, _: v)
+    reads = [2, 0, 0, 0, 5, 1, 0, 0, 0, 9, 30]  # idle rounds between reads
+    chunked = _read(strategy, True, reads)
+    assert chunked == _read(strategy, False, reads)
+    if name == "idleness":
+        assert ("status", WatermarkStatus.IDLE) in chunked[0]
