@@ -280,7 +280,8 @@ def _spark_rows() -> list[tuple[str, int, float | None, int]]:
 def _frame_job(runtime: str, df: Any, parallelism: int, chunks: bool) -> list[Any]:
     job = Job(SPARK_JOB, 5, 25, parallelism)
     env = environment(runtime, job, chunks)
-    source = env.from_dataframe(df, strategy(5))
+    bounded = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(5))
+    source = env.from_dataframe(df, bounded, timestamp_column="ts")  # timestamps by column
     out = chained(source, job.steps)
     return list(
         out.union(
@@ -361,3 +362,61 @@ def test_a_chunked_reader_emits_what_a_record_reader_does(name) -> None:
     assert chunked == _read(strategy, False, reads)
     if name == "idleness":
         assert ("status", WatermarkStatus.IDLE) in chunked[0]
+
+
+# ---------------------------------------------------------------------- timestamps by column
+
+
+COLUMNS = {
+    "long": pa.array([5, -3, 2**40], pa.int64()),
+    "int": pa.array([7, 0, -1], pa.int32()),
+    "ms": pa.array([1, -1, 10**12], pa.timestamp("ms")),
+    "us": pa.array([1500, -1, -1000, 10**15 + 999], pa.timestamp("us")),
+    "us UTC": pa.array([1500, -2500], pa.timestamp("us", tz="UTC")),
+    "us Tokyo": pa.array([1500, -2500], pa.timestamp("us", tz="Asia/Tokyo")),
+}
+REFUSED = {
+    "null": pa.array([1, None], pa.int64()),
+    "null timestamp": pa.array([None, 1], pa.timestamp("us")),
+    "double": pa.array([1.0, 2.0]),
+    "string": pa.array(["2024-01-01"]),
+    "seconds": pa.array([1, 2], pa.timestamp("s")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(COLUMNS))
+def test_timestamps_by_column_are_those_of_the_rows(name) -> None:
+    from sparktide.common.arrow_rows import rows_of_batch
+    from sparktide.spark.frames import ColumnTimestampAssigner
+
+    rows = rows_of_batch(
+        pa.record_batch({"v": range(len(COLUMNS[name])), "ts": COLUMNS[name]}), ["v", "ts"]
+    )
+    assigner = ColumnTimestampAssigner(1, "ts")
+    by_row = [assigner.extract_timestamp(r, 0) for r in rows]
+    by_column = assigner.column_timestamps(rows)
+    assert by_column == by_row and all(type(t) is int for t in by_column)
+
+
+@pytest.mark.parametrize("name", sorted(REFUSED))
+def test_timestamps_by_column_leave_the_rest_to_the_rows(name) -> None:
+    from sparktide.common.arrow_rows import rows_of_batch
+    from sparktide.spark.frames import ColumnTimestampAssigner
+
+    rows = rows_of_batch(pa.record_batch({"ts": REFUSED[name]}), ["ts"])
+    assert ColumnTimestampAssigner(0, "ts").column_timestamps(rows) is None
+    assert ColumnTimestampAssigner(0, "ts").column_timestamps(list(rows)) is None
+
+
+def test_a_null_timestamp_by_column_is_the_rows_error(spark) -> None:
+    rows = [("a", 1, None, 5), ("a", 2, None, None), ("b", 3, None, 9)]
+    df = spark.createDataFrame(rows, "k string, v long, x double, ts long").coalesce(1)
+    errors = []
+    for chunks in (True, False):
+        env = environment("local", Job((), 0, None, 1), chunks)
+        bounded = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(5))
+        stream = env.from_dataframe(df, bounded, timestamp_column="ts").map(lambda r: r)
+        with pytest.raises(ValueError, match="holds null") as caught:
+            stream.execute_and_collect()
+        errors.append((str(caught.value), notes(caught.value)))
+    assert errors[0] == errors[1]

@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from sparktide.common.types import Row, row_maker
 
-__all__ = ["RecordChunks", "python_column", "rows_of_batch"]
+__all__ = ["RecordChunks", "RowChunk", "python_column", "rows_of_batch"]
 
 
 class RecordChunks:
@@ -101,7 +101,22 @@ def _python_value(value: Any, t: pa.DataType) -> Any:
     return value
 
 
-def rows_of_batch(batch: pa.RecordBatch, names: Sequence[str]) -> list[Row]:
+class RowChunk(list):
+    """The rows of one Arrow batch, with its columns in the rows' field order: ``arrays`` (the
+    Arrow arrays) and ``columns`` (their Python lists), for what reads a field of every row
+    (a timestamp column)."""
+
+    __slots__ = ("arrays", "columns")
+
+    arrays: list[pa.Array]
+    columns: list[list[Any]]
+
+
+def rows_of_batch(batch: pa.RecordBatch, names: Sequence[str]) -> RowChunk:
     """The rows of ``batch`` named ``names`` (the columns kept, in that order)."""
-    columns = [python_column(batch.column(name)) for name in names]
-    return list(map(row_maker(names), zip(*columns, strict=True)))
+    arrays = [batch.column(name) for name in names]
+    columns = [python_column(array) for array in arrays]
+    chunk = RowChunk(map(row_maker(names), zip(*columns, strict=True)))
+    chunk.arrays = arrays
+    chunk.columns = columns
+    return chunk

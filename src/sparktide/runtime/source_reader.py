@@ -480,6 +480,7 @@ class SplitReader:
         "_assigner",
         "_chunks",
         "_collect_chunk",
+        "_column_timestamps",
         "_extract",
         "_finished",
         "_is_idle",
@@ -489,6 +490,7 @@ class SplitReader:
         "_on_event",
         "_output",
         "_pending",
+        "_pending_ts",
         "_records_read",
         "_wm_output",
         "exhausted",
@@ -537,7 +539,12 @@ class SplitReader:
         self.exhausted = False
         self._chunks: Iterator[list[object]] | None = None
         self._pending: list[object] = []
+        self._pending_ts: list[int | None] | None = None  # its timestamps, if by column
         self._offset = 0
+        # the assigner's timestamps of a whole chunk at once (a ColumnTimestampAssigner's)
+        self._column_timestamps: Callable[[list[object]], list[int | None] | None] | None = (
+            None if self._extract is None else getattr(assigner, "column_timestamps", None)
+        )
         generator = self.generator
         self._observe = _chunk_observer(generator, self._wm_output)
         self._is_idle: Callable[[], bool] | None = (
@@ -635,14 +642,19 @@ class SplitReader:
                         self.exhausted = True
                         break
                     self._pending, self._offset = chunk, 0
+                    by_column = self._column_timestamps
+                    self._pending_ts = None if by_column is None else by_column(chunk)
                     continue
-                if offset == 0 and len(pending) <= n - count:
-                    values = pending
-                else:
-                    values = pending[offset : offset + n - count]
+                stamps = self._pending_ts
+                end = offset + n - count
+                whole = offset == 0 and len(pending) <= n - count
+                values = pending if whole else pending[offset:end]
                 self._offset = offset + len(values)
                 count += len(values)
-                self.read_slice(values)
+                if stamps is None:
+                    self.read_slice(values)
+                else:
+                    self._hand_on(values, stamps if whole else stamps[offset:end])
         finally:
             self._records_read += count
         return count

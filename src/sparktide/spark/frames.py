@@ -144,8 +144,40 @@ class ColumnTimestampAssigner:
             f"{_column_advice(ts, self.column)}"
         )
 
+    def column_timestamps(self, rows: list[Any]) -> list[int] | None:
+        """The timestamps of a batch's ``rows`` (a :class:`~sparktide.common.arrow_rows.
+        RowChunk`) computed from the column, as :meth:`extract_timestamp` gives them one by
+        one; ``None`` where only the rows one by one say it (a null, another column type:
+        they raise its errors).
+
+        >>> import pyarrow as pa
+        >>> from sparktide.common.arrow_rows import rows_of_batch
+        >>> batch = pa.record_batch({"ts": pa.array([1500, -1], pa.timestamp("us"))})
+        >>> ColumnTimestampAssigner(0, "ts").column_timestamps(rows_of_batch(batch, ["ts"]))
+        [1, -1]
+        """
+        arrays = getattr(rows, "arrays", None)
+        if arrays is None:
+            return None
+        array = arrays[self.index]
+        if array.null_count:
+            return None
+        t = array.type
+        if pa.types.is_signed_integer(t):
+            column: list[int] = rows.columns[self.index]  # type: ignore[attr-defined]
+            return column  # the ints the rows hold
+        divisor = _MS_DIVISORS.get(t.unit) if pa.types.is_timestamp(t) else None
+        if divisor is None:
+            return None
+        ticks = array.cast(pa.int64()).to_numpy()  # since the epoch, UTC
+        return (ticks // divisor).tolist()  # type: ignore[no-any-return]  # floor, as per row
+
     def __repr__(self) -> str:
         return f"ColumnTimestampAssigner({self.index}, {self.column!r}, {self.source!r})"
+
+
+_MS_DIVISORS = {"ms": 1, "us": 1_000}
+"""Ticks per millisecond of the timestamp units whose rows hold ``datetime`` values exactly."""
 
 
 def _column_advice(value: object, column: str) -> str:
