@@ -7,7 +7,8 @@ number within its source record is implicit (the items of one ``seq`` are consec
 order). :func:`chunk_target` wires a split's chain for chunks, from the tagger's downstream on:
 
 * a map, filter or flat_map (exactly those classes, no failed-records side output) takes the
-  chunk (``process_chunk``) and hands on the chunk of its outputs;
+  chunk (``process_chunk``) and hands on the chunk of its outputs; a sink function's operator
+  takes it and calls the function per item;
 * an output that coerces to a declared type coerces the chunk (:class:`CoerceChunks`);
 * a collect sink's :class:`~sparktide.runtime.operators.simple.RecordCollector` appends the
   chunk with the positions the record-by-record path gives (:class:`CollectChunks`);
@@ -31,8 +32,10 @@ from sparktide.runtime.elements import StreamRecord
 from sparktide.runtime.execution.protocol import ChunkTarget, SourceTagger
 from sparktide.runtime.execution.wiring import ChainInput, NodeOutput
 from sparktide.runtime.operators.simple import (
+    ChunkStep,
     CollectSinkOperator,
     RecordCollector,
+    SinkFunctionOperator,
     StreamFilter,
     StreamFlatMap,
     StreamMap,
@@ -49,7 +52,7 @@ __all__ = [
     "reader_owner",
 ]
 
-_CHUNK_STEPS = (StreamMap, StreamFilter, StreamFlatMap)
+_CHUNK_STEPS = (StreamMap, StreamFilter, StreamFlatMap, SinkFunctionOperator)
 
 
 @dataclass(frozen=True)
@@ -162,8 +165,9 @@ class CollectChunks:
         self._collector.collect_chunk(self._tagger.positions(seqs), values, timestamps)
 
 
-def _step(output: Output) -> StreamMap | StreamFilter | StreamFlatMap | None:
-    """The stateless operator ``output`` feeds, if it takes chunks as it is."""
+def _step(output: Output) -> ChunkStep | None:
+    """The stateless operator (or sink function) ``output`` feeds, if it takes chunks as it
+    is."""
     if not isinstance(output, ChainInput) or output.index == 2:
         return None
     op = output.operator
@@ -201,8 +205,9 @@ def chunk_target(
             return stage.collect_chunk
     step = _step(output)
     if step is not None:
-        inner = ChunkOwner(names[id(step)], step.shown)
-        step.chunk_output = chunk_target(step.output, inner, tagger, names)
+        if not isinstance(step, SinkFunctionOperator):
+            inner = ChunkOwner(names[id(step)], step.shown)
+            step.chunk_output = chunk_target(step.output, inner, tagger, names)
         step.chunk_at = at
         return step.process_chunk
     collector = _collector(output)

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from sparktide.runtime.execution.protocol import ChunkTarget
 
 __all__ = [
+    "ChunkStep",
     "CoerceOperator",
     "CollectSinkOperator",
     "PrintSinkOperator",
@@ -75,7 +76,7 @@ def rethrown(failure: Exception) -> Exception:
     return failure.with_traceback(None if tb is None else tb.tb_next)
 
 
-class _ChunkStep(_UserFunctionOperator):
+class ChunkStep(_UserFunctionOperator):
     """A stateless operator that also takes chunks (a split's records in a list, see
     :data:`~sparktide.runtime.execution.protocol.ChunkTarget`): ``process_chunk(seqs, values,
     timestamps)`` calls the function on each value in order and hands its outputs on to
@@ -87,6 +88,12 @@ class _ChunkStep(_UserFunctionOperator):
     chunk_output: ChunkTarget
     chunk_at: Callable[[int], None]
 
+    def process_chunk(
+        self, seqs: Sequence[int], values: list[object], timestamps: list[int | None]
+    ) -> None:
+        """Process a chunk (see the class docstring)."""
+        raise NotImplementedError(type(self).__name__ + ".process_chunk")
+
     def shown(self, seq: int, value: object) -> object:
         """The record a failure after this operator names for the output ``value`` of source
         record ``seq``: the record this operator was processing (here the output itself, as
@@ -94,7 +101,7 @@ class _ChunkStep(_UserFunctionOperator):
         return value
 
 
-class StreamMap(_ChunkStep):
+class StreamMap(ChunkStep):
     def __init__(self, function: object) -> None:
         super().__init__(function)
         self._map = as_callable(function, "map", "map function")
@@ -125,7 +132,7 @@ class StreamMap(_ChunkStep):
         raise rethrown(failure)
 
 
-class StreamFlatMap(_ChunkStep):
+class StreamFlatMap(ChunkStep):
     def __init__(self, function: object) -> None:
         super().__init__(function)
         # a flat_map returns an iterable of outputs (or None)
@@ -184,7 +191,7 @@ class StreamFlatMap(_ChunkStep):
         return values[bisect_left(seqs, seq)]
 
 
-class StreamFilter(_ChunkStep):
+class StreamFilter(ChunkStep):
     def __init__(self, function: object) -> None:
         super().__init__(function)
         self._filter = as_callable(function, "filter", "filter function")
@@ -417,8 +424,9 @@ class SinkContext:
         return self._op.current_processing_time()
 
 
-class SinkFunctionOperator(_UserFunctionOperator):
-    """Calls a user ``SinkFunction.invoke(value, context)`` per record."""
+class SinkFunctionOperator(ChunkStep):
+    """Calls a user ``SinkFunction.invoke(value, context)`` per record (of a chunk too: it
+    hands nothing on)."""
 
     def __init__(self, function: object) -> None:
         super().__init__(function)
@@ -429,3 +437,21 @@ class SinkFunctionOperator(_UserFunctionOperator):
         ctx = self._ctx
         ctx.ts = record.timestamp
         self._invoke(record.value, ctx)
+
+    def process_chunk(
+        self, seqs: Sequence[int], values: list[object], timestamps: list[int | None]
+    ) -> None:
+        ctx = self._ctx
+        invoke = self._invoke
+        for seq, value, ts in zip(seqs, values, timestamps, strict=True):  # noqa: B007
+            ctx.ts = ts
+            try:
+                invoke(value, ctx)
+            except Exception as exc:
+                failure = exc
+                break
+        else:
+            return
+        record = StreamRecord(value, ts)  # noqa: F841 - the failure's record
+        self.chunk_at(seq)
+        raise rethrown(failure)
