@@ -29,7 +29,8 @@ from __future__ import annotations
 import datetime as _dt
 import decimal as _decimal
 import pickle
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -176,7 +177,7 @@ class ColumnTimestampAssigner:
         return f"ColumnTimestampAssigner({self.index}, {self.column!r}, {self.source!r})"
 
 
-_MS_DIVISORS = {"ms": 1, "us": 1_000}
+_MS_DIVISORS: Mapping[str, int] = MappingProxyType({"ms": 1, "us": 1_000})
 """Ticks per millisecond of the timestamp units whose rows hold ``datetime`` values exactly."""
 
 
