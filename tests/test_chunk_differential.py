@@ -338,7 +338,10 @@ def _read(strategy: WatermarkStrategy, chunked: bool, reads: list[int]) -> tuple
     assert reader.chunked is chunked
     for n in reads:
         clock.set_current_time(clock.get_current_processing_time() + 10)
-        reader.read_up_to(n)
+        if n == 1:
+            reader.read_next()
+        else:
+            reader.read_up_to(n)
         reader.emit_periodic()
     reader.finish()
     assert chunked == (out.chunks > 0)

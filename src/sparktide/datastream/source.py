@@ -83,7 +83,8 @@ class CollectionSource(Source):
         """The values of ``split``, as one chunk (:class:`~sparktide.common.arrow_rows.
         RecordChunks`: a reader may hand them on together)."""
         start, end = split.payload
-        return RecordChunks([list(self.values[start:end])])
+        values = self.values[start:end]  # a copy
+        return RecordChunks([values if isinstance(values, list) else list(values)])
 
     def __repr__(self) -> str:
         return f"CollectionSource({len(self.values)} values, num_splits={self.num_splits})"

@@ -576,6 +576,8 @@ class SplitReader:
         """Read and emit one record; ``False`` once the split is exhausted."""
         if self._finished or self.exhausted:
             return False
+        if self._chunks is not None:
+            return self.read_chunks(1) == 1
         value = next(self._iterator, _END)
         if value is _END:
             self.exhausted = True
