@@ -14,6 +14,7 @@ from enum import Enum
 from typing import Generic, TypeVar
 
 __all__ = [
+    "CHUNKED_RECORDS",
     "COLUMNAR_EXECUTION",
     "MAP_BATCHES_SIZE",
     "SKIP_MISSING_INPUT_FILES",
@@ -178,3 +179,11 @@ MAP_BATCHES_SIZE: ConfigOption[int] = (
 )
 """The most records ``DataStream.map_batches`` hands its function at once (default 4096; a
 batch also ends at every watermark). Read when ``map_batches`` is called."""
+
+CHUNKED_RECORDS: ConfigOption[bool] = (
+    ConfigOptions.key("sparktide.execution.chunks").boolean_type().default_value(True)
+)
+"""Whether a source that reads Arrow batches (the NEXMark tables, DataFrame sources) hands its
+records on a batch at a time through the chained ``map``, ``filter`` and ``flat_map`` right
+after it (``true``, the default) or record by record (``false``): the same output, order,
+errors and state (docs/architecture.md, "How a record flows")."""

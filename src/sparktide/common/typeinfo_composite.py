@@ -183,6 +183,50 @@ def _compiled_tuple_coercer(
     return coerce_tuple
 
 
+def _compiled_row_coercer(
+    field_types: tuple[TypeInformation, ...],
+    make: Callable[[tuple[Any, ...]], Row],
+    row_class: type[Row],
+    general: Coercer,
+) -> Coercer | None:
+    """As :func:`_compiled_tuple_coercer`, for rows (fields may be ``None``): a row of
+    ``row_class`` (the declared names) passing the tests is returned as it is, a tuple
+    passing them becomes ``make(value)``."""
+    n = len(field_types)
+    if not 0 < n <= _MAX_COMPILED_FIELDS:
+        return None
+    names = [f"v{i}" for i in range(n)]
+    tests = [t.exact_test(name) for t, name in zip(field_types, names, strict=True)]
+    if any(test is None for test in tests):
+        return None
+    unpack = f"{', '.join(names)},"
+    exact = " and ".join(
+        f"({name} is None or {test})" for name, test in zip(names, tests, strict=True)
+    )
+    source = (
+        "def coerce_row(value, path='value'):\n"
+        "    kind = type(value)\n"
+        "    if kind is row_class:\n"
+        f"        {unpack} = row_values(value)\n"
+        f"        if {exact}:\n"
+        "            return value\n"
+        f"    elif kind is tuple and len(value) == {n}:\n"
+        f"        {unpack} = value\n"
+        f"        if {exact}:\n"
+        "            return make(value)\n"
+        "    return general(value, path)\n"
+    )
+    namespace: dict[str, Any] = {
+        "general": general,
+        "make": make,
+        "row_class": row_class,
+        "row_values": row_values,
+    }
+    exec(compile(source, f"<coercer of {n}-field rows>", "exec"), namespace)
+    coerce_row: Coercer = namespace["coerce_row"]
+    return coerce_row
+
+
 def _int32(value: int) -> int:
     value &= 0xFFFFFFFF
     return value - (1 << 32) if value >> 31 else value
@@ -435,6 +479,33 @@ class RowTypeInfo(_FieldsTypeInfo):
         if kind is None or kind is RowKind.INSERT:
             return self._make_insert(values)
         return Row.of_values(values, self._names, kind)
+
+    def coercer(self) -> Coercer:
+        """:meth:`coerce`, behind one compiled check (when every field type has one, see
+        :meth:`~TypeInformation.exact_test`): a row of the declared names whose fields already
+        have their declared types (or are ``None``) is returned as it is, a tuple of such
+        fields becomes the row without a call per field; anything else goes to :meth:`coerce`.
+
+        >>> from sparktide.common.typeinfo import Types
+        >>> info = Types.ROW_NAMED(["k", "n"], [Types.STRING(), Types.LONG()])
+        >>> coerce = info.coercer()
+        >>> row = info.coerce(("a", 1))
+        >>> coerce(row) is row, coerce(("b", None)), coerce(Row(n=2, k="c"))
+        (True, Row(k='b', n=None), Row(k='c', n=2))
+        >>> coerce(("b", 1.5))
+        Traceback (most recent call last):
+        ...
+        TypeError: value.n: Types.LONG() holds an int, got float 1.5; round it explicitly with \
+int(...) (PyFlink would truncate it silently)
+        """
+        compiled = _compiled_row_coercer(
+            self._field_types, self._make_insert, type(self._make_insert(self._nones)), self.coerce
+        )
+        return self.coerce if compiled is None else compiled
+
+    @property
+    def _nones(self) -> tuple[None, ...]:
+        return (None,) * self._arity
 
     def coerce(self, value: Any, path: str = "value") -> Row:
         kind = type(value)

@@ -556,6 +556,16 @@ class WatermarksWithIdleness(WatermarkGenerator):
         """Whether this generator has marked its output idle (and no record came since)."""
         return self._idle
 
+    @property
+    def wrapped(self) -> WatermarkGenerator:
+        """The generator this one adds idleness detection to."""
+        return self._inner
+
+    def count_events(self, count: int) -> None:
+        """Count ``count`` records as activity, as ``count`` calls of :meth:`on_event` do
+        while the output is not idle (their timestamps go to :attr:`wrapped` separately)."""
+        self._counter += count
+
     def on_event(self, event: Any, event_timestamp: int, output: WatermarkOutput) -> None:
         self._counter += 1
         if self._idle:

@@ -52,6 +52,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from sparktide.common.config_options import (
+    CHUNKED_RECORDS,
     COLUMNAR_EXECUTION,
     MAP_BATCHES_SIZE,
     WINDOW_FAST_PATH,
@@ -95,7 +96,7 @@ EXECUTION_PREFIX = "sparktide.execution."
 EXECUTION_OPTIONS: Mapping[str, ConfigOption[object]] = MappingProxyType(
     {
         o.key(): o  # type: ignore[misc]
-        for o in (COLUMNAR_EXECUTION, WINDOW_FAST_PATH, MAP_BATCHES_SIZE)
+        for o in (COLUMNAR_EXECUTION, WINDOW_FAST_PATH, MAP_BATCHES_SIZE, CHUNKED_RECORDS)
     }
 )
 """sparktide's execution options, by key."""

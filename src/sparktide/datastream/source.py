@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
+from sparktide.common.arrow_rows import RecordChunks
 from sparktide.core.source import (
     Source,
     SourceContext,
@@ -78,9 +79,12 @@ class CollectionSource(Source):
     def get_splits(self) -> list[SourceSplit]:
         return range_splits(0, len(self.values), self.num_splits)
 
-    def read_split(self, split: SourceSplit) -> Iterator[Any]:
+    def read_split(self, split: SourceSplit) -> Iterable[Any]:
+        """The values of ``split``, as one chunk (:class:`~sparktide.common.arrow_rows.
+        RecordChunks`: a reader may hand them on together)."""
         start, end = split.payload
-        return iter(self.values[start:end])
+        values = self.values[start:end]  # a copy
+        return RecordChunks([values if isinstance(values, list) else list(values)])
 
     def __repr__(self) -> str:
         return f"CollectionSource({len(self.values)} values, num_splits={self.num_splits})"

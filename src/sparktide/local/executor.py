@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from operator import itemgetter
 
+from sparktide.common.config_options import CHUNKED_RECORDS
 from sparktide.runtime.execution.driver import (
     READ_CHUNK,
     JobEnvironment,
@@ -71,6 +72,7 @@ class LocalExecutor:
             self.source_clock,
             ship_prints=True,
             fast_windows=self.path().fast_windows,
+            chunks=bool(CHUNKED_RECORDS.read(self.config.get_configuration().to_dict())),
         )
         self.subtasks: dict[int, list[SubtaskSession]] = {}
         for stage in self.plan.stages:

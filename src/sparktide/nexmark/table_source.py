@@ -14,8 +14,9 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
+from sparktide.common.arrow_rows import RecordChunks, rows_of_batch
 from sparktide.common.typeinfo_base import TypeInformation
-from sparktide.common.types import Row, row_maker
+from sparktide.common.types import Row
 from sparktide.core.source import Source, SourceSplit, range_splits
 
 __all__ = ["TableSource"]
@@ -40,12 +41,15 @@ class TableSource(Source):
     def get_splits(self) -> list[SourceSplit]:
         return range_splits(0, self.table.num_rows, self.splits)
 
-    def read_split(self, split: SourceSplit) -> Iterator[Row]:
+    def read_split(self, split: SourceSplit) -> RecordChunks:
+        """The rows of ``split``, a list per Arrow batch (:class:`RecordChunks`)."""
+        return RecordChunks(self._chunks(split))
+
+    def _chunks(self, split: SourceSplit) -> Iterator[list[Row]]:
         first, stop = split.payload
-        make = row_maker(self.table.column_names)
+        names = self.table.column_names
         for batch in self.table.slice(first, stop - first).to_batches(_BATCH):
-            columns = [column.to_pylist() for column in batch.columns]
-            yield from map(make, zip(*columns, strict=True))
+            yield rows_of_batch(batch, names)
 
     def __repr__(self) -> str:
         return f"TableSource({self.table.num_rows} rows, splits={self.splits})"

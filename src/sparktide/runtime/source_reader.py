@@ -27,14 +27,20 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
-from typing import TypeAlias
+from typing import TypeAlias, cast
 
+from sparktide.common.arrow_rows import RecordChunks
 from sparktide.common.watermark_strategy import (
+    AscendingTimestampsWatermarks,
+    BoundedOutOfOrdernessWatermarks,
+    NoWatermarksGenerator,
     RecordTimestampAssigner,
+    WatermarkGenerator,
     WatermarkOutput,
     WatermarkStrategy,
+    WatermarksWithIdleness,
     check_extracted_timestamp,
 )
 from sparktide.core.source import SourceContext, SourceFunction
@@ -46,6 +52,7 @@ from sparktide.runtime.elements import (
     WatermarkStatus,
     check_timestamp,
 )
+from sparktide.runtime.operators.simple import rethrown
 from sparktide.runtime.operators.timestamps import WatermarkEmitter
 from sparktide.runtime.output import Output
 from sparktide.runtime.processing_time import ProcessingTimeService
@@ -387,6 +394,52 @@ _MAX_RUN_AHEAD = 1024
 # ---------------------------------------------------------------------------------------------
 # The per-split driver
 
+_MAX_KEEPERS = (BoundedOutOfOrdernessWatermarks, AscendingTimestampsWatermarks)
+
+_ChunkOutput: TypeAlias = Callable[[list[object], list[int | None]], None]
+
+
+def _not_chunked(values: list[object], timestamps: list[int | None]) -> None:
+    raise RuntimeError("this reader's output takes records one by one, not chunks")
+
+
+def _ignore(count: int, top: int) -> None:
+    """A generator that does nothing per record."""
+
+
+def _chunk_observer(
+    generator: WatermarkGenerator, output: WatermarkOutput
+) -> Callable[[int, int], None] | None:
+    """``observe(count, top)``: tells ``generator`` about ``count`` records whose largest
+    timestamp is ``top`` in one call, leaving the state ``count`` calls of ``on_event`` leave;
+    ``None`` unless the generator's ``on_event`` only keeps the largest timestamp (the built-in
+    bounded out-of-orderness and monotonous generators, the no-watermarks one, and those
+    wrapped in idleness detection, while not idle), exactly those classes."""
+    kind = type(generator)
+    if kind is NoWatermarksGenerator:
+        return _ignore
+    if kind in _MAX_KEEPERS:
+        on_event = generator.on_event
+
+        def keep_largest(count: int, top: int) -> None:
+            on_event(None, top, output)
+
+        return keep_largest
+    if kind is WatermarksWithIdleness:
+        wrapper = cast(WatermarksWithIdleness, generator)
+        if type(wrapper.wrapped) not in (*_MAX_KEEPERS, NoWatermarksGenerator):
+            return None
+        inner = _chunk_observer(wrapper.wrapped, output)
+        count_events = wrapper.count_events
+
+        def active(count: int, top: int) -> None:
+            count_events(count)
+            inner(count, top)  # type: ignore[misc]
+
+        return active
+    return None
+
+
 _END = object()
 _NO_WATERMARKS = WatermarkStrategy.no_watermarks()
 
@@ -425,11 +478,19 @@ class SplitReader:
 
     __slots__ = (
         "_assigner",
+        "_chunks",
+        "_collect_chunk",
+        "_column_timestamps",
         "_extract",
         "_finished",
+        "_is_idle",
         "_iterator",
+        "_observe",
+        "_offset",
         "_on_event",
         "_output",
+        "_pending",
+        "_pending_ts",
         "_records_read",
         "_wm_output",
         "exhausted",
@@ -446,6 +507,7 @@ class SplitReader:
         *,
         split_id: str | None = None,
         watermark_output: WatermarkOutput | None = None,
+        chunked: bool = False,
     ) -> None:
         if strategy is None:
             strategy = _NO_WATERMARKS
@@ -475,10 +537,33 @@ class SplitReader:
         self._records_read = 0
         self._finished = False
         self.exhausted = False
+        self._chunks: Iterator[list[object]] | None = None
+        self._pending: list[object] = []
+        self._pending_ts: list[int | None] | None = None  # its timestamps, if by column
+        self._offset = 0
+        # the assigner's timestamps of a whole chunk at once (a ColumnTimestampAssigner's)
+        self._column_timestamps: Callable[[list[object]], list[int | None] | None] | None = (
+            None if self._extract is None else getattr(assigner, "column_timestamps", None)
+        )
+        generator = self.generator
+        self._observe = _chunk_observer(generator, self._wm_output)
+        self._is_idle: Callable[[], bool] | None = (
+            generator.is_idle if isinstance(generator, WatermarksWithIdleness) else None
+        )
+        collect_chunk: _ChunkOutput | None = getattr(output, "collect_chunk", None)
+        self._collect_chunk: _ChunkOutput = _not_chunked if collect_chunk is None else collect_chunk
+        takes_chunks = chunked and collect_chunk is not None and self._observe is not None
+        if takes_chunks and isinstance(records, RecordChunks):
+            self._chunks = records.chunks()
 
     @property
     def records_read(self) -> int:
         return self._records_read
+
+    @property
+    def chunked(self) -> bool:
+        """Whether records are handed on a chunk at a time (see :meth:`read_chunks`)."""
+        return self._chunks is not None
 
     @property
     def watermark_output(self) -> WatermarkOutput:
@@ -491,6 +576,8 @@ class SplitReader:
         """Read and emit one record; ``False`` once the split is exhausted."""
         if self._finished or self.exhausted:
             return False
+        if self._chunks is not None:
+            return self.read_chunks(1) == 1
         value = next(self._iterator, _END)
         if value is _END:
             self.exhausted = True
@@ -514,6 +601,8 @@ class SplitReader:
             raise ValueError(f"n must be an int >= 0, got {n!r}")
         if self._finished or self.exhausted or n == 0:
             return 0
+        if self._chunks is not None:
+            return self.read_chunks(n)
         collect = self._output.collect
         on_event = self._on_event
         wm_output = self._wm_output
@@ -538,6 +627,79 @@ class SplitReader:
         if count < n:
             self.exhausted = True
         return count
+
+    def read_chunks(self, n: int) -> int:
+        """:meth:`read_up_to` of a reader handing out chunks: the next ``n`` records of the
+        source's chunks (cut where ``n`` ends), a chunk at a time to the output's
+        ``collect_chunk(values, timestamps)``; the watermark generator is told once per chunk
+        (it only keeps the largest timestamp, see :func:`_chunk_observer`)."""
+        count = 0
+        chunks = cast("Iterator[list[object]]", self._chunks)
+        try:
+            while count < n:
+                pending, offset = self._pending, self._offset
+                if offset >= len(pending):
+                    chunk = next(chunks, None)
+                    if chunk is None:
+                        self.exhausted = True
+                        break
+                    self._pending, self._offset = chunk, 0
+                    by_column = self._column_timestamps
+                    self._pending_ts = None if by_column is None else by_column(chunk)
+                    continue
+                stamps = self._pending_ts
+                end = offset + n - count
+                whole = offset == 0 and len(pending) <= n - count
+                values = pending if whole else pending[offset:end]
+                self._offset = offset + len(values)
+                count += len(values)
+                if stamps is None:
+                    self.read_slice(values)
+                else:
+                    self._hand_on(values, stamps if whole else stamps[offset:end])
+        finally:
+            self._records_read += count
+        return count
+
+    def read_slice(self, values: list[object]) -> None:
+        """Hand on ``values`` (records read in order) as one chunk with their timestamps. An
+        assigner failing on one of them hands on those before it first (as record by record),
+        then raises."""
+        extract = self._extract
+        if extract is None:
+            self._hand_on(values, [None] * len(values))
+            return
+        assigner = self._assigner
+        timestamps: list[int | None] = []
+        append = timestamps.append
+        try:
+            for value in values:  # ``value``: the failure's record
+                ts = extract(value, MIN_TIMESTAMP)
+                if type(ts) is not int or ts < MIN_TIMESTAMP or ts > MAX_TIMESTAMP:
+                    ts = check_extracted_timestamp(ts, assigner)
+                append(ts)
+        except Exception as exc:
+            failure = exc
+        else:
+            self._hand_on(values, timestamps)
+            return
+        if timestamps:
+            self._hand_on(values[: len(timestamps)], timestamps)
+        raise rethrown(failure)
+
+    def _hand_on(self, values: list[object], timestamps: list[int | None]) -> None:
+        is_idle = self._is_idle
+        if is_idle is not None and is_idle():
+            # the first record makes the output active again, right after it (as on_event does)
+            self._collect_chunk(values[:1], timestamps[:1])
+            ts = timestamps[0]
+            self._on_event(values[0], MIN_TIMESTAMP if ts is None else ts, self._wm_output)
+            values, timestamps = values[1:], timestamps[1:]
+            if not values:
+                return
+        self._collect_chunk(values, timestamps)
+        top = MIN_TIMESTAMP if timestamps[0] is None else max(timestamps)  # type: ignore[type-var]
+        cast("Callable[[int, int], None]", self._observe)(len(values), top)  # type: ignore[arg-type]
 
     def emit_periodic(self) -> None:
         """Ask the split's generator for its periodic watermark (end of a round)."""

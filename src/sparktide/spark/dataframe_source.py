@@ -19,8 +19,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
+from sparktide.common.arrow_rows import RecordChunks, rows_of_batch
 from sparktide.core.source import Source, SourceSplit
-from sparktide.spark.frames import records_of_batch, type_info_of_schema
+from sparktide.spark.frames import type_info_of_schema
 from sparktide.spark.session import is_connect
 
 if TYPE_CHECKING:
@@ -134,10 +135,11 @@ class DataFrameSource(Source):
 
     # ------------------------------------------------------------------ reading
 
-    def records(self, batches: Iterable[pa.RecordBatch]) -> Iterator[object]:
-        """The records of one split from its Arrow batches, in order."""
-        for batch in batches:
-            yield from records_of_batch(batch, self.columns)
+    def records(self, batches: Iterable[pa.RecordBatch]) -> Iterable[object]:
+        """The records of one split from its Arrow batches, in order: a list per batch
+        (:class:`~sparktide.common.arrow_rows.RecordChunks`)."""
+        columns = self.columns
+        return RecordChunks(rows_of_batch(batch, columns) for batch in batches)
 
     def read_split(self, split: SourceSplit) -> Iterable[object]:
         """The rows of ``split`` (local runtime: the prepared frame is read once via Arrow)."""

@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from sparktide.common.config_options import CHUNKED_RECORDS
 from sparktide.core.metrics import MetricsReport
 from sparktide.runtime.execution.driver import JobEnvironment
 from sparktide.runtime.execution.path import PathChoice, Request
@@ -149,6 +150,7 @@ class SparkExecutor:
             self.chunk_items,
             self.config.get_task_buffer() or self.flush_items,
             fast_windows=self.path(Request.run()).fast_windows,
+            chunks=bool(CHUNKED_RECORDS.read(self.config.get_configuration().to_dict())),
         )
 
     def _source_frames(self, job: SparkJob, direct: bool = False) -> list[DataFrame]:

@@ -29,18 +29,20 @@ from __future__ import annotations
 import datetime as _dt
 import decimal as _decimal
 import pickle
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from sparktide.common.arrow_columns import arrow_schema_of
 from sparktide.common.arrow_columns import stream_columns as _columns_of
+from sparktide.common.arrow_rows import rows_of_batch
 from sparktide.common.typeinfo import Types
 from sparktide.common.typeinfo_base import TypeInformation
 from sparktide.common.typeinfo_basic import PickledBytesTypeInfo
 from sparktide.common.typeinfo_composite import RowTypeInfo, TupleTypeInfo
-from sparktide.common.types import Row, row_maker
+from sparktide.common.types import Row
 
 if TYPE_CHECKING:
     from pyspark.sql.types import DataType, StructType
@@ -101,41 +103,10 @@ def type_info_of_schema(schema: StructType) -> RowTypeInfo:
     )
 
 
-def _python_column(column: pa.Array | pa.ChunkedArray) -> list[object]:
-    """The Python values of an Arrow column, as a stream holds them: zone-aware timestamps
-    become zone-less UTC, structs become rows, maps become dicts."""
-    t = column.type
-    if pa.types.is_timestamp(t) and t.tz is not None:
-        column = column.cast(pa.timestamp(t.unit))
-    values: list[object] = column.to_pylist()
-    if pa.types.is_struct(t) or pa.types.is_map(t) or pa.types.is_list(t):
-        return [_python_value(v, t) for v in values]
-    return values
-
-
-def _python_value(value: Any, t: pa.DataType) -> Any:
-    if value is None:
-        return None
-    if pa.types.is_struct(t):
-        fields = [t.field(i) for i in range(t.num_fields)]
-        return Row.of_values(
-            [_python_value(value[f.name], f.type) for f in fields], [f.name for f in fields]
-        )
-    if pa.types.is_map(t):
-        return {_python_value(k, t.key_type): _python_value(v, t.item_type) for k, v in value}
-    if pa.types.is_list(t):
-        return [_python_value(v, t.value_type) for v in value]
-    if pa.types.is_timestamp(t) and t.tz is not None:
-        return value.astimezone(_dt.timezone.utc).replace(tzinfo=None)
-    return value
-
-
 def records_of_batch(batch: pa.RecordBatch, names: Sequence[str] | None = None) -> Iterator[Row]:
     """The rows of an Arrow batch as named :class:`Row` values (``names``: the columns to
-    keep, in order; default all)."""
-    names = list(batch.schema.names) if names is None else list(names)
-    columns = [_python_column(batch.column(name)) for name in names]
-    yield from map(row_maker(names), zip(*columns, strict=True))
+    keep, in order; default all); see :func:`~sparktide.common.arrow_rows.rows_of_batch`."""
+    return iter(rows_of_batch(batch, list(batch.schema.names) if names is None else names))
 
 
 class ColumnTimestampAssigner:
@@ -174,8 +145,40 @@ class ColumnTimestampAssigner:
             f"{_column_advice(ts, self.column)}"
         )
 
+    def column_timestamps(self, rows: list[Any]) -> list[int] | None:
+        """The timestamps of a batch's ``rows`` (a :class:`~sparktide.common.arrow_rows.
+        RowChunk`) computed from the column, as :meth:`extract_timestamp` gives them one by
+        one; ``None`` where only the rows one by one say it (a null, another column type:
+        they raise its errors).
+
+        >>> import pyarrow as pa
+        >>> from sparktide.common.arrow_rows import rows_of_batch
+        >>> batch = pa.record_batch({"ts": pa.array([1500, -1], pa.timestamp("us"))})
+        >>> ColumnTimestampAssigner(0, "ts").column_timestamps(rows_of_batch(batch, ["ts"]))
+        [1, -1]
+        """
+        arrays = getattr(rows, "arrays", None)
+        if arrays is None:
+            return None
+        array = arrays[self.index]
+        if array.null_count:
+            return None
+        t = array.type
+        if pa.types.is_signed_integer(t):
+            column: list[int] = rows.columns[self.index]  # type: ignore[attr-defined]
+            return column  # the ints the rows hold
+        divisor = _MS_DIVISORS.get(t.unit) if pa.types.is_timestamp(t) else None
+        if divisor is None:
+            return None
+        ticks = array.cast(pa.int64()).to_numpy()  # since the epoch, UTC
+        return (ticks // divisor).tolist()  # type: ignore[no-any-return]  # floor, as per row
+
     def __repr__(self) -> str:
         return f"ColumnTimestampAssigner({self.index}, {self.column!r}, {self.source!r})"
+
+
+_MS_DIVISORS: Mapping[str, int] = MappingProxyType({"ms": 1, "us": 1_000})
+"""Ticks per millisecond of the timestamp units whose rows hold ``datetime`` values exactly."""
 
 
 def _column_advice(value: object, column: str) -> str:

@@ -143,11 +143,13 @@ class SparkJob:
         chunk: int = CHUNK,
         flush: int = FLUSH,
         fast_windows: frozenset[int] | None = None,
+        chunks: bool = True,
     ) -> None:
         self.plan = plan
         # the window nodes the path choice runs on the window fast path (None: each operator
         # applies the rule with the default options)
         self.fast_windows = fast_windows
+        self.chunks = chunks  # split readers hand chunks on (sparktide.execution.chunks)
         self.job_parameters = job_parameters
         self.every = watermark_every
         self.simulated = SimulatedTime.of(simulated)
@@ -195,6 +197,7 @@ class SparkJob:
             ship_prints=True,
             frame_sinks=True,
             fast_windows=self.fast_windows,
+            chunks=self.chunks,
         )
 
     def rows(self, tasks: JobTasks, rounds: int, final: bool = True) -> pa.RecordBatch:

@@ -6,12 +6,13 @@ run (:mod:`sparktide.spark.streaming`) splits each micro-batch with :meth:`Strea
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from sparktide.common.arrow_rows import RecordChunks, rows_of_batch
 from sparktide.core.source import Source, SourceSplit
 from sparktide.runtime.graph import SourceNode
-from sparktide.spark.frames import records_of_batch, type_info_of_schema
+from sparktide.spark.frames import type_info_of_schema
 from sparktide.spark.placement import spark_hash_long
 
 if TYPE_CHECKING:
@@ -133,9 +134,10 @@ class StreamSource(Source):
             df = batch_df.coalesce(1)
         return df.sortWithinPartitions(*self.order_by) if self.order_by else df
 
-    def records(self, batches: Iterable[pa.RecordBatch]) -> Iterator[object]:
-        for batch in batches:
-            yield from records_of_batch(batch, self.columns)
+    def records(self, batches: Iterable[pa.RecordBatch]) -> RecordChunks:
+        """The records of one split from its Arrow batches, a list per batch."""
+        columns = self.columns
+        return RecordChunks(rows_of_batch(batch, columns) for batch in batches)
 
     def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)

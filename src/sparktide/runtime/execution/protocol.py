@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import pickle
 import struct
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from enum import IntEnum
 from itertools import repeat
 from typing import Protocol, TypeAlias, cast
@@ -67,6 +67,7 @@ __all__ = [
     "PAD",
     "START",
     "ChunkKind",
+    "ChunkTarget",
     "Collected",
     "Cursor",
     "CursorKey",
@@ -522,16 +523,27 @@ class Cursor:
         return (*self.position, _WATERMARK, 0, 0)
 
 
+ChunkTarget: TypeAlias = Callable[[Sequence[int], list[object], list[int | None]], None]
+"""What takes a chunk: ``(seqs, values, timestamps)``, an item per output, ``seqs[i]`` the
+number (in its split) of the source record item ``i`` came from (ascending)."""
+
+
+def _no_chunks(seqs: Sequence[int], values: list[object], timestamps: list[int | None]) -> None:
+    raise RuntimeError("this split's chain takes records one by one, not chunks")
+
+
 class SourceTagger:
     """First output of a split's driver: stamps each element with its source position
     (:func:`source_position`, built inline: it runs per record)."""
 
-    __slots__ = ("cursor", "downstream", "phase", "round", "seq", "split")
+    __slots__ = ("chunk_downstream", "cursor", "downstream", "phase", "round", "seq", "split")
 
     def __init__(self, cursor: Cursor, split: int, downstream: Output | None) -> None:
         self.cursor = cursor
         self.split = split
         self.downstream: Output = downstream  # type: ignore[assignment]  # set right after
+        # where chunks go (the task's builder sets it when the reader hands out chunks)
+        self.chunk_downstream: ChunkTarget = _no_chunks
         self.round = 0
         self.phase = _READ  # a RoundPhase's value
         self.seq = 0
@@ -548,6 +560,38 @@ class SourceTagger:
         cursor.position = (self.round, self.phase, self.split, self.seq, 0)
         cursor.n = 0
         self.downstream.collect(record)
+
+    def collect_chunk(self, values: list[object], timestamps: list[int | None]) -> None:
+        """Records read one after another (a chunk): numbered on from the last record read,
+        handed on together (``chunk_downstream``, set by the task's builder)."""
+        seq = self.seq
+        self.seq = seq + len(values)
+        self.chunk_downstream(range(seq + 1, self.seq + 1), values, timestamps)
+
+    def at_seq(self, seq: int) -> None:
+        """Position what follows as the outputs of record ``seq`` of the current round (what
+        :meth:`collect` does before handing record ``seq`` on)."""
+        cursor = self.cursor
+        cursor.position = (self.round, self.phase, self.split, seq, 0)
+        cursor.n = 0
+
+    def positions(self, seqs: Sequence[int]) -> list[Position]:
+        """The positions of outputs of the records ``seqs`` (ascending; an output per item, a
+        record's outputs numbered in order), as a cursor set by :meth:`at_seq` gives them one
+        by one; the cursor is left where it would be after the last."""
+        prefix = (self.round, self.phase, self.split)
+        out: list[Position] = []
+        append = out.append
+        last, n = -1, 0
+        for seq in seqs:
+            if seq != last:
+                last, n = seq, 0
+            append((*prefix, seq, 0, n))
+            n += 1
+        if out:
+            self.at_seq(last)
+            self.cursor.n = n
+        return out
 
     def collect_side(self, tag: object, record: StreamRecord) -> None:
         self.downstream.collect_side(tag, record)  # type: ignore[arg-type]  # the tag read

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 from sparktide.core.metrics import MetricsReport
 from sparktide.runtime.elements import StreamRecord, Watermark, WatermarkStatus
+from sparktide.runtime.execution.chunk_path import chunk_target, reader_owner
 from sparktide.runtime.execution.planner import Plan, Stage
 from sparktide.runtime.execution.protocol import (
     NO_KEY,
@@ -212,8 +213,12 @@ class JobTasks:
         ship_prints: bool = False,
         frame_sinks: bool = False,
         fast_windows: frozenset[int] | None = None,
+        chunks: bool = True,
     ) -> None:
         self.plan = plan
+        # whether split readers hand chunks through the chained stateless operators
+        # (:mod:`~sparktide.runtime.execution.chunk_path`)
+        self.chunks = chunks
         # the window nodes that take the window fast path, as the job's path choice decided
         # (:attr:`~sparktide.runtime.execution.path.PathChoice.fast_windows`); None: each
         # window operator applies the rule with the default options
@@ -368,11 +373,15 @@ class JobTasks:
             driver = SourceFunctionDriver(source.source, tagger, self.source_clock)
         else:
             driver = SplitReader(
-                iter(source.source.read_split(split) if records is None else records),
+                source.source.read_split(split) if records is None else records,
                 source.watermark_strategy,
                 self.source_clock,
                 tagger,
+                chunked=self.chunks,
             )
+            if driver.chunked:
+                owner = reader_owner(source.name)
+                tagger.chunk_downstream = chunk_target(tagger.downstream, owner, tagger, self.names)
         self.names[id(driver)] = source.name
         task = SplitTask(g, driver, tagger)
         task.operators = self.operators[built:]  # in the order they were built

@@ -19,6 +19,7 @@ from sparktide.runtime.operators.co_process import AbstractTwoInputOperator
 from sparktide.runtime.output import Output
 
 if TYPE_CHECKING:
+    from sparktide.common.typeinfo_base import Coercer
     from sparktide.runtime.operators.base import AbstractStreamOperator
 
 __all__ = ["ChainInput", "ExchangeWriter", "NodeOutput", "ValveOutput"]
@@ -47,6 +48,14 @@ class NodeOutput:
         pickled = type(output_type).__name__.startswith("Pickled")
         self._coerce = coercer() if coercer is not None and not pickled else None
         self._where = "output value"
+
+    def chunk_parts(self) -> tuple[Output, Coercer | None, str] | None:
+        """``(target, coerce, where)`` when this output hands everything to one target (no
+        fan-out, no side outputs read), coercing with ``coerce(value, where)`` (``None``: as
+        it is); else ``None`` (records go one by one)."""
+        if len(self._main) != 1 or self._side:
+            return None
+        return self._main[0], self._coerce, self._where
 
     @property
     def needed(self) -> bool:
@@ -86,13 +95,15 @@ class NodeOutput:
 class ChainInput:
     """Feeds a chained operator's input ``index`` (1 or 2)."""
 
-    __slots__ = ("collect", "emit_watermark", "emit_watermark_status")
+    __slots__ = ("collect", "emit_watermark", "emit_watermark_status", "index", "operator")
 
     collect: Callable[[StreamRecord], None]
     emit_watermark: Callable[[Watermark], None]
     emit_watermark_status: Callable[[WatermarkStatus], None]
 
     def __init__(self, op: AbstractStreamOperator, index: int) -> None:
+        self.operator = op  # the operator fed (and its ``index``: input 1 or 2)
+        self.index = index
         if isinstance(op, AbstractTwoInputOperator):
             if index == 2:
                 self.collect = op.process_element2

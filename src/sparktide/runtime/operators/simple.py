@@ -7,7 +7,9 @@ record belongs to one chain path, so stateless operators replace its value in pl
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Sequence
+from itertools import compress, repeat
 from typing import TYPE_CHECKING, TextIO, cast
 
 from sparktide.common.typeinfo_base import TypeInformation
@@ -19,7 +21,10 @@ if TYPE_CHECKING:
     # the positions runners give printed lines and collected records: ordered values
     from _typeshed import SupportsRichComparison as Position
 
+    from sparktide.runtime.execution.protocol import ChunkTarget
+
 __all__ = [
+    "ChunkStep",
     "CoerceOperator",
     "CollectSinkOperator",
     "PrintSinkOperator",
@@ -30,6 +35,7 @@ __all__ = [
     "StreamGroupedReduce",
     "StreamMap",
     "as_callable",
+    "rethrown",
 ]
 
 
@@ -63,7 +69,39 @@ class _UserFunctionOperator(AbstractStreamOperator):
         super().close()
 
 
-class StreamMap(_UserFunctionOperator):
+def rethrown(failure: Exception) -> Exception:
+    """``failure``, caught in the frame that raises it again, without that frame's first entry
+    in its traceback (raising adds it again): the traceback reads as if never caught."""
+    tb = failure.__traceback__
+    return failure.with_traceback(None if tb is None else tb.tb_next)
+
+
+class ChunkStep(_UserFunctionOperator):
+    """A stateless operator that also takes chunks (a split's records in a list, see
+    :data:`~sparktide.runtime.execution.protocol.ChunkTarget`): ``process_chunk(seqs, values,
+    timestamps)`` calls the function on each value in order and hands its outputs on to
+    ``chunk_output`` in one chunk. When the function raises on item ``i``, what the items
+    before ``i`` gave is handed on first (as record by record), then the error is raised with
+    ``record`` (the failure context's record) the item's, and the cursor at its source record
+    (``chunk_at(seq)``). The runner wires ``chunk_output`` and ``chunk_at``."""
+
+    chunk_output: ChunkTarget
+    chunk_at: Callable[[int], None]
+
+    def process_chunk(
+        self, seqs: Sequence[int], values: list[object], timestamps: list[int | None]
+    ) -> None:
+        """Process a chunk (see the class docstring)."""
+        raise NotImplementedError(type(self).__name__ + ".process_chunk")
+
+    def shown(self, seq: int, value: object) -> object:
+        """The record a failure after this operator names for the output ``value`` of source
+        record ``seq``: the record this operator was processing (here the output itself, as
+        ``process_element`` hands on the record it received)."""
+        return value
+
+
+class StreamMap(ChunkStep):
     def __init__(self, function: object) -> None:
         super().__init__(function)
         self._map = as_callable(function, "map", "map function")
@@ -72,8 +110,29 @@ class StreamMap(_UserFunctionOperator):
         record.value = self._map(record.value)
         self.output.collect(record)
 
+    def process_chunk(
+        self, seqs: Sequence[int], values: list[object], timestamps: list[int | None]
+    ) -> None:
+        fn = self._map
+        out: list[object] = []
+        append = out.append
+        try:
+            for value in values:
+                append(fn(value))
+        except Exception as exc:
+            failure = exc
+        else:
+            self.chunk_output(seqs, out, timestamps)
+            return
+        i = len(out)
+        if i:
+            self.chunk_output(seqs[:i], out, timestamps[:i])
+        record = StreamRecord(values[i], timestamps[i])  # noqa: F841 - the failure's record
+        self.chunk_at(seqs[i])
+        raise rethrown(failure)
 
-class StreamFlatMap(_UserFunctionOperator):
+
+class StreamFlatMap(ChunkStep):
     def __init__(self, function: object) -> None:
         super().__init__(function)
         # a flat_map returns an iterable of outputs (or None)
@@ -91,8 +150,48 @@ class StreamFlatMap(_UserFunctionOperator):
         for value in results:
             collect(StreamRecord(value, ts))
 
+    def process_chunk(
+        self, seqs: Sequence[int], values: list[object], timestamps: list[int | None]
+    ) -> None:
+        fn = self._flat_map
+        self._chunk_in = (seqs, values)  # for :meth:`shown`
+        out: list[object] = []
+        out_seqs: list[int] = []
+        out_ts: list[int | None] = []
+        extend = out.extend
+        try:
+            for seq, value, ts in zip(seqs, values, timestamps, strict=True):
+                results = fn(value)
+                if results is None:
+                    continue
+                before = len(out)
+                extend(results)
+                k = len(out) - before
+                if k:
+                    out_seqs.extend(repeat(seq, k))
+                    out_ts.extend(repeat(ts, k))
+        except Exception as exc:
+            failure = exc
+        else:
+            if out:
+                self.chunk_output(out_seqs, out, out_ts)
+            return
+        k = len(out) - len(out_seqs)  # what the failing input gave before it raised
+        out_seqs.extend(repeat(seq, k))
+        out_ts.extend(repeat(ts, k))
+        if out:
+            self.chunk_output(out_seqs, out, out_ts)
+        record = StreamRecord(value, ts)  # noqa: F841 - the failure's record
+        self.chunk_at(seq)
+        raise rethrown(failure)
 
-class StreamFilter(_UserFunctionOperator):
+    def shown(self, seq: int, value: object) -> object:
+        """The input of the outputs of source record ``seq`` (``process_element``'s record)."""
+        seqs, values = self._chunk_in
+        return values[bisect_left(seqs, seq)]
+
+
+class StreamFilter(ChunkStep):
     def __init__(self, function: object) -> None:
         super().__init__(function)
         self._filter = as_callable(function, "filter", "filter function")
@@ -100,6 +199,45 @@ class StreamFilter(_UserFunctionOperator):
     def process_element(self, record: StreamRecord) -> None:
         if self._filter(record.value):
             self.output.collect(record)
+
+    def process_chunk(
+        self, seqs: Sequence[int], values: list[object], timestamps: list[int | None]
+    ) -> None:
+        fn = self._filter
+        keep: list[bool] = []
+        append = keep.append
+        try:
+            for value in values:
+                append(True if fn(value) else False)  # noqa: SIM210 - truth taken now
+        except Exception as exc:
+            failure = exc
+        else:
+            if all(keep):
+                if keep:
+                    self.chunk_output(seqs, values, timestamps)
+            elif any(keep):
+                self._pass(seqs, values, timestamps, keep)
+            return
+        i = len(keep)
+        if any(keep):
+            self._pass(seqs, values, timestamps, keep)
+        record = StreamRecord(values[i], timestamps[i])  # noqa: F841 - the failure's record
+        self.chunk_at(seqs[i])
+        raise rethrown(failure)
+
+    def _pass(
+        self,
+        seqs: Sequence[int],
+        values: list[object],
+        timestamps: list[int | None],
+        keep: list[bool],
+    ) -> None:
+        """Hand on the items ``keep`` says (the first ``len(keep)``)."""
+        self.chunk_output(
+            list(compress(seqs, keep)),
+            list(compress(values, keep)),
+            list(compress(timestamps, keep)),
+        )
 
 
 class CoerceOperator(AbstractStreamOperator):
@@ -242,6 +380,12 @@ class RecordCollector:
     def __call__(self, record: StreamRecord) -> None:
         self.out.append((self.position(), record))
 
+    def collect_chunk(
+        self, positions: Sequence[Position], values: list[object], timestamps: list[int | None]
+    ) -> None:
+        """Records at ``positions`` (what the calls record by record would append, at once)."""
+        self.out.extend(zip(positions, map(StreamRecord, values, timestamps), strict=True))
+
 
 class CollectSinkOperator(AbstractStreamOperator):
     """Hands each record to ``sink(record)`` (the runner collects results this way)."""
@@ -280,8 +424,9 @@ class SinkContext:
         return self._op.current_processing_time()
 
 
-class SinkFunctionOperator(_UserFunctionOperator):
-    """Calls a user ``SinkFunction.invoke(value, context)`` per record."""
+class SinkFunctionOperator(ChunkStep):
+    """Calls a user ``SinkFunction.invoke(value, context)`` per record (of a chunk too: it
+    hands nothing on)."""
 
     def __init__(self, function: object) -> None:
         super().__init__(function)
@@ -292,3 +437,21 @@ class SinkFunctionOperator(_UserFunctionOperator):
         ctx = self._ctx
         ctx.ts = record.timestamp
         self._invoke(record.value, ctx)
+
+    def process_chunk(
+        self, seqs: Sequence[int], values: list[object], timestamps: list[int | None]
+    ) -> None:
+        ctx = self._ctx
+        invoke = self._invoke
+        for seq, value, ts in zip(seqs, values, timestamps, strict=True):  # noqa: B007
+            ctx.ts = ts
+            try:
+                invoke(value, ctx)
+            except Exception as exc:
+                failure = exc
+                break
+        else:
+            return
+        record = StreamRecord(value, ts)  # noqa: F841 - the failure's record
+        self.chunk_at(seq)
+        raise rethrown(failure)

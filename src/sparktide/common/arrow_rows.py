@@ -1,0 +1,122 @@
+"""Arrow batches to Python records, a batch at a time: the one conversion every Arrow-backed
+source uses (the NEXMark table source, the Spark DataFrame source).
+
+A column becomes a Python list once per batch. A dictionary-encoded column decodes its
+dictionary once and indexes it (``to_pylist`` on a dictionary array converts every value through
+the dictionary: several times slower); integer and float columns without nulls go through
+NumPy; zone-aware timestamps become zone-less UTC, structs become rows, maps become dicts.
+:class:`RecordChunks` hands a split's records out as one list per batch, which the split reader
+takes a chunk at a time (and anything else iterates record by record).
+
+>>> import pyarrow as pa
+>>> batch = pa.record_batch({"id": [1, 2], "tag": pa.array(["x", "y"]).dictionary_encode()})
+>>> python_column(batch.column("tag")), rows_of_batch(batch, ["tag", "id"])
+(['x', 'y'], [Row(tag='x', id=1), Row(tag='y', id=2)])
+>>> chunks = RecordChunks(iter([[1, 2], [3]]))
+>>> list(chunks)
+[1, 2, 3]
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import chain
+from typing import Any
+
+import pyarrow as pa
+
+from sparktide.common.types import Row, row_maker
+
+__all__ = ["RecordChunks", "RowChunk", "python_column", "rows_of_batch"]
+
+
+class RecordChunks:
+    """A split's records as chunks (lists, in order): iterating gives the records one by one,
+    :meth:`chunks` the lists themselves (one pass either way, whichever is taken first)."""
+
+    __slots__ = ("_chunks",)
+
+    def __init__(self, chunks: Iterable[list[Any]]) -> None:
+        self._chunks = chunks
+
+    def chunks(self) -> Iterator[list[Any]]:
+        """The chunks, in order (empty ones included)."""
+        return iter(self._chunks)
+
+    def __iter__(self) -> Iterator[Any]:
+        return chain.from_iterable(self._chunks)
+
+
+def _numeric(t: pa.DataType) -> bool:
+    return bool(pa.types.is_integer(t) or pa.types.is_float32(t) or pa.types.is_float64(t))
+
+
+def python_column(column: pa.Array | pa.ChunkedArray) -> list[Any]:
+    """The Python values of an Arrow column, as a stream holds them."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    t = column.type
+    if pa.types.is_dictionary(t):
+        return _decoded(column)
+    if _numeric(t) and column.null_count == 0:
+        return column.to_numpy().tolist()  # type: ignore[no-any-return]
+    if pa.types.is_timestamp(t) and t.tz is not None:
+        column = column.cast(pa.timestamp(t.unit))
+    values: list[Any] = column.to_pylist()
+    if pa.types.is_struct(t) or pa.types.is_map(t) or pa.types.is_list(t):
+        return [_python_value(v, t) for v in values]
+    return values
+
+
+def _decoded(column: pa.DictionaryArray) -> list[Any]:
+    """A dictionary column: the dictionary converted once, then indexed."""
+    dictionary = column.dictionary
+    indices = column.indices
+    if indices.null_count == 0 and (
+        pa.types.is_string(dictionary.type) or pa.types.is_large_string(dictionary.type)
+    ):
+        # one NumPy take of the decoded strings (the str objects are shared)
+        return dictionary.to_numpy(zero_copy_only=False)[indices.to_numpy()].tolist()  # type: ignore[no-any-return]
+    values = python_column(dictionary)
+    if indices.null_count == 0:
+        return list(map(values.__getitem__, indices.to_pylist()))
+    return [None if i is None else values[i] for i in indices.to_pylist()]
+
+
+def _python_value(value: Any, t: pa.DataType) -> Any:
+    if value is None:
+        return None
+    if pa.types.is_struct(t):
+        fields = [t.field(i) for i in range(t.num_fields)]
+        return Row.of_values(
+            [_python_value(value[f.name], f.type) for f in fields], [f.name for f in fields]
+        )
+    if pa.types.is_map(t):
+        return {_python_value(k, t.key_type): _python_value(v, t.item_type) for k, v in value}
+    if pa.types.is_list(t):
+        return [_python_value(v, t.value_type) for v in value]
+    if pa.types.is_timestamp(t) and t.tz is not None:
+        return value.astimezone(_dt.timezone.utc).replace(tzinfo=None)
+    return value
+
+
+class RowChunk(list):
+    """The rows of one Arrow batch, with its columns in the rows' field order: ``arrays`` (the
+    Arrow arrays) and ``columns`` (their Python lists), for what reads a field of every row
+    (a timestamp column)."""
+
+    __slots__ = ("arrays", "columns")
+
+    arrays: list[pa.Array]
+    columns: list[list[Any]]
+
+
+def rows_of_batch(batch: pa.RecordBatch, names: Sequence[str]) -> RowChunk:
+    """The rows of ``batch`` named ``names`` (the columns kept, in that order)."""
+    arrays = [batch.column(name) for name in names]
+    columns = [python_column(array) for array in arrays]
+    chunk = RowChunk(map(row_maker(names), zip(*columns, strict=True)))
+    chunk.arrays = arrays
+    chunk.columns = columns
+    return chunk

@@ -1,0 +1,218 @@
+"""Chunks through a split's chain: the records a split reader hands out in one list go through
+the chained stateless operators as lists, and reach the chain's exit together.
+
+A chunk is ``(seqs, values, timestamps)`` (:data:`~.protocol.ChunkTarget`): an item per record,
+``seqs[i]`` the number in its split of the source record item ``i`` came from; an item's output
+number within its source record is implicit (the items of one ``seq`` are consecutive, in
+order). :func:`chunk_target` wires a split's chain for chunks, from the tagger's downstream on:
+
+* a map, filter or flat_map (exactly those classes, no failed-records side output) takes the
+  chunk (``process_chunk``) and hands on the chunk of its outputs; a sink function's operator
+  takes it and calls the function per item;
+* an output that coerces to a declared type coerces the chunk (:class:`CoerceChunks`);
+* a collect sink's :class:`~sparktide.runtime.operators.simple.RecordCollector` appends the
+  chunk with the positions the record-by-record path gives (:class:`CollectChunks`);
+* anything else (an exchange, a fan-out to several targets, side outputs, any other operator)
+  gets the chunk replayed record by record, the cursor set as the tagger sets it
+  (:class:`ReplayChunks`).
+
+A failure names what record-by-record processing names: a stage that is not an operator
+(coercion, replay) is registered under the name of the operator (or source) whose output it
+handles, and shows the record that operator was processing (its ``shown``); the items before
+the failing one are handed on first, and the cursor is at the failing item's source record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, MutableMapping, Sequence
+from dataclasses import dataclass
+
+from sparktide.common.typeinfo_base import Coercer
+from sparktide.runtime.elements import StreamRecord
+from sparktide.runtime.execution.protocol import ChunkTarget, SourceTagger
+from sparktide.runtime.execution.wiring import ChainInput, NodeOutput
+from sparktide.runtime.operators.simple import (
+    ChunkStep,
+    CollectSinkOperator,
+    RecordCollector,
+    SinkFunctionOperator,
+    StreamFilter,
+    StreamFlatMap,
+    StreamMap,
+    rethrown,
+)
+from sparktide.runtime.output import Output
+
+__all__ = [
+    "ChunkOwner",
+    "CoerceChunks",
+    "CollectChunks",
+    "ReplayChunks",
+    "chunk_target",
+    "reader_owner",
+]
+
+_CHUNK_STEPS = (StreamMap, StreamFilter, StreamFlatMap, SinkFunctionOperator)
+
+
+@dataclass(frozen=True)
+class ChunkOwner:
+    """Whose output a stage handles: its ``name`` (as failures name it) and ``shown(seq,
+    value)``, the record it was processing when its output ``value`` (of source record
+    ``seq``) failed further on."""
+
+    name: str
+    shown: Callable[[int, object], object]
+
+
+def _as_is(seq: int, value: object) -> object:
+    return value
+
+
+def reader_owner(name: str) -> ChunkOwner:
+    """The split reader as owner: a failure right after it shows the record read."""
+    return ChunkOwner(name, _as_is)
+
+
+class CoerceChunks:
+    """Coerces each value of a chunk to the declared output type (``coerce(value, where)``)."""
+
+    __slots__ = ("_at", "_coerce", "_downstream", "_shown", "_where")
+
+    def __init__(
+        self,
+        coerce: Coercer,
+        where: str,
+        downstream: ChunkTarget,
+        owner: ChunkOwner,
+        at: Callable[[int], None],
+    ) -> None:
+        self._coerce = coerce
+        self._where = where
+        self._downstream = downstream
+        self._shown = owner.shown
+        self._at = at
+
+    def collect_chunk(
+        self, seqs: Sequence[int], values: list[object], timestamps: list[int | None]
+    ) -> None:
+        coerce, where = self._coerce, self._where
+        try:
+            out = [coerce(value, where) for value in values]
+        except Exception:
+            pass  # redone one by one below, to find the failing item
+        else:
+            self._downstream(seqs, out, timestamps)
+            return
+        out = []
+        for value in values:  # coercion has no side effects: redoing it is safe
+            try:
+                out.append(coerce(value, where))
+            except Exception as exc:
+                failure = exc
+                break
+        i = len(out)
+        if i:
+            self._downstream(seqs[:i], out, timestamps[:i])
+        record = StreamRecord(self._shown(seqs[i], values[i]), timestamps[i])  # noqa: F841
+        self._at(seqs[i])
+        raise rethrown(failure)
+
+
+class ReplayChunks:
+    """Hands a chunk on record by record to an output that takes records, the cursor set for
+    each source record as the tagger sets it."""
+
+    __slots__ = ("_at", "_collect", "_shown")
+
+    def __init__(self, target: Output, owner: ChunkOwner, at: Callable[[int], None]) -> None:
+        self._collect = target.collect
+        self._shown = owner.shown
+        self._at = at
+
+    def collect_chunk(
+        self, seqs: Sequence[int], values: list[object], timestamps: list[int | None]
+    ) -> None:
+        collect, at = self._collect, self._at
+        last = -1
+        for seq, value, ts in zip(seqs, values, timestamps, strict=True):
+            if seq != last:
+                at(seq)
+                last = seq
+            try:
+                collect(StreamRecord(value, ts))
+            except Exception as exc:
+                failure = exc
+                break
+        else:
+            return
+        record = StreamRecord(self._shown(seq, value), ts)  # noqa: F841 - the failure's record
+        raise rethrown(failure)
+
+
+class CollectChunks:
+    """A collect sink's collector: appends a chunk at the positions its records would get."""
+
+    __slots__ = ("_collector", "_tagger")
+
+    def __init__(self, collector: RecordCollector, tagger: SourceTagger) -> None:
+        self._collector = collector
+        self._tagger = tagger
+
+    def collect_chunk(
+        self, seqs: Sequence[int], values: list[object], timestamps: list[int | None]
+    ) -> None:
+        self._collector.collect_chunk(self._tagger.positions(seqs), values, timestamps)
+
+
+def _step(output: Output) -> ChunkStep | None:
+    """The stateless operator (or sink function) ``output`` feeds, if it takes chunks as it
+    is."""
+    if not isinstance(output, ChainInput) or output.index == 2:
+        return None
+    op = output.operator
+    if type(op) not in _CHUNK_STEPS or "process_element" in vars(op):  # a guard wraps it
+        return None
+    return op  # type: ignore[return-value]
+
+
+def _collector(output: Output) -> RecordCollector | None:
+    """The collector of the collect sink ``output`` feeds, if any (and not wrapped)."""
+    if not isinstance(output, ChainInput) or output.index == 2:
+        return None
+    op = output.operator
+    if type(op) is not CollectSinkOperator or "process_element" in vars(op):
+        return None
+    sink = op.sink
+    return sink if isinstance(sink, RecordCollector) else None
+
+
+def chunk_target(
+    output: Output, owner: ChunkOwner, tagger: SourceTagger, names: MutableMapping[int, str]
+) -> ChunkTarget:
+    """What takes the chunks ``owner`` hands to ``output`` (see the module docstring);
+    ``names`` (the runner's names of what it built, for failures) gets the stages made."""
+    at = tagger.at_seq
+    if isinstance(output, NodeOutput):
+        parts = output.chunk_parts()
+        if parts is not None:
+            target, coerce, where = parts
+            downstream = chunk_target(target, owner, tagger, names)
+            if coerce is None:
+                return downstream
+            stage = CoerceChunks(coerce, where, downstream, owner, at)
+            names[id(stage)] = owner.name
+            return stage.collect_chunk
+    step = _step(output)
+    if step is not None:
+        if not isinstance(step, SinkFunctionOperator):
+            inner = ChunkOwner(names[id(step)], step.shown)
+            step.chunk_output = chunk_target(step.output, inner, tagger, names)
+        step.chunk_at = at
+        return step.process_chunk
+    collector = _collector(output)
+    if collector is not None:
+        return CollectChunks(collector, tagger).collect_chunk
+    replay = ReplayChunks(output, owner, at)
+    names[id(replay)] = owner.name
+    return replay.collect_chunk
