@@ -8,7 +8,8 @@ output, like ``ctx.output(tag, value)``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable
+from typing import cast
 
 from sparktide.core.functions import (
     CoProcessFunction,
@@ -35,28 +36,42 @@ _EVENT_TIME = TimeDomain.EVENT_TIME
 _PROCESSING_TIME = TimeDomain.PROCESSING_TIME
 
 
+def _generator() -> Generator[None, None, None]:
+    yield
+
+
+_GENERATOR = type(_generator())
+
+
 def emit_results(
     operator: AbstractStreamOperator, results: Iterable[object] | None, timestamp: int | None
 ) -> None:
     """Send what a user function returned or yielded downstream, stamped with ``timestamp``."""
     if results is None:
         return
+    if type(results) is not _GENERATOR:  # a generator (``yield``) is iterated as it is
+        results = _iterable(results)
     out = operator.output
     collect = out.collect
+    record = StreamRecord
+    for value in results:
+        if type(value) is tuple and len(value) == 2 and isinstance(value[0], OutputTag):
+            out.collect_side(value[0], record(value[1], timestamp))
+        else:
+            collect(record(value, timestamp))
+
+
+def _iterable(results: object) -> Iterable[object]:
+    """``results`` if it can be iterated; a TypeError naming the mistake otherwise."""
     try:
-        it = iter(results)
-    except TypeError:  # not iterable: name the mistake
+        iter(results)  # type: ignore[call-overload]
+    except TypeError:
         raise TypeError(
             f"a process function must yield its outputs or return an iterable (or None), got "
             f"{type(results).__name__} ({results!r}); write `yield value` instead of "
             "`return value`"
         ) from None
-    record = StreamRecord
-    for value in it:
-        if type(value) is tuple and len(value) == 2 and isinstance(value[0], OutputTag):
-            out.collect_side(value[0], record(value[1], timestamp))
-        else:
-            collect(record(value, timestamp))
+    return cast("Iterable[object]", results)
 
 
 def _side_output(

@@ -28,7 +28,7 @@ service), the state tables of every registered state, and snapshot/restore per k
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from types import MappingProxyType
 from typing import cast
 
@@ -220,6 +220,11 @@ class HeapKeyedStateBackend(KeyedStateBackendBase[StateTable]):
         if self._key_listeners:
             for listener in self._key_listeners:
                 listener()
+
+    def key_hooks(self) -> Sized:
+        """The per-record TTL cleanups run on every change of the key (the list itself: see
+        :meth:`~sparktide.runtime.state.keyed_backend.KeyedStateBackend.key_hooks`)."""
+        return self._key_listeners
 
     def set_current_key_and_group(self, key: object, key_group: int) -> None:
         """Like :meth:`set_current_key` for a key whose key group is known (timers): no hashing."""
