@@ -132,14 +132,11 @@ class KeyGroupedTimerQueue(Generic[K, N]):
         idx = key_group - self._kg_start
         if idx < 0 or key_group > self._kg_end:
             self._raise_out_of_range(key_group, key)
-        m = self._maps[idx]
-        tkey = (timestamp, key, namespace)
-        if tkey in m:
-            return False
         seq = self._seq
-        self._seq = seq + 1
         entry = (timestamp, seq, key, namespace, key_group)
-        m[tkey] = entry
+        if self._maps[idx].setdefault((timestamp, key, namespace), entry) is not entry:
+            return False  # already present (one hash of the timer's identity either way)
+        self._seq = seq + 1
         self._count += 1
         run = self._run
         heap = self._heap
