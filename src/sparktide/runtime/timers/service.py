@@ -174,14 +174,11 @@ class InternalTimerService(Generic[K, N]):
 
     def register_processing_time_timer(self, namespace: N, time: int) -> None:
         ctx = self._key_context
-        queue = self._proc
-        old_head = queue.peek()
-        if queue.add(time, ctx.current_key, namespace, ctx.current_key_group):
-            next_trigger = old_head[0] if old_head is not None else None
-            if next_trigger is None or time < next_trigger:
-                if self._next_timer is not None:
-                    self._next_timer.cancel()
-                self._next_timer = self._pts.register_timer(time, self._on_processing_time)
+        # add() is True when the timer became the head: strictly before every other timer
+        if self._proc.add(time, ctx.current_key, namespace, ctx.current_key_group):
+            if self._next_timer is not None:
+                self._next_timer.cancel()
+            self._next_timer = self._pts.register_timer(time, self._on_processing_time)
 
     def delete_processing_time_timer(self, namespace: N, time: int) -> None:
         # The physical registration stays: when it fires it finds no due timer and registers the
