@@ -88,7 +88,7 @@ class FieldKey:
         if is_row_class(cls) and len(self._positions) < _ROW_CLASSES_REMEMBERED:
             names = row_field_names(cls)  # type: ignore[arg-type]
             field = self.field
-            if type(field) is int:
+            if isinstance(field, int):
                 position: int | None = field
             else:
                 position = None if names is None else row_layout(names).positions.get(field)

@@ -8,13 +8,13 @@ memory, or through a Spark shuffle) and the stage processes them in position ord
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from sparktide.runtime.elements import StreamRecord, Watermark, WatermarkStatus
 from sparktide.runtime.execution.protocol import Cursor, Entry
 from sparktide.runtime.graph import Edge
-from sparktide.runtime.keygroups import assign_to_key_group
+from sparktide.runtime.keygroups import KeyGroupCache, assign_to_key_group
 from sparktide.runtime.operators.co_process import AbstractTwoInputOperator
 from sparktide.runtime.output import Output
 
@@ -115,7 +115,8 @@ class ExchangeWriter:
     """Sends an operator's output across an exchange to the subtasks of a stage.
 
     ``collect`` is the partitioning's own method, chosen once (a hash exchange's per record:
-    the key, its key group from a cache, the entry)."""
+    the key, its key group from a :class:`~sparktide.runtime.keygroups.KeyGroupCache`, the
+    entry)."""
 
     __slots__ = (
         "_buffers",
@@ -150,7 +151,7 @@ class ExchangeWriter:
         self._index = edge.input_index
         self._channel = channel
         self._cursor = cursor
-        self._kg_cache: dict[Hashable, int] = {}
+        self._kg_cache = KeyGroupCache(max_parallelism)  # ~10^5 active keys stay cached
         self._next = channel % parallelism
         part = edge.partitioning
         if part == "hash":
@@ -164,26 +165,12 @@ class ExchangeWriter:
         else:
             self.collect = self._collect_round_robin
 
-    def _key_group(self, key: Hashable) -> int:
-        """The key group of ``key`` (cached: ~10^5 active keys stay cached)."""
-        cache = self._kg_cache
-        try:
-            kg = cache[key]
-        except KeyError:
-            kg = assign_to_key_group(key, self._maxp)
-            if len(cache) > 131072:  # 2**17
-                cache.clear()
-            cache[key] = kg
-        except TypeError:  # unhashable: the canonical error (or the group of a special key)
-            kg = assign_to_key_group(key, self._maxp)
-        return kg
-
     def _collect_hash(self, record: StreamRecord) -> None:
         key = self._key_selector(record.value)  # type: ignore[misc]
         try:
             kg = self._kg_cache[key]
-        except (KeyError, TypeError):
-            kg = self._key_group(key)
+        except TypeError:  # unhashable: the canonical error (or the group of a special key)
+            kg = assign_to_key_group(key, self._maxp)
         c = self._cursor
         self._buffers[kg * self._parallelism // self._maxp].append(
             (
