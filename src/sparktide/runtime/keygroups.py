@@ -470,8 +470,7 @@ class KeyGroupCache(dict[object, int]):
         self._size = size
 
     def __missing__(self, key: object) -> int:
-        # the per-key hashes without the shared LRU cache: this cache is the one for these keys
-        kg = _hashes_uncached(key)[1] % self._max_parallelism
+        kg = _hashes_cached(key)[1] % self._max_parallelism  # (hashable: the dict hashed it)
         if len(self) >= self._size:
             self.clear()
         self[key] = kg
