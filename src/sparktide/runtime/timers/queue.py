@@ -201,16 +201,12 @@ class KeyGroupedTimerQueue(Generic[K, N]):
         assign: AssignedKey | None = None,
         hooks: Sized = (),
     ) -> int:
-        """Remove every timer ``<= timestamp`` in firing order, calling ``set_key(key,
-        key_group)`` and then ``fire(timestamp, key, namespace)`` for each; return how many
-        fired. ``fire`` may add and remove timers: one due by ``timestamp`` fires in this call.
-        With ``assign`` (a key context whose ``set_key`` of a key group of this queue only
-        assigns ``current_key`` and ``current_key_group`` while ``hooks`` is empty), the loop
-        assigns them itself then (:class:`AssignedKey`).
-
-        The loop runs once per fired timer, so it keeps the queue's fields in locals and reads
-        back only what a callback can change (``_pos``, ``_dead``).
-        """
+        """Remove every timer ``<= timestamp`` in firing order, setting its key (``set_key(key,
+        key_group)``, or assigning ``assign``'s key while ``hooks`` is empty:
+        :class:`AssignedKey`) and then calling ``fire(timestamp, key, namespace)``; return how
+        many fired. ``fire`` may add and remove timers: one due by ``timestamp`` fires too.
+        The loop keeps the queue's fields in locals and reads back only what a callback can
+        change (``_pos``, ``_dead``)."""
         heap, run, buckets, maps = self._heap, self._run, self._buckets, self._maps
         if assign is None:
             hooks = (True,)  # no context to assign: always set_key
