@@ -8,8 +8,8 @@ output, like ``ctx.output(tag, value)``.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable
-from typing import cast
+from collections.abc import Iterable, Iterator
+from types import GeneratorType
 
 from sparktide.core.functions import (
     CoProcessFunction,
@@ -36,21 +36,14 @@ _EVENT_TIME = TimeDomain.EVENT_TIME
 _PROCESSING_TIME = TimeDomain.PROCESSING_TIME
 
 
-def _generator() -> Generator[None, None, None]:
-    yield
-
-
-_GENERATOR = type(_generator())
-
-
 def emit_results(
     operator: AbstractStreamOperator, results: Iterable[object] | None, timestamp: int | None
 ) -> None:
     """Send what a user function returned or yielded downstream, stamped with ``timestamp``."""
     if results is None:
         return
-    if type(results) is not _GENERATOR:  # a generator (``yield``) is iterated as it is
-        results = _iterable(results)
+    if type(results) is not GeneratorType:  # a generator (``yield``) is iterated as it is
+        results = _iterator(results)
     out = operator.output
     collect = out.collect
     record = StreamRecord
@@ -61,17 +54,16 @@ def emit_results(
             collect(record(value, timestamp))
 
 
-def _iterable(results: object) -> Iterable[object]:
-    """``results`` if it can be iterated; a TypeError naming the mistake otherwise."""
+def _iterator(results: object) -> Iterator[object]:
+    """An iterator over ``results``; a TypeError naming the mistake if it is not iterable."""
     try:
-        iter(results)  # type: ignore[call-overload]
+        return iter(results)  # type: ignore[call-overload,no-any-return]
     except TypeError:
         raise TypeError(
             f"a process function must yield its outputs or return an iterable (or None), got "
             f"{type(results).__name__} ({results!r}); write `yield value` instead of "
             "`return value`"
         ) from None
-    return cast("Iterable[object]", results)
 
 
 def _side_output(
