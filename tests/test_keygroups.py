@@ -27,6 +27,7 @@ from sparktide.runtime import keygroups
 from sparktide.runtime.keygroups import (
     DEFAULT_LOWER_BOUND_MAX_PARALLELISM,
     UPPER_BOUND_MAX_PARALLELISM,
+    KeyGroupCache,
     KeyGroupRange,
     assign_key_to_parallel_operator,
     assign_to_key_group,
@@ -225,6 +226,30 @@ def test_known_equal_keys_get_the_same_key_group(equal_keys: list[Any]) -> None:
     groups = {assign_to_key_group(k, 32768) for k in equal_keys}
     hashes = {key_hash(k) for k in equal_keys}
     assert len(groups) == 1 and len(hashes) == 1, equal_keys
+
+
+@given(st.lists(keys, max_size=30), st.sampled_from([1, 7, 128, 32768]))
+@settings(max_examples=100, deadline=None)
+def test_key_group_cache_gives_assign_to_key_group(batch: list[Any], max_parallelism: int) -> None:
+    cache = KeyGroupCache(max_parallelism, size=8)
+    for key in batch + batch:  # misses, then hits (or misses again after the cache emptied)
+        try:
+            hash(key)
+        except TypeError:
+            continue
+        assert cache[key] == assign_to_key_group(key, max_parallelism), key
+        assert len(cache) <= 8
+
+
+def test_key_group_cache_refuses_what_a_dict_and_key_hash_refuse() -> None:
+    cache = KeyGroupCache(128)
+    with pytest.raises(TypeError, match="unhashable"):
+        cache[[1, 2]]
+    with pytest.raises(TypeError, match="unsupported key type object"):
+        cache[object()]
+    with pytest.raises(ValueError, match="max_parallelism"):
+        KeyGroupCache(0)
+    assert len(cache) == 0
 
 
 def test_numpy_scalars_hash_like_the_python_values() -> None:

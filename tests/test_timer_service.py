@@ -271,3 +271,44 @@ def test_snapshot_restore_reregisters_processing_head(env, make_factory):
         ("proc", 300, "a", None),
         ("event", 7, "c", W),
     ]
+
+
+class CountingBackend(HeapKeyedStateBackend):
+    """A heap backend that counts the calls of set_current_key_and_group."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.key_calls = 0
+
+    def set_current_key_and_group(self, key: object, key_group: int) -> None:
+        self.key_calls += 1
+        super().set_current_key_and_group(key, key_group)
+
+
+def test_a_timer_key_is_assigned_until_the_backend_has_key_hooks() -> None:
+    from sparktide.common.time import Time
+    from sparktide.core.state import StateTtlConfig, ValueStateDescriptor
+
+    clock = RecordingClock()
+    backend = CountingBackend(
+        max_parallelism=MAXP, key_group_range=FULL, time_provider=clock.get_current_processing_time
+    )
+    manager = InternalTimeServiceManager(backend, clock, FULL)
+    rec = Recorder(backend)  # checks the key context at every callback
+    svc = manager.get_internal_timer_service("user-timers", rec)
+    for key, ts in [("a", 1), ("b", 2), ("c", 3), ("d", 4)]:
+        reg_event(backend, svc, key, ts)
+
+    def register_ttl_state(timestamp: int, key: Any, namespace: Any) -> None:
+        if timestamp == 2:  # a state whose cleanup runs at every change of the key
+            ttl = StateTtlConfig.new_builder(Time.seconds(1)).cleanup_incrementally(1, True)
+            descriptor = ValueStateDescriptor("seen", None)
+            descriptor.enable_time_to_live(ttl.build())
+            backend.get_partitioned_state(descriptor)
+
+    rec.on_fire = register_ttl_state
+    assert len(backend.key_hooks()) == 0
+    manager.advance_watermark(10)
+    assert [f[2] for f in rec.fired] == ["a", "b", "c", "d"]
+    assert len(backend.key_hooks()) == 1
+    assert backend.key_calls == 2  # c and d: through the backend, which runs the hook

@@ -572,3 +572,27 @@ def test_a_named_aggregate_needs_a_field_exactly_unless_it_counts() -> None:
     with pytest.raises(ValueError, match="'n': count takes no field"):
         NamedAggregate(AggregateKind.COUNT, "price", "n")
     assert NamedAggregate(AggregateKind.COUNT, None, "n").field is None
+
+
+def test_field_key_reads_rows_of_every_schema_like_read_field() -> None:
+    import pickle
+
+    by_name, by_position = FieldKey("user"), FieldKey(1)
+    values = [
+        Row(user="a", n=1),
+        Row(n=2, user="b"),  # the field elsewhere in another schema
+        Row(user="c", n=3),
+        Row("d", "e"),  # no names: by position only
+        ("f", "g"),
+        Row(user="h", user2="i", n=4),
+    ]
+    for _ in range(2):  # the second time from the remembered positions
+        assert [by_name(v) for v in (values[0], values[1], values[2], values[5])] == list("abch")
+        assert [by_position(v) for v in values] == [1, "b", 3, "e", "g", "i"]
+    with pytest.raises(TypeError, match=r"key_by\('user'\) cannot read field 'user' of Row"):
+        by_name(Row(name="x"))
+    with pytest.raises(TypeError, match="a tuple has positions only"):
+        by_name(("a", 1))
+    assert FieldKey(0)(7) == 7  # a plain value is field 0
+    copy = pickle.loads(pickle.dumps(by_name))
+    assert copy == by_name and copy(Row(user="z", n=0)) == "z"

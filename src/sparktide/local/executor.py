@@ -45,6 +45,7 @@ from sparktide.runtime.operators.simple import flush_printed
 __all__ = ["LocalExecutor"]
 
 _by_position_and_channel = itemgetter(0, 1)  # ties: the outputs of two operators
+_by_position = itemgetter(0)  # a stage with one input channel: the same order, no key tuples
 
 
 class LocalExecutor:
@@ -131,11 +132,14 @@ class LocalExecutor:
         buffers = self.tasks.buffers
         for stage in self.plan.stages:
             stage_buffers = buffers[stage.index]
+            # entries of one channel at equal positions keep their order (a stable sort)
+            one_channel = sum(self.tasks.channels.get(stage.index, {}).values()) == 1
+            order = _by_position if one_channel else _by_position_and_channel
             for session in self.subtasks[stage.index]:
                 index = session.task.index
                 entries = stage_buffers[index]
                 if not entries:
                     continue
                 stage_buffers[index] = []
-                entries.sort(key=_by_position_and_channel)
+                entries.sort(key=order)
                 session.process(entries)

@@ -34,6 +34,7 @@ from typing import Any
 __all__ = [
     "DEFAULT_LOWER_BOUND_MAX_PARALLELISM",
     "UPPER_BOUND_MAX_PARALLELISM",
+    "KeyGroupCache",
     "KeyGroupRange",
     "assign_key_to_parallel_operator",
     "assign_to_key_group",
@@ -447,6 +448,33 @@ def assign_to_key_group(key: object, max_parallelism: int) -> int:
     if hashes is None:
         hashes = _hashes_uncached(key)
     return hashes[1] % max_parallelism
+
+
+class KeyGroupCache(dict[object, int]):
+    """``cache[key]``: the key group of ``key`` for ``max_parallelism`` key groups, computed on
+    the first lookup (:func:`assign_to_key_group`) and kept: a hit is one dict lookup, a miss
+    no exception. At most ``size`` keys are kept (the cache is emptied when full). An
+    unhashable key raises ``TypeError`` as a dict does; an unsupported key the TypeError of
+    :func:`key_hash`.
+
+    >>> cache = KeyGroupCache(128)
+    >>> cache["hello"], len(cache)
+    (35, 1)
+    """
+
+    __slots__ = ("_max_parallelism", "_size")
+
+    def __init__(self, max_parallelism: int, size: int = 1 << 17) -> None:
+        super().__init__()
+        self._max_parallelism = _parallelism(max_parallelism, "max_parallelism")
+        self._size = size
+
+    def __missing__(self, key: object) -> int:
+        kg = _hashes_cached(key)[1] % self._max_parallelism  # (hashable: the dict hashed it)
+        if len(self) >= self._size:
+            self.clear()
+        self[key] = kg
+        return kg
 
 
 def compute_operator_index_for_key_group(

@@ -22,9 +22,11 @@ run the spec on Arrow arrays, with exactly the general operator's output.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from enum import Enum
 from typing import TYPE_CHECKING
 
+from sparktide.common.types import is_row_class, row_field_names, row_layout, row_values
 from sparktide.core.window.aggregates import (
     AggregateKind,
     NamedAggregate,
@@ -46,6 +48,10 @@ __all__ = [
 ]
 
 
+_ROW_CLASSES_REMEMBERED = 64
+"""Row classes (one per schema) whose field position a :class:`FieldKey` remembers."""
+
+
 @dataclass(frozen=True)
 class FieldKey:
     """A key selector that reads one field: a position (tuple, list, Row) or a Row field
@@ -59,15 +65,41 @@ class FieldKey:
     """
 
     field: int | str
+    # row class -> the field's position in its rows' values: the selector runs per record
+    _positions: dict[type, int] = dataclass_field(
+        default_factory=dict, init=False, repr=False, compare=False, hash=False
+    )
 
     def __post_init__(self) -> None:
         check_field(self.field, "key_by's field")
 
     def get_key(self, value: object) -> object:
-        return read_field(value, self.field, f"key_by({self.field!r})")
+        """The key of ``value``: its field (read once per row class by position)."""
+        position = self._positions.get(type(value))
+        if position is not None:
+            return row_values(value)[position]  # type: ignore[arg-type]
+        return self._read(value)
 
-    def __call__(self, value: object) -> object:
-        return self.get_key(value)
+    def _read(self, value: object) -> object:
+        """The key of ``value`` through :func:`read_field` (which names a wrong field); a plain
+        Row class's position of the field is remembered."""
+        key = read_field(value, self.field, f"key_by({self.field!r})")
+        cls = type(value)
+        if is_row_class(cls) and len(self._positions) < _ROW_CLASSES_REMEMBERED:
+            names = row_field_names(cls)  # type: ignore[arg-type]
+            field = self.field
+            if isinstance(field, int):
+                position: int | None = field
+            else:
+                position = None if names is None else row_layout(names).positions.get(field)
+            if position is not None and position < len(row_values(value)):  # type: ignore[arg-type]
+                self._positions[cls] = position
+        return key
+
+    __call__ = get_key
+
+    def __reduce__(self) -> tuple[type[FieldKey], tuple[int | str]]:
+        return (FieldKey, (self.field,))  # without the remembered positions (row classes)
 
 
 class OutputForm(Enum):

@@ -66,6 +66,7 @@ __all__ = ["SUMMED_METRICS", "JobTasks", "SplitDriver", "SplitTask", "SubtaskTas
 _RECORD = Phase.RECORD.value
 _EVENT_TIMERS = Phase.EVENT_TIMERS.value
 _PROCESSING_TIME = Phase.PROCESSING_TIME.value
+_NO_MAIL: tuple[()] = ()  # a stage without a mailbox: never a pending mail
 
 
 class SplitDriver(Protocol):
@@ -150,22 +151,16 @@ class SubtaskTask:
         cursor.enter_stage(backend)
         valves, vouts = self.valves, self.valve_outputs
         mailbox = self.mailbox
+        pending = _NO_MAIL if mailbox is None else mailbox.pending()
         stage = self.stage
         keyed = stage.keyed
-        process1: Callable[[StreamRecord], None]
-        process2: Callable[[StreamRecord], None]
+        process1, process2 = self._processors(op)
         if keyed:
             set_key: Callable[[Hashable, int], None] = backend.set_current_key_and_group  # type: ignore[union-attr]
-            if stage.two_input:
-                two = cast(KeyedTwoInputOperator, op)
-                process1, process2 = two.process_keyed_element1, two.process_keyed_element2
-            else:
-                process1 = process2 = op.process_keyed_element
-        elif stage.two_input:
-            co = cast(KeyedTwoInputOperator, op)  # a non-keyed two-input operator
-            process1, process2 = co.process_element1, co.process_element2
-        else:
-            process1 = process2 = op.process_element
+            # the key is set by assignment while the backend has no hooks (key_hooks)
+            hooks = backend.key_hooks()  # type: ignore[union-attr]
+            kgs = backend.key_group_range  # type: ignore[union-attr]
+            first, last = kgs.start, kgs.end
         record, event_timers = _RECORD, _EVENT_TIMERS
         for tag, channel, index, element, key, kg in entries:
             cursor.position = tag
@@ -174,7 +169,11 @@ class SubtaskTask:
                 cursor.phase = record
                 cursor.channel = channel
                 if keyed and kg is not None:  # a broadcast input's records carry no key
-                    set_key(key, kg)
+                    if hooks or not first <= kg <= last:
+                        set_key(key, kg)
+                    else:
+                        backend.current_key = key  # type: ignore[union-attr]
+                        backend.current_key_group = kg  # type: ignore[union-attr]
                 (process1 if index == 1 else process2)(element)
             elif type(element) is Watermark:
                 cursor.phase = event_timers
@@ -184,10 +183,25 @@ class SubtaskTask:
                 valves[index].input_watermark_status(
                     cast(WatermarkStatus, element), channel, vouts[index]
                 )
-            if mailbox is not None and mailbox.has_mail():
+            if pending:
                 cursor.phase = _PROCESSING_TIME
-                while (mail := mailbox.try_take()) is not None:
+                while (mail := mailbox.try_take()) is not None:  # type: ignore[union-attr]
                     mail()
+
+    def _processors(
+        self, op: AbstractStreamOperator
+    ) -> tuple[Callable[[StreamRecord], None], Callable[[StreamRecord], None]]:
+        """What takes a record of input 1 and of input 2 (the key already set, keyed)."""
+        stage = self.stage
+        if stage.keyed:
+            if stage.two_input:
+                two = cast(KeyedTwoInputOperator, op)
+                return two.process_keyed_element1, two.process_keyed_element2
+            return op.process_keyed_element, op.process_keyed_element
+        if stage.two_input:
+            co = cast(KeyedTwoInputOperator, op)  # a non-keyed two-input operator
+            return co.process_element1, co.process_element2
+        return op.process_element, op.process_element
 
     def advance_clock(self, now: int, round: int) -> None:
         """Move a simulated clock to ``now``, firing due processing-time timers at the barrier

@@ -8,13 +8,13 @@ memory, or through a Spark shuffle) and the stage processes them in position ord
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from sparktide.runtime.elements import StreamRecord, Watermark, WatermarkStatus
 from sparktide.runtime.execution.protocol import Cursor, Entry
 from sparktide.runtime.graph import Edge
-from sparktide.runtime.keygroups import assign_to_key_group
+from sparktide.runtime.keygroups import KeyGroupCache, assign_to_key_group
 from sparktide.runtime.operators.co_process import AbstractTwoInputOperator
 from sparktide.runtime.output import Output
 
@@ -123,7 +123,11 @@ class ChainInput:
 
 
 class ExchangeWriter:
-    """Sends an operator's output across an exchange to the subtasks of a stage."""
+    """Sends an operator's output across an exchange to the subtasks of a stage.
+
+    ``collect`` is the partitioning's own method, chosen once (a hash exchange's per record:
+    the key, its key group from a :class:`~sparktide.runtime.keygroups.KeyGroupCache`, the
+    entry)."""
 
     __slots__ = (
         "_buffers",
@@ -136,8 +140,10 @@ class ExchangeWriter:
         "_next",
         "_parallelism",
         "_partitioner",
-        "_partitioning",
+        "collect",
     )
+
+    collect: Callable[[StreamRecord], None]
 
     def __init__(
         self,
@@ -151,54 +157,64 @@ class ExchangeWriter:
         self._buffers = buffers
         self._parallelism = parallelism
         self._maxp = max_parallelism
-        self._partitioning = edge.partitioning
         self._partitioner = edge.partitioner
         self._key_selector = edge.key_selector
         self._index = edge.input_index
         self._channel = channel
         self._cursor = cursor
-        self._kg_cache: dict[Hashable, int] = {}
+        self._kg_cache = KeyGroupCache(max_parallelism)  # ~10^5 active keys stay cached
         self._next = channel % parallelism
-
-    def collect(self, record: StreamRecord) -> None:
-        part = self._partitioning
+        part = edge.partitioning
         if part == "hash":
-            key = self._key_selector(record.value)  # type: ignore[misc]
-            try:
-                kg = self._kg_cache[key]
-            except KeyError:
-                kg = assign_to_key_group(key, self._maxp)
-                if len(self._kg_cache) > 131072:  # 2**17: ~10^5 active keys stay cached
-                    self._kg_cache.clear()
-                self._kg_cache[key] = kg
-            except TypeError:
-                kg = assign_to_key_group(key, self._maxp)
-            c = self._cursor
-            self._buffers[kg * self._parallelism // self._maxp].append(
-                (
-                    # the source stage: the input's own position (key group, channel order it)
-                    c.position if c.source_stage else c.out(),
-                    self._channel,
-                    self._index,
-                    record,
-                    key,
-                    kg,
-                )
-            )
-            return
-        if part == "broadcast":  # every subtask, at one position: each gets its own record
-            at, channel, index = self._cursor.out(), self._channel, self._index
-            value, timestamp = record.value, record.timestamp
-            for buf in self._buffers:
-                buf.append((at, channel, index, StreamRecord(value, timestamp), None, None))
-            return
-        if part == "global":
-            target = 0
+            self.collect = self._collect_hash
+        elif part == "broadcast":
+            self.collect = self._collect_broadcast
+        elif part == "global":
+            self.collect = self._collect_global
         elif part == "custom":
-            target = self._partitioner(record.value, self._parallelism)  # type: ignore[misc]
+            self.collect = self._collect_custom
         else:
-            target = self._next
-            self._next = (target + 1) % self._parallelism
+            self.collect = self._collect_round_robin
+
+    def _collect_hash(self, record: StreamRecord) -> None:
+        key = self._key_selector(record.value)  # type: ignore[misc]
+        try:
+            kg = self._kg_cache[key]
+        except TypeError:  # unhashable: the canonical error (or the group of a special key)
+            kg = assign_to_key_group(key, self._maxp)
+        c = self._cursor
+        self._buffers[kg * self._parallelism // self._maxp].append(
+            (
+                # the source stage: the input's own position (key group, channel order it)
+                c.position if c.source_stage else c.out(),
+                self._channel,
+                self._index,
+                record,
+                key,
+                kg,
+            )
+        )
+
+    def _collect_broadcast(self, record: StreamRecord) -> None:
+        """Every subtask, at one position: each gets its own record."""
+        at, channel, index = self._cursor.out(), self._channel, self._index
+        value, timestamp = record.value, record.timestamp
+        for buf in self._buffers:
+            buf.append((at, channel, index, StreamRecord(value, timestamp), None, None))
+
+    def _collect_global(self, record: StreamRecord) -> None:
+        entry = (self._cursor.out(), self._channel, self._index, record, None, None)
+        self._buffers[0].append(entry)
+
+    def _collect_custom(self, record: StreamRecord) -> None:
+        target = self._partitioner(record.value, self._parallelism)  # type: ignore[misc]
+        self._buffers[target].append(
+            (self._cursor.out(), self._channel, self._index, record, None, None)
+        )
+
+    def _collect_round_robin(self, record: StreamRecord) -> None:
+        target = self._next
+        self._next = (target + 1) % self._parallelism
         self._buffers[target].append(
             (self._cursor.out(), self._channel, self._index, record, None, None)
         )

@@ -8,7 +8,8 @@ output, like ``ctx.output(tag, value)``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from types import GeneratorType
 
 from sparktide.core.functions import (
     CoProcessFunction,
@@ -41,22 +42,28 @@ def emit_results(
     """Send what a user function returned or yielded downstream, stamped with ``timestamp``."""
     if results is None:
         return
+    if type(results) is not GeneratorType:  # a generator (``yield``) is iterated as it is
+        results = _iterator(results)
     out = operator.output
     collect = out.collect
+    record = StreamRecord
+    for value in results:
+        if type(value) is tuple and len(value) == 2 and isinstance(value[0], OutputTag):
+            out.collect_side(value[0], record(value[1], timestamp))
+        else:
+            collect(record(value, timestamp))
+
+
+def _iterator(results: object) -> Iterator[object]:
+    """An iterator over ``results``; a TypeError naming the mistake if it is not iterable."""
     try:
-        it = iter(results)
-    except TypeError:  # not iterable: name the mistake
+        return iter(results)  # type: ignore[call-overload,no-any-return]
+    except TypeError:
         raise TypeError(
             f"a process function must yield its outputs or return an iterable (or None), got "
             f"{type(results).__name__} ({results!r}); write `yield value` instead of "
             "`return value`"
         ) from None
-    record = StreamRecord
-    for value in it:
-        if type(value) is tuple and len(value) == 2 and isinstance(value[0], OutputTag):
-            out.collect_side(value[0], record(value[1], timestamp))
-        else:
-            collect(record(value, timestamp))
 
 
 def _side_output(

@@ -28,7 +28,7 @@ service), the state tables of every registered state, and snapshot/restore per k
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from types import MappingProxyType
 from typing import cast
 
@@ -38,7 +38,7 @@ from sparktide.core.state import (
     StateDescriptor,
     StateTtlConfig,
 )
-from sparktide.runtime.keygroups import KeyGroupRange, assign_to_key_group
+from sparktide.runtime.keygroups import KeyGroupCache, KeyGroupRange, assign_to_key_group
 from sparktide.runtime.state.backend_base import DEFAULT_OPERATOR, KeyedStateBackendBase
 from sparktide.runtime.state.backend_checks import (
     check_backend_args,
@@ -187,7 +187,7 @@ class HeapKeyedStateBackend(KeyedStateBackendBase[StateTable]):
         self._tables: dict[str, StateTable] = {}
         self._void_states: dict[str, InternalKvState] = {}
         self._key_listeners: list[Callable[[], None]] = []
-        self._kg_cache: dict[object, int] = {}
+        self._kg_cache = KeyGroupCache(max_parallelism, _KEY_GROUP_CACHE_SIZE)
         self._disposed = False
         self.current_key: object = None
         self.current_key_group: int = NO_KEY_GROUP
@@ -195,15 +195,8 @@ class HeapKeyedStateBackend(KeyedStateBackendBase[StateTable]):
     # ------------------------------------------------------------------ current key
 
     def _key_group(self, key: object) -> int:
-        cache = self._kg_cache
         try:
-            return cache[key]
-        except KeyError:
-            kg = assign_to_key_group(key, self._max_parallelism)
-            if len(cache) >= _KEY_GROUP_CACHE_SIZE:
-                cache.clear()
-            cache[key] = kg
-            return kg
+            return self._kg_cache[key]
         except TypeError:
             assign_to_key_group(key, self._max_parallelism)  # the canonical unsupported-type error
             raise unhashable_key(key) from None
@@ -220,6 +213,11 @@ class HeapKeyedStateBackend(KeyedStateBackendBase[StateTable]):
         if self._key_listeners:
             for listener in self._key_listeners:
                 listener()
+
+    def key_hooks(self) -> Sized:
+        """The per-record TTL cleanups run on every change of the key (the list itself: see
+        :meth:`~sparktide.runtime.state.keyed_backend.KeyedStateBackend.key_hooks`)."""
+        return self._key_listeners
 
     def set_current_key_and_group(self, key: object, key_group: int) -> None:
         """Like :meth:`set_current_key` for a key whose key group is known (timers): no hashing."""

@@ -22,7 +22,7 @@ general path otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from typing import Protocol
 
 from sparktide.core.state import State, StateDescriptor
@@ -53,6 +53,14 @@ class KeyedStateBackend(Protocol):
     @property
     def time_provider(self) -> Callable[[], int]:
         """The processing time in ms (drives state TTL)."""
+        ...
+
+    def key_hooks(self) -> Sized:
+        """What :meth:`set_current_key_and_group` runs besides assigning ``current_key`` and
+        ``current_key_group`` (for a key group in :attr:`key_group_range`): one container for
+        the backend's life, empty while there is nothing else. Loops that set the key per
+        record or per timer test it (``if hooks:``, no call) and assign the two attributes
+        themselves while it is empty."""
         ...
 
     # ------------------------------------------------------------------ key context

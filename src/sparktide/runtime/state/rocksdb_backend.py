@@ -37,7 +37,7 @@ import json
 import os
 import pickle
 import shutil
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from pathlib import Path
 from typing import Any, cast
 
@@ -110,6 +110,7 @@ every number given."""
 _NO_PREFIX = cast(bytes, None)
 """``key_prefix`` while no key is current: ``None`` at run time, so a state that appends its
 namespace raises TypeError and turns that into the clear "no current key" error."""
+_HOOKED: tuple[bool, ...] = (True,)  # key_hooks(): never empty (an immutable constant)
 
 
 def _open_error(directory: Path, exc: Exception) -> RuntimeError:
@@ -446,6 +447,11 @@ class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
         if self._key_listeners:
             for listener in self._key_listeners:
                 listener()
+
+    def key_hooks(self) -> Sized:
+        """Never empty: setting the key also sets the key's prefix (see
+        :meth:`~sparktide.runtime.state.keyed_backend.KeyedStateBackend.key_hooks`)."""
+        return _HOOKED
 
     def set_current_key_and_group(self, key: object, key_group: int) -> None:
         """Like :meth:`set_current_key` for a key whose key group is known (timers)."""

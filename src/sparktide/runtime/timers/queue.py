@@ -44,14 +44,14 @@ from __future__ import annotations
 
 from bisect import insort
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sized
 from heapq import heapify, heappop, heappush
 from operator import itemgetter
-from typing import Generic, NoReturn, TypeVar
+from typing import Any, Generic, NoReturn, Protocol, TypeVar
 
 from sparktide.runtime.keygroups import KeyGroupRange
 
-__all__ = ["K", "KeyGroupedTimerQueue", "N", "TimerEntry", "TimerKey"]
+__all__ = ["AssignedKey", "K", "KeyGroupedTimerQueue", "N", "TimerEntry", "TimerKey"]
 
 K = TypeVar("K")
 """The key type of a timer (a user key: any supported key)."""
@@ -67,6 +67,16 @@ TimerKey = tuple[int, K, N]
 """A timer's identity in its key group's dedup map: ``(timestamp, key, namespace)``."""
 
 _COMPACT_MIN_DEAD = 64
+
+
+class AssignedKey(Protocol):
+    """A key context that firing loops may set by assigning its two attributes, instead of
+    calling its ``set_current_key_and_group``: the heap keyed state backend while it has no
+    hooks (:meth:`~sparktide.runtime.state.backend.HeapKeyedStateBackend.key_hooks`)."""
+
+    current_key: Any
+    current_key_group: int
+
 
 _SEQ = itemgetter(1)
 
@@ -122,14 +132,11 @@ class KeyGroupedTimerQueue(Generic[K, N]):
         idx = key_group - self._kg_start
         if idx < 0 or key_group > self._kg_end:
             self._raise_out_of_range(key_group, key)
-        m = self._maps[idx]
-        tkey = (timestamp, key, namespace)
-        if tkey in m:
-            return False
         seq = self._seq
-        self._seq = seq + 1
         entry = (timestamp, seq, key, namespace, key_group)
-        m[tkey] = entry
+        if self._maps[idx].setdefault((timestamp, key, namespace), entry) is not entry:
+            return False  # already present (one hash of the timer's identity either way)
+        self._seq = seq + 1
         self._count += 1
         run = self._run
         heap = self._heap
@@ -191,15 +198,18 @@ class KeyGroupedTimerQueue(Generic[K, N]):
         timestamp: int,
         set_key: Callable[[K, int], object],
         fire: Callable[[int, K, N], object],
+        assign: AssignedKey | None = None,
+        hooks: Sized = (),
     ) -> int:
-        """Remove every timer ``<= timestamp`` in firing order, calling ``set_key(key,
-        key_group)`` and then ``fire(timestamp, key, namespace)`` for each; return how many
-        fired. ``fire`` may add and remove timers: one due by ``timestamp`` fires in this call.
-
-        The loop runs once per fired timer, so it keeps the queue's fields in locals and reads
-        back only what a callback can change (``_pos``, ``_dead``).
-        """
+        """Remove every timer ``<= timestamp`` in firing order, setting its key (``set_key(key,
+        key_group)``, or assigning ``assign``'s key while ``hooks`` is empty:
+        :class:`AssignedKey`) and then calling ``fire(timestamp, key, namespace)``; return how
+        many fired. ``fire`` may add and remove timers: one due by ``timestamp`` fires too.
+        The loop keeps the queue's fields in locals and reads back only what a callback can
+        change (``_pos``, ``_dead``)."""
         heap, run, buckets, maps = self._heap, self._run, self._buckets, self._maps
+        if assign is None:
+            hooks = (True,)  # no context to assign: always set_key
         start = self._kg_start
         fired = 0
         while True:
@@ -235,7 +245,11 @@ class KeyGroupedTimerQueue(Generic[K, N]):
             key, kg = entry[2], entry[4]
             del maps[kg - start][(entry[0], key, entry[3])]
             self._count -= 1
-            set_key(key, kg)
+            if hooks:
+                set_key(key, kg)
+            else:
+                assign.current_key = key  # type: ignore[union-attr]  # (not None: hooks)
+                assign.current_key_group = kg  # type: ignore[union-attr]
             fire(entry[0], key, entry[3])
             fired += 1
         return fired

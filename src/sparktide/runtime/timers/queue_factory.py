@@ -40,7 +40,7 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Protocol, TypeVar, cast
@@ -49,7 +49,7 @@ from sparktide.core.timerservice import TimeDomain
 from sparktide.runtime.keygroups import KeyGroupRange
 from sparktide.runtime.state.rocksdb_key_slot import KeyPrefixSlot
 from sparktide.runtime.state.rocksdb_layout import key_codec, key_layout
-from sparktide.runtime.timers.queue import K, KeyGroupedTimerQueue, N, TimerEntry
+from sparktide.runtime.timers.queue import AssignedKey, K, KeyGroupedTimerQueue, N, TimerEntry
 from sparktide.runtime.timers.rocksdb_queue import (
     DEFAULT_CACHE_SIZE,
     RocksDBTimerQueue,
@@ -110,11 +110,15 @@ class TimerQueue(Protocol[K, N]):
         timestamp: int,
         set_key: Callable[[K, int], object],
         fire: Callable[[int, K, N], object],
+        assign: AssignedKey | None = None,
+        hooks: Sized = (),
     ) -> int:
         """Remove every timer ``<= timestamp`` in firing order, calling ``set_key(key,
         key_group)`` then ``fire(timestamp, key, namespace)`` for each (a timer ``fire`` adds
         that is due fires too); how many fired. Flink's ``advanceWatermark`` loop over
-        ``peek``/``poll``, run by the queue so that it may keep its own layout in locals."""
+        ``peek``/``poll``, run by the queue so that it may keep its own layout in locals.
+        ``assign``, ``hooks``: a queue may set the key by assigning ``assign``'s attributes
+        while ``hooks`` is empty (:class:`~sparktide.runtime.timers.queue.AssignedKey`)."""
         ...
 
     def clear(self) -> None: ...

@@ -50,7 +50,7 @@ True
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sized
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Generic, NoReturn
@@ -67,7 +67,7 @@ from sparktide.runtime.state.rocksdb_layout import (
     key_group_bounds,
     namespace_codec,
 )
-from sparktide.runtime.timers.queue import K, N, TimerEntry
+from sparktide.runtime.timers.queue import AssignedKey, K, N, TimerEntry
 from sparktide.runtime.timers.rocksdb_timer_cache import TimerCache
 from sparktide.runtime.timers.rocksdb_timer_store import (
     INDEX_CF,
@@ -432,8 +432,11 @@ class RocksDBTimerQueue(Generic[K, N]):
         timestamp: int,
         set_key: Callable[[K, int], object],
         fire: Callable[[int, K, N], object],
+        assign: AssignedKey | None = None,
+        hooks: Sized = (),
     ) -> int:
-        """Poll every timer ``<= timestamp`` and fire it (the heap queue's ``fire_until``)."""
+        """Poll every timer ``<= timestamp`` and fire it (the heap queue's ``fire_until``;
+        the key is always set with ``set_key``)."""
         fired = 0
         peek, pop_head = self._cache.peek, self._pop_head
         head = peek()

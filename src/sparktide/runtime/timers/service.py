@@ -29,13 +29,13 @@ fired 10 k w
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
+from collections.abc import Callable, Sized
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, cast, runtime_checkable
 
 from sparktide.core.timerservice import TimeDomain
 from sparktide.runtime.elements import MIN_TIMESTAMP
 from sparktide.runtime.keygroups import KeyGroupRange
-from sparktide.runtime.timers.queue import K, N, TimerEntry
+from sparktide.runtime.timers.queue import AssignedKey, K, N, TimerEntry
 from sparktide.runtime.timers.queue_factory import (
     HeapTimerQueueFactory,
     TimerQueue,
@@ -64,6 +64,29 @@ class KeyContext(Protocol[K]):
     def set_current_key_and_group(self, key: K, key_group: int) -> None: ...
 
 
+@runtime_checkable
+class HookedKeyContext(Protocol):
+    """A key context that says when setting its key is plain assignment
+    (:meth:`~sparktide.runtime.state.keyed_backend.KeyedStateBackend.key_hooks`)."""
+
+    @property
+    def key_group_range(self) -> KeyGroupRange: ...
+
+    def key_hooks(self) -> Sized: ...
+
+
+def _assignment(
+    key_context: object, key_group_range: KeyGroupRange
+) -> tuple[AssignedKey | None, Sized]:
+    """``(context, hooks)`` for firing loops that may assign the key themselves: a key context
+    with hooks whose key-group range holds the service's; ``(None, ())`` otherwise."""
+    if isinstance(key_context, HookedKeyContext):
+        own = key_context.key_group_range
+        if own.start <= key_group_range.start and key_group_range.end <= own.end:
+            return cast(AssignedKey, key_context), key_context.key_hooks()
+    return None, ()
+
+
 class Triggerable(Protocol[K_contra, N_contra]):
     """The target of fired timers (an operator). The key context is set before each call."""
 
@@ -80,8 +103,10 @@ class InternalTimerService(Generic[K, N]):
     """
 
     __slots__ = (
+        "_assign",
         "_current_watermark",
         "_event",
+        "_hooks",
         "_key_context",
         "_next_timer",
         "_proc",
@@ -112,6 +137,8 @@ class InternalTimerService(Generic[K, N]):
         self._proc: TimerQueue[K, N] = factory.create_timer_queue(
             name, TimeDomain.PROCESSING_TIME, key_group_range
         )
+        # set by assignment while the key context's hooks are empty (a heap backend)
+        self._assign, self._hooks = _assignment(key_context, key_group_range)
         self._current_watermark = MIN_TIMESTAMP
         self._next_timer: ScheduledTimer | None = None
         self.fired_event_time = 0
@@ -147,14 +174,11 @@ class InternalTimerService(Generic[K, N]):
 
     def register_processing_time_timer(self, namespace: N, time: int) -> None:
         ctx = self._key_context
-        queue = self._proc
-        old_head = queue.peek()
-        if queue.add(time, ctx.current_key, namespace, ctx.current_key_group):
-            next_trigger = old_head[0] if old_head is not None else None
-            if next_trigger is None or time < next_trigger:
-                if self._next_timer is not None:
-                    self._next_timer.cancel()
-                self._next_timer = self._pts.register_timer(time, self._on_processing_time)
+        # add() is True when the timer became the head: strictly before every other timer
+        if self._proc.add(time, ctx.current_key, namespace, ctx.current_key_group):
+            if self._next_timer is not None:
+                self._next_timer.cancel()
+            self._next_timer = self._pts.register_timer(time, self._on_processing_time)
 
     def delete_processing_time_timer(self, namespace: N, time: int) -> None:
         # The physical registration stays: when it fires it finds no due timer and registers the
@@ -173,7 +197,7 @@ class InternalTimerService(Generic[K, N]):
             return
         fire = self._bound().on_event_time
         self.fired_event_time += queue.fire_until(
-            time, self._key_context.set_current_key_and_group, fire
+            time, self._key_context.set_current_key_and_group, fire, self._assign, self._hooks
         )
 
     def _on_processing_time(self, time: int) -> None:
@@ -182,7 +206,7 @@ class InternalTimerService(Generic[K, N]):
         queue = self._proc
         fire = self._bound().on_processing_time
         self.fired_processing_time += queue.fire_until(
-            time, self._key_context.set_current_key_and_group, fire
+            time, self._key_context.set_current_key_and_group, fire, self._assign, self._hooks
         )
         head = queue.peek()
         if head is not None and self._next_timer is None:
