@@ -7,7 +7,8 @@ Spark session (``local[2]``, parallelism 2, Spark's shuffle partitions 2).
 ``(records, total)`` of the bucket's values; per bucket an event-time timer at the bucket's end
 plus 1 s (``bucket * 200 + 199 + 1000``). The timer emits ``(key, at, records, total)`` (``at``
 is the timer's time) and removes its bucket from the map. With 1 s of delay and 500 ms of
-out-of-orderness a key's map holds up to eight buckets::
+out-of-orderness a key's map holds the buckets of the last 1.5 to 2.5 s of event time that it
+has records in (6 to 11 at the defaults)::
 
     sparktide   env.from_dataframe(records, for_bounded_out_of_orderness(500 ms),
                                    timestamp_column="ts")                   # batch
@@ -28,8 +29,9 @@ once per bucket and registers a timer when the bucket is new (what a competent u
 writes: each state call is a round trip to the JVM).
 
 **Input.** ``--records`` records, event time moving on evenly by 1 s per ``--records /
---batches`` records, each record up to 499 ms late (so none is late for the watermark), random
-keys and values in ``[0, 1000)``. sparktide's batch reads them from a DataFrame cached in Spark
+--batches`` records (so a key has ``records / (keys * 5 * batches)`` records per bucket: 2 at
+the defaults), each record up to 499 ms later (so none is late for the watermark), random keys
+and values in ``[0, 1000)``. sparktide's batch reads them from a DataFrame cached in Spark
 (two partitions, each a contiguous stretch of time: a source split each), the streams from
 ``--batches`` Parquet files, one per micro-batch (``maxFilesPerTrigger=1``).
 
@@ -39,14 +41,15 @@ shows it). Spark's "batch" here is therefore the same query over the same files 
 micro-batch (every file in the first trigger) plus one sentinel record far in the future (key
 -1): its watermark lets the closing no-data batch fire every timer, as the end of input does in
 sparktide's batch; the sentinel's own timer never fires. Its input is the Parquet files, not the
-cached DataFrame (reading them costs Spark well under a second of JVM time at 10^6 records).
+cached DataFrame: reading them is part of Spark's measured time.
 
-**Check.** First all four runs on a small input (``--check-records``, ``--check-keys``), their
-outputs collected: sparktide's batch and Spark's batch must emit the same rows (every timer). In
-a stream a timer fires once the watermark passes it; after the last file the watermark is ``max
-ts - 501``, so both streams emit exactly the batch's rows with ``at`` up to it (sparktide in its
-last batch, Spark in the no-data batch that closes its run), and the later timers stay pending:
-that is what is compared, as sets of ``(key, at, records, total)``.
+**Check.** First every run on a small input (``--check-records``, ``--check-keys``), their
+outputs collected (without protobuf: sparktide's only). sparktide's batch emits every timer;
+Spark's batch must emit the same rows. In a stream a timer fires once the watermark passes it;
+after the last file the watermark is ``max ts - 501``, so both streams emit exactly the batch's
+rows with ``at`` up to it (sparktide in its last batch, Spark in the no-data batch that closes
+its run; a timer at the watermark itself fires in both), and the later timers stay pending.
+What is compared: the sorted lists of ``(key, at, records, total)``.
 
 **Measured**, per engine and mode, best of ``--repeat`` runs (the four alternating in each
 round): wall time from building the job to the end of its run (a stream: its whole query, all
@@ -283,6 +286,10 @@ def _write(df: Any, rows: Rows | None) -> None:
         rows.extend(tuple(r) for r in df.collect())
 
 
+def _folder(engine: str, mode: str) -> str:
+    return f"{engine}-{mode}".replace(" ", "-")
+
+
 def sparktide_batch(spark: Any, inputs: Inputs, ckpt: Path, rows: Rows | None) -> None:
     env = _sparktide_env()
     stream = env.from_dataframe(inputs.frame, _strategy(), timestamp_column="ts")
@@ -336,8 +343,9 @@ def spark_batch_frame(spark: Any, inputs: Inputs) -> Rows:
     return [tuple(r) for r in out.collect()]
 
 
+Name = tuple[str, str]  # engine, mode
 Contender = Callable[[Any, Inputs, Path, "Rows | None"], None]
-CONTENDERS: dict[tuple[str, str], Contender] = {
+CONTENDERS: dict[Name, Contender] = {
     ("sparktide", "batch"): sparktide_batch,
     ("Spark TWS", "batch"): spark_batch,
     ("sparktide", "stream"): sparktide_stream,
@@ -349,27 +357,21 @@ CONTENDERS: dict[tuple[str, str], Contender] = {
 # The check
 
 
-def collect(
-    spark: Any, inputs: Inputs, work: Path, modes: list[str]
-) -> dict[tuple[str, str], Rows]:
-    """Every contender's output rows, sorted."""
-    out: dict[tuple[str, str], Rows] = {}
-    for (engine, mode), run in CONTENDERS.items():
-        if mode in modes:
-            rows: Rows = []
-            run(spark, inputs, work / f"check-{engine}-{mode}".replace(" ", "-"), rows)
-            out[engine, mode] = sorted(rows)
+def collect(spark: Any, inputs: Inputs, work: Path, names: list[Name]) -> dict[Name, Rows]:
+    """The output rows of the contenders ``names``, sorted."""
+    out: dict[Name, Rows] = {}
+    for engine, mode in names:
+        rows: Rows = []
+        CONTENDERS[engine, mode](spark, inputs, work / _folder(engine, mode), rows)
+        out[engine, mode] = sorted(rows)
     return out
 
 
-def check(spark: Any, inputs: Inputs, work: Path, modes: list[str]) -> str:
-    """The four runs' outputs compared (see the module's docstring); raises when they differ."""
-    got = collect(spark, inputs, work, modes)
-    every = got.get(("sparktide", "batch")) or got.get(("Spark TWS", "batch"))
-    if every is None:  # streams only: sparktide's batch run gives what they must emit
-        every = []
-        sparktide_batch(spark, inputs, work / "check-batch", every)
-        every.sort()
+def check(spark: Any, inputs: Inputs, work: Path, names: list[Name]) -> str:
+    """The outputs of the contenders ``names`` compared (see the module's docstring), and
+    sparktide's batch, which says what each must emit; raises when they differ."""
+    got = collect(spark, inputs, work, sorted({("sparktide", "batch"), *names}))
+    every = got["sparktide", "batch"]
     expected = {"batch": every, "stream": [r for r in every if r[1] <= inputs.last_watermark]}
     for (engine, mode), rows in got.items():
         want = expected[mode]
@@ -379,13 +381,16 @@ def check(spark: Any, inputs: Inputs, work: Path, modes: list[str]) -> str:
                 f"check failed: {engine} {mode} emitted {len(rows):,} rows, expected "
                 f"{len(want):,}; unexpected {only[:5]}, missing {missing[:5]}"
             )
-    frame_rows = len(spark_batch_frame(spark, inputs))
-    return (
-        f"checked ({inputs.records:,} records, {inputs.keys:,} keys): batch {len(every):,} rows "
-        f"equal (every timer); stream {len(expected['stream']):,} rows equal (the timers up to "
-        f"the last watermark, {inputs.last_watermark - START_MS} ms after the start); Spark's "
-        f"query on the batch DataFrame itself emitted {frame_rows} rows (no watermark in batch)"
+    done = ", ".join(f"{engine} {mode}" for engine, mode in sorted(got))
+    line = (
+        f"checked ({inputs.records:,} records, {inputs.keys:,} keys; {done}): batch "
+        f"{len(every):,} rows (every timer), stream {len(expected['stream']):,} rows (the timers "
+        f"up to the last watermark, {inputs.last_watermark - START_MS} ms after the start)"
     )
+    if any(engine == "Spark TWS" for engine, _ in names):
+        frame_rows = len(spark_batch_frame(spark, inputs))
+        line += f"; Spark's query on the batch DataFrame emitted {frame_rows} rows (no watermark)"
+    return line
 
 
 # ---------------------------------------------------------------------------------------------
@@ -400,16 +405,16 @@ def protobuf_missing() -> str | None:
 
 
 def measure(
-    spark: Any, inputs: Inputs, work: Path, names: list[tuple[str, str]], repeat: int
-) -> dict[tuple[str, str], list[CpuRun] | str]:
+    spark: Any, inputs: Inputs, work: Path, names: list[Name], repeat: int
+) -> dict[Name, list[CpuRun] | str]:
     """``repeat`` runs per contender, alternating in each round; a failed contender's reason."""
-    runs: dict[tuple[str, str], list[CpuRun] | str] = {name: [] for name in names}
+    runs: dict[Name, list[CpuRun] | str] = {name: [] for name in names}
     for round_ in range(repeat):
         for name in names:
             done = runs[name]
             if isinstance(done, str):
                 continue
-            ckpt = work / f"{name[0]}-{name[1]}-{round_}".replace(" ", "-")
+            ckpt = work / f"{_folder(*name)}-{round_}"
             try:
                 done.append(cpu_timed(partial(CONTENDERS[name], spark, inputs, ckpt, None)))
             except Exception as exc:  # a failed contender is a result too
@@ -423,7 +428,7 @@ def _best(runs: list[CpuRun]) -> tuple[float, CpuRun]:
     return min(r.seconds for r in runs), min(runs, key=lambda r: r.cpu.total)
 
 
-def print_table(runs: dict[tuple[str, str], list[CpuRun] | str], records: int) -> None:
+def print_table(runs: dict[Name, list[CpuRun] | str], records: int) -> None:
     """Wall time, records/s, CPU per record (JVM, workers, driver, total), then the ratios."""
     from sparktide.nexmark.runner import print_markdown
 
@@ -492,12 +497,12 @@ def run(spark: Any, args: argparse.Namespace, work: Path) -> None:
     """The check, then the measured runs and their table."""
     names = args.names
     missing = protobuf_missing()
-    if args.check_records and not missing:
-        small = prepare(spark, args.check_records, args.check_keys, args.batches, work / "small")
-        print(check(spark, small, work / "small", args.modes), flush=True)
     if missing:
         print(f"Spark TWS failed: {missing}")
         names = [n for n in names if n[0] != "Spark TWS"]
+    if args.check_records:
+        small = prepare(spark, args.check_records, args.check_keys, args.batches, work / "small")
+        print(check(spark, small, work / "small", names), flush=True)
     inputs = prepare(spark, args.records, args.keys, args.batches, work / "input")
     print(
         f"{args.records:,} records, {args.keys:,} keys, {args.batches} Parquet files for the "
