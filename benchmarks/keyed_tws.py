@@ -8,7 +8,7 @@ Spark session (``local[2]``, parallelism 2, Spark's shuffle partitions 2).
 plus 1 s (``bucket * 200 + 199 + 1000``). The timer emits ``(key, at, records, total)`` (``at``
 is the timer's time) and removes its bucket from the map. With 1 s of delay and 500 ms of
 out-of-orderness a key's map holds the buckets of the last 1.5 to 2.5 s of event time that it
-has records in (6 to 11 at the defaults)::
+has records in (7 to 13 at the defaults)::
 
     sparktide   env.from_dataframe(records, for_bounded_out_of_orderness(500 ms),
                                    timestamp_column="ts")                   # batch
@@ -29,7 +29,7 @@ once per bucket and registers a timer when the bucket is new (what a competent u
 writes: each state call is a round trip to the JVM).
 
 **Input.** ``--records`` records, event time moving on evenly by 1 s per ``--records /
---batches`` records (so a key has ``records / (keys * 5 * batches)`` records per bucket: 2 at
+--batches`` records (so a key has ``records / (keys * 5 * batches)`` records per bucket: 20 at
 the defaults), each record up to 499 ms later (so none is late for the watermark), random keys
 and values in ``[0, 1000)``. sparktide's batch reads them from a DataFrame cached in Spark
 (two partitions, each a contiguous stretch of time: a source split each), the streams from
@@ -64,7 +64,7 @@ are reported as failed with that reason.
 
 Usage::
 
-    python benchmarks/keyed_tws.py                       # 10^6 records, 10^4 keys, best of 3
+    python benchmarks/keyed_tws.py                       # 10^6 records, 10^3 keys, best of 3
     python benchmarks/keyed_tws.py --records 100000 --keys 1000 --repeat 1
     python benchmarks/keyed_tws.py --modes stream --batches 20
 """
@@ -247,6 +247,8 @@ def prepare(spark: Any, records: int, keys: int, batches: int, work: Path) -> In
     frame = spark.createDataFrame(table).cache()
     if frame.count() != records:
         raise RuntimeError(f"cached {frame.count()} records, generated {records}")
+    if frame.rdd.getNumPartitions() != PARALLELISM:
+        raise RuntimeError(f"the records are in {frame.rdd.getNumPartitions()} partitions")
     watermark = pc.max(table["ts"]).as_py() - BOUND_MS - 1
     return Inputs(records, keys, frame, stream, batch, watermark)
 
@@ -466,7 +468,7 @@ def print_table(runs: dict[Name, list[CpuRun] | str], records: int) -> None:
 def parse(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--records", type=int, default=1_000_000, help="records measured")
-    ap.add_argument("--keys", type=int, default=10_000, help="keys: 0 .. keys - 1")
+    ap.add_argument("--keys", type=int, default=1_000, help="keys: 0 .. keys - 1")
     ap.add_argument("--repeat", type=int, default=3, help="timed runs per contender")
     ap.add_argument("--batches", type=int, default=10, help="micro-batches of the stream")
     ap.add_argument("--modes", default="batch,stream", help="batch and/or stream")
@@ -503,6 +505,7 @@ def run(spark: Any, args: argparse.Namespace, work: Path) -> None:
     if args.check_records:
         small = prepare(spark, args.check_records, args.check_keys, args.batches, work / "small")
         print(check(spark, small, work / "small", names), flush=True)
+        small.frame.unpersist()
     inputs = prepare(spark, args.records, args.keys, args.batches, work / "input")
     print(
         f"{args.records:,} records, {args.keys:,} keys, {args.batches} Parquet files for the "
