@@ -59,8 +59,8 @@ its Python workers and the driver (this process), read from ``/proc`` as
 then per mode the ratio Spark / sparktide by wall time and by CPU (2x: sparktide needs half).
 The load average is printed before and after: on a busy machine both engines slow down.
 
-Spark's Python state API needs ``protobuf`` (``pip install protobuf``); without it Spark's runs
-are reported as failed with that reason.
+Spark's Python state API needs ``protobuf`` (``pip install -e '.[bench]'``, or ``pip install
+protobuf``); without it Spark's runs are reported as failed with that reason.
 
 Usage::
 
@@ -402,17 +402,17 @@ def check(spark: Any, inputs: Inputs, work: Path, names: list[Name]) -> str:
 def protobuf_missing() -> str | None:
     """Why Spark's Python state API cannot run here, or None."""
     if importlib.util.find_spec("google.protobuf") is None:
-        return "Spark's Python state API needs protobuf: pip install protobuf"
+        return "Spark's Python state API needs protobuf: pip install -e '.[bench]'"
     return None
 
 
 def measure(
-    spark: Any, inputs: Inputs, work: Path, names: list[Name], repeat: int
-) -> dict[Name, list[CpuRun] | str]:
-    """``repeat`` runs per contender, alternating in each round; a failed contender's reason."""
-    runs: dict[Name, list[CpuRun] | str] = {name: [] for name in names}
+    spark: Any, inputs: Inputs, work: Path, runs: dict[Name, list[CpuRun] | str], repeat: int
+) -> None:
+    """``repeat`` runs of each contender of ``runs`` added to its list, the contenders
+    alternating in each round; a failed contender's list replaced by the reason."""
     for round_ in range(repeat):
-        for name in names:
+        for name in list(runs):
             done = runs[name]
             if isinstance(done, str):
                 continue
@@ -422,7 +422,6 @@ def measure(
             except Exception as exc:  # a failed contender is a result too
                 runs[name] = failure(exc)
             shutil.rmtree(ckpt, ignore_errors=True)
-    return runs
 
 
 def _best(runs: list[CpuRun]) -> tuple[float, CpuRun]:
@@ -497,11 +496,11 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 def run(spark: Any, args: argparse.Namespace, work: Path) -> None:
     """The check, then the measured runs and their table."""
-    names = args.names
     missing = protobuf_missing()
-    if missing:
-        print(f"Spark TWS failed: {missing}")
-        names = [n for n in names if n[0] != "Spark TWS"]
+    runs: dict[Name, list[CpuRun] | str] = {
+        name: missing if missing and name[0] == "Spark TWS" else [] for name in args.names
+    }
+    names = [name for name, done in runs.items() if not isinstance(done, str)]
     if args.check_records:
         small = prepare(spark, args.check_records, args.check_keys, args.batches, work / "small")
         print(check(spark, small, work / "small", names), flush=True)
@@ -512,7 +511,7 @@ def run(spark: Any, args: argparse.Namespace, work: Path) -> None:
         f"streams; best of {args.repeat}; load average before the runs {load_average()}",
         flush=True,
     )
-    runs = measure(spark, inputs, work / "runs", names, args.repeat)
+    measure(spark, inputs, work / "runs", runs, args.repeat)
     print(f"load average after the runs {load_average()}\n")
     print_table(runs, args.records)
 
