@@ -60,7 +60,9 @@ then per mode the ratio Spark / sparktide by wall time and by CPU (2x: sparktide
 The load average is printed before and after: on a busy machine both engines slow down.
 
 Spark's Python state API needs ``protobuf`` (``pip install -e '.[bench]'``, or ``pip install
-protobuf``); without it Spark's runs are reported as failed with that reason.
+protobuf``); without it Spark's runs are reported as failed with that reason. Spark's driver-side
+state worker prints a few lines of its own (``Starting Streaming TransformWithStateInPandas
+Python worker.`` ...) for each of its queries.
 
 Usage::
 
