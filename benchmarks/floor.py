@@ -67,7 +67,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import os
 import pstats
 import shutil
 import tempfile
@@ -80,6 +79,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+from common import CpuRun, cpu_timed, load_average
 
 from sparktide.nexmark.queries import DOLLAR_TO_EURO, Q1_TYPE
 from sparktide.nexmark.schema import BID_SCHEMA
@@ -98,7 +98,6 @@ Q1_SCHEMA = pa.schema(
 Q1_DDL = "auction long, bidder long, price double, dateTime long, extra string"
 ARROW_BATCH = 10_000  # spark.sql.execution.arrow.maxRecordsPerBatch's default
 PARALLELISM = 2
-SETTLE_SECONDS = 0.5  # between the end of a run and its CPU reading
 
 
 # ---------------------------------------------------------------------------------------------
@@ -123,92 +122,7 @@ def hand_written(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
 
 
 # ---------------------------------------------------------------------------------------------
-# CPU time of the process tree, from /proc
-
-
-@dataclass(frozen=True)
-class CpuSeconds:
-    """CPU seconds (user + system) of Spark's JVM, its Python workers and the driver."""
-
-    jvm: float
-    workers: float
-    driver: float
-
-    @property
-    def total(self) -> float:
-        return self.jvm + self.workers + self.driver
-
-    def __sub__(self, other: CpuSeconds) -> CpuSeconds:
-        return CpuSeconds(
-            self.jvm - other.jvm, self.workers - other.workers, self.driver - other.driver
-        )
-
-
-@dataclass(frozen=True)
-class ProcStat:
-    """The fields of ``/proc/<pid>/stat`` used here (times in clock ticks)."""
-
-    pid: int
-    comm: str
-    ppid: int
-    own_ticks: int  # utime + stime
-    reaped_ticks: int  # cutime + cstime: children that exited and were waited for
-
-
-def read_stat(pid: int) -> ProcStat | None:
-    """``/proc/<pid>/stat`` parsed, or None when the process is gone."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    comm = text[text.index("(") + 1 : text.rindex(")")]
-    fields = text[text.rindex(")") + 2 :].split()  # fields 3.. of proc(5): state, ppid, ...
-    utime, stime, cutime, cstime = (int(x) for x in fields[11:15])
-    return ProcStat(pid, comm, int(fields[1]), utime + stime, cutime + cstime)
-
-
-def descendants(root: int) -> list[ProcStat]:
-    """Every live process below ``root``."""
-    stats = [s for s in map(read_stat, _pids()) if s is not None]
-    children: dict[int, list[ProcStat]] = {}
-    for s in stats:
-        children.setdefault(s.ppid, []).append(s)
-    found: list[ProcStat] = []
-    todo = [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child.pid)
-    return found
-
-
-def _pids() -> list[int]:
-    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
-
-
-def cpu_now() -> CpuSeconds:
-    """CPU seconds so far of the JVM (the ``java`` process below this one), of every process
-    below the JVM (the Python workers, with their reaped children) and of this process."""
-    tick = os.sysconf("SC_CLK_TCK")
-    me = read_stat(os.getpid())
-    jvms = [s for s in descendants(os.getpid()) if s.comm == "java"]
-    if me is None or len(jvms) != 1:
-        raise RuntimeError(f"expected one Spark JVM below this process, found {len(jvms)}")
-    workers = descendants(jvms[0].pid)
-    worker_ticks = sum(s.own_ticks + s.reaped_ticks for s in workers)
-    return CpuSeconds(jvms[0].own_ticks / tick, worker_ticks / tick, me.own_ticks / tick)
-
-
-# ---------------------------------------------------------------------------------------------
 # The contenders, their runs and their output
-
-
-@dataclass(frozen=True)
-class Run:
-    """One timed run: wall seconds and CPU seconds."""
-
-    seconds: float
-    cpu: CpuSeconds
 
 
 @dataclass(frozen=True)
@@ -251,13 +165,9 @@ def contenders(bids: Any, out_of_order_ms: int) -> dict[str, Build]:
     }
 
 
-def timed_run(build: Build) -> Run:
+def timed_run(build: Build) -> CpuRun:
     """One run of ``build``'s DataFrame into the noop sink."""
-    before, start = cpu_now(), time.perf_counter()
-    build().write.format("noop").mode("overwrite").save()
-    seconds = time.perf_counter() - start
-    time.sleep(SETTLE_SECONDS)  # the workers finish their tasks' last steps
-    return Run(seconds, cpu_now() - before)
+    return cpu_timed(lambda: build().write.format("noop").mode("overwrite").save())
 
 
 def checksum(build: Build) -> Checksum:
@@ -306,9 +216,9 @@ def cached_bids(spark: Any, events: int, seed: int, workdir: Path) -> CachedBids
     return CachedBids(frame, events, count, config.out_of_order_bound_ms)
 
 
-def measure(builds: dict[str, Build], repeat: int) -> dict[str, list[Run]]:
+def measure(builds: dict[str, Build], repeat: int) -> dict[str, list[CpuRun]]:
     """``repeat`` runs per contender, the contenders alternating within each round."""
-    runs: dict[str, list[Run]] = {name: [] for name in builds}
+    runs: dict[str, list[CpuRun]] = {name: [] for name in builds}
     for _ in range(repeat):
         for name, build in builds.items():
             runs[name].append(timed_run(build))
@@ -334,7 +244,7 @@ def _ratio(mine: float, theirs: float) -> str:
     return f"{theirs / mine:.3g}x" if mine > 0 else "-"
 
 
-def print_table(runs: dict[str, list[Run]], data: CachedBids) -> None:
+def print_table(runs: dict[str, list[CpuRun]], data: CachedBids) -> None:
     """Wall time, events/s, CPU per bid (JVM, workers, driver, total) and the ratios."""
     from sparktide.nexmark.runner import print_markdown
 
@@ -353,7 +263,7 @@ def print_table(runs: dict[str, list[Run]], data: CachedBids) -> None:
         print_ratios(runs)
 
 
-def print_ratios(runs: dict[str, list[Run]]) -> None:
+def print_ratios(runs: dict[str, list[CpuRun]]) -> None:
     """sparktide's wall time and CPU next to the hand-written loop's and Spark SQL's."""
     mine = runs["sparktide"]
     wall = min(r.seconds for r in mine)
@@ -431,8 +341,8 @@ def profile_local(events: int, seed: int) -> None:
     local = min(local_q1(tables, bound) for _ in range(2))
     loop = min(local_hand_written(tables.bids) for _ in range(2))
     print(
-        f"{events:,} events ({bids:,} bids), load average {_load()}: sparktide q1 on the local "
-        f"runtime {local * 1e6 / bids:.2f} µs/bid, the hand-written loop "
+        f"{events:,} events ({bids:,} bids), load average {load_average()}: sparktide q1 on the "
+        f"local runtime {local * 1e6 / bids:.2f} µs/bid, the hand-written loop "
         f"{loop * 1e6 / bids:.2f} µs/bid (ratio {loop / local:.3g}x)\n"
     )
     profiler = cProfile.Profile()
@@ -469,10 +379,6 @@ def profile_spark(spark: Any, data: CachedBids, workdir: Path) -> None:
 # Main
 
 
-def _load() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
 @contextmanager
 def spark_bids(events: int, seed: int) -> Iterator[tuple[Any, CachedBids, Path]]:
     """The Spark session, the cached bids and a scratch folder (removed afterwards)."""
@@ -486,7 +392,7 @@ def spark_bids(events: int, seed: int) -> Iterator[tuple[Any, CachedBids, Path]]
         print(
             f"NEXMark q1: {data.events:,} events, {data.bids:,} bids cached in "
             f"{data.frame.rdd.getNumPartitions()} partitions; local[{PARALLELISM}], "
-            f"parallelism {PARALLELISM}; load average {_load()}"
+            f"parallelism {PARALLELISM}; load average {load_average()}"
         )
         yield spark, data, workdir
     finally:
@@ -500,7 +406,7 @@ def side_by_side(data: CachedBids, names: list[str], repeat: int) -> None:
     for name, sums in check_outputs(builds).items():
         print(f"  {name}: {sums}")
     runs = measure(builds, repeat)
-    print(f"\nbest of {repeat}; load average after the runs {_load()}\n")
+    print(f"\nbest of {repeat}; load average after the runs {load_average()}\n")
     print_table(runs, data)
 
 

@@ -15,8 +15,9 @@ event-time timer at ``ts + delay``; a timer emits ``(key, timer time, count)``::
 
 (Flink's bounded out-of-orderness watermark is ``max ts - bound - 1`` and fires timers
 ``<= watermark``; Spark's is ``max ts`` minus the ``withWatermark`` delay, so Spark gets
-``bound + 1`` ms to fire the same timers.) Spark's Python state API needs ``protobuf``
-(``pip install protobuf``); an engine that fails is printed as ``failed`` with the reason.
+``bound + 1`` ms to fire the same timers: ``common.spark_watermark``.) Spark's Python state
+API needs ``protobuf`` (``pip install protobuf``); an engine that fails is printed as ``failed``
+with the reason.
 
 **Input.** Parquet files ``(key long, ts long)`` written before anything runs, read by a file
 stream with ``maxFilesPerTrigger=1``: one file, one micro-batch, the same files for both engines.
@@ -84,7 +85,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from common import spark_versions
+from common import (
+    SPARK_STATE_STORE,
+    failure,
+    file_stream,
+    spark_versions,
+    spark_watermark,
+    write_batch_file,
+)
 
 from sparktide.datastream import KeyedProcessFunction
 
@@ -95,7 +103,6 @@ DELAY_MS = 1_000  # timer at ts + delay
 START_MS = 1_700_000_000_000
 SCHEMA = "key long, ts long"
 ALARM_SCHEMA = "key long, at long, count long"
-SPARK_STATE_STORE = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -212,16 +219,13 @@ class Plan:
 def write_files(plan: Plan, directory: Path, seed: int = 1) -> int:
     """One Parquet file per micro-batch, modification times in batch order; the records."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     directory.mkdir(parents=True)
     records = 0
     for b in range(plan.total):
         keys, ts = plan.batch(b, seed)
         records += len(keys)
-        path = directory / f"part-{b:05d}.parquet"
-        pq.write_table(pa.table({"key": keys, "ts": ts}), path)
-        os.utime(path, (1_700_000_000 + b, 1_700_000_000 + b))  # the file source's order
+        write_batch_file(pa.table({"key": keys, "ts": ts}), directory, b)
     return records
 
 
@@ -301,7 +305,7 @@ def batch_state(metrics: Any, ckpt: Path) -> BatchState:
 
 
 def _files(spark: Any, directory: Path) -> Any:
-    return spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(directory))
+    return file_stream(spark, directory, SCHEMA)
 
 
 def dir_bytes(path: Path, skip: str | None = None) -> int:
@@ -364,15 +368,11 @@ def run_sparktide(
 
 
 def run_spark(spark: Any, files: Path, ckpt: Path, collect: bool = False) -> Run:
-    from pyspark.sql import functions as F
-
     spark.conf.set("spark.sql.streaming.stateStore.providerClass", SPARK_STATE_STORE)
     spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", "100000")  # every batch
     processor = _stateful_processor_class()(DELAY_MS)
     out = (
-        _files(spark, files)
-        .withColumn("event_time", F.timestamp_millis("ts"))
-        .withWatermark("event_time", f"{BOUND_MS + 1} milliseconds")
+        spark_watermark(_files(spark, files), "ts", BOUND_MS)
         .groupBy("key")
         .transformWithStateInPandas(
             statefulProcessor=processor,
@@ -542,9 +542,7 @@ def _attempt(fn: Callable[[], Run]) -> Run | str:
     try:
         return fn()
     except Exception as exc:  # a failed engine is a result too
-        lines = [x.strip() for x in str(exc).splitlines() if x.strip()]
-        cause = next((x for x in lines if "Error" in x or "Exception" in x), None)
-        return f"{type(exc).__name__}: {(cause or (lines[0] if lines else ''))[:200]}"
+        return failure(exc)
 
 
 def main(argv: list[str] | None = None) -> None:
