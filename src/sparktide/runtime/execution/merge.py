@@ -20,7 +20,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Sequence
 from heapq import merge
-from itertools import pairwise
+from itertools import chain, pairwise
 from operator import itemgetter
 from typing import TYPE_CHECKING
 
@@ -83,7 +83,7 @@ def sort_chunks(chunks: Sequence[EntryChunk]) -> list[Entry]:
     width = max(c.positions.width for c in chunks)
     matrix = np.concatenate([c.positions.matrix(width) for c in chunks])
     channels = np.concatenate([c.channel_array() for c in chunks])
-    entries = [e for c in chunks for e in c.entries]
+    entries = list(chain.from_iterable(c.entries for c in chunks))
     order = _input_order(matrix, channels).tolist()
     return [entries[i] for i in order]
 
@@ -155,7 +155,7 @@ class ChunkMerge:
         self._runs = kept
         self.held = sum(len(c) for run in kept for c in run)
         if len(heads) == 1:  # one run: in order already
-            return [e for c in heads[0] for e in c.entries]
+            return list(chain.from_iterable(c.entries for c in heads[0]))
         return sort_chunks([c for head in heads for c in head]) if heads else []
 
 
