@@ -26,16 +26,15 @@ from sparktide.runtime.execution.driver import (
     source_clock,
     subtask_clock,
 )
-from sparktide.runtime.execution.merge import RunMerge
+from sparktide.runtime.execution.merge import ChunkMerge
 from sparktide.runtime.execution.planner import SOURCE_STAGE, Plan
 from sparktide.runtime.execution.protocol import (
     Position,
     Shipment,
-    decode_position,
     encode_position,
     pack_collected,
     pack_entries,
-    unpack_entries,
+    unpack_chunk,
 )
 from sparktide.runtime.execution.tasks import JobTasks
 from sparktide.runtime.gc_pacing import paced_iteration
@@ -374,14 +373,14 @@ class SparkJob:
         clock, mailbox = subtask_clock(self.simulated)
         session = SubtaskSession(tasks.build_subtask(stage, target, clock, mailbox), self.simulated)
         session.open()
-        merge = RunMerge(self.flush)
-        for first, payload in rows:
+        merge = ChunkMerge(self.flush)
+        for _, payload in rows:
             failed = failure_of_mark(payload)
             if failed is not None:  # sorted first: nothing was processed yet
                 clock.shutdown()
                 yield self.failure_rows(stage_index, *failed)
                 return
-            ready = merge.add(decode_position(first), unpack_entries(payload))
+            ready = merge.add(unpack_chunk(payload))
             if ready:  # what no chunk from here on can precede
                 session.process(ready)
                 yield from self.flush_rows(tasks)

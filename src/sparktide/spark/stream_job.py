@@ -60,15 +60,15 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol, cast
 
 from sparktide.core.state_backend import EmbeddedRocksDBStateBackend
 from sparktide.runtime.execution.driver import SplitSession, SubtaskSession
-from sparktide.runtime.execution.merge import RunMerge
+from sparktide.runtime.execution.merge import ChunkMerge
 from sparktide.runtime.execution.planner import SOURCE_STAGE, Stage
 from sparktide.runtime.execution.protocol import (
     Entry,
     Shipment,
     SourceTagger,
-    decode_position,
     encode_position,
     pack_entries,
+    unpack_chunk,
     unpack_entries,
 )
 from sparktide.runtime.execution.tasks import JobTasks, SplitDriver, SubtaskTask
@@ -670,7 +670,7 @@ class StreamingJob:
         """Subtask ``target`` of a stage for this micro-batch: restored from version
         ``version - 1``, its entries processed at the batch's time, version ``version`` written.
         ``rows``: its input chunks ``(first position, payload)`` sorted by first position (a
-        failure mark first); they are merged as they come (:class:`RunMerge`), so the worker
+        failure mark first); they are merged as they come (:class:`ChunkMerge`), so the worker
         holds about the task's budget of entries, not the batch."""
         base = self.base
         rows = iter(rows)
@@ -720,9 +720,9 @@ class StreamingJob:
         stage = self.plan.stages[stage_index]
         task, session = self.open_subtask(tasks, stage, target)
         session.advance_clock(self.now, self.version)
-        merge = RunMerge(self.base.flush)
-        for first, payload in rows:
-            ready = merge.add(decode_position(first), unpack_entries(payload))
+        merge = ChunkMerge(self.base.flush)
+        for _, payload in rows:
+            ready = merge.add(unpack_chunk(payload))
             if ready:  # what no chunk from here on can precede, as the bounded runners order it
                 session.process(ready)
                 yield from self.base.flush_rows(tasks)

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Callable, Mapping, Sequence
-from operator import itemgetter
 from types import MappingProxyType
 from typing import TYPE_CHECKING, cast
 
@@ -212,7 +211,8 @@ class _FieldsColumn(_Column):
                 raise _Mismatch
             first = cast(Row, values[0])
             names, kind = row_field_names(first), first.get_row_kind()
-            if set(map(Row.get_row_kind, cast("Sequence[Row]", values))) != {kind}:
+            kinds = list(map(Row.get_row_kind, cast("Sequence[Row]", values)))
+            if kinds.count(kind) != len(kinds):  # (no hash of an enum member per row)
                 raise _Mismatch
             rows: Sequence[tuple[object, ...]] = list(
                 map(row_values, cast("Sequence[Row]", values))
@@ -221,12 +221,16 @@ class _FieldsColumn(_Column):
             if set(map(type, values)) != {tuple}:
                 raise _Mismatch
             rows = values  # type: ignore[assignment]
-        if set(map(len, rows)) != {arity}:
+        try:  # the fields' columns, in one pass
+            columns = list(zip(*rows, strict=True))
+        except ValueError as exc:  # tuples or rows of several arities
+            raise _Mismatch from exc
+        if len(columns) != arity:
             raise _Mismatch
         arrays: list[pa.Array] = []
         shapes: list[_Shape] = []
-        for i, field in enumerate(self.fields):
-            array, shape = field.encode(list(map(itemgetter(i), rows)))
+        for field, column in zip(self.fields, columns, strict=True):
+            array, shape = field.encode(column)
             arrays.append(array)
             shapes.append(shape)
         struct = pa.StructArray.from_arrays(arrays, [f"f{i}" for i in range(arity)])

@@ -4,34 +4,32 @@ Every producer of a stage's input emits its entries in position order (a split's
 upstream subtask). A stage subtask needs their union in ``(position, channel)`` order
 (:mod:`sparktide.runtime.execution.protocol`). On Spark the runs reach a subtask in **chunks**,
 each in position order, the chunks sorted by their first position (Spark sorts the rows, not the
-entries). :class:`RunMerge` takes such chunks one at a time and hands back, in order, every
-entry no later chunk can precede (those at a position below the first position of the chunk
-just added); it holds the rest, at most ``budget`` entries, plus, when more runs than that
-overlap, the tail of one chunk per run. :func:`merge_runs` merges whole runs (the local
-runtime's buffers): no sort of what is already ordered.
-
->>> merge = RunMerge(budget=2)
->>> a = [((0, 1), 0, 0, "a1", None, None), ((0, 3), 0, 0, "a3", None, None)]
->>> b = [((0, 2), 1, 0, "b2", None, None), ((0, 4), 1, 0, "b4", None, None)]
->>> [e[3] for e in merge.add((0, 1), a)]
-[]
->>> [e[3] for e in merge.add((0, 2), b)]  # over budget: what precedes (0, 2) is ready
-['a1']
->>> [e[3] for e in merge.drain()]
-['b2', 'a3', 'b4']
+entries). :class:`ChunkMerge` takes such chunks one at a time
+(:class:`~sparktide.runtime.execution.protocol.EntryChunk`: their entries and their positions
+by columns) and hands back, in order, every entry no later chunk can precede (those at a
+position below the first position of the chunk just added); it holds the rest, at most
+``budget`` entries, plus, when more runs than that overlap, the tail of one chunk per run. Runs
+that follow one another are concatenated; where runs overlap, what is ready is ordered by one
+vectorized sort (numpy's ``lexsort`` over the padded position matrices and the channels:
+:func:`sort_chunks`), not a tuple comparison per entry. :func:`merge_runs` merges whole runs
+(the local runtime's buffers): no sort of what is already ordered.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from heapq import merge
-from itertools import pairwise
+from itertools import chain, pairwise
 from operator import itemgetter
+from typing import TYPE_CHECKING
 
-from sparktide.runtime.execution.protocol import Entry, Position
+from sparktide.runtime.execution.protocol import Entry, EntryChunk, Position
 
-__all__ = ["DEFAULT_BUDGET", "RunMerge", "merge_runs"]
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["DEFAULT_BUDGET", "ChunkMerge", "merge_runs", "sort_chunks"]
 
 DEFAULT_BUDGET = 65536
 """Entries a task holds before it processes or ships what it can (``ExecutionConfig.
@@ -62,75 +60,118 @@ def merge_runs(runs: Sequence[list[Entry]]) -> list[Entry]:
     return list(merge(*runs, key=_order))
 
 
-class RunMerge:
-    """Chunks of position-ordered runs in, the entries no later chunk can precede out.
+def _input_order(matrix: np.ndarray, channels: np.ndarray) -> np.ndarray:
+    """The row indexes of ``matrix`` (padded positions) and ``channels`` in ``(position,
+    channel)`` order."""
+    import numpy as np
 
-    ``add(first, chunk)`` takes the next chunk (chunks come sorted by ``first``, the position of
-    their first entry); once the merge holds ``budget`` entries it returns, merged, every entry
-    at a position below ``first``. :meth:`drain` returns the rest at the end of the input.
+    return np.lexsort((channels, *(matrix[:, i] for i in range(matrix.shape[1] - 1, -1, -1))))
+
+
+def sort_chunks(chunks: Sequence[EntryChunk]) -> list[Entry]:
+    """The entries of ``chunks`` in ``(position, channel)`` order, by one vectorized sort of
+    their padded position matrices and channels (numpy's ``lexsort``).
+
+    >>> from sparktide.runtime.execution.protocol import pack_entries, unpack_chunk
+    >>> def chunk(channel, *positions):
+    ...     return unpack_chunk(pack_entries([(p, channel, 1, p, None, None) for p in positions]))
+    >>> [e[:2] for e in sort_chunks([chunk(1, (0, 1), (0, 1, 0), (2,)), chunk(0, (0, 1), (1,))])]
+    [((0, 1), 0), ((0, 1), 1), ((0, 1, 0), 1), ((1,), 0), ((2,), 1)]
+    """
+    import numpy as np
+
+    width = max(c.positions.width for c in chunks)
+    matrix = np.concatenate([c.positions.matrix(width) for c in chunks])
+    channels = np.concatenate([c.channel_array() for c in chunks])
+    entries = list(chain.from_iterable(c.entries for c in chunks))
+    order = _input_order(matrix, channels).tolist()
+    return [entries[i] for i in order]
+
+
+class ChunkMerge:
+    """Chunks in (:class:`~sparktide.runtime.execution.protocol.EntryChunk`, each in order,
+    sorted by their first position), the entries no later chunk can precede out, in
+    ``(position, channel)`` order: ``add(chunk)`` holds the chunk; once the merge holds
+    ``budget`` entries it returns every entry at a position below the chunk's first.
+    :meth:`drain` returns the rest at the end of the input. The chunks of one producer follow
+    one another (a run: its entries are handed out as they are); where runs overlap, what is
+    ready is ordered by one vectorized sort (:func:`sort_chunks`).
+
+    >>> from sparktide.runtime.execution.protocol import pack_entries, unpack_chunk
+    >>> def chunk(channel, *positions):
+    ...     entries = [(p, channel, 1, f"{p[1]}/{channel}", None, None) for p in positions]
+    ...     return unpack_chunk(pack_entries(entries))
+    >>> merge = ChunkMerge(budget=2)
+    >>> merge.add(chunk(0, (0, 1), (0, 3)))
+    []
+    >>> [e[3] for e in merge.add(chunk(1, (0, 2), (0, 4)))]  # over budget: what precedes (0, 2)
+    ['1/0']
+    >>> [e[3] for e in merge.drain()]
+    ['2/1', '3/0', '4/1']
     """
 
     def __init__(self, budget: int = DEFAULT_BUDGET) -> None:
         if type(budget) is not int or budget < 1:
             raise ValueError(f"budget must be an int >= 1 (entries), got {budget!r}")
         self.budget = budget
-        self._runs: list[list[Entry]] = []  # each in order; together: what is held
+        self._runs: list[list[EntryChunk]] = []  # each in order; together: what is held
         self.held = 0  # entries held
         self.peak = 0  # the most entries held at once
 
-    def add(self, first: Position, chunk: list[Entry]) -> list[Entry]:
-        """Hold ``chunk`` (in order; its first entry is at ``first``); returns the entries that
-        are ready, in order, once the merge holds ``budget`` entries (else nothing)."""
+    def add(self, chunk: EntryChunk | None) -> list[Entry]:
+        """Hold ``chunk`` (None: an empty one); returns the entries that are ready, in order,
+        once the merge holds ``budget`` entries (else nothing)."""
+        if chunk is None or not chunk.entries:
+            return []
         ready: list[Entry] = []
         if self.held + len(chunk) > self.budget:
-            ready = self._cut(first)
-        if chunk:
-            self._hold(chunk)
+            ready = self._take(chunk.entries[0][0])
+        head = _order(chunk.entries[0])
+        for run in self._runs:  # a run it continues (the chunks of one producer, in turn)
+            if _order(run[-1].entries[-1]) <= head:
+                run.append(chunk)
+                break
+        else:
+            self._runs.append([chunk])
+        self.held += len(chunk)
+        self.peak = max(self.peak, self.held)
         return ready
 
     def drain(self) -> list[Entry]:
         """Everything held, in order (the input has ended)."""
-        out = merge_runs(self._runs)
-        self._runs = []
-        self.held = 0
-        return out
+        return self._take(None)
 
-    def _hold(self, chunk: list[Entry]) -> None:
-        head = _order(chunk[0])
-        for run in self._runs:  # a run it continues (the chunks of one producer, in turn)
-            if _order(run[-1]) <= head:
-                run.extend(chunk)
-                break
-        else:
-            self._runs.append(list(chunk))
-        self.held += len(chunk)
-        if self.held > self.peak:
-            self.peak = self.held
-
-    def _cut(self, first: Position) -> list[Entry]:
-        """Remove and return, in order, every held entry at a position below ``first``."""
-        heads: list[list[Entry]] = []
-        kept: list[list[Entry]] = []
+    def _take(self, first: Position | None) -> list[Entry]:
+        """Remove and return, in order, every held entry at a position below ``first`` (None:
+        every held entry)."""
+        heads: list[list[EntryChunk]] = []
+        kept: list[list[EntryChunk]] = []
         for run in self._runs:
-            cut = bisect_left(run, first, key=_position)
-            if cut:
-                heads.append(run[:cut] if cut < len(run) else run)
-                self.held -= cut
-            if cut < len(run):
-                kept.append(run[cut:] if cut else run)
+            head, tail = _cut(run, first)
+            if head:
+                heads.append(head)
+            if tail:
+                kept.append(tail)
         self._runs = kept
-        return merge_runs(heads)
+        self.held = sum(len(c) for run in kept for c in run)
+        if len(heads) == 1:  # one run: in order already
+            return list(chain.from_iterable(c.entries for c in heads[0]))
+        return sort_chunks([c for head in heads for c in head]) if heads else []
 
-    @staticmethod
-    def of_chunks(chunks: Iterable[tuple[Position, list[Entry]]], budget: int) -> list[Entry]:
-        """Every entry of ``chunks`` in order (what a subtask processes, in one list).
 
-        >>> RunMerge.of_chunks([((0,), [((0,), 0), ((2,), 0)]), ((1,), [((1,), 0)])], 1)
-        [((0,), 0), ((1,), 0), ((2,), 0)]
-        """
-        merger = RunMerge(budget)
-        out: list[Entry] = []
-        for first, chunk in chunks:
-            out.extend(merger.add(first, chunk))
-        out.extend(merger.drain())
-        return out
+def _cut(
+    run: list[EntryChunk], first: Position | None
+) -> tuple[list[EntryChunk], list[EntryChunk]]:
+    """``run``'s chunks split into those of the entries at a position below ``first`` and the
+    rest (a chunk that straddles ``first`` is split)."""
+    if first is None:
+        return run, []
+    for i, chunk in enumerate(run):
+        if chunk.entries[-1][0] < first:
+            continue
+        cut = bisect_left(chunk.entries, first, key=_position)
+        if not cut:
+            return run[:i], run[i:]
+        before, after = chunk.split(cut)
+        return [*run[:i], before], [after, *run[i + 1 :]]
+    return run, []

@@ -31,18 +31,20 @@ and channel (see :class:`Cursor`).
 **Entries.** An exchange moves :data:`Entry` tuples ``(position, channel, input, element, key,
 key_group)``; a stage sorts its input by ``(position, channel)``.
 
-**Columnar batches (design for the Spark data path).** A batch of entries can carry its
-positions without a Python object per record: positions of one batch are stored as an int64
-matrix of fixed width ``w`` (the longest position of the batch's stage depth) with shorter
-positions padded by :data:`PAD` (below every real component, which are all >= -1), so the
-lexicographic order of padded rows is the tuple order (:func:`padded`). A run of records that
-share a position prefix (the records one split read in one round share ``(round, READ, split)``;
-the outputs of one input share everything but ``n``) is stored as the prefix once plus the
-varying columns (``seq`` or ``n``) as an int64 array; :func:`encode_position` gives the same order
-as bytes for one row's sort key. The Python tuple stays the per-record form inside a task.
-A packed chunk (:func:`pack_entries`) carries the values of its records as typed Arrow columns
+**Chunks by columns (the Spark data path).** A packed chunk of entries (:func:`pack_entries`)
+carries its positions without a Python object per entry: as the columns of their int64 matrix
+of fixed width (the chunk's longest position), shorter positions padded with :data:`PAD` (below
+every real component, which are all >= -1), so the lexicographic order of padded rows is the
+tuple order (:func:`padded`). A column whose components are all equal (a run of entries shares a
+prefix: the records one split read in one round share ``(round, READ, split)``, the outputs of
+one input everything but ``n``) travels as that one int, the others (``seq``, ``n``) as int64
+bytes (:class:`~sparktide.runtime.execution.position_columns.PositionColumns`). The receiving
+side orders a stage's input by a vectorized sort of those matrices and the channels
+(:class:`~sparktide.runtime.execution.merge.ChunkMerge`); :func:`encode_position` gives the
+same order as bytes for one row's sort key. The values of a chunk travel as typed Arrow columns
 when their declared type has columns and every value has exactly that shape
-(:mod:`.arrow_values`), else as a pickled list.
+(:mod:`.arrow_values`), else as a pickled list. The Python tuple stays the per-record form
+inside a task.
 
 **Shipments.** Rows between Spark tasks have a ``stage`` column: a stage index (>= 0) for entries
 sent to that stage, else a :class:`Shipment` saying what the row carries to the driver.
@@ -55,11 +57,20 @@ import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from enum import IntEnum
 from itertools import repeat
-from typing import Protocol, TypeAlias, cast
+from typing import TYPE_CHECKING, Protocol, TypeAlias, cast
 
 from sparktide.runtime.elements import StreamRecord, Watermark, WatermarkStatus
 from sparktide.runtime.execution.arrow_values import ValueCodec, decode_values
+from sparktide.runtime.execution.position_columns import (
+    PAD,
+    PaddedPositions,
+    PositionColumns,
+    padded,
+)
 from sparktide.runtime.output import Output
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "FIRST_STAGE",
@@ -74,6 +85,7 @@ __all__ = [
     "CursorState",
     "Element",
     "Entry",
+    "EntryChunk",
     "Mark",
     "Phase",
     "Position",
@@ -91,6 +103,7 @@ __all__ = [
     "padded",
     "round_of",
     "source_position",
+    "unpack_chunk",
     "unpack_collected",
     "unpack_entries",
 ]
@@ -101,9 +114,6 @@ plain ints (never enum members: positions are pickled per record), built by this
 
 START: Position = ()
 """The position before any element: the cursor's start."""
-
-PAD = -(1 << 63)
-"""Pads a position to a fixed width without changing its order (:func:`padded`)."""
 
 _OFFSET = 1 << 63
 
@@ -205,17 +215,6 @@ def round_of(position: Position) -> int:
     return position[0]
 
 
-def padded(position: Position, width: int) -> tuple[int, ...]:
-    """``position`` at a fixed ``width`` (a row of a batch's int64 position matrix): padded
-    with :data:`PAD`, so padded rows compare as the positions do.
-
-    >>> a, b = (0, 1), (0, 1, 0)
-    >>> (a < b) == (padded(a, 4) < padded(b, 4))
-    True
-    """
-    return (*position, *(PAD,) * (width - len(position)))
-
-
 def encode_position(position: Position) -> bytes:
     """Bytes whose lexicographic order is the tuple order of ``position`` (ints in int64).
 
@@ -235,7 +234,8 @@ def decode_position(data: bytes) -> Position:
 
 
 def _column(values: tuple[object, ...]) -> object:
-    """``values``, or its one value when they are all equal ints (a channel or input)."""
+    """``values``, or its one value when they are all equal ints (a channel, input or key
+    group)."""
     first = values[0]
     if type(first) is int and values.count(first) == len(values):
         return first
@@ -265,14 +265,59 @@ class ChunkKind(IntEnum):
     """Some watermarks or statuses: the elements travel as they are."""
 
 
+class EntryChunk:
+    """The entries of a packed chunk (:func:`unpack_chunk`) with their positions by columns
+    and their channels, to order a stage's input without a tuple comparison per entry
+    (:class:`~sparktide.runtime.execution.merge.ChunkMerge`)."""
+
+    __slots__ = ("channels", "entries", "positions")
+
+    def __init__(
+        self,
+        entries: list[Entry],
+        positions: PositionColumns | PaddedPositions,
+        channels: int | Sequence[int],
+    ) -> None:
+        self.entries = entries
+        self.positions = positions
+        self.channels = channels  # one int when all equal
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def channel_array(self) -> np.ndarray:
+        """The entries' channels as an int64 array."""
+        import numpy as np
+
+        channels = self.channels
+        if type(channels) is int:
+            return np.full(len(self.entries), channels, dtype=np.int64)
+        return np.asarray(channels, dtype=np.int64)
+
+    def split(self, cut: int) -> tuple[EntryChunk, EntryChunk]:
+        """The chunk's first ``cut`` entries and the rest, as two chunks."""
+        matrix = self.positions.matrix(self.positions.width)
+        channels = self.channels
+        before: int | Sequence[int] = channels
+        after: int | Sequence[int] = channels
+        if not isinstance(channels, int):
+            before, after = channels[:cut], channels[cut:]
+        return (
+            EntryChunk(self.entries[:cut], PaddedPositions(matrix[:cut]), before),
+            EntryChunk(self.entries[cut:], PaddedPositions(matrix[cut:]), after),
+        )
+
+
 def pack_entries(
     entries: list[Entry], codecs: Mapping[int, ValueCodec | None] | None = None
 ) -> bytes:
-    """A chunk of entries as bytes, by columns: positions, channels and inputs (one int when
-    all equal), and for a chunk of records their values and timestamps apart (no record object
-    is pickled), keys and key groups. ``codecs``: per input (1, 2) of the receiving stage, the
-    codec of its declared value type; the values of a chunk of records of one input travel as
-    typed Arrow columns when the codec holds them all (:mod:`.arrow_values`), else pickled.
+    """A chunk of entries as bytes, by columns: positions (int64 columns, a column whose
+    components are all equal as one int: :class:`PositionColumns`), channels, inputs and key
+    groups (one int when all equal), keys (pickled: ints and text pickle faster than Arrow
+    encodes them), and for a chunk of records their values and timestamps apart (no record
+    object is pickled). ``codecs``: per input (1, 2) of the receiving stage, the codec of its
+    declared value type; the values of a chunk of records of one input travel as typed Arrow
+    columns when the codec holds them all (:mod:`.arrow_values`), else pickled.
 
     >>> chunk = [((0, 0, 1, 5, 0), 0, 1, StreamRecord(("a", 1), 7), "a", 3)]
     >>> unpack_entries(pack_entries(chunk)) == chunk
@@ -302,15 +347,18 @@ def pack_entries(
         body = (ChunkKind.RECORDS, _values_of(values, codec), stamps)
     else:
         body = (ChunkKind.ELEMENTS, elements)
-    return pickle.dumps((*body, positions, _column(channels), input_column, keys, key_groups), 5)
+    columns = (PositionColumns.of(positions), _column(channels), input_column)
+    return pickle.dumps((*body, *columns, keys, _column(key_groups)), 5)
 
 
-def unpack_entries(payload: bytes) -> list[Entry]:
-    """The entries of a chunk made by :func:`pack_entries`."""
+def unpack_chunk(payload: bytes) -> EntryChunk | None:
+    """The entries of a chunk made by :func:`pack_entries` with their positions by columns
+    (None: the chunk is empty). A chunk packed with one tuple per position (before positions
+    travelled by columns) reads as well."""
     packed = pickle.loads(payload)
     kind = packed[0]
     if kind is ChunkKind.EMPTY:
-        return []
+        return None
     elements: Iterable[object]
     if kind is ChunkKind.RECORDS:
         _, values, stamps, positions, channels, inputs, keys, key_groups = packed
@@ -319,21 +367,32 @@ def unpack_entries(payload: bytes) -> list[Entry]:
         _, elements, positions, channels, inputs, keys, key_groups = packed
     else:
         raise ValueError(f"not a chunk of entries: it starts with {kind!r}, not a ChunkKind")
-    n = len(positions)
-    return list(
+    n = len(keys)
+    if type(positions) is PositionColumns:
+        tuples: Iterable[Position] = positions.positions()
+    else:  # one tuple per position
+        tuples, positions = positions, PositionColumns.of(positions)
+    entries = list(
         cast(
             "Iterator[Entry]",
             zip(
-                positions,
+                tuples,
                 _expand(channels, n),
                 _expand(inputs, n),
                 elements,
                 keys,
-                key_groups,
+                _expand(key_groups, n),
                 strict=True,
             ),
         )
     )
+    return EntryChunk(entries, positions, channels)
+
+
+def unpack_entries(payload: bytes) -> list[Entry]:
+    """The entries of a chunk made by :func:`pack_entries`."""
+    chunk = unpack_chunk(payload)
+    return [] if chunk is None else chunk.entries
 
 
 Collected: TypeAlias = tuple[Position, StreamRecord]
