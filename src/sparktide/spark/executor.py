@@ -53,13 +53,14 @@ from sparktide.spark.collected_frames import FrameDecoder, inferred_type
 from sparktide.spark.columnar_job import ColumnarJob, columnar_job
 from sparktide.spark.columnar_sources import spark_path
 from sparktide.spark.dataframe_source import DataFrameSource
+from sparktide.spark.frame_rows import FrameRows, FrameTarget
 from sparktide.spark.frames import spark_schema_of
 from sparktide.spark.pickling import check_picklable
 from sparktide.spark.placement import placement_keys
 from sparktide.spark.progress import SparkProgress
 from sparktide.spark.session import get_spark, is_connect
 from sparktide.spark.shipments import BatchOutcome, decode_rows
-from sparktide.spark.spark_job import CHUNK, FLUSH, SPARK_SCHEMA, SparkJob
+from sparktide.spark.spark_job import CHUNK, FLUSH, SparkJob
 from sparktide.spark.stage_frames import StageFrames, build_stage_frames, union
 from sparktide.spark.stream_sinks import batch_sink_of
 
@@ -137,8 +138,9 @@ class SparkExecutor:
         every = self.config.get_watermark_every()
         return columnar_job(self.plan, sum(self.tasks.split_counts), every, self.path(request))
 
-    def job(self) -> SparkJob:
-        """What the workers run (the same for every batch of a streaming run)."""
+    def job(self, frame_rows: FrameRows | None = None) -> SparkJob:
+        """What the workers run (the same for every batch of a streaming run); ``frame_rows``:
+        the collect sinks whose records the tasks write as typed frame columns."""
         plan = self.plan
         return SparkJob(
             plan,
@@ -149,6 +151,7 @@ class SparkExecutor:
             self.chunk_items,
             self.config.get_task_buffer() or self.flush_items,
             fast_windows=self.path(Request.run()).fast_windows,
+            frame_rows=frame_rows,
         )
 
     def _source_frames(self, job: SparkJob, direct: bool = False) -> list[DataFrame]:
@@ -160,14 +163,14 @@ class SparkExecutor:
         for node, n in zip(self.plan.sources, self.tasks.split_counts, strict=True):
             if isinstance(node.source, DataFrameSource):
                 prepared = node.source.prepared()
-                task = prepared.mapInArrow(job.frame_source_task(g, node.id), SPARK_SCHEMA)
+                task = prepared.mapInArrow(job.frame_source_task(g, node.id), job.schema)
                 frames.append((task, n))
             else:
                 job.range_splits.extend(range(g, g + n))
             g += n
         if job.range_splits:
             k = len(job.range_splits)
-            task = self.spark.range(0, k, 1, k).mapInArrow(job.source_task, SPARK_SCHEMA)
+            task = self.spark.range(0, k, 1, k).mapInArrow(job.source_task, job.schema)
             frames.insert(0, (task, 0))
         if direct and len(frames) == 1 and len(self.plan.stages) <= 1:
             # its task i reads partition i wherever it runs: no shuffle of the whole output
@@ -178,14 +181,18 @@ class SparkExecutor:
         return [task.repartition(n) if n else task for task, n in frames]
 
     def build(
-        self, keep: Callable[[DataFrame], DataFrame] = lambda df: df, direct: bool = False
+        self,
+        keep: Callable[[DataFrame], DataFrame] = lambda df: df,
+        direct: bool = False,
+        frame_rows: FrameRows | None = None,
     ) -> StageFrames:
         """The job as lazy DataFrames of rows, one per source frame and per stage (``keep`` is
         applied to each as it is built, e.g. ``persist``); ``direct``: the frames are read once,
-        by the stage after them (see :meth:`_source_frames`)."""
-        job = self.job()
+        by the stage after them (see :meth:`_source_frames`); ``frame_rows``: the sinks whose
+        records the tasks write as typed frame columns."""
+        job = self.job(frame_rows)
         sources = [keep(df) for df in self._source_frames(job, direct)]
-        return build_stage_frames(self.plan, sources, job.stage_task, keep)
+        return build_stage_frames(self.plan, sources, job.stage_task, keep, schema=job.schema)
 
     def run(self) -> dict[str, int]:
         """Run every sink: user sinks in the workers, Spark-written sinks through their
@@ -198,15 +205,18 @@ class SparkExecutor:
     def _run(self) -> dict[str, int]:
         """The driver pipeline of a bounded run: build the stage frames, collect the rows for
         the driver, decode them, deliver them, then write the frames of Spark-written sinks."""
-        stages = self.build(lambda df: df.persist())
         written = [n for n in self.plan.sinks if n.frame_writer is not None]
+        # sinks with a declared type get their records as typed columns from the tasks
+        typed = [FrameTarget(n.id, n.output_type, False) for n in written if n.output_type]
+        frame_rows = FrameRows.of(self.plan, typed) if typed else None
+        stages = self.build(lambda df: df.persist(), frame_rows=frame_rows)
         outcome = BatchOutcome()
         try:
             if stages.frames:
                 rows = self._collect(stages.to_driver([n.id for n in written]))
                 outcome = BatchOutcome.of(decode_rows(rows))
                 self._deliver(outcome)
-                self._write_frames(stages, written)
+                self._write_frames(stages, written, frame_rows)
         finally:
             stages.unpersist()
         return outcome.job_metrics()
@@ -219,9 +229,15 @@ class SparkExecutor:
         with SparkProgress(self.spark.sparkContext, listener):
             return frame.collect()
 
-    def _write_frames(self, stages: StageFrames, written: list[SinkNode]) -> None:
-        """Give each Spark-written sink the frame of its records."""
+    def _write_frames(
+        self, stages: StageFrames, written: list[SinkNode], frame_rows: FrameRows | None
+    ) -> None:
+        """Give each Spark-written sink the frame of its records (of the typed columns the
+        tasks wrote, for the sinks in ``frame_rows``)."""
         for node in written:
+            if frame_rows is not None and node.id in frame_rows:
+                node.frame_writer(frame_rows.frame(stages.frames, node.id))  # type: ignore[misc]
+                continue
             # sinks that write the stream's own columns need them typed (FileSink
             # turns records into its row type: pickled values are its transport)
             infer = None if batch_sink_of(node.frame_writer) is None else f"sink {node.name!r}"
@@ -241,18 +257,20 @@ class SparkExecutor:
         columnar_frame = None if columnar is None else columnar.frame(node_id, ordered)
         if columnar_frame is not None:
             return columnar_frame
-        stages = self.build(direct=type_info is not None)
         plan = self.plan
         origin = SOURCE_STAGE if node_id in plan.source_stage else plan.stage_of[node_id].index
-        # only the frames of the sink's own stage: the lazy plan then computes every other
-        # frame once, as the input of the stage that needs it (user functions run once)
-        own = stages.of_stage(origin)
         if type_info is None:
             # the records decide the columns: the job runs now, once, and what the sink
             # collected is kept (truncating the plan) for the inference and the DataFrame
+            own = self.build().of_stage(origin)
             checkpointed = [df.localCheckpoint() for df in own]
             return self.collected_frame(checkpointed, node_id, None, ordered, "to_dataframe()")
-        return self.collected_frame(own, node_id, type_info, ordered)
+        # the tasks that produce the records write them typed; the frame is their rows
+        frame_rows = FrameRows.of(plan, [FrameTarget(node_id, type_info, ordered)])
+        stages = self.build(direct=True, frame_rows=frame_rows)
+        # only the frames of the sink's own stage: the lazy plan then computes every other
+        # frame once, as the input of the stage that needs it (user functions run once)
+        return frame_rows.frame(stages.of_stage(origin), node_id)
 
     def collected_frame(
         self,
