@@ -12,7 +12,9 @@ workers through ``mapInArrow``:
    ``(target, position)`` within the partition, and processed by that subtask's operators.
    Watermarks travel in-band: an exchange writes a copy for every subtask.
 3. **Sinks.** User sinks run in the workers; ``execute_and_collect`` results and ``print()``
-   lines come back to the driver as rows and are delivered (printed) in position order.
+   lines come back to the driver as rows and are delivered (printed) in position order. The
+   records of a typed ``to_dataframe()`` or Spark-written sink leave their producing tasks in
+   typed columns (:mod:`sparktide.spark.frame_rows`): the DataFrame is a filter of those rows.
 
 On the driver a run goes through the steps a streaming micro-batch goes through too (see
 docs/architecture.md, "The driver pipeline"): the stage frames are built
@@ -206,9 +208,7 @@ class SparkExecutor:
         """The driver pipeline of a bounded run: build the stage frames, collect the rows for
         the driver, decode them, deliver them, then write the frames of Spark-written sinks."""
         written = [n for n in self.plan.sinks if n.frame_writer is not None]
-        # sinks with a declared type get their records as typed columns from the tasks
-        typed = [FrameTarget(n.id, n.output_type, False) for n in written if n.output_type]
-        frame_rows = FrameRows.of(self.plan, typed) if typed else None
+        frame_rows = self.written_frame_rows(ordered=False)
         stages = self.build(lambda df: df.persist(), frame_rows=frame_rows)
         outcome = BatchOutcome()
         try:
@@ -229,6 +229,17 @@ class SparkExecutor:
         with SparkProgress(self.spark.sparkContext, listener):
             return frame.collect()
 
+    def written_frame_rows(self, ordered: bool) -> FrameRows | None:
+        """The typed frame columns of the Spark-written sinks with a declared type (their
+        tasks write their records typed, :mod:`sparktide.spark.frame_rows`); ``None``: no such
+        sink."""
+        typed = [
+            FrameTarget(n.id, n.output_type, ordered)
+            for n in self.plan.sinks
+            if n.frame_writer is not None and n.output_type is not None
+        ]
+        return FrameRows.of(self.plan, typed) if typed else None
+
     def _write_frames(
         self, stages: StageFrames, written: list[SinkNode], frame_rows: FrameRows | None
     ) -> None:
@@ -241,15 +252,17 @@ class SparkExecutor:
             # sinks that write the stream's own columns need them typed (FileSink
             # turns records into its row type: pickled values are its transport)
             infer = None if batch_sink_of(node.frame_writer) is None else f"sink {node.name!r}"
-            frame = self.collected_frame(stages.frames, node.id, node.output_type, False, infer)
+            frame = self.collected_frame(stages.frames, node.id, False, infer)
             node.frame_writer(frame)  # type: ignore[misc]
 
     def frame(
         self, node_id: int, type_info: TypeInformation | None, ordered: bool = True
     ) -> DataFrame:
         """A lazy DataFrame of what collect sink ``node_id`` receives, in columns of
-        ``type_info`` (:mod:`sparktide.spark.frames`); ``ordered``: sorted by position, so a
-        ``collect()`` gives ``execute_and_collect``'s order. The frame runs the job when the
+        ``type_info`` (:mod:`sparktide.spark.frames`), written by the tasks that produce them
+        (:mod:`sparktide.spark.frame_rows`; without a type, inferred and decoded by a second
+        pass); ``ordered``: sorted by position, so a ``collect()`` gives
+        ``execute_and_collect``'s order. The frame runs the job when the
         user reads it, so the session keeps coalescing of shuffle partitions off (each subtask
         keeps its own partition)."""
         self.spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")
@@ -264,7 +277,7 @@ class SparkExecutor:
             # collected is kept (truncating the plan) for the inference and the DataFrame
             own = self.build().of_stage(origin)
             checkpointed = [df.localCheckpoint() for df in own]
-            return self.collected_frame(checkpointed, node_id, None, ordered, "to_dataframe()")
+            return self.collected_frame(checkpointed, node_id, ordered, "to_dataframe()")
         # the tasks that produce the records write them typed; the frame is their rows
         frame_rows = FrameRows.of(plan, [FrameTarget(node_id, type_info, ordered)])
         stages = self.build(direct=True, frame_rows=frame_rows)
@@ -276,14 +289,14 @@ class SparkExecutor:
         self,
         produced: list[DataFrame],
         node_id: int,
-        type_info: TypeInformation | None,
         ordered: bool,
         infer_for: str | None = None,
     ) -> DataFrame:
-        """The DataFrame of collect sink ``node_id`` in the columns of ``type_info``; without
-        one, of the type inferred from the records (:mod:`sparktide.spark.frame_types`) when
-        ``infer_for`` names what the user called, else one column of pickled values (the
-        transport of sinks that turn records into their own row type)."""
+        """The DataFrame of collect sink ``node_id``, a stream without a declared type, from
+        the pickled chunks in ``produced``: in the columns of the type inferred from its records
+        (:mod:`sparktide.spark.frame_types`) when ``infer_for`` names what the user called, else
+        one column of pickled values (the transport of sinks that turn records into their own
+        row type)."""
         from pyspark.sql import functions as F
 
         rows = union(
@@ -295,8 +308,7 @@ class SparkExecutor:
                 for df in produced
             ]
         )
-        if type_info is None and infer_for is not None:
-            type_info = inferred_type(rows, infer_for)
+        type_info = None if infer_for is None else inferred_type(rows, infer_for)
         if ordered:  # one partition, merged there (a global orderBy would run the job twice)
             rows = rows.repartition(1)
         # else each partition holds one subtask's records, already in position order

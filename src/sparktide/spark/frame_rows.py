@@ -58,11 +58,12 @@ def position_width(plan: Plan) -> int:
 
 def failure_text(payload: bytes) -> str:
     """The user's exception of a pickled :class:`~sparktide.spark.failures.RemoteFailure`, as
-    Python prints it (its type, message and notes: operator, record, the user's frames)."""
+    Python prints it (its type, message and note: operator, record, the user's frames; the
+    note's ``__cause__`` form too, where Python does not print notes)."""
     import pickle
 
     failure: RemoteFailure = pickle.loads(payload)
-    return "".join(traceback.format_exception_only(failure.exception())).rstrip("\n")
+    return "".join(traceback.format_exception(failure.exception())).rstrip("\n")
 
 
 @dataclass(frozen=True)
