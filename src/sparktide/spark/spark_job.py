@@ -250,17 +250,12 @@ class SparkJob:
                     stage.index, target, keys[target], entries, partial(pack_entries, codecs=codecs)
                 )
         framed: list[pa.RecordBatch] = []
-        frame_rows = self.frame_rows
         for op in tasks.operators:
             if isinstance(op, CollectSinkOperator) and isinstance(op.sink, RecordCollector):
-                node_id, out = op.sink.node_id, op.sink.out
-                if frame_rows is not None and node_id in frame_rows:
-                    positions: list[Any] = [item[0] for item in out]  # Position tuples
-                    framed.append(frame_rows.records(node_id, positions, [r.value for _, r in out]))
-                    out.clear()
-                    continue
-                pack = partial(pack_collected, codec=self.sink_codec(node_id))
-                add(Shipment.COLLECTED.value, node_id, 0, op.sink.out, pack)
+                node_id = op.sink.node_id
+                if not self._framed(op.sink, framed):
+                    pack = partial(pack_collected, codec=self.sink_codec(node_id))
+                    add(Shipment.COLLECTED.value, node_id, 0, op.sink.out, pack)
             elif isinstance(op, PrintSinkOperator) and op.shipped:
                 add(Shipment.PRINTED.value, 0, 0, op.shipped)
         if final:
@@ -269,6 +264,17 @@ class SparkJob:
             for column, value in zip(columns, row, strict=True):
                 column.append(value)
         return self._batch(columns, framed=framed)
+
+    def _framed(self, sink: RecordCollector, framed: list[pa.RecordBatch]) -> bool:
+        """Whether ``sink`` is a frame target's: then the typed rows of its records are added
+        to ``framed`` and the sink emptied."""
+        frame_rows, out = self.frame_rows, sink.out
+        if frame_rows is None or sink.node_id not in frame_rows:
+            return False
+        positions: list[Any] = [item[0] for item in out]  # Position tuples
+        framed.append(frame_rows.records(sink.node_id, positions, [r.value for _, r in out]))
+        out.clear()
+        return True
 
     def _batch(
         self,
