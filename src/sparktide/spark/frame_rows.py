@@ -18,6 +18,8 @@ the JVM (:meth:`FrameRows.frame`): no second Python pass decodes and encodes the
 >>> batch = rows.records(7, [(0, 1), (0, 1, 3)], [("a", 1), ("b", 2)]).to_pydict()
 >>> batch["_f0_0"], batch["_p2"] == [PAD, 3]
 (['a', 'b'], True)
+>>> rows.records(7, [(0, 1), (0, 2)], [("a", 1), ("b", 2)]).to_pydict()["_p1"]
+[1, 2]
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import chain
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -64,6 +67,19 @@ def failure_text(payload: bytes) -> str:
 
     failure: RemoteFailure = pickle.loads(payload)
     return "".join(traceback.format_exception(failure.exception())).rstrip("\n")
+
+
+def _padded_columns(positions: Sequence[Position], width: int) -> list[pa.Array]:
+    """The ``width`` long columns of ``positions`` of any lengths, padded with ``PAD``."""
+    import numpy as np
+
+    n = len(positions)
+    lengths = np.fromiter(map(len, positions), np.int64, n)
+    values = np.fromiter(chain.from_iterable(positions), np.int64, int(lengths.sum()))
+    starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
+    matrix = np.full((n, width), PAD, np.int64)
+    matrix[np.repeat(np.arange(n), lengths), np.arange(len(values)) - starts] = values
+    return [pa.array(matrix[:, i]) for i in range(width)]
 
 
 @dataclass(frozen=True)
@@ -157,15 +173,19 @@ class FrameRows:
         return pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema())
 
     def _position_columns(self, positions: Sequence[Position], ordered: bool) -> list[pa.Array]:
-        width = self.width
+        """The ``width`` long columns of ``positions`` padded with ``PAD`` (nulls when the
+        target is not ordered), by columns, not per record."""
+        width, n = self.width, len(positions)
         if not ordered:
-            return [pa.nulls(len(positions), pa.int64()) for _ in range(width)]
-        if any(len(p) > width for p in positions):
+            return [pa.nulls(n, pa.int64()) for _ in range(width)]
+        lengths = set(map(len, positions))
+        if lengths and max(lengths) > width:
             raise RuntimeError(f"a position is longer than the plan's widest ({width})")
-        pad = (PAD,) * width
-        matrix = zip(*[(*p, *pad[len(p) :]) for p in positions], strict=True)
-        columns = [pa.array(c, pa.int64()) for c in matrix]
-        return columns or [pa.array([], pa.int64()) for _ in range(width)]
+        if len(lengths) != 1:
+            return _padded_columns(positions, width)
+        pad = pa.repeat(pa.scalar(PAD, pa.int64()), n)
+        columns = [pa.array(c, pa.int64()) for c in zip(*positions, strict=True)]
+        return columns + [pad] * (width - len(columns))
 
     def frame(self, produced: Sequence[DataFrame], node_id: int) -> DataFrame:
         """The frame of target ``node_id`` from the frames ``produced`` that hold its records:
