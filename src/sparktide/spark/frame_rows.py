@@ -132,6 +132,10 @@ class FrameRows:
 
     def arrow_schema(self) -> pa.Schema:
         """The Arrow schema of the job's rows."""
+        return self._schema
+
+    @cached_property
+    def _schema(self) -> pa.Schema:
         base = [pa.field(n, t) for n, t in zip(BASE_COLUMNS, _BASE_TYPES, strict=True)]
         return pa.schema([*base, *self._extra_fields])
 
