@@ -1,6 +1,8 @@
-"""DataFrames of a collect sink's records on Spark: their columns inferred from the records
-(:class:`_ShapeScanner`, :func:`inferred_type`) and the records decoded into them
-(:class:`FrameDecoder`), in the workers.
+"""DataFrames of a collect sink's records on Spark where the stream has no declared type: their
+columns inferred from the records (:class:`_ShapeScanner`, :func:`inferred_type`) and the
+records decoded into them (:class:`FrameDecoder`), in the workers, from the pickled chunks the
+producing tasks shipped. (With a declared type the producing tasks write the typed columns
+themselves: :mod:`sparktide.spark.frame_rows`.)
 """
 
 from __future__ import annotations

@@ -12,7 +12,9 @@ workers through ``mapInArrow``:
    ``(target, position)`` within the partition, and processed by that subtask's operators.
    Watermarks travel in-band: an exchange writes a copy for every subtask.
 3. **Sinks.** User sinks run in the workers; ``execute_and_collect`` results and ``print()``
-   lines come back to the driver as rows and are delivered (printed) in position order.
+   lines come back to the driver as rows and are delivered (printed) in position order. The
+   records of a typed ``to_dataframe()`` or Spark-written sink leave their producing tasks in
+   typed columns (:mod:`sparktide.spark.frame_rows`): the DataFrame is a filter of those rows.
 
 On the driver a run goes through the steps a streaming micro-batch goes through too (see
 docs/architecture.md, "The driver pipeline"): the stage frames are built
@@ -54,13 +56,14 @@ from sparktide.spark.collected_frames import FrameDecoder, inferred_type
 from sparktide.spark.columnar_job import ColumnarJob, columnar_job
 from sparktide.spark.columnar_sources import spark_path
 from sparktide.spark.dataframe_source import DataFrameSource
+from sparktide.spark.frame_rows import FrameRows, FrameTarget
 from sparktide.spark.frames import spark_schema_of
 from sparktide.spark.pickling import check_picklable
 from sparktide.spark.placement import placement_keys
 from sparktide.spark.progress import SparkProgress
 from sparktide.spark.session import get_spark, is_connect
 from sparktide.spark.shipments import BatchOutcome, decode_rows
-from sparktide.spark.spark_job import CHUNK, FLUSH, SPARK_SCHEMA, SparkJob
+from sparktide.spark.spark_job import CHUNK, FLUSH, SparkJob
 from sparktide.spark.stage_frames import StageFrames, build_stage_frames, union
 from sparktide.spark.stream_sinks import batch_sink_of
 
@@ -138,8 +141,9 @@ class SparkExecutor:
         every = self.config.get_watermark_every()
         return columnar_job(self.plan, sum(self.tasks.split_counts), every, self.path(request))
 
-    def job(self) -> SparkJob:
-        """What the workers run (the same for every batch of a streaming run)."""
+    def job(self, frame_rows: FrameRows | None = None) -> SparkJob:
+        """What the workers run (the same for every batch of a streaming run); ``frame_rows``:
+        the collect sinks whose records the tasks write as typed frame columns."""
         plan = self.plan
         return SparkJob(
             plan,
@@ -151,6 +155,7 @@ class SparkExecutor:
             self.config.get_task_buffer() or self.flush_items,
             fast_windows=self.path(Request.run()).fast_windows,
             chunks=bool(CHUNKED_RECORDS.read(self.config.get_configuration().to_dict())),
+            frame_rows=frame_rows,
         )
 
     def _source_frames(self, job: SparkJob, direct: bool = False) -> list[DataFrame]:
@@ -162,14 +167,14 @@ class SparkExecutor:
         for node, n in zip(self.plan.sources, self.tasks.split_counts, strict=True):
             if isinstance(node.source, DataFrameSource):
                 prepared = node.source.prepared()
-                task = prepared.mapInArrow(job.frame_source_task(g, node.id), SPARK_SCHEMA)
+                task = prepared.mapInArrow(job.frame_source_task(g, node.id), job.schema)
                 frames.append((task, n))
             else:
                 job.range_splits.extend(range(g, g + n))
             g += n
         if job.range_splits:
             k = len(job.range_splits)
-            task = self.spark.range(0, k, 1, k).mapInArrow(job.source_task, SPARK_SCHEMA)
+            task = self.spark.range(0, k, 1, k).mapInArrow(job.source_task, job.schema)
             frames.insert(0, (task, 0))
         if direct and len(frames) == 1 and len(self.plan.stages) <= 1:
             # its task i reads partition i wherever it runs: no shuffle of the whole output
@@ -180,14 +185,18 @@ class SparkExecutor:
         return [task.repartition(n) if n else task for task, n in frames]
 
     def build(
-        self, keep: Callable[[DataFrame], DataFrame] = lambda df: df, direct: bool = False
+        self,
+        keep: Callable[[DataFrame], DataFrame] = lambda df: df,
+        direct: bool = False,
+        frame_rows: FrameRows | None = None,
     ) -> StageFrames:
         """The job as lazy DataFrames of rows, one per source frame and per stage (``keep`` is
         applied to each as it is built, e.g. ``persist``); ``direct``: the frames are read once,
-        by the stage after them (see :meth:`_source_frames`)."""
-        job = self.job()
+        by the stage after them (see :meth:`_source_frames`); ``frame_rows``: the sinks whose
+        records the tasks write as typed frame columns."""
+        job = self.job(frame_rows)
         sources = [keep(df) for df in self._source_frames(job, direct)]
-        return build_stage_frames(self.plan, sources, job.stage_task, keep)
+        return build_stage_frames(self.plan, sources, job.stage_task, keep, schema=job.schema)
 
     def run(self) -> dict[str, int]:
         """Run every sink: user sinks in the workers, Spark-written sinks through their
@@ -200,15 +209,16 @@ class SparkExecutor:
     def _run(self) -> dict[str, int]:
         """The driver pipeline of a bounded run: build the stage frames, collect the rows for
         the driver, decode them, deliver them, then write the frames of Spark-written sinks."""
-        stages = self.build(lambda df: df.persist())
         written = [n for n in self.plan.sinks if n.frame_writer is not None]
+        frame_rows = self.written_frame_rows(ordered=False)
+        stages = self.build(lambda df: df.persist(), frame_rows=frame_rows)
         outcome = BatchOutcome()
         try:
             if stages.frames:
                 rows = self._collect(stages.to_driver([n.id for n in written]))
                 outcome = BatchOutcome.of(decode_rows(rows))
                 self._deliver(outcome)
-                self._write_frames(stages, written)
+                self._write_frames(stages, written, frame_rows)
         finally:
             stages.unpersist()
         return outcome.job_metrics()
@@ -221,21 +231,40 @@ class SparkExecutor:
         with SparkProgress(self.spark.sparkContext, listener):
             return frame.collect()
 
-    def _write_frames(self, stages: StageFrames, written: list[SinkNode]) -> None:
-        """Give each Spark-written sink the frame of its records."""
+    def written_frame_rows(self, ordered: bool) -> FrameRows | None:
+        """The typed frame columns of the Spark-written sinks with a declared type (their
+        tasks write their records typed, :mod:`sparktide.spark.frame_rows`); ``None``: no such
+        sink."""
+        typed = [
+            FrameTarget(n.id, n.output_type, ordered)
+            for n in self.plan.sinks
+            if n.frame_writer is not None and n.output_type is not None
+        ]
+        return FrameRows.of(self.plan, typed) if typed else None
+
+    def _write_frames(
+        self, stages: StageFrames, written: list[SinkNode], frame_rows: FrameRows | None
+    ) -> None:
+        """Give each Spark-written sink the frame of its records (of the typed columns the
+        tasks wrote, for the sinks in ``frame_rows``)."""
         for node in written:
+            if frame_rows is not None and node.id in frame_rows:
+                node.frame_writer(frame_rows.frame(stages.frames, node.id))  # type: ignore[misc]
+                continue
             # sinks that write the stream's own columns need them typed (FileSink
             # turns records into its row type: pickled values are its transport)
             infer = None if batch_sink_of(node.frame_writer) is None else f"sink {node.name!r}"
-            frame = self.collected_frame(stages.frames, node.id, node.output_type, False, infer)
+            frame = self.collected_frame(stages.frames, node.id, False, infer)
             node.frame_writer(frame)  # type: ignore[misc]
 
     def frame(
         self, node_id: int, type_info: TypeInformation | None, ordered: bool = True
     ) -> DataFrame:
         """A lazy DataFrame of what collect sink ``node_id`` receives, in columns of
-        ``type_info`` (:mod:`sparktide.spark.frames`); ``ordered``: sorted by position, so a
-        ``collect()`` gives ``execute_and_collect``'s order. The frame runs the job when the
+        ``type_info`` (:mod:`sparktide.spark.frames`), written by the tasks that produce them
+        (:mod:`sparktide.spark.frame_rows`; without a type, inferred and decoded by a second
+        pass); ``ordered``: sorted by position, so a ``collect()`` gives
+        ``execute_and_collect``'s order. The frame runs the job when the
         user reads it, so the session keeps coalescing of shuffle partitions off (each subtask
         keeps its own partition)."""
         self.spark.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "false")
@@ -243,31 +272,33 @@ class SparkExecutor:
         columnar_frame = None if columnar is None else columnar.frame(node_id, ordered)
         if columnar_frame is not None:
             return columnar_frame
-        stages = self.build(direct=type_info is not None)
         plan = self.plan
         origin = SOURCE_STAGE if node_id in plan.source_stage else plan.stage_of[node_id].index
-        # only the frames of the sink's own stage: the lazy plan then computes every other
-        # frame once, as the input of the stage that needs it (user functions run once)
-        own = stages.of_stage(origin)
         if type_info is None:
             # the records decide the columns: the job runs now, once, and what the sink
             # collected is kept (truncating the plan) for the inference and the DataFrame
+            own = self.build().of_stage(origin)
             checkpointed = [df.localCheckpoint() for df in own]
-            return self.collected_frame(checkpointed, node_id, None, ordered, "to_dataframe()")
-        return self.collected_frame(own, node_id, type_info, ordered)
+            return self.collected_frame(checkpointed, node_id, ordered, "to_dataframe()")
+        # the tasks that produce the records write them typed; the frame is their rows
+        frame_rows = FrameRows.of(plan, [FrameTarget(node_id, type_info, ordered)])
+        stages = self.build(direct=True, frame_rows=frame_rows)
+        # only the frames of the sink's own stage: the lazy plan then computes every other
+        # frame once, as the input of the stage that needs it (user functions run once)
+        return frame_rows.frame(stages.of_stage(origin), node_id)
 
     def collected_frame(
         self,
         produced: list[DataFrame],
         node_id: int,
-        type_info: TypeInformation | None,
         ordered: bool,
         infer_for: str | None = None,
     ) -> DataFrame:
-        """The DataFrame of collect sink ``node_id`` in the columns of ``type_info``; without
-        one, of the type inferred from the records (:mod:`sparktide.spark.frame_types`) when
-        ``infer_for`` names what the user called, else one column of pickled values (the
-        transport of sinks that turn records into their own row type)."""
+        """The DataFrame of collect sink ``node_id``, a stream without a declared type, from
+        the pickled chunks in ``produced``: in the columns of the type inferred from its records
+        (:mod:`sparktide.spark.frame_types`) when ``infer_for`` names what the user called, else
+        one column of pickled values (the transport of sinks that turn records into their own
+        row type)."""
         from pyspark.sql import functions as F
 
         rows = union(
@@ -279,8 +310,7 @@ class SparkExecutor:
                 for df in produced
             ]
         )
-        if type_info is None and infer_for is not None:
-            type_info = inferred_type(rows, infer_for)
+        type_info = None if infer_for is None else inferred_type(rows, infer_for)
         if ordered:  # one partition, merged there (a global orderBy would run the job twice)
             rows = rows.repartition(1)
         # else each partition holds one subtask's records, already in position order

@@ -11,11 +11,11 @@ of up to ``CHUNK`` items, shipped once a task holds ``FLUSH`` items (bounded wor
 from __future__ import annotations
 
 import pickle
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from itertools import groupby
 from operator import itemgetter
-from typing import TYPE_CHECKING, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from sparktide.runtime.execution.arrow_values import ValueCodec
 from sparktide.runtime.execution.driver import (
@@ -52,10 +52,12 @@ from sparktide.spark.failures import (
     failure_payload,
     upstream_failed,
 )
+from sparktide.spark.frame_rows import FrameRows, failure_text
 from sparktide.spark.shipments import TaskCounts, TaskMetrics
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from pyspark.sql.types import StructType
 
 
 __all__ = ["CHUNK", "FLUSH", "SPARK_SCHEMA", "SparkJob", "arrow_row_schema", "partition_split_task"]
@@ -143,8 +145,11 @@ class SparkJob:
         flush: int = FLUSH,
         fast_windows: frozenset[int] | None = None,
         chunks: bool = True,
+        frame_rows: FrameRows | None = None,
     ) -> None:
         self.plan = plan
+        # the collect sinks whose records the tasks write as typed frame columns
+        self.frame_rows = frame_rows
         # the window nodes the path choice runs on the window fast path (None: each operator
         # applies the rule with the default options)
         self.fast_windows = fast_windows
@@ -160,6 +165,11 @@ class SparkJob:
         self.arrow_values = _ARROW_VALUES
         self._codecs: dict[int, dict[int, ValueCodec | None]] = {}  # per stage, per input
         self._sink_codecs: dict[int, ValueCodec | None] = {}  # per collect sink node id
+
+    @property
+    def schema(self) -> str | StructType:
+        """The Spark schema of the tasks' rows (``mapInArrow``'s output)."""
+        return SPARK_SCHEMA if self.frame_rows is None else self.frame_rows.spark_schema()
 
     # ------------------------------------------------------------------ helpers
 
@@ -204,9 +214,8 @@ class SparkJob:
         collected records and printed lines, in chunks of at most ``CHUNK`` items, each chunk in
         position order (entries: :func:`pack_entries`, collected records:
         :func:`pack_collected`, printed lines: a pickled list of ``(position, line)``), and its
-        metrics (a pickled :class:`~sparktide.spark.shipments.TaskMetrics`)."""
-        import pyarrow as pa
-
+        metrics (a pickled :class:`~sparktide.spark.shipments.TaskMetrics`). The records of a
+        sink in ``frame_rows`` are rows of typed columns instead (:mod:`.frame_rows`)."""
         columns: tuple[list[object], ...] = ([], [], [], [], [])
 
         def add(
@@ -242,11 +251,13 @@ class SparkJob:
                 add(
                     stage.index, target, keys[target], entries, partial(pack_entries, codecs=codecs)
                 )
+        framed: list[pa.RecordBatch] = []
         for op in tasks.operators:
             if isinstance(op, CollectSinkOperator) and isinstance(op.sink, RecordCollector):
                 node_id = op.sink.node_id
-                pack = partial(pack_collected, codec=self.sink_codec(node_id))
-                add(Shipment.COLLECTED.value, node_id, 0, op.sink.out, pack)
+                if not self._framed(op.sink, framed):
+                    pack = partial(pack_collected, codec=self.sink_codec(node_id))
+                    add(Shipment.COLLECTED.value, node_id, 0, op.sink.out, pack)
             elif isinstance(op, PrintSinkOperator) and op.shipped:
                 add(Shipment.PRINTED.value, 0, 0, op.shipped)
         if final:
@@ -254,23 +265,45 @@ class SparkJob:
             row = (Shipment.METRICS.value, 0, 0, b"", pickle.dumps(metrics))
             for column, value in zip(columns, row, strict=True):
                 column.append(value)
-        types = (pa.int32(), pa.int32(), pa.int64(), pa.binary(), pa.binary())
-        return pa.RecordBatch.from_arrays(
-            [pa.array(c, t) for c, t in zip(columns, types, strict=True)], schema=arrow_row_schema()
-        )
+        return self._batch(columns, framed=framed)
+
+    def _framed(self, sink: RecordCollector, framed: list[pa.RecordBatch]) -> bool:
+        """Whether ``sink`` is a frame target's: then the typed rows of its records are added
+        to ``framed`` and the sink emptied."""
+        frame_rows, out = self.frame_rows, sink.out
+        if frame_rows is None or sink.node_id not in frame_rows:
+            return False
+        positions: list[Any] = [item[0] for item in out]  # Position tuples
+        framed.append(frame_rows.records(sink.node_id, positions, [r.value for _, r in out]))
+        out.clear()
+        return True
+
+    def _batch(
+        self,
+        columns: Sequence[list[object]],
+        errors: list[str | None] | None = None,
+        framed: Sequence[pa.RecordBatch] = (),
+    ) -> pa.RecordBatch:
+        """One batch of the rows of ``columns`` (:func:`arrow_row_schema`'s), in the job's
+        schema, followed by the typed rows ``framed``; ``errors``: the failure text per row."""
+        import pyarrow as pa
+
+        if self.frame_rows is None:
+            types = (pa.int32(), pa.int32(), pa.int64(), pa.binary(), pa.binary())
+            return pa.RecordBatch.from_arrays(
+                [pa.array(c, t) for c, t in zip(columns, types, strict=True)],
+                schema=arrow_row_schema(),
+            )
+        rows = self.frame_rows.rows(columns, errors or [None] * len(columns[0]))
+        if not framed:
+            return rows
+        if not columns[0] and len(framed) == 1:
+            return framed[0]
+        return pa.Table.from_batches([rows, *framed]).combine_chunks().to_batches()[0]
 
     def driver_row(self, shipment: Shipment, target: int, payload: bytes) -> pa.RecordBatch:
         """One Arrow row for the driver carrying ``payload``."""
-        import pyarrow as pa
-
-        row = {
-            "stage": shipment.value,
-            "target": target,
-            "pkey": 0,
-            "position": b"",
-            "payload": payload,
-        }
-        return pa.RecordBatch.from_pylist([row], schema=arrow_row_schema())
+        return self._batch(([shipment.value], [target], [0], [b""], [payload]))
 
     # ------------------------------------------------------------------ failures
 
@@ -291,18 +324,16 @@ class SparkJob:
         """The failure for the driver, and for every subtask of the stages after
         ``stage_index`` a mark that carries it (:func:`upstream_failed`): such a subtask
         processes nothing and passes the failure on, so every frame of the job holds it."""
-        import pyarrow as pa
-
         rows = [(Shipment.FAILED.value, 0, 0, position, payload)]
         mark = upstream_failed(position, payload)
         for stage in self.plan.stages:
             if stage.index > stage_index:
                 keys = self.placement[stage.parallelism]
                 rows.extend((stage.index, t, keys[t], b"", mark) for t in range(stage.parallelism))
-        names = arrow_row_schema().names
-        return pa.RecordBatch.from_pylist(
-            [dict(zip(names, row, strict=True)) for row in rows], schema=arrow_row_schema()
-        )
+        errors: list[str | None] = [None] * len(rows)
+        if self.frame_rows is not None:  # what a frame of the job fails with
+            errors[0] = failure_text(payload)
+        return self._batch([list(c) for c in zip(*rows, strict=True)], errors)
 
     # ------------------------------------------------------------------ source stage
 

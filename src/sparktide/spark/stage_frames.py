@@ -6,7 +6,9 @@ the source frames (the job's own splits, or a micro-batch's rows), the task each
 subtasks run, what is kept (``persist``) and, for a micro-batch, a heartbeat row per subtask so
 that every subtask runs in every batch. A stage reads the rows meant for it from every frame
 built before it, shuffled to the partition of their target subtask and sorted by
-``(target, position)`` there (see :mod:`sparktide.spark.executor` for the row columns).
+``(target, position)`` there (see :mod:`sparktide.spark.executor` for the row columns). A job
+that writes typed frame columns (:mod:`sparktide.spark.frame_rows`) has more columns than these:
+they are left out of what crosses an exchange and of the rows for the driver.
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ from typing import TYPE_CHECKING
 
 from sparktide.runtime.execution.planner import SOURCE_STAGE, Plan
 from sparktide.runtime.execution.protocol import FIRST_STAGE, Shipment
+from sparktide.spark.frame_rows import BASE_COLUMNS
 from sparktide.spark.spark_job import SPARK_SCHEMA
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import Column, DataFrame
+    from pyspark.sql.types import StructType
 
 __all__ = ["StageFrames", "build_stage_frames", "union"]
 
@@ -63,7 +67,7 @@ class StageFrames:
             to_driver &= ~(
                 (F.col("stage") == Shipment.COLLECTED.value) & F.col("target").isin(list(written))
             )
-        return union([df.filter(to_driver) for df in self.frames])
+        return union([df.filter(to_driver).select(*BASE_COLUMNS) for df in self.frames])
 
     def unpersist(self) -> None:
         for df in self.frames:
@@ -76,25 +80,26 @@ def build_stage_frames(
     stage_task: Callable[[int], StageTask],
     keep: Callable[[DataFrame], DataFrame] = _as_is,
     heartbeats: DataFrame | None = None,
+    schema: str | StructType = SPARK_SCHEMA,
 ) -> StageFrames:
     """The frames of ``plan``'s stages after the source frames ``sources`` (kept as given):
     stage ``s`` runs ``stage_task(s)`` over the rows for it of every earlier frame (and of
-    ``heartbeats``); ``keep`` is applied to each stage's frame as it is built (e.g.
-    ``persist``)."""
+    ``heartbeats``), giving rows of ``schema``; ``keep`` is applied to each stage's frame as it
+    is built (e.g. ``persist``)."""
     from pyspark.sql import functions as F
 
     frames = list(sources)
     origins = [SOURCE_STAGE] * len(frames)
     for stage in plan.stages:
         earlier = frames if heartbeats is None else [*frames, heartbeats]
-        inputs = [df.filter(F.col("stage") == stage.index) for df in earlier]
+        inputs = [df.filter(F.col("stage") == stage.index).select(*BASE_COLUMNS) for df in earlier]
         if not inputs:
             continue
         result = (
             union(inputs)
             .repartition(stage.parallelism, "pkey")
             .sortWithinPartitions("target", "position")
-            .mapInArrow(stage_task(stage.index), SPARK_SCHEMA)
+            .mapInArrow(stage_task(stage.index), schema)
         )
         frames.append(keep(result))
         origins.append(stage.index)

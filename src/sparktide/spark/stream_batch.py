@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from sparktide.runtime.graph import SinkNode, SourceNode
     from sparktide.spark.executor import SparkExecutor
+    from sparktide.spark.frame_rows import FrameRows
     from sparktide.spark.stream_job import StreamingJob
 
 __all__ = ["BatchFrames", "PerRecordBatch"]
@@ -44,9 +45,12 @@ class BatchFrames(Protocol):
 class PerRecordBatch:
     """A micro-batch on the per-record tasks (:mod:`sparktide.spark.stream_job`)."""
 
-    def __init__(self, executor: SparkExecutor, stages: StageFrames) -> None:
+    def __init__(
+        self, executor: SparkExecutor, stages: StageFrames, frame_rows: FrameRows | None = None
+    ) -> None:
         self.executor = executor
         self.stages = stages
+        self.frame_rows = frame_rows  # the sinks whose records the tasks wrote typed
 
     @classmethod
     def build(
@@ -62,7 +66,7 @@ class PerRecordBatch:
         produced = []
         for node, first, frame in zip(sources, first_splits, frames, strict=True):
             task = node.source.prepare(frame).mapInArrow(
-                job.stream_source_task(first, node.id), SPARK_SCHEMA
+                job.stream_source_task(first, node.id), job.base.schema
             )
             if len(sources) > 1:
                 # an exchange right above the task: it runs in the map stage of that exchange,
@@ -72,18 +76,23 @@ class PerRecordBatch:
         plan = executor.plan
         heartbeats = _heartbeats(frames[0].sparkSession, job) if plan.stages else None
         stages = build_stage_frames(
-            plan, produced, job.stream_stage_task, lambda df: df.persist(), heartbeats
+            plan,
+            produced,
+            job.stream_stage_task,
+            lambda df: df.persist(),
+            heartbeats,
+            schema=job.base.schema,
         )
-        return cls(executor, stages)
+        return cls(executor, stages, job.base.frame_rows)
 
     def driver_values(self) -> list[Shipped]:
         written = [n.id for n in self.executor.plan.sinks if n.frame_writer is not None]
         return decode_rows(self.stages.to_driver(written).collect())
 
     def frame(self, node: SinkNode) -> DataFrame:
-        return self.executor.collected_frame(
-            self.stages.frames, node.id, node.output_type, ordered=True
-        )
+        if self.frame_rows is not None and node.id in self.frame_rows:
+            return self.frame_rows.frame(self.stages.frames, node.id)
+        return self.executor.collected_frame(self.stages.frames, node.id, ordered=True)
 
     def unpersist(self) -> None:
         self.stages.unpersist()

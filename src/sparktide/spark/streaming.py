@@ -298,7 +298,8 @@ class _StreamRunner:
         for node in self.nodes:
             self.first_splits.append(first)
             first += len(splits_of(node))
-        self.base = executor.job()
+        # the sinks' records in typed columns, written by the tasks that produce them
+        self.base = executor.job(executor.written_frame_rows(ordered=True))
         # the path choice: an eligible window aggregate runs its batches on columns
         choice = executor.path(Request.stream())
         self.columnar = columnar_stream(plan, choice)  # None: per record
