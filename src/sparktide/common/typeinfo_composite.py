@@ -17,7 +17,7 @@ value whose parts already have the right shape costs one exact type check per pa
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 
@@ -156,12 +156,10 @@ def _nullable_fields_coercer(coercers: tuple[Coercer, ...]) -> Callable[[Any], t
 _MAX_COMPILED_FIELDS = 8
 
 
-def _compiled_tuple_coercer(
-    field_types: tuple[TypeInformation, ...], general: Coercer
-) -> Coercer | None:
-    """A coercer that returns a tuple whose fields all pass their type's
-    :meth:`~TypeInformation.exact_test` as it is (one compiled check, no call per field) and
-    hands anything else to ``general``; None when a field type has no such test."""
+def _field_tests(field_types: tuple[TypeInformation, ...]) -> tuple[list[str], list[str]] | None:
+    """The local names ``v0, v1, ...`` of a compiled coercer's fields and each field type's
+    :meth:`~TypeInformation.exact_test` of its name; None when there are too many fields or a
+    field type has no such test."""
     n = len(field_types)
     if not 0 < n <= _MAX_COMPILED_FIELDS:
         return None
@@ -169,6 +167,27 @@ def _compiled_tuple_coercer(
     tests = [t.exact_test(name) for t, name in zip(field_types, names, strict=True)]
     if any(test is None for test in tests):
         return None
+    return names, cast("list[str]", tests)
+
+
+def _compiled(source: str, name: str, what: str, namespace: dict[str, Any]) -> Coercer:
+    """The function ``name`` that ``source`` defines, its globals ``namespace``."""
+    exec(compile(source, f"<coercer of {what}>", "exec"), namespace)
+    coercer: Coercer = namespace[name]
+    return coercer
+
+
+def _compiled_tuple_coercer(
+    field_types: tuple[TypeInformation, ...], general: Coercer
+) -> Coercer | None:
+    """A coercer that returns a tuple whose fields all pass their type's
+    :meth:`~TypeInformation.exact_test` as it is (one compiled check, no call per field) and
+    hands anything else to ``general``; None when a field type has no such test."""
+    fields = _field_tests(field_types)
+    if fields is None:
+        return None
+    names, tests = fields
+    n = len(names)
     source = (
         "def coerce_tuple(value, path='value'):\n"
         f"    if type(value) is tuple and len(value) == {n}:\n"
@@ -177,10 +196,7 @@ def _compiled_tuple_coercer(
         "            return value\n"
         "    return general(value, path)\n"
     )
-    namespace: dict[str, Any] = {"general": general}
-    exec(compile(source, f"<coercer of {n}-tuples>", "exec"), namespace)
-    coerce_tuple: Coercer = namespace["coerce_tuple"]
-    return coerce_tuple
+    return _compiled(source, "coerce_tuple", f"{n}-tuples", {"general": general})
 
 
 def _compiled_row_coercer(
@@ -192,13 +208,11 @@ def _compiled_row_coercer(
     """As :func:`_compiled_tuple_coercer`, for rows (fields may be ``None``): a row of
     ``row_class`` (the declared names) passing the tests is returned as it is, a tuple
     passing them becomes ``make(value)``."""
-    n = len(field_types)
-    if not 0 < n <= _MAX_COMPILED_FIELDS:
+    fields = _field_tests(field_types)
+    if fields is None:
         return None
-    names = [f"v{i}" for i in range(n)]
-    tests = [t.exact_test(name) for t, name in zip(field_types, names, strict=True)]
-    if any(test is None for test in tests):
-        return None
+    names, tests = fields
+    n = len(names)
     unpack = f"{', '.join(names)},"
     exact = " and ".join(
         f"({name} is None or {test})" for name, test in zip(names, tests, strict=True)
@@ -216,15 +230,8 @@ def _compiled_row_coercer(
         "            return make(value)\n"
         "    return general(value, path)\n"
     )
-    namespace: dict[str, Any] = {
-        "general": general,
-        "make": make,
-        "row_class": row_class,
-        "row_values": row_values,
-    }
-    exec(compile(source, f"<coercer of {n}-field rows>", "exec"), namespace)
-    coerce_row: Coercer = namespace["coerce_row"]
-    return coerce_row
+    namespace = {"general": general, "make": make, "row_class": row_class, "row_values": row_values}
+    return _compiled(source, "coerce_row", f"{n}-field rows", namespace)
 
 
 def _int32(value: int) -> int:
