@@ -15,10 +15,10 @@ the JVM (:meth:`FrameRows.frame`): no second Python pass decodes and encodes the
 >>> rows = FrameRows((FrameTarget(7, Types.TUPLE([Types.STRING(), Types.INT()]), True),), 3)
 >>> rows.arrow_schema().names[5:]
 ['_f0_0', '_f0_1', '_error', '_p0', '_p1', '_p2']
->>> batch = rows.records(7, [(0, 1), (0, 1, 3)], [("a", 1), ("b", 2)]).to_pydict()
+>>> batch = rows.records(7, [("a", 1), ("b", 2)], [(0, 1), (0, 1, 3)]).to_pydict()
 >>> batch["_f0_0"], batch["_p2"] == [PAD, 3]
 (['a', 'b'], True)
->>> rows.records(7, [(0, 1), (0, 2)], [("a", 1), ("b", 2)]).to_pydict()["_p1"]
+>>> rows.records(7, [("a", 1), ("b", 2)], [(0, 1), (0, 2)]).to_pydict()["_p1"]
 [1, 2]
 """
 
@@ -155,12 +155,17 @@ class FrameRows:
             arrays.append(pa.array(errors, pa.string()) if error else pa.nulls(n, f.type))
         return pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema())
 
+    @cached_property
+    def unordered(self) -> frozenset[int]:
+        """The targets whose records need no positions (their tasks keep values only)."""
+        return frozenset(t.node_id for t in self.targets if not t.ordered)
+
     def records(
-        self, node_id: int, positions: Sequence[Position], values: Sequence[object]
+        self, node_id: int, values: Sequence[object], positions: Sequence[Position] = ()
     ) -> pa.RecordBatch:
-        """The rows of records ``values`` (at ``positions``) of target ``node_id``, typed by
-        :func:`~sparktide.spark.frames.to_record_batch` (its error for a value that does not
-        fit)."""
+        """The rows of records ``values`` (at ``positions``: an ordered target's) of target
+        ``node_id``, typed by :func:`~sparktide.spark.frames.to_record_batch` (its error for a
+        value that does not fit)."""
         k = self._index[node_id]
         target = self.targets[k]
         n = len(values)
@@ -173,15 +178,17 @@ class FrameRows:
             else:
                 arrays.extend(pa.nulls(n, f.type) for f in fields)
         arrays.append(pa.nulls(n, pa.string()))
-        arrays.extend(self._position_columns(positions, target.ordered))
+        arrays.extend(self._position_columns(positions) if target.ordered else self._nulls(n))
         return pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema())
 
-    def _position_columns(self, positions: Sequence[Position], ordered: bool) -> list[pa.Array]:
-        """The ``width`` long columns of ``positions`` padded with ``PAD`` (nulls when the
-        target is not ordered), by columns, not per record."""
+    def _nulls(self, n: int) -> list[pa.Array]:
+        """The position columns of ``n`` records of an unordered target."""
+        return [pa.nulls(n, pa.int64()) for _ in range(self.width)]
+
+    def _position_columns(self, positions: Sequence[Position]) -> list[pa.Array]:
+        """The ``width`` long columns of ``positions`` padded with ``PAD``, by columns, not per
+        record."""
         width, n = self.width, len(positions)
-        if not ordered:
-            return [pa.nulls(n, pa.int64()) for _ in range(width)]
         lengths = set(map(len, positions))
         if lengths and max(lengths) > width:
             raise RuntimeError(f"a position is longer than the plan's widest ({width})")

@@ -43,6 +43,7 @@ from sparktide.runtime.operators.simple import (
     CollectSinkOperator,
     PrintSinkOperator,
     RecordCollector,
+    ValueCollector,
 )
 from sparktide.runtime.processing_time import (
     ProcessingTimeService,
@@ -207,6 +208,7 @@ class SparkJob:
             frame_sinks=True,
             fast_windows=self.fast_windows,
             chunks=self.chunks,
+            value_sinks=frozenset() if self.frame_rows is None else self.frame_rows.unordered,
         )
 
     def rows(self, tasks: JobTasks, rounds: int, final: bool = True) -> pa.RecordBatch:
@@ -273,8 +275,12 @@ class SparkJob:
         frame_rows, out = self.frame_rows, sink.out
         if frame_rows is None or sink.node_id not in frame_rows:
             return False
-        positions: list[Any] = [item[0] for item in out]  # Position tuples
-        framed.append(frame_rows.records(sink.node_id, positions, [r.value for _, r in out]))
+        if isinstance(sink, ValueCollector):  # an unordered target's values
+            framed.append(frame_rows.records(sink.node_id, out))
+        else:
+            positions: list[Any] = [item[0] for item in out]  # Position tuples
+            values = [r.value for _, r in out]
+            framed.append(frame_rows.records(sink.node_id, values, positions))
         out.clear()
         return True
 

@@ -11,7 +11,9 @@ order). :func:`chunk_target` wires a split's chain for chunks, from the tagger's
   takes it and calls the function per item;
 * an output that coerces to a declared type coerces the chunk (:class:`CoerceChunks`);
 * a collect sink's :class:`~sparktide.runtime.operators.simple.RecordCollector` appends the
-  chunk with the positions the record-by-record path gives (:class:`CollectChunks`);
+  chunk with the positions the record-by-record path gives (:class:`CollectChunks`), a
+  :class:`~sparktide.runtime.operators.simple.ValueCollector` its values
+  (:class:`CollectValues`);
 * anything else (an exchange, a fan-out to several targets, side outputs, any other operator)
   gets the chunk replayed record by record, the cursor set as the tagger sets it
   (:class:`ReplayChunks`).
@@ -39,6 +41,7 @@ from sparktide.runtime.operators.simple import (
     StreamFilter,
     StreamFlatMap,
     StreamMap,
+    ValueCollector,
     rethrown,
 )
 from sparktide.runtime.output import Output
@@ -47,6 +50,7 @@ __all__ = [
     "ChunkOwner",
     "CoerceChunks",
     "CollectChunks",
+    "CollectValues",
     "ReplayChunks",
     "chunk_target",
     "reader_owner",
@@ -165,6 +169,23 @@ class CollectChunks:
         self._collector.collect_chunk(self._tagger.positions(seqs), values, timestamps)
 
 
+class CollectValues:
+    """A collect sink's :class:`ValueCollector`: appends a chunk's values; the cursor is left
+    where :meth:`SourceTagger.positions` leaves it."""
+
+    __slots__ = ("_collector", "_tagger")
+
+    def __init__(self, collector: ValueCollector, tagger: SourceTagger) -> None:
+        self._collector = collector
+        self._tagger = tagger
+
+    def collect_chunk(
+        self, seqs: Sequence[int], values: list[object], timestamps: list[int | None]
+    ) -> None:
+        self._collector.collect_values(values)
+        self._tagger.leave_after(seqs)
+
+
 def _step(output: Output) -> ChunkStep | None:
     """The stateless operator (or sink function) ``output`` feeds, if it takes chunks as it
     is."""
@@ -211,6 +232,8 @@ def chunk_target(
         step.chunk_at = at
         return step.process_chunk
     collector = _collector(output)
+    if isinstance(collector, ValueCollector):
+        return CollectValues(collector, tagger).collect_chunk
     if collector is not None:
         return CollectChunks(collector, tagger).collect_chunk
     replay = ReplayChunks(output, owner, at)

@@ -652,6 +652,17 @@ class SourceTagger:
             self.cursor.n = n
         return out
 
+    def leave_after(self, seqs: Sequence[int]) -> None:
+        """Leave the cursor where :meth:`positions` of ``seqs`` leaves it (outputs made for
+        them elsewhere, without their positions)."""
+        if not seqs:
+            return
+        last, n, i = seqs[-1], 1, len(seqs) - 2
+        while i >= 0 and seqs[i] == last:
+            n, i = n + 1, i - 1
+        self.at_seq(last)
+        self.cursor.n = n
+
     def collect_side(self, tag: object, record: StreamRecord) -> None:
         self.downstream.collect_side(tag, record)  # type: ignore[arg-type]  # the tag read
 

@@ -48,6 +48,7 @@ from sparktide.runtime.operators.simple import (
     CollectSinkOperator,
     PrintSinkOperator,
     RecordCollector,
+    ValueCollector,
 )
 from sparktide.runtime.operators.timestamps import TimestampsAndWatermarksOperator
 from sparktide.runtime.operators.window import WindowOperator
@@ -228,8 +229,11 @@ class JobTasks:
         frame_sinks: bool = False,
         fast_windows: frozenset[int] | None = None,
         chunks: bool = True,
+        value_sinks: frozenset[int] = frozenset(),
     ) -> None:
         self.plan = plan
+        # the collect sinks whose records the runner needs as values only (ValueCollector)
+        self.value_sinks = value_sinks
         # whether split readers hand chunks through the chained stateless operators
         # (:mod:`~sparktide.runtime.execution.chunk_path`)
         self.chunks = chunks
@@ -320,7 +324,9 @@ class JobTasks:
         state_database: Rdict | None = None,
     ) -> AbstractStreamOperator:
         op: AbstractStreamOperator
-        if self.frame_sinks and isinstance(node, SinkNode) and node.frame_writer is not None:
+        if node.id in self.value_sinks:
+            op = CollectSinkOperator(ValueCollector([], node.id))
+        elif self.frame_sinks and isinstance(node, SinkNode) and node.frame_writer is not None:
             op = CollectSinkOperator(RecordCollector([], node.id))
         else:
             op = node.operator_factory()  # type: ignore[misc]

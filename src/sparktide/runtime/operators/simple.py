@@ -34,6 +34,7 @@ __all__ = [
     "StreamFlatMap",
     "StreamGroupedReduce",
     "StreamMap",
+    "ValueCollector",
     "as_callable",
     "rethrown",
 ]
@@ -385,6 +386,20 @@ class RecordCollector:
     ) -> None:
         """Records at ``positions`` (what the calls record by record would append, at once)."""
         self.out.extend(zip(positions, map(StreamRecord, values, timestamps), strict=True))
+
+
+class ValueCollector(RecordCollector):
+    """A :class:`RecordCollector` that keeps only the records' values in ``out`` (a sink whose
+    records need neither positions nor timestamps: an unordered typed frame on Spark)."""
+
+    __slots__ = ()
+
+    def __call__(self, record: StreamRecord) -> None:
+        self.out.append(record.value)  # values, not pairs
+
+    def collect_values(self, values: list[object]) -> None:
+        """The values of a chunk's records (what the calls record by record would append)."""
+        self.out.extend(values)  # type: ignore[arg-type]  # values, not pairs
 
 
 class CollectSinkOperator(AbstractStreamOperator):
