@@ -12,6 +12,7 @@ holds nulls in these columns. The frame the user reads is a filter and select of
 the JVM (:meth:`FrameRows.frame`): no second Python pass decodes and encodes the records again.
 
 >>> from sparktide.common import Types
+>>> from sparktide.runtime.execution.protocol import PAD
 >>> rows = FrameRows((FrameTarget(7, Types.TUPLE([Types.STRING(), Types.INT()]), True),), 3)
 >>> rows.arrow_schema().names[5:]
 ['_f0_0', '_f0_1', '_error', '_p0', '_p1', '_p2']
@@ -28,7 +29,6 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import chain
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -36,7 +36,8 @@ import pyarrow as pa
 from sparktide.common.arrow_columns import arrow_schema_of
 from sparktide.common.typeinfo_base import TypeInformation
 from sparktide.runtime.execution.planner import Plan
-from sparktide.runtime.execution.protocol import PAD, Position, Shipment
+from sparktide.runtime.execution.position_columns import PositionColumns
+from sparktide.runtime.execution.protocol import Position, Shipment
 from sparktide.spark.failures import RemoteFailure
 from sparktide.spark.frames import to_record_batch
 
@@ -67,19 +68,6 @@ def failure_text(payload: bytes) -> str:
 
     failure: RemoteFailure = pickle.loads(payload)
     return "".join(traceback.format_exception(failure.exception())).rstrip("\n")
-
-
-def _padded_columns(positions: Sequence[Position], width: int) -> list[pa.Array]:
-    """The ``width`` long columns of ``positions`` of any lengths, padded with ``PAD``."""
-    import numpy as np
-
-    n = len(positions)
-    lengths = np.fromiter(map(len, positions), np.int64, n)
-    values = np.fromiter(chain.from_iterable(positions), np.int64, int(lengths.sum()))
-    starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
-    matrix = np.full((n, width), PAD, np.int64)
-    matrix[np.repeat(np.arange(n), lengths), np.arange(len(values)) - starts] = values
-    return [pa.array(matrix[:, i]) for i in range(width)]
 
 
 @dataclass(frozen=True)
@@ -188,15 +176,14 @@ class FrameRows:
     def _position_columns(self, positions: Sequence[Position]) -> list[pa.Array]:
         """The ``width`` long columns of ``positions`` padded with ``PAD``, by columns, not per
         record."""
-        width, n = self.width, len(positions)
-        lengths = set(map(len, positions))
-        if lengths and max(lengths) > width:
+        width = self.width
+        if not positions:
+            return self._nulls(0)
+        columns = PositionColumns.of(positions)
+        if columns.width > width:
             raise RuntimeError(f"a position is longer than the plan's widest ({width})")
-        if len(lengths) != 1:
-            return _padded_columns(positions, width)
-        pad = pa.repeat(pa.scalar(PAD, pa.int64()), n)
-        columns = [pa.array(c, pa.int64()) for c in zip(*positions, strict=True)]
-        return columns + [pad] * (width - len(columns))
+        matrix = columns.matrix(width)
+        return [pa.array(matrix[:, i]) for i in range(width)]
 
     def frame(self, produced: Sequence[DataFrame], node_id: int) -> DataFrame:
         """The frame of target ``node_id`` from the frames ``produced`` that hold its records:

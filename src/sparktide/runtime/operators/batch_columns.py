@@ -31,6 +31,7 @@ from typing import cast
 import pyarrow as pa
 
 from sparktide.common.arrow_columns import stream_columns
+from sparktide.common.arrow_rows import python_column
 from sparktide.common.typeinfo_base import TypeInformation
 from sparktide.common.typeinfo_basic import InstantTypeInfo, PickledBytesTypeInfo
 from sparktide.common.typeinfo_composite import RowTypeInfo, TupleTypeInfo
@@ -81,16 +82,6 @@ def _fits(found: pa.DataType, declared: pa.DataType) -> bool:
     if found == declared or _TYPES.is_null(found):
         return True
     return any(is_declared(declared) and fits(found) for is_declared, fits in _KINDS)
-
-
-def _python_values(column: pa.Array) -> list[object]:
-    """The Python values of a flat column (numpy's ``tolist`` for numbers without nulls)."""
-    t = column.type
-    if column.null_count == 0 and (_numeric(t) or _TYPES.is_boolean(t)):
-        values: list[object] = column.to_numpy(zero_copy_only=False).tolist()
-    else:
-        values = column.to_pylist()
-    return values
 
 
 @dataclass(frozen=True)
@@ -234,7 +225,7 @@ class BatchColumns:
                     f"{where}: column {name!r} ({found}) does not fit {declared} "
                     f"(the declared {t}): {exc}"
                 ) from None
-        return _python_values(column)
+        return python_column(column)
 
 
 def _converts(value: object, arrow: pa.DataType) -> bool:
