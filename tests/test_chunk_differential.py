@@ -20,9 +20,11 @@ from hypothesis import strategies as st
 from sparktide.common import Duration, Row, Time, Types, WatermarkStrategy
 from sparktide.core.output_tag import OutputTag
 from sparktide.datastream import StreamExecutionEnvironment
+from sparktide.datastream.functions import KeyedCoProcessFunction
 from sparktide.datastream.window import TumblingEventTimeWindows
 from sparktide.nexmark.table_source import TableSource
 from sparktide.runtime.elements import WatermarkStatus
+from sparktide.runtime.execution.wiring import HashChunks
 from sparktide.runtime.failures import format_user_frames, notes
 from sparktide.runtime.operators.simple import StreamFilter, StreamFlatMap, StreamMap
 
@@ -423,3 +425,71 @@ def test_a_null_timestamp_by_column_is_the_rows_error(spark) -> None:
             stream.execute_and_collect()
         errors.append((str(caught.value), notes(caught.value)))
     assert errors[0] == errors[1]
+
+
+# ---------------------------------------------------------------------- keyed exchanges
+
+
+class _Both(KeyedCoProcessFunction):
+    """Every record of either input, with its input, key and timestamp, in arrival order."""
+
+    def process_element1(self, value: Any, ctx: Any) -> Any:
+        yield (1, repr(ctx.get_current_key()), tuple(value), ctx.timestamp())
+
+    def process_element2(self, value: Any, ctx: Any) -> Any:
+        yield (2, repr(ctx.get_current_key()), tuple(value), ctx.timestamp())
+
+
+KEYS = {
+    "text": lambda r: r.k,
+    "tuple": lambda r: (r.k, r.v % 3),
+    "bytearray": lambda r: bytearray(r.k.encode()),  # hashed by assign_to_key_group, not cached
+}
+
+
+def _connected(table: pa.Table, job: Job, chunks: bool, key: str) -> list[Any]:
+    env = environment("local", job, chunks)
+    one = env.from_source(TableSource(table, ROW, 2), strategy(job.bound), "one")
+    two = chained(
+        env.from_source(TableSource(table, ROW, 3), strategy(job.bound), "two"), job.steps
+    )
+    keyed = one.connect(two).key_by(KEYS[key], lambda r: r.k)
+    return list(keyed.process(_Both()).execute_and_collect())
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
+)
+@given(st.lists(record, max_size=40), jobs, st.sampled_from(sorted(KEYS)))
+def test_a_keyed_exchange_of_chunks_gives_the_records_order(rows, job, key) -> None:
+    """Both inputs of a keyed two-input operator (one straight from its source, one after a
+    chain) cross the exchange as chunks: the same records, keys and order per key."""
+    table = table_of(rows)
+    assert _connected(table, job, True, key) == _connected(table, job, False, key)
+
+
+def test_a_keyed_exchange_takes_whole_chunks(monkeypatch) -> None:
+    """With chunks on, a hash exchange after a chain takes the split's batch in one call, and
+    a key of an unsupported type fails as record by record, naming the same operator."""
+    sizes: list[int] = []
+    original = HashChunks.collect_chunk
+
+    def spy(self, seqs, values, timestamps):
+        sizes.append(len(values))
+        return original(self, seqs, values, timestamps)
+
+    monkeypatch.setattr(HashChunks, "collect_chunk", spy)
+    table = table_of([("a", i, None, i) for i in range(30)])
+    job = Job((Step("map", 2, True),), 0, None, 2)
+    assert _connected(table, job, True, "text") == _connected(table, job, False, "text")
+    assert sorted(sizes) == [10, 10, 10, 15, 15]  # a call per split (2 and 3 splits)
+    errors = []
+    for chunks in (True, False):
+        env = environment("local", job, chunks)
+        source = env.from_source(TableSource(table, ROW, 1), strategy(0), "events")
+        stream = source.map(lambda r: r).key_by(lambda r: [r.k] if r.v == 9 else r.k).map(str)
+        with pytest.raises(TypeError, match="unsupported key type list") as caught:
+            stream.execute_and_collect()
+        errors.append((str(caught.value), notes(caught.value)))
+    assert errors[0] == errors[1]
+    assert "operator 'Map' for record Row(k='a', v=9," in errors[0][1][0]

@@ -14,7 +14,9 @@ order). :func:`chunk_target` wires a split's chain for chunks, from the tagger's
   chunk with the positions the record-by-record path gives (:class:`CollectChunks`), a
   :class:`~sparktide.runtime.operators.simple.ValueCollector` its values
   (:class:`CollectValues`);
-* anything else (an exchange, a fan-out to several targets, side outputs, any other operator)
+* a hash exchange (``key_by``) appends the chunk's entries at once
+  (:class:`~sparktide.runtime.execution.wiring.HashChunks`);
+* anything else (another exchange, a fan-out to several targets, side outputs, any other operator)
   gets the chunk replayed record by record, the cursor set as the tagger sets it
   (:class:`ReplayChunks`).
 
@@ -32,7 +34,7 @@ from dataclasses import dataclass
 from sparktide.common.typeinfo_base import Coercer
 from sparktide.runtime.elements import StreamRecord
 from sparktide.runtime.execution.protocol import ChunkTarget, SourceTagger
-from sparktide.runtime.execution.wiring import ChainInput, NodeOutput
+from sparktide.runtime.execution.wiring import ChainInput, ExchangeWriter, NodeOutput
 from sparktide.runtime.operators.simple import (
     ChunkStep,
     CollectSinkOperator,
@@ -236,6 +238,11 @@ def chunk_target(
         return CollectValues(collector, tagger).collect_chunk
     if collector is not None:
         return CollectChunks(collector, tagger).collect_chunk
+    if isinstance(output, ExchangeWriter):
+        chunks = output.chunk_writer(owner.shown, tagger)
+        if chunks is not None:
+            names[id(chunks)] = owner.name
+            return chunks.collect_chunk
     replay = ReplayChunks(output, owner, at)
     names[id(replay)] = owner.name
     return replay.collect_chunk

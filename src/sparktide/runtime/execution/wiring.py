@@ -8,21 +8,30 @@ memory, or through a Spark shuffle) and the stage processes them in position ord
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sparktide.runtime.elements import StreamRecord, Watermark, WatermarkStatus
-from sparktide.runtime.execution.protocol import Cursor, Entry
+from sparktide.runtime.execution.protocol import Cursor, Entry, SourceTagger
 from sparktide.runtime.graph import Edge
 from sparktide.runtime.keygroups import KeyGroupCache, assign_to_key_group
 from sparktide.runtime.operators.co_process import AbstractTwoInputOperator
+from sparktide.runtime.operators.simple import rethrown
 from sparktide.runtime.output import Output
 
 if TYPE_CHECKING:
     from sparktide.common.typeinfo_base import Coercer
     from sparktide.runtime.operators.base import AbstractStreamOperator
 
-__all__ = ["ChainInput", "ExchangeWriter", "NodeOutput", "ValveOutput"]
+__all__ = [
+    "ChainInput",
+    "ExchangeTarget",
+    "ExchangeWriter",
+    "HashChunks",
+    "NodeOutput",
+    "ValveOutput",
+]
 
 
 def _fan_out(targets: list[Output], record: StreamRecord) -> None:
@@ -176,6 +185,28 @@ class ExchangeWriter:
         else:
             self.collect = self._collect_round_robin
 
+    def chunk_writer(
+        self, shown: Callable[[int, object], object], tagger: SourceTagger
+    ) -> HashChunks | None:
+        """What takes the chunks of the split ``tagger`` numbers (in the source stage) at once,
+        for a hash exchange (``None``: another partitioning, chunks go record by record);
+        ``shown(seq, value)`` is the record a failure of the key selector names."""
+        if self.collect != self._collect_hash:
+            return None
+        return HashChunks(
+            ExchangeTarget(
+                self._buffers,
+                self._parallelism,
+                self._maxp,
+                self._channel,
+                self._index,
+                self._key_selector,  # type: ignore[arg-type]
+                self._kg_cache,
+            ),
+            shown,
+            tagger,
+        )
+
     def _collect_hash(self, record: StreamRecord) -> None:
         key = self._key_selector(record.value)  # type: ignore[misc]
         try:
@@ -231,6 +262,111 @@ class ExchangeWriter:
         entry = (self._cursor.watermark_out(), self._channel, self._index, status, None, None)
         for buf in self._buffers:
             buf.append(entry)
+
+
+@dataclass(frozen=True)
+class ExchangeTarget:
+    """Where a hash exchange writer appends: the receiving stage's buffers (one per subtask),
+    its parallelism and number of key groups, the writer's channel and input index, the key
+    selector and the writer's key group cache."""
+
+    buffers: list[list[Entry]]
+    parallelism: int
+    max_parallelism: int
+    channel: int
+    index: int
+    key_selector: Callable[[object], object]
+    kg_cache: KeyGroupCache
+
+
+class HashChunks:
+    """A hash exchange's writer for a chunk of a split's records (see
+    :mod:`~sparktide.runtime.execution.chunk_path`): the entries :meth:`ExchangeWriter.collect`
+    appends for the chunk's records one by one, with the keys of the chunk taken in one loop,
+    their key groups in one comprehension and each entry built at once (no cursor moved per
+    record). The chunk path runs in the source stage only, where an entry's position is its
+    source record's (``(round, phase, split, seq, 0)``).
+
+    When the key selector (or the key's hash) raises on item ``i``, the entries of the items
+    before ``i`` are appended first, the cursor is at item ``i``'s source record and the
+    failure names the record ``shown(seq, value)`` (as when the records come one by one)."""
+
+    __slots__ = ("_buffers", "_channel", "_index", "_maxp", "_owner_of", "_shown", "_tagger", "_to")
+
+    def __init__(
+        self, to: ExchangeTarget, shown: Callable[[int, object], object], tagger: SourceTagger
+    ) -> None:
+        self._to = to
+        self._buffers = to.buffers
+        self._channel = to.channel
+        self._index = to.index
+        self._maxp = maxp = to.max_parallelism
+        parallelism = to.parallelism
+        self._owner_of = [kg * parallelism // maxp for kg in range(maxp)]
+        self._shown = shown
+        self._tagger = tagger
+
+    def collect_chunk(
+        self, seqs: Sequence[int], values: list[object], timestamps: list[int | None]
+    ) -> None:
+        selector = self._to.key_selector
+        keys: list[object] = []
+        key = keys.append
+        failure: Exception | None = None
+        try:
+            for value in values:
+                key(selector(value))
+        except Exception as exc:
+            failure = exc
+        groups, failed = self._key_groups(keys)
+        if failed is not None:
+            failure = failed
+        n = len(groups)
+        self._append(seqs, values, timestamps, keys, groups)
+        tagger = self._tagger
+        if failure is None:
+            if n:
+                tagger.at_seq(seqs[-1])
+            return
+        record = StreamRecord(self._shown(seqs[n], values[n]), timestamps[n])  # noqa: F841
+        tagger.at_seq(seqs[n])
+        raise rethrown(failure)
+
+    def _key_groups(self, keys: list[object]) -> tuple[list[int], Exception | None]:
+        """The key groups of ``keys`` up to the first that fails, and its failure."""
+        cache = self._to.kg_cache
+        try:
+            return [cache[k] for k in keys], None
+        except TypeError:  # an unhashable key: the canonical error (or a special key's group)
+            pass
+        groups: list[int] = []
+        for k in keys:
+            try:
+                groups.append(cache[k])
+            except TypeError:
+                try:
+                    groups.append(assign_to_key_group(k, self._maxp))
+                except Exception as exc:
+                    return groups, exc
+        return groups, None
+
+    def _append(
+        self,
+        seqs: Sequence[int],
+        values: list[object],
+        timestamps: list[int | None],
+        keys: list[object],
+        groups: list[int],
+    ) -> None:
+        """The entries of the first ``len(groups)`` items."""
+        t = self._tagger
+        r, phase, split = t.round, t.phase, t.split
+        channel, index, owner_of = self._channel, self._index, self._owner_of
+        appends = [b.append for b in self._buffers]
+        for seq, value, ts, k, kg in zip(seqs, values, timestamps, keys, groups):  # noqa: B905
+            appends[owner_of[kg]](
+                ((r, phase, split, seq, 0), channel, index, StreamRecord(value, ts), k, kg)
+            )
 
 
 class ValveOutput:
