@@ -367,15 +367,22 @@ class WindowTriggerContext(Trigger.OnMergeContext):
 
 
 class AssignerContext(WindowAssigner.WindowAssignerContext):
-    """The ``context`` of ``WindowAssigner.assign_windows``."""
+    """The ``context`` of ``WindowAssigner.assign_windows`` (a processing-time assigner reads
+    the clock per record: the operator's clock is bound once, when it has one)."""
 
-    __slots__ = ("_op",)
+    __slots__ = ("_now", "_op")
 
     def __init__(self, operator: AbstractStreamOperator) -> None:
         self._op = operator
+        service = operator.processing_time_service
+        self._now: Callable[[], int] = (
+            operator.current_processing_time
+            if service is None
+            else service.get_current_processing_time
+        )
 
     def get_current_processing_time(self) -> int:
-        return self._op.current_processing_time()
+        return self._now()
 
     def get_runtime_context(self) -> RuntimeContext:
         return self._op.runtime_context
