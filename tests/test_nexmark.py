@@ -257,6 +257,21 @@ def test_runner_prints_a_row_per_query(capsys) -> None:
     assert "Spark SQL" in lines[0] and "peak MiB" in lines[0]
 
 
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="resident memory from /proc")
+def test_freed_arrow_memory_goes_back_to_the_system() -> None:
+    from sparktide.nexmark.memory import release_freed_memory, tree_rss_bytes
+
+    release_freed_memory()
+    before = tree_rss_bytes(os.getpid())
+    arrays = [pa.array(np.arange(20_000, dtype=np.int64)).cast(pa.float64()) for _ in range(800)]
+    held = tree_rss_bytes(os.getpid())
+    assert held is not None and before is not None and held - before > 100 * 2**20
+    del arrays
+    release_freed_memory()
+    after = tree_rss_bytes(os.getpid())
+    assert after is not None and after - before < (held - before) / 2
+
+
 def test_runner_names_unknown_queries(capsys) -> None:
     from sparktide.nexmark.runner import main
 

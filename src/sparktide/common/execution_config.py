@@ -185,7 +185,8 @@ class ExecutionConfig:
         """Bound what a task holds: a split reads, and a stage subtask (on Spark, also a
         streaming micro-batch) processes and ships, at most about ``entries`` exchanged
         entries at a time, whatever the round or batch size. ``None``: the runner's default
-        (65,536). Smaller uses less memory per worker and ships more, smaller chunks.
+        (65,536 on the local runtime; 16,384 on Spark, where every task runs in a Python worker
+        of its own). Smaller uses less memory per worker and ships more, smaller chunks.
 
         >>> ExecutionConfig().set_task_buffer(10_000).get_task_buffer()
         10000

@@ -3,6 +3,10 @@
 The tree is this process and its descendants (on Spark: the JVM and its Python workers), so
 the figure is what the whole run held. Where ``/proc`` is missing the peak is ``None``.
 
+:func:`release_freed_memory` hands what this process freed back to the system, so that the
+resident memory of the process is what it still holds (e.g. after the events were generated
+and written out, before the measured runs).
+
 >>> with PeakMemory() as peak:
 ...     data = bytearray(50 * 2**20)
 >>> peak.mib is None or peak.mib >= 50
@@ -11,12 +15,15 @@ True
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import gc
 import os
 import threading
 from pathlib import Path
 from types import TracebackType
 
-__all__ = ["PeakMemory", "tree_rss_bytes"]
+__all__ = ["PeakMemory", "release_freed_memory", "tree_rss_bytes"]
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
@@ -49,6 +56,28 @@ def tree_rss_bytes(root: int) -> int | None:
             continue
         todo.extend(tree.get(pid, ()))
     return total
+
+
+def release_freed_memory() -> None:
+    """Collect garbage and give freed memory back to the system: Arrow's memory pool returns
+    its unused pages, and the C allocator (glibc's ``malloc_trim``, where there is one) the
+    free space at the top and inside its heaps. What is still referenced stays.
+
+    >>> release_freed_memory()
+    """
+    gc.collect()
+    try:
+        import pyarrow as pa
+    except ImportError:
+        pass
+    else:
+        pa.default_memory_pool().release_unused()
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return
+    trim = getattr(ctypes.CDLL(name), "malloc_trim", None)  # glibc only
+    if trim is not None:
+        trim(0)
 
 
 class PeakMemory:

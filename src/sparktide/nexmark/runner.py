@@ -43,7 +43,7 @@ from sparktide.common import env_overrides
 from sparktide.datastream import StreamExecutionEnvironment
 from sparktide.nexmark.config import GeneratorConfig
 from sparktide.nexmark.generator import EventTables, generate
-from sparktide.nexmark.memory import PeakMemory
+from sparktide.nexmark.memory import PeakMemory, release_freed_memory
 from sparktide.nexmark.queries import QUERIES, Sources
 from sparktide.nexmark.sql import SQL_QUERIES, Frames
 from sparktide.nexmark.streaming import KINDS, run_stream, write_files
@@ -275,6 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         # peak memory of its process tree is the job's, not the generator's
         kept = tables if args.runtime == "local" or args.stream else None
         del tables
+        release_freed_memory()  # what the generator and the writer freed is not the runs'
         return _measure(args, queries, config, kept, splits, workdir, bound)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

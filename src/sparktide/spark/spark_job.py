@@ -64,7 +64,7 @@ if TYPE_CHECKING:
 __all__ = ["CHUNK", "FLUSH", "SPARK_SCHEMA", "SparkJob", "arrow_row_schema", "partition_split_task"]
 
 CHUNK = 8192  # items per shipped row
-FLUSH = 65536  # items a task holds before it ships them
+FLUSH = 16384  # items a task holds before it ships them (a Python worker's working set)
 
 _Shipped = TypeVar("_Shipped", bound="tuple[object, ...]")  # an entry, record or line
 
