@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from sparktide.common.types import Row, row_maker
 
-__all__ = ["RecordChunks", "RowChunk", "python_column", "rows_of_batch"]
+__all__ = ["RecordChunks", "RowChunk", "cut", "python_column", "rows_of_batch"]
 
 
 class RecordChunks:
@@ -102,21 +102,50 @@ def _python_value(value: Any, t: pa.DataType) -> Any:
 
 
 class RowChunk(list):
-    """The rows of one Arrow batch, with its columns in the rows' field order: ``arrays`` (the
-    Arrow arrays) and ``columns`` (their Python lists), for what reads a field of every row
-    (a timestamp column)."""
+    """The rows of one Arrow batch, with its columns in the rows' field order: ``names``,
+    ``arrays`` (the Arrow arrays) and ``columns`` (their Python lists), for what reads a field of
+    every row (a timestamp column) or takes the batch as it is (``map_batches``)."""
 
-    __slots__ = ("arrays", "columns")
+    __slots__ = ("arrays", "columns", "names")
 
     arrays: list[pa.Array]
     columns: list[list[Any]]
+    names: tuple[str, ...]
+
+    @classmethod
+    def of(
+        cls,
+        rows: Iterable[Any],
+        names: Sequence[str],
+        arrays: list[pa.Array],
+        columns: list[list[Any]],
+    ) -> RowChunk:
+        """The chunk of ``rows`` made from the columns ``names`` (``arrays``, ``columns``)."""
+        chunk = cls(rows)
+        chunk.names = tuple(names)
+        chunk.arrays = arrays
+        chunk.columns = columns
+        return chunk
+
+    def cut(self, start: int, stop: int) -> RowChunk:
+        """The rows ``start:stop``, with their columns."""
+        return RowChunk.of(
+            self[start:stop],
+            self.names,
+            [a.slice(start, stop - start) for a in self.arrays],
+            [c[start:stop] for c in self.columns],
+        )
+
+
+def cut(chunk: list[Any], start: int, stop: int) -> list[Any]:
+    """``chunk[start:stop]``, a :class:`RowChunk` with its columns when ``chunk`` is one."""
+    if type(chunk) is RowChunk:
+        return chunk if start == 0 and stop == len(chunk) else chunk.cut(start, stop)
+    return chunk[start:stop]
 
 
 def rows_of_batch(batch: pa.RecordBatch, names: Sequence[str]) -> RowChunk:
     """The rows of ``batch`` named ``names`` (the columns kept, in that order)."""
     arrays = [batch.column(name) for name in names]
     columns = [python_column(array) for array in arrays]
-    chunk = RowChunk(map(row_maker(names), zip(*columns, strict=True)))
-    chunk.arrays = arrays
-    chunk.columns = columns
-    return chunk
+    return RowChunk.of(map(row_maker(names), zip(*columns, strict=True)), names, arrays, columns)

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from typing import TypeAlias, cast
 
-from sparktide.common.arrow_rows import RecordChunks
+from sparktide.common.arrow_rows import RecordChunks, cut
 from sparktide.common.watermark_strategy import (
     AscendingTimestampsWatermarks,
     BoundedOutOfOrdernessWatermarks,
@@ -650,7 +650,7 @@ class SplitReader:
                 stamps = self._pending_ts
                 end = offset + n - count
                 whole = offset == 0 and len(pending) <= n - count
-                values = pending if whole else pending[offset:end]
+                values = pending if whole else cut(pending, offset, end)
                 self._offset = offset + len(values)
                 count += len(values)
                 if stamps is None:

@@ -276,7 +276,7 @@ class SparkJob:
         if frame_rows is None or sink.node_id not in frame_rows:
             return False
         if isinstance(sink, ValueCollector):  # an unordered target's values
-            framed.append(frame_rows.records(sink.node_id, out))
+            framed.extend(frame_rows.values(sink.node_id, out))
         else:
             positions: list[Any] = [item[0] for item in out]  # Position tuples
             values = [r.value for _, r in out]

@@ -29,13 +29,17 @@ from __future__ import annotations
 from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass
 
+import pyarrow as pa
+
 from sparktide.common.typeinfo_base import Coercer
 from sparktide.runtime.elements import StreamRecord
 from sparktide.runtime.execution.protocol import ChunkTarget, SourceTagger
 from sparktide.runtime.execution.wiring import ChainInput, NodeOutput
+from sparktide.runtime.operators.map_batches import ColumnsTarget, MapBatchesOperator
 from sparktide.runtime.operators.simple import (
     ChunkStep,
     CollectSinkOperator,
+    ColumnValues,
     RecordCollector,
     SinkFunctionOperator,
     StreamFilter,
@@ -56,7 +60,7 @@ __all__ = [
     "reader_owner",
 ]
 
-_CHUNK_STEPS = (StreamMap, StreamFilter, StreamFlatMap, SinkFunctionOperator)
+_CHUNK_STEPS = (StreamMap, StreamFilter, StreamFlatMap, SinkFunctionOperator, MapBatchesOperator)
 
 
 @dataclass(frozen=True)
@@ -185,8 +189,15 @@ class CollectValues:
         self._collector.collect_values(values)
         self._tagger.leave_after(seqs)
 
+    def collect_columns(
+        self, seqs: Sequence[int], batch: pa.RecordBatch, timestamps: list[int | None]
+    ) -> None:
+        """A chunk's values as the columns of ``batch`` (a ``map_batches`` output's)."""
+        self._collector.collect_columns(ColumnValues(batch))
+        self._tagger.leave_after(seqs)
 
-def _step(output: Output) -> ChunkStep | None:
+
+def _step(output: Output) -> ChunkStep | MapBatchesOperator | None:
     """The stateless operator (or sink function) ``output`` feeds, if it takes chunks as it
     is."""
     if not isinstance(output, ChainInput) or output.index == 2:
@@ -206,6 +217,20 @@ def _collector(output: Output) -> RecordCollector | None:
         return None
     sink = op.sink
     return sink if isinstance(sink, RecordCollector) else None
+
+
+def _columns_target(output: Output, tagger: SourceTagger) -> ColumnsTarget | None:
+    """What takes a ``map_batches`` output's columns as they are: a collect sink that keeps
+    values only (an unordered typed frame's, written from columns), fed directly."""
+    if isinstance(output, NodeOutput):
+        parts = output.chunk_parts()
+        if parts is None or parts[1] is not None:
+            return None
+        output = parts[0]
+    collector = _collector(output)
+    if isinstance(collector, ValueCollector):
+        return CollectValues(collector, tagger).collect_columns
+    return None
 
 
 def chunk_target(
@@ -229,6 +254,8 @@ def chunk_target(
         if not isinstance(step, SinkFunctionOperator):
             inner = ChunkOwner(names[id(step)], step.shown)
             step.chunk_output = chunk_target(step.output, inner, tagger, names)
+        if isinstance(step, MapBatchesOperator):
+            step.columns_output = _columns_target(step.output, tagger)
         step.chunk_at = at
         return step.process_chunk
     collector = _collector(output)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from itertools import compress, repeat
 from typing import TYPE_CHECKING, TextIO, cast
 
@@ -19,6 +20,7 @@ from sparktide.runtime.operators.base import AbstractStreamOperator
 
 if TYPE_CHECKING:
     # the positions runners give printed lines and collected records: ordered values
+    import pyarrow as pa
     from _typeshed import SupportsRichComparison as Position
 
     from sparktide.runtime.execution.protocol import ChunkTarget
@@ -27,6 +29,7 @@ __all__ = [
     "ChunkStep",
     "CoerceOperator",
     "CollectSinkOperator",
+    "ColumnValues",
     "PrintSinkOperator",
     "SinkContext",
     "SinkFunctionOperator",
@@ -400,6 +403,19 @@ class ValueCollector(RecordCollector):
     def collect_values(self, values: list[object]) -> None:
         """The values of a chunk's records (what the calls record by record would append)."""
         self.out.extend(values)  # type: ignore[arg-type]  # values, not pairs
+
+    def collect_columns(self, columns: ColumnValues) -> None:
+        """The values of a chunk's records as the columns of an Arrow batch (one item in
+        ``out``, in its place)."""
+        self.out.append(columns)  # type: ignore[arg-type]  # values, not pairs
+
+
+@dataclass(frozen=True)
+class ColumnValues:
+    """Records held as the columns of an Arrow batch (``batch``: a row per record, the columns
+    of the records' declared type) in a :class:`ValueCollector`'s ``out``."""
+
+    batch: pa.RecordBatch
 
 
 class CollectSinkOperator(AbstractStreamOperator):
