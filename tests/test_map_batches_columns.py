@@ -16,6 +16,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -149,6 +150,22 @@ def test_columns_give_the_records_output_locally(rows, splits, dictionary, job) 
         on = run_local(table, splits, job, True, window)
         off = run_local(table, splits, job, False, window)
         assert on == off
+
+
+@pytest.mark.parametrize("parallelism", [1, 2, 4])
+def test_batches_ending_within_a_records_outputs_keep_their_order(parallelism) -> None:
+    """Batches of 3 after a flat_map of 0..3 outputs per record: a batch often ends between two
+    outputs of one record; they keep their places (in a window's reduce too)."""
+    rng = random.Random(parallelism)
+    for every in (None, 5):
+        rows = [
+            (rng.choice("ab"), rng.choice((None, rng.randrange(20))), None, rng.randrange(60))
+            for _ in range(40)
+        ]
+        table = table_of(rows, False)
+        job = Job("flat_map", 1, 3, 3, every, parallelism)
+        for window in (False, True):
+            assert run_local(table, 2, job, True, window) == run_local(table, 2, job, False, window)
 
 
 def test_a_batch_of_the_input_columns_is_handed_over_as_it_is(monkeypatch) -> None:
