@@ -169,8 +169,8 @@ def test_batches_ending_within_a_records_outputs_keep_their_order(parallelism) -
 
 
 def test_a_batch_of_the_input_columns_is_handed_over_as_it_is(monkeypatch) -> None:
-    """Plain text columns of the declared types: no records become columns, in either step;
-    dictionary-encoded text (another Arrow type) does go through the records."""
+    """Columns of the declared types (or dictionary-encoded with values of them): no records
+    become columns, in either step; an Arrow type of another kind goes through the records."""
     built: list[int] = []
     original = BatchColumns.batch
 
@@ -184,6 +184,10 @@ def test_a_batch_of_the_input_columns_is_handed_over_as_it_is(monkeypatch) -> No
     on = run_local(table_of(rows, False), 1, job, True, False)
     assert built == [] and [r.v for r in on] == [i + 3 for i in range(30)]
     assert on == run_local(table_of(rows, True), 1, job, True, False)
+    assert built == []
+    wide = table_of(rows, False)
+    wide = wide.set_column(1, "v", wide.column("v").cast(pa.int32()))
+    assert on == run_local(wide, 1, job, True, False)
     assert built == [30]  # the first step's batch; the second gets the first's columns
     assert on == run_local(table_of(rows, False), 1, job, False, False)
 

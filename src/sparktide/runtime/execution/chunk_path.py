@@ -9,6 +9,9 @@ order). :func:`chunk_target` wires a split's chain for chunks, from the tagger's
 * a map, filter or flat_map (exactly those classes, no failed-records side output) takes the
   chunk (``process_chunk``) and hands on the chunk of its outputs; a sink function's operator
   takes it and calls the function per item;
+* a ``map_batches`` operator holds the chunk's items for its batches and hands on chunks of
+  its outputs; when it feeds a collect sink that keeps values only, directly, it hands that
+  sink its output columns instead (:meth:`CollectValues.collect_columns`);
 * an output that coerces to a declared type coerces the chunk (:class:`CoerceChunks`);
 * a collect sink's :class:`~sparktide.runtime.operators.simple.RecordCollector` appends the
   chunk with the positions the record-by-record path gives (:class:`CollectChunks`), a

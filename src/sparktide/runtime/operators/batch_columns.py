@@ -175,13 +175,21 @@ class BatchColumns:
 
     def of_chunk(self, values: Sequence[object]) -> pa.RecordBatch | None:
         """The Arrow batch a chunk of records was made from, when it has exactly these columns
-        (:class:`~sparktide.common.arrow_rows.RowChunk`: names and Arrow types); else ``None``
+        (:class:`~sparktide.common.arrow_rows.RowChunk`: the names, each column of its Arrow
+        type or dictionary-encoded with values of it, then decoded); else ``None``
         (:meth:`batch` builds it from the records)."""
         if type(values) is not RowChunk or values.names != self.names:
             return None
         arrays = values.arrays
-        if any(a.type != t for a, t in zip(arrays, self.arrow_types, strict=True)):
-            return None
+        for i, (array, declared) in enumerate(zip(arrays, self.arrow_types, strict=True)):
+            found = array.type
+            if found == declared:
+                continue
+            if not _TYPES.is_dictionary(found) or found.value_type != declared:
+                return None
+            if arrays is values.arrays:
+                arrays = list(arrays)
+            arrays[i] = array.dictionary_decode()
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
     # ------------------------------------------------------------------ columns → records

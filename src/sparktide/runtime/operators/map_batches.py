@@ -8,7 +8,9 @@ would have had from ``map`` (:class:`~sparktide.runtime.operators.deferred.Outpu
 batch ends after ``size`` records, and before any watermark or watermark status is forwarded,
 before a simulated clock moves, at the end of input and whenever the runner drains the task:
 what reaches the operators downstream, in which order relative to watermarks, is exactly what a
-``map`` with the per-record function gives.
+``map`` with the per-record function gives. Records that come in chunks (a split's chain) make
+the same batches; a batch read from Arrow with exactly the input columns reaches the function
+as it was read, and its output keeps the function's columns (:class:`MapBatchesOperator`).
 
 >>> import pyarrow.compute as pc
 >>> from sparktide.common.typeinfo import Types
