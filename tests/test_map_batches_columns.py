@@ -230,3 +230,16 @@ def test_columns_give_the_records_output_on_spark(spark) -> None:
         assert _frame_job("spark", df, job, True, "window") == expected
         records = sorted(map(tuple, _frame_job("local", df, job, False, "records")), key=repr)
         assert _frame_job("spark", df, job, True, "frame") == records
+
+
+def test_a_value_collector_counts_the_records_it_holds_as_columns() -> None:
+    """What a task holds for shipping counts each record of a batch of columns (the task ships
+    once it holds its buffer's worth)."""
+    from sparktide.runtime.operators.simple import ColumnValues, ValueCollector
+
+    collector = ValueCollector([], 3)
+    collector.collect_values([1, 2])
+    collector.collect_columns(ColumnValues(pa.record_batch({"value": [3, 4, 5]})))
+    assert collector.held == 5 and len(collector.out) == 3
+    collector.clear()
+    assert collector.held == 0 and collector.out == []

@@ -281,7 +281,7 @@ class SparkJob:
             positions: list[Any] = [item[0] for item in out]  # Position tuples
             values = [r.value for _, r in out]
             framed.append(frame_rows.records(sink.node_id, values, positions))
-        out.clear()
+        sink.clear()
         return True
 
     def _batch(
@@ -348,7 +348,7 @@ class SparkJob:
         n = sum(len(entries) for per_stage in tasks.buffers.values() for entries in per_stage)
         for op in tasks.operators:
             if isinstance(op, CollectSinkOperator) and isinstance(op.sink, RecordCollector):
-                n += len(op.sink.out)
+                n += op.sink.held
             elif isinstance(op, PrintSinkOperator) and op.shipped:
                 n += len(op.shipped)
         return n

@@ -384,6 +384,15 @@ class RecordCollector:
     def __call__(self, record: StreamRecord) -> None:
         self.out.append((self.position(), record))
 
+    @property
+    def held(self) -> int:
+        """The records ``out`` holds."""
+        return len(self.out)
+
+    def clear(self) -> None:
+        """Empty ``out`` (its records were shipped)."""
+        self.out.clear()
+
     def collect_chunk(
         self, positions: Sequence[Position], values: list[object], timestamps: list[int | None]
     ) -> None:
@@ -395,7 +404,11 @@ class ValueCollector(RecordCollector):
     """A :class:`RecordCollector` that keeps only the records' values in ``out`` (a sink whose
     records need neither positions nor timestamps: an unordered typed frame on Spark)."""
 
-    __slots__ = ()
+    __slots__ = ("_in_columns",)
+
+    def __init__(self, out: list[tuple[Position, StreamRecord]], node_id: int) -> None:
+        super().__init__(out, node_id)
+        self._in_columns = 0  # records held as columns, beyond one item each
 
     def __call__(self, record: StreamRecord) -> None:
         self.out.append(record.value)  # values, not pairs
@@ -408,6 +421,15 @@ class ValueCollector(RecordCollector):
         """The values of a chunk's records as the columns of an Arrow batch (one item in
         ``out``, in its place)."""
         self.out.append(columns)  # type: ignore[arg-type]  # values, not pairs
+        self._in_columns += columns.batch.num_rows - 1
+
+    @property
+    def held(self) -> int:
+        return len(self.out) + self._in_columns
+
+    def clear(self) -> None:
+        self.out.clear()
+        self._in_columns = 0
 
 
 @dataclass(frozen=True)
