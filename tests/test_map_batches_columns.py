@@ -243,3 +243,89 @@ def test_a_value_collector_counts_the_records_it_holds_as_columns() -> None:
     assert collector.held == 5 and len(collector.out) == 3
     collector.clear()
     assert collector.held == 0 and collector.out == []
+
+
+# ---------------------------------------------------------------------- rows built on first read
+
+
+def test_a_sources_rows_are_built_only_where_something_reads_them(monkeypatch) -> None:
+    """A chain starting with ``map_batches`` takes the source's batches without building their
+    rows; one starting with ``map`` builds each batch's rows once; both give the records
+    output."""
+    from sparktide.common.arrow_rows import BatchRows
+
+    built: list[int] = []
+    original = BatchRows.rows
+
+    def spy(self: BatchRows) -> Any:
+        if not self.built:
+            built.append(len(self))
+        return original(self)
+
+    monkeypatch.setattr(BatchRows, "rows", spy)
+    rng = random.Random(5)
+    rows = [(rng.choice("abc"), rng.randrange(9), None, rng.randrange(60)) for _ in range(50)]
+    table = table_of(rows, True)
+
+    def run(chunks: bool, first: str) -> list[Any]:
+        env = environment("local", Job("", 1, 7, 0, None, 1), chunks)
+        source = env.from_source(TableSource(table, ROW, 2), WatermarkStrategy.no_watermarks(), "s")
+        if first == "map":
+            source = source.map(lambda r: r, ROW)
+        return list(source.map_batches(shifted(2), ROW).execute_and_collect())
+
+    expected = run(False, "map_batches")
+    assert len(expected) == 50 and built == [25, 25]  # record by record: the rows, once
+    built.clear()
+    assert run(True, "map_batches") == expected
+    assert built == []
+    assert run(True, "map") == expected
+    assert built == [25, 25]
+
+
+def test_batch_rows_read_like_their_rows() -> None:
+    from sparktide.common.arrow_rows import BatchRows, batch_rows, cut, rows_of_batch
+
+    batch = pa.record_batch({"k": pa.array(["x", "y", "z"]).dictionary_encode(), "v": [1, 2, 3]})
+    lazy = batch_rows(batch, ["v", "k"])
+    rows = rows_of_batch(batch, ["v", "k"])
+    assert len(lazy) == 3 and not lazy.built
+    part = cut(lazy, 1, 9)  # past the end: to the end, as a list slice
+    assert type(part) is BatchRows and len(part) == 2 and not lazy.built
+    assert len(lazy[1:]) == len(part[:]) == 2 and not lazy.built
+    assert list(part) == rows[1:] and list(lazy[1:]) == rows[1:]
+    assert lazy.column(1) == ["x", "y", "z"] and not lazy.built
+    assert lazy[2] == rows[2] and list(lazy) == rows and lazy.rows() is lazy.rows()
+    assert cut(lazy, 0, 3) is lazy and lazy.rows().columns == rows.columns
+
+
+def test_a_batch_mixing_records_and_unbuilt_rows_builds_them() -> None:
+    """Records one by one and a chunk of unbuilt rows in one batch: the batch is made from the
+    records, the chunk's rows built from its columns."""
+    from sparktide.common.arrow_rows import batch_rows
+    from sparktide.runtime.elements import StreamRecord
+    from sparktide.runtime.operators.map_batches import BatchFormat, MapBatchesOperator
+    from sparktide.testing import OneInputStreamOperatorTestHarness
+
+    columns = BatchColumns.of(ROW)
+    op = MapBatchesOperator(shifted(1), columns, columns, BatchFormat.PYARROW, 4)
+    chunks: list[Any] = []
+    op.chunk_output = lambda seqs, values, ts: chunks.append((list(seqs), list(values), ts))
+    op.chunk_at = lambda seq: None
+    h = OneInputStreamOperatorTestHarness(op)
+    h.open()
+    h.process_element(StreamRecord(Row(k="a", v=1, x=None, ts=5), 5))
+    batch = table_of([("b", 2, 1.5, 6), ("c", None, None, 7), ("d", 4, None, 8)], True)
+    op.process_chunk([1, 2, 3], batch_rows(batch.to_batches()[0], NAMES), [6, 7, 8])
+    assert [r.value for r in h.get_output()] == [Row(k="A", v=2, x=None, ts=5)]
+    assert chunks == [
+        (
+            [1, 2, 3],
+            [
+                Row(k="B", v=3, x=1.5, ts=6),
+                Row(k="C", v=None, x=None, ts=7),
+                Row(k="D", v=5, x=None, ts=8),
+            ],
+            [6, 7, 8],
+        )
+    ]

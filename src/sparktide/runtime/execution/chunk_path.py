@@ -61,6 +61,7 @@ __all__ = [
     "ReplayChunks",
     "chunk_target",
     "reader_owner",
+    "takes_columns",
 ]
 
 _CHUNK_STEPS = (StreamMap, StreamFilter, StreamFlatMap, SinkFunctionOperator, MapBatchesOperator)
@@ -234,6 +235,18 @@ def _columns_target(output: Output, tagger: SourceTagger) -> ColumnsTarget | Non
     if isinstance(collector, ValueCollector):
         return CollectValues(collector, tagger).collect_columns
     return None
+
+
+def takes_columns(output: Output) -> bool:
+    """Whether the chunks handed to ``output`` go, as they are, to a ``map_batches`` step (which
+    takes a batch's columns: a source's chunks need not build their rows, see
+    :meth:`~sparktide.runtime.source_reader.SplitReader.take_columns`)."""
+    if isinstance(output, NodeOutput):
+        parts = output.chunk_parts()
+        if parts is None or parts[1] is not None:
+            return False
+        output = parts[0]
+    return isinstance(_step(output), MapBatchesOperator)
 
 
 def chunk_target(

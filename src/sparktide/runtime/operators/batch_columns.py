@@ -31,7 +31,7 @@ from typing import cast
 import pyarrow as pa
 
 from sparktide.common.arrow_columns import stream_columns
-from sparktide.common.arrow_rows import RowChunk, python_column
+from sparktide.common.arrow_rows import BatchRows, RowChunk, python_column
 from sparktide.common.typeinfo_base import TypeInformation
 from sparktide.common.typeinfo_basic import InstantTypeInfo, PickledBytesTypeInfo
 from sparktide.common.typeinfo_composite import RowTypeInfo, TupleTypeInfo
@@ -175,19 +175,22 @@ class BatchColumns:
 
     def of_chunk(self, values: Sequence[object]) -> pa.RecordBatch | None:
         """The Arrow batch a chunk of records was made from, when it has exactly these columns
-        (:class:`~sparktide.common.arrow_rows.RowChunk`: the names, each column of its Arrow
-        type or dictionary-encoded with values of it, then decoded); else ``None``
-        (:meth:`batch` builds it from the records)."""
-        if type(values) is not RowChunk or values.names != self.names:
+        (:class:`~sparktide.common.arrow_rows.RowChunk` or ``BatchRows``: the names, each
+        column of its Arrow type or dictionary-encoded with values of it, then decoded); else
+        ``None`` (:meth:`batch` builds it from the records)."""
+        kind = type(values)
+        if kind is not RowChunk and kind is not BatchRows:
             return None
-        arrays = values.arrays
+        if values.names != self.names:  # type: ignore[attr-defined]
+            return None
+        arrays = values.arrays  # type: ignore[attr-defined]
         for i, (array, declared) in enumerate(zip(arrays, self.arrow_types, strict=True)):
             found = array.type
             if found == declared:
                 continue
             if not _TYPES.is_dictionary(found) or found.value_type != declared:
                 return None
-            if arrays is values.arrays:
+            if arrays is values.arrays:  # type: ignore[attr-defined]
                 arrays = list(arrays)
             arrays[i] = array.dictionary_decode()
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)

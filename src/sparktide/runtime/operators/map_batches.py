@@ -36,11 +36,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING, TypeAlias
+from itertools import repeat
+from typing import TYPE_CHECKING, TypeAlias, cast
 
 import pyarrow as pa
 
-from sparktide.common.arrow_rows import cut
+from sparktide.common.arrow_rows import BatchRows, cut, rows_of_batch
 from sparktide.runtime.elements import StreamRecord, Watermark, WatermarkStatus
 from sparktide.runtime.failures import truncated_repr
 from sparktide.runtime.operators.batch_columns import BatchColumns
@@ -141,8 +142,14 @@ class MapBatchesOperator(DeferredOutputOperator):
     def process_chunk(
         self, seqs: Sequence[int], values: list[object], timestamps: list[int | None]
     ) -> None:
-        """Hold a chunk's items, running the function on each batch they complete."""
+        """Hold a chunk's items, running the function on each batch they complete (the rows
+        of a chunk not built yet, :class:`~sparktide.common.arrow_rows.BatchRows`, are built
+        only if the batch cannot take its columns)."""
         arrow = self._input.of_chunk(values)
+        kind: type = type(values)
+        unbuilt = kind is BatchRows
+        if arrow is None and unbuilt:
+            values, unbuilt = cast("BatchRows", values).rows(), False
         start, n, size = 0, len(values), self._size
         while start < n:
             stop = min(n, start + size - len(self._values))
@@ -152,9 +159,13 @@ class MapBatchesOperator(DeferredOutputOperator):
                     len(self._values),
                     seqs if whole else seqs[start:stop],
                     arrow if whole or arrow is None else arrow.slice(start, stop - start),
+                    unbuilt,
                 )
             )
-            self._values.extend(values if whole else values[start:stop])
+            if unbuilt:  # places for the rows, built from the run's columns if needed
+                self._values.extend(repeat(None, stop - start))
+            else:
+                self._values.extend(values if whole else values[start:stop])
             self._timestamps.extend(timestamps if whole else timestamps[start:stop])
             if len(self._values) >= size:
                 self.chunk_at(seqs[stop - 1])  # where record by record would be
@@ -280,6 +291,11 @@ class MapBatchesOperator(DeferredOutputOperator):
         where = "map_batches"  # a runner's note on the error names the operator
         batch = _arrow_of(runs, len(values))
         if batch is None:
+            for run in runs:
+                if run.unbuilt:
+                    stop = run.start + len(run.seqs)
+                    arrow = cast("pa.RecordBatch", run.arrow)
+                    values[run.start : stop] = rows_of_batch(arrow, self._input.names)
             batch = self._input.batch(values, where)
         # integers with nulls stay integers (objects) rather than becoming floats with NaN
         data_in = batch.to_pandas(integer_object_nulls=True) if self._pandas else batch
@@ -310,11 +326,13 @@ class MapBatchesOperator(DeferredOutputOperator):
 @dataclass(frozen=True)
 class _Run:
     """Held items that came in one chunk: from item ``start`` of the batch, one per ``seqs``,
-    with their Arrow columns (``arrow``) when the chunk had them."""
+    with their Arrow columns (``arrow``) when the chunk had them; ``unbuilt``: the items are
+    not held (only places for them: their rows are made from ``arrow`` if needed)."""
 
     start: int
     seqs: Sequence[int]
     arrow: pa.RecordBatch | None
+    unbuilt: bool = False
 
 
 def _chunk_seqs(runs: list[_Run], n: int) -> Sequence[int] | None:
