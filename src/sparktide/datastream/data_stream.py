@@ -305,6 +305,7 @@ class DataStream(StreamRouting):
             lambda: MapBatchesOperator(copy_function(func), inputs, outputs, fmt, size),
             output_type,
             split_local=True,
+            coerce_output=False,  # its records are made from output_type's columns
         )
         return DataStream(self._env, node)
 

@@ -14,9 +14,8 @@ from collections.abc import Iterator
 
 import pyarrow as pa
 
-from sparktide.common.arrow_rows import RecordChunks, rows_of_batch
+from sparktide.common.arrow_rows import BatchRows, RecordChunks, batch_rows
 from sparktide.common.typeinfo_base import TypeInformation
-from sparktide.common.types import Row
 from sparktide.core.source import Source, SourceSplit, range_splits
 
 __all__ = ["TableSource"]
@@ -42,14 +41,14 @@ class TableSource(Source):
         return range_splits(0, self.table.num_rows, self.splits)
 
     def read_split(self, split: SourceSplit) -> RecordChunks:
-        """The rows of ``split``, a list per Arrow batch (:class:`RecordChunks`)."""
+        """The rows of ``split``, a chunk per Arrow batch (:class:`RecordChunks`)."""
         return RecordChunks(self._chunks(split))
 
-    def _chunks(self, split: SourceSplit) -> Iterator[list[Row]]:
+    def _chunks(self, split: SourceSplit) -> Iterator[BatchRows]:
         first, stop = split.payload
         names = self.table.column_names
         for batch in self.table.slice(first, stop - first).to_batches(_BATCH):
-            yield rows_of_batch(batch, names)
+            yield batch_rows(batch, names)
 
     def __repr__(self) -> str:
         return f"TableSource({self.table.num_rows} rows, splits={self.splits})"

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from typing import TypeAlias, cast
 
-from sparktide.common.arrow_rows import RecordChunks
+from sparktide.common.arrow_rows import BatchRows, RecordChunks, cut
 from sparktide.common.watermark_strategy import (
     AscendingTimestampsWatermarks,
     BoundedOutOfOrdernessWatermarks,
@@ -481,6 +481,7 @@ class SplitReader:
         "_chunks",
         "_collect_chunk",
         "_column_timestamps",
+        "_columns_taken",
         "_extract",
         "_finished",
         "_is_idle",
@@ -541,6 +542,7 @@ class SplitReader:
         self._pending: list[object] = []
         self._pending_ts: list[int | None] | None = None  # its timestamps, if by column
         self._offset = 0
+        self._columns_taken = False  # chunks of Arrow batches go on unbuilt (take_columns)
         # the assigner's timestamps of a whole chunk at once (a ColumnTimestampAssigner's)
         self._column_timestamps: Callable[[list[object]], list[int | None] | None] | None = (
             None if self._extract is None else getattr(assigner, "column_timestamps", None)
@@ -554,7 +556,8 @@ class SplitReader:
         self._collect_chunk: _ChunkOutput = _not_chunked if collect_chunk is None else collect_chunk
         takes_chunks = chunked and collect_chunk is not None and self._observe is not None
         if takes_chunks and isinstance(records, RecordChunks):
-            self._chunks = records.chunks()
+            # a BatchRows stands for its rows (a list) until built
+            self._chunks = cast("Iterator[list[object]]", records.chunks())
 
     @property
     def records_read(self) -> int:
@@ -564,6 +567,13 @@ class SplitReader:
     def chunked(self) -> bool:
         """Whether records are handed on a chunk at a time (see :meth:`read_chunks`)."""
         return self._chunks is not None
+
+    def take_columns(self) -> None:
+        """What takes this reader's chunks takes an Arrow batch's columns as they are
+        (``map_batches``): a chunk of a source's batch (:class:`~sparktide.common.arrow_rows.
+        BatchRows`) goes on without its rows built (by default they are built as it is
+        taken)."""
+        self._columns_taken = True
 
     @property
     def watermark_output(self) -> WatermarkOutput:
@@ -643,6 +653,9 @@ class SplitReader:
                     if chunk is None:
                         self.exhausted = True
                         break
+                    kind: type = type(chunk)
+                    if kind is BatchRows and not self._columns_taken:
+                        chunk = cast("BatchRows", chunk).rows()
                     self._pending, self._offset = chunk, 0
                     by_column = self._column_timestamps
                     self._pending_ts = None if by_column is None else by_column(chunk)
@@ -650,7 +663,7 @@ class SplitReader:
                 stamps = self._pending_ts
                 end = offset + n - count
                 whole = offset == 0 and len(pending) <= n - count
-                values = pending if whole else pending[offset:end]
+                values = pending if whole else cut(pending, offset, end)
                 self._offset = offset + len(values)
                 count += len(values)
                 if stamps is None:

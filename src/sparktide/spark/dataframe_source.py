@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from sparktide.common.arrow_rows import RecordChunks, rows_of_batch
+from sparktide.common.arrow_rows import RecordChunks, batch_rows
 from sparktide.core.source import Source, SourceSplit
 from sparktide.spark.frames import type_info_of_schema
 from sparktide.spark.session import is_connect
@@ -139,7 +139,7 @@ class DataFrameSource(Source):
         """The records of one split from its Arrow batches, in order: a list per batch
         (:class:`~sparktide.common.arrow_rows.RecordChunks`)."""
         columns = self.columns
-        return RecordChunks(rows_of_batch(batch, columns) for batch in batches)
+        return RecordChunks(batch_rows(batch, columns) for batch in batches)
 
     def read_split(self, split: SourceSplit) -> Iterable[object]:
         """The rows of ``split`` (local runtime: the prepared frame is read once via Arrow)."""

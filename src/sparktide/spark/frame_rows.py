@@ -38,6 +38,8 @@ from sparktide.common.typeinfo_base import TypeInformation
 from sparktide.runtime.execution.planner import Plan
 from sparktide.runtime.execution.position_columns import PositionColumns
 from sparktide.runtime.execution.protocol import Position, Shipment
+from sparktide.runtime.operators.batch_columns import BatchColumns
+from sparktide.runtime.operators.simple import ColumnValues
 from sparktide.spark.failures import RemoteFailure
 from sparktide.spark.frames import to_record_batch
 
@@ -154,10 +156,38 @@ class FrameRows:
         """The rows of records ``values`` (at ``positions``: an ordered target's) of target
         ``node_id``, typed by :func:`~sparktide.spark.frames.to_record_batch` (its error for a
         value that does not fit)."""
+        typed = to_record_batch(values, self.targets[self._index[node_id]].type_info)
+        return self._typed_rows(node_id, typed, positions)
+
+    def values(self, node_id: int, out: Sequence[object]) -> list[pa.RecordBatch]:
+        """The rows of an unordered target's collected ``out``: values, and records held as
+        columns (:class:`~sparktide.runtime.operators.simple.ColumnValues`) taken as they are
+        when they have the target's Arrow types (else as their values)."""
+        batches: list[pa.RecordBatch] = []
+        start = 0
+        for i, item in enumerate(out):
+            if type(item) is ColumnValues:
+                if start < i:
+                    batches.append(self.records(node_id, out[start:i]))
+                batches.append(self._columns(node_id, item.batch))
+                start = i + 1
+        if start < len(out) or not batches:
+            batches.append(self.records(node_id, out[start:]))
+        return batches
+
+    def _columns(self, node_id: int, batch: pa.RecordBatch) -> pa.RecordBatch:
+        types = [f.type for f in self._value_fields[self._index[node_id]]]
+        if batch.schema.types != types:
+            columns = BatchColumns.of(self.targets[self._index[node_id]].type_info)
+            return self.records(node_id, columns.records_of(batch))
+        return self._typed_rows(node_id, batch)
+
+    def _typed_rows(
+        self, node_id: int, typed: pa.RecordBatch, positions: Sequence[Position] = ()
+    ) -> pa.RecordBatch:
+        """The rows of target ``node_id`` holding ``typed`` (its columns, of its types)."""
         k = self._index[node_id]
-        target = self.targets[k]
-        n = len(values)
-        typed = to_record_batch(values, target.type_info)
+        n = typed.num_rows
         base = (Shipment.COLLECTED.value, node_id, 0, b"", b"")
         arrays = [pa.repeat(pa.scalar(v, t), n) for v, t in zip(base, _BASE_TYPES, strict=True)]
         for j, fields in enumerate(self._value_fields):
@@ -166,7 +196,8 @@ class FrameRows:
             else:
                 arrays.extend(pa.nulls(n, f.type) for f in fields)
         arrays.append(pa.nulls(n, pa.string()))
-        arrays.extend(self._position_columns(positions) if target.ordered else self._nulls(n))
+        ordered = self.targets[k].ordered
+        arrays.extend(self._position_columns(positions) if ordered else self._nulls(n))
         return pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema())
 
     def _nulls(self, n: int) -> list[pa.Array]:

@@ -147,9 +147,9 @@ class ColumnTimestampAssigner:
 
     def column_timestamps(self, rows: list[Any]) -> list[int] | None:
         """The timestamps of a batch's ``rows`` (a :class:`~sparktide.common.arrow_rows.
-        RowChunk`) computed from the column, as :meth:`extract_timestamp` gives them one by
-        one; ``None`` where only the rows one by one say it (a null, another column type:
-        they raise its errors).
+        RowChunk` or ``BatchRows``) computed from the column, as :meth:`extract_timestamp`
+        gives them one by one; ``None`` where only the rows one by one say it (a null, another
+        column type: they raise its errors).
 
         >>> import pyarrow as pa
         >>> from sparktide.common.arrow_rows import rows_of_batch
@@ -165,7 +165,7 @@ class ColumnTimestampAssigner:
             return None
         t = array.type
         if pa.types.is_signed_integer(t):
-            column: list[int] = rows.columns[self.index]  # type: ignore[attr-defined]
+            column: list[int] = rows.column(self.index)  # type: ignore[attr-defined]
             return column  # the ints the rows hold
         divisor = _MS_DIVISORS.get(t.unit) if pa.types.is_timestamp(t) else None
         if divisor is None:

@@ -276,12 +276,12 @@ class SparkJob:
         if frame_rows is None or sink.node_id not in frame_rows:
             return False
         if isinstance(sink, ValueCollector):  # an unordered target's values
-            framed.append(frame_rows.records(sink.node_id, out))
+            framed.extend(frame_rows.values(sink.node_id, out))
         else:
             positions: list[Any] = [item[0] for item in out]  # Position tuples
             values = [r.value for _, r in out]
             framed.append(frame_rows.records(sink.node_id, values, positions))
-        out.clear()
+        sink.clear()
         return True
 
     def _batch(
@@ -348,7 +348,7 @@ class SparkJob:
         n = sum(len(entries) for per_stage in tasks.buffers.values() for entries in per_stage)
         for op in tasks.operators:
             if isinstance(op, CollectSinkOperator) and isinstance(op.sink, RecordCollector):
-                n += len(op.sink.out)
+                n += op.sink.held
             elif isinstance(op, PrintSinkOperator) and op.shipped:
                 n += len(op.shipped)
         return n

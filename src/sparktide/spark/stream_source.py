@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from sparktide.common.arrow_rows import RecordChunks, rows_of_batch
+from sparktide.common.arrow_rows import RecordChunks, batch_rows
 from sparktide.core.source import Source, SourceSplit
 from sparktide.runtime.graph import SourceNode
 from sparktide.spark.frames import type_info_of_schema
@@ -137,7 +137,7 @@ class StreamSource(Source):
     def records(self, batches: Iterable[pa.RecordBatch]) -> RecordChunks:
         """The records of one split from its Arrow batches, a list per batch."""
         columns = self.columns
-        return RecordChunks(rows_of_batch(batch, columns) for batch in batches)
+        return RecordChunks(batch_rows(batch, columns) for batch in batches)
 
     def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)

@@ -9,6 +9,9 @@ order). :func:`chunk_target` wires a split's chain for chunks, from the tagger's
 * a map, filter or flat_map (exactly those classes, no failed-records side output) takes the
   chunk (``process_chunk``) and hands on the chunk of its outputs; a sink function's operator
   takes it and calls the function per item;
+* a ``map_batches`` operator holds the chunk's items for its batches and hands on chunks of
+  its outputs; when it feeds a collect sink that keeps values only, directly, it hands that
+  sink its output columns instead (:meth:`CollectValues.collect_columns`);
 * an output that coerces to a declared type coerces the chunk (:class:`CoerceChunks`);
 * a collect sink's :class:`~sparktide.runtime.operators.simple.RecordCollector` appends the
   chunk with the positions the record-by-record path gives (:class:`CollectChunks`), a
@@ -31,13 +34,17 @@ from __future__ import annotations
 from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass
 
+import pyarrow as pa
+
 from sparktide.common.typeinfo_base import Coercer
 from sparktide.runtime.elements import StreamRecord
 from sparktide.runtime.execution.protocol import ChunkTarget, SourceTagger
 from sparktide.runtime.execution.wiring import ChainInput, ExchangeWriter, NodeOutput
+from sparktide.runtime.operators.map_batches import ColumnsTarget, MapBatchesOperator
 from sparktide.runtime.operators.simple import (
     ChunkStep,
     CollectSinkOperator,
+    ColumnValues,
     RecordCollector,
     SinkFunctionOperator,
     StreamFilter,
@@ -56,9 +63,10 @@ __all__ = [
     "ReplayChunks",
     "chunk_target",
     "reader_owner",
+    "takes_columns",
 ]
 
-_CHUNK_STEPS = (StreamMap, StreamFilter, StreamFlatMap, SinkFunctionOperator)
+_CHUNK_STEPS = (StreamMap, StreamFilter, StreamFlatMap, SinkFunctionOperator, MapBatchesOperator)
 
 
 @dataclass(frozen=True)
@@ -187,8 +195,15 @@ class CollectValues:
         self._collector.collect_values(values)
         self._tagger.leave_after(seqs)
 
+    def collect_columns(
+        self, seqs: Sequence[int], batch: pa.RecordBatch, timestamps: list[int | None]
+    ) -> None:
+        """A chunk's values as the columns of ``batch`` (a ``map_batches`` output's)."""
+        self._collector.collect_columns(ColumnValues(batch))
+        self._tagger.leave_after(seqs)
 
-def _step(output: Output) -> ChunkStep | None:
+
+def _step(output: Output) -> ChunkStep | MapBatchesOperator | None:
     """The stateless operator (or sink function) ``output`` feeds, if it takes chunks as it
     is."""
     if not isinstance(output, ChainInput) or output.index == 2:
@@ -208,6 +223,32 @@ def _collector(output: Output) -> RecordCollector | None:
         return None
     sink = op.sink
     return sink if isinstance(sink, RecordCollector) else None
+
+
+def _columns_target(output: Output, tagger: SourceTagger) -> ColumnsTarget | None:
+    """What takes a ``map_batches`` output's columns as they are: a collect sink that keeps
+    values only (an unordered typed frame's, written from columns), fed directly."""
+    if isinstance(output, NodeOutput):
+        parts = output.chunk_parts()
+        if parts is None or parts[1] is not None:
+            return None
+        output = parts[0]
+    collector = _collector(output)
+    if isinstance(collector, ValueCollector):
+        return CollectValues(collector, tagger).collect_columns
+    return None
+
+
+def takes_columns(output: Output) -> bool:
+    """Whether the chunks handed to ``output`` go, as they are, to a ``map_batches`` step (which
+    takes a batch's columns: a source's chunks need not build their rows, see
+    :meth:`~sparktide.runtime.source_reader.SplitReader.take_columns`)."""
+    if isinstance(output, NodeOutput):
+        parts = output.chunk_parts()
+        if parts is None or parts[1] is not None:
+            return False
+        output = parts[0]
+    return isinstance(_step(output), MapBatchesOperator)
 
 
 def chunk_target(
@@ -231,6 +272,8 @@ def chunk_target(
         if not isinstance(step, SinkFunctionOperator):
             inner = ChunkOwner(names[id(step)], step.shown)
             step.chunk_output = chunk_target(step.output, inner, tagger, names)
+        if isinstance(step, MapBatchesOperator):
+            step.columns_output = _columns_target(step.output, tagger)
         step.chunk_at = at
         return step.process_chunk
     collector = _collector(output)

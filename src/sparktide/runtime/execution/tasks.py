@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 
 from sparktide.core.metrics import MetricsReport
 from sparktide.runtime.elements import StreamRecord, Watermark, WatermarkStatus
-from sparktide.runtime.execution.chunk_path import chunk_target, reader_owner
+from sparktide.runtime.execution.chunk_path import chunk_target, reader_owner, takes_columns
 from sparktide.runtime.execution.planner import Plan, Stage
 from sparktide.runtime.execution.protocol import (
     NO_KEY,
@@ -402,6 +402,8 @@ class JobTasks:
             if driver.chunked:
                 owner = reader_owner(source.name)
                 tagger.chunk_downstream = chunk_target(tagger.downstream, owner, tagger, self.names)
+                if takes_columns(tagger.downstream):
+                    driver.take_columns()
         self.names[id(driver)] = source.name
         task = SplitTask(g, driver, tagger)
         task.operators = self.operators[built:]  # in the order they were built

@@ -23,7 +23,7 @@ TypeError: map_batches: column 'id' is double, expected int64 (the declared Long
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import cast
@@ -31,7 +31,7 @@ from typing import cast
 import pyarrow as pa
 
 from sparktide.common.arrow_columns import stream_columns
-from sparktide.common.arrow_rows import python_column
+from sparktide.common.arrow_rows import BatchRows, RowChunk, python_column
 from sparktide.common.typeinfo_base import TypeInformation
 from sparktide.common.typeinfo_basic import InstantTypeInfo, PickledBytesTypeInfo
 from sparktide.common.typeinfo_composite import RowTypeInfo, TupleTypeInfo
@@ -173,11 +173,38 @@ class BatchColumns:
                 ) from None
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
+    def of_chunk(self, values: Sequence[object]) -> pa.RecordBatch | None:
+        """The Arrow batch a chunk of records was made from, when it has exactly these columns
+        (:class:`~sparktide.common.arrow_rows.RowChunk` or ``BatchRows``: the names, each
+        column of its Arrow type or dictionary-encoded with values of it, then decoded); else
+        ``None`` (:meth:`batch` builds it from the records)."""
+        kind = type(values)
+        if kind is not RowChunk and kind is not BatchRows:
+            return None
+        if values.names != self.names:  # type: ignore[attr-defined]
+            return None
+        arrays = values.arrays  # type: ignore[attr-defined]
+        for i, (array, declared) in enumerate(zip(arrays, self.arrow_types, strict=True)):
+            found = array.type
+            if found == declared:
+                continue
+            if not _TYPES.is_dictionary(found) or found.value_type != declared:
+                return None
+            if arrays is values.arrays:  # type: ignore[attr-defined]
+                arrays = list(arrays)
+            arrays[i] = array.dictionary_decode()
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
     # ------------------------------------------------------------------ columns → records
 
     def records(self, data: pa.RecordBatch | pa.Table, where: str) -> list[object]:
-        """The records of the columns of ``data`` (exactly the declared ones, each of the
-        declared Arrow type or one that casts to it keeping its values)."""
+        """The records of the columns of ``data`` (:meth:`checked`)."""
+        return self.records_of(self.checked(data, where))
+
+    def checked(self, data: pa.RecordBatch | pa.Table, where: str) -> pa.RecordBatch:
+        """``data`` as a batch of exactly the declared columns, in order, of the declared Arrow
+        types (a column of another type is cast when that keeps its values; ``TypeError``
+        naming ``where``, the column and the types otherwise)."""
         present = list(data.schema.names)
         missing = [n for n in self.names if n not in present]
         extra = [n for n in present if n not in self.names]
@@ -187,16 +214,26 @@ class BatchColumns:
                 f"output_type {self.type_info}, got {present} (missing {missing}, not declared "
                 f"{extra}); select, rename or add columns to match"
             )
-        columns = [
+        arrays = [
             self._column(data.column(name), name, t, arrow, where)
             for name, t, arrow in zip(self.names, self.field_types, self.arrow_types, strict=True)
         ]
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+    def records_of(self, batch: pa.RecordBatch) -> list[object]:
+        """The records of a batch of the declared columns (:meth:`checked`), as a
+        :class:`~sparktide.common.arrow_rows.RowChunk` keeping the batch's columns."""
+        arrays = batch.columns
+        columns = [python_column(array) for array in arrays]
+        rows: Iterable[object]
         if self.shape is RecordShape.VALUE:
-            return columns[0]
-        if self.shape is RecordShape.TUPLE:
-            return list(zip(*columns, strict=True))
-        of_values, names = Row.of_values, self.row_names
-        return [of_values(row, names) for row in zip(*columns, strict=True)]
+            rows = columns[0]
+        elif self.shape is RecordShape.TUPLE:
+            rows = zip(*columns, strict=True)
+        else:
+            of_values, names = Row.of_values, self.row_names
+            rows = [of_values(row, names) for row in zip(*columns, strict=True)]
+        return RowChunk.of(rows, self.names, arrays, columns)
 
     @staticmethod
     def _column(
@@ -205,7 +242,7 @@ class BatchColumns:
         t: TypeInformation,
         declared: pa.DataType,
         where: str,
-    ) -> list[object]:
+    ) -> pa.Array:
         if isinstance(column, pa.ChunkedArray):
             column = column.combine_chunks()
         if _TYPES.is_dictionary(column.type):
@@ -225,7 +262,7 @@ class BatchColumns:
                     f"{where}: column {name!r} ({found}) does not fit {declared} "
                     f"(the declared {t}): {exc}"
                 ) from None
-        return python_column(column)
+        return column
 
 
 def _converts(value: object, arrow: pa.DataType) -> bool:

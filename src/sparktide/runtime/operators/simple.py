@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from itertools import compress, repeat
 from typing import TYPE_CHECKING, TextIO, cast
 
@@ -19,6 +20,7 @@ from sparktide.runtime.operators.base import AbstractStreamOperator
 
 if TYPE_CHECKING:
     # the positions runners give printed lines and collected records: ordered values
+    import pyarrow as pa
     from _typeshed import SupportsRichComparison as Position
 
     from sparktide.runtime.execution.protocol import ChunkTarget
@@ -27,6 +29,7 @@ __all__ = [
     "ChunkStep",
     "CoerceOperator",
     "CollectSinkOperator",
+    "ColumnValues",
     "PrintSinkOperator",
     "SinkContext",
     "SinkFunctionOperator",
@@ -381,6 +384,15 @@ class RecordCollector:
     def __call__(self, record: StreamRecord) -> None:
         self.out.append((self.position(), record))
 
+    @property
+    def held(self) -> int:
+        """The records ``out`` holds."""
+        return len(self.out)
+
+    def clear(self) -> None:
+        """Empty ``out`` (its records were shipped)."""
+        self.out.clear()
+
     def collect_chunk(
         self, positions: Sequence[Position], values: list[object], timestamps: list[int | None]
     ) -> None:
@@ -392,7 +404,11 @@ class ValueCollector(RecordCollector):
     """A :class:`RecordCollector` that keeps only the records' values in ``out`` (a sink whose
     records need neither positions nor timestamps: an unordered typed frame on Spark)."""
 
-    __slots__ = ()
+    __slots__ = ("_in_columns",)
+
+    def __init__(self, out: list[tuple[Position, StreamRecord]], node_id: int) -> None:
+        super().__init__(out, node_id)
+        self._in_columns = 0  # records held as columns, beyond one item each
 
     def __call__(self, record: StreamRecord) -> None:
         self.out.append(record.value)  # values, not pairs
@@ -400,6 +416,28 @@ class ValueCollector(RecordCollector):
     def collect_values(self, values: list[object]) -> None:
         """The values of a chunk's records (what the calls record by record would append)."""
         self.out.extend(values)  # type: ignore[arg-type]  # values, not pairs
+
+    def collect_columns(self, columns: ColumnValues) -> None:
+        """The values of a chunk's records as the columns of an Arrow batch (one item in
+        ``out``, in its place)."""
+        self.out.append(columns)  # type: ignore[arg-type]  # values, not pairs
+        self._in_columns += columns.batch.num_rows - 1
+
+    @property
+    def held(self) -> int:
+        return len(self.out) + self._in_columns
+
+    def clear(self) -> None:
+        self.out.clear()
+        self._in_columns = 0
+
+
+@dataclass(frozen=True)
+class ColumnValues:
+    """Records held as the columns of an Arrow batch (``batch``: a row per record, the columns
+    of the records' declared type) in a :class:`ValueCollector`'s ``out``."""
+
+    batch: pa.RecordBatch
 
 
 class CollectSinkOperator(AbstractStreamOperator):
