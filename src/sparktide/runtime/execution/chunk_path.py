@@ -225,15 +225,22 @@ def _collector(output: Output) -> RecordCollector | None:
     return sink if isinstance(sink, RecordCollector) else None
 
 
+def _uncoerced(output: Output) -> Output | None:
+    """What ``output`` hands chunks to as they are (itself, or a node output's one target when it
+    does not coerce); ``None`` when the chunks are coerced or go record by record."""
+    if not isinstance(output, NodeOutput):
+        return output
+    parts = output.chunk_parts()
+    if parts is None or parts[1] is not None:
+        return None
+    return parts[0]
+
+
 def _columns_target(output: Output, tagger: SourceTagger) -> ColumnsTarget | None:
     """What takes a ``map_batches`` output's columns as they are: a collect sink that keeps
     values only (an unordered typed frame's, written from columns), fed directly."""
-    if isinstance(output, NodeOutput):
-        parts = output.chunk_parts()
-        if parts is None or parts[1] is not None:
-            return None
-        output = parts[0]
-    collector = _collector(output)
+    direct = _uncoerced(output)
+    collector = None if direct is None else _collector(direct)
     if isinstance(collector, ValueCollector):
         return CollectValues(collector, tagger).collect_columns
     return None
@@ -243,12 +250,8 @@ def takes_columns(output: Output) -> bool:
     """Whether the chunks handed to ``output`` go, as they are, to a ``map_batches`` step (which
     takes a batch's columns: a source's chunks need not build their rows, see
     :meth:`~sparktide.runtime.source_reader.SplitReader.take_columns`)."""
-    if isinstance(output, NodeOutput):
-        parts = output.chunk_parts()
-        if parts is None or parts[1] is not None:
-            return False
-        output = parts[0]
-    return isinstance(_step(output), MapBatchesOperator)
+    direct = _uncoerced(output)
+    return direct is not None and isinstance(_step(direct), MapBatchesOperator)
 
 
 def chunk_target(
