@@ -17,20 +17,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sparktide.common import Duration, Row, Time, Types, WatermarkStrategy
-from sparktide.core.output_tag import OutputTag
+from chunk_jobs import ROW, windowed
+from sparktide.common import Duration, Row, WatermarkStrategy
 from sparktide.datastream import StreamExecutionEnvironment
 from sparktide.datastream.functions import KeyedCoProcessFunction
-from sparktide.datastream.window import TumblingEventTimeWindows
 from sparktide.nexmark.table_source import TableSource
 from sparktide.runtime.elements import WatermarkStatus
 from sparktide.runtime.execution.wiring import HashChunks
 from sparktide.runtime.failures import format_user_frames, notes
 from sparktide.runtime.operators.simple import StreamFilter, StreamFlatMap, StreamMap
 
-NAMES = ["k", "v", "x", "ts"]
-ROW = Types.ROW_NAMED(NAMES, [Types.STRING(), Types.LONG(), Types.DOUBLE(), Types.LONG()])
-LATE = OutputTag("late", ROW)
 CHUNKS = "sparktide.execution.chunks"
 
 
@@ -86,18 +82,6 @@ def chained(stream: Any, steps: tuple[Step, ...]) -> Any:
         else:
             stream = stream.flat_map(_spreader(step), output_type=ROW if step.typed else None)
     return stream
-
-
-def windowed(stream: Any) -> Any:
-    """Counts and sums per key in 10 ms tumbling windows, with the late records, tagged."""
-    main = (
-        stream.key_by(lambda r: r.k)
-        .window(TumblingEventTimeWindows.of(Time.milliseconds(10)))
-        .side_output_late_data(LATE)
-        .reduce(lambda a, b: Row(k=a.k, v=a.v + b.v, x=None, ts=max(a.ts, b.ts)))
-    )
-    late = main.get_side_output(LATE)
-    return main.map(lambda r: ("window", tuple(r))).union(late.map(lambda r: ("late", tuple(r))))
 
 
 def strategy(bound: int | None) -> WatermarkStrategy:

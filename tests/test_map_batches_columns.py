@@ -20,16 +20,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sparktide.common import Duration, Row, Time, Types, WatermarkStrategy
-from sparktide.core.output_tag import OutputTag
+from chunk_jobs import NAMES, ROW, windowed
+from sparktide.common import Duration, Row, WatermarkStrategy
 from sparktide.datastream import StreamExecutionEnvironment
-from sparktide.datastream.window import TumblingEventTimeWindows
 from sparktide.nexmark.table_source import TableSource
 from sparktide.runtime.operators.batch_columns import BatchColumns
 
-NAMES = ["k", "v", "x", "ts"]
-ROW = Types.ROW_NAMED(NAMES, [Types.STRING(), Types.LONG(), Types.DOUBLE(), Types.LONG()])
-LATE = OutputTag("late", ROW)
 CHUNKS = "sparktide.execution.chunks"
 SIZE = "sparktide.execution.map-batches.size"
 
@@ -73,18 +69,6 @@ def stepped(stream: Any, job: Job) -> Any:
     for a in range(1, job.steps + 1):
         stream = stream.map_batches(shifted(a), ROW)
     return stream
-
-
-def windowed(stream: Any) -> Any:
-    """Sums per key in 10 ms tumbling windows, with the late records, tagged."""
-    main = (
-        stream.key_by(lambda r: r.k)
-        .window(TumblingEventTimeWindows.of(Time.milliseconds(10)))
-        .side_output_late_data(LATE)
-        .reduce(lambda a, b: Row(k=a.k, v=(a.v or 0) + (b.v or 0), x=None, ts=max(a.ts, b.ts)))
-    )
-    late = main.get_side_output(LATE)
-    return main.map(lambda r: ("window", tuple(r))).union(late.map(lambda r: ("late", tuple(r))))
 
 
 def environment(runtime: str, job: Job, chunks: bool) -> StreamExecutionEnvironment:
