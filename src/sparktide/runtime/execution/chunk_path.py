@@ -164,8 +164,9 @@ class ReplayChunks:
         raise rethrown(failure)
 
 
-class CollectChunks:
-    """A collect sink's collector: appends a chunk at the positions its records would get."""
+class _ToCollector:
+    """A stage that hands chunks to a collect sink's collector (``_collector``), the split's
+    cursor in ``_tagger``."""
 
     __slots__ = ("_collector", "_tagger")
 
@@ -173,21 +174,24 @@ class CollectChunks:
         self._collector = collector
         self._tagger = tagger
 
+
+class CollectChunks(_ToCollector):
+    """A collect sink's collector: appends a chunk at the positions its records would get."""
+
+    __slots__ = ()
+
     def collect_chunk(
         self, seqs: Sequence[int], values: list[object], timestamps: list[int | None]
     ) -> None:
         self._collector.collect_chunk(self._tagger.positions(seqs), values, timestamps)
 
 
-class CollectValues:
+class CollectValues(_ToCollector):
     """A collect sink's :class:`ValueCollector`: appends a chunk's values; the cursor is left
     where :meth:`SourceTagger.positions` leaves it."""
 
-    __slots__ = ("_collector", "_tagger")
-
-    def __init__(self, collector: ValueCollector, tagger: SourceTagger) -> None:
-        self._collector = collector
-        self._tagger = tagger
+    __slots__ = ()
+    _collector: ValueCollector
 
     def collect_chunk(
         self, seqs: Sequence[int], values: list[object], timestamps: list[int | None]

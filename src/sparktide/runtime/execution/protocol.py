@@ -103,6 +103,7 @@ __all__ = [
     "padded",
     "round_of",
     "source_position",
+    "trailing_run",
     "unpack_chunk",
     "unpack_collected",
     "unpack_entries",
@@ -593,6 +594,18 @@ def _no_chunks(seqs: Sequence[int], values: list[object], timestamps: list[int |
     raise RuntimeError("this split's chain takes records one by one, not chunks")
 
 
+def trailing_run(seqs: Sequence[int]) -> int:
+    """How many items at the end of ``seqs`` (ascending, not empty) are of its last record.
+
+    >>> trailing_run([3, 4, 4, 4]), trailing_run([5])
+    (3, 1)
+    """
+    last, i = seqs[-1], len(seqs) - 2
+    while i >= 0 and seqs[i] == last:
+        i -= 1
+    return len(seqs) - 1 - i
+
+
 class SourceTagger:
     """First output of a split's driver: stamps each element with its source position
     (:func:`source_position`, built inline: it runs per record)."""
@@ -657,13 +670,9 @@ class SourceTagger:
     def leave_after(self, seqs: Sequence[int]) -> None:
         """Leave the cursor where :meth:`positions` of ``seqs`` leaves it (outputs made for
         them elsewhere, without their positions)."""
-        if not seqs:
-            return
-        last, n, i = seqs[-1], 1, len(seqs) - 2
-        while i >= 0 and seqs[i] == last:
-            n, i = n + 1, i - 1
-        self.at_seq(last)
-        self.cursor.n = n
+        if seqs:
+            self.at_seq(seqs[-1])
+            self.cursor.n = trailing_run(seqs)
 
     def collect_side(self, tag: object, record: StreamRecord) -> None:
         self.downstream.collect_side(tag, record)  # type: ignore[arg-type]  # the tag read

@@ -43,6 +43,7 @@ import pyarrow as pa
 
 from sparktide.common.arrow_rows import BatchRows, cut, rows_of_batch
 from sparktide.runtime.elements import StreamRecord, Watermark, WatermarkStatus
+from sparktide.runtime.execution.protocol import trailing_run
 from sparktide.runtime.failures import truncated_repr
 from sparktide.runtime.operators.batch_columns import BatchColumns
 from sparktide.runtime.operators.deferred import DeferredOutputOperator, OutputMarks
@@ -202,8 +203,8 @@ class MapBatchesOperator(DeferredOutputOperator):
             return
         timestamps, held, runs = self._timestamps, self._held, self._runs
         self._values, self._timestamps, self._held, self._runs = [], [], [], []
-        batch = self._apply(values, runs)
         seqs = _chunk_seqs(runs, len(values))
+        batch = self._apply(values, runs, seqs is not None)
         columns = self.columns_output
         if columns is not None and seqs is not None:
             self._emit_back()
@@ -269,9 +270,7 @@ class MapBatchesOperator(DeferredOutputOperator):
             timestamps = [*self._back_timestamps, *timestamps]
             self._back_seqs = ()
         if next_seq is not None and seqs and seqs[-1] == next_seq:
-            cut_at = len(seqs) - 1
-            while cut_at > 0 and seqs[cut_at - 1] == next_seq:
-                cut_at -= 1
+            cut_at = len(seqs) - trailing_run(seqs)
             self._back_seqs = seqs[cut_at:]
             self._back_values, self._back_timestamps = outputs[cut_at:], timestamps[cut_at:]
             seqs, outputs, timestamps = seqs[:cut_at], outputs[:cut_at], timestamps[:cut_at]
@@ -285,11 +284,12 @@ class MapBatchesOperator(DeferredOutputOperator):
             self._back_seqs = ()
             self.chunk_output(seqs, self._back_values, self._back_timestamps)
 
-    def _apply(self, values: list[object], runs: list[_Run]) -> pa.RecordBatch:
+    def _apply(self, values: list[object], runs: list[_Run], chunked: bool) -> pa.RecordBatch:
         """The function's output for ``values`` (the columns of ``output_type``, one row per
-        value): the input as the chunks' Arrow batches where they all have them."""
+        value): the input as the chunks' Arrow batches where all items came in chunks
+        (``chunked``) with Arrow columns."""
         where = "map_batches"  # a runner's note on the error names the operator
-        batch = _arrow_of(runs, len(values))
+        batch = _arrow_of(runs) if chunked else None
         if batch is None:
             for run in runs:
                 if run.unbuilt:
@@ -336,7 +336,8 @@ class _Run:
 
 
 def _chunk_seqs(runs: list[_Run], n: int) -> Sequence[int] | None:
-    """The source records of ``n`` held items when they all came in chunks."""
+    """The source records of ``n`` held items when they all came in chunks (else ``None``:
+    records came one by one too)."""
     if len(runs) == 1 and runs[0].start == 0 and len(runs[0].seqs) == n:
         return runs[0].seqs
     if sum(len(r.seqs) for r in runs) != n:
@@ -344,12 +345,11 @@ def _chunk_seqs(runs: list[_Run], n: int) -> Sequence[int] | None:
     return [seq for r in runs for seq in r.seqs]
 
 
-def _arrow_of(runs: list[_Run], n: int) -> pa.RecordBatch | None:
-    """The batch of ``n`` held items when they all came in chunks with Arrow columns."""
-    if not runs or runs[0].start != 0 or any(r.arrow is None for r in runs):
+def _arrow_of(runs: list[_Run]) -> pa.RecordBatch | None:
+    """The batch of the held items, all of which came in ``runs``, when every run has its
+    Arrow columns."""
+    if any(r.arrow is None for r in runs):
         return None
-    if sum(len(r.seqs) for r in runs) != n:
-        return None  # records came one by one too
     if len(runs) == 1:
         return runs[0].arrow
     return pa.Table.from_batches([r.arrow for r in runs]).combine_chunks().to_batches()[0]
