@@ -43,7 +43,6 @@ import pyarrow as pa
 
 from sparktide.common.arrow_rows import BatchRows, cut, rows_of_batch
 from sparktide.runtime.elements import StreamRecord, Watermark, WatermarkStatus
-from sparktide.runtime.execution.protocol import trailing_run
 from sparktide.runtime.failures import truncated_repr
 from sparktide.runtime.operators.batch_columns import BatchColumns
 from sparktide.runtime.operators.deferred import DeferredOutputOperator, OutputMarks
@@ -270,7 +269,9 @@ class MapBatchesOperator(DeferredOutputOperator):
             timestamps = [*self._back_timestamps, *timestamps]
             self._back_seqs = ()
         if next_seq is not None and seqs and seqs[-1] == next_seq:
-            cut_at = len(seqs) - trailing_run(seqs)
+            cut_at = len(seqs) - 1  # the outputs of record next_seq at the end wait
+            while cut_at > 0 and seqs[cut_at - 1] == next_seq:
+                cut_at -= 1
             self._back_seqs = seqs[cut_at:]
             self._back_values, self._back_timestamps = outputs[cut_at:], timestamps[cut_at:]
             seqs, outputs, timestamps = seqs[:cut_at], outputs[:cut_at], timestamps[:cut_at]
