@@ -33,11 +33,7 @@ from typing import TypeAlias, cast
 
 from sparktide.common.arrow_rows import BatchRows, RecordChunks, cut
 from sparktide.common.watermark_strategy import (
-    AscendingTimestampsWatermarks,
-    BoundedOutOfOrdernessWatermarks,
-    NoWatermarksGenerator,
     RecordTimestampAssigner,
-    WatermarkGenerator,
     WatermarkOutput,
     WatermarkStrategy,
     WatermarksWithIdleness,
@@ -53,7 +49,7 @@ from sparktide.runtime.elements import (
     check_timestamp,
 )
 from sparktide.runtime.operators.simple import rethrown
-from sparktide.runtime.operators.timestamps import WatermarkEmitter
+from sparktide.runtime.operators.timestamps import WatermarkEmitter, chunk_observer
 from sparktide.runtime.output import Output
 from sparktide.runtime.processing_time import ProcessingTimeService
 
@@ -394,50 +390,11 @@ _MAX_RUN_AHEAD = 1024
 # ---------------------------------------------------------------------------------------------
 # The per-split driver
 
-_MAX_KEEPERS = (BoundedOutOfOrdernessWatermarks, AscendingTimestampsWatermarks)
-
 _ChunkOutput: TypeAlias = Callable[[list[object], list[int | None]], None]
 
 
 def _not_chunked(values: list[object], timestamps: list[int | None]) -> None:
     raise RuntimeError("this reader's output takes records one by one, not chunks")
-
-
-def _ignore(count: int, top: int) -> None:
-    """A generator that does nothing per record."""
-
-
-def _chunk_observer(
-    generator: WatermarkGenerator, output: WatermarkOutput
-) -> Callable[[int, int], None] | None:
-    """``observe(count, top)``: tells ``generator`` about ``count`` records whose largest
-    timestamp is ``top`` in one call, leaving the state ``count`` calls of ``on_event`` leave;
-    ``None`` unless the generator's ``on_event`` only keeps the largest timestamp (the built-in
-    bounded out-of-orderness and monotonous generators, the no-watermarks one, and those
-    wrapped in idleness detection, while not idle), exactly those classes."""
-    kind = type(generator)
-    if kind is NoWatermarksGenerator:
-        return _ignore
-    if kind in _MAX_KEEPERS:
-        on_event = generator.on_event
-
-        def keep_largest(count: int, top: int) -> None:
-            on_event(None, top, output)
-
-        return keep_largest
-    if kind is WatermarksWithIdleness:
-        wrapper = cast(WatermarksWithIdleness, generator)
-        if type(wrapper.wrapped) not in (*_MAX_KEEPERS, NoWatermarksGenerator):
-            return None
-        inner = _chunk_observer(wrapper.wrapped, output)
-        count_events = wrapper.count_events
-
-        def active(count: int, top: int) -> None:
-            count_events(count)
-            inner(count, top)  # type: ignore[misc]
-
-        return active
-    return None
 
 
 _END = object()
@@ -548,7 +505,7 @@ class SplitReader:
             None if self._extract is None else getattr(assigner, "column_timestamps", None)
         )
         generator = self.generator
-        self._observe = _chunk_observer(generator, self._wm_output)
+        self._observe = chunk_observer(generator, self._wm_output)
         self._is_idle: Callable[[], bool] | None = (
             generator.is_idle if isinstance(generator, WatermarksWithIdleness) else None
         )
@@ -642,7 +599,8 @@ class SplitReader:
         """:meth:`read_up_to` of a reader handing out chunks: the next ``n`` records of the
         source's chunks (cut where ``n`` ends), a chunk at a time to the output's
         ``collect_chunk(values, timestamps)``; the watermark generator is told once per chunk
-        (it only keeps the largest timestamp, see :func:`_chunk_observer`)."""
+        (it only keeps the largest timestamp, see
+        :func:`~sparktide.runtime.operators.timestamps.chunk_observer`)."""
         count = 0
         chunks = cast("Iterator[list[object]]", self._chunks)
         try:

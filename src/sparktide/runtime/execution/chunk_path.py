@@ -8,7 +8,9 @@ order). :func:`chunk_target` wires a split's chain for chunks, from the tagger's
 
 * a map, filter or flat_map (exactly those classes, no failed-records side output) takes the
   chunk (``process_chunk``) and hands on the chunk of its outputs; a sink function's operator
-  takes it and calls the function per item;
+  takes it and calls the function per item; an ``assign_timestamps_and_watermarks`` operator
+  assigns the chunk's timestamps and tells its generator once, when that leaves the state
+  per-record calls leave (else it takes the chunk record by record);
 * a ``map_batches`` operator holds the chunk's items for its batches and hands on chunks of
   its outputs; when it feeds a collect sink that keeps values only, directly, it hands that
   sink its output columns instead (:meth:`CollectValues.collect_columns`);
@@ -53,6 +55,7 @@ from sparktide.runtime.operators.simple import (
     ValueCollector,
     rethrown,
 )
+from sparktide.runtime.operators.timestamps import TimestampsAndWatermarksOperator
 from sparktide.runtime.output import Output
 
 __all__ = [
@@ -66,7 +69,14 @@ __all__ = [
     "takes_columns",
 ]
 
-_CHUNK_STEPS = (StreamMap, StreamFilter, StreamFlatMap, SinkFunctionOperator, MapBatchesOperator)
+_CHUNK_STEPS = (
+    StreamMap,
+    StreamFilter,
+    StreamFlatMap,
+    SinkFunctionOperator,
+    MapBatchesOperator,
+    TimestampsAndWatermarksOperator,
+)
 
 
 @dataclass(frozen=True)
@@ -207,7 +217,9 @@ class CollectValues(_ToCollector):
         self._tagger.leave_after(seqs)
 
 
-def _step(output: Output) -> ChunkStep | MapBatchesOperator | None:
+def _step(
+    output: Output,
+) -> ChunkStep | MapBatchesOperator | TimestampsAndWatermarksOperator | None:
     """The stateless operator (or sink function) ``output`` feeds, if it takes chunks as it
     is."""
     if not isinstance(output, ChainInput) or output.index == 2:

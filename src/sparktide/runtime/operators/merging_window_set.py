@@ -33,8 +33,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol, cast
 
-from sparktide.core.window.assigners import MergingWindowAssigner
-from sparktide.core.window.windows import Window
+from sparktide.core.window.assigners import (
+    DynamicEventTimeSessionWindows,
+    DynamicProcessingTimeSessionWindows,
+    EventTimeSessionWindows,
+    MergingWindowAssigner,
+    ProcessingTimeSessionWindows,
+)
+from sparktide.core.window.windows import TimeWindow, Window
 
 __all__ = ["LiveMappingStore", "MergeFunction", "MergingWindowSet", "WindowMappingStore"]
 
@@ -66,24 +72,53 @@ class MergingWindowSet:
     state, or anything with ``items()``, ``clear()`` and ``put_all(dict)``; a
     :class:`LiveMappingStore` is updated in place)."""
 
-    __slots__ = ("_assigner", "_initial", "_live", "_mapping", "_state", "_stored")
+    __slots__ = ("_assigner", "_initial", "_live", "_mapping", "_sessions", "_state", "_stored")
+    _mapping: dict[Window, Window]
+    _initial: dict[Window, Window]
 
     def __init__(
         self, assigner: MergingWindowAssigner[object, Window], state: WindowMappingStore
     ) -> None:
         self._assigner = assigner
+        # the built-in session assigners merge time windows with TimeWindow.merge_windows
+        self._sessions = type(assigner) in _TIME_SESSIONS
         self._state = state
         live = getattr(state, "live_dict", None)
         self._live = live is not None
         if live is not None:
-            stored = cast("dict[Window, Window] | None", live())
-            self._stored = stored is not None  # the state holds self._mapping itself
-            self._mapping: dict[Window, Window] = {} if stored is None else stored
-            self._initial: dict[Window, Window] = {}
+            self._load_live(live())
             return
         self._stored = False
         self._mapping = dict(state.items())
         self._initial = dict(self._mapping)
+
+    def _load_live(self, stored: dict[Window, Window] | None) -> None:
+        self._stored = stored is not None  # the state holds self._mapping itself
+        self._mapping = {} if stored is None else stored
+        self._initial = {}
+
+    @classmethod
+    def loader(
+        cls, assigner: MergingWindowAssigner[object, Window], state: WindowMappingStore
+    ) -> Callable[[], MergingWindowSet]:
+        """What loads the set of the current key, per element or timer: ``MergingWindowSet(
+        assigner, state)``, with what does not depend on the key looked at once."""
+        live = getattr(state, "live_dict", None)
+        if live is None:
+            return lambda: cls(assigner, state)
+        sessions = type(assigner) in _TIME_SESSIONS
+        new = cls.__new__
+
+        def load() -> MergingWindowSet:
+            merging = new(cls)
+            merging._assigner = assigner
+            merging._sessions = sessions
+            merging._state = state
+            merging._live = True
+            merging._load_live(live())
+            return merging
+
+        return load
 
     def persist(self) -> None:
         """Write the mapping back to the state if it changed."""
@@ -124,6 +159,8 @@ class MergingWindowSet:
         keeps and ``merged_state_windows`` the state windows to merge into it.
         """
         mapping = self._mapping
+        if self._sessions and len(mapping) <= 1 and type(new_window) is TimeWindow:
+            return self._add_to_session(new_window, merge_function)
         results: dict[Window, list[Window]] = {}
 
         def collect(to_be_merged: Iterable[Window], merge_result: Window) -> None:
@@ -159,6 +196,26 @@ class MergingWindowSet:
             mapping.setdefault(result_window, result_window)
         return result_window
 
+    def _add_to_session(self, new_window: TimeWindow, merge_function: MergeFunction) -> Window:
+        """:meth:`add_window` of a time window next to at most one in-flight window, with
+        :meth:`TimeWindow.merge_windows`'s merging: the same mapping and merge calls without
+        sorting and grouping."""
+        mapping = self._mapping
+        if mapping:
+            (window,) = mapping
+            if type(window) is TimeWindow and window != new_window:
+                start, end = new_window
+                if window[0] <= end and window[1] >= start:  # they intersect: one group
+                    merged = TimeWindow(min(window[0], start), max(window[1], end))
+                    if merged == window:
+                        return window  # the in-flight window took in the new one
+                    state_window = mapping.pop(window)
+                    mapping[merged] = state_window
+                    merge_function(merged, [window], state_window, [])
+                    return merged
+        mapping.setdefault(new_window, new_window)
+        return new_window
+
     def check_invariants(self) -> None:
         """Assert the invariants (for tests): state windows are distinct, and no two in-flight
         windows would still merge."""
@@ -174,6 +231,14 @@ class MergingWindowSet:
 
     def __repr__(self) -> str:
         return f"MergingWindowSet({self._mapping!r})"
+
+
+_TIME_SESSIONS = (
+    EventTimeSessionWindows,
+    ProcessingTimeSessionWindows,
+    DynamicEventTimeSessionWindows,
+    DynamicProcessingTimeSessionWindows,
+)
 
 
 class _Callback:

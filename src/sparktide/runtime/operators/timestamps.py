@@ -26,15 +26,21 @@ Flink.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, cast
 
 from sparktide.common.time import SpanLike, to_millis
 from sparktide.common.watermark_strategy import (
+    AscendingTimestampsWatermarks,
+    BoundedOutOfOrdernessWatermarks,
     ClockContext,
+    NoWatermarksGenerator,
     RecordTimestampAssigner,
     SupportsExtractTimestamp,
     WatermarkGenerator,
+    WatermarkOutput,
     WatermarkStrategy,
+    WatermarksWithIdleness,
     check_extracted_timestamp,
     watermark_timestamp,
 )
@@ -46,10 +52,14 @@ from sparktide.runtime.elements import (
     WatermarkStatus,
 )
 from sparktide.runtime.operators.base import AbstractStreamOperator
+from sparktide.runtime.operators.simple import rethrown
 from sparktide.runtime.output import Output
 from sparktide.runtime.processing_time import ScheduledTimer
 
-__all__ = ["TimestampsAndWatermarksOperator", "WatermarkEmitter"]
+if TYPE_CHECKING:
+    from sparktide.runtime.execution.protocol import ChunkTarget
+
+__all__ = ["TimestampsAndWatermarksOperator", "WatermarkEmitter", "chunk_observer"]
 
 _ACTIVE = WatermarkStatus.ACTIVE
 _IDLE = WatermarkStatus.IDLE
@@ -104,6 +114,46 @@ class WatermarkEmitter:
         return f"WatermarkEmitter(current_watermark={self.current_watermark}, {state})"
 
 
+_MAX_KEEPERS = (BoundedOutOfOrdernessWatermarks, AscendingTimestampsWatermarks)
+
+
+def _ignore(count: int, top: int) -> None:
+    """A generator that does nothing per record."""
+
+
+def chunk_observer(
+    generator: WatermarkGenerator, output: WatermarkOutput
+) -> Callable[[int, int], None] | None:
+    """``observe(count, top)``: tells ``generator`` about ``count`` records whose largest
+    timestamp is ``top`` in one call, leaving the state ``count`` calls of ``on_event`` leave;
+    ``None`` unless the generator's ``on_event`` only keeps the largest timestamp (the built-in
+    bounded out-of-orderness and monotonous generators, the no-watermarks one, and those
+    wrapped in idleness detection, while not idle), exactly those classes."""
+    kind = type(generator)
+    if kind is NoWatermarksGenerator:
+        return _ignore
+    if kind in _MAX_KEEPERS:
+        on_event = generator.on_event
+
+        def keep_largest(count: int, top: int) -> None:
+            on_event(None, top, output)
+
+        return keep_largest
+    if kind is WatermarksWithIdleness:
+        wrapper = cast(WatermarksWithIdleness, generator)
+        if type(wrapper.wrapped) not in (*_MAX_KEEPERS, NoWatermarksGenerator):
+            return None
+        inner = chunk_observer(wrapper.wrapped, output)
+        count_events = wrapper.count_events
+
+        def active(count: int, top: int) -> None:
+            count_events(count)
+            inner(count, top)  # type: ignore[misc]
+
+        return active
+    return None
+
+
 _PERIODIC_MODES = ("timer", "external")
 
 
@@ -133,6 +183,9 @@ Watermark(9223372036854775807)]
     """
 
     _on_event: Callable[[object, int, WatermarkEmitter], None]
+    _observe: Callable[[int, int], None] | None
+    chunk_output: ChunkTarget  # wired by the runner when the operator takes chunks
+    chunk_at: Callable[[int], None]
     _emitter: WatermarkEmitter  # the emitter once open (``emitter`` is None before)
 
     def __init__(
@@ -184,6 +237,10 @@ Watermark(9223372036854775807)]
         self.watermark_generator = generator
         self._on_event = generator.on_event
         self.emitter = self._emitter = WatermarkEmitter(self.output)
+        # chunks are told to the generator at once where that leaves the same state (an idle
+        # wrapper marks its output active on a record: those go record by record)
+        idle = type(generator) is WatermarksWithIdleness
+        self._observe = None if idle else chunk_observer(generator, self._emitter)
         if self.periodic == "timer" and self.auto_watermark_interval > 0:
             if service is None:
                 raise RuntimeError(
@@ -219,6 +276,64 @@ Watermark(9223372036854775807)]
         record.timestamp = ts
         self.output.collect(record)
         self._on_event(value, ts, self._emitter)
+
+    def process_chunk(
+        self, seqs: Sequence[int], values: list[object], timestamps: list[int | None]
+    ) -> None:
+        """A chunk of a split's records (see
+        :class:`~sparktide.runtime.operators.simple.ChunkStep`): their timestamps assigned in
+        one loop, the chunk handed on to ``chunk_output``, then the generator told at once
+        (:func:`chunk_observer`); a generator that needs every record gets them one by one.
+        An assigner failing on an item hands on the items before it first, then raises."""
+        observe = self._observe
+        if observe is None:
+            self._replay(seqs, values, timestamps)
+            return
+        extract = self._extract
+        if extract is None:
+            self.chunk_output(seqs, values, timestamps)
+            if values:
+                observe(len(values), max([MIN_TIMESTAMP if t is None else t for t in timestamps]))
+            return
+        out: list[int | None] = []
+        append = out.append
+        try:
+            for value, previous in zip(values, timestamps, strict=True):
+                ts = extract(value, MIN_TIMESTAMP if previous is None else previous)
+                if type(ts) is not int or ts < MIN_TIMESTAMP or ts > MAX_TIMESTAMP:
+                    ts = check_extracted_timestamp(ts, self._assigner)
+                append(ts)
+        except Exception as exc:
+            failure = exc
+        else:
+            self.chunk_output(seqs, values, out)
+            if out:
+                observe(len(out), max(out))  # type: ignore[type-var,arg-type]
+            return
+        i = len(out)
+        if i:
+            self.chunk_output(seqs[:i], values[:i], out)
+            observe(i, max(out))  # type: ignore[type-var,arg-type]
+        record = StreamRecord(values[i], timestamps[i])  # noqa: F841 - the failure's record
+        self.chunk_at(seqs[i])
+        raise rethrown(failure)
+
+    def _replay(
+        self, seqs: Sequence[int], values: list[object], timestamps: list[int | None]
+    ) -> None:
+        """A chunk record by record, the cursor at each item's source record."""
+        process, at = self.process_element, self.chunk_at
+        last = -1
+        for seq, value, ts in zip(seqs, values, timestamps, strict=True):
+            if seq != last:
+                at(seq)
+                last = seq
+            process(StreamRecord(value, ts))
+
+    def shown(self, seq: int, value: object) -> object:
+        """The record a failure after this operator names for its output ``value``: the
+        record it was processing (the value itself)."""
+        return value
 
     def process_watermark(self, watermark: Watermark) -> None:
         """Upstream watermarks are ignored, except MAX (end of input), forwarded once."""

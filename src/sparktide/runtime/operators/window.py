@@ -49,7 +49,7 @@ read and written in the state table directly (the same calls, output, timers and
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, cast
 
 from sparktide.core.output_tag import OutputTag
@@ -123,6 +123,7 @@ class WindowOperator(AbstractStreamOperator):
     _evicting = False
     contents: WindowContents[object]
     _key_selector: KeySelector  # set by open() on a keyed stream
+    _load_merging: Callable[[], MergingWindowSet]  # set by open() for a merging assigner
 
     def __init__(
         self,
@@ -166,6 +167,7 @@ class WindowOperator(AbstractStreamOperator):
         self.num_late_records_side_output = 0
         """Records dropped as late (no late side output set): Flink's metric."""
         self._inline_event_time_trigger = False  # decided by open()
+        self._inline_merging_trigger = False
         self._fast: FastWindowPath | None = None  # built by open()
         self.fast_path = fast_path
         """Whether ``open`` builds the window fast path: the job's path choice
@@ -216,6 +218,8 @@ class WindowOperator(AbstractStreamOperator):
         self._inline_event_time_trigger = (
             type(self.trigger) is EventTimeTrigger and not self._merging
         )
+        # and by _process_merging for a merging assigner's windows (its timers fire as usual)
+        self._inline_merging_trigger = type(self.trigger) is EventTimeTrigger and self._merging
         if self._merging:
             # the contents merge (checked above), the assigner has merge_windows and the
             # window -> state window mapping is kept in a map state
@@ -225,6 +229,9 @@ class WindowOperator(AbstractStreamOperator):
             self._merging_state = cast(
                 WindowMappingStore,
                 backend.get_partitioned_state(MapStateDescriptor(MERGING_WINDOW_SET, None, None)),
+            )
+            self._load_merging = MergingWindowSet.loader(
+                self._merging_assigner, self._merging_state
             )
         fast = self.fast_path
         if fast is None:
@@ -390,12 +397,15 @@ class WindowOperator(AbstractStreamOperator):
     def _process_merging(
         self, value: object, ts: int | None, windows: Iterable[Window], item: object
     ) -> bool:
-        merging = self._merging_window_set()
+        merging = self._load_merging()
         skipped = True
         ctx = self._trigger_ctx
+        event_time = self._event_time
+        inline = self._inline_merging_trigger
         for window in windows:
             actual = merging.add_window(window, self._merge)
-            if self._is_window_late(actual):
+            cleanup = self.cleanup_time(actual)
+            if event_time and cleanup <= self._current_watermark:  # the window is late
                 merging.retire_window(actual)
                 continue
             skipped = False
@@ -405,10 +415,23 @@ class WindowOperator(AbstractStreamOperator):
             self._set_ns(state_window)
             self._add(item)
             ctx.window = actual
-            result = self._on_element(value, ts, actual, ctx)
-            if result is not _CONTINUE and not self._act(result, actual, "on_element"):
+            max_ts = actual.max_timestamp()
+            if inline and type(max_ts) is int:
+                # EventTimeTrigger.on_element(value, ts, actual, ctx), inlined
+                if max_ts <= self._timers.current_watermark():
+                    result = _FIRE
+                else:
+                    self._timers.register_event_time_timer(actual, max_ts)
+                    result = _CONTINUE
+            else:
+                result = self._on_element(value, ts, actual, ctx)
+            if result is _CONTINUE:
+                if self._trigger_registers_cleanup:
+                    continue  # the trigger's timer is the cleanup timer
+            elif not self._act(result, actual, "on_element"):
                 continue
-            self._register_cleanup_timer(actual)
+            if cleanup != MAX_TIMESTAMP:
+                self._register_cleanup_at(actual, cleanup)
         merging.persist()
         return skipped
 
@@ -493,7 +516,7 @@ class WindowOperator(AbstractStreamOperator):
         ctx.window = window
         merging = None
         if self._merging:
-            merging = self._merging_window_set()
+            merging = self._load_merging()
             state_window = merging.get_state_window(window)
             if state_window is None:
                 return  # a timer of a window that is gone (a trigger did not delete it)
@@ -564,9 +587,6 @@ class WindowOperator(AbstractStreamOperator):
             merging.retire_window(window)
             merging.persist()
 
-    def _merging_window_set(self) -> MergingWindowSet:
-        return MergingWindowSet(self._merging_assigner, self._merging_state)
-
     def cleanup_time(self, window: Window) -> int:
         """When the window's state is dropped: ``max_timestamp + allowed_lateness`` (saturating
         at MAX) for event time, ``max_timestamp`` for processing time."""
@@ -578,10 +598,7 @@ class WindowOperator(AbstractStreamOperator):
     def _is_window_late(self, window: Window) -> bool:
         return self._event_time and self.cleanup_time(window) <= self._current_watermark
 
-    def _register_cleanup_timer(self, window: Window) -> None:
-        t = self.cleanup_time(window)
-        if t == MAX_TIMESTAMP:
-            return
+    def _register_cleanup_at(self, window: Window, t: int) -> None:
         if self._event_time:
             self._timers.register_event_time_timer(window, t)
         else:
