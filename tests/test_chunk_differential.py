@@ -1,5 +1,6 @@
 """Chunks against records: a source reading Arrow batches hands its records on a batch at a time
-through the chained map / filter / flat_map (``sparktide.execution.chunks``, on by default);
+through the chained map / filter / flat_map / assign_timestamps_and_watermarks
+(``sparktide.execution.chunks``, on by default);
 with the option off they go record by record. Random tables (late records, null fields, empty
 splits), random chains (typed and untyped steps, flat_maps giving ``None`` or 0..3 outputs),
 rounds and parallelism 1, 2, 4 give the same output in the same order, collected right after
@@ -26,13 +27,14 @@ from sparktide.runtime.elements import WatermarkStatus
 from sparktide.runtime.execution.wiring import HashChunks
 from sparktide.runtime.failures import format_user_frames, notes
 from sparktide.runtime.operators.simple import StreamFilter, StreamFlatMap, StreamMap
+from sparktide.runtime.operators.timestamps import TimestampsAndWatermarksOperator
 
 CHUNKS = "sparktide.execution.chunks"
 
 
 @dataclass(frozen=True)
 class Step:
-    kind: str  # map, filter, flat_map
+    kind: str  # map, filter, flat_map, timestamps (assign_timestamps_and_watermarks)
     a: int
     typed: bool  # declares ROW as its output type (a map then returns tuples, coerced)
 
@@ -73,9 +75,24 @@ def _spreader(step: Step) -> Any:
     return spread
 
 
+def _restamped(step: Step) -> WatermarkStrategy:
+    """New timestamps (some later, so that some records are late); ``a`` picks the generator:
+    bounded out-of-orderness of 1 or 2 ms, punctuated (it needs every record), monotonous."""
+    a = step.a
+    if a == 3:
+        base = strategy(None)
+    elif a == 4:
+        base = WatermarkStrategy.for_monotonous_timestamps()
+    else:
+        base = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(a))
+    return base.with_timestamp_assigner(lambda r, _: r.ts + (r.v % 3) * 7 * a)
+
+
 def chained(stream: Any, steps: tuple[Step, ...]) -> Any:
     for step in steps:
-        if step.kind == "map":
+        if step.kind == "timestamps":
+            stream = stream.assign_timestamps_and_watermarks(_restamped(step))
+        elif step.kind == "map":
             stream = stream.map(_mapper(step), output_type=ROW if step.typed else None)
         elif step.kind == "filter":
             stream = stream.filter(_filter(step))
@@ -134,7 +151,10 @@ record = st.tuples(
     st.integers(0, 60),  # out of order by up to 60 ms: late records with small bounds
 )
 step = st.builds(
-    Step, st.sampled_from(("map", "filter", "flat_map")), st.integers(1, 4), st.booleans()
+    Step,
+    st.sampled_from(("map", "filter", "flat_map", "timestamps")),
+    st.integers(1, 4),
+    st.booleans(),
 )
 jobs = st.builds(
     Job,
@@ -178,6 +198,34 @@ def test_chunks_go_through_the_chain(monkeypatch) -> None:
     assert len(sizes["map"]) == 1  # off: no chunks
 
 
+def test_timestamps_take_whole_chunks(monkeypatch) -> None:
+    """An assigner in the chain takes the chunk in one call when its generator only keeps the
+    largest timestamp, and goes record by record otherwise (a punctuated generator)."""
+    calls = {"chunk": 0, "record": 0}
+    chunk, element = (
+        TimestampsAndWatermarksOperator.process_chunk,
+        (TimestampsAndWatermarksOperator.process_element),
+    )
+
+    def on_chunk(self, seqs, values, timestamps):
+        calls["chunk"] += 1
+        return chunk(self, seqs, values, timestamps)
+
+    def on_record(self, record):
+        calls["record"] += 1
+        return element(self, record)
+
+    monkeypatch.setattr(TimestampsAndWatermarksOperator, "process_chunk", on_chunk)
+    monkeypatch.setattr(TimestampsAndWatermarksOperator, "process_element", on_record)
+    rows = [("a", i, None, i) for i in range(30)]
+    for a, records in ((2, 0), (3, 30)):
+        calls.update(chunk=0, record=0)
+        job = Job((Step("timestamps", a, False), Step("map", 1, False)), 0, None, 1)
+        on = run_local(table_of(rows), 1, job, True, True)
+        assert calls == {"chunk": 1, "record": records}
+        assert on == run_local(table_of(rows), 1, job, False, True)
+
+
 # ---------------------------------------------------------------------- failures
 
 
@@ -202,6 +250,11 @@ FAILURES = {
     "key selector": lambda s: s.map(lambda r: r).key_by(lambda r: 1 / (r.v - 5)).map(str),
     "sink": lambda s: s.map(lambda r: r).add_sink(_FailingSink()) and None,
     "timestamp assigner": lambda s: s.map(lambda r: r),
+    "timestamps operator": lambda s: s.map(lambda r: r).assign_timestamps_and_watermarks(
+        WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(
+            lambda r, _: r.ts // (r.v - 5)
+        )
+    ),
 }
 
 
@@ -247,7 +300,12 @@ def test_a_failure_in_a_chunk_is_the_records_failure(kind, assigner_fails) -> No
 # ---------------------------------------------------------------------- Spark
 
 
-SPARK_JOB = (Step("map", 3, True), Step("flat_map", 2, False), Step("filter", 1, False))
+SPARK_JOB = (
+    Step("map", 3, True),
+    Step("timestamps", 2, False),
+    Step("flat_map", 2, False),
+    Step("filter", 1, False),
+)
 
 
 def _spark_rows() -> list[tuple[str, int, float | None, int]]:
