@@ -31,6 +31,7 @@ TimeWindow(start=0, end=5)
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Protocol, cast
 
 from sparktide.core.window.assigners import (
@@ -42,7 +43,13 @@ from sparktide.core.window.assigners import (
 )
 from sparktide.core.window.windows import TimeWindow, Window
 
-__all__ = ["LiveMappingStore", "MergeFunction", "MergingWindowSet", "WindowMappingStore"]
+__all__ = [
+    "LiveMappingStore",
+    "MergeFunction",
+    "MergingWindowSet",
+    "SetLookup",
+    "WindowMappingStore",
+]
 
 MergeFunction = Callable[[Window, list[Window], Window, list[Window]], None]
 """``merge(merge_result, merged_windows, state_window_result, merged_state_windows)``."""
@@ -67,6 +74,21 @@ class LiveMappingStore(WindowMappingStore, Protocol):
     def store_live_dict(self, value: dict[Window, Window], /) -> None: ...
 
 
+@dataclass(frozen=True)
+class SetLookup:
+    """What a :class:`MergingWindowSet` looks up in its assigner and store, the same for every
+    key: whether the assigner is one of the built-in session assigners (exactly those classes:
+    they merge time windows with ``TimeWindow.merge_windows``), and the store's ``live_dict``
+    (``None``: the store is copied in and out)."""
+
+    sessions: bool
+    live: Callable[[], dict[Window, Window] | None] | None
+
+    @staticmethod
+    def of(assigner: object, state: object) -> SetLookup:
+        return SetLookup(type(assigner) in _TIME_SESSIONS, getattr(state, "live_dict", None))
+
+
 class MergingWindowSet:
     """The window -> state window mapping of the current key, loaded from ``state`` (a map
     state, or anything with ``items()``, ``clear()`` and ``put_all(dict)``; a
@@ -77,48 +99,36 @@ class MergingWindowSet:
     _initial: dict[Window, Window]
 
     def __init__(
-        self, assigner: MergingWindowAssigner[object, Window], state: WindowMappingStore
+        self,
+        assigner: MergingWindowAssigner[object, Window],
+        state: WindowMappingStore,
+        looked_up: SetLookup | None = None,
     ) -> None:
+        if looked_up is None:
+            looked_up = SetLookup.of(assigner, state)
         self._assigner = assigner
-        # the built-in session assigners merge time windows with TimeWindow.merge_windows
-        self._sessions = type(assigner) in _TIME_SESSIONS
+        self._sessions = looked_up.sessions
         self._state = state
-        live = getattr(state, "live_dict", None)
+        live = looked_up.live
         self._live = live is not None
         if live is not None:
-            self._load_live(live())
+            stored = live()
+            self._stored = stored is not None  # the state holds self._mapping itself
+            self._mapping = {} if stored is None else stored
+            self._initial = {}
             return
         self._stored = False
         self._mapping = dict(state.items())
         self._initial = dict(self._mapping)
-
-    def _load_live(self, stored: dict[Window, Window] | None) -> None:
-        self._stored = stored is not None  # the state holds self._mapping itself
-        self._mapping = {} if stored is None else stored
-        self._initial = {}
 
     @classmethod
     def loader(
         cls, assigner: MergingWindowAssigner[object, Window], state: WindowMappingStore
     ) -> Callable[[], MergingWindowSet]:
         """What loads the set of the current key, per element or timer: ``MergingWindowSet(
-        assigner, state)``, with what does not depend on the key looked at once."""
-        live = getattr(state, "live_dict", None)
-        if live is None:
-            return lambda: cls(assigner, state)
-        sessions = type(assigner) in _TIME_SESSIONS
-        new = cls.__new__
-
-        def load() -> MergingWindowSet:
-            merging = new(cls)
-            merging._assigner = assigner
-            merging._sessions = sessions
-            merging._state = state
-            merging._live = True
-            merging._load_live(live())
-            return merging
-
-        return load
+        assigner, state)``, with what does not depend on the key looked up once."""
+        looked_up = SetLookup.of(assigner, state)
+        return lambda: cls(assigner, state, looked_up)
 
     def persist(self) -> None:
         """Write the mapping back to the state if it changed."""

@@ -468,10 +468,14 @@ class WindowOperator(AbstractStreamOperator):
             self.trigger.on_merge(merge_result, ctx)
         finally:
             ctx.merged_windows = None
+        # EventTimeTrigger.clear deletes the timer at max_timestamp: without lateness the
+        # cleanup timer too (deleting it again would change nothing)
+        cleared = self._trigger_registers_cleanup
         for window in merged_windows:
             ctx.window = window
             self.trigger.clear(window, ctx)
-            self._delete_cleanup_timer(window)
+            if not cleared:
+                self._delete_cleanup_timer(window)
         self._merge_contents(state_window_result, merged_state_windows)
 
     # ------------------------------------------------------------------ timers
