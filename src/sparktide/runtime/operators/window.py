@@ -79,6 +79,7 @@ from sparktide.runtime.operators.window_functions import (
 from sparktide.runtime.operators.window_path import window_fast_path
 
 if TYPE_CHECKING:
+    from sparktide.runtime.state.keyed_backend import KeyedStateBackend
     from sparktide.runtime.timers.service import InternalTimerService
 
 __all__ = ["WINDOW_CONTENTS", "WINDOW_TIMERS", "WindowOperator"]
@@ -221,18 +222,7 @@ class WindowOperator(AbstractStreamOperator):
         # and by _process_merging for a merging assigner's windows (its timers fire as usual)
         self._inline_merging_trigger = type(self.trigger) is EventTimeTrigger and self._merging
         if self._merging:
-            # the contents merge (checked above), the assigner has merge_windows and the
-            # window -> state window mapping is kept in a map state
-            mergeable = cast("MergeableWindowContents[object]", contents)
-            self._merge_contents = mergeable.merge_namespaces
-            self._merging_assigner = cast("MergingWindowAssigner[object, Window]", self.assigner)
-            self._merging_state = cast(
-                WindowMappingStore,
-                backend.get_partitioned_state(MapStateDescriptor(MERGING_WINDOW_SET, None, None)),
-            )
-            self._load_merging = MergingWindowSet.loader(
-                self._merging_assigner, self._merging_state
-            )
+            self._open_merging(contents, backend)
         fast = self.fast_path
         if fast is None:
             heap = self.setup_info.state_backend.kind is StateBackendKind.HASHMAP
@@ -300,6 +290,18 @@ class WindowOperator(AbstractStreamOperator):
         pctx = self._process_ctx
         pctx.current_window = window
         self.function.clear(window, pctx)
+
+    def _open_merging(self, contents: object, backend: KeyedStateBackend) -> None:
+        """The contents merge (checked by open), the assigner has merge_windows and the
+        window -> state window mapping is kept in a map state, loaded per key."""
+        mergeable = cast("MergeableWindowContents[object]", contents)
+        self._merge_contents = mergeable.merge_namespaces
+        self._merging_assigner = cast("MergingWindowAssigner[object, Window]", self.assigner)
+        self._merging_state = cast(
+            WindowMappingStore,
+            backend.get_partitioned_state(MapStateDescriptor(MERGING_WINDOW_SET, None, None)),
+        )
+        self._load_merging = MergingWindowSet.loader(self._merging_assigner, self._merging_state)
 
     def close(self) -> None:
         self.function.close()
