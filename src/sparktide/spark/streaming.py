@@ -69,6 +69,7 @@ import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from sparktide.common.config_options import STREAM_SINKS_ONE_PASS
 from sparktide.core.metrics import MetricsReport
 from sparktide.runtime.execution.driver import JobEnvironment
 from sparktide.runtime.execution.path import Request
@@ -106,7 +107,7 @@ from sparktide.spark.failures import quiet_query_failure_log
 from sparktide.spark.offset_log import check_spark_log, read_spark_log
 from sparktide.spark.session import is_connect
 from sparktide.spark.shipments import BatchOutcome
-from sparktide.spark.stream_batch import BatchFrames, PerRecordBatch
+from sparktide.spark.stream_batch import BatchFrames, Heartbeats, PerRecordBatch
 from sparktide.spark.stream_job import StreamingJob
 from sparktide.spark.stream_metrics import (
     LOGGER,
@@ -300,6 +301,12 @@ class _StreamRunner:
             first += len(splits_of(node))
         # the sinks' records in typed columns, written by the tasks that produce them
         self.base = executor.job(executor.written_frame_rows(ordered=True))
+        # the batch's sinks get their rows from its one Spark job (else from persisted frames)
+        options = executor.config.get_configuration().to_dict()
+        self.one_pass = bool(STREAM_SINKS_ONE_PASS.read(options)) and PerRecordBatch.one_pass_for(
+            executor, self.base.frame_rows
+        )
+        self.heartbeats = Heartbeats()  # their frame, made once per session
         # the path choice: an eligible window aggregate runs its batches on columns
         choice = executor.path(Request.stream())
         self.columnar = columnar_stream(plan, choice)  # None: per record
@@ -626,7 +633,15 @@ class _StreamRunner:
         record."""
         if self.columnar is not None:
             return self.columnar.batch(frames[0], job)
-        return PerRecordBatch.build(self.executor, self.nodes, self.first_splits, frames, job)
+        return PerRecordBatch.build(
+            self.executor,
+            self.nodes,
+            self.first_splits,
+            frames,
+            job,
+            self.heartbeats,
+            self.one_pass,
+        )
 
     def _write_sinks(self, batch: BatchFrames, version: int) -> None:
         """Give each streaming sink the batch's frame of its records."""
