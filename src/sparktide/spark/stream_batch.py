@@ -181,11 +181,11 @@ class Heartbeats:
     made once per session: the rows are the same in every batch of a query."""
 
     def __init__(self) -> None:
-        self._made: tuple[str, DataFrame] | None = None  # the session's id, the frame
+        self._made: tuple[str | None, DataFrame] | None = None  # the session's id, the frame
 
     def frame(self, spark: SparkSession, job: StreamingJob) -> DataFrame:
-        """The heartbeats' frame in ``spark`` (each batch hands over a new handle of the
-        query's session: the session is known by its id)."""
+        """The heartbeats' frame in ``spark``'s session (made again in another Spark Connect
+        session)."""
         made = self._made
         session = _session_id(spark)
         if made is None or made[0] != session:
@@ -201,10 +201,8 @@ class Heartbeats:
         return {"_made": None}  # a frame stays in its session
 
 
-def _session_id(spark: SparkSession) -> str:
-    """The id of ``spark``'s session: a Spark Connect session's own, a classic one's JVM
-    session's."""
-    connect = getattr(spark, "session_id", None)
-    if isinstance(connect, str):
-        return connect
-    return str(spark._jsparkSession.sessionUUID())
+def _session_id(spark: SparkSession) -> str | None:
+    """The id of a Spark Connect session; ``None`` for a classic one (a query's batches all
+    run in its one session, each handing over a new handle of it)."""
+    session_id = getattr(spark, "session_id", None)
+    return session_id if isinstance(session_id, str) else None

@@ -133,6 +133,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.streaming.readwriter import DataStreamWriter
 
+    from sparktide.spark.spark_job import SparkJob
+
 __all__ = [
     "ConsoleBatchSink",
     "ForeachBatchSink",
@@ -301,11 +303,7 @@ class _StreamRunner:
             first += len(splits_of(node))
         # the sinks' records in typed columns, written by the tasks that produce them
         self.base = executor.job(executor.written_frame_rows(ordered=True))
-        # the batch's sinks get their rows from its one Spark job (else from persisted frames)
-        options = executor.config.get_configuration().to_dict()
-        self.one_pass = bool(STREAM_SINKS_ONE_PASS.read(options)) and PerRecordBatch.one_pass_for(
-            executor, self.base.frame_rows
-        )
+        self.one_pass = _one_pass(executor, self.base)
         self.heartbeats = Heartbeats()  # their frame, made once per session
         # the path choice: an eligible window aggregate runs its batches on columns
         choice = executor.path(Request.stream())
@@ -711,6 +709,15 @@ class _StreamRunner:
             LOGGER.info(format_progress(metrics))
         for listener in self.listeners:
             listener(metrics)
+
+
+def _one_pass(executor: SparkExecutor, base: SparkJob) -> bool:
+    """Whether the batches' sinks get their rows from each batch's one Spark job (else from
+    persisted frames): the option, and sinks whose records the tasks write typed."""
+    options = executor.config.get_configuration().to_dict()
+    return bool(STREAM_SINKS_ONE_PASS.read(options)) and PerRecordBatch.one_pass_for(
+        executor, base.frame_rows
+    )
 
 
 def _check_outcome(outcome: BatchOutcome) -> None:
