@@ -97,9 +97,21 @@ def backend_named(name: str):
     return EmbeddedRocksDBStateBackend(enable_incremental_checkpointing=True)
 
 
-def _stream(spark, directory, job: str, parallelism: int, ckpt, sink=None, backend=None, **options):
+def _stream(
+    spark,
+    directory,
+    job: str,
+    parallelism: int,
+    ckpt,
+    sink=None,
+    backend=None,
+    config=None,
+    **options,
+):
     env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
     env.set_parallelism(parallelism)
+    if config is not None:
+        env.configure(config)
     if backend is not None:
         env.set_state_backend(backend_named(backend))
     frame = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(directory))
@@ -123,6 +135,42 @@ def _final_watermark(batches) -> int:
 
 
 # ------------------------------------------------------------------------------ equivalence
+
+
+def _marker_jobs(spark) -> list[int]:
+    """The ids of the Spark jobs of a marker job (ids count every job of the context)."""
+    sc = spark.sparkContext
+    group = f"marker-{random.random()}"
+    sc.setJobGroup(group, "marker")
+    try:
+        spark.range(1).collect()
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    return sc.statusTracker().getJobIdsForGroup(group)
+
+
+def test_one_pass_batches_run_one_spark_job_and_write_what_persisted_frames_write(
+    spark, tmp_path
+) -> None:
+    """A micro-batch per record hands its sinks their records from its one Spark job (the
+    sink's ``collect()`` of the DataFrame made on the driver runs none; reading persisted
+    frames, it is a second job): the same rows, in the same order, as sinks reading the
+    batch's persisted frames, at parallelism 1 and 3."""
+    batches = _records(3, seed=3)
+    _write_files(tmp_path / "in", batches)
+    expected = _fired_before_end("timers", _reference("timers", batches), _final_watermark(batches))
+    for parallelism in (1, 3):
+        outs, jobs = [], []
+        for one_pass in ("true", "false"):
+            before = max(_marker_jobs(spark))
+            config = {"sparktide.execution.stream-sinks-one-pass": one_pass}
+            ckpt = tmp_path / f"ckpt-{parallelism}-{one_pass}"
+            out, _ = _stream(spark, tmp_path / "in", "timers", parallelism, ckpt, config=config)
+            jobs.append(min(_marker_jobs(spark)) - before - 1)
+            outs.append(out)
+        assert outs[0] == outs[1]
+        assert _flatten(outs[0]) == expected
+        assert jobs == [len(batches), 2 * len(batches)], jobs
 
 
 @pytest.mark.parametrize("job", ["timers", "windows"])

@@ -18,6 +18,7 @@ __all__ = [
     "COLUMNAR_EXECUTION",
     "MAP_BATCHES_SIZE",
     "SKIP_MISSING_INPUT_FILES",
+    "STREAM_SINKS_ONE_PASS",
     "WINDOW_FAST_PATH",
     "ColumnarExecution",
     "ConfigOption",
@@ -179,6 +180,19 @@ MAP_BATCHES_SIZE: ConfigOption[int] = (
 )
 """The most records ``DataStream.map_batches`` hands its function at once (default 4096; a
 batch also ends at every watermark). Read when ``map_batches`` is called."""
+
+STREAM_SINKS_ONE_PASS: ConfigOption[bool] = (
+    ConfigOptions.key("sparktide.execution.stream-sinks-one-pass")
+    .boolean_type()
+    .default_value(True)
+)
+"""How a streaming micro-batch run per record hands its Spark-written sinks (``ParquetBatchSink``,
+``JsonBatchSink``, ``foreach_batch``) their records. ``true`` (the default): the records its
+tasks write as typed columns come to the driver with the batch's other rows, in the batch's one
+Spark job, and each sink gets a DataFrame of them made on the driver (no frame is kept or read
+twice); the driver holds a batch's sink records for a moment. ``false``: the batch's frames are
+persisted and each sink reads its records from them in a Spark job of its own, for micro-batches
+whose output is too large for the driver's memory. The same rows in the same order either way."""
 
 CHUNKED_RECORDS: ConfigOption[bool] = (
     ConfigOptions.key("sparktide.execution.chunks").boolean_type().default_value(True)

@@ -55,6 +55,7 @@ from sparktide.common.config_options import (
     CHUNKED_RECORDS,
     COLUMNAR_EXECUTION,
     MAP_BATCHES_SIZE,
+    STREAM_SINKS_ONE_PASS,
     WINDOW_FAST_PATH,
     ConfigOption,
 )
@@ -96,7 +97,13 @@ EXECUTION_PREFIX = "sparktide.execution."
 EXECUTION_OPTIONS: Mapping[str, ConfigOption[object]] = MappingProxyType(
     {
         o.key(): o  # type: ignore[misc]
-        for o in (COLUMNAR_EXECUTION, WINDOW_FAST_PATH, MAP_BATCHES_SIZE, CHUNKED_RECORDS)
+        for o in (
+            COLUMNAR_EXECUTION,
+            WINDOW_FAST_PATH,
+            MAP_BATCHES_SIZE,
+            CHUNKED_RECORDS,
+            STREAM_SINKS_ONE_PASS,
+        )
     }
 )
 """sparktide's execution options, by key."""

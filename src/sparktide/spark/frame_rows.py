@@ -216,6 +216,17 @@ class FrameRows:
         matrix = columns.matrix(width)
         return [pa.array(matrix[:, i]) for i in range(width)]
 
+    def table(self, rows: pa.Table, node_id: int) -> pa.Table:
+        """The records of target ``node_id`` among ``rows`` (the job's rows of that target, as
+        Arrow): the frame :meth:`frame` gives, made on the driver (in position order when the
+        target is ordered)."""
+        k = self._index[node_id]
+        if self.targets[k].ordered and rows.num_rows > 1:
+            rows = rows.sort_by([(f"_p{i}", "ascending") for i in range(self.width)])
+        schema = arrow_schema_of(self.targets[k].type_info)
+        columns = [rows.column(f.name) for f in self._value_fields[k]]
+        return pa.Table.from_arrays(columns, schema=schema)
+
     def frame(self, produced: Sequence[DataFrame], node_id: int) -> DataFrame:
         """The frame of target ``node_id`` from the frames ``produced`` that hold its records:
         their rows filtered and selected in the JVM; a user function's failure (a

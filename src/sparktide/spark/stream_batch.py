@@ -6,18 +6,33 @@ that every subtask runs) or on Arrow columns (the batch of
 :class:`~sparktide.spark.columnar_stream.ColumnarStream`). Both are a :class:`BatchFrames`:
 what they tell the driver, as the typed values of :mod:`sparktide.spark.shipments`, and the
 frame each streaming sink writes.
+
+**One pass.** A micro-batch per record is one Spark job when every Spark-written sink has its
+records written as typed columns by the tasks that produce them (a declared type,
+:mod:`sparktide.spark.frame_rows`) and the option
+:data:`~sparktide.common.config_options.STREAM_SINKS_ONE_PASS` is on (the default): the sinks'
+rows come to the driver as Arrow with the rows for the driver, no frame is persisted, and each
+sink gets a DataFrame made on the driver from its rows (in position order); only the frames a
+later stage reads as well are persisted (computed once). Otherwise every frame is persisted and
+each sink's frame reads its rows from them (a Spark job of its own). The
+heartbeat rows (one per subtask) are the same in every batch: :class:`Heartbeats` makes their
+frame once per query and session.
 """
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
-from sparktide.runtime.execution.protocol import pack_entries
-from sparktide.spark.shipments import Shipped, decode_rows
+from sparktide.runtime.execution.protocol import FIRST_STAGE, Shipment, pack_entries
+from sparktide.spark.frames import spark_schema_of
+from sparktide.spark.shipments import Shipped, decode_rows, decode_shipment
 from sparktide.spark.spark_job import SPARK_SCHEMA
-from sparktide.spark.stage_frames import StageFrames, build_stage_frames
+from sparktide.spark.stage_frames import StageFrames, build_stage_frames, union
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
     from sparktide.runtime.graph import SinkNode, SourceNode
@@ -25,7 +40,7 @@ if TYPE_CHECKING:
     from sparktide.spark.frame_rows import FrameRows
     from sparktide.spark.stream_job import StreamingJob
 
-__all__ = ["BatchFrames", "PerRecordBatch"]
+__all__ = ["BatchFrames", "Heartbeats", "PerRecordBatch"]
 
 
 class BatchFrames(Protocol):
@@ -43,14 +58,28 @@ class BatchFrames(Protocol):
 
 
 class PerRecordBatch:
-    """A micro-batch on the per-record tasks (:mod:`sparktide.spark.stream_job`)."""
+    """A micro-batch on the per-record tasks (:mod:`sparktide.spark.stream_job`); ``one_pass``:
+    its sinks' rows come to the driver in its one Spark job (see the module's docstring)."""
 
     def __init__(
-        self, executor: SparkExecutor, stages: StageFrames, frame_rows: FrameRows | None = None
+        self,
+        executor: SparkExecutor,
+        stages: StageFrames,
+        frame_rows: FrameRows | None = None,
+        one_pass: bool = False,
     ) -> None:
         self.executor = executor
         self.stages = stages
         self.frame_rows = frame_rows  # the sinks whose records the tasks wrote typed
+        self.one_pass = one_pass
+        self._tables: dict[int, pa.Table] = {}  # one pass: each sink's records
+
+    @staticmethod
+    def one_pass_for(executor: SparkExecutor, frame_rows: FrameRows | None) -> bool:
+        """Whether every Spark-written sink of the job has its records in ``frame_rows``
+        (typed columns its tasks write), so that a batch can run in one pass."""
+        written = [n.id for n in executor.plan.sinks if n.frame_writer is not None]
+        return not written or (frame_rows is not None and all(i in frame_rows for i in written))
 
     @classmethod
     def build(
@@ -60,9 +89,15 @@ class PerRecordBatch:
         first_splits: list[int],
         frames: list[DataFrame],
         job: StreamingJob,
+        heartbeats: Heartbeats,
+        one_pass: bool,
     ) -> PerRecordBatch:
         """The stage frames of batch ``job.version`` over ``frames``, the batch's rows of each
-        of ``sources`` (whose first split is the matching one of ``first_splits``)."""
+        of ``sources`` (whose first split is the matching one of ``first_splits``). A frame read
+        twice (by a later stage and by the driver, or by a sink) is persisted, so that it is
+        computed once; in one pass the last stage's frame is read once, by the driver."""
+        plan = executor.plan
+        keep = _persisted if plan.stages or not one_pass else _as_is
         produced = []
         for node, first, frame in zip(sources, first_splits, frames, strict=True):
             task = node.source.prepare(frame).mapInArrow(
@@ -72,37 +107,102 @@ class PerRecordBatch:
                 # an exchange right above the task: it runs in the map stage of that exchange,
                 # whose task i reads partition i (in a union, task ids would be shifted)
                 task = task.repartition(node.source.num_splits)
-            produced.append(task.persist())
-        plan = executor.plan
-        heartbeats = _heartbeats(frames[0].sparkSession, job) if plan.stages else None
+            produced.append(keep(task))
+        beats = heartbeats.frame(frames[0].sparkSession, job) if plan.stages else None
         stages = build_stage_frames(
             plan,
             produced,
             job.stream_stage_task,
-            lambda df: df.persist(),
-            heartbeats,
+            _all_but_last(len(plan.stages)) if one_pass else _persisted,
+            beats,  # every stage gets rows: each builds a frame
             schema=job.base.schema,
         )
-        return cls(executor, stages, job.base.frame_rows)
+        return cls(executor, stages, job.base.frame_rows, one_pass)
+
+    def _written(self) -> list[int]:
+        return [n.id for n in self.executor.plan.sinks if n.frame_writer is not None]
 
     def driver_values(self) -> list[Shipped]:
-        written = [n.id for n in self.executor.plan.sinks if n.frame_writer is not None]
-        return decode_rows(self.stages.to_driver(written).collect())
+        written = self._written()
+        if not self.one_pass:
+            return decode_rows(self.stages.to_driver(written).collect())
+        from pyspark.sql import functions as F
+
+        rows = union(self.stages.frames).filter(F.col("stage") < FIRST_STAGE).toArrow()
+        return self._take_sink_rows(rows, written)
+
+    def _take_sink_rows(self, rows: pa.Table, written: list[int]) -> list[Shipped]:
+        """Keep the records of each sink of ``written`` among ``rows`` (as its frame's
+        columns); the values of the other rows."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if written and self.frame_rows is not None:
+            targets = rows.column("target")
+            collected = pc.equal(rows.column("stage"), Shipment.COLLECTED.value)
+            for node_id in written:
+                mine = rows.filter(pc.and_(collected, pc.equal(targets, node_id)))
+                self._tables[node_id] = self.frame_rows.table(mine, node_id)
+            sinks = pc.and_(collected, pc.is_in(targets, value_set=pa.array(written, pa.int32())))
+            rows = rows.filter(pc.invert(sinks))
+        columns = (rows.column(c).to_pylist() for c in ("stage", "target", "position", "payload"))
+        return [decode_shipment(*row) for row in zip(*columns, strict=True)]
 
     def frame(self, node: SinkNode) -> DataFrame:
+        if self.one_pass:
+            spark = self.stages.frames[0].sparkSession
+            schema = spark_schema_of(node.output_type)
+            return spark.createDataFrame(self._tables.pop(node.id), schema=schema)
         if self.frame_rows is not None and node.id in self.frame_rows:
             return self.frame_rows.frame(self.stages.frames, node.id)
         return self.executor.collected_frame(self.stages.frames, node.id, ordered=True)
 
     def unpersist(self) -> None:
+        self._tables.clear()
         self.stages.unpersist()
 
 
-def _heartbeats(spark: SparkSession, job: StreamingJob) -> DataFrame:
-    """An empty row for every subtask of every stage: each runs in every batch."""
-    rows = [
-        (stage.index, t, job.base.placement[stage.parallelism][t], b"", pack_entries([]))
-        for stage in job.plan.stages
-        for t in range(stage.parallelism)
-    ]
-    return spark.createDataFrame(rows, SPARK_SCHEMA)
+def _as_is(df: DataFrame) -> DataFrame:
+    return df
+
+
+def _persisted(df: DataFrame) -> DataFrame:
+    return df.persist()
+
+
+def _all_but_last(count: int) -> Callable[[DataFrame], DataFrame]:
+    """Persists each of ``count`` frames given in turn but the last one."""
+    built = itertools.count(1)
+    return lambda df: df if next(built) == count else df.persist()
+
+
+class Heartbeats:
+    """The frame of an empty row for every subtask of every stage (each runs in every batch),
+    made once per session: the rows are the same in every batch of a query."""
+
+    def __init__(self) -> None:
+        self._made: tuple[str | None, DataFrame] | None = None  # the session's id, the frame
+
+    def frame(self, spark: SparkSession, job: StreamingJob) -> DataFrame:
+        """The heartbeats' frame in ``spark``'s session (made again in another Spark Connect
+        session)."""
+        made = self._made
+        session = _session_id(spark)
+        if made is None or made[0] != session:
+            rows = [
+                (stage.index, t, job.base.placement[stage.parallelism][t], b"", pack_entries([]))
+                for stage in job.plan.stages
+                for t in range(stage.parallelism)
+            ]
+            made = self._made = (session, spark.createDataFrame(rows, SPARK_SCHEMA))
+        return made[1]
+
+    def __getstate__(self) -> dict[str, object]:
+        return {"_made": None}  # a frame stays in its session
+
+
+def _session_id(spark: SparkSession) -> str | None:
+    """The id of a Spark Connect session; ``None`` for a classic one (a query's batches all
+    run in its one session, each handing over a new handle of it)."""
+    session_id = getattr(spark, "session_id", None)
+    return session_id if isinstance(session_id, str) else None

@@ -69,6 +69,7 @@ import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
+from sparktide.common.config_options import STREAM_SINKS_ONE_PASS
 from sparktide.core.metrics import MetricsReport
 from sparktide.runtime.execution.driver import JobEnvironment
 from sparktide.runtime.execution.path import Request
@@ -106,7 +107,7 @@ from sparktide.spark.failures import quiet_query_failure_log
 from sparktide.spark.offset_log import check_spark_log, read_spark_log
 from sparktide.spark.session import is_connect
 from sparktide.spark.shipments import BatchOutcome
-from sparktide.spark.stream_batch import BatchFrames, PerRecordBatch
+from sparktide.spark.stream_batch import BatchFrames, Heartbeats, PerRecordBatch
 from sparktide.spark.stream_job import StreamingJob
 from sparktide.spark.stream_metrics import (
     LOGGER,
@@ -131,6 +132,8 @@ from sparktide.spark.stream_union import rows_of_source, union_streams
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.streaming.readwriter import DataStreamWriter
+
+    from sparktide.spark.spark_job import SparkJob
 
 __all__ = [
     "ConsoleBatchSink",
@@ -300,6 +303,8 @@ class _StreamRunner:
             first += len(splits_of(node))
         # the sinks' records in typed columns, written by the tasks that produce them
         self.base = executor.job(executor.written_frame_rows(ordered=True))
+        self.one_pass = _one_pass(executor, self.base)
+        self.heartbeats = Heartbeats()  # their frame, made once per session
         # the path choice: an eligible window aggregate runs its batches on columns
         choice = executor.path(Request.stream())
         self.columnar = columnar_stream(plan, choice)  # None: per record
@@ -626,7 +631,15 @@ class _StreamRunner:
         record."""
         if self.columnar is not None:
             return self.columnar.batch(frames[0], job)
-        return PerRecordBatch.build(self.executor, self.nodes, self.first_splits, frames, job)
+        return PerRecordBatch.build(
+            self.executor,
+            self.nodes,
+            self.first_splits,
+            frames,
+            job,
+            self.heartbeats,
+            self.one_pass,
+        )
 
     def _write_sinks(self, batch: BatchFrames, version: int) -> None:
         """Give each streaming sink the batch's frame of its records."""
@@ -696,6 +709,15 @@ class _StreamRunner:
             LOGGER.info(format_progress(metrics))
         for listener in self.listeners:
             listener(metrics)
+
+
+def _one_pass(executor: SparkExecutor, base: SparkJob) -> bool:
+    """Whether the batches' sinks get their rows from each batch's one Spark job (else from
+    persisted frames): the option, and sinks whose records the tasks write typed."""
+    options = executor.config.get_configuration().to_dict()
+    return bool(STREAM_SINKS_ONE_PASS.read(options)) and PerRecordBatch.one_pass_for(
+        executor, base.frame_rows
+    )
 
 
 def _check_outcome(outcome: BatchOutcome) -> None:
