@@ -247,6 +247,11 @@ class SparkJob:
             keys = self.placement[stage.parallelism]
             codecs = self.stage_codecs(stage.index)
             for target, entries in enumerate(tasks.buffers[stage.index]):
+                for run in entries.take_runs():  # records by columns, each run in order
+                    for first, payload in run.packed(self.chunk, codecs):
+                        row = (stage.index, target, keys[target], encode_position(first), payload)
+                        for column, value in zip(columns, row, strict=True):
+                            column.append(value)
                 # timers fire in time order, not key group order: one sort of an almost
                 # ordered list (linear), so the task's chunks form one run in position order
                 entries.sort(key=_by_position_and_channel)
@@ -345,7 +350,7 @@ class SparkJob:
 
     def _buffered(self, tasks: JobTasks) -> int:
         """How many items the task holds for shipping."""
-        n = sum(len(entries) for per_stage in tasks.buffers.values() for entries in per_stage)
+        n = sum(buffer.held() for per_stage in tasks.buffers.values() for buffer in per_stage)
         for op in tasks.operators:
             if isinstance(op, CollectSinkOperator) and isinstance(op.sink, RecordCollector):
                 n += op.sink.held

@@ -65,6 +65,7 @@ from sparktide.runtime.execution.position_columns import (
     PAD,
     PaddedPositions,
     PositionColumns,
+    int64_bytes,
     padded,
 )
 from sparktide.runtime.output import Output
@@ -100,6 +101,7 @@ __all__ = [
     "extend",
     "pack_collected",
     "pack_entries",
+    "pack_run",
     "padded",
     "round_of",
     "source_position",
@@ -352,6 +354,47 @@ def pack_entries(
         body = (ChunkKind.ELEMENTS, elements)
     columns = (PositionColumns.of(positions), _column(channels), input_column)
     return pickle.dumps((*body, *columns, keys, _column(key_groups)), 5)
+
+
+def pack_run(
+    prefix: tuple[int, int, int],
+    channel: int,
+    index: int,
+    seqs: list[int],
+    values: list[object],
+    stamps: list[int | None],
+    keys: list[object],
+    groups: list[int],
+    codec: ValueCodec | None = None,
+) -> bytes:
+    """The chunk :func:`pack_entries` makes of the records at ``(*prefix, seqs[i], 0)`` (a run
+    of one split's records sent through a hash exchange: ``seqs`` ascending, at least one),
+    written from their columns: no entry, no record and no position tuple per record.
+    ``codec``: the codec of input ``index``'s declared value type (typed Arrow values when it
+    holds them all).
+
+    >>> entries = [((0, 0, 2, s, 0), 1, 1, StreamRecord(s * 10, s), s % 2, 3) for s in (4, 5)]
+    >>> pack_run((0, 0, 2), 1, 1, [4, 5], [40, 50], [4, 5], [0, 1], [3, 3]) == pack_entries(
+    ...     entries)
+    True
+    """
+    n = len(seqs)
+    first = seqs[0]
+    seq_column: int | bytes = first if seqs.count(first) == n else int64_bytes(seqs)
+    positions = PositionColumns(n, 5, (*prefix, seq_column, 0))
+    return pickle.dumps(
+        (
+            ChunkKind.RECORDS,
+            _values_of(values, codec),
+            stamps,
+            positions,
+            channel,
+            index,
+            tuple(keys),
+            _column(tuple(groups)),
+        ),
+        5,
+    )
 
 
 def unpack_chunk(payload: bytes) -> EntryChunk | None:

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sparktide.runtime.elements import StreamRecord, Watermark, WatermarkStatus
-from sparktide.runtime.execution.protocol import Cursor, Entry, SourceTagger
+from sparktide.runtime.execution.exchange_buffer import ExchangeBuffer
+from sparktide.runtime.execution.protocol import Cursor, SourceTagger
 from sparktide.runtime.graph import Edge
 from sparktide.runtime.keygroups import KeyGroupCache, assign_to_key_group
 from sparktide.runtime.operators.co_process import AbstractTwoInputOperator
@@ -156,7 +157,7 @@ class ExchangeWriter:
 
     def __init__(
         self,
-        buffers: list[list[Entry]],
+        buffers: list[ExchangeBuffer],
         parallelism: int,
         max_parallelism: int,
         edge: Edge,
@@ -270,7 +271,7 @@ class ExchangeTarget:
     its parallelism and number of key groups, the writer's channel and input index, the key
     selector and the writer's key group cache."""
 
-    buffers: list[list[Entry]]
+    buffers: list[ExchangeBuffer]
     parallelism: int
     max_parallelism: int
     channel: int
@@ -358,14 +359,33 @@ class HashChunks:
         keys: list[object],
         groups: list[int],
     ) -> None:
-        """The entries of the first ``len(groups)`` items."""
+        """The records of the first ``len(groups)`` items, by columns: per receiving subtask,
+        onto the run of this split's records its buffer holds
+        (:meth:`~.exchange_buffer.ExchangeBuffer.run_for`)."""
         t = self._tagger
-        r, phase, split = t.round, t.phase, t.split
-        channel, index, owner_of = self._channel, self._index, self._owner_of
-        appends = [b.append for b in self._buffers]
-        for seq, value, ts, k, kg in zip(seqs, values, timestamps, keys, groups):  # noqa: B905
-            appends[owner_of[kg]](
-                ((r, phase, split, seq, 0), channel, index, StreamRecord(value, ts), k, kg)
+        n = len(groups)
+        prefix = (t.round, t.phase, t.split)
+        channel, index, buffers = self._channel, self._index, self._buffers
+        if len(buffers) == 1:
+            if n:
+                run = buffers[0].run_for(prefix, channel, index)
+                run.add(seqs[:n], values[:n], timestamps[:n], keys[:n], groups)
+            return
+        owner_of = self._owner_of
+        picks: list[list[int]] = [[] for _ in buffers]
+        adds = [p.append for p in picks]
+        for i, kg in enumerate(groups):
+            adds[owner_of[kg]](i)
+        for buffer, picked in zip(buffers, picks, strict=True):
+            if not picked:
+                continue
+            run = buffer.run_for(prefix, channel, index)
+            run.add(
+                list(map(seqs.__getitem__, picked)),
+                list(map(values.__getitem__, picked)),
+                list(map(timestamps.__getitem__, picked)),
+                list(map(keys.__getitem__, picked)),
+                list(map(groups.__getitem__, picked)),
             )
 
 
