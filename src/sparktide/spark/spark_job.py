@@ -424,9 +424,9 @@ class SparkJob:
                 return
             ready = merge.add(unpack_chunk(payload))
             if ready:  # what no chunk from here on can precede
-                session.process(ready)
+                session.process_chunks(ready)
                 yield from self.flush_rows(tasks)
-        session.process(merge.drain())
+        session.process_chunks(merge.drain())
         session.finish()
         session.close()
         yield self.rows(tasks, session.rounds)

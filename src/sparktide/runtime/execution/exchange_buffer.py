@@ -50,12 +50,26 @@ class RecordRun:
     receiving stage (the entry ``(position, channel, index, StreamRecord(values[i],
     stamps[i]), keys[i], groups[i])``)."""
 
-    __slots__ = ("channel", "groups", "index", "keys", "prefix", "seqs", "stamps", "values")
+    __slots__ = (
+        "channel",
+        "groups",
+        "index",
+        "keys",
+        "prefix",
+        "seqs",
+        "stamps",
+        "values",
+        "written_after",
+    )
 
-    def __init__(self, prefix: tuple[int, int, int], channel: int, index: int) -> None:
+    def __init__(
+        self, prefix: tuple[int, int, int], channel: int, index: int, written_after: int = 0
+    ) -> None:
         self.prefix = prefix
         self.channel = channel
         self.index = index
+        # how many entries its buffer held when the run began: one appended since breaks it
+        self.written_after = written_after
         self.seqs: list[int] = []
         self.values: list[object] = []
         self.stamps: list[int | None] = []
@@ -65,9 +79,18 @@ class RecordRun:
     def __len__(self) -> int:
         return len(self.seqs)
 
-    def continues(self, prefix: tuple[int, int, int], channel: int, index: int) -> bool:
-        """Whether records at ``prefix`` on ``channel`` for input ``index`` extend this run."""
-        return self.prefix == prefix and self.channel == channel and self.index == index
+    def continues(
+        self, prefix: tuple[int, int, int], channel: int, index: int, written: int
+    ) -> bool:
+        """Whether records at ``prefix`` on ``channel`` for input ``index`` extend this run,
+        its buffer holding ``written`` entries (an entry appended since the run began, a
+        watermark or a status, ends it)."""
+        return (
+            self.written_after == written
+            and self.prefix == prefix
+            and self.channel == channel
+            and self.index == index
+        )
 
     def add(
         self,
@@ -142,11 +165,13 @@ class ExchangeBuffer(list[Entry]):
 
     def run_for(self, prefix: tuple[int, int, int], channel: int, index: int) -> RecordRun:
         """The run records at ``prefix`` on ``channel`` for input ``index`` extend: the last
-        run held, when it has them, else a new one (held)."""
-        runs = self.runs
-        if runs and runs[-1].continues(prefix, channel, index):
+        run held, when it has them and no entry was appended since it began (the watermarks
+        and statuses between records break the runs, so that the runs and the entries between
+        them follow one another in position order), else a new one (held)."""
+        runs, written = self.runs, len(self)
+        if runs and runs[-1].continues(prefix, channel, index, written):
             return runs[-1]
-        run = RecordRun(prefix, channel, index)
+        run = RecordRun(prefix, channel, index, written)
         runs.append(run)
         return run
 
