@@ -220,6 +220,10 @@ class SparkJob:
         sink in ``frame_rows`` are rows of typed columns instead (:mod:`.frame_rows`)."""
         columns: tuple[list[object], ...] = ([], [], [], [], [])
 
+        def put(*row: object) -> None:
+            for column, value in zip(columns, row, strict=True):
+                column.append(value)
+
         def add(
             stage: int,
             target: int,
@@ -229,29 +233,15 @@ class SparkJob:
         ) -> None:
             for i in range(0, len(items), self.chunk):
                 chunk = items[i : i + self.chunk]
-                for column, value in zip(
-                    columns,
-                    (
-                        stage,
-                        target,
-                        pkey,
-                        encode_position(_first_position(chunk)),
-                        pack(chunk),
-                    ),
-                    strict=True,
-                ):
-                    column.append(value)
+                put(stage, target, pkey, encode_position(_first_position(chunk)), pack(chunk))
             items.clear()
 
         for stage in self.plan.stages:
             keys = self.placement[stage.parallelism]
             codecs = self.stage_codecs(stage.index)
             for target, entries in enumerate(tasks.buffers[stage.index]):
-                for run in entries.take_runs():  # records by columns, each run in order
-                    for first, payload in run.packed(self.chunk, codecs):
-                        row = (stage.index, target, keys[target], encode_position(first), payload)
-                        for column, value in zip(columns, row, strict=True):
-                            column.append(value)
+                for first, payload in entries.packed_runs(self.chunk, codecs):  # by columns
+                    put(stage.index, target, keys[target], encode_position(first), payload)
                 # timers fire in time order, not key group order: one sort of an almost
                 # ordered list (linear), so the task's chunks form one run in position order
                 entries.sort(key=_by_position_and_channel)
@@ -269,9 +259,7 @@ class SparkJob:
                 add(Shipment.PRINTED.value, 0, 0, op.shipped)
         if final:
             metrics = TaskMetrics(rounds, TaskCounts.of(tasks.metrics()), tasks.user_metrics())
-            row = (Shipment.METRICS.value, 0, 0, b"", pickle.dumps(metrics))
-            for column, value in zip(columns, row, strict=True):
-                column.append(value)
+            put(Shipment.METRICS.value, 0, 0, b"", pickle.dumps(metrics))
         return self._batch(columns, framed=framed)
 
     def _framed(self, sink: RecordCollector, framed: list[pa.RecordBatch]) -> bool:

@@ -11,7 +11,7 @@ they break the runs where they broke them before.
 
 A runner takes the buffer's content in the stage's input order: the local runtime as entries
 (:meth:`ExchangeBuffer.take`: each run's entries made once, then one sort of what is almost in
-order), the Spark runner by packed chunks (:meth:`ExchangeBuffer.take_runs`, each run cut into
+order), the Spark runner by packed chunks (:meth:`ExchangeBuffer.packed_runs`, each run cut into
 chunks packed straight from its columns by
 :func:`~sparktide.runtime.execution.protocol.pack_run`, the bytes the entries' chunk has).
 
@@ -190,7 +190,12 @@ class ExchangeBuffer(list[Entry]):
         entries.sort(key=key)  # type: ignore[arg-type]  # the key orders entries
         return entries
 
-    def take_runs(self) -> list[RecordRun]:
-        """The runs held (the entries stay); the buffer holds no run afterwards."""
+    def packed_runs(
+        self, size: int, codecs: Mapping[int, ValueCodec | None] | None
+    ) -> Iterator[tuple[Position, bytes]]:
+        """The runs held, packed in chunks of at most ``size`` records
+        (:meth:`RecordRun.packed`), each with its first position; the entries stay, the buffer
+        holds no run afterwards."""
         runs, self.runs = self.runs, []
-        return runs
+        for run in runs:
+            yield from run.packed(size, codecs)
