@@ -5,8 +5,8 @@ upstream subtask). A stage subtask needs their union in ``(position, channel)`` 
 (:mod:`sparktide.runtime.execution.protocol`). On Spark the runs reach a subtask in **chunks**,
 each in position order, the chunks sorted by their first position (Spark sorts the rows, not the
 entries). :class:`ChunkMerge` takes such chunks one at a time
-(:class:`~sparktide.runtime.execution.protocol.EntryChunk`: their entries and their positions
-by columns) and hands back, in order, every entry no later chunk can precede (those at a
+(:class:`~sparktide.runtime.execution.protocol.EntryChunk`: their entries by columns) and
+hands back, in order and as chunks, every entry no later chunk can precede (those at a
 position below the first position of the chunk just added); it holds the rest, at most
 ``budget`` entries, plus, when more runs than that overlap, the tail of one chunk per run. Runs
 that follow one another are concatenated; where runs overlap, what is ready is ordered by one

@@ -43,8 +43,10 @@ side orders a stage's input by a vectorized sort of those matrices and the chann
 (:class:`~sparktide.runtime.execution.merge.ChunkMerge`); :func:`encode_position` gives the
 same order as bytes for one row's sort key. The values of a chunk travel as typed Arrow columns
 when their declared type has columns and every value has exactly that shape
-(:mod:`.arrow_values`), else as a pickled list. The Python tuple stays the per-record form
-inside a task.
+(:mod:`.arrow_values`), else as a pickled list. A run of one split's records sent through a
+hash exchange is packed straight from its columns (:func:`pack_run`: the same bytes). The
+receiving side decodes a chunk once into columns (:class:`EntryChunk`) and a stage's task
+iterates them: no entry tuple per record.
 
 **Shipments.** Rows between Spark tasks have a ``stage`` column: a stage index (>= 0) for entries
 sent to that stage, else a :class:`Shipment` saying what the row carries to the driver.

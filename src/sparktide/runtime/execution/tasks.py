@@ -146,7 +146,8 @@ class SubtaskTask:
         }
 
     def process(self, entries: Iterable[Entry]) -> None:
-        """Process entries (:data:`~.protocol.Entry`), in order."""
+        """Process entries (:data:`~.protocol.Entry`), in order: a list of them, or a chunk's
+        columns (:meth:`~.protocol.EntryChunk.columns`, no tuple kept per entry)."""
         cursor = self.cursor
         op = self.entry
         backend = op.keyed_state_backend

@@ -1,7 +1,8 @@
 """How operator instances are connected: outputs, chain inputs, exchanges.
 
 Shared by every runner. An exchange writer appends :data:`~.protocol.Entry` tuples to per-subtask
-buffers, positioned by the :class:`~.protocol.Cursor` (the layout of positions is
+buffers (:class:`~.exchange_buffer.ExchangeBuffer`; a hash exchange fed by a split's chunks adds
+their records by columns), positioned by the :class:`~.protocol.Cursor` (the layout of positions is
 :mod:`sparktide.runtime.execution.protocol`'s); a runner moves the buffers to the next stage (in
 memory, or through a Spark shuffle) and the stage processes them in position order.
 """
@@ -284,9 +285,11 @@ class HashChunks:
     """A hash exchange's writer for a chunk of a split's records (see
     :mod:`~sparktide.runtime.execution.chunk_path`): the entries :meth:`ExchangeWriter.collect`
     appends for the chunk's records one by one, with the keys of the chunk taken in one loop,
-    their key groups in one comprehension and each entry built at once (no cursor moved per
-    record). The chunk path runs in the source stage only, where an entry's position is its
-    source record's (``(round, phase, split, seq, 0)``).
+    their key groups in one comprehension and the records added by columns to the run of the
+    split each receiving subtask's buffer holds (:class:`~.exchange_buffer.RecordRun`: no
+    entry, record or position tuple per record, no cursor moved per record). The chunk path
+    runs in the source stage only, where an entry's position is its source record's
+    (``(round, phase, split, seq, 0)``).
 
     When the key selector (or the key's hash) raises on item ``i``, the entries of the items
     before ``i`` are appended first, the cursor is at item ``i``'s source record and the
