@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any
 
 from sparktide.runtime.elements import StreamRecord, Watermark, WatermarkStatus
 from sparktide.runtime.execution.exchange_buffer import ExchangeBuffer
@@ -382,14 +383,17 @@ class HashChunks:
         for buffer, picked in zip(buffers, picks, strict=True):
             if not picked:
                 continue
-            run = buffer.run_for(prefix, channel, index)
-            run.add(
-                list(map(seqs.__getitem__, picked)),
-                list(map(values.__getitem__, picked)),
-                list(map(timestamps.__getitem__, picked)),
-                list(map(keys.__getitem__, picked)),
-                list(map(groups.__getitem__, picked)),
+            # one C loop per column (itemgetter of one index gives the item, not a tuple)
+            take: Callable[[Sequence[Any]], Any] = (
+                itemgetter(*picked) if len(picked) > 1 else _one(picked[0])
             )
+            run = buffer.run_for(prefix, channel, index)
+            run.add(take(seqs), take(values), take(timestamps), take(keys), take(groups))
+
+
+def _one(i: int) -> Callable[[Sequence[Any]], Any]:
+    """Takes item ``i`` of a sequence, as a tuple of one (as ``itemgetter`` of several)."""
+    return lambda items: (items[i],)
 
 
 class ValveOutput:
