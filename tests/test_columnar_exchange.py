@@ -187,7 +187,7 @@ def test_a_run_is_packed_as_its_entries_are() -> None:
     assert second is not first
     second.add([3], ["d"], [None], ["k"], [9])
     assert buffer.held() == 5
-    entries = first.entries()
+    entries = first.entries
     assert entries == [
         ((0, 0, 3, 1, 0), 1, 1, StreamRecord("a", 5), "k", 9),
         ((0, 0, 3, 1, 0), 1, 1, StreamRecord("b", 5), "k", 9),

@@ -139,4 +139,4 @@ class LocalExecutor:
                 index = session.task.index
                 buffer = stage_buffers[index]
                 if buffer or buffer.runs:
-                    session.process(buffer.take(order))
+                    session.process_chunks(buffer.take_chunks(order))

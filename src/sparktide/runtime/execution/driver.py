@@ -25,7 +25,7 @@ from typing import Protocol, TypedDict
 
 from sparktide.common.configuration import Configuration
 from sparktide.core.state_backend import StateBackend
-from sparktide.runtime.execution.protocol import Entry, EntryChunk, RoundPhase, round_of
+from sparktide.runtime.execution.protocol import Entry, InputChunk, RoundPhase, round_of
 from sparktide.runtime.execution.tasks import SplitTask, SubtaskTask
 from sparktide.runtime.mailbox import Mailbox
 from sparktide.runtime.operators.base import AbstractStreamOperator
@@ -298,25 +298,25 @@ class SubtaskSession:
             i = j
         _drain(self._waiting)
 
-    def process_chunks(self, chunks: Sequence[EntryChunk]) -> None:
-        """Process ``chunks`` (entries by columns, one after another in position order, as a
-        :class:`~sparktide.runtime.execution.merge.ChunkMerge` hands them out): the task
-        iterates each chunk's columns; a chunk that spans rounds goes by :meth:`process`."""
+    def process_chunks(self, chunks: Sequence[InputChunk]) -> None:
+        """Process ``chunks`` (entries one chunk after another in position order, as a
+        :class:`~sparktide.runtime.execution.merge.ChunkMerge` or an exchange buffer hands them
+        out): the task iterates each chunk's columns; a chunk that spans rounds goes by
+        :meth:`process`."""
         if not chunks:
             return
         task, simulated = self.task, self.simulated
         for chunk in chunks:
-            tags = chunk.tags
             if simulated is not None:
-                r = tags[0][0]
-                if tags[-1][0] != r:
+                r = chunk.first()[0][0]
+                if chunk.last()[0][0] != r:
                     self.process(chunk.entries)
                     continue
                 self.begin_round(r)
             task.process(chunk.columns())
         _drain(self._waiting)
         if simulated is None:
-            self.last = round_of(chunks[-1].tags[-1])
+            self.last = round_of(chunks[-1].last()[0])
 
     def finish(self) -> None:
         for op in self.task.operators.values():

@@ -31,17 +31,21 @@ chunks packed straight from its columns by
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from itertools import repeat
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from sparktide.runtime.elements import StreamRecord
-from sparktide.runtime.execution.protocol import Entry, Position, pack_run
+from sparktide.runtime.execution.protocol import Entry, InputChunk, Position, pack_run
 
 if TYPE_CHECKING:
     from sparktide.runtime.execution.arrow_values import ValueCodec
 
-__all__ = ["ExchangeBuffer", "RecordRun"]
+__all__ = ["EntryList", "ExchangeBuffer", "RecordRun"]
+
+_order = itemgetter(0, 1)  # (position, channel): a stage's input order
 
 
 class RecordRun:
@@ -107,21 +111,35 @@ class RecordRun:
         self.keys.extend(keys)
         self.groups.extend(groups)
 
-    def entries(self) -> list[Entry]:
-        """The run's records as entries (what writing them one by one appends)."""
+    def columns(self) -> Iterator[Entry]:
+        """The run's entries in order, from its columns (a position tuple and a record made per
+        record; ``zip`` reuses its tuple when the loop unpacks it)."""
         r, phase, split = self.prefix
         n = len(self.seqs)
-        return list(
-            zip(
-                [(r, phase, split, seq, 0) for seq in self.seqs],
-                repeat(self.channel, n),
-                repeat(self.index, n),
-                map(StreamRecord, self.values, self.stamps),
-                self.keys,
-                self.groups,
-                strict=False,
-            )
+        return zip(
+            [(r, phase, split, seq, 0) for seq in self.seqs],
+            repeat(self.channel, n),
+            repeat(self.index, n),
+            map(StreamRecord, self.values, self.stamps),
+            self.keys,
+            self.groups,
+            strict=False,
         )
+
+    @property
+    def entries(self) -> list[Entry]:
+        """The run's records as entries (what writing them one by one appends)."""
+        return list(self.columns())
+
+    def first(self) -> tuple[Position, int]:
+        """``(position, channel)`` of the run's first record (the run is not empty)."""
+        r, phase, split = self.prefix
+        return (r, phase, split, self.seqs[0], 0), self.channel
+
+    def last(self) -> tuple[Position, int]:
+        """``(position, channel)`` of the run's last record (the run is not empty)."""
+        r, phase, split = self.prefix
+        return (r, phase, split, self.seqs[-1], 0), self.channel
 
     def packed(
         self, size: int, codecs: Mapping[int, ValueCodec | None] | None
@@ -146,6 +164,30 @@ class RecordRun:
                     codec,
                 ),
             )
+
+
+class EntryList(list[Entry]):
+    """Entries in order, as a chunk a stage subtask takes
+    (:class:`~sparktide.runtime.execution.protocol.InputChunk`)."""
+
+    __slots__ = ()
+
+    def columns(self) -> Iterator[Entry]:
+        """The entries in order."""
+        return iter(self)
+
+    @property
+    def entries(self) -> list[Entry]:
+        """The entries."""
+        return self
+
+    def first(self) -> tuple[Position, int]:
+        """``(position, channel)`` of the first entry."""
+        return self[0][0], self[0][1]
+
+    def last(self) -> tuple[Position, int]:
+        """``(position, channel)`` of the last entry."""
+        return self[-1][0], self[-1][1]
 
 
 class ExchangeBuffer(list[Entry]):
@@ -185,10 +227,42 @@ class ExchangeBuffer(list[Entry]):
         entries = list(self)
         self.clear()
         for run in self.runs:
-            entries.extend(run.entries())
+            entries.extend(run.columns())
         self.runs = []
         entries.sort(key=key)  # type: ignore[arg-type]  # the key orders entries
         return entries
+
+    def take_chunks(self, key: Callable[[Entry], object]) -> list[InputChunk]:
+        """Everything held, in a stage's input order (``key`` sorts the entries: by position
+        and channel, or by position where one channel feeds the stage), as chunks to process
+        one after another: the runs by columns, the entries between them as lists; the buffer
+        is left empty. When an entry falls inside a run's positions, or two runs overlap (no
+        split's writer makes either), everything goes as entries, sorted (:meth:`take`)."""
+        runs = sorted(self.runs, key=RecordRun.first)
+        if not runs:
+            only = EntryList(self)
+            self.clear()
+            only.sort(key=key)  # type: ignore[arg-type]  # the key orders entries
+            return [only] if only else []
+        entries = sorted(self, key=key)  # type: ignore[arg-type]
+        out: list[InputChunk] = []
+        i, before = 0, None
+        for run in runs:
+            head, tail = run.first(), run.last()
+            j = bisect_left(entries, head, lo=i, key=_order)
+            if (before is not None and before > head) or (
+                j < len(entries) and _order(entries[j]) <= tail
+            ):
+                return [EntryList(self.take(key))]
+            if j > i:
+                out.append(EntryList(entries[i:j]))
+            out.append(run)
+            i, before = j, tail
+        if i < len(entries):
+            out.append(EntryList(entries[i:]))
+        self.clear()
+        self.runs = []
+        return out
 
     def packed_runs(
         self, size: int, codecs: Mapping[int, ValueCodec | None] | None

@@ -89,6 +89,7 @@ __all__ = [
     "Element",
     "Entry",
     "EntryChunk",
+    "InputChunk",
     "Mark",
     "Phase",
     "Position",
@@ -268,6 +269,33 @@ class ChunkKind(IntEnum):
     """Only records: their values (typed Arrow or pickled) and timestamps travel by columns."""
     ELEMENTS = 2
     """Some watermarks or statuses: the elements travel as they are."""
+
+
+class InputChunk(Protocol):
+    """Entries in order, as a stage subtask takes them one chunk after another
+    (:meth:`~sparktide.runtime.execution.driver.SubtaskSession.process_chunks`): an
+    :class:`EntryChunk`, a run of records by columns
+    (:class:`~sparktide.runtime.execution.exchange_buffer.RecordRun`) or a list of entries
+    (:class:`~sparktide.runtime.execution.exchange_buffer.EntryList`)."""
+
+    def __len__(self) -> int: ...
+
+    def columns(self) -> Iterator[Entry]:
+        """The entries in order (a tuple per entry that the loop may not keep)."""
+        ...
+
+    @property
+    def entries(self) -> list[Entry]:
+        """The entries as tuples."""
+        ...
+
+    def first(self) -> tuple[Position, int]:
+        """``(position, channel)`` of the first entry (the chunk is not empty)."""
+        ...
+
+    def last(self) -> tuple[Position, int]:
+        """``(position, channel)`` of the last entry (the chunk is not empty)."""
+        ...
 
 
 class EntryChunk:
