@@ -1,13 +1,14 @@
 """The keyed exchange by columns against the general path: a split's chunk crosses a hash
 exchange as runs of columns (``ExchangeBuffer``/``RecordRun``, packed by ``pack_run``), and a
-stage subtask on Spark takes its input as chunks of columns (``unpack_chunk``, ``ChunkMerge``,
-``SubtaskSession.process_chunks``). With ``sparktide.execution.chunks`` off every record goes
-through the exchange one by one as an entry. Random tables (late records, several splits,
-rounds of a few records: periodic watermarks between a split's chunks), parallelism 1, 2, 4,
-small task buffers:
-the same output in the same order (order per key included) as the general path, on the local
-runtime and on Spark, through a keyed process function with state and timers, a second keyed
-exchange behind it and a keyed window with a late-data side output."""
+stage subtask takes its input as chunks of columns (on Spark ``unpack_chunk`` and
+``ChunkMerge``, locally ``ExchangeBuffer.take_chunks``; ``SubtaskSession.process_chunks``).
+With ``sparktide.execution.chunks`` off every record goes through the exchange one by one as
+an entry. Random tables (late records, several splits, rounds of a few records: periodic
+watermarks between a split's chunks; a union with records that go one by one, as entries
+beside the runs), parallelism 1, 2, 4, small task buffers: the same output in the same order
+(order per key included) as the general path, on the local runtime and on Spark, through a
+keyed process function with state and timers, a second keyed exchange behind it and a keyed
+window with a late-data side output."""
 
 from __future__ import annotations
 
@@ -48,8 +49,15 @@ class Running(KeyedProcessFunction):
         yield Row(k=ctx.get_current_key(), v=-(self.count.value() or 0), x=None, ts=timestamp)
 
 
-def _strategy(bound: int) -> WatermarkStrategy:
-    base = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(bound))
+def _strategy(bound: int | None) -> WatermarkStrategy:
+    if bound is None:  # a generator of its own: the split's records go one by one, as entries
+        from sparktide.common.watermark_strategy import PunctuatedWatermarks
+
+        base = WatermarkStrategy.for_generator(
+            lambda ctx: PunctuatedWatermarks(lambda r: r.ts - 4 if r.v % 5 == 0 else None)
+        )
+    else:
+        base = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(bound))
     return base.with_timestamp_assigner(lambda r, _: r.ts)
 
 
@@ -93,10 +101,14 @@ def _local(
     *,
     chunks: bool,
     buffer: int | None = None,
+    mixed: bool = False,
 ) -> list[Any]:
     env = _environment("local", chunks, every, buffer)
     env.set_parallelism(parallelism)
     source = env.from_source(TableSource(_table(rows), ROW, splits), _strategy(bound), "events")
+    if mixed:  # records as entries beside the runs in the same buffers
+        other = env.from_source(TableSource(_table(rows[::2]), ROW, 2), _strategy(None), "other")
+        source = source.union(other)
     return list(_keyed(source, parallelism).execute_and_collect())
 
 
@@ -117,11 +129,16 @@ record = st.tuples(
     st.sampled_from((0, 3, 10)),
     st.sampled_from((None, 1, 7)),
     st.sampled_from((None, 1, 5)),
+    st.booleans(),
 )
-def test_columns_give_the_general_paths_output_locally(rows, splits, bound, every, buffer) -> None:
-    general = _local(rows, splits, 1, bound, every, chunks=False)
+def test_columns_give_the_general_paths_output_locally(
+    rows, splits, bound, every, buffer, mixed
+) -> None:
+    general = _local(rows, splits, 1, bound, every, chunks=False, mixed=mixed)
     for parallelism in (1, 2, 4):
-        by_columns = _local(rows, splits, parallelism, bound, every, chunks=True, buffer=buffer)
+        by_columns = _local(
+            rows, splits, parallelism, bound, every, chunks=True, buffer=buffer, mixed=mixed
+        )
         assert by_columns == general
 
 

@@ -9,9 +9,9 @@ and, per record, its ``seq``, value, timestamp, key and key group, with no tuple
 ``StreamRecord`` per record. The watermarks and statuses between two chunks stay entries, so
 they break the runs where they broke them before.
 
-A runner takes the buffer's content in the stage's input order: the local runtime as entries
-(:meth:`ExchangeBuffer.take`: each run's entries made once, then one sort of what is almost in
-order), the Spark runner by packed chunks (:meth:`ExchangeBuffer.packed_runs`, each run cut into
+A runner takes the buffer's content in the stage's input order: the local runtime as chunks
+(:meth:`ExchangeBuffer.take_chunks`: the runs by columns, the entries between them as sorted
+lists, which a stage subtask iterates one after another), the Spark runner by packed chunks (:meth:`ExchangeBuffer.packed_runs`, each run cut into
 chunks packed straight from its columns by
 :func:`~sparktide.runtime.execution.protocol.pack_run`, the bytes the entries' chunk has).
 
