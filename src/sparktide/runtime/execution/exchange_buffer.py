@@ -11,9 +11,9 @@ they break the runs where they broke them before.
 
 A runner takes the buffer's content in the stage's input order: the local runtime as chunks
 (:meth:`ExchangeBuffer.take_chunks`: the runs by columns, the entries between them as sorted
-lists, which a stage subtask iterates one after another), the Spark runner by packed chunks (:meth:`ExchangeBuffer.packed_runs`, each run cut into
-chunks packed straight from its columns by
-:func:`~sparktide.runtime.execution.protocol.pack_run`, the bytes the entries' chunk has).
+lists, which a stage subtask iterates one after another), the Spark runner by packed chunks
+(:meth:`ExchangeBuffer.packed_runs`, each run cut into chunks packed straight from its columns
+by :func:`~sparktide.runtime.execution.protocol.pack_run`, the bytes the entries' chunk has).
 
 >>> from sparktide.runtime.elements import Watermark
 >>> buffer = ExchangeBuffer()
