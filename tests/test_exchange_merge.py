@@ -10,7 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sparktide.runtime.execution.merge import ChunkMerge, merge_runs, sort_chunks
-from sparktide.runtime.execution.protocol import pack_entries, unpack_chunk
+from sparktide.runtime.execution.protocol import EntryChunk, pack_entries, unpack_chunk
+
+
+def _entries(chunks: list[EntryChunk]) -> list[tuple]:
+    """The entries of the chunks a merge hands out, one chunk after another."""
+    return [entry for chunk in chunks for entry in chunk.entries]
 
 
 def _entry(position: tuple[int, ...], channel: int) -> tuple:
@@ -62,12 +67,12 @@ def test_chunks_of_ordered_runs_come_out_in_order(
     merge = ChunkMerge(budget)
     out: list[tuple] = []
     for chunk in chunks:
-        ready = merge.add(unpack_chunk(pack_entries(chunk)))
+        ready = _entries(merge.add(unpack_chunk(pack_entries(chunk))))
         out.extend(ready)
         if unique:  # at most the budget, or one chunk's tail per run when more overlap
             assert merge.held <= max(budget, runs * max_chunk)
         assert merge.held + len(out) == sum(len(c) for c in chunks[: chunks.index(chunk) + 1])
-    out.extend(merge.drain())
+    out.extend(_entries(merge.drain()))
     assert out == expected
     assert merge.held == 0
 
@@ -80,9 +85,9 @@ def test_one_run_in_many_chunks_holds_the_budget(seed: int, budget: int) -> None
     merge = ChunkMerge(budget)
     out = []
     for chunk in chunks:
-        out.extend(merge.add(unpack_chunk(pack_entries(chunk))))
+        out.extend(_entries(merge.add(unpack_chunk(pack_entries(chunk)))))
         assert merge.peak <= max(budget, 7)
-    out.extend(merge.drain())
+    out.extend(_entries(merge.drain()))
     assert out == expected
 
 
@@ -101,7 +106,7 @@ def test_sort_chunks_equals_sorting(seed: int, runs: int) -> None:
         ]
         chunks.append(unpack_chunk(pack_entries(sorted(set(entries)))))
     everything = sorted((e for c in chunks for e in c.entries), key=lambda e: (e[0], e[1]))
-    assert (sort_chunks(chunks) if chunks else []) == everything
+    assert (sort_chunks(chunks).entries if chunks else []) == everything
 
 
 @given(seed=st.integers(0, 10**6), runs=st.integers(0, 6))
@@ -217,4 +222,4 @@ def test_chunks_packed_with_a_tuple_per_position_still_read() -> None:
     assert unpack_entries(marks) == [((0, 1, 0, 0, 1), 2, 1, Watermark(4), None, None)]
     merge = ChunkMerge(1)
     ready = merge.add(unpack_chunk(records)) + merge.add(unpack_chunk(marks)) + merge.drain()
-    assert [e[0] for e in ready] == [*positions, (0, 1, 0, 0, 1)]
+    assert [e[0] for e in _entries(ready)] == [*positions, (0, 1, 0, 0, 1)]

@@ -137,9 +137,6 @@ class LocalExecutor:
             order = _by_position if one_channel else _by_position_and_channel
             for session in self.subtasks[stage.index]:
                 index = session.task.index
-                entries = stage_buffers[index]
-                if not entries:
-                    continue
-                stage_buffers[index] = []
-                entries.sort(key=order)
-                session.process(entries)
+                buffer = stage_buffers[index]
+                if buffer or buffer.runs:
+                    session.process_chunks(buffer.take_chunks(order))

@@ -220,6 +220,10 @@ class SparkJob:
         sink in ``frame_rows`` are rows of typed columns instead (:mod:`.frame_rows`)."""
         columns: tuple[list[object], ...] = ([], [], [], [], [])
 
+        def put(*row: object) -> None:
+            for column, value in zip(columns, row, strict=True):
+                column.append(value)
+
         def add(
             stage: int,
             target: int,
@@ -229,24 +233,15 @@ class SparkJob:
         ) -> None:
             for i in range(0, len(items), self.chunk):
                 chunk = items[i : i + self.chunk]
-                for column, value in zip(
-                    columns,
-                    (
-                        stage,
-                        target,
-                        pkey,
-                        encode_position(_first_position(chunk)),
-                        pack(chunk),
-                    ),
-                    strict=True,
-                ):
-                    column.append(value)
+                put(stage, target, pkey, encode_position(_first_position(chunk)), pack(chunk))
             items.clear()
 
         for stage in self.plan.stages:
             keys = self.placement[stage.parallelism]
             codecs = self.stage_codecs(stage.index)
             for target, entries in enumerate(tasks.buffers[stage.index]):
+                for first, payload in entries.packed_runs(self.chunk, codecs):  # by columns
+                    put(stage.index, target, keys[target], encode_position(first), payload)
                 # timers fire in time order, not key group order: one sort of an almost
                 # ordered list (linear), so the task's chunks form one run in position order
                 entries.sort(key=_by_position_and_channel)
@@ -264,9 +259,7 @@ class SparkJob:
                 add(Shipment.PRINTED.value, 0, 0, op.shipped)
         if final:
             metrics = TaskMetrics(rounds, TaskCounts.of(tasks.metrics()), tasks.user_metrics())
-            row = (Shipment.METRICS.value, 0, 0, b"", pickle.dumps(metrics))
-            for column, value in zip(columns, row, strict=True):
-                column.append(value)
+            put(Shipment.METRICS.value, 0, 0, b"", pickle.dumps(metrics))
         return self._batch(columns, framed=framed)
 
     def _framed(self, sink: RecordCollector, framed: list[pa.RecordBatch]) -> bool:
@@ -345,7 +338,7 @@ class SparkJob:
 
     def _buffered(self, tasks: JobTasks) -> int:
         """How many items the task holds for shipping."""
-        n = sum(len(entries) for per_stage in tasks.buffers.values() for entries in per_stage)
+        n = sum(buffer.held() for per_stage in tasks.buffers.values() for buffer in per_stage)
         for op in tasks.operators:
             if isinstance(op, CollectSinkOperator) and isinstance(op.sink, RecordCollector):
                 n += op.sink.held
@@ -419,9 +412,9 @@ class SparkJob:
                 return
             ready = merge.add(unpack_chunk(payload))
             if ready:  # what no chunk from here on can precede
-                session.process(ready)
+                session.process_chunks(ready)
                 yield from self.flush_rows(tasks)
-        session.process(merge.drain())
+        session.process_chunks(merge.drain())
         session.finish()
         session.close()
         yield self.rows(tasks, session.rounds)

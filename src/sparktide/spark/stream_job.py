@@ -724,9 +724,9 @@ class StreamingJob:
         for _, payload in rows:
             ready = merge.add(unpack_chunk(payload))
             if ready:  # what no chunk from here on can precede, as the bounded runners order it
-                session.process(ready)
+                session.process_chunks(ready)
                 yield from self.base.flush_rows(tasks)
-        session.process(merge.drain())
+        session.process_chunks(merge.drain())
         self._save_subtask(task, stage, target)
         report = SubtaskReport(
             session.metrics(),

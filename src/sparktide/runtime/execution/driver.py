@@ -25,7 +25,7 @@ from typing import Protocol, TypedDict
 
 from sparktide.common.configuration import Configuration
 from sparktide.core.state_backend import StateBackend
-from sparktide.runtime.execution.protocol import Entry, RoundPhase, round_of
+from sparktide.runtime.execution.protocol import Entry, InputChunk, RoundPhase, round_of
 from sparktide.runtime.execution.tasks import SplitTask, SubtaskTask
 from sparktide.runtime.mailbox import Mailbox
 from sparktide.runtime.operators.base import AbstractStreamOperator
@@ -297,6 +297,26 @@ class SubtaskSession:
             task.process(entries[i:j])
             i = j
         _drain(self._waiting)
+
+    def process_chunks(self, chunks: Sequence[InputChunk]) -> None:
+        """Process ``chunks`` (entries one chunk after another in position order, as a
+        :class:`~sparktide.runtime.execution.merge.ChunkMerge` or an exchange buffer hands them
+        out): the task iterates each chunk's columns; a chunk that spans rounds goes by
+        :meth:`process`."""
+        if not chunks:
+            return
+        task, simulated = self.task, self.simulated
+        for chunk in chunks:
+            if simulated is not None:
+                r = chunk.first()[0][0]
+                if chunk.last()[0][0] != r:
+                    self.process(chunk.entries)
+                    continue
+                self.begin_round(r)
+            task.process(chunk.columns())
+        _drain(self._waiting)
+        if simulated is None:
+            self.last = round_of(chunks[-1].last()[0])
 
     def finish(self) -> None:
         for op in self.task.operators.values():

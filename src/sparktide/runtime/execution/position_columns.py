@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, cast
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["PAD", "PaddedPositions", "PositionColumns", "padded"]
+__all__ = ["PAD", "PaddedPositions", "PositionColumns", "int64_bytes", "padded"]
 
 PAD = -(1 << 63)
 """Pads a position to a fixed width without changing its order (:func:`padded`): below every
@@ -52,7 +52,7 @@ def padded(position: tuple[int, ...], width: int) -> tuple[int, ...]:
     return (*position, *(PAD,) * (width - len(position)))
 
 
-def _int64_bytes(values: Sequence[int]) -> bytes:
+def int64_bytes(values: Sequence[int]) -> bytes:
     """``values`` as little-endian int64 bytes."""
     column = array("q", values)
     if not _LITTLE:
@@ -108,7 +108,7 @@ class PositionColumns:
             if column.count(first) == n:
                 columns.append(first)
             else:
-                columns.append(_int64_bytes(column))
+                columns.append(int64_bytes(column))
         return cls(n, lengths, tuple(columns))
 
     def positions(self) -> Iterator[tuple[int, ...]]:

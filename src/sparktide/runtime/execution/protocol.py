@@ -43,8 +43,10 @@ side orders a stage's input by a vectorized sort of those matrices and the chann
 (:class:`~sparktide.runtime.execution.merge.ChunkMerge`); :func:`encode_position` gives the
 same order as bytes for one row's sort key. The values of a chunk travel as typed Arrow columns
 when their declared type has columns and every value has exactly that shape
-(:mod:`.arrow_values`), else as a pickled list. The Python tuple stays the per-record form
-inside a task.
+(:mod:`.arrow_values`), else as a pickled list. A run of one split's records sent through a
+hash exchange is packed straight from its columns (:func:`pack_run`: the same bytes). The
+receiving side decodes a chunk once into columns (:class:`EntryChunk`) and a stage's task
+iterates them: no entry tuple per record.
 
 **Shipments.** Rows between Spark tasks have a ``stage`` column: a stage index (>= 0) for entries
 sent to that stage, else a :class:`Shipment` saying what the row carries to the driver.
@@ -57,7 +59,7 @@ import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from enum import IntEnum
 from itertools import repeat
-from typing import TYPE_CHECKING, Protocol, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, cast
 
 from sparktide.runtime.elements import StreamRecord, Watermark, WatermarkStatus
 from sparktide.runtime.execution.arrow_values import ValueCodec, decode_values
@@ -65,6 +67,7 @@ from sparktide.runtime.execution.position_columns import (
     PAD,
     PaddedPositions,
     PositionColumns,
+    int64_bytes,
     padded,
 )
 from sparktide.runtime.output import Output
@@ -86,6 +89,7 @@ __all__ = [
     "Element",
     "Entry",
     "EntryChunk",
+    "InputChunk",
     "Mark",
     "Phase",
     "Position",
@@ -100,6 +104,7 @@ __all__ = [
     "extend",
     "pack_collected",
     "pack_entries",
+    "pack_run",
     "padded",
     "round_of",
     "source_position",
@@ -266,25 +271,97 @@ class ChunkKind(IntEnum):
     """Some watermarks or statuses: the elements travel as they are."""
 
 
-class EntryChunk:
-    """The entries of a packed chunk (:func:`unpack_chunk`) with their positions by columns
-    and their channels, to order a stage's input without a tuple comparison per entry
-    (:class:`~sparktide.runtime.execution.merge.ChunkMerge`)."""
+class InputChunk(Protocol):
+    """Entries in order, as a stage subtask takes them one chunk after another
+    (:meth:`~sparktide.runtime.execution.driver.SubtaskSession.process_chunks`): an
+    :class:`EntryChunk`, a run of records by columns
+    (:class:`~sparktide.runtime.execution.exchange_buffer.RecordRun`) or a list of entries
+    (:class:`~sparktide.runtime.execution.exchange_buffer.EntryList`)."""
 
-    __slots__ = ("channels", "entries", "positions")
+    def __len__(self) -> int: ...
+
+    def columns(self) -> Iterator[Entry]:
+        """The entries in order (a tuple per entry that the loop may not keep)."""
+        ...
+
+    @property
+    def entries(self) -> list[Entry]:
+        """The entries as tuples."""
+        ...
+
+    def first(self) -> tuple[Position, int]:
+        """``(position, channel)`` of the first entry (the chunk is not empty)."""
+        ...
+
+    def last(self) -> tuple[Position, int]:
+        """``(position, channel)`` of the last entry (the chunk is not empty)."""
+        ...
+
+
+class EntryChunk:
+    """Entries by columns, in their order: a packed chunk decoded once (:func:`unpack_chunk`),
+    or a stage's input ordered by a merge
+    (:class:`~sparktide.runtime.execution.merge.ChunkMerge`). ``tags``: the positions as
+    tuples; ``positions``: the same as int64 columns (to order a stage's input without a tuple
+    comparison per entry); ``channels``, ``inputs``, ``groups`` (key groups): one int when all
+    equal, else a value per entry; ``elements`` and ``keys``: a value per entry. Entry ``i`` is
+    ``(tags[i], channels[i], inputs[i], elements[i], keys[i], groups[i])``; a task iterates the
+    columns (:meth:`columns`), no tuple is built per entry."""
+
+    __slots__ = ("channels", "elements", "groups", "inputs", "keys", "positions", "tags")
 
     def __init__(
         self,
-        entries: list[Entry],
+        tags: Sequence[Position],
         positions: PositionColumns | PaddedPositions,
         channels: int | Sequence[int],
+        inputs: int | Sequence[int],
+        elements: Sequence[Element],
+        keys: Sequence[object],
+        groups: int | Sequence[int | None],
     ) -> None:
-        self.entries = entries
+        self.tags = tags
         self.positions = positions
-        self.channels = channels  # one int when all equal
+        self.channels = channels
+        self.inputs = inputs
+        self.elements = elements
+        self.keys = keys
+        self.groups = groups
 
     def __len__(self) -> int:
-        return len(self.entries)
+        return len(self.tags)
+
+    def columns(self) -> Iterator[Entry]:
+        """The entries in order, from the columns (``zip`` reuses its tuple when the loop
+        unpacks it: nothing is allocated per entry)."""
+        n = len(self.tags)
+        return cast(
+            "Iterator[Entry]",
+            zip(
+                self.tags,
+                _expand(self.channels, n),
+                _expand(self.inputs, n),
+                self.elements,
+                self.keys,
+                _expand(self.groups, n),
+                strict=True,
+            ),
+        )
+
+    @property
+    def entries(self) -> list[Entry]:
+        """The entries as tuples (:data:`Entry`)."""
+        return list(self.columns())
+
+    def first(self) -> tuple[Position, int]:
+        """``(position, channel)`` of the first entry (the chunk is not empty)."""
+        channels = self.channels
+        return self.tags[0], channels if type(channels) is int else channels[0]  # type: ignore[index]
+
+    def last(self) -> tuple[Position, int]:
+        """``(position, channel)`` of the last entry (the chunk is not empty)."""
+        channels = self.channels
+        return self.tags[-1], channels if type(channels) is int else channels[-1]  # type: ignore[index]
 
     def channel_array(self) -> np.ndarray:
         """The entries' channels as an int64 array."""
@@ -292,21 +369,33 @@ class EntryChunk:
 
         channels = self.channels
         if type(channels) is int:
-            return np.full(len(self.entries), channels, dtype=np.int64)
+            return np.full(len(self.tags), channels, dtype=np.int64)
         return np.asarray(channels, dtype=np.int64)
 
     def split(self, cut: int) -> tuple[EntryChunk, EntryChunk]:
         """The chunk's first ``cut`` entries and the rest, as two chunks."""
         matrix = self.positions.matrix(self.positions.width)
-        channels = self.channels
-        before: int | Sequence[int] = channels
-        after: int | Sequence[int] = channels
-        if not isinstance(channels, int):
-            before, after = channels[:cut], channels[cut:]
+        halves = [
+            _halves(c, cut)
+            for c in (self.tags, self.channels, self.inputs, self.elements, self.keys, self.groups)
+        ]
         return (
-            EntryChunk(self.entries[:cut], PaddedPositions(matrix[:cut]), before),
-            EntryChunk(self.entries[cut:], PaddedPositions(matrix[cut:]), after),
+            EntryChunk(*_with(PaddedPositions(matrix[:cut]), [h[0] for h in halves])),
+            EntryChunk(*_with(PaddedPositions(matrix[cut:]), [h[1] for h in halves])),
         )
+
+
+def _halves(column: object, cut: int) -> tuple[object, object]:
+    """A column (one int, or a value per entry) cut at ``cut``."""
+    if type(column) is int:
+        return column, column
+    values = cast("Sequence[object]", column)
+    return values[:cut], values[cut:]
+
+
+def _with(positions: PaddedPositions, columns: list[object]) -> tuple[Any, ...]:
+    """The arguments of an :class:`EntryChunk` of ``columns`` (tags first) and ``positions``."""
+    return (columns[0], positions, *columns[1:])
 
 
 _ONLY_RECORDS = frozenset((StreamRecord,))
@@ -354,42 +443,68 @@ def pack_entries(
     return pickle.dumps((*body, *columns, keys, _column(key_groups)), 5)
 
 
+def pack_run(
+    prefix: tuple[int, int, int],
+    channel: int,
+    index: int,
+    seqs: list[int],
+    values: list[object],
+    stamps: list[int | None],
+    keys: list[object],
+    groups: list[int],
+    codec: ValueCodec | None = None,
+) -> bytes:
+    """The chunk :func:`pack_entries` makes of the records at ``(*prefix, seqs[i], 0)`` (a run
+    of one split's records sent through a hash exchange: ``seqs`` ascending, at least one),
+    written from their columns: no entry, no record and no position tuple per record.
+    ``codec``: the codec of input ``index``'s declared value type (typed Arrow values when it
+    holds them all).
+
+    >>> entries = [((0, 0, 2, s, 0), 1, 1, StreamRecord(s * 10, s), s % 2, 3) for s in (4, 5)]
+    >>> pack_run((0, 0, 2), 1, 1, [4, 5], [40, 50], [4, 5], [0, 1], [3, 3]) == pack_entries(
+    ...     entries)
+    True
+    """
+    n = len(seqs)
+    first = seqs[0]
+    seq_column: int | bytes = first if seqs.count(first) == n else int64_bytes(seqs)
+    positions = PositionColumns(n, 5, (*prefix, seq_column, 0))
+    return pickle.dumps(
+        (
+            ChunkKind.RECORDS,
+            _values_of(values, codec),
+            stamps,
+            positions,
+            channel,
+            index,
+            tuple(keys),
+            _column(tuple(groups)),
+        ),
+        5,
+    )
+
+
 def unpack_chunk(payload: bytes) -> EntryChunk | None:
-    """The entries of a chunk made by :func:`pack_entries` with their positions by columns
-    (None: the chunk is empty). A chunk packed with one tuple per position (before positions
-    travelled by columns) reads as well."""
+    """The entries of a chunk made by :func:`pack_entries` (or :func:`pack_run`), decoded once
+    into columns (None: the chunk is empty). A chunk packed with one tuple per position (before
+    positions travelled by columns) reads as well."""
     packed = pickle.loads(payload)
     kind = packed[0]
     if kind is ChunkKind.EMPTY:
         return None
-    elements: Iterable[object]
+    elements: list[Element]
     if kind is ChunkKind.RECORDS:
         _, values, stamps, positions, channels, inputs, keys, key_groups = packed
-        elements = map(StreamRecord, decode_values(values), stamps)
+        elements = list(map(StreamRecord, decode_values(values), stamps))
     elif kind is ChunkKind.ELEMENTS:
         _, elements, positions, channels, inputs, keys, key_groups = packed
     else:
         raise ValueError(f"not a chunk of entries: it starts with {kind!r}, not a ChunkKind")
-    n = len(keys)
     if type(positions) is PositionColumns:
-        tuples: Iterable[Position] = positions.positions()
+        tags: list[Position] = list(positions.positions())
     else:  # one tuple per position
-        tuples, positions = positions, PositionColumns.of(positions)
-    entries = list(
-        cast(
-            "Iterator[Entry]",
-            zip(
-                tuples,
-                _expand(channels, n),
-                _expand(inputs, n),
-                elements,
-                keys,
-                _expand(key_groups, n),
-                strict=True,
-            ),
-        )
-    )
-    return EntryChunk(entries, positions, channels)
+        tags, positions = list(positions), PositionColumns.of(positions)
+    return EntryChunk(tags, positions, channels, inputs, elements, keys, key_groups)
 
 
 def unpack_entries(payload: bytes) -> list[Entry]:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 from sparktide.core.metrics import MetricsReport
 from sparktide.runtime.elements import StreamRecord, Watermark, WatermarkStatus
 from sparktide.runtime.execution.chunk_path import chunk_target, reader_owner, takes_columns
+from sparktide.runtime.execution.exchange_buffer import ExchangeBuffer
 from sparktide.runtime.execution.planner import Plan, Stage
 from sparktide.runtime.execution.protocol import (
     NO_KEY,
@@ -145,7 +146,8 @@ class SubtaskTask:
         }
 
     def process(self, entries: Iterable[Entry]) -> None:
-        """Process entries (:data:`~.protocol.Entry`), in order."""
+        """Process entries (:data:`~.protocol.Entry`), in order: a list of them, or a chunk's
+        columns (:meth:`~.protocol.EntryChunk.columns`, no tuple kept per entry)."""
         cursor = self.cursor
         op = self.entry
         backend = op.keyed_state_backend
@@ -248,8 +250,8 @@ class JobTasks:
         self.cursor = Cursor()
         self.operators: list[AbstractStreamOperator] = []
         self.names: dict[int, str] = {}  # id of each operator and split reader -> its name
-        self.buffers: dict[int, list[list[Entry]]] = {
-            s.index: [[] for _ in range(s.parallelism)] for s in plan.stages
+        self.buffers: dict[int, list[ExchangeBuffer]] = {
+            s.index: [ExchangeBuffer() for _ in range(s.parallelism)] for s in plan.stages
         }
         self.split_counts = [len(splits_of(n)) for n in plan.sources]
         self.reach = self._split_reach()

@@ -1,7 +1,8 @@
 """How operator instances are connected: outputs, chain inputs, exchanges.
 
 Shared by every runner. An exchange writer appends :data:`~.protocol.Entry` tuples to per-subtask
-buffers, positioned by the :class:`~.protocol.Cursor` (the layout of positions is
+buffers (:class:`~.exchange_buffer.ExchangeBuffer`; a hash exchange fed by a split's chunks adds
+their records by columns), positioned by the :class:`~.protocol.Cursor` (the layout of positions is
 :mod:`sparktide.runtime.execution.protocol`'s); a runner moves the buffers to the next stage (in
 memory, or through a Spark shuffle) and the stage processes them in position order.
 """
@@ -10,10 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from operator import itemgetter
+from typing import TYPE_CHECKING, Any
 
 from sparktide.runtime.elements import StreamRecord, Watermark, WatermarkStatus
-from sparktide.runtime.execution.protocol import Cursor, Entry, SourceTagger
+from sparktide.runtime.execution.exchange_buffer import ExchangeBuffer
+from sparktide.runtime.execution.protocol import Cursor, SourceTagger
 from sparktide.runtime.graph import Edge
 from sparktide.runtime.keygroups import KeyGroupCache, assign_to_key_group
 from sparktide.runtime.operators.co_process import AbstractTwoInputOperator
@@ -156,7 +159,7 @@ class ExchangeWriter:
 
     def __init__(
         self,
-        buffers: list[list[Entry]],
+        buffers: list[ExchangeBuffer],
         parallelism: int,
         max_parallelism: int,
         edge: Edge,
@@ -270,7 +273,7 @@ class ExchangeTarget:
     its parallelism and number of key groups, the writer's channel and input index, the key
     selector and the writer's key group cache."""
 
-    buffers: list[list[Entry]]
+    buffers: list[ExchangeBuffer]
     parallelism: int
     max_parallelism: int
     channel: int
@@ -283,9 +286,11 @@ class HashChunks:
     """A hash exchange's writer for a chunk of a split's records (see
     :mod:`~sparktide.runtime.execution.chunk_path`): the entries :meth:`ExchangeWriter.collect`
     appends for the chunk's records one by one, with the keys of the chunk taken in one loop,
-    their key groups in one comprehension and each entry built at once (no cursor moved per
-    record). The chunk path runs in the source stage only, where an entry's position is its
-    source record's (``(round, phase, split, seq, 0)``).
+    their key groups in one comprehension and the records added by columns to the run of the
+    split each receiving subtask's buffer holds (:class:`~.exchange_buffer.RecordRun`: no
+    entry, record or position tuple per record, no cursor moved per record). The chunk path
+    runs in the source stage only, where an entry's position is its source record's
+    (``(round, phase, split, seq, 0)``).
 
     When the key selector (or the key's hash) raises on item ``i``, the entries of the items
     before ``i`` are appended first, the cursor is at item ``i``'s source record and the
@@ -358,15 +363,37 @@ class HashChunks:
         keys: list[object],
         groups: list[int],
     ) -> None:
-        """The entries of the first ``len(groups)`` items."""
+        """The records of the first ``len(groups)`` items, by columns: per receiving subtask,
+        onto the run of this split's records its buffer holds
+        (:meth:`~.exchange_buffer.ExchangeBuffer.run_for`)."""
         t = self._tagger
-        r, phase, split = t.round, t.phase, t.split
-        channel, index, owner_of = self._channel, self._index, self._owner_of
-        appends = [b.append for b in self._buffers]
-        for seq, value, ts, k, kg in zip(seqs, values, timestamps, keys, groups):  # noqa: B905
-            appends[owner_of[kg]](
-                ((r, phase, split, seq, 0), channel, index, StreamRecord(value, ts), k, kg)
+        n = len(groups)
+        prefix = (t.round, t.phase, t.split)
+        channel, index, buffers = self._channel, self._index, self._buffers
+        if len(buffers) == 1:
+            if n:
+                run = buffers[0].run_for(prefix, channel, index)
+                run.add(seqs[:n], values[:n], timestamps[:n], keys[:n], groups)
+            return
+        owner_of = self._owner_of
+        picks: list[list[int]] = [[] for _ in buffers]
+        adds = [p.append for p in picks]
+        for i, kg in enumerate(groups):
+            adds[owner_of[kg]](i)
+        for buffer, picked in zip(buffers, picks, strict=True):
+            if not picked:
+                continue
+            # one C loop per column (itemgetter of one index gives the item, not a tuple)
+            take: Callable[[Sequence[Any]], Any] = (
+                itemgetter(*picked) if len(picked) > 1 else _one(picked[0])
             )
+            run = buffer.run_for(prefix, channel, index)
+            run.add(take(seqs), take(values), take(timestamps), take(keys), take(groups))
+
+
+def _one(i: int) -> Callable[[Sequence[Any]], Any]:
+    """Takes item ``i`` of a sequence, as a tuple of one (as ``itemgetter`` of several)."""
+    return lambda items: (items[i],)
 
 
 class ValveOutput:
