@@ -1,9 +1,12 @@
 """What the differential tests of the chunk path share: the rows they draw (``k``, ``v``, ``x``,
-``ts``; ``v`` and ``x`` may be null) and the keyed window that follows the steps under test."""
+``ts``; ``v`` and ``x`` may be null), their table and the keyed window that follows the steps
+under test."""
 
 from __future__ import annotations
 
 from typing import Any
+
+import pyarrow as pa
 
 from sparktide.common import Row, Time, Types
 from sparktide.core.output_tag import OutputTag
@@ -24,3 +27,16 @@ def windowed(stream: Any) -> Any:
     )
     late = main.get_side_output(LATE)
     return main.map(lambda r: ("window", tuple(r))).union(late.map(lambda r: ("late", tuple(r))))
+
+
+def table_of(rows: list[tuple[str, int, float | None, int]]) -> pa.Table:
+    """The rows as a table whose key column is dictionary-encoded (as NEXMark's strings)."""
+    k, v, x, ts = (list(c) for c in zip(*rows, strict=True)) if rows else ([], [], [], [])
+    return pa.table(
+        {
+            "k": pa.array(k, pa.string()).dictionary_encode(),
+            "v": pa.array(v, pa.int64()),
+            "x": pa.array(x, pa.float64()),
+            "ts": pa.array(ts, pa.int64()),
+        }
+    )

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chunk_jobs import ROW, windowed
+from chunk_jobs import ROW, table_of, windowed
 from sparktide.common import Duration, Row, WatermarkStrategy
 from sparktide.datastream import StreamExecutionEnvironment
 from sparktide.datastream.functions import KeyedCoProcessFunction
@@ -122,19 +122,6 @@ def environment(runtime: str, job: Job, chunks: bool) -> StreamExecutionEnvironm
 
 
 # ---------------------------------------------------------------------- local runtime
-
-
-def table_of(rows: list[tuple[str, int, float | None, int]]) -> pa.Table:
-    """The rows as a table whose key column is dictionary-encoded (as NEXMark's strings)."""
-    k, v, x, ts = (list(c) for c in zip(*rows, strict=True)) if rows else ([], [], [], [])
-    return pa.table(
-        {
-            "k": pa.array(k, pa.string()).dictionary_encode(),
-            "v": pa.array(v, pa.int64()),
-            "x": pa.array(x, pa.float64()),
-            "ts": pa.array(ts, pa.int64()),
-        }
-    )
 
 
 def run_local(table: pa.Table, splits: int, job: Job, chunks: bool, window: bool) -> list[Any]:

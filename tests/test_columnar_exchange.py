@@ -15,11 +15,10 @@ from __future__ import annotations
 import random
 from typing import Any
 
-import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chunk_jobs import ROW, windowed
+from chunk_jobs import ROW, table_of, windowed
 from sparktide.common import Duration, Row, Types, WatermarkStrategy
 from sparktide.datastream import KeyedProcessFunction, StreamExecutionEnvironment
 from sparktide.datastream.state import ValueStateDescriptor
@@ -80,18 +79,6 @@ def _environment(runtime: str, chunks: bool, every: int | None, buffer: int | No
     return env
 
 
-def _table(rows: list[tuple[str, int, float | None, int]]) -> pa.Table:
-    k, v, x, ts = (list(c) for c in zip(*rows, strict=True)) if rows else ([], [], [], [])
-    return pa.table(
-        {
-            "k": pa.array(k, pa.string()).dictionary_encode(),
-            "v": pa.array(v, pa.int64()),
-            "x": pa.array(x, pa.float64()),
-            "ts": pa.array(ts, pa.int64()),
-        }
-    )
-
-
 def _local(
     rows: list[Any],
     splits: int,
@@ -105,9 +92,9 @@ def _local(
 ) -> list[Any]:
     env = _environment("local", chunks, every, buffer)
     env.set_parallelism(parallelism)
-    source = env.from_source(TableSource(_table(rows), ROW, splits), _strategy(bound), "events")
+    source = env.from_source(TableSource(table_of(rows), ROW, splits), _strategy(bound), "events")
     if mixed:  # records as entries beside the runs in the same buffers
-        other = env.from_source(TableSource(_table(rows[::2]), ROW, 2), _strategy(None), "other")
+        other = env.from_source(TableSource(table_of(rows[::2]), ROW, 2), _strategy(None), "other")
         source = source.union(other)
     return list(_keyed(source, parallelism).execute_and_collect())
 
