@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -79,10 +80,31 @@ def count_job(spark: Any, work: Path, trigger: str | None = None) -> Any:
         env.from_stream(frame, WatermarkStrategy.no_watermarks(), timestamp_column="ts")
         .map(lambda r: Row(key=r.key, n=1), output_type=COUNT)
         .key_by(lambda r: r.key)
-        .reduce(lambda a, b: Row(key=a.key, n=a.n + b.n), output_type=COUNT)
+        .reduce(lambda a, b: Row(key=a.key, n=a.n + b.n))
         .sink_to(ForeachBatchSink(BatchFiles(str(work / "out"))))
     )
     return env.execute_async(checkpoint_location=str(work / "ckpt"), trigger=trigger)
+
+
+class Slow:
+    """A map that marks that it ran and takes its time: a bounded job to interrupt."""
+
+    def __init__(self, mark: str) -> None:
+        self.mark = mark
+
+    def __call__(self, value: int) -> int:
+        Path(self.mark).touch()
+        time.sleep(0.05)
+        return value
+
+
+def slow_bounded_job(work: Path) -> None:
+    """A bounded job of a minute or so, marking ``work/out/MARK`` once it runs."""
+    (work / "out").mkdir(parents=True, exist_ok=True)
+    env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
+    env.set_parallelism(1)
+    numbers = env.from_collection(list(range(1_200)), type_info=Types.LONG())
+    numbers.map(Slow(str(work / "out" / MARK)), output_type=Types.LONG()).execute_and_collect()
 
 
 def expected_batches(batches: list[list[tuple[str, int, int]]]) -> dict[int, list[list[Any]]]:
@@ -198,22 +220,14 @@ def _start(how: str, session: str, work: Path, env: dict[str, str]) -> subproces
     )
 
 
-def _stop_in_batch_1(process: subprocess.Popen[str], work: Path, signum: int) -> tuple[str, str]:
-    """Send ``signum`` once batch 0 is committed and batch 1 runs (SIGINT to the process group,
-    as a terminal's Ctrl-C does; SIGTERM to the process, as ``kill PID`` does); the run's
-    stdout and stderr."""
-
-    def ready() -> bool:
-        if process.poll() is not None:
-            return True
-        return committed(work / "ckpt")[0] is not None and (work / "out" / MARK).exists()
-
+def _signal_when(
+    process: subprocess.Popen[str], ready: Callable[[], bool], signum: int
+) -> tuple[str, str]:
+    """Send ``signum`` once ``ready()`` holds (SIGINT to the process group, as a terminal's
+    Ctrl-C does; SIGTERM to the process, as ``kill PID`` does); the run's stdout and stderr."""
     try:
-        wait_for(ready, RUN_TIMEOUT_S)
-        assert process.poll() is None, "the job ended before the signal: " + "".join(
-            process.communicate()
-        )
-        assert committed(work / "ckpt")[0] == 0, "batch 1 runs: batch 0 is committed"
+        wait_for(lambda: process.poll() is not None or ready(), RUN_TIMEOUT_S)
+        assert process.poll() is None, "ended before the signal: " + "".join(process.communicate())
         if signum == signal.SIGINT:
             os.killpg(process.pid, signum)
         else:
@@ -223,6 +237,11 @@ def _stop_in_batch_1(process: subprocess.Popen[str], work: Path, signum: int) ->
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+
+
+def _in_batch_1(work: Path) -> Callable[[], bool]:
+    """Whether batch 0 is committed and batch 1 runs (its sink waits)."""
+    return lambda: committed(work / "ckpt")[0] is not None and (work / "out" / MARK).exists()
 
 
 def _check_clean_stop(
@@ -264,7 +283,7 @@ def _restart(spark: Any, work: Path, stopped_at: int) -> None:
 def test_a_signal_stops_the_query_after_the_batch_in_flight(spark, tmp_path, how, signum):
     _write_files(tmp_path / "in", _records(FILES))
     process = _start(how, "classic", tmp_path, _environment())
-    out = _stop_in_batch_1(process, tmp_path, signum)
+    out = _signal_when(process, _in_batch_1(tmp_path), signum)
     _restart(spark, tmp_path, _check_clean_stop(process, out, signum, tmp_path))
 
 
@@ -279,7 +298,7 @@ def test_a_signal_stops_a_query_on_spark_connect(spark, tmp_path):
         PYSPARK_PYTHON=sys.executable,
     )
     process = _start("script", "connect", tmp_path, env)
-    out = _stop_in_batch_1(process, tmp_path, signal.SIGTERM)
+    out = _signal_when(process, _in_batch_1(tmp_path), signal.SIGTERM)
     # the checkpoint written on the Connect server restarts on a classic session
     _restart(spark, tmp_path, _check_clean_stop(process, out, signal.SIGTERM, tmp_path))
 
@@ -306,8 +325,22 @@ def test_stop_from_code_waits_for_the_batch_in_flight(spark, tmp_path):
     _restart(spark, work, 1)
 
 
+def test_a_signal_ends_a_bounded_job_on_sparktide_run_with_one_line(tmp_path):
+    process = _start("run", "bounded", tmp_path, _environment())
+    stdout, stderr = _signal_when(process, (tmp_path / "out" / MARK).exists, signal.SIGINT)
+    assert process.returncode == 130, stderr[-5000:]
+    assert "Traceback" not in stdout + stderr, stderr[-5000:]
+    assert [line for line in stderr.splitlines() if line.startswith("sparktide:")] == [
+        "sparktide: stopped by SIGINT; the job did not finish and committed nothing (its sinks "
+        "may hold part of its output)"
+    ]
+
+
 if __name__ == "__main__":
     work, session = sys.argv[1:3]
+    if session == "bounded":
+        slow_bounded_job(Path(work))
+        sys.exit(0)
     if session == "connect":
         from pyspark.sql import SparkSession
 

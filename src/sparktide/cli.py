@@ -584,29 +584,33 @@ def run_job(args: argparse.Namespace) -> int:
     sys.argv = [str(job), *job_args]
     sys.path.insert(0, str(job.resolve().parent))
     from sparktide.spark.checkpoint import CheckpointError
-    from sparktide.spark.stopping import QueryStopped, interrupting
+    from sparktide.spark.stopping import Interrupter, QueryStopped
 
-    with _streaming_progress_on(sys.stderr), interrupting():
+    with _streaming_progress_on(sys.stderr), Interrupter().installed() as signals:
         try:
             runpy.run_path(str(job), run_name="__main__")
-        except CheckpointError as exc:  # a checkpoint the job cannot use: the message says why
-            print(f"sparktide: error: {exc}", file=sys.stderr)
-            return 1
         except QueryStopped as exc:  # a signal stopped the query; the line is printed
             return int(exc.code or 0)
-        except KeyboardInterrupt as exc:  # a signal outside an awaited streaming query
-            return _interrupted(exc)
+        except KeyboardInterrupt:  # a signal outside an awaited streaming query
+            return _interrupted(signals.received)
+        except Exception as exc:
+            if signals.received:  # the Spark jobs a signal cancelled
+                return _interrupted(signals.received)
+            if isinstance(exc, CheckpointError):  # a checkpoint the job cannot use
+                print(f"sparktide: error: {exc}", file=sys.stderr)
+                return 1
+            raise
         finally:
             sys.argv, sys.path[:] = saved_argv, saved_path
-    return 0
+    return _interrupted(signals.received) if signals.received else 0
 
 
-def _interrupted(exc: KeyboardInterrupt) -> int:
+def _interrupted(received: list[int]) -> int:
     """One line for a job a signal interrupted outside an awaited streaming query (a bounded
     job, or a streaming one before its query runs); the shell's exit code for the signal."""
-    from sparktide.spark.stopping import JobInterrupted, exit_code, signal_name
+    from sparktide.spark.stopping import exit_code, signal_name
 
-    signum = exc.signum if isinstance(exc, JobInterrupted) else signal.SIGINT
+    signum = received[0] if received else signal.SIGINT
     print(
         f"sparktide: stopped by {signal_name(signum)}; the job did not finish and committed "
         "nothing (its sinks may hold part of its output)",

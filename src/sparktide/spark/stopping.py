@@ -16,7 +16,7 @@ blocks ran.
 Whose signal it is: ``await_termination`` takes over a signal only while its handler is one
 that would end the program anyway (the default, Python's ``KeyboardInterrupt``, PySpark's
 SparkContext handler, whose job-cancelling call inside a signal handler is what breaks a py4j
-call in flight, or :func:`interrupt`, which ``sparktide run`` installs), and puts that handler
+call in flight, or the :class:`Interrupter` ``sparktide run`` installs), and puts that handler
 back when it returns. A handler of the program's own, or a signal set to be ignored, stays in
 charge: sparktide does not take that signal (and logs so once, at ``INFO``, on the
 ``sparktide.streaming`` logger); such a handler can call ``client.stop()`` from another thread,
@@ -43,14 +43,15 @@ from dataclasses import dataclass
 from types import FrameType
 
 __all__ = [
+    "Interrupter",
     "JobInterrupted",
     "QueryStopped",
     "QueryStopping",
     "StopReport",
     "StopSignals",
+    "cancel_spark_jobs",
     "exit_code",
-    "interrupt",
-    "interrupting",
+    "sigint_kept",
     "stop_signals",
 ]
 
@@ -126,7 +127,7 @@ class QueryStopping(RuntimeError):
 
 
 class JobInterrupted(KeyboardInterrupt):
-    """Raised in the main thread by :func:`interrupt` (what ``sparktide run`` installs for
+    """Raised in the main thread by :class:`Interrupter` (``sparktide run``'s handling of
     SIGINT and SIGTERM while a job runs): the job was interrupted by ``signum``."""
 
     def __init__(self, signum: int) -> None:
@@ -134,11 +135,67 @@ class JobInterrupted(KeyboardInterrupt):
         self.signum = signum
 
 
-def interrupt(signum: int, frame: FrameType | None) -> None:
-    """A signal handler that raises :class:`JobInterrupted` (``KeyboardInterrupt``) for any
-    signal: what ``sparktide run`` installs while a job runs; ``await_termination`` takes the
-    signal over from it while it waits."""
-    raise JobInterrupted(signum)
+class Interrupter:
+    """``sparktide run``'s handler of SIGINT and SIGTERM while a job runs (``await_termination``
+    takes the signals over from it while it waits). Between two calls into Spark it raises
+    :class:`JobInterrupted`. Inside one (a py4j or gRPC call the main thread waits in, e.g.
+    for a Spark job) raising would break the call and make py4j log its tracebacks, so it
+    cancels the session's Spark jobs from another thread instead: the call returns with the
+    cancellation, which ends the job. ``received`` holds the signals, in order."""
+
+    def __init__(self) -> None:
+        self.received: list[int] = []
+
+    def handle(self, signum: int, frame: FrameType | None) -> None:
+        self.received.append(signum)
+        if not _in_spark_call(frame):
+            raise JobInterrupted(signum)
+        threading.Thread(target=cancel_spark_jobs, name="sparktide-cancel", daemon=True).start()
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[Interrupter]:
+        """Handle SIGINT and SIGTERM while the block runs (where their handler is
+        :func:`replaceable`), then put the previous handlers back."""
+        with _handled_by(self.handle, log_kept=False):
+            yield self
+
+
+def _in_spark_call(frame: FrameType | None) -> bool:
+    """Whether ``frame`` (where a signal interrupted the main thread) is inside a py4j or gRPC
+    call."""
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if module.startswith(("py4j.", "grpc.", "grpc._")):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def cancel_spark_jobs() -> None:
+    """Cancel every Spark job of this process's SparkContext (a classic session), if there is
+    one."""
+    try:
+        from pyspark import SparkContext
+    except ImportError:
+        return
+    context = SparkContext._active_spark_context
+    if context is not None:
+        with contextlib.suppress(Exception):  # stopped meanwhile: nothing to cancel
+            context.cancelAllJobs()
+
+
+@contextlib.contextmanager
+def sigint_kept() -> Iterator[None]:
+    """Keep ``sparktide run``'s SIGINT handler (an :class:`Interrupter`'s) across the start of
+    a SparkContext, which installs PySpark's own: that one calls Spark from inside the handler,
+    which breaks a py4j call in flight."""
+    main = threading.current_thread() is threading.main_thread()
+    before = signal.getsignal(signal.SIGINT) if main else None
+    try:
+        yield
+    finally:
+        if isinstance(getattr(before, "__self__", None), Interrupter):
+            signal.signal(signal.SIGINT, before)
 
 
 def _from_pyspark(handler: _Handler) -> bool:
@@ -151,9 +208,9 @@ def _from_pyspark(handler: _Handler) -> bool:
 def replaceable(handler: _Handler) -> bool:
     """Whether ``await_termination`` may take a signal over from ``handler``: one that ends the
     program anyway (see the module's docstring)."""
-    if handler is signal.SIG_DFL or handler is signal.default_int_handler or handler is interrupt:
+    if handler is signal.SIG_DFL or handler is signal.default_int_handler:
         return True
-    return _from_pyspark(handler)
+    return isinstance(getattr(handler, "__self__", None), Interrupter) or _from_pyspark(handler)
 
 
 class StopSignals:
@@ -184,15 +241,6 @@ def stop_signals() -> Iterator[StopSignals]:
     signals = StopSignals()
     with _handled_by(signals.handle, log_kept=True):
         yield signals
-
-
-@contextlib.contextmanager
-def interrupting() -> Iterator[None]:
-    """Make SIGINT and SIGTERM raise :class:`JobInterrupted` in the main thread while the block
-    runs (where their handler is :func:`replaceable`), then put the previous handlers back:
-    ``sparktide run``'s handling of a job that is not an awaited streaming query."""
-    with _handled_by(interrupt, log_kept=False):
-        yield
 
 
 @contextlib.contextmanager
