@@ -275,14 +275,12 @@ def _restart(spark: Any, work: Path, stopped_at: int) -> None:
     assert committed(work / "ckpt") == (FILES - 1, FILES - 1)
 
 
-@pytest.mark.parametrize(
-    ("how", "signum"),
-    [("run", signal.SIGINT), ("run", signal.SIGTERM), ("script", signal.SIGINT)],
-    ids=["run-SIGINT", "run-SIGTERM", "script-SIGINT"],
-)
-def test_a_signal_stops_the_query_after_the_batch_in_flight(spark, tmp_path, how, signum):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_on_sparktide_run_stops_the_query_after_the_batch_in_flight(
+    spark, tmp_path, signum
+):
     _write_files(tmp_path / "in", _records(FILES))
-    process = _start(how, "classic", tmp_path, _environment())
+    process = _start("run", "classic", tmp_path, _environment())
     out = _signal_when(process, _in_batch_1(tmp_path), signum)
     _restart(spark, tmp_path, _check_clean_stop(process, out, signum, tmp_path))
 
