@@ -165,7 +165,7 @@ def _in_spark_call(frame: FrameType | None) -> bool:
     call."""
     while frame is not None:
         module = frame.f_globals.get("__name__", "")
-        if module.startswith(("py4j.", "grpc.", "grpc._")):
+        if module == "grpc" or module.startswith(("py4j.", "grpc.")):
             return True
         frame = frame.f_back
     return False
