@@ -18,10 +18,11 @@ that would end the program anyway (the default, Python's ``KeyboardInterrupt``, 
 SparkContext handler, whose job-cancelling call inside a signal handler is what breaks a py4j
 call in flight, or the :class:`Interrupter` ``sparktide run`` installs), and puts that handler
 back when it returns. A handler of the program's own, or a signal set to be ignored, stays in
-charge: sparktide does not take that signal (and logs so once, at ``INFO``, on the
-``sparktide.streaming`` logger); such a handler can call ``client.stop()`` from another thread,
-or make the program leave ``await_termination(timeout)`` and call it there. Outside the main
-thread nothing is installed (Python delivers signals to the main thread only).
+charge: sparktide does not take that signal (and says so at ``INFO`` on the
+``sparktide.streaming`` logger whenever it starts waiting); such a handler can call
+``client.stop()`` from another thread, or make the program leave
+``await_termination(timeout)`` and call it there. Outside the main thread nothing is installed
+(Python delivers signals to the main thread only).
 
 >>> report = StopReport("/ckpt", version=3, last_spark_batch=3, signum=signal.SIGINT)
 >>> print(report.describe())
