@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import runpy
+import signal
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -583,16 +584,40 @@ def run_job(args: argparse.Namespace) -> int:
     sys.argv = [str(job), *job_args]
     sys.path.insert(0, str(job.resolve().parent))
     from sparktide.spark.checkpoint import CheckpointError
+    from sparktide.spark.stopping import Interrupter, QueryStopped
 
-    with _streaming_progress_on(sys.stderr):
+    with _streaming_progress_on(sys.stderr), Interrupter().installed() as signals:
         try:
             runpy.run_path(str(job), run_name="__main__")
-        except CheckpointError as exc:  # a checkpoint the job cannot use: the message says why
-            print(f"sparktide: error: {exc}", file=sys.stderr)
-            return 1
+        except QueryStopped as exc:  # a signal stopped the query; the line is printed
+            return int(exc.code or 0)
+        except KeyboardInterrupt:  # a signal outside an awaited streaming query
+            return _interrupted(signals.received)
+        except Exception as exc:
+            if signals.received:  # the Spark jobs a signal cancelled
+                return _interrupted(signals.received)
+            if isinstance(exc, CheckpointError):  # a checkpoint the job cannot use
+                print(f"sparktide: error: {exc}", file=sys.stderr)
+                return 1
+            raise
         finally:
             sys.argv, sys.path[:] = saved_argv, saved_path
-    return 0
+    return _interrupted(signals.received) if signals.received else 0
+
+
+def _interrupted(received: list[int]) -> int:
+    """One line for a job a signal interrupted outside an awaited streaming query (a bounded
+    job, or a streaming one before its query runs); the shell's exit code for the signal."""
+    from sparktide.spark.stopping import exit_code, signal_name
+
+    signum = received[0] if received else signal.SIGINT
+    print(
+        f"sparktide: stopped by {signal_name(signum)}; the job did not finish and committed "
+        "nothing (its sinks may hold part of its output)",
+        file=sys.stderr,
+        flush=True,
+    )
+    return exit_code(signum)
 
 
 @contextlib.contextmanager

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Final, cast
 import sparktide
 from sparktide.common import env_overrides
 from sparktide.spark import logs
+from sparktide.spark.stopping import sigint_kept
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -165,7 +166,8 @@ def _embedded(master: str) -> SparkSession:
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "10000")
         .config("spark.driver.extraJavaOptions", logs.driver_java_options())
     )
-    spark = builder.getOrCreate()
+    with sigint_kept():  # sparktide run's handler, not PySpark's (see spark/stopping.py)
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(logs.log_level())
     return spark
 

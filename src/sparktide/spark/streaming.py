@@ -62,6 +62,7 @@ backend-neutral form of keyed state, so a query restarted on the other backend r
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 import uuid
@@ -107,6 +108,14 @@ from sparktide.spark.failures import quiet_query_failure_log
 from sparktide.spark.offset_log import check_spark_log, read_spark_log
 from sparktide.spark.session import is_connect
 from sparktide.spark.shipments import BatchOutcome
+from sparktide.spark.stopping import (
+    POLL_SECONDS,
+    QueryStopped,
+    QueryStopping,
+    StopReport,
+    StopSignals,
+    stop_signals,
+)
 from sparktide.spark.stream_batch import BatchFrames, Heartbeats, PerRecordBatch
 from sparktide.spark.stream_job import StreamingJob
 from sparktide.spark.stream_metrics import (
@@ -224,41 +233,66 @@ class StreamingJobClient:
         return self._runner.store.committed_version()
 
     def await_termination(self, timeout: float | None = None) -> bool:
+        """Wait for the query to end (``True``) or ``timeout`` seconds to pass (``False``);
+        re-raise what failed the job. While it waits in the main thread, SIGINT and SIGTERM
+        stop the query after the micro-batch in flight commits (a second one abandons that
+        batch), print one line saying what was committed and raise :class:`~sparktide.spark.
+        stopping.QueryStopped` (exit code 130 or 143): see :mod:`sparktide.spark.stopping`."""
         if timeout is not None and (not isinstance(timeout, (int, float)) or timeout < 0):
             raise ValueError(f"timeout must be a number of seconds >= 0 or None, got {timeout!r}")
-        try:
-            if timeout is None:
-                self._runner.query.awaitTermination()
-                done = True
-            else:
-                done = bool(self._runner.query.awaitTermination(timeout))
-        except Exception:
-            self._runner.end()  # the query failed
-            error = self._runner.error
-            if error is not None:
-                self._runner.restore_log()
-                if is_described(error):  # the user's frames are in its note
-                    raise error.with_traceback(None) from error.__cause__
-                raise error from None
-            raise
+        with stop_signals() as signals:
+            done = self._wait(timeout, signals)
         if done:
             self._runner.restore_log()
             self._runner.end()
-        error = self._runner.error
-        if error is not None:
-            if is_described(error):
-                raise error.with_traceback(None) from error.__cause__
-            raise error
+        self._raise_failure()
         return done
 
-    def stop(self) -> None:
-        self._runner.stopping = True
-        self._runner.stop_idle_batches()
-        self._runner.query.stop()
-        self._runner.end()
+    def _wait(self, timeout: float | None, signals: StopSignals) -> bool:
+        """Wait in short steps (a signal only records itself, see :mod:`sparktide.spark.
+        stopping`), stopping the query once a signal came."""
+        query = self._runner.query
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            signum = signals.first
+            if signum is not None:
+                report = self._runner.stop(signals.abandon, signum)
+                print(report.describe(), file=sys.stderr, flush=True)
+                raise QueryStopped(report)
+            left = POLL_SECONDS if deadline is None else deadline - time.monotonic()
+            try:
+                # at least 1 ms: Spark Connect refuses a timeout of 0
+                if query.awaitTermination(max(0.001, min(POLL_SECONDS, left))):
+                    return True
+            except Exception:
+                self._runner.end()  # the query failed, or a stop ended it
+                if self._runner.stopping and self._runner.error is None:
+                    return True
+                self._raise_failure()
+                raise
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
 
-    def cancel(self) -> None:
-        self.stop()
+    def _raise_failure(self) -> None:
+        """Raise the error that failed a batch, if one did (a user function's without py4j's
+        frames: its own are in its note)."""
+        error = self._runner.error
+        if error is None:
+            return
+        self._runner.restore_log()
+        if is_described(error):
+            raise error.with_traceback(None) from error.__cause__
+        raise error from None
+
+    def stop(self) -> StopReport:
+        """Stop the query after the micro-batch in flight commits (no new one starts) and
+        return what the checkpoint holds; a second call returns the same."""
+        return self._runner.stop()
+
+    def cancel(self) -> StopReport:
+        """Stop the query at once: a micro-batch in flight is abandoned, not committed (Spark
+        replays it at the restart)."""
+        return self._runner.stop(abandon=_always)
 
     def metrics(self) -> dict[str, object]:
         """Totals over the committed micro-batches of this run, the user metrics
@@ -326,7 +360,8 @@ class _StreamRunner:
         self.listeners: list[Callable[[BatchMetrics], None]] = []
         self.error: BaseException | None = None
         self.restore_log: Callable[[], None] = lambda: None
-        self.stopping = False
+        self.stopping = False  # stop() was called: no batch starts, a failure is not an error
+        self.stopped: StopReport | None = None  # what stop() reported
         self.query: _Query = None  # type: ignore[assignment]  # set by start()
         self.lock = threading.Lock()
         self._stop_idle = threading.Event()
@@ -364,6 +399,55 @@ class _StreamRunner:
         if read_spark_log(self.store).last_offset == pending:
             version = 0 if committed is None else committed + 1
             InputCheck.start(self.store, version, pending, self.skip_missing_input_files)
+
+    def stop(
+        self, abandon: Callable[[], bool] = lambda: False, signum: int | None = None
+    ) -> StopReport:
+        """Stop the query once no micro-batch is in flight (none starts after this is called),
+        or at once when ``abandon()`` turns true while one runs (it is not committed: Spark
+        replays it at the restart); what the checkpoint then holds. Idempotent: a second call
+        returns the first one's report."""
+        if self.stopped is not None:
+            return self.stopped
+        self.stopping = True
+        # a batch refused now (or abandoned) ends the query with an error Spark would log
+        restore = quiet_query_failure_log(self.executor.spark) if not self.watching else None
+        try:
+            waited = self._wait_for_batch_in_flight(abandon)
+            self.query.stop()
+            self.end()
+        finally:
+            if restore is not None:
+                restore()
+        committed, info = self._last()
+        last_spark = _last_spark_batch(committed, info)
+        self.stopped = StopReport(self.store.location, committed, last_spark, signum, not waited)
+        return self.stopped
+
+    def _wait_for_batch_in_flight(self, abandon: Callable[[], bool]) -> bool:
+        """Wait until no micro-batch runs (``False``: ``abandon()`` turned true first). On a
+        classic session the driver runs the batches under :attr:`lock`; on Spark Connect the
+        server does, and a Spark micro-batch is in flight while Spark's offset log is ahead of
+        the last commit."""
+        while True:
+            if self.watching:
+                if not self._connect_batch_in_flight() or not self.query.isActive:
+                    return True
+                time.sleep(POLL_SECONDS)
+            elif self.lock.acquire(timeout=POLL_SECONDS):
+                try:
+                    self.stop_idle_batches()  # no batch without data starts either
+                finally:
+                    self.lock.release()
+                return True
+            if abandon():
+                return False
+
+    def _connect_batch_in_flight(self) -> bool:
+        logged = read_spark_log(self.store).last_offset
+        committed, info = self._last()
+        last_spark = _last_spark_batch(committed, info)
+        return logged is not None and (last_spark is None or logged > last_spark)
 
     def end(self) -> None:
         """The query has ended: stop the batches without data, release the checkpoint's lock
@@ -415,8 +499,8 @@ class _StreamRunner:
             with self.lock:
                 self._on_spark_batch(batch_df, int(batch_id))
         except BaseException as exc:
-            # stop() interrupts a running batch: not a failure (it is uncommitted and replayed
-            # by the next run)
+            # a batch stop() refuses or cancel() interrupts is not a failure (it is not committed:
+            # the next run replays it)
             if not self.stopping:
                 self.error = exc
                 if is_described(exc):  # a user function's error: raised by await_termination
@@ -429,6 +513,8 @@ class _StreamRunner:
         return committed, None if committed is None else self.store.commit_info(committed)
 
     def _on_spark_batch(self, batch_df: DataFrame, spark_batch: int) -> None:
+        if self.stopping:  # not run, so not committed by Spark either: replayed at the restart
+            raise QueryStopping(f"the query is stopping: micro-batch {spark_batch} is not run")
         committed, info = self._last()
         last_spark = _last_spark_batch(committed, info)
         if last_spark is not None and spark_batch <= last_spark:
@@ -709,6 +795,10 @@ class _StreamRunner:
             LOGGER.info(format_progress(metrics))
         for listener in self.listeners:
             listener(metrics)
+
+
+def _always() -> bool:
+    return True
 
 
 def _one_pass(executor: SparkExecutor, base: SparkJob) -> bool:
