@@ -2,6 +2,7 @@
 
 - ``StreamTrigger``: its forms, their string forms, and what is refused (before any query
   starts) with an error naming the accepted forms;
+- the batch lock, which one process holds while another cannot take it;
 - every form runs the same micro-batches over the same files as ``available_now`` and gives
   the same output (``once`` one batch per run, resuming from the checkpoint);
 - a processing-time timer a ``KeyedProcessFunction`` registers fires in a batch without new
@@ -30,6 +31,8 @@ from conftest import wait_for
 from sparktide.common import Duration, Row, Types
 from sparktide.datastream import KeyedProcessFunction, StreamExecutionEnvironment, StreamTrigger
 from sparktide.datastream.state import ValueStateDescriptor
+from sparktide.spark.batch_lock import BatchLock
+from sparktide.spark.checkpoint import CheckpointStore
 from sparktide.spark.query_trigger import POLLING_DELAY, creation_settings, with_trigger
 from sparktide.spark.streaming import ForeachBatchSink, ParquetBatchSink
 from test_spark_connect import DRIVER_TIMEOUT_S, _connect_available, _spark_home_without_zip
@@ -131,6 +134,39 @@ def test_each_form_is_the_spark_trigger_of_its_name() -> None:
         assert with_trigger(writer, trigger) is writer  # type: ignore[arg-type]
         assert writer.triggers == spark_triggers
     assert [creation_settings(t) for t in FORMS] == [{}, {}, {POLLING_DELAY: "250ms"}, {}, {}]
+
+
+# ------------------------------------------------------------------------------ the batch lock
+
+_HOLDER = """
+import sys
+from sparktide.spark.batch_lock import BatchLock
+from sparktide.spark.checkpoint import CheckpointStore
+with BatchLock(CheckpointStore(sys.argv[1])):
+    print("held", flush=True)
+    sys.stdin.readline()
+"""
+
+
+def test_the_batch_lock_excludes_another_process(tmp_path: Path) -> None:
+    store = CheckpointStore(str(tmp_path / "ckpt"))
+    lock = BatchLock(store)
+    assert lock.excludes_processes()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, store.location],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(Path(sparktide.__file__).resolve().parents[1])},
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        assert not lock.acquire(blocking=False)  # a run of a version is in flight there
+        assert not lock.acquire(timeout=0.1)
+    finally:
+        holder.communicate("done\n", timeout=60)
+    assert lock.acquire(timeout=30)  # released by its holder
+    lock.release()
 
 
 # ------------------------------------------------------------------------------ on Spark

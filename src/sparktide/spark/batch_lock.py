@@ -25,8 +25,8 @@ Where there is no ``flock()`` (object stores, file systems without it),
 >>> lock.excludes_processes()
 True
 >>> with lock:
-...     other.acquire(blocking=False)
-False
+...     other.acquire(blocking=False), other.acquire(timeout=0.05)
+(False, False)
 >>> other.acquire(blocking=False)
 True
 >>> other.release()
@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 
 from sparktide.spark.checkpoint import CheckpointStore
 from sparktide.spark.checkpoint_lock import NO_FLOCK
@@ -43,21 +44,18 @@ from sparktide.spark.checkpoint_lock import NO_FLOCK
 __all__ = ["BATCH_LOCK_FILE", "BatchLock"]
 
 BATCH_LOCK_FILE = "batch.lock"
+_RETRY_S = 0.01  # between tries of a lock held elsewhere, when waiting has a timeout
 
 
 class BatchLock:
     """The lock of the versions of the checkpoint of ``store`` (see the module docstring):
-    ``acquire(blocking)`` / ``release()``, or ``with lock:`` (waits). Pickled, it is a new lock
-    on the same checkpoint (what a Spark Connect server's batch runner takes)."""
+    ``acquire(blocking)`` / ``release()``, or ``with lock:`` (waits)."""
 
     def __init__(self, store: CheckpointStore) -> None:
         self.store = store
         self._thread = threading.Lock()
         self._fd: int | None = None
         self._path = _lock_path(store)
-
-    def __reduce__(self) -> tuple[type[BatchLock], tuple[CheckpointStore]]:
-        return (BatchLock, (self.store,))
 
     def excludes_processes(self) -> bool:
         """Whether the lock also excludes other processes (``flock()`` on the checkpoint's
@@ -80,12 +78,15 @@ class BatchLock:
             os.close(fd)  # releases what this descriptor holds
         return True
 
-    def acquire(self, blocking: bool = True) -> bool:
-        """Take the lock (``blocking``: wait for its holder); whether it was taken."""
-        if not self._thread.acquire(blocking):
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        """Take the lock, as ``threading.Lock.acquire`` does (``blocking``: wait for its holder,
+        at most ``timeout`` seconds when it is >= 0); whether it was taken."""
+        wait = timeout if blocking else -1
+        deadline = time.monotonic() + timeout if blocking and timeout >= 0 else None
+        if not self._thread.acquire(blocking, wait):
             return False
         try:
-            taken = self._lock_file(blocking)
+            taken = self._lock_file(blocking, deadline)
         except BaseException:
             self._thread.release()
             raise
@@ -106,19 +107,26 @@ class BatchLock:
     def __exit__(self, *exc: object) -> None:
         self.release()
 
-    def _lock_file(self, blocking: bool) -> bool:
-        """``flock()`` the lock file (when there is one), held until :meth:`release`."""
+    def _lock_file(self, blocking: bool, deadline: float | None) -> bool:
+        """``flock()`` the lock file (when there is one), held until :meth:`release`; waits for
+        its holder when ``blocking``, until ``deadline`` (``time.monotonic()``) if given."""
         path = self._path
         if path is None:
             return True
         import fcntl
 
         fd = _open(path)
+        wait = blocking and deadline is None
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX if blocking else fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            return False
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if deadline is None or time.monotonic() >= deadline:
+                        os.close(fd)
+                        return False
+                    time.sleep(_RETRY_S)
         except OSError as exc:
             os.close(fd)
             if exc.errno not in NO_FLOCK:
