@@ -38,7 +38,8 @@ import os
 import threading
 import time
 
-from sparktide.spark.checkpoint import CheckpointStore
+from sparktide.runtime.filesystems import write_failure
+from sparktide.spark.checkpoint import CheckpointError, CheckpointStore
 from sparktide.spark.checkpoint_lock import NO_FLOCK
 
 __all__ = ["BATCH_LOCK_FILE", "BatchLock"]
@@ -65,7 +66,10 @@ class BatchLock:
             return False
         import fcntl
 
-        fd = _open(path)
+        try:
+            fd = _open(path)
+        except CheckpointError:  # the batches will say why
+            return False
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:  # held: the file system has flock()
@@ -148,5 +152,14 @@ def _lock_path(store: CheckpointStore) -> str | None:
 
 
 def _open(path: str) -> int:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    """A descriptor of the lock file (made if missing); a file that cannot be opened is a
+    :class:`CheckpointError` naming it, why, and that no batch ran."""
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        return os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise CheckpointError(
+            f"{path}: the checkpoint's batch lock could not be opened: "
+            f"{write_failure(exc, path)}. No batch ran; once fixed, start the job again: it "
+            "resumes from its last commit"
+        ) from None
