@@ -542,12 +542,15 @@ class _StreamRunner:
 
     # ------------------------------------------------------------------ Spark Connect
 
-    def start_watching_commits(self, poll_ms: int, due_batches: bool = False) -> None:
+    def start_watching_commits(
+        self, poll_ms: int, reported: int | None, due_batches: bool = False
+    ) -> None:
         """Spark Connect runs Spark's batches on the server: report each version committed
-        there (its metrics, from the checkpoint) every ``poll_ms``; with ``due_batches``, run
-        the batches without new data here (see :meth:`run_due_batch`), where the checkpoint's
-        lock excludes the server's batches (:meth:`BatchLock.excludes_processes`)."""
-        self.watched = self.store.committed_version()
+        there after ``reported`` (the last version committed before the query started) with
+        its metrics, from the checkpoint, every ``poll_ms``; with ``due_batches``, run the
+        batches without new data here (see :meth:`run_due_batch`), where the checkpoint's lock
+        excludes the server's batches (:meth:`BatchLock.excludes_processes`)."""
+        self.watched = reported
         self.watching = True
         run_due = due_batches and self.lock.excludes_processes()
         self._start_loop(self._watch_loop, (poll_ms / 1000, run_due), "sparktide-commits")
@@ -822,11 +825,12 @@ def start_stream(
     for message in idempotence_warnings(executor.plan):
         # the user's execute_async() / execute() call (past SparkRunner.start_stream)
         warnings.warn(message, StreamingExactlyOnceWarning, stacklevel=4)
+    reported = runner.store.committed_version()  # this run reports the versions after it
     with session_settings(executor.spark.conf, creation_settings(resolved)):
         runner.start(_stream_writer(runner, connect, resolved))
     poll_ms = env.get_config().get_auto_watermark_interval()
     if connect:  # the server runs Spark's batches (see docs/spark.md)
-        runner.start_watching_commits(poll_ms, due_batches=resolved.runs_until_stopped)
+        runner.start_watching_commits(poll_ms, reported, due_batches=resolved.runs_until_stopped)
     elif resolved.runs_until_stopped:
         runner.start_idle_batches(poll_ms)
     return StreamingJobClient(job_name, runner)
