@@ -201,12 +201,16 @@ def _run(spark: Any, directory: Path, ckpt: Path, trigger: Any, last: int | None
 
 
 def test_each_trigger_form_gives_the_output_of_available_now(spark, tmp_path: Path) -> None:
-    _write_files(tmp_path / "in", _records(2))
+    records = _records(2)
+    _write_files(tmp_path / "in", records)
     reference = _run(spark, tmp_path / "in", tmp_path / "available_now", "available_now")
     assert sorted(reference) == [0, 1] and reference[1], reference  # timers fired in batch 1
+    # once: one batch of all there is (Spark ignores maxFilesPerTrigger), so a file per run;
+    # the next run resumes from the checkpoint
     once: dict[int, list[tuple]] = {}
-    for _ in range(2):  # one batch per run, the next run resumes from the checkpoint
-        once.update(_run(spark, tmp_path / "in", tmp_path / "once", StreamTrigger.once()))
+    for f, rows in enumerate(records):
+        _write_files(tmp_path / "in-once", [rows], first=f)
+        once.update(_run(spark, tmp_path / "in-once", tmp_path / "once", StreamTrigger.once()))
     assert once == reference
     polling = spark.conf.get(POLLING_DELAY, None)
     until_stopped = {

@@ -761,8 +761,14 @@ def _check_outcome(outcome: BatchOutcome) -> None:
 
 
 def _empty_like(df: DataFrame) -> DataFrame:
-    """An empty DataFrame with the columns of ``df`` (a batch without new data)."""
-    return df.sparkSession.createDataFrame([], df.schema)
+    """An empty DataFrame with the columns of ``df`` (a batch without new data) over which
+    every source split's task runs (and checks its idleness): an empty range, not an empty
+    local relation, which is what ``createDataFrame([])`` is over Spark Connect and which
+    Spark plans as no task at all."""
+    from pyspark.sql import functions as F
+
+    columns = [F.lit(None).cast(f.dataType).alias(f.name) for f in df.schema.fields]
+    return df.sparkSession.range(0).select(*columns)
 
 
 def _records_of(splits: dict[int, SplitSummary]) -> dict[int, int]:
