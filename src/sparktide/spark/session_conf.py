@@ -40,8 +40,8 @@ def session_settings(conf: RuntimeSettings, settings: Mapping[str, str]) -> Iter
     try:
         yield
     finally:
-        for key, value in saved.items():
-            if value is None:
+        for key, old in saved.items():
+            if old is None:
                 conf.unset(key)
             else:
-                conf.set(key, value)
+                conf.set(key, old)
