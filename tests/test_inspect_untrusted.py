@@ -144,6 +144,7 @@ KINDS = {
     "RocksDB private file": r"state/rocksdb/[^/]+/\d+/private/[^/]+/[^/]+",
     "RocksDB checkpoint manifest": r"state/rocksdb/[^/]+/\d+/(completed|pending)/\d+\.json",
     "writer lock": r"writer\.lock",
+    "batch lock": r"batch\.lock",
     "Spark's streaming metadata": r"spark/.+",
 }
 EXPECTED = {

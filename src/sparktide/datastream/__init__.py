@@ -84,6 +84,8 @@ _LAZY = {
     "SlotSharingGroup": "sparktide.datastream.slot_sharing_group",
     "Partitioner": "sparktide.datastream.partitioner",
     "SourceFunction": "sparktide.core.source",
+    # when a streaming job's micro-batches start (execute(..., trigger=...))
+    "StreamTrigger": "sparktide.common.stream_trigger",
 }
 
 
@@ -165,6 +167,7 @@ __all__ = [
     "SourceFunction",
     "StateBackend",
     "StreamExecutionEnvironment",
+    "StreamTrigger",
     "TimeDomain",
     "TimeWindow",
     "TimerService",

@@ -21,6 +21,7 @@ from sparktide.common import env_overrides
 from sparktide.common.config_options import SKIP_MISSING_INPUT_FILES
 from sparktide.common.execution_config import ExecutionConfig
 from sparktide.common.job import JobExecutionResult
+from sparktide.common.stream_trigger import StreamTrigger
 from sparktide.common.watermark_strategy import WatermarkStrategy
 from sparktide.core.state_backend import (
     StateBackend,
@@ -389,17 +390,24 @@ class StreamExecutionEnvironment(EnvironmentCompat):
         job_name: str | None = None,
         *,
         checkpoint_location: str | None = None,
-        trigger: str | None = None,
+        trigger: StreamTrigger | str | None = None,
         snapshot_every: int | None = None,
         allow_non_restored_state: bool = False,
     ) -> JobExecutionResult:
         """Run every sink defined since the last execution.
 
-        A job reading :meth:`from_stream` runs until its query stops (``trigger=
-        "available_now"``: once every available micro-batch is processed; ``"once"``: one
-        batch; ``None``: until stopped), keeping its state in ``checkpoint_location``: a full
-        snapshot every ``snapshot_every`` batches (default 10; 1: full snapshots only) and a
-        changelog of what changed in the batches between.
+        A job reading :meth:`from_stream` runs until its query stops, its micro-batches
+        started as ``trigger`` (a :class:`~sparktide.common.stream_trigger.StreamTrigger` or
+        its string form) says: ``StreamTrigger.available_now()`` (``"available_now"``): every
+        available micro-batch, then it ends; ``StreamTrigger.once()`` (``"once"``): one batch;
+        ``StreamTrigger.processing_time(interval)`` (``"processing_time:10s"``): a batch at
+        most every ``interval`` until stopped; ``StreamTrigger.continuous(poll)``
+        (``"continuous:100ms"``): a batch as soon as data arrives, the sources polled every
+        ``poll``, until stopped; ``None``: until stopped, a batch at most every checkpoint
+        interval if checkpointing is enabled, else as soon as data arrives. It keeps its
+        state in ``checkpoint_location``: a full snapshot every ``snapshot_every`` batches
+        (default 10; 1: full snapshots only) and a changelog of what changed in the batches
+        between.
 
         On a restart, each operator's state is restored by its ``uid(...)``, or else by its
         place in the job graph (kind, name, inputs, position among siblings). If the
@@ -415,6 +423,7 @@ class StreamExecutionEnvironment(EnvironmentCompat):
                 "no sinks defined in the job: add one with print(), add_sink(...) or "
                 "execute_and_collect() before execute()"
             )
+        trigger = StreamTrigger.of(trigger)  # a bad one refused before anything starts
         start = time.perf_counter()
         self._apply_python()
         if self._is_streaming():
@@ -454,7 +463,7 @@ class StreamExecutionEnvironment(EnvironmentCompat):
         job_name: str | None = None,
         *,
         checkpoint_location: str | None = None,
-        trigger: str | None = None,
+        trigger: StreamTrigger | str | None = None,
         snapshot_every: int | None = None,
         allow_non_restored_state: bool = False,
     ) -> Any:
@@ -472,12 +481,13 @@ class StreamExecutionEnvironment(EnvironmentCompat):
                 "no sinks defined in the job: add one with sink_to(ForeachBatchSink(fn)), "
                 "sink_to(ParquetBatchSink(path)) or print() before execute_async()"
             )
+        stream_trigger = StreamTrigger.of(trigger)  # a bad one refused before Spark starts
         self._apply_python()
         try:
             request = StreamRequest(
                 job_name or "sparktide job",
                 self._checkpoint_config.checkpoint_location(checkpoint_location),
-                trigger,
+                stream_trigger,
                 snapshot_every,
                 allow_non_restored_state,
                 self._checkpoint_config.trigger_interval_ms(),

@@ -24,6 +24,8 @@ directory, given as a local path or any URI :func:`pyarrow.fs.FileSystem.from_ur
       spark/                           Spark's own checkpointLocation (offsets and commits)
       writer.lock                      the lock of the query writing the directory
                                        (:mod:`sparktide.spark.checkpoint_lock`)
+      batch.lock                       the lock of the run of a version (a Spark batch, or one
+                                       without new data; :mod:`sparktide.spark.batch_lock`)
 
 **Versions.** Batch ``v`` writes, per stage subtask, a full snapshot every ``snapshot_every``
 batches (and after a change of the stage's parallelism), else a changelog. The state of a

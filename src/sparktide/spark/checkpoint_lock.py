@@ -49,6 +49,7 @@ from sparktide.spark.stream_metrics import LOGGER
 
 __all__ = [
     "LOCK_FILE",
+    "NO_FLOCK",
     "CheckpointLock",
     "CheckpointLockWarning",
     "CheckpointLockedError",
@@ -57,8 +58,8 @@ __all__ = [
 
 LOCK_FILE = "writer.lock"
 _EPOCH = _dt.datetime(1970, 1, 1, tzinfo=_dt.timezone.utc)
-# flock() not available on this file system (some network file systems)
-_NO_FLOCK = frozenset({errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL})
+NO_FLOCK = frozenset({errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL})
+"""The errors of ``flock()`` on a file system without it (some network file systems)."""
 
 
 class CheckpointLockedError(CheckpointError):
@@ -158,7 +159,7 @@ class CheckpointLock:
             raise CheckpointLockedError(_locked_message(store.location, path)) from None
         except OSError as exc:
             os.close(fd)
-            if exc.errno not in _NO_FLOCK:
+            if exc.errno not in NO_FLOCK:
                 raise
             _warn_unlocked(f"the file system of {store.location!r} does not support flock()")
             return cls(store.location, None, None, holder)

@@ -7,6 +7,11 @@ it would need sparktide installed on the server. The function is a small bootstr
 value, that carries sparktide's zip (:func:`~sparktide.spark.session.package_zip`) and the
 pickled runner: at the first batch it writes the zip into a new temporary directory, puts it
 first on ``sys.path``, unpickles the runner and keeps it for the batches that follow.
+
+The runner runs each batch holding the checkpoint's
+:class:`~sparktide.spark.batch_lock.BatchLock` (made again where the runner is unpickled: a
+lock on the same checkpoint file), as the client's batches without new data do, so that a
+version is run by one of them.
 """
 
 from __future__ import annotations

@@ -62,6 +62,7 @@ from sparktide.spark.pickling import check_picklable
 from sparktide.spark.placement import placement_keys
 from sparktide.spark.progress import SparkProgress
 from sparktide.spark.session import get_spark, is_connect
+from sparktide.spark.session_conf import session_settings
 from sparktide.spark.shipments import BatchOutcome, decode_rows
 from sparktide.spark.spark_job import CHUNK, FLUSH, SparkJob
 from sparktide.spark.stage_frames import StageFrames, build_stage_frames, union
@@ -88,17 +89,8 @@ NO_ADAPTIVE = ("spark.sql.adaptive.enabled", "spark.sql.adaptive.coalescePartiti
 def without_adaptive_execution(conf: RuntimeConfig) -> Iterator[None]:
     """Turn off adaptive execution (:data:`NO_ADAPTIVE`) on a session while inside; the
     session's own values (or their absence) come back when the block ends or fails."""
-    saved = {key: conf.get(key, None) for key in NO_ADAPTIVE}
-    for key in NO_ADAPTIVE:
-        conf.set(key, "false")
-    try:
+    with session_settings(conf, dict.fromkeys(NO_ADAPTIVE, "false")):
         yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                conf.unset(key)
-            else:
-                conf.set(key, value)
 
 
 class SparkExecutor:

@@ -33,14 +33,23 @@ streaming query ``streaming_df.writeStream.foreachBatch(...)``. Each micro-batch
    ``StreamingJobClient.recent_progress``, the client's listeners and the
    ``sparktide.streaming`` logger (which ``sparktide run`` shows).
 
+**Triggers.** A :class:`~sparktide.common.stream_trigger.StreamTrigger` says when micro-batches
+start: ``processing_time(interval)``, ``continuous(poll)`` (a batch as soon as data arrives,
+the sources polled every ``poll``), ``available_now()`` or ``once()``
+(:mod:`sparktide.spark.query_trigger` maps each onto Spark's writer).
+
 **Batches without new data.** Spark calls ``foreachBatch`` only when data arrived. A query
-that runs until stopped (no ``trigger``) therefore also checks, every auto-watermark interval,
-whether a processing-time timer is due or (with ``with_idleness``) a split that is not idle yet
-has had no batch for the idle timeout; if so it runs a version with an empty batch (its
-``spark_batch`` is ``None``), which fires those timers or marks the split idle. A split
-without records is marked idle by the second such check, as Flink's periodic check does.
-Batches without data wait while a Spark batch is being replayed, and are not run with
-``trigger="available_now"`` or ``"once"`` (those runs end when the available data is done).
+that runs until stopped (a ``processing_time`` or ``continuous`` trigger, or none) therefore
+also checks, every auto-watermark interval, whether a processing-time timer is due or (with
+``with_idleness``) a split that is not idle yet has had no batch for the idle timeout; if so it
+runs a version with an empty batch (its ``spark_batch`` is ``None``), which fires those timers
+or marks the split idle. A split without records is marked idle by the second such check, as
+Flink's periodic check does. Batches without data wait while a Spark batch is being replayed,
+and are not run with ``available_now`` or ``once`` (those runs end when the available data is
+done). Over Spark Connect the client runs them, while Spark's batches run on the server: every
+run of a version holds the checkpoint's :class:`~sparktide.spark.batch_lock.BatchLock` (a
+file lock both processes take) from reading the last commit to writing its own, so one version
+is never written by two runs.
 
 On the driver steps 2 to 6 are the pipeline a bounded run goes through too (see
 docs/architecture.md, "The driver pipeline"): the batch's frames are built on its path
@@ -71,6 +80,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from sparktide.common.config_options import STREAM_SINKS_ONE_PASS
+from sparktide.common.stream_trigger import StreamTrigger
 from sparktide.core.metrics import MetricsReport
 from sparktide.runtime.execution.driver import JobEnvironment
 from sparktide.runtime.execution.path import Request
@@ -82,6 +92,7 @@ from sparktide.runtime.graph import JobGraph
 from sparktide.runtime.operator_identity import operator_identities
 from sparktide.runtime.processing_time import wall_clock_ms
 from sparktide.spark.batch_inputs import InputCheck, SkippedInputs
+from sparktide.spark.batch_lock import BatchLock
 from sparktide.spark.checkpoint import CheckpointError, CheckpointStore, checkpoint_interval
 from sparktide.spark.checkpoint_format import JsonObject
 from sparktide.spark.checkpoint_lock import CheckpointLock
@@ -106,7 +117,9 @@ from sparktide.spark.connect_batches import connect_batch_function
 from sparktide.spark.executor import SparkExecutor, without_adaptive_execution
 from sparktide.spark.failures import quiet_query_failure_log
 from sparktide.spark.offset_log import check_spark_log, read_spark_log
+from sparktide.spark.query_trigger import creation_settings, with_trigger
 from sparktide.spark.session import is_connect
+from sparktide.spark.session_conf import session_settings
 from sparktide.spark.shipments import BatchOutcome
 from sparktide.spark.stopping import (
     POLL_SECONDS,
@@ -154,8 +167,6 @@ __all__ = [
     "has_stream_source",
     "start_stream",
 ]
-
-_TRIGGERS = ("available_now", "once")
 
 
 class _Query(Protocol):
@@ -363,7 +374,7 @@ class _StreamRunner:
         self.stopping = False  # stop() was called: no batch starts, a failure is not an error
         self.stopped: StopReport | None = None  # what stop() reported
         self.query: _Query = None  # type: ignore[assignment]  # set by start()
-        self.lock = threading.Lock()
+        self.lock = BatchLock(self.store)  # one run of a version at a time (also over Connect)
         self._stop_idle = threading.Event()
         self._idle_thread: threading.Thread | None = None
         self._last_commit: CommitManifest | None = None  # what this run committed last
@@ -487,7 +498,7 @@ class _StreamRunner:
             sink = batch_sink_of(node.frame_writer)
             if sink is not None and node.id in functions:
                 sink.fn = functions[node.id]
-        self.lock = threading.Lock()
+        self.lock = BatchLock(self.store)
         self.watch_lock = threading.Lock()
         self._stop_idle = threading.Event()
         self.restore_log = lambda: None
@@ -537,12 +548,10 @@ class _StreamRunner:
 
     def start_idle_batches(self, poll_ms: int) -> None:
         """Check every ``poll_ms`` whether a batch without new data is due, and run it."""
-        self._idle_thread = threading.Thread(
-            target=self._idle_loop,
-            args=(poll_ms / 1000,),
-            name="sparktide-due-batches",
-            daemon=True,
-        )
+        self._start_loop(self._idle_loop, (poll_ms / 1000,), "sparktide-due-batches")
+
+    def _start_loop(self, loop: Callable[..., None], args: tuple[object, ...], name: str) -> None:
+        self._idle_thread = threading.Thread(target=loop, args=args, name=name, daemon=True)
         self._idle_thread.start()
 
     def stop_idle_batches(self) -> None:
@@ -553,54 +562,26 @@ class _StreamRunner:
         if self.watching:
             self._report_new_commits()  # the commits of the last batches
 
-    # ------------------------------------------------------------------ Spark Connect
-
-    def start_watching_commits(self, poll_ms: int) -> None:
-        """Spark Connect runs the batches on the server: report each version committed there
-        (its metrics, from the checkpoint) every ``poll_ms``."""
-        self.watched = self.store.committed_version()
-        self.watching = True
-        self._idle_thread = threading.Thread(
-            target=self._watch_loop,
-            args=(poll_ms / 1000,),
-            name="sparktide-commits",
-            daemon=True,
-        )
-        self._idle_thread.start()
-
-    def _watch_loop(self, poll: float) -> None:
-        while not self._stop_idle.wait(poll):
-            try:
-                self._report_new_commits()
-            except Exception:  # the query itself reports what failed
-                return
-
-    def _report_new_commits(self) -> None:
-        with self.watch_lock:
-            committed = self.store.committed_version()
-            if committed is None:
-                return
-            first = 0 if self.watched is None else self.watched + 1
-            for version in range(first, committed + 1):
-                try:
-                    info = self.store.commit_info(version)
-                except CheckpointError:  # cleaned up already (more commits than retained)
-                    continue
-                self._report(cast(BatchMetrics, info.metrics))  # written from a BatchMetrics
-                self.watched = version
-
     def _idle_loop(self, poll: float) -> None:
         while not self._stop_idle.wait(poll):
-            if self.query is not None and not self.query.isActive:
+            if not self._run_due_batch_or_end():
                 return
-            try:
-                self.run_due_batch(wall_clock_ms())
-            except BaseException as exc:  # the query fails with it, as a failed batch would
-                if not self.stopping:
-                    self.error = exc
-                self._stop_idle.set()
-                self.query.stop()
-                return
+
+    def _run_due_batch_or_end(self) -> bool:
+        """Run a batch without new data if one is due; ``False`` once the checks end: the
+        query ended, or the batch failed (the query fails with its error, as it does with a
+        failed Spark batch)."""
+        if self.query is not None and not self.query.isActive:
+            return False
+        try:
+            self.run_due_batch(wall_clock_ms())
+        except BaseException as exc:
+            if not self.stopping:
+                self.error = exc
+            self._stop_idle.set()
+            self.query.stop()
+            return False
+        return True
 
     def due(self, info: CommitManifest | None, wall: int) -> bool:
         """Whether a batch without new data would do something at ``wall``: a processing-time
@@ -618,8 +599,10 @@ class _StreamRunner:
         return active and wall - info.processing_time >= self.idle_timeout
 
     def run_due_batch(self, wall: int) -> bool:
-        """Run a batch without new data if one is due (and no batch is running or waiting to
-        be replayed); returns whether it ran."""
+        """Run a batch without new data if one is due (and no batch is running, here or on a
+        Spark Connect server, or waiting to be replayed); returns whether it ran. It holds the
+        :class:`~sparktide.spark.batch_lock.BatchLock` from reading the last commit to writing
+        its own, so no other run writes its version."""
         if not self.lock.acquire(blocking=False):
             return False
         try:
@@ -632,11 +615,57 @@ class _StreamRunner:
                 return False
             if self.store.pending_spark_batch(committed + 1):
                 return False
+            if self.watching:  # the server's commits are reported first, then this one's
+                self._report_new_commits()
             frames = [_empty_like(n.source.df) for n in self.nodes]
             self._run_version(frames, committed, info, None)
+            if self.watching:  # reported by its run: not again from the checkpoint
+                with self.watch_lock:
+                    self.watched = committed + 1
             return True
         finally:
             self.lock.release()
+
+    # ------------------------------------------------------------------ Spark Connect
+
+    def start_watching_commits(
+        self, poll_ms: int, reported: int | None, due_batches: bool = False
+    ) -> None:
+        """Spark Connect runs Spark's batches on the server: report each version committed
+        there after ``reported`` (the last version committed before the query started) with
+        its metrics, from the checkpoint, every ``poll_ms``; with ``due_batches``, run the
+        batches without new data here (see :meth:`run_due_batch`), where the checkpoint's lock
+        excludes the server's batches (:meth:`BatchLock.excludes_processes`)."""
+        self.watched = reported
+        self.watching = True
+        run_due = due_batches and self.lock.excludes_processes()
+        self._start_loop(self._watch_loop, (poll_ms / 1000, run_due), "sparktide-commits")
+
+    def _watch_loop(self, poll: float, run_due: bool) -> None:
+        while not self._stop_idle.wait(poll):
+            try:
+                self._report_new_commits()
+            except Exception:  # the query itself reports what failed
+                return
+            if run_due and not self._run_due_batch_or_end():
+                return
+
+    def _report_new_commits(self) -> None:
+        """Report the versions committed since the last one reported; the newest is what the
+        next check for a due batch starts from."""
+        with self.watch_lock:
+            committed = self.store.committed_version()
+            if committed is None:
+                return
+            first = 0 if self.watched is None else self.watched + 1
+            for version in range(first, committed + 1):
+                try:
+                    info = self.store.commit_info(version)
+                except CheckpointError:  # cleaned up already (more commits than retained)
+                    continue
+                self._report(cast(BatchMetrics, info.metrics))  # written from a BatchMetrics
+                self.watched = version
+                self._last_commit = info
 
     # ------------------------------------------------------------------ one version
 
@@ -822,8 +851,14 @@ def _check_outcome(outcome: BatchOutcome) -> None:
 
 
 def _empty_like(df: DataFrame) -> DataFrame:
-    """An empty DataFrame with the columns of ``df`` (a batch without new data)."""
-    return df.sparkSession.createDataFrame([], df.schema)
+    """An empty DataFrame with the columns of ``df`` (a batch without new data) over which
+    every source split's task runs (and checks its idleness): an empty range, not an empty
+    local relation, which is what ``createDataFrame([])`` is over Spark Connect and which
+    Spark plans as no task at all."""
+    from pyspark.sql import functions as F
+
+    columns = [F.lit(None).cast(f.dataType).alias(f.name) for f in df.schema.fields]
+    return df.sparkSession.range(0).select(*columns)
 
 
 def _records_of(splits: dict[int, SplitSummary]) -> dict[int, int]:
@@ -861,18 +896,20 @@ def start_stream(
     env: JobEnvironment,
     job_name: str,
     checkpoint_location: str | None,
-    trigger: str | None,
+    trigger: StreamTrigger | str | None,
     snapshot_every: int | None = None,
     allow_non_restored_state: bool = False,
     interval_ms: int | None = None,
     skip_missing_input_files: bool = False,
 ) -> StreamingJobClient:
     """Start the streaming query of ``graph`` (see :meth:`StreamExecutionEnvironment.
-    execute_async`). ``interval_ms`` (the checkpoint interval) starts a micro-batch, which is
-    one checkpoint, at most every ``interval_ms`` when ``trigger`` is None.
-    ``skip_missing_input_files``: replay a micro-batch whose input files are gone without them
-    (see :mod:`sparktide.spark.batch_inputs`)."""
-    location = _checked_start(checkpoint_location, trigger)
+    execute_async`). ``trigger``: when micro-batches start
+    (:class:`~sparktide.common.stream_trigger.StreamTrigger` or its string form); ``None``: at
+    most every ``interval_ms`` (the checkpoint interval) when it is set, else as soon as data
+    arrives, until stopped. ``skip_missing_input_files``: replay a micro-batch whose input
+    files are gone without them (see :mod:`sparktide.spark.batch_inputs`)."""
+    resolved = StreamTrigger.resolve(trigger, interval_ms)
+    location = _checked_start(checkpoint_location)
     executor = SparkExecutor(graph, env)
     check_declared_types(executor.plan)  # a job refused creates no output folder
     connect = is_connect(executor.spark)
@@ -884,38 +921,36 @@ def start_stream(
     for message in idempotence_warnings(executor.plan):
         # the user's execute_async() / execute() call (past SparkRunner.start_stream)
         warnings.warn(message, StreamingExactlyOnceWarning, stacklevel=4)
-    runner.start(_stream_writer(runner, connect, trigger, interval_ms))
+    reported = runner.store.committed_version()  # this run reports the versions after it
+    with session_settings(executor.spark.conf, creation_settings(resolved)):
+        runner.start(_stream_writer(runner, connect, resolved))
     poll_ms = env.get_config().get_auto_watermark_interval()
-    if connect:  # the server runs the batches (see docs/spark.md)
-        runner.start_watching_commits(poll_ms)
-    elif trigger is None:
+    if connect:  # the server runs Spark's batches (see docs/spark.md)
+        runner.start_watching_commits(poll_ms, reported, due_batches=resolved.runs_until_stopped)
+    elif resolved.runs_until_stopped:
         runner.start_idle_batches(poll_ms)
     return StreamingJobClient(job_name, runner)
 
 
-def _checked_start(checkpoint_location: str | None, trigger: str | None) -> str:
-    """The checkpoint location, once it and ``trigger`` are valid and the location can be
-    written (before Spark starts the query: the driver writes the checkpoint; over Spark
-    Connect, sink paths are the server's)."""
+def _checked_start(checkpoint_location: str | None) -> str:
+    """The checkpoint location, once it is given and can be written (before Spark starts the
+    query: the driver writes the checkpoint; over Spark Connect, sink paths are the
+    server's)."""
     if checkpoint_location is None:
         raise ValueError(
             "checkpoint_location is required for a job reading env.from_stream(...): the "
             "directory (path or pyarrow.fs URI) where its state, timers and progress are kept; "
             "pass execute(..., checkpoint_location='/path/to/ckpt')"
         )
-    if trigger is not None and trigger not in _TRIGGERS:
-        raise ValueError(
-            f"trigger must be one of {_TRIGGERS} or None (run micro-batches until stopped), got "
-            f"{trigger!r}"
-        )
     check_writable(checkpoint_location, "checkpoint_location")
     return checkpoint_location
 
 
 def _stream_writer(
-    runner: _StreamRunner, connect: bool, trigger: str | None, interval_ms: int | None
+    runner: _StreamRunner, connect: bool, trigger: StreamTrigger
 ) -> DataStreamWriter:
-    """The query over the sources' streams: each micro-batch runs ``runner``'s batch."""
+    """The query over the sources' streams: each micro-batch runs ``runner``'s batch, started
+    as ``trigger`` says (:func:`~sparktide.spark.query_trigger.with_trigger`)."""
     frames = [n.source.df for n in runner.nodes]
     stream = frames[0] if len(frames) == 1 else union_streams(frames)
     on_batch = connect_batch_function(runner) if connect else runner.on_batch
@@ -923,10 +958,4 @@ def _stream_writer(
         "checkpointLocation", runner.store.spark_checkpoint_location
     )
     writer = writer.queryName(f"sparktide-{uuid.uuid4().hex[:8]}")
-    if trigger == "available_now":
-        writer = writer.trigger(availableNow=True)
-    elif trigger == "once":
-        writer = writer.trigger(once=True)
-    elif interval_ms:
-        writer = writer.trigger(processingTime=f"{interval_ms} milliseconds")
-    return writer
+    return with_trigger(writer, trigger)

@@ -11,7 +11,8 @@ implement the protocol structurally (they import nothing of the DataStream API).
 A :class:`StreamRequest` holds the arguments of a streaming run (``execute`` or
 ``execute_async`` of a job reading a Structured Streaming source).
 
->>> StreamRequest("job", "/tmp/ckpt", trigger="once").snapshot_every is None
+>>> from sparktide.common.stream_trigger import StreamTrigger
+>>> StreamRequest("job", "/tmp/ckpt", trigger=StreamTrigger.once()).snapshot_every is None
 True
 """
 
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from sparktide.common.configuration import Configuration
+    from sparktide.common.stream_trigger import StreamTrigger
     from sparktide.common.typeinfo_base import TypeInformation
     from sparktide.runtime.execution.driver import JobEnvironment
     from sparktide.runtime.execution.path import PathChoice
@@ -35,14 +37,15 @@ __all__ = ["PythonShipping", "Runner", "StreamRequest"]
 @dataclass(frozen=True)
 class StreamRequest:
     """How to run a streaming job (see ``StreamExecutionEnvironment.execute``): its name, the
-    checkpoint folder, the trigger (``"available_now"``, ``"once"``, ``None``: until stopped),
+    checkpoint folder, the trigger (a :class:`~sparktide.common.stream_trigger.StreamTrigger`;
+    ``None``: until stopped),
     full snapshots every ``snapshot_every`` batches, whether state of operators the job no
     longer has is dropped, the checkpoint interval (ms) that paces micro-batches, and whether a
     replayed batch whose input files are gone runs without them."""
 
     job_name: str
     checkpoint_location: str | None
-    trigger: str | None = None
+    trigger: StreamTrigger | None = None
     snapshot_every: int | None = None
     allow_non_restored_state: bool = False
     interval_ms: int | None = None
