@@ -129,30 +129,42 @@ def _spark_home_without_zip(tmp: Path) -> Path:
     return home
 
 
+def run_connect_driver(
+    argv: list[str], tmp: Path, pythonpath: list[str]
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python argv...`` in ``tmp`` as a driver of a local Spark Connect server (on a free
+    port), with ``pythonpath`` for the driver; the server's Python workers run in a bare
+    virtual environment with this one's packages (they get sparktide only as an artifact)."""
+    site = [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
+    workers = _bare_venv(tmp / "workers", list(dict.fromkeys(site)))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARKTIDE_", "SPARK_"))}
+    env["PYTHONPATH"] = os.pathsep.join(pythonpath)
+    env["PYSPARK_PYTHON"] = str(workers)
+    env["SPARK_TESTING"] = "1"  # the local server on a free port, not on 15002
+    env["SPARK_HOME"] = str(_spark_home_without_zip(tmp))
+    return subprocess.run(
+        [sys.executable, *argv],
+        cwd=tmp,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=DRIVER_TIMEOUT_S,
+    )
+
+
 def test_same_jobs_on_classic_and_connect_sessions(spark, tmp_path: Path) -> None:
     reason = _connect_available()
     if reason:
         pytest.skip(reason)
     data = tmp_path / "in"
     _write_files(data, _records(4))
-    site = [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
-    workers = _bare_venv(tmp_path / "workers", list(dict.fromkeys(site)))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARKTIDE_", "SPARK_"))}
-    # the driver imports sparktide as installed; the workers get it only as an artifact, and
-    # the job's functions from this directory
-    env["PYTHONPATH"] = str(Path(__file__).parent)
-    env["PYSPARK_PYTHON"] = str(workers)
-    env["SPARK_TESTING"] = "1"  # the local server on a free port, not on 15002
-    env["SPARK_HOME"] = str(_spark_home_without_zip(tmp_path))
     report_path = tmp_path / "connect.json"
     (tmp_path / "connect").mkdir()
-    done = subprocess.run(
-        [sys.executable, __file__, str(report_path), str(data), str(tmp_path / "connect")],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=DRIVER_TIMEOUT_S,
+    # the driver imports sparktide as installed, and the job's functions from this directory
+    done = run_connect_driver(
+        [__file__, str(report_path), str(data), str(tmp_path / "connect")],
+        tmp_path,
+        [str(Path(__file__).parent)],
     )
     assert done.returncode == 0 and report_path.is_file(), done.stderr[-8000:]
     connect = json.loads(report_path.read_text())

@@ -19,7 +19,6 @@ import os
 import pickle
 import subprocess
 import sys
-import sysconfig
 from dataclasses import FrozenInstanceError
 from pathlib import Path
 from typing import Any
@@ -35,9 +34,8 @@ from sparktide.spark.batch_lock import BatchLock
 from sparktide.spark.checkpoint import CheckpointStore
 from sparktide.spark.query_trigger import POLLING_DELAY, creation_settings, with_trigger
 from sparktide.spark.streaming import ForeachBatchSink, ParquetBatchSink
-from test_spark_connect import DRIVER_TIMEOUT_S, _connect_available, _spark_home_without_zip
+from test_spark_connect import _connect_available, run_connect_driver
 from test_streaming import SCHEMA, _records, _strategy, _timers, _write_files
-from test_user_session import _bare_venv
 
 ALARM = Types.ROW_NAMED(["key", "at", "count"], [Types.STRING(), Types.LONG(), Types.LONG()])
 
@@ -329,25 +327,14 @@ def test_timers_and_idleness_without_new_data_on_a_connect_session(tmp_path: Pat
     reason = _connect_available()
     if reason:
         pytest.skip(reason)
-    site = [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
-    workers = _bare_venv(tmp_path / "workers", list(dict.fromkeys(site)))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARKTIDE_", "SPARK_"))}
-    # the driver imports this sparktide and the job's functions from this directory; the
-    # workers get sparktide only as an artifact
+    # the driver imports this sparktide and the job's functions from this directory
     package_root = Path(sparktide.__file__).resolve().parents[1]
-    env["PYTHONPATH"] = os.pathsep.join([str(package_root), str(Path(__file__).parent)])
-    env["PYSPARK_PYTHON"] = str(workers)
-    env["SPARK_TESTING"] = "1"  # the local server on a free port
-    env["SPARK_HOME"] = str(_spark_home_without_zip(tmp_path))
     report_path = tmp_path / "connect.json"
     (tmp_path / "work").mkdir()
-    done = subprocess.run(
-        [sys.executable, __file__, str(report_path), str(tmp_path / "work")],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=DRIVER_TIMEOUT_S,
+    done = run_connect_driver(
+        [__file__, str(report_path), str(tmp_path / "work")],
+        tmp_path,
+        [str(package_root), str(Path(__file__).parent)],
     )
     assert done.returncode == 0 and report_path.is_file(), done.stderr[-8000:]
     check_without_new_data(json.loads(report_path.read_text()))
