@@ -43,6 +43,7 @@ from test_streaming import SCHEMA, _records, _write_files
 FILES = 4
 PAUSE_S = 1.5  # how long batch 1's sink waits after its mark: the signal comes meanwhile
 MARK = "batch-1-in-flight"
+SERVER_LOG = "connect-server.log"  # in the work folder
 COUNT = Types.ROW_NAMED(["key", "n"], [Types.STRING(), Types.LONG()])
 RUN_TIMEOUT_S = 240
 LINE = re.compile(
@@ -239,24 +240,39 @@ def _signal_when(
             process.wait()
 
 
-_SERVER_LOG = re.compile(r"\d\d/\d\d/\d\d \d\d:\d\d:\d\d (TRACE|DEBUG|INFO|WARN|ERROR) ")
+_JVM_LOG = re.compile(r"\d\d/\d\d/\d\d \d\d:\d\d:\d\d (TRACE|DEBUG|INFO|WARN|ERROR) ")
 _JAVA_TRACE = re.compile(
     r"\s+at |\s+\.\.\. \d+ more|Caused by: |([a-z]\w*\.)+[A-Z]\w*(Exception|Error)\b"
 )
 
 
 def _client_output(stderr: str) -> str:
-    """``stderr`` without the log of a local Spark server (log4j lines and the Java stack
-    traces under them: a local Connect server stopping a query may log a disconnected cursor
-    of its own): what the program itself printed."""
+    """``stderr`` without the log of the Spark JVM this process started (log4j lines and the
+    Java stack traces under them): what the program itself printed."""
     kept, in_log = [], False
     for line in stderr.splitlines():
-        if _SERVER_LOG.match(line) or (in_log and _JAVA_TRACE.match(line)):
+        if _JVM_LOG.match(line) or (in_log and _JAVA_TRACE.match(line)):
             in_log = True
             continue
         in_log = False
         kept.append(line)
     return "\n".join(kept)
+
+
+def connect_with_server_log(log: Path) -> Any:
+    """A Spark Connect session on a local server whose output (its log, and what its Python
+    workers print) goes to ``log``: the server runs in a JVM started by this process, which
+    would otherwise share this process's stderr, where only what the program prints belongs."""
+    from pyspark.sql import SparkSession
+
+    saved = os.dup(2)
+    try:
+        with open(log, "w") as file:
+            os.dup2(file.fileno(), 2)  # inherited by the server's JVM and its workers
+        return SparkSession.builder.remote("local[2]").getOrCreate()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def _in_batch_1(work: Path) -> Callable[[], bool]:
@@ -361,9 +377,7 @@ if __name__ == "__main__":
         slow_bounded_job(Path(work))
         sys.exit(0)
     if session == "connect":
-        from pyspark.sql import SparkSession
-
-        spark = SparkSession.builder.remote("local[2]").getOrCreate()
+        spark = connect_with_server_log(Path(work) / SERVER_LOG)
     else:
         from sparktide.spark.session import get_spark
 
