@@ -235,6 +235,7 @@ FAILURES = {
     "flat_map": lambda s: s.flat_map(_fail_flat_map),
     "coercion": lambda s: s.map(lambda r: (r.k, 1.5 if r.v == 5 else r.v, r.x, r.ts), ROW),
     "key selector": lambda s: s.map(lambda r: r).key_by(lambda r: 1 / (r.v - 5)).map(str),
+    "null key": lambda s: s.map(lambda r: r).key_by(lambda r: None if r.v == 5 else r.k).map(str),
     "sink": lambda s: s.map(lambda r: r).add_sink(_FailingSink()) and None,
     "timestamp assigner": lambda s: s.map(lambda r: r),
     "timestamps operator": lambda s: s.map(lambda r: r).assign_timestamps_and_watermarks(
