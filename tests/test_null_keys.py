@@ -100,3 +100,18 @@ def test_none_keys_are_refused_on_spark(spark: Any) -> None:
         "raised by operator 'Totals' (in its key_by)" in n and "record (None, 3)" in n
         for n in notes(exc)
     ), notes(exc)
+
+
+def test_the_operator_test_harness_refuses_a_none_key_too() -> None:
+    from sparktide.datastream.functions import KeyedProcessFunction
+    from sparktide.testing.harness import for_keyed_process_function
+
+    class Echo(KeyedProcessFunction):
+        def process_element(self, value: Any, ctx: Any) -> Any:
+            yield ctx.get_current_key(), value
+
+    harness = for_keyed_process_function(Echo(), lambda v: v[0])
+    harness.process_element(("a", 1), 1)
+    with pytest.raises(NullKeyError, match="Assigned key must not be null!"):
+        harness.process_element((None, 2), 2)
+    assert harness.extract_output_values() == [("a", ("a", 1))]

@@ -17,9 +17,18 @@ sparktide.runtime.null_keys.NullKeyError: Assigned key must not be null! The key
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from sparktide.runtime.keygroups import KeyGroupCache
 
-__all__ = ["NULL_KEY_ADVICE", "KeyByGroups", "NullKeyError", "null_key_column_error"]
+__all__ = [
+    "NULL_KEY_ADVICE",
+    "KeyByGroups",
+    "NullKeyError",
+    "null_key_column_error",
+    "refusing_none",
+]
 
 NULL_KEY_ADVICE = (
     "filter those records out before key_by (e.g. .filter(lambda r: key(r) is not None)) or "
@@ -32,6 +41,13 @@ class NullKeyError(ValueError):
     """A ``key_by`` gave a record the key ``None`` (Flink: "Assigned key must not be null!")."""
 
 
+def _null_key() -> NullKeyError:
+    return NullKeyError(
+        "Assigned key must not be null! The key selector of key_by returned None; "
+        + NULL_KEY_ADVICE
+    )
+
+
 class KeyByGroups(KeyGroupCache):
     """The key group cache of a keyed exchange: ``groups[key]`` as
     :class:`~sparktide.runtime.keygroups.KeyGroupCache`, and :class:`NullKeyError` for ``None``
@@ -41,11 +57,25 @@ class KeyByGroups(KeyGroupCache):
 
     def __missing__(self, key: object) -> int:
         if key is None:
-            raise NullKeyError(
-                "Assigned key must not be null! The key selector of key_by returned None; "
-                + NULL_KEY_ADVICE
-            )
+            raise _null_key()
         return super().__missing__(key)
+
+
+def refusing_none(selector: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``selector`` raising :class:`NullKeyError` where it returns ``None`` (for the operator
+    test harnesses, where an operator computes each record's key itself).
+
+    >>> refusing_none(str.upper)("a")
+    'A'
+    """
+
+    def key_of(value: Any) -> Any:
+        key = selector(value)
+        if key is None:
+            raise _null_key()
+        return key
+
+    return key_of
 
 
 def null_key_column_error(column: str, operator: str, record: object) -> NullKeyError:
