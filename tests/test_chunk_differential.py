@@ -500,7 +500,7 @@ def test_a_keyed_exchange_of_chunks_gives_the_records_order(rows, job, key) -> N
 
 def test_a_keyed_exchange_takes_whole_chunks(monkeypatch) -> None:
     """With chunks on, a hash exchange after a chain takes the split's batch in one call, and
-    a key of an unsupported type fails as record by record, naming the same operator."""
+    a key of an unsupported type fails as record by record, naming the same key_by."""
     sizes: list[int] = []
     original = HashChunks.collect_chunk
 
@@ -522,4 +522,5 @@ def test_a_keyed_exchange_takes_whole_chunks(monkeypatch) -> None:
             stream.execute_and_collect()
         errors.append((str(caught.value), notes(caught.value)))
     assert errors[0] == errors[1]
-    assert "operator 'Map' for record Row(k='a', v=9," in errors[0][1][0]
+    # the key is the key_by's: the note names the operator it feeds, and the record keyed
+    assert "operator 'KeyedProcess' (in its key_by) for record Row(k='a', v=9," in errors[0][1][0]
