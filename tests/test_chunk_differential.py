@@ -235,6 +235,7 @@ FAILURES = {
     "flat_map": lambda s: s.flat_map(_fail_flat_map),
     "coercion": lambda s: s.map(lambda r: (r.k, 1.5 if r.v == 5 else r.v, r.x, r.ts), ROW),
     "key selector": lambda s: s.map(lambda r: r).key_by(lambda r: 1 / (r.v - 5)).map(str),
+    "null key": lambda s: s.map(lambda r: r).key_by(lambda r: None if r.v == 5 else r.k).map(str),
     "sink": lambda s: s.map(lambda r: r).add_sink(_FailingSink()) and None,
     "timestamp assigner": lambda s: s.map(lambda r: r),
     "timestamps operator": lambda s: s.map(lambda r: r).assign_timestamps_and_watermarks(
@@ -499,7 +500,7 @@ def test_a_keyed_exchange_of_chunks_gives_the_records_order(rows, job, key) -> N
 
 def test_a_keyed_exchange_takes_whole_chunks(monkeypatch) -> None:
     """With chunks on, a hash exchange after a chain takes the split's batch in one call, and
-    a key of an unsupported type fails as record by record, naming the same operator."""
+    a key of an unsupported type fails as record by record, naming the same key_by."""
     sizes: list[int] = []
     original = HashChunks.collect_chunk
 
@@ -521,4 +522,5 @@ def test_a_keyed_exchange_takes_whole_chunks(monkeypatch) -> None:
             stream.execute_and_collect()
         errors.append((str(caught.value), notes(caught.value)))
     assert errors[0] == errors[1]
-    assert "operator 'Map' for record Row(k='a', v=9," in errors[0][1][0]
+    # the key is the key_by's: the note names the operator it feeds, and the record keyed
+    assert "operator 'KeyedProcess' (in its key_by) for record Row(k='a', v=9," in errors[0][1][0]

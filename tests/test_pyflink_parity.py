@@ -76,8 +76,18 @@ def _missing_imports(script: Path) -> list[str]:
         except ImportError:
             missing.append(str(node.module))
             continue
-        missing.extend(f"{node.module}.{a.name}" for a in node.names if not hasattr(module, a.name))
+        missing.extend(f"{node.module}.{a.name}" for a in node.names if not _has(module, a.name))
     return missing
+
+
+def _has(module: ModuleType, name: str) -> bool:
+    """Whether ``module`` provides ``name`` (a name it says it does not provide raises an
+    ImportError, which ``hasattr`` does not catch)."""
+    try:
+        getattr(module, name)
+    except (AttributeError, ImportError):
+        return False
+    return True
 
 
 def _port(name: str) -> Path:
@@ -234,7 +244,7 @@ def _missing_names(api: dict[str, list[str]]) -> list[str]:
         except ImportError:
             missing.extend(f"{path}.{name}" for name in names)
             continue
-        missing.extend(f"{path}.{name}" for name in names if not hasattr(module, name))
+        missing.extend(f"{path}.{name}" for name in names if not _has(module, name))
     return missing
 
 

@@ -504,9 +504,50 @@ class TestMultiplexer:
         b.emit_watermark(5)
         assert u.events == [5]
         assert mux.unregister_output("b") is True
-        assert u.events == [5, 100]
+        assert u.events == [5]  # not at once: at the next update
         assert mux.unregister_output("b") is False
         assert mux.split_ids() == ["a"]
+        mux.on_periodic_emit()
+        assert u.events == [5, 100]
+
+    # the cases of Flink's WatermarkOutputMultiplexerTest about removing an output
+
+    def test_removing_the_lowest_output_does_not_advance_at_once(self):
+        mux, u = self.make("lower", "higher")
+        mux.get_immediate_output("lower").emit_watermark(-4343)
+        mux.get_immediate_output("higher").emit_watermark(-4333)
+        assert u.events == [-4343]
+        mux.unregister_output("lower")
+        assert u.events == [-4343]
+        assert mux.combined_watermark == -4343
+
+    def test_removal_unblocks_at_the_next_immediate_update(self):
+        mux, u = self.make("lower", "higher")
+        mux.get_immediate_output("lower").emit_watermark(156765)
+        mux.unregister_output("lower")
+        assert u.events == []
+        mux.get_immediate_output("higher").emit_watermark(156775)
+        assert u.events == [156775]
+
+    def test_removing_the_highest_output_does_not_retract(self):
+        mux, u = self.make("higher")
+        mux.get_immediate_output("higher").emit_watermark(2)
+        mux.unregister_output("higher")
+        mux.register_new_output("lower")
+        mux.get_immediate_output("lower").emit_watermark(1)
+        mux.on_periodic_emit()
+        assert u.events == [2]
+
+    def test_removal_takes_effect_on_a_mark_idle_or_active(self):
+        mux, u = self.make("a", "b", "c")
+        a, b, c = (mux.get_immediate_output(i) for i in "abc")
+        a.emit_watermark(3)
+        b.emit_watermark(8)
+        c.emit_watermark(9)
+        mux.unregister_output("a")
+        assert u.events == [3]
+        c.mark_idle()  # an update: the removal of a counts now
+        assert u.events == [3, 8]
 
     def test_deferred_outputs_combine_on_periodic_emit(self):
         mux, u = self.make("a", "b")
@@ -582,8 +623,13 @@ class TestMultiplexer:
         for kind, i, ts in steps:
             if i not in state:
                 continue
+            # an unregistration is combined at the next update, as in Flink: a mark or a
+            # watermark that raises its split above the combined one (or reactivates it)
+            combines = kind in ("idle", "active")
             if kind == "wm":
                 outs[i].emit_watermark(ts)
+                was_idle = state[i][1]
+                combines = was_idle or (ts > state[i][0] and ts > combined)
                 state[i] = [max(state[i][0], ts), False]
             elif kind == "idle":
                 outs[i].mark_idle()
@@ -594,7 +640,7 @@ class TestMultiplexer:
             else:
                 mux.unregister_output(str(i))
                 del state[i]
-            if not state:
+            if not combines or not state:
                 continue
             active = [w for w, d in state.values() if not d]
             if not active:

@@ -17,6 +17,7 @@ from sparktide.common.job import (
     JobID,
     JobStatus,
 )
+from sparktide.common.not_provided import module_getattr
 from sparktide.common.row_kind import RowKind
 from sparktide.common.serialization import (
     ByteArraySchema,
@@ -34,6 +35,9 @@ from sparktide.common.watermark_strategy import (
     WatermarkGenerator,
     WatermarkStrategy,
 )
+
+# PyFlink's names sparktide does not provide: an error that says so and what to use
+__getattr__ = module_getattr(__name__)
 
 __all__ = [
     "ByteArraySchema",

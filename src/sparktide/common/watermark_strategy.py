@@ -35,10 +35,14 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any, Protocol, cast, runtime_checkable
 
+from sparktide.common.not_provided import module_getattr
 from sparktide.common.time import Duration, Time, positive_millis, to_millis
 from sparktide.common.timestamp_assigner_supplier import TimestampAssignerSupplier
 from sparktide.common.timestamps import MIN_TIMESTAMP, check_timestamp
 from sparktide.common.watermark import Watermark, WatermarkStatus
+
+# PyFlink's names sparktide does not provide: an error that says so and what to use
+__getattr__ = module_getattr(__name__)
 
 __all__ = [
     "AscendingTimestampsWatermarks",

@@ -20,7 +20,7 @@ from typing import Any
 from sparktide.common import env_overrides
 from sparktide.common.config_options import SKIP_MISSING_INPUT_FILES
 from sparktide.common.execution_config import ExecutionConfig
-from sparktide.common.job import JobExecutionResult
+from sparktide.common.job import BackgroundJobClient, JobExecutionResult
 from sparktide.common.stream_trigger import StreamTrigger
 from sparktide.common.watermark_strategy import WatermarkStrategy
 from sparktide.core.state_backend import (
@@ -437,18 +437,7 @@ class StreamExecutionEnvironment(EnvironmentCompat):
             client.await_termination()
             elapsed = int((time.perf_counter() - start) * 1000)
             return JobExecutionResult(name, elapsed, client.metrics())
-        if (
-            checkpoint_location is not None
-            or trigger is not None
-            or snapshot_every is not None
-            or allow_non_restored_state
-        ):
-            raise ValueError(
-                "checkpoint_location, trigger, snapshot_every and allow_non_restored_state "
-                "apply to jobs reading "
-                "env.from_stream(...); "
-                "this job has no streaming source: leave them unset"
-            )
+        _check_bounded(checkpoint_location, trigger, snapshot_every, allow_non_restored_state)
         try:
             metrics = self._run(graph)
         finally:
@@ -467,13 +456,31 @@ class StreamExecutionEnvironment(EnvironmentCompat):
         snapshot_every: int | None = None,
         allow_non_restored_state: bool = False,
     ) -> Any:
-        """Start a job reading :meth:`from_stream` and return its
+        """Start the job and return its :class:`~sparktide.common.job.JobClient`; see
+        :meth:`execute` for the arguments.
+
+        A job reading :meth:`from_stream` gets a
         :class:`~sparktide.spark.streaming.StreamingJobClient` (``await_termination(timeout)``,
-        ``stop()``, ``recent_progress``); see :meth:`execute` for the arguments."""
+        ``stop()``, ``recent_progress``). A bounded job runs in the background (a thread of
+        this process) and gets a :class:`~sparktide.common.job.BackgroundJobClient`:
+        ``get_job_execution_result().result()`` waits for its
+        :class:`~sparktide.common.job.JobExecutionResult` and re-raises what failed it, as
+        PyFlink's; the streams built after this call belong to the next job.
+
+        >>> from sparktide.datastream import SinkFunction, StreamExecutionEnvironment
+        >>> seen = []
+        >>> class Keep(SinkFunction):
+        ...     def invoke(self, value, context):
+        ...         seen.append(value)
+        >>> env = StreamExecutionEnvironment.get_execution_environment(runtime="local")
+        >>> _ = env.from_collection([1, 2, 3]).map(lambda x: x * 10).add_sink(Keep())
+        >>> client = env.execute_async("tens")
+        >>> client.get_job_execution_result().result(timeout=60).get_job_name(), sorted(seen)
+        ('tens', [10, 20, 30])
+        """
         if not self._is_streaming():
-            raise ValueError(
-                "execute_async() runs jobs reading env.from_stream(...); this job is bounded: "
-                "use execute()"
+            return self._start_bounded(
+                job_name, checkpoint_location, trigger, snapshot_every, allow_non_restored_state
             )
         graph = self._graph
         if not graph.sinks():
@@ -496,6 +503,35 @@ class StreamExecutionEnvironment(EnvironmentCompat):
             return self._runner.start_stream(graph, self, request)
         finally:
             graph.mark_executed()
+
+    def _start_bounded(
+        self,
+        job_name: str | None,
+        checkpoint_location: str | None,
+        trigger: StreamTrigger | str | None,
+        snapshot_every: int | None,
+        allow_non_restored_state: bool,
+    ) -> BackgroundJobClient:
+        """``execute_async()`` of a bounded job: checked here, run in a background thread on a
+        copy of the graph (its sinks are executed from now on)."""
+        name = job_name or "sparktide job"
+        graph = self._graph
+        if not graph.sinks():
+            raise RuntimeError(
+                "no sinks defined in the job: add one with print() or add_sink(...) before "
+                "execute_async()"
+            )
+        _check_bounded(checkpoint_location, trigger, snapshot_every, allow_non_restored_state)
+        start = time.perf_counter()
+        self._apply_python()
+        job = graph.copy()
+        graph.mark_executed()
+
+        def run() -> JobExecutionResult:
+            metrics = self._run(job)
+            return JobExecutionResult(name, int((time.perf_counter() - start) * 1000), metrics)
+
+        return BackgroundJobClient(name, run)
 
     def execute_and_collect(
         self, job_execution_name: str | None = None, limit: int | None = None, stream: Any = None
@@ -539,6 +575,25 @@ class StreamExecutionEnvironment(EnvironmentCompat):
     def _run(self, graph: JobGraph) -> dict[str, Any]:
         """Run ``graph``; its metrics, the user metrics (``get_metrics_group()``) included."""
         return self._runner.run(graph, self)
+
+
+def _check_bounded(
+    checkpoint_location: str | None,
+    trigger: StreamTrigger | str | None,
+    snapshot_every: int | None,
+    allow_non_restored_state: bool,
+) -> None:
+    """Refuse the options of streaming jobs on a bounded one."""
+    if (
+        checkpoint_location is not None
+        or trigger is not None
+        or snapshot_every is not None
+        or allow_non_restored_state
+    ):
+        raise ValueError(
+            "checkpoint_location, trigger, snapshot_every and allow_non_restored_state apply to "
+            "jobs reading env.from_stream(...); this job has no streaming source: leave them unset"
+        )
 
 
 def _first(item: tuple[Any, Any]) -> Any:

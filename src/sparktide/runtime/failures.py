@@ -33,6 +33,7 @@ from sparktide.runtime.elements import StreamRecord
 
 __all__ = [
     "FailureContext",
+    "KeyByStep",
     "UserFunctionFailure",
     "add_context",
     "describe_failure",
@@ -88,9 +89,22 @@ _NOTE_START = "sparktide: raised by operator"
 
 
 @dataclass(frozen=True)
+class KeyByStep:
+    """What a runner names a keyed exchange for failures: the ``key_by`` into ``operator`` (the
+    keys are computed where the records are sent, before the operator that reads them)."""
+
+    operator: str
+
+
+@dataclass(frozen=True)
 class FailureContext:
     """Where a task failed: the operator (as the user named it), its subtask, the current key
-    and record (as truncated reprs), the timer that was firing and the micro-batch."""
+    and record (as truncated reprs), the timer that was firing and the micro-batch;
+    ``key_by``: in the ``key_by`` into the operator (its key selector or the null key check).
+
+    >>> FailureContext("Window", record="('a', None)", key_by=True).note()
+    "sparktide: raised by operator 'Window' (in its key_by) for record ('a', None)"
+    """
 
     operator: str
     subtask: int | None = None
@@ -98,10 +112,13 @@ class FailureContext:
     record: str | None = None
     timer: int | None = None
     batch: int | None = None
+    key_by: bool = False
 
     def note(self) -> str:
         """One line for the user: ``sparktide: raised by operator 'x' ... record ...``."""
         parts = [f"{_NOTE_START} {self.operator!r}"]
+        if self.key_by:
+            parts.append(" (in its key_by)")
         if self.subtask is not None:
             parts.append(f" (subtask {self.subtask})")
         if self.batch is not None:
@@ -186,7 +203,7 @@ def format_user_frames(exc: BaseException) -> str:
 
 def describe_failure(
     exc: BaseException,
-    names: Mapping[int, str],
+    names: Mapping[int, str | KeyByStep],
     key_of: Callable[[], object] | None = None,
     subtask: int | None = None,
     batch: int | None = None,
@@ -194,8 +211,9 @@ def describe_failure(
     """Which of the runner's objects raised ``exc`` and what it was processing.
 
     ``names`` maps ``id(obj)`` of each operator and split reader the runner built to the name
-    the user gave it; the innermost frame of the traceback whose ``self`` is one of them is the
-    one that called the user's code. ``key_of()`` gives the current key (``None``: no key).
+    the user gave it (a keyed exchange: the :class:`KeyByStep` into its operator); the
+    innermost frame of the traceback whose ``self`` is one of them is the one that called the
+    user's code. ``key_of()`` gives the current key (``None``: no key).
     ``None`` if no such frame exists (the failure is not in a task's processing).
     """
     found_tb = None
@@ -220,8 +238,10 @@ def describe_failure(
     elif found.f_code.co_name in ("on_event_time", "on_processing_time"):
         t = local.get("timestamp")
         timer = t if type(t) is int else None
+    name = names[id(owner)]
+    key_by = isinstance(name, KeyByStep)
     key = None
-    if key_of is not None:
+    if key_of is not None and not key_by:  # (a key_by's current key is the sender's)
         try:
             current = key_of()
         except Exception:  # pragma: no cover - no key context
@@ -232,7 +252,8 @@ def describe_failure(
         setup = getattr(owner, "setup_info", None)
         if setup is not None and setup.parallelism > 1:
             subtask = setup.subtask_index
-    return FailureContext(names[id(owner)], subtask, key, record, timer, batch)
+    operator = name.operator if isinstance(name, KeyByStep) else name
+    return FailureContext(operator, subtask, key, record, timer, batch, key_by)
 
 
 def python_supports_notes() -> bool:

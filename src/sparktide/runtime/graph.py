@@ -210,6 +210,10 @@ class JobGraph:
     def mark_executed(self) -> None:
         self.executed.update(n.id for n in self.sinks())
 
+    def copy(self) -> JobGraph:
+        """The graph as it is now: what a job started now runs, whatever is built after it."""
+        return JobGraph(list(self.nodes), set(self.executed))
+
     def reachable_from_sinks(self) -> list[Node]:
         """The nodes a sink depends on, in creation order (unused branches are dropped)."""
         needed: set[int] = set()

@@ -3,16 +3,17 @@
 
 A source reader that reads several splits gives every split its own watermark generator and its
 own output here; the reader's watermark is the min over the splits that are not idle. A split
-that finishes is unregistered and leaves the min.
+that finishes is unregistered and leaves the min: as in Flink, the combined watermark does not
+move on the unregistration itself but at the next update (an immediate output's update that is
+combined, or :meth:`WatermarkOutputMultiplexer.on_periodic_emit`).
 
 Each split output is either *immediate* (an update that may raise the combined watermark is
 forwarded at once) or *deferred* (updates are only combined on :meth:`on_periodic_emit`). Both
 kinds may be taken for the same split.
 
-Two deliberate differences from Flink: a split watermark on an idle split output, and
+One deliberate difference from Flink: a split watermark on an idle split output, and
 ``mark_active`` on one, propagate ACTIVE to the underlying output right away (Flink waits for the
-next increase of the combined watermark); and unregistering a split recombines at once (Flink
-waits for the next update).
+next increase of the combined watermark).
 
 >>> from sparktide.common.watermark_strategy import ListWatermarkOutput
 >>> underlying = ListWatermarkOutput()
@@ -20,8 +21,11 @@ waits for the next update).
 >>> mux.register_new_output("a"); mux.register_new_output("b")
 >>> a, b = mux.get_immediate_output("a"), mux.get_immediate_output("b")
 >>> a.emit_watermark(10); b.emit_watermark(4); b.emit_watermark(12)
->>> mux.unregister_output("a")  # split a finished: it leaves the min
+>>> mux.unregister_output("a")  # split a finished: it leaves the min...
 True
+>>> underlying.events
+[4, 10]
+>>> mux.on_periodic_emit()  # ...and the combined watermark moves at the next update
 >>> underlying.events
 [4, 10, 12]
 """
@@ -157,11 +161,9 @@ class WatermarkOutputMultiplexer:
 
     def unregister_output(self, split_id: str) -> bool:
         """Remove a (finished) split's output so it no longer holds the min back; ``False`` if
-        it was not registered."""
-        if self._outputs.pop(split_id, None) is None:
-            return False
-        self.combine()
-        return True
+        it was not registered. Nothing is forwarded now: the combined watermark takes the
+        removal into account at the next update, as Flink's multiplexer does."""
+        return self._outputs.pop(split_id, None) is not None
 
     def get_immediate_output(self, split_id: str) -> WatermarkOutput:
         """An output for ``split_id`` whose updates are combined at once."""

@@ -155,6 +155,7 @@ class ColumnarJob:
             max_parallelism=stage.max_parallelism,
             splits=splits,
             late_rows=any(s.late for s in sinks),
+            operator=window.name,
         )
         self.fields, self.slots, self.columns = plans.fields, plans.slots, plans.columns
         self.split_plan, self.engine_plan = plans.split, plans.engine

@@ -117,7 +117,7 @@ def sql_frame(
     if not _qualifies(schema, plan, spec, output):
         return None
     ts = _col(plan.timestamp)
-    refused = [plan.timestamp] + (list(plan.fields) if plan.records else [])
+    refused = [plan.timestamp, plan.key] + (list(plan.fields) if plan.records else [])
     refused = [c for c in dict.fromkeys(refused) if schema[c].nullable]
     round_ = F.expr(f"_i div {plan.every}") if plan.every else F.lit(0)
     nulls = [F.count(F.lit(1)).alias("n")] if refused else []

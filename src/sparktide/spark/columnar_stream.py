@@ -142,6 +142,7 @@ class ColumnarStream:
             splits=self.splits,
             late_rows=any(s.late for s in sinks),
             source="from_stream",
+            operator=stage.entry.name,
         )
         self.fields, self.slots, self.columns = plans.fields, plans.slots, plans.columns
         self.split_plan, self.engine_plan = plans.split, plans.engine

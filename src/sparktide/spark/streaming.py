@@ -80,6 +80,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from sparktide.common.config_options import STREAM_SINKS_ONE_PASS
+from sparktide.common.job import CompletableFuture, JobClient, JobID, JobStatus
 from sparktide.common.stream_trigger import StreamTrigger
 from sparktide.core.metrics import MetricsReport
 from sparktide.runtime.execution.driver import JobEnvironment
@@ -202,7 +203,7 @@ def fingerprint(plan: Plan) -> JobFingerprint:
     )
 
 
-class StreamingJobClient:
+class StreamingJobClient(JobClient):
     """A running streaming job (what ``execute_async`` returns; PyFlink's ``JobClient``).
 
     ``await_termination(timeout)`` waits for the query to end (``True``) or the timeout to pass
@@ -214,12 +215,19 @@ class StreamingJobClient:
     """
 
     def __init__(self, job_name: str, runner: _StreamRunner) -> None:
-        self._job_id = uuid.uuid4().hex
+        self._job_id = JobID()
         self._job_name = job_name
         self._runner = runner
 
-    def get_job_id(self) -> str:
+    def get_job_id(self) -> JobID:
         return self._job_id
+
+    def get_job_status(self) -> CompletableFuture[JobStatus]:
+        """RUNNING while the query runs, then FINISHED (stopped or ended) or FAILED."""
+        if self.is_active:
+            return CompletableFuture.completed(JobStatus.RUNNING)
+        failed = self._runner.error is not None
+        return CompletableFuture.completed(JobStatus.FAILED if failed else JobStatus.FINISHED)
 
     def get_job_name(self) -> str:
         return self._job_name

@@ -25,6 +25,7 @@ from typing import Any
 from sparktide.common.timestamps import MIN_TIMESTAMP
 from sparktide.core.output_tag import OutputTag
 from sparktide.runtime.elements import StreamRecord, Watermark, check_timestamp
+from sparktide.runtime.null_keys import refusing_none
 from sparktide.runtime.operators.base import AbstractStreamOperator, OperatorSetup
 from sparktide.runtime.output import CollectingOutput
 from sparktide.runtime.processing_time import ManualProcessingTimeService
@@ -77,6 +78,8 @@ class OperatorTestHarness:
             parallelism=parallelism,
             max_parallelism=max_parallelism,
         )
+        if key_selector is not None:  # a None key is refused, as a job refuses it
+            key_selector = refusing_none(key_selector)
         operator.setup(self.output, self.processing_time_service, self.setup_info, key_selector)
         self._opened = False
 

@@ -35,6 +35,7 @@ from sparktide.core.broadcast import BroadcastProcessFunction, KeyedBroadcastPro
 from sparktide.core.functions import CoProcessFunction, KeyedCoProcessFunction
 from sparktide.core.state import MapStateDescriptor
 from sparktide.runtime.elements import Watermark
+from sparktide.runtime.null_keys import refusing_none
 from sparktide.runtime.operators.broadcast import (
     BroadcastOperator,
     BroadcastProcessOperator,
@@ -98,7 +99,7 @@ class TwoInputStreamOperatorTestHarness(OperatorTestHarness):
             processing_time=processing_time,
             name=name,
         )
-        operator.key_selector2 = key_selector2
+        operator.key_selector2 = None if key_selector2 is None else refusing_none(key_selector2)
 
     # ------------------------------------------------------------------ input
 

@@ -8,6 +8,11 @@ from __future__ import annotations
 
 from enum import Enum
 
+from sparktide.common.not_provided import module_getattr
+
+# PyFlink's names sparktide does not provide: an error that says so and what to use
+__getattr__ = module_getattr(__name__)
+
 __all__ = ["DeliveryGuarantee", "Sink"]
 
 

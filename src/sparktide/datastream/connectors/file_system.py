@@ -42,6 +42,7 @@ part file is written as a hidden in-progress file and renamed to its final name 
 
 from __future__ import annotations
 
+from sparktide.common.not_provided import module_getattr
 from sparktide.datastream.connectors.bulk_format import (
     BulkWriter,
     BulkWriterFactory,
@@ -62,6 +63,9 @@ from sparktide.datastream.connectors.file_source import (
     StreamFormat,
 )
 from sparktide.datastream.connectors.file_writer import FileWriter, PartFileInfo
+
+# PyFlink's names sparktide does not provide: an error that says so and what to use
+__getattr__ = module_getattr(__name__)
 
 __all__ = [
     "BucketAssigner",

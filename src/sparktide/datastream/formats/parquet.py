@@ -31,6 +31,7 @@ from typing import Any, BinaryIO
 
 import pyarrow as pa
 
+from sparktide.common.not_provided import module_getattr
 from sparktide.common.typeinfo_composite import RowTypeInfo
 from sparktide.common.types import Row
 from sparktide.datastream.connectors.bulk_format import (
@@ -44,6 +45,9 @@ from sparktide.datastream.connectors.bulk_format import (
 from sparktide.datastream.connectors.file_source import BulkFormat
 from sparktide.datastream.formats.row_values import RowReader, field_kinds
 from sparktide.table.types import RowType
+
+# PyFlink's names sparktide does not provide: an error that says so and what to use
+__getattr__ = module_getattr(__name__)
 
 __all__ = ["ParquetBulkWriters", "ParquetColumnarRowInputFormat"]
 

@@ -7,6 +7,7 @@ aggregates of ``WindowedStream.agg(...)``.
 (TimeWindow(start=20, end=30),)
 """
 
+from sparktide.common.not_provided import module_getattr
 from sparktide.core.window.aggregates import Agg
 from sparktide.core.window.assigners import (
     DynamicEventTimeSessionWindows,
@@ -54,6 +55,9 @@ from sparktide.core.window.triggers import (
     TriggerResult,
 )
 from sparktide.core.window.windows import CountWindow, GlobalWindow, TimeWindow, Window
+
+# PyFlink's names sparktide does not provide: an error that says so and what to use
+__getattr__ = module_getattr(__name__)
 
 __all__ = [
     "Agg",

@@ -72,6 +72,7 @@ class ColumnarPlans:
         splits: int,
         late_rows: bool,
         source: str = "from_dataframe",
+        operator: str = "Window",
     ) -> ColumnarPlans:
         """The plans of ``spec`` over a source of ``source_columns``; ``late_rows``: a sink
         reads the late side output (whole rows travel then)."""
@@ -111,6 +112,7 @@ class ColumnarPlans:
             by=by,
             aggregates=aggregates,
             source=source,
+            operator=operator,
         )
         engine = EnginePlan(
             geometry,

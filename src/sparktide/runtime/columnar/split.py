@@ -50,6 +50,7 @@ from sparktide.runtime.columnar.keygroups import key_groups
 from sparktide.runtime.columnar.windows import WindowGeometry
 from sparktide.runtime.elements import MAX_TIMESTAMP, MIN_TIMESTAMP
 from sparktide.runtime.execution.protocol import RoundPhase
+from sparktide.runtime.null_keys import null_key_column_error
 
 __all__ = [
     "AGGREGATES",
@@ -140,6 +141,7 @@ class SplitPlan:
     # per aggregated field, the members of AGGREGATES it needs (empty: all of them)
     aggregates: tuple[tuple[str, ...], ...] = ()
     source: str = "from_dataframe"  # the method that made the source (errors name it)
+    operator: str = "Window"  # the window operator's name (a null key's error names it)
 
     def field_aggregates(self, i: int) -> tuple[str, ...]:
         """What field ``i``'s partials hold (see :data:`AGGREGATES`)."""
@@ -340,7 +342,12 @@ class SplitAggregator:
             self.max_ts = max(self.max_ts, int(ts.max()))
         if plan.records and table.column(plan.fields[0]).null_count:
             raise null_field_error(plan.fields[0], "the field aggregate")
-        codes, uniques = key_codes(table.column(plan.key))
+        keys = table.column(plan.key)
+        if keys.null_count:  # Flink refuses a null key
+            first = pc.index(keys.is_null(), True).as_py()
+            record = table.slice(first, 1).to_pylist()[0]
+            raise null_key_column_error(plan.key, plan.operator, record)
+        codes, uniques = key_codes(keys)
         kg_of_code = unique_key_groups(uniques, plan.max_parallelism)
         earliest = plan.geometry.earliest_max_timestamps
         if not n or int(earliest(ts[ts.argmin() : ts.argmin() + 1])[0]) > w_prev:

@@ -27,14 +27,17 @@ order). :func:`chunk_target` wires a split's chain for chunks, from the tagger's
 
 A failure names what record-by-record processing names: a stage that is not an operator
 (coercion, replay) is registered under the name of the operator (or source) whose output it
-handles, and shows the record that operator was processing (its ``shown``); the items before
-the failing one are handed on first, and the cursor is at the failing item's source record.
+handles, and shows the record that operator was processing (its ``shown``); a keyed exchange's
+chunks are the ``key_by`` into the receiving operator, and show the record being keyed; the
+items before the failing one are handed on first, and the cursor is at the failing item's
+source record.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import pyarrow as pa
 
@@ -42,6 +45,7 @@ from sparktide.common.typeinfo_base import Coercer
 from sparktide.runtime.elements import StreamRecord
 from sparktide.runtime.execution.protocol import ChunkTarget, SourceTagger
 from sparktide.runtime.execution.wiring import ChainInput, ExchangeWriter, NodeOutput
+from sparktide.runtime.failures import KeyByStep
 from sparktide.runtime.operators.map_batches import ColumnsTarget, MapBatchesOperator
 from sparktide.runtime.operators.simple import (
     ChunkStep,
@@ -271,7 +275,10 @@ def takes_columns(output: Output) -> bool:
 
 
 def chunk_target(
-    output: Output, owner: ChunkOwner, tagger: SourceTagger, names: MutableMapping[int, str]
+    output: Output,
+    owner: ChunkOwner,
+    tagger: SourceTagger,
+    names: MutableMapping[int, str | KeyByStep],
 ) -> ChunkTarget:
     """What takes the chunks ``owner`` hands to ``output`` (see the module docstring);
     ``names`` (the runner's names of what it built, for failures) gets the stages made."""
@@ -289,7 +296,7 @@ def chunk_target(
     step = _step(output)
     if step is not None:
         if not isinstance(step, SinkFunctionOperator):
-            inner = ChunkOwner(names[id(step)], step.shown)
+            inner = ChunkOwner(cast(str, names[id(step)]), step.shown)  # an operator's name
             step.chunk_output = chunk_target(step.output, inner, tagger, names)
         if isinstance(step, MapBatchesOperator):
             step.columns_output = _columns_target(step.output, tagger)
@@ -301,9 +308,9 @@ def chunk_target(
     if collector is not None:
         return CollectChunks(collector, tagger).collect_chunk
     if isinstance(output, ExchangeWriter):
-        chunks = output.chunk_writer(owner.shown, tagger)
+        chunks = output.chunk_writer(tagger)
         if chunks is not None:
-            names[id(chunks)] = owner.name
+            names[id(chunks)] = names[id(output)]  # the key_by into the receiving operator
             return chunks.collect_chunk
     replay = ReplayChunks(output, owner, at)
     names[id(replay)] = owner.name

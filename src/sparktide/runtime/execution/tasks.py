@@ -39,7 +39,7 @@ from sparktide.runtime.execution.wiring import (
     ValveOutput,
 )
 from sparktide.runtime.failed_records import install as install_failed_records
-from sparktide.runtime.failures import FailureContext, describe_failure
+from sparktide.runtime.failures import FailureContext, KeyByStep, describe_failure
 from sparktide.runtime.graph import Edge, Node, OperatorNode, ProcessingNode, SinkNode, SourceNode
 from sparktide.runtime.mailbox import Mailbox
 from sparktide.runtime.operators.base import AbstractStreamOperator, OperatorSetup
@@ -249,7 +249,8 @@ class JobTasks:
         self.source_clock = source_clock
         self.cursor = Cursor()
         self.operators: list[AbstractStreamOperator] = []
-        self.names: dict[int, str] = {}  # id of each operator and split reader -> its name
+        # id of each operator, split reader and keyed exchange writer -> its name
+        self.names: dict[int, str | KeyByStep] = {}
         self.buffers: dict[int, list[ExchangeBuffer]] = {
             s.index: [ExchangeBuffer() for _ in range(s.parallelism)] for s in plan.stages
         }
@@ -306,7 +307,7 @@ class JobTasks:
     def _writer(self, consumer: Node, edge: Edge, upstream_index: int) -> ExchangeWriter:
         stage = self.plan.stage_of[consumer.id]
         k = next(i for i, e in enumerate(stage.input_edges) if e is edge)
-        return ExchangeWriter(
+        writer = ExchangeWriter(
             self.buffers[stage.index],
             stage.parallelism,
             stage.max_parallelism,
@@ -314,6 +315,9 @@ class JobTasks:
             self._base[(stage.index, k)] + upstream_index,
             self.cursor,
         )
+        if edge.key_selector is not None:  # its key selector's failures: the key_by's
+            self.names[id(writer)] = KeyByStep(consumer.name)
+        return writer
 
     # ------------------------------------------------------------------ operators
 

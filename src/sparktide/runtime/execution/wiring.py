@@ -19,6 +19,7 @@ from sparktide.runtime.execution.exchange_buffer import ExchangeBuffer
 from sparktide.runtime.execution.protocol import Cursor, SourceTagger
 from sparktide.runtime.graph import Edge
 from sparktide.runtime.keygroups import KeyGroupCache, assign_to_key_group
+from sparktide.runtime.null_keys import KeyByGroups, NullKeyError
 from sparktide.runtime.operators.co_process import AbstractTwoInputOperator
 from sparktide.runtime.operators.simple import rethrown
 from sparktide.runtime.output import Output
@@ -174,7 +175,8 @@ class ExchangeWriter:
         self._index = edge.input_index
         self._channel = channel
         self._cursor = cursor
-        self._kg_cache = KeyGroupCache(max_parallelism)  # ~10^5 active keys stay cached
+        # ~10^5 active keys stay cached; a None key raises NullKeyError (on a miss: no cost)
+        self._kg_cache = KeyByGroups(max_parallelism)
         self._next = channel % parallelism
         part = edge.partitioning
         if part == "hash":
@@ -188,12 +190,9 @@ class ExchangeWriter:
         else:
             self.collect = self._collect_round_robin
 
-    def chunk_writer(
-        self, shown: Callable[[int, object], object], tagger: SourceTagger
-    ) -> HashChunks | None:
+    def chunk_writer(self, tagger: SourceTagger) -> HashChunks | None:
         """What takes the chunks of the split ``tagger`` numbers (in the source stage) at once,
-        for a hash exchange (``None``: another partitioning, chunks go record by record);
-        ``shown(seq, value)`` is the record a failure of the key selector names."""
+        for a hash exchange (``None``: another partitioning, chunks go record by record)."""
         if self.collect != self._collect_hash:
             return None
         return HashChunks(
@@ -206,7 +205,6 @@ class ExchangeWriter:
                 self._key_selector,  # type: ignore[arg-type]
                 self._kg_cache,
             ),
-            shown,
             tagger,
         )
 
@@ -292,15 +290,13 @@ class HashChunks:
     runs in the source stage only, where an entry's position is its source record's
     (``(round, phase, split, seq, 0)``).
 
-    When the key selector (or the key's hash) raises on item ``i``, the entries of the items
-    before ``i`` are appended first, the cursor is at item ``i``'s source record and the
-    failure names the record ``shown(seq, value)`` (as when the records come one by one)."""
+    When the key selector (or the key's hash, or the null key check) raises on item ``i``, the
+    entries of the items before ``i`` are appended first, the cursor is at item ``i``'s source
+    record and the failure names item ``i`` (as when the records come one by one)."""
 
-    __slots__ = ("_buffers", "_channel", "_index", "_maxp", "_owner_of", "_shown", "_tagger", "_to")
+    __slots__ = ("_buffers", "_channel", "_index", "_maxp", "_owner_of", "_tagger", "_to")
 
-    def __init__(
-        self, to: ExchangeTarget, shown: Callable[[int, object], object], tagger: SourceTagger
-    ) -> None:
+    def __init__(self, to: ExchangeTarget, tagger: SourceTagger) -> None:
         self._to = to
         self._buffers = to.buffers
         self._channel = to.channel
@@ -308,7 +304,6 @@ class HashChunks:
         self._maxp = maxp = to.max_parallelism
         parallelism = to.parallelism
         self._owner_of = [kg * parallelism // maxp for kg in range(maxp)]
-        self._shown = shown
         self._tagger = tagger
 
     def collect_chunk(
@@ -333,7 +328,7 @@ class HashChunks:
             if n:
                 tagger.at_seq(seqs[-1])
             return
-        record = StreamRecord(self._shown(seqs[n], values[n]), timestamps[n])  # noqa: F841
+        record = StreamRecord(values[n], timestamps[n])  # noqa: F841  (failures name it)
         tagger.at_seq(seqs[n])
         raise rethrown(failure)
 
@@ -342,7 +337,7 @@ class HashChunks:
         cache = self._to.kg_cache
         try:
             return [cache[k] for k in keys], None
-        except TypeError:  # an unhashable key: the canonical error (or a special key's group)
+        except (TypeError, NullKeyError):  # unhashable (or special) keys, or a None key
             pass
         groups: list[int] = []
         for k in keys:
@@ -353,6 +348,8 @@ class HashChunks:
                     groups.append(assign_to_key_group(k, self._maxp))
                 except Exception as exc:
                     return groups, exc
+            except NullKeyError as exc:
+                return groups, exc
         return groups, None
 
     def _append(
