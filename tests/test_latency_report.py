@@ -43,13 +43,21 @@ def test_a_row_s_latency_runs_from_its_batch_s_newest_input_to_the_batch_s_commi
 
 
 def _table(out: str, first_column: str) -> list[list[str]]:
-    lines = out.split(f"| {first_column.rjust(len(first_column))} |", 1)[1].splitlines()
+    """The body rows of the Markdown table in ``out`` whose first column is ``first_column``."""
+    lines = out.splitlines()
+    [start] = [i for i, line in enumerate(lines) if _cells(line)[:1] == [first_column]]
     body = []
-    for line in lines[2:]:
+    for line in lines[start + 2 :]:
         if not line.startswith("|"):
             break
-        body.append([cell.strip() for cell in line.strip("|").split("|")])
+        body.append(_cells(line))
     return body
+
+
+def _cells(line: str) -> list[str]:
+    if not line.startswith("|"):
+        return []
+    return [cell.strip() for cell in line.strip().strip("|").split("|")]
 
 
 def _number(cell: str) -> float:
@@ -62,8 +70,8 @@ def test_nexmark_stream_reports_batch_time_and_latency_beside_spark_s_floor(spar
     argv = ["--events", "2000", "--stream", "--batches", "2", "--queries", "q2"]
     assert main([*argv, "--interval-ms", "200"]) == 0
     out = capsys.readouterr().out
-    [head] = [line for line in out.splitlines() if line.startswith("| query |")]
-    assert [c.strip() for c in head.strip("|").split("|")][3:] == [
+    [head] = [_cells(line) for line in out.splitlines() if _cells(line)[:1] == ["query"]]
+    assert head[3:] == [
         "batches", "p50 batch ms", "p95 batch ms", "p99 batch ms",
     ]  # fmt: skip
     [throughput] = _table(out, "query")
