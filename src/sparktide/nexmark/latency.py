@@ -47,6 +47,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+_POLL_S = 0.05  # how often a latency run looks whether its query read everything
+
 __all__ = [
     "Arrival",
     "CommittedBatch",
@@ -291,10 +293,14 @@ class SparktideLatencyProbe:
         self.expected = feed.total_rows
         client.add_listener(self.on_commit)
         feed.start()
-        finished = self.done.wait(timeout_s)
+        deadline = time.monotonic() + timeout_s
+        while not self.done.wait(_POLL_S):
+            if not client.is_active or time.monotonic() > deadline:
+                break  # failed, or too slow
         client.stop()
         feed.join()
-        if not finished:
+        if not self.done.is_set():
+            client.await_termination(_POLL_S)  # raises what failed the run, if something did
             raise TimeoutError(
                 f"the streaming run read {self._read:,} of {feed.total_rows:,} rows in "
                 f"{timeout_s:.0f} s"
@@ -340,14 +346,20 @@ def spark_floor(
     try:
         feed.start()
         read = 0
-        while read < feed.total_rows and time.monotonic() < deadline:
-            time.sleep(0.05)
+        while read < feed.total_rows and time.monotonic() < deadline and query.isActive:
+            time.sleep(_POLL_S)
             for p in query.recentProgress:
                 progress[int(p["batchId"])] = p
             read = sum(int(p["numInputRows"]) for p in progress.values())
     finally:
         query.stop()
         feed.join()
+    if read < feed.total_rows:
+        failure = query.exception()
+        raise RuntimeError(
+            f"Spark's floor query read {read:,} of {feed.total_rows:,} rows"
+            + (f": {failure}" if failure is not None else f" in {timeout_s:.0f} s")
+        )
     for p in query.recentProgress:
         progress[int(p["batchId"])] = p
     return [_spark_batch(progress[b], rows.get(b, 0)) for b in sorted(progress)]
