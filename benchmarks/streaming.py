@@ -32,7 +32,7 @@ batch) and three batches later in Spark (a batch fires the timers up to the wate
 batches before it): every steady batch fires about ``--batch-records`` timers.
 
 **Measured**, per engine and key count, over the measured batches only: records/s (their
-records over the sum of their durations), p50 and p99 batch latency (sparktide: the client's
+records over the sum of their durations), p50, p95 and p99 batch time (sparktide: the client's
 ``recent_progress`` ``duration_ms``, the time of its ``foreachBatch`` function; Spark: the
 query's ``durationMs["triggerExecution"]``, which also holds the planning of the batch), and
 checkpoint bytes per key after the run: sparktide's checkpoint directory without Spark's own
@@ -41,6 +41,15 @@ snapshot: sparktide's retained versions (snapshots and what it logs between them
 store's ``minBatchesToRetain`` versions (default 100, sharing their SST files); with few keys
 the timers and the per-batch files weigh more per key than with many. The header prints the
 load average: on a busy machine both engines slow down.
+
+**Latency** (``--interval-ms``, default 1000; 0 skips it). Then, per key count, sparktide (per
+backend) and Spark's floor run again while the same files arrive one every ``--interval-ms``
+(a micro-batch starts as soon as a file is there): Spark's floor is a trivial stateful query,
+``groupBy("key").count()`` in update mode into ``foreachBatch``. A last table gives, over the
+measured batches, p50/p95/p99 of the batch time and of the end-to-end latency: from a file's
+arrival in the folder to the commit of the micro-batch that wrote the result rows it led to
+(see :mod:`sparktide.nexmark.latency`, which both this and ``python -m sparktide.nexmark
+--stream`` use).
 
 **Check.** First both engines run a small input (``--check-keys``; the two halves of the keys
 in turn) and their outputs are compared. Spark fires a timer one batch later than sparktide
@@ -95,6 +104,15 @@ from common import (
 )
 
 from sparktide.datastream import KeyedProcessFunction
+from sparktide.nexmark.latency import (
+    CommittedBatch,
+    LatencyFigures,
+    LiveFeed,
+    SparktideLatencyProbe,
+    latency_table,
+    percentile,
+    spark_floor,
+)
 
 STEP_MS = 1_000  # batch b starts at event time b * STEP_MS
 SPREAD_MS = 500  # its records' times are in [b * STEP_MS, b * STEP_MS + SPREAD_MS)
@@ -318,21 +336,17 @@ def dir_bytes(path: Path, skip: str | None = None) -> int:
     return total
 
 
-def run_sparktide(
-    spark: Any,
-    files: Path,
-    ckpt: Path,
-    parallelism: int,
-    collect: bool = False,
-    backend: str = "hashmap",
-) -> Run:
+def _sparktide_job(
+    spark: Any, frame: Any, parallelism: int, backend: str, sink: Callable[[Any, int], None]
+) -> Any:
+    """An environment holding the keyed-timer job over ``frame``, its output to ``sink``."""
     from sparktide.common import Duration, Types, WatermarkStrategy
     from sparktide.datastream import StreamExecutionEnvironment
+    from sparktide.datastream.connectors import ForeachBatchSink
     from sparktide.datastream.state_backend import (
         EmbeddedRocksDBStateBackend,
         HashMapStateBackend,
     )
-    from sparktide.spark.streaming import ForeachBatchSink
 
     env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
     env.set_parallelism(parallelism)
@@ -343,6 +357,23 @@ def run_sparktide(
     )
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(BOUND_MS))
     output = Types.ROW_NAMED(["key", "at", "count"], [Types.LONG(), Types.LONG(), Types.LONG()])
+    (
+        env.from_stream(frame, strategy, timestamp_column="ts")
+        .key_by(record_key, key_type=Types.LONG())
+        .process(Alarm(DELAY_MS), output_type=output)
+        .sink_to(ForeachBatchSink(sink))
+    )
+    return env
+
+
+def run_sparktide(
+    spark: Any,
+    files: Path,
+    ckpt: Path,
+    parallelism: int,
+    collect: bool = False,
+    backend: str = "hashmap",
+) -> Run:
     rows: list[tuple[int, int, int]] = []
 
     def sink(df: Any, batch_id: int) -> None:
@@ -351,12 +382,7 @@ def run_sparktide(
         else:
             df.write.format("noop").mode("overwrite").save()
 
-    (
-        env.from_stream(_files(spark, files), strategy, timestamp_column="ts")
-        .key_by(record_key, key_type=Types.LONG())
-        .process(Alarm(DELAY_MS), output_type=output)
-        .sink_to(ForeachBatchSink(sink))
-    )
+    env = _sparktide_job(spark, _files(spark, files), parallelism, backend, sink)
     client = env.execute_async(checkpoint_location=str(ckpt), trigger="available_now")
     state: dict[int, BatchState] = {}
     client.add_listener(lambda m: state.__setitem__(m["batch_id"], batch_state(m, ckpt)))
@@ -365,6 +391,52 @@ def run_sparktide(
         (p["batch_id"], p["records"], float(p["duration_ms"])) for p in client.recent_progress
     ]
     return Run(batches, dir_bytes(ckpt, skip="spark"), rows, state)
+
+
+def live_ticks(plan: Plan) -> list[dict[str, Any]]:
+    """The plan's batches as the ticks of a :class:`LiveFeed` (one file each)."""
+    import pyarrow as pa
+
+    ticks = []
+    for b in range(plan.total):
+        keys, ts = plan.batch(b)
+        ticks.append({"in": pa.table({"key": keys, "ts": ts})})
+    return ticks
+
+
+def live_sparktide(
+    spark: Any, feed: LiveFeed, ckpt: Path, parallelism: int, backend: str, timeout_s: float
+) -> list[CommittedBatch]:
+    """The keyed-timer job while ``feed`` writes its input (a micro-batch as soon as a file is
+    there), until it read all of it: its committed batches."""
+    probe = SparktideLatencyProbe()
+    frame = _files(spark, feed.folders["in"])
+    env = _sparktide_job(spark, frame, parallelism, backend, probe.count_rows)
+    client = env.execute_async(checkpoint_location=str(ckpt), trigger="continuous")
+    return probe.follow(client, feed, timeout_s)
+
+
+def latency_runs(
+    spark: Any, plan: Plan, work: Path, args: argparse.Namespace, backends: list[str]
+) -> list[LatencyFigures]:
+    """sparktide (per backend) and Spark's floor (``groupBy(key).count()``) while the plan's
+    files arrive every ``--interval-ms``; figures over the measured batches."""
+    ticks = live_ticks(plan)
+    timeout = plan.total * args.interval_ms / 1000 + 600
+    first = plan.warmup + plan.settle
+    figures = []
+    for backend in backends:
+        feed = LiveFeed(ticks, work / f"live-{backend}", args.interval_ms)
+        batches = live_sparktide(
+            spark, feed, work / f"live-ckpt-{backend}", args.parallelism, backend, timeout
+        )
+        name = f"sparktide {backend}, {plan.keys:,} keys"
+        figures.append(LatencyFigures.of(name, feed.arrivals, batches, first))
+    feed = LiveFeed(ticks, work / "live-floor", args.interval_ms)
+    batches = spark_floor(spark, feed, "in", "key", work / "live-ckpt-floor", timeout)
+    name = f"Spark floor: groupBy(key).count(), {plan.keys:,} keys"
+    figures.append(LatencyFigures.of(name, feed.arrivals, batches, first))
+    return figures
 
 
 def run_spark(spark: Any, files: Path, ckpt: Path, collect: bool = False) -> Run:
@@ -445,29 +517,24 @@ COLUMNS = (
     "records/batch",
     "records/s",
     "p50 ms",
+    "p95 ms",
     "p99 ms",
     "ckpt bytes/key",
 )
 
 
 def _line(cols: tuple[str, ...]) -> str:
-    engine, keys, batches, per_batch, rate, p50, p99, per_key = cols
+    engine, keys, batches, per_batch, rate, p50, p95, p99, per_key = cols
     return (
         f"{engine:<20} | {keys:>9} | {batches:>7} | {per_batch:>13} | {rate:>9} | {p50:>7} | "
-        f"{p99:>7} | {per_key:>14}"
+        f"{p95:>7} | {p99:>7} | {per_key:>14}"
     )
-
-
-def percentile(values: list[float], q: float) -> float:
-    """The ``q`` quantile of ``values`` (linear interpolation, as numpy's default)."""
-    import numpy as np
-
-    return float(np.percentile(values, q * 100))
 
 
 def _row(engine: str, plan: Plan, run: Run | str) -> str:
     if isinstance(run, str):
-        return _line((engine, f"{plan.keys:,}", "failed", "-", "-", "-", "-", "-")) + f"\n    {run}"
+        failed = (engine, f"{plan.keys:,}", "failed", "-", "-", "-", "-", "-", "-")
+        return _line(failed) + f"\n    {run}"
     measured = set(plan.measured)
     batches = [(records, ms) for b, records, ms in run.batches if b in measured]
     records = sum(r for r, _ in batches)
@@ -480,8 +547,7 @@ def _row(engine: str, plan: Plan, run: Run | str) -> str:
             f"{len(batches)}",
             f"{records // max(len(batches), 1):,}",
             f"{records / seconds:,.0f}" if seconds else "-",
-            f"{percentile(latencies, 0.5):,.0f}" if latencies else "-",
-            f"{percentile(latencies, 0.99):,.0f}" if latencies else "-",
+            *(f"{percentile(latencies, q):,.0f}" if latencies else "-" for q in (0.5, 0.95, 0.99)),
             f"{run.ckpt_bytes / plan.keys:,.1f}",
         )
     )
@@ -566,6 +632,10 @@ def main(argv: list[str] | None = None) -> None:
         default=None,
         help="fraction of the keys each steady batch touches (instead of --batch-records)",
     )
+    ap.add_argument(
+        "--interval-ms", type=int, default=1000,
+        help="the cadence at which the files arrive in the latency runs (0: no latency runs)",
+    )  # fmt: skip
     args = ap.parse_args(argv)
     try:
         key_counts = [int(k) for k in args.keys.split(",") if k.strip()]
@@ -581,6 +651,8 @@ def main(argv: list[str] | None = None) -> None:
     backends = [b.strip() for b in args.backend.split(",") if b.strip()]
     if not backends or set(backends) - {"hashmap", "rocksdb"}:
         ap.error(f"--backend must name hashmap and/or rocksdb, got {args.backend!r}")
+    if args.interval_ms < 0:
+        ap.error(f"--interval-ms must be >= 0 (0: no latency runs), got {args.interval_ms}")
     if args.changed is not None and not 0 < args.changed <= 1:
         ap.error("--changed must be a fraction in (0, 1]")
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
@@ -619,6 +691,7 @@ def main(argv: list[str] | None = None) -> None:
         print(header)
         print("-" * len(header), flush=True)
         state_rows: list[str] = []
+        latencies: list[LatencyFigures] = []
         for keys in key_counts:
             per_batch = (
                 args.batch_records if args.changed is None else max(1, round(keys * args.changed))
@@ -639,7 +712,11 @@ def main(argv: list[str] | None = None) -> None:
             if "spark" in engines:
                 run = _attempt(partial(run_spark, spark, files, work / f"spark-{keys}"))
                 print(_row("Spark TWS (pandas)", plan, run), flush=True)
-            for name in (f"in-{keys}", f"sparktide-{keys}", f"spark-{keys}"):
+            if args.interval_ms:
+                live = work / f"live-{keys}"
+                live_backends = backends if "sparktide" in engines else []
+                latencies += latency_runs(spark, plan, live, args, live_backends)
+            for name in (f"in-{keys}", f"sparktide-{keys}", f"spark-{keys}", f"live-{keys}"):
                 shutil.rmtree(work / name, ignore_errors=True)
         if state_rows:
             print()
@@ -647,6 +724,12 @@ def main(argv: list[str] | None = None) -> None:
             print(header)
             print("-" * len(header))
             print("\n".join(state_rows), flush=True)
+        if latencies:
+            print(
+                f"\nlatency: the same files arriving one micro-batch every {args.interval_ms} ms, "
+                "a micro-batch as soon as one is there; over the measured batches:\n"
+            )
+            print(latency_table(latencies), flush=True)
     finally:
         if args.work_dir is None:
             shutil.rmtree(work, ignore_errors=True)

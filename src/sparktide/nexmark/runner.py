@@ -14,13 +14,18 @@ memory; the local runtime reads the Arrow tables in the process. Outputs go nowh
 Times are the best of ``--repeat``.
 
 ``--stream`` runs the queries as streams over the Parquet files instead (``--batches`` files
-per kind, one per micro-batch) and reports events/s and the p50/p95 micro-batch latency.
+per kind, one per micro-batch) and reports events/s and the p50/p95/p99 micro-batch time. Then
+each query runs again while the same files arrive one micro-batch's worth every
+``--interval-ms`` (0: skip), and so does Spark's floor, a trivial stateful Structured Streaming
+query (``groupBy(auction).count()`` of the bids): a second table gives their p50/p95/p99 batch
+time and end-to-end latency, from a file's arrival to the commit of the micro-batch that wrote
+the result rows it led to (:mod:`sparktide.nexmark.latency`).
 
 Usage::
 
     python -m sparktide.nexmark --events 1000000 --queries q0,q5 --runtime spark
     python -m sparktide.nexmark --events 100000 --runtime local
-    python -m sparktide.nexmark --events 1000000 --stream --batches 20
+    python -m sparktide.nexmark --events 1000000 --stream --batches 20 --interval-ms 1000
 """
 
 from __future__ import annotations
@@ -30,7 +35,6 @@ import json
 import os
 import platform
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -43,10 +47,19 @@ from sparktide.common import env_overrides
 from sparktide.datastream import StreamExecutionEnvironment
 from sparktide.nexmark.config import GeneratorConfig
 from sparktide.nexmark.generator import EventTables, generate
+from sparktide.nexmark.latency import (
+    LatencyFigures,
+    LiveFeed,
+    Percentiles,
+    latency_table,
+    markdown_table,
+    percentile_cells,
+    spark_floor,
+)
 from sparktide.nexmark.memory import PeakMemory, release_freed_memory
 from sparktide.nexmark.queries import QUERIES, Sources
 from sparktide.nexmark.sql import SQL_QUERIES, Frames
-from sparktide.nexmark.streaming import KINDS, run_stream, write_files
+from sparktide.nexmark.streaming import KINDS, run_stream, run_stream_live, ticks_of, write_files
 
 __all__ = ["main", "print_markdown", "pyflink_job"]
 
@@ -63,8 +76,7 @@ class QueryResult:
     sql_seconds: float | None = None
     pyflink_seconds: float | None = None
     peak_mib: float | None = None
-    p50_ms: float | None = None
-    p95_ms: float | None = None
+    batch_ms: Percentiles | None = None
     batches: int = 0
 
 
@@ -173,14 +185,14 @@ def print_table(rows: list[QueryResult], events: int, cores: int, stream: bool) 
 
     if stream:
         head = ["query", "events/s", "per core", "batches", "p50 batch ms", "p95 batch ms"]
+        head += ["p99 batch ms"]
         lines = [
             [
                 r.query,
                 _cell(rate(r.seconds), ",.0f"),
                 _cell(None if r.seconds is None else events / r.seconds / cores, ",.0f"),
                 str(r.batches),
-                _cell(r.p50_ms, ",.0f"),
-                _cell(r.p95_ms, ",.0f"),
+                *percentile_cells(r.batch_ms),
             ]
             for r in rows
         ]
@@ -211,11 +223,7 @@ def print_markdown(head: list[str], lines: list[list[str]]) -> None:
     |------:|---------:|
     |    q1 |    1,234 |
     """
-    widths = [max(len(x) for x in col) for col in zip(head, *lines, strict=True)]
-    for i, line in enumerate([head, *lines]):
-        print("| " + " | ".join(c.rjust(w) for c, w in zip(line, widths, strict=True)) + " |")
-        if i == 0:
-            print("|" + "|".join("-" * (w + 1) + ":" for w in widths) + "|")
+    print(markdown_table(head, lines))
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -239,12 +247,19 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--no-pyflink", action="store_true", help="skip PyFlink")
     ap.add_argument("--stream", action="store_true", help="run as streams over Parquet files")
     ap.add_argument("--batches", type=int, default=10, help="micro-batches with --stream")
+    ap.add_argument(
+        "--interval-ms", type=int, default=1000,
+        help="with --stream: the cadence at which the files arrive in the latency runs "
+        "(0: no latency runs)",
+    )  # fmt: skip
     args = ap.parse_args(argv)
     unknown = [q for q in args.queries.split(",") if q not in QUERIES]
     if unknown:
         ap.error(f"--queries: unknown {unknown}; the queries are {','.join(QUERIES)}")
     if args.parallelism < 1 or args.repeat < 1:
         ap.error("--parallelism and --repeat must be >= 1")
+    if args.interval_ms < 0:
+        ap.error(f"--interval-ms must be >= 0 (0: no latency runs), got {args.interval_ms}")
     return args
 
 
@@ -315,10 +330,7 @@ def _measure(
                 parallelism=parallelism,
             )  # fmt: skip
             row.seconds, row.batches = run.seconds, len(run.batch_ms)
-            if run.batch_ms:
-                ordered = sorted(run.batch_ms)
-                row.p50_ms = statistics.median(ordered)
-                row.p95_ms = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+            row.batch_ms = Percentiles.of(run.batch_ms)
         else:
             times: list[float | None] = []
             with PeakMemory() as peak:
@@ -348,4 +360,45 @@ def _measure(
     mode = "stream" if args.stream else args.runtime
     print(f"\nsparktide on {mode}, parallelism {parallelism} ({cores} core(s) per figure):\n")
     print_table(rows, args.events, cores, args.stream)
+    if args.stream and args.interval_ms:
+        assert spark is not None  # a stream runs on Spark
+        figures = _latency_runs(args, queries, _kept(tables), spark, workdir, bound)
+        print(
+            f"\nlatency: the same files arriving one micro-batch's worth every "
+            f"{args.interval_ms} ms, a micro-batch as soon as one is there:\n"
+        )
+        print(latency_table(figures))
     return 0
+
+
+FLOOR_KEY = "auction"
+"""The key of Spark's floor query, ``groupBy(auction).count()`` of the bids."""
+
+
+def _latency_runs(
+    args: argparse.Namespace,
+    queries: list[str],
+    tables: EventTables,
+    spark: Any,
+    workdir: Path,
+    bound: int,
+) -> list[LatencyFigures]:
+    """Each query, then Spark's floor, while the files of ``tables`` arrive at the cadence."""
+    ticks = ticks_of(tables, args.batches)
+    timeout = args.batches * args.interval_ms / 1000 + 600
+    figures = []
+    for query in queries:
+        feed, batches = run_stream_live(
+            query, spark, ticks, workdir / f"live-{query}", args.interval_ms,
+            workdir / f"live-ckpt-{query}", out_of_order_ms=bound,
+            parallelism=args.parallelism, timeout_s=timeout,
+        )  # fmt: skip
+        figures.append(LatencyFigures.of(query, feed.arrivals, batches))
+        cells = percentile_cells(figures[-1].latency_ms)
+        print(f"  {query} (live): latency p50/p95/p99 {'/'.join(cells)} ms", file=sys.stderr)
+    feed = LiveFeed([{"bids": t["bids"]} for t in ticks], workdir / "live-floor", args.interval_ms)
+    batches = spark_floor(spark, feed, "bids", FLOOR_KEY, workdir / "live-ckpt-floor", timeout)
+    figures.append(
+        LatencyFigures.of(f"Spark floor: groupBy({FLOOR_KEY}).count()", feed.arrivals, batches)
+    )
+    return figures

@@ -18,7 +18,10 @@ recursively, in sorted order; names starting with ``.`` or ``_`` are skipped, ``
 :class:`FileSink` writes part files into bucket directories, like Flink's ``FileSink``:
 ``<base>/<bucket>/<prefix>-<uuid>-<counter><suffix>``, rolled by the :class:`RollingPolicy`; a
 part file is written as a hidden in-progress file and renamed to its final name when committed
-(at a completed checkpoint, and at the end of the input). See :mod:`.file_sink`.
+(at a completed checkpoint, and at the end of the input). See :mod:`.file_sink`. A streaming
+job on Spark writes each micro-batch's output with :class:`ParquetBatchSink` or
+:class:`JsonBatchSink` (``<path>/batch=<id>/``, overwritten when a batch is replayed: exactly
+once), also exported by :mod:`sparktide.datastream.connectors`.
 
 >>> from sparktide.common.serialization import Encoder
 >>> from sparktide.common.typeinfo import Types
@@ -63,6 +66,7 @@ from sparktide.datastream.connectors.file_source import (
     StreamFormat,
 )
 from sparktide.datastream.connectors.file_writer import FileWriter, PartFileInfo
+from sparktide.spark.stream_sinks import JsonBatchSink, ParquetBatchSink
 
 # PyFlink's names sparktide does not provide: an error that says so and what to use
 __getattr__ = module_getattr(__name__)
@@ -77,8 +81,10 @@ __all__ = [
     "FileSource",
     "FileSourceBuilder",
     "FileWriter",
+    "JsonBatchSink",
     "OnCheckpointRollingPolicy",
     "OutputFileConfig",
+    "ParquetBatchSink",
     "PartFileInfo",
     "RollingPolicy",
     "RowDataBulkWriterFactory",
