@@ -74,6 +74,7 @@ from sparktide.runtime.state.snapshot_checks import (
     state_meta,
 )
 from sparktide.runtime.state.state_types import StateTypes
+from sparktide.runtime.state.type_compat import Convert
 from sparktide.runtime.state.ttl import (
     TtlAggregatingState,
     TtlListState,
@@ -246,7 +247,9 @@ class HeapKeyedStateBackend(KeyedStateBackendBase[StateTable]):
         else:
             check_registration(table, name, kind, ttl, cfg)
         if not table.registered:
-            self._claim_types(table, descriptor)
+            migrate = self._claim_types(table, descriptor)
+            if migrate is not None:
+                _migrate_table(table, migrate)
             table.registered = True
             if cfg is not None:
                 table.ttl_config = cfg
@@ -499,3 +502,13 @@ class HeapKeyedStateBackend(KeyedStateBackendBase[StateTable]):
                 raise AssertionError("invariant broken: self._tables[name].registered")
             if state.get_current_namespace() is not None:
                 raise AssertionError("invariant broken: state.get_current_namespace() is None")
+
+
+def _migrate_table(table: StateTable, migrate: Convert) -> None:
+    """Convert every raw value of ``table`` (restored with an older declared type) to its
+    descriptor's type, once, as the descriptor registers (state schema evolution)."""
+    data = table.in_range()
+    for kg in table.key_groups:
+        entries = data[kg]
+        for key_ns, raw in entries.items():
+            entries[key_ns] = migrate(raw)
