@@ -8,6 +8,8 @@ a streaming job on Spark with a migrated state type, on both backends."""
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -301,7 +303,10 @@ OLD_TOTALS = Types.ROW_NAMED(["total"], [Types.INT()])
 NEW_TOTALS = Types.ROW_NAMED(["total", "count"], [Types.LONG(), Types.INT()])
 
 
-def _run_totals(spark: Any, directory: Path, ckpt: Path, backend: str, type_info: Any) -> list[str]:
+def _totals_job(
+    spark: Any, directory: Path, backend: str, type_info: Any, key_type: Any
+) -> tuple[StreamExecutionEnvironment, list[str]]:
+    """The job keeping a ``type_info`` Row per key, and the list its output is added to."""
     env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
     env.set_parallelism(2)
     env.set_state_backend(backend_named(backend))
@@ -309,27 +314,57 @@ def _run_totals(spark: Any, directory: Path, ckpt: Path, backend: str, type_info
     stream = env.from_stream(frame, _strategy(), timestamp_column="ts")
     out: list[str] = []
     (
-        stream.key_by(lambda r: r.key)
+        stream.key_by(lambda r: r.key, key_type=key_type)
         .process(_Totals(type_info), output_type=Types.STRING())
         .name("Totals")
         .uid("totals")
         .sink_to(ForeachBatchSink(lambda df, _: out.extend(r[0] for r in df.collect())))
     )
+    return env, out
+
+
+def _run_totals(
+    spark: Any, directory: Path, ckpt: Path, backend: str, type_info: Any, key_type: Any
+) -> list[str]:
+    env, out = _totals_job(spark, directory, backend, type_info, key_type)
     env.execute_async(checkpoint_location=str(ckpt), trigger="available_now").await_termination()
     return out
+
+
+def _last_commit(ckpt: Path) -> dict[str, Any]:
+    versions = sorted(int(n.removesuffix(".json")) for n in os.listdir(ckpt / "commits"))
+    return json.loads((ckpt / "commits" / f"{versions[-1]}.json").read_text())["body"]
 
 
 @pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
 def test_a_streaming_job_on_spark_restarts_with_a_migrated_state(spark, tmp_path, backend) -> None:
     _write_files(tmp_path / "in", [[("a", 1, 5), ("b", 2, 7)]])
-    ckpt = tmp_path / "ckpt"
-    assert sorted(_run_totals(spark, tmp_path / "in", ckpt, backend, OLD_TOTALS)) == [
+    ckpt, key = tmp_path / "ckpt", Types.STRING()
+    assert sorted(_run_totals(spark, tmp_path / "in", ckpt, backend, OLD_TOTALS, key)) == [
         "a:None",
         "b:None",
     ]
     _write_files(tmp_path / "in", [[("a", 3, 1), ("b", 4, 2)]], first=1)
     # the Row gained a nullable field and its INT widened to LONG: migrated, not refused
-    assert sorted(_run_totals(spark, tmp_path / "in", ckpt, backend, NEW_TOTALS)) == [
+    assert sorted(_run_totals(spark, tmp_path / "in", ckpt, backend, NEW_TOTALS, key)) == [
         "a:Row(total=5, count=None)",
         "b:Row(total=7, count=None)",
     ]
+    # the checkpoint's metadata records the operator's declared types, by operator and state
+    (record,) = _last_commit(ckpt)["state_types"].values()
+    assert (record["name"], record["uid"], record["key_type"]["type"]) == (
+        "Totals",
+        "totals",
+        {"type": "STRING"},
+    )
+    assert record["states"]["totals"]["types"]["value"] == type_to_json(NEW_TOTALS)
+    # a changed key type is refused from that record as the job starts, before its query runs
+    committed = _last_commit(ckpt)["version"]
+    env, _ = _totals_job(spark, tmp_path / "in", backend, NEW_TOTALS, Types.CHAR())
+    with pytest.raises(IncompatibleStateTypeError) as caught:
+        env.execute_async(checkpoint_location=str(ckpt), trigger="available_now")
+    assert str(caught.value).startswith(
+        "operator 'Totals' (uid 'totals'): its keyed state cannot be restored: its key type was "
+        "Types.STRING() in the checkpoint and is Types.CHAR() now"
+    )
+    assert _last_commit(ckpt)["version"] == committed

@@ -74,7 +74,6 @@ from sparktide.runtime.state.snapshot_checks import (
     state_meta,
 )
 from sparktide.runtime.state.state_types import StateTypes
-from sparktide.runtime.state.type_compat import Convert
 from sparktide.runtime.state.ttl import (
     TtlAggregatingState,
     TtlListState,
@@ -82,6 +81,7 @@ from sparktide.runtime.state.ttl import (
     TtlReducingState,
     TtlValueState,
 )
+from sparktide.runtime.state.type_compat import Convert
 
 __all__ = [
     "NO_KEY_GROUP",
@@ -331,6 +331,11 @@ class HeapKeyedStateBackend(KeyedStateBackendBase[StateTable]):
     def get_state_names(self) -> list[str]:
         """The names of the registered and restored states."""
         return list(self._tables)
+
+    def state_metas(self) -> dict[str, StateMeta]:
+        """Per state, what a snapshot's ``meta`` records of it (its kind, TTL setting and
+        declared types), without reading an entry."""
+        return {name: state_meta(table) for name, table in self._tables.items()}
 
     def dispose(self) -> None:
         """Drop every entry; the backend cannot be used afterwards."""

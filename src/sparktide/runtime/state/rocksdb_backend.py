@@ -628,6 +628,11 @@ class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
         """The names of the registered and restored states."""
         return list(self._states)
 
+    def state_metas(self) -> dict[str, StateMeta]:
+        """Per state, what a snapshot's ``meta`` records of it (its kind, TTL setting and
+        declared types), without reading an entry."""
+        return {name: state_meta(state) for name, state in self._states.items()}
+
     def stored_state(self, name: str) -> StoredState:
         """How the state ``name`` is stored: its column family, codec and settings (for
         inspecting the store, e.g. the size of its values or the options of its column

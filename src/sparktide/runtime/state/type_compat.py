@@ -129,7 +129,7 @@ def type_migration(
     if type(restored) is TupleTypeInfo and type(declared) is TupleTypeInfo:
         return _tuple_migration(restored, declared)
     if isinstance(restored, _ElementsTypeInfo) and type(restored) is type(declared):
-        return _elements_migration(restored, declared)  # type: ignore[arg-type]
+        return _elements_migration(restored, declared)
     if isinstance(restored, MapTypeInfo) and isinstance(declared, MapTypeInfo):
         return _map_migration(restored, declared)
     return _REFUSED
@@ -189,7 +189,9 @@ def _tuple_migration(restored: TupleTypeInfo, declared: TupleTypeInfo) -> TypeMi
     old, new = restored.get_field_types(), declared.get_field_types()
     if len(old) != len(new):
         return _refused(f"a tuple's arity changes from {len(old)} to {len(new)}")
-    converts = _fields([(f"field {i}", o, n) for i, (o, n) in enumerate(zip(old, new))])
+    converts = _fields(
+        [(f"field {i}", o, n) for i, (o, n) in enumerate(zip(old, new, strict=True))]
+    )
     if isinstance(converts, TypeMigration):
         return converts
     if all(c is None for c in converts):
