@@ -34,7 +34,10 @@ from sparktide.runtime.operators.process import KeyedProcessOperator
 from sparktide.runtime.output import CollectingOutput
 from sparktide.runtime.processing_time import ManualProcessingTimeService
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot
+from sparktide.runtime.state.recorded_types import OperatorStateTypes, check_recorded_key_types
 from sparktide.runtime.state.state_types import IncompatibleStateTypeError
+from sparktide.spark.checkpoint_format import CheckpointError
+from sparktide.spark.checkpoint_meta import Chain, CommitManifest
 from sparktide.spark.streaming import ForeachBatchSink
 from test_state_types import _GETTERS, BACKENDS
 from test_state_types import _run as _run_subtask
@@ -368,3 +371,51 @@ def test_a_streaming_job_on_spark_restarts_with_a_migrated_state(spark, tmp_path
         "Types.STRING() in the checkpoint and is Types.CHAR() now"
     )
     assert _last_commit(ckpt)["version"] == committed
+
+
+def _record(states: dict[str, Any], key_type: Any = None) -> OperatorStateTypes:
+    """A record of operator 'Totals' keyed by ``key_type`` (default: ``Types.STRING()``)."""
+    return OperatorStateTypes("Totals", "totals", key_type or Types.STRING(), states)
+
+
+def test_the_manifest_records_state_types_per_operator_and_reads_one_without_them() -> None:
+    total = {
+        "kind": "value",
+        "ttl": False,
+        "types": {"format_version": 1, "value": None, "map_key": None},
+    }
+    seen = {"kind": "map", "ttl": True}
+    joined = OperatorStateTypes.join(
+        [("uid:totals", _record({"total": total})), ("uid:totals", _record({"seen": seen}))]
+    )
+    assert joined == {"uid:totals": _record({"total": total, "seen": seen})}
+    manifest = CommitManifest(
+        version=3,
+        processing_time=0,
+        parallelism={0: 2},
+        chains={0: (Chain(3),) * 2},
+        files={},
+        fingerprint=None,
+        state_types=joined,
+    )
+    raw = json.loads(json.dumps(manifest.to_json()))
+    assert raw["state_types"]["uid:totals"]["format_version"] == 1
+    assert CommitManifest.from_json(raw, "commits/3.json") == manifest
+    # a manifest written before the record existed: nothing recorded, nothing checked
+    del raw["state_types"]
+    older = CommitManifest.from_json(raw, "commits/3.json")
+    assert older.state_types == {}
+    check_recorded_key_types(older.state_types, {"uid:totals": Types.LONG()})
+    raw["state_types"] = {"uid:totals": {"format_version": 9}}
+    with pytest.raises(CheckpointError, match=r"^commits/3.json: state_types.uid:totals: the "):
+        CommitManifest.from_json(raw, "commits/3.json")
+
+
+def test_recorded_key_types_are_checked_per_operator_identity() -> None:
+    recorded = {"uid:totals": _record({}), "uid:gone": _record({}, Types.INT())}
+    check_recorded_key_types(recorded, {"uid:totals": Types.STRING()})  # 'gone': not checked
+    with pytest.raises(
+        IncompatibleStateTypeError,
+        match=r"key type was Types\.STRING\(\) in the checkpoint and is undeclared",
+    ):
+        check_recorded_key_types(recorded, {"uid:totals": None})
