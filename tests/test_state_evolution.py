@@ -171,6 +171,9 @@ TABLE: dict[str, Row_] = {
     "a narrower number (LONG -> INT)": Row_(_value, Types.LONG(), Types.INT(), 5, None),
     "another number kind (INT -> DOUBLE)": Row_(_value, Types.INT(), Types.DOUBLE(), 5, None),
     "a Row loses a field": Row_(_value, GAINED, NAMED, ("x", "a", 3), None),
+    "a Row field is renamed": Row_(
+        _value, NAMED, Types.ROW_NAMED(["id", "m"], [Types.STRING(), Types.INT()]), ("a", 3), None
+    ),
     "a Row field changes type": Row_(
         _list,
         NAMED,
@@ -192,6 +195,9 @@ REASONS = {
         "Types.STRING(), Types.INT()]) is removed)"
     ),
     "a Row field changes type": "(field 'n': Types.INT() -> Types.STRING())",
+    "a Row field is renamed": (
+        "(field 'n' of Types.ROW_NAMED(['id', 'n'], [Types.STRING(), Types.INT()]) is removed)"
+    ),
     "a TUPLE gains a field": "(a tuple's arity changes from 1 to 2)",
 }
 

@@ -52,6 +52,7 @@ from sparktide.runtime.state.type_compat import (
     Convert,
     TypeCompatibility,
     raw_migration,
+    same_type,
     type_migration,
 )
 
@@ -284,7 +285,9 @@ def check_state_types(
     """The migration of state ``name`` restored with the recorded types ``restored`` to
     ``declared`` (``None``: the same types, or none recorded: nothing to check or convert);
     raise :func:`incompatible_state` when its values cannot be read as ``declared``."""
-    if restored is None or restored == declared:
+    if restored is None or (
+        same_type(restored.value, declared.value) and same_type(restored.map_key, declared.map_key)
+    ):
         return None
     result = state_compatibility(kind, restored, declared)
     if result.compatibility is TypeCompatibility.INCOMPATIBLE:

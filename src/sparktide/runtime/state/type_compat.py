@@ -55,10 +55,17 @@ from sparktide.common.typeinfo_composite import (
     TupleTypeInfo,
     _ElementsTypeInfo,
 )
-from sparktide.common.typeinfo_json import declaration
+from sparktide.common.typeinfo_json import declaration, type_to_json
 from sparktide.common.types import Row, row_field_names, row_values
 
-__all__ = ["Convert", "TypeCompatibility", "TypeMigration", "raw_migration", "type_migration"]
+__all__ = [
+    "Convert",
+    "TypeCompatibility",
+    "TypeMigration",
+    "raw_migration",
+    "same_type",
+    "type_migration",
+]
 
 Convert = Callable[[Any], Any]
 """Converts one restored value (never ``None``: a ``None`` inside a value stays ``None``)."""
@@ -107,6 +114,21 @@ def _refused(reason: str) -> TypeMigration:
     return TypeMigration(TypeCompatibility.INCOMPATIBLE, reason=reason)
 
 
+def same_type(restored: TypeInformation | None, declared: TypeInformation | None) -> bool:
+    """Whether two declared types are the same, field names of rows included (type
+    information compares rows by their field types only).
+
+    >>> from sparktide.common.typeinfo import Types
+    >>> a = Types.ROW_NAMED(["x", "y"], [Types.INT(), Types.INT()])
+    >>> b = Types.ROW_NAMED(["y", "x"], [Types.INT(), Types.INT()])
+    >>> a == b, same_type(a, b), same_type(a, a)
+    (True, False, True)
+    """
+    if restored != declared:
+        return False
+    return restored is None or declared is None or type_to_json(restored) == type_to_json(declared)
+
+
 def _describe(type_info: TypeInformation | None) -> str:
     return "undeclared (pickled)" if type_info is None else declaration(type_info)
 
@@ -116,7 +138,7 @@ def type_migration(
 ) -> TypeMigration:
     """How values recorded with the declared type ``restored`` (``None``: undeclared, pickled)
     are read with ``declared``: as they are, after a migration, or not at all."""
-    if restored == declared:
+    if same_type(restored, declared):
         return AS_IS
     if restored is None or declared is None:
         return _REFUSED
