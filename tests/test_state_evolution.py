@@ -425,3 +425,12 @@ def test_recorded_key_types_are_checked_per_operator_identity() -> None:
         match=r"key type was Types\.STRING\(\) in the checkpoint and is undeclared",
     ):
         check_recorded_key_types(recorded, {"uid:totals": None})
+
+
+def test_a_migration_into_a_state_registered_already_is_refused(make_backend) -> None:
+    backend = make_backend()
+    backend.get_partitioned_state(ValueStateDescriptor("s", Types.LONG()))
+    types = {"format_version": 1, "value": {"type": "INT"}, "map_key": None}
+    meta = {"s": {"kind": "value", "ttl": False, "types": types}}
+    with pytest.raises(ValueError, match=r"restore the snapshot before the state registers"):
+        backend.restore_state(meta, {})
