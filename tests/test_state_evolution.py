@@ -3,17 +3,16 @@ docs/state_evolution.md, on both backends: a state restored with the same declar
 read as it is; a compatible change (a wider number, a ``Row`` gaining fields, either inside a
 row, tuple, list or map) is migrated once as the state registers, and the next snapshot
 records the new type; anything else is refused naming the operator, the state, both types and
-the way out. Untyped (pickled) state restores as Python's pickle does. The last test restarts
-a streaming job on Spark with a migrated state type, on both backends."""
+the way out. Untyped (pickled) state restores as Python's pickle does. The manifest's record
+of each operator's state types is read back (test_state_types_stream.py restarts a streaming
+job on Spark with a migrated state, on both backends)."""
 
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,7 +27,7 @@ from sparktide.core.state import (
     StateTtlConfig,
     ValueStateDescriptor,
 )
-from sparktide.datastream import KeyedProcessFunction, StreamExecutionEnvironment
+from sparktide.datastream import KeyedProcessFunction
 from sparktide.runtime.operators.base import OperatorSetup
 from sparktide.runtime.operators.process import KeyedProcessOperator
 from sparktide.runtime.output import CollectingOutput
@@ -38,10 +37,8 @@ from sparktide.runtime.state.recorded_types import OperatorStateTypes, check_rec
 from sparktide.runtime.state.state_types import IncompatibleStateTypeError
 from sparktide.spark.checkpoint_format import CheckpointError
 from sparktide.spark.checkpoint_meta import Chain, CommitManifest
-from sparktide.spark.streaming import ForeachBatchSink
 from test_state_types import _GETTERS, BACKENDS
 from test_state_types import _run as _run_subtask
-from test_streaming import SCHEMA, _strategy, _write_files, backend_named
 
 
 class Evolve(KeyedProcessFunction):
@@ -285,98 +282,6 @@ def test_an_undeclared_state_restores_a_changed_class_as_pickle_does(backend, mo
     # field the class gained is missing unless the class gives it a default
     assert type(restored) is Point3D and vars(restored) == {"x": 3}
     assert restored.z == 0 and not hasattr(restored, "y")
-
-
-class _Totals(KeyedProcessFunction):
-    """Per key, emits ``key:<the state before this record>`` and adds the record's value to
-    a Row state declared with ``type_info`` (with a ``count`` field once it has one)."""
-
-    def __init__(self, type_info: Any) -> None:
-        self.type_info = type_info
-
-    def open(self, runtime_context: Any) -> None:
-        self.state = runtime_context.get_state(ValueStateDescriptor("totals", self.type_info))
-
-    def process_element(self, value: Any, ctx: Any) -> Any:
-        before = self.state.value()
-        yield f"{value.key}:{before}"
-        total = value.v + (before.total if before is not None else 0)
-        if "count" in self.type_info.get_field_names():
-            count = 1 + (before.count or 0 if before is not None else 0)
-            self.state.update(Row(total=total, count=count))
-        else:
-            self.state.update(Row(total=total))
-
-
-OLD_TOTALS = Types.ROW_NAMED(["total"], [Types.INT()])
-NEW_TOTALS = Types.ROW_NAMED(["total", "count"], [Types.LONG(), Types.INT()])
-
-
-def _totals_job(
-    spark: Any, directory: Path, backend: str, type_info: Any, key_type: Any
-) -> tuple[StreamExecutionEnvironment, list[str]]:
-    """The job keeping a ``type_info`` Row per key, and the list its output is added to."""
-    env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
-    env.set_parallelism(2)
-    env.set_state_backend(backend_named(backend))
-    frame = spark.readStream.schema(SCHEMA).json(str(directory))
-    stream = env.from_stream(frame, _strategy(), timestamp_column="ts")
-    out: list[str] = []
-    (
-        stream.key_by(lambda r: r.key, key_type=key_type)
-        .process(_Totals(type_info), output_type=Types.STRING())
-        .name("Totals")
-        .uid("totals")
-        .sink_to(ForeachBatchSink(lambda df, _: out.extend(r[0] for r in df.collect())))
-    )
-    return env, out
-
-
-def _run_totals(
-    spark: Any, directory: Path, ckpt: Path, backend: str, type_info: Any, key_type: Any
-) -> list[str]:
-    env, out = _totals_job(spark, directory, backend, type_info, key_type)
-    env.execute_async(checkpoint_location=str(ckpt), trigger="available_now").await_termination()
-    return out
-
-
-def _last_commit(ckpt: Path) -> dict[str, Any]:
-    versions = sorted(int(n.removesuffix(".json")) for n in os.listdir(ckpt / "commits"))
-    return json.loads((ckpt / "commits" / f"{versions[-1]}.json").read_text())["body"]
-
-
-@pytest.mark.parametrize("backend", ["hashmap", "rocksdb"])
-def test_a_streaming_job_on_spark_restarts_with_a_migrated_state(spark, tmp_path, backend) -> None:
-    _write_files(tmp_path / "in", [[("a", 1, 5), ("b", 2, 7)]])
-    ckpt, key = tmp_path / "ckpt", Types.STRING()
-    assert sorted(_run_totals(spark, tmp_path / "in", ckpt, backend, OLD_TOTALS, key)) == [
-        "a:None",
-        "b:None",
-    ]
-    _write_files(tmp_path / "in", [[("a", 3, 1), ("b", 4, 2)]], first=1)
-    # the Row gained a nullable field and its INT widened to LONG: migrated, not refused
-    assert sorted(_run_totals(spark, tmp_path / "in", ckpt, backend, NEW_TOTALS, key)) == [
-        "a:Row(total=5, count=None)",
-        "b:Row(total=7, count=None)",
-    ]
-    # the checkpoint's metadata records the operator's declared types, by operator and state
-    (record,) = _last_commit(ckpt)["state_types"].values()
-    assert (record["name"], record["uid"], record["key_type"]["type"]) == (
-        "Totals",
-        "totals",
-        {"type": "STRING"},
-    )
-    assert record["states"]["totals"]["types"]["value"] == type_to_json(NEW_TOTALS)
-    # a changed key type is refused from that record as the job starts, before its query runs
-    committed = _last_commit(ckpt)["version"]
-    env, _ = _totals_job(spark, tmp_path / "in", backend, NEW_TOTALS, Types.CHAR())
-    with pytest.raises(IncompatibleStateTypeError) as caught:
-        env.execute_async(checkpoint_location=str(ckpt), trigger="available_now")
-    assert str(caught.value).startswith(
-        "operator 'Totals' (uid 'totals'): its keyed state cannot be restored: its key type was "
-        "Types.STRING() in the checkpoint and is Types.CHAR() now"
-    )
-    assert _last_commit(ckpt)["version"] == committed
 
 
 def _record(states: dict[str, Any], key_type: Any = None) -> OperatorStateTypes:
