@@ -286,7 +286,7 @@ def test_an_undeclared_state_restores_a_changed_class_as_pickle_does(backend, mo
 
 def _record(states: dict[str, Any], key_type: Any = None) -> OperatorStateTypes:
     """A record of operator 'Totals' keyed by ``key_type`` (default: ``Types.STRING()``)."""
-    return OperatorStateTypes("Totals", "totals", key_type or Types.STRING(), states)
+    return OperatorStateTypes.of("Totals", "totals", key_type or Types.STRING(), states)
 
 
 def test_the_manifest_records_state_types_per_operator_and_reads_one_without_them() -> None:

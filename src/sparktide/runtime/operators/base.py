@@ -329,7 +329,7 @@ class AbstractStreamOperator:
             return None
         info = self.setup_info
         key_type = declared_or_none(info.key_type)
-        return OperatorStateTypes(info.name, info.uid, key_type, backend.state_metas())
+        return OperatorStateTypes.of(info.name, info.uid, key_type, backend.state_metas())
 
     def open(self) -> None:
         """Called once before the first element."""
