@@ -1,10 +1,13 @@
 """A streaming job on Spark restarted with a changed state type: refused on both backends with
 the same ``IncompatibleStateTypeError`` naming the operator, the state and both types, before
 the restarted run processes a record or commits a batch; the checkpoint stays as it was, so a
-restart with the old type continues from it."""
+restart with a widened type (``INT`` to ``LONG``) continues from it, the state migrated. Each
+commit's manifest records the operator's declared types, from which a changed key type is
+refused as the job starts, before its query runs."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -36,7 +39,10 @@ class _Total(KeyedProcessFunction):
         yield f"{value.key}:{before}"
 
 
-def _run(spark: Any, directory: Path, ckpt: Path, backend: str, type_info: Any) -> list[str]:
+def _job(
+    spark: Any, directory: Path, backend: str, type_info: Any, key_type: Any = None
+) -> tuple[StreamExecutionEnvironment, list[str]]:
+    """The job keeping a ``type_info`` total per key, and the list its output is added to."""
     env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
     env.set_parallelism(2)
     env.set_state_backend(backend_named(backend))
@@ -44,12 +50,17 @@ def _run(spark: Any, directory: Path, ckpt: Path, backend: str, type_info: Any) 
     stream = env.from_stream(frame, _strategy(), timestamp_column="ts")
     out: list[str] = []
     (
-        stream.key_by(lambda r: r.key)
+        stream.key_by(lambda r: r.key, key_type=key_type)
         .process(_Total(type_info), output_type=Types.STRING())
         .name("Total")
         .uid("total")
         .sink_to(ForeachBatchSink(lambda df, _: out.extend(r[0] for r in df.collect())))
     )
+    return env, out
+
+
+def _run(spark: Any, directory: Path, ckpt: Path, backend: str, type_info: Any) -> list[str]:
+    env, out = _job(spark, directory, backend, type_info)
     client = env.execute_async(checkpoint_location=str(ckpt), trigger="available_now")
     client.await_termination()
     return out
@@ -81,5 +92,21 @@ def test_a_restart_with_a_changed_state_type_is_refused(spark, tmp_path, backend
     ), message
     assert "Declare the state with its old types again (value: Types.INT())" in message
     assert out == [] and _versions(ckpt) == committed  # nothing processed, nothing committed
-    # the checkpoint is intact: with the old type the job continues from it
-    assert sorted(_run(spark, tmp_path / "in", ckpt, backend, Types.INT())) == ["a:6", "b:7"]
+    # the checkpoint is intact: with a widened type the job continues from it, migrated
+    assert sorted(_run(spark, tmp_path / "in", ckpt, backend, Types.LONG())) == ["a:6", "b:7"]
+    # the manifest records the operator's declared types (the state's, migrated: LONG)
+    commits = ckpt / "commits"
+    body = json.loads((commits / f"{_versions(ckpt)[-1]}.json").read_text())["body"]
+    (record,) = body["state_types"].values()
+    assert (record["name"], record["uid"], record["key_type"]["type"]) == ("Total", "total", None)
+    assert record["states"]["total"]["types"]["value"] == {"type": "LONG"}
+    # from which a changed key type is refused as the job starts, before its query runs
+    committed = _versions(ckpt)
+    env, _ = _job(spark, tmp_path / "in", backend, Types.LONG(), key_type=Types.STRING())
+    with pytest.raises(IncompatibleStateTypeError) as caught:
+        env.execute_async(checkpoint_location=str(ckpt), trigger="available_now")
+    assert str(caught.value).startswith(
+        "operator 'Total' (uid 'total'): its keyed state cannot be restored: its key type was "
+        "undeclared (pickled) in the checkpoint and is Types.STRING() now"
+    ), str(caught.value)
+    assert _versions(ckpt) == committed

@@ -120,6 +120,7 @@ from sparktide.runtime.filesystems import open_filesystem, write_failure
 from sparktide.runtime.keygroups import KeyGroupRange, compute_key_group_range_for_operator_index
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot, SnapshotFormatError
 from sparktide.runtime.state.backend import StateMeta
+from sparktide.runtime.state.recorded_types import check_recorded_key_types
 from sparktide.runtime.state.rocksdb_checkpoint import RocksDBCheckpointStorage
 from sparktide.spark.changelog import (
     Digests,
@@ -164,6 +165,8 @@ from sparktide.spark.restore_match import check_restorable, stage_mapping
 
 if TYPE_CHECKING:
     from pyarrow.fs import FileSystem
+
+    from sparktide.common.typeinfo_base import TypeInformation
 
 __all__ = [
     "CHECKPOINT_FORMAT_VERSION",
@@ -243,6 +246,7 @@ class CheckpointStore:
         allow_non_restored_state: bool = False,
         state_backend: StateBackendKind = StateBackendKind.HASHMAP,
         native_stages: Collection[int] = frozenset(),
+        key_types: Mapping[str, TypeInformation | None] | None = None,
     ) -> None:
         if not isinstance(state_backend, StateBackendKind):
             raise TypeError(
@@ -262,6 +266,9 @@ class CheckpointStore:
         self.allow_non_restored_state = allow_non_restored_state
         self.records: dict[str, FileRecord] = {}  # files this object wrote, by relative path
         self._fs, self.root = _filesystem(location)
+        # per keyed operator identity, the key type this job declares: checked against the
+        # checkpoint's record once, by the first committed_version() (the driver's)
+        self._unchecked_key_types = dict(key_types or {})
 
     def __getstate__(
         self,
@@ -283,6 +290,7 @@ class CheckpointStore:
         self.native_stages = state[5]
         self.records = {}
         self._fs, self.root = _filesystem(self.location)
+        self._unchecked_key_types = {}
 
     @property
     def native(self) -> bool:
@@ -405,13 +413,18 @@ class CheckpointStore:
 
     def committed_version(self) -> int | None:
         """The last committed batch id (``None``: nothing committed yet); checks that this
-        job can restore it (:func:`~sparktide.spark.restore_match.check_restorable`)."""
+        job can restore it (:func:`~sparktide.spark.restore_match.check_restorable`) and, the
+        first time, that its keyed operators declare the key types the checkpoint recorded
+        (:func:`~sparktide.runtime.state.recorded_types.check_recorded_key_types`)."""
         versions = self._commit_versions()
         if not versions:
             return None
-        stored = self.commit_info(versions[-1]).fingerprint
+        info = self.commit_info(versions[-1])
+        stored = info.fingerprint
         if self.fingerprint is not None and stored != self.fingerprint:
             check_restorable(stored, self.fingerprint, self.allow_non_restored_state, self.location)
+        check_recorded_key_types(info.state_types, self._unchecked_key_types)
+        self._unchecked_key_types = {}
         return versions[-1]
 
     def previous_stage(self, previous: CommitManifest, stage: int) -> int | None:
@@ -472,6 +485,7 @@ class CheckpointStore:
             spark_batch=batch.spark_batch,
             last_spark_batch=batch.last_spark_batch,
             metrics=batch.metrics,
+            state_types=batch.state_types,
         )
         self.records = {p: r for p, r in self.records.items() if p in files}
         body = manifest.to_json()

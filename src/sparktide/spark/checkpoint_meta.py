@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from sparktide.core.state_backend import StateBackendKind
+from sparktide.runtime.state.recorded_types import OperatorStateTypes
 from sparktide.runtime.valve import StatusWatermarkValve, ValveState
 from sparktide.spark.checkpoint_format import (
     CHECKPOINT_FORMAT_VERSION,
@@ -474,19 +475,24 @@ class BatchCommit:
     metrics: JsonObject = field(default_factory=dict)
     files: Mapping[str, FileRecord] = field(default_factory=dict)
     chains: Mapping[int, tuple[Chain, ...]] | None = None
+    state_types: Mapping[str, OperatorStateTypes] = field(default_factory=dict)
+    """Per operator identity, the declared types of its keyed state (what the subtasks
+    reported, :meth:`~sparktide.runtime.state.recorded_types.OperatorStateTypes.join`)."""
 
 
 @dataclass(frozen=True)
 class SubtaskWrite:
     """What a stage subtask wrote in a batch, reported to the driver for the commit: its
     file (``path``, relative to the checkpoint root) with its record, and the ``chain`` the
-    subtask's state is at that version, as it was planned and written (native or not)."""
+    subtask's state is at that version, as it was planned and written (native or not), and
+    the declared types of its keyed state (``None``: not keyed)."""
 
     stage: int
     subtask: int
     path: str
     record: FileRecord
     chain: Chain
+    state_types: OperatorStateTypes | None = None
 
     @staticmethod
     def chains(
@@ -545,6 +551,9 @@ version 99 is not supported; ...
     spark_batch: int | None = None
     last_spark_batch: int | None = None
     metrics: JsonObject = field(default_factory=dict)
+    state_types: Mapping[str, OperatorStateTypes] = field(default_factory=dict)
+    """Per operator identity, the declared types of its keyed state (empty in a manifest of
+    an older sparktide: nothing is checked before the job starts then)."""
 
     def chain(self, stage: int, subtask: int) -> Chain | None:
         """The chain of a stage subtask (``None``: the manifest names none)."""
@@ -563,6 +572,10 @@ version 99 is not supported; ...
             "files": {path: r.to_json() for path, r in self.files.items()},
             "fingerprint": None if self.fingerprint is None else self.fingerprint.to_json(),
             "metrics": self.metrics,
+            "state_types": {
+                identity: cast(JsonValue, record.to_json())
+                for identity, record in sorted(self.state_types.items())
+            },
         }
 
     @classmethod
@@ -602,7 +615,21 @@ version 99 is not supported; ...
             spark_batch=fields.opt_int("spark_batch"),
             last_spark_batch=fields.opt_int("last_spark_batch", number),
             metrics=metrics,
+            state_types=_state_types(fields, where),
         )
+
+
+def _state_types(fields: _Fields, where: str) -> dict[str, OperatorStateTypes]:
+    """The ``state_types`` of a manifest (none in one of an older sparktide)."""
+    if "state_types" not in fields.raw:
+        return {}
+    out: dict[str, OperatorStateTypes] = {}
+    for identity, raw in fields.get_object("state_types").raw.items():
+        try:
+            out[identity] = OperatorStateTypes.from_json(raw, f"{where}: state_types.{identity}")
+        except ValueError as exc:
+            raise CheckpointError(f"{exc}; {CORRUPT_FIX}") from None
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

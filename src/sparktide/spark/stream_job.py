@@ -422,7 +422,7 @@ class StreamingJob:
         path = (self.store.changelog_path if changelog else self.store.subtask_path)(
             self.version, stage.index, target
         )
-        written = self._written[target] = self._write_report(stage, target, path, plan)
+        written = self._written[target] = self._write_report(task, stage, target, path, plan)
         stats = self.resources.stats
         if changelog:
             stats.bytes_changelog += size
@@ -551,11 +551,15 @@ class StreamingJob:
             raise
         return task
 
-    def _write_report(self, stage: Stage, target: int, path: str, plan: Chain) -> SubtaskWrite:
-        """What subtask ``target`` wrote (the file ``path``, its state at ``plan``), for the
-        driver's commit."""
+    def _write_report(
+        self, task: SubtaskTask, stage: Stage, target: int, path: str, plan: Chain
+    ) -> SubtaskWrite:
+        """What subtask ``target`` wrote (the file ``path``, its state at ``plan``, the
+        declared types of its keyed state), for the driver's commit."""
         relative = self.store.relative(path)
-        return SubtaskWrite(stage.index, target, relative, self.store.records[relative], plan)
+        record = self.store.records[relative]
+        types = task.entry.recorded_state_types()
+        return SubtaskWrite(stage.index, target, relative, record, plan, types)
 
     def _save_native(self, task: SubtaskTask, stage: Stage, target: int, plan: Chain) -> None:
         """Checkpoint the subtask's database as version ``version`` (pending until the driver
@@ -589,7 +593,7 @@ class StreamingJob:
             self.version, stage.index, target, parts, identity, reference
         )
         path = self.store.subtask_path(self.version, stage.index, target)
-        written = self._written[target] = self._write_report(stage, target, path, plan)
+        written = self._written[target] = self._write_report(task, stage, target, path, plan)
         self._uploaded[target] = NativeUpload(
             identity,
             target,

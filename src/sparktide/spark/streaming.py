@@ -92,6 +92,7 @@ from sparktide.runtime.filesystems import check_sink_folders, check_writable
 from sparktide.runtime.graph import JobGraph
 from sparktide.runtime.operator_identity import operator_identities
 from sparktide.runtime.processing_time import wall_clock_ms
+from sparktide.runtime.state.recorded_types import OperatorStateTypes
 from sparktide.spark.batch_inputs import InputCheck, SkippedInputs
 from sparktide.spark.batch_lock import BatchLock
 from sparktide.spark.checkpoint import CheckpointError, CheckpointStore, checkpoint_interval
@@ -156,6 +157,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.streaming.readwriter import DataStreamWriter
 
+    from sparktide.common.typeinfo_base import TypeInformation
     from sparktide.spark.spark_job import SparkJob
 
 __all__ = [
@@ -201,6 +203,13 @@ def fingerprint(plan: Plan) -> JobFingerprint:
             for s in plan.stages
         ),
     )
+
+
+def declared_key_types(plan: Plan) -> dict[str, TypeInformation | None]:
+    """Per keyed stage's entry operator (by identity), the key type the job declares for it
+    (what a restore checks against the checkpoint's record before the job starts)."""
+    identities = operator_identities(plan.nodes)
+    return {identities[s.entry.id]: s.key_type for s in plan.stages if s.keyed}
 
 
 class StreamingJobClient(JobClient):
@@ -370,7 +379,10 @@ class _StreamRunner:
             # the keyed state of a RocksDB job stays in worker-local databases, checkpointed
             # natively (the columnar path rebuilds its state every batch: neutral snapshots)
             native_stages(plan, per_record=not choice.path.columnar),
+            key_types=declared_key_types(plan),
         )
+        identities = operator_identities(plan.nodes)
+        self.entry_identities = {s.index: identities[s.entry.id] for s in plan.stages}
         self.store.committed_version()  # fail early on a checkpoint of another job
         timeouts = [getattr(n.watermark_strategy, "idle_timeout", None) for n in self.nodes]
         self.idle_timeout: int | None = min((t for t in timeouts if t is not None), default=None)
@@ -824,6 +836,15 @@ class _StreamRunner:
             metrics=cast(JsonObject, metrics),  # a BatchMetrics is a JSON object
             files=outcome.files(),
             chains=SubtaskWrite.chains(job.version, parallelism, outcome.writes()),
+            state_types=self._state_types(outcome.writes()),
+        )
+
+    def _state_types(self, writes: list[SubtaskWrite]) -> dict[str, OperatorStateTypes]:
+        """Per operator identity, the declared types of its keyed state the subtasks
+        reported (a record in the checkpoint's metadata, for the next restore)."""
+        entries = self.entry_identities
+        return OperatorStateTypes.join(
+            (entries[w.stage], w.state_types) for w in writes if w.state_types is not None
         )
 
     def _report(self, metrics: BatchMetrics) -> None:

@@ -14,6 +14,7 @@ Virtual nodes (union, rebalance, global) are resolved into the edges of their co
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from sparktide.core.state_backend import StateBackend, default_state_backend
 from sparktide.runtime.graph import (
@@ -26,6 +27,9 @@ from sparktide.runtime.graph import (
     SourceNode,
 )
 from sparktide.runtime.keygroups import compute_default_max_parallelism
+
+if TYPE_CHECKING:
+    from sparktide.common.typeinfo_base import TypeInformation
 
 __all__ = ["SOURCE_STAGE", "Plan", "Stage", "plan_job"]
 
@@ -54,6 +58,13 @@ class Stage:
     @property
     def two_input(self) -> bool:
         return any(e.input_index == 2 for e in self.input_edges)
+
+    @property
+    def key_type(self) -> TypeInformation | None:
+        """The declared key type of the entry's keyed inputs (``key_by(..., key_type=...)``;
+        ``None``: undeclared, or inputs keyed by different types)."""
+        types = [e.key_type for e in self.input_edges if e.key_selector is not None]
+        return types[0] if types and all(t == types[0] for t in types) else None
 
 
 @dataclass(eq=False)

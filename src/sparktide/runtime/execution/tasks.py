@@ -431,9 +431,6 @@ class JobTasks:
         which the stage's keyed entry operator keeps its state and timers."""
         channels = self.channels.get(stage.index, {})
         task = SubtaskTask(stage, index, self.cursor, channels, clock, mailbox)
-        key_types = [e.key_type for e in stage.input_edges if e.key_selector is not None]
-        # the inputs' one declared key type (inputs keyed by different types: undeclared)
-        key_type = key_types[0] if key_types and all(t == key_types[0] for t in key_types) else None
         setup = OperatorSetup(
             name=stage.entry.name,
             subtask_index=index,
@@ -441,7 +438,7 @@ class JobTasks:
             max_parallelism=stage.max_parallelism,
             job_parameters=self.job_parameters,
             state_backend=self.plan.state_backend,
-            key_type=key_type,
+            key_type=stage.key_type,
             uid=stage.entry.uid,
         )
         ks1 = next((e.key_selector for e in stage.input_edges if e.input_index == 1), None)

@@ -45,6 +45,7 @@ from sparktide.runtime.snapshot import KeyedOperatorSnapshot, StateData
 from sparktide.runtime.state.backend import StateMeta
 from sparktide.runtime.state.factory import KeyedState, SubtaskState, create_keyed_state
 from sparktide.runtime.state.keyed_backend import KeyedStateBackend
+from sparktide.runtime.state.recorded_types import OperatorStateTypes
 from sparktide.runtime.state.snapshot_checks import merged_meta
 from sparktide.runtime.state.state_types import check_key_type, declared_or_none, describe_operator
 from sparktide.runtime.timers.manager import InternalTimeServiceManager, TimerSnapshot
@@ -319,6 +320,16 @@ class AbstractStreamOperator:
         recorded = type_from_versioned(snapshot.key_type, where)
         operator = describe_operator(info.name, info.uid)
         check_key_type(operator, recorded, declared_or_none(info.key_type))
+
+    def recorded_state_types(self) -> OperatorStateTypes | None:
+        """The declared types of this operator's keyed state, as a checkpoint's metadata
+        records them (``None``: not a keyed operator)."""
+        backend = self.keyed_state_backend
+        if backend is None:
+            return None
+        info = self.setup_info
+        key_type = declared_or_none(info.key_type)
+        return OperatorStateTypes.of(info.name, info.uid, key_type, backend.state_metas())
 
     def open(self) -> None:
         """Called once before the first element."""

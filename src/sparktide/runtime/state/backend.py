@@ -81,6 +81,7 @@ from sparktide.runtime.state.ttl import (
     TtlReducingState,
     TtlValueState,
 )
+from sparktide.runtime.state.type_compat import Convert
 
 __all__ = [
     "NO_KEY_GROUP",
@@ -246,7 +247,9 @@ class HeapKeyedStateBackend(KeyedStateBackendBase[StateTable]):
         else:
             check_registration(table, name, kind, ttl, cfg)
         if not table.registered:
-            self._claim_types(table, descriptor)
+            migrate = self._claim_types(table, descriptor)
+            if migrate is not None:
+                _migrate_table(table, migrate)
             table.registered = True
             if cfg is not None:
                 table.ttl_config = cfg
@@ -328,6 +331,11 @@ class HeapKeyedStateBackend(KeyedStateBackendBase[StateTable]):
     def get_state_names(self) -> list[str]:
         """The names of the registered and restored states."""
         return list(self._tables)
+
+    def state_metas(self) -> dict[str, StateMeta]:
+        """Per state, what a snapshot's ``meta`` records of it (its kind, TTL setting and
+        declared types), without reading an entry."""
+        return {name: state_meta(table) for name, table in self._tables.items()}
 
     def dispose(self) -> None:
         """Drop every entry; the backend cannot be used afterwards."""
@@ -499,3 +507,13 @@ class HeapKeyedStateBackend(KeyedStateBackendBase[StateTable]):
                 raise AssertionError("invariant broken: self._tables[name].registered")
             if state.get_current_namespace() is not None:
                 raise AssertionError("invariant broken: state.get_current_namespace() is None")
+
+
+def _migrate_table(table: StateTable, migrate: Convert) -> None:
+    """Convert every raw value of ``table`` (restored with an older declared type) to its
+    descriptor's type, once, as the descriptor registers (state schema evolution)."""
+    data = table.in_range()
+    for kg in table.key_groups:
+        entries = data[kg]
+        for key_ns, raw in entries.items():
+            entries[key_ns] = migrate(raw)

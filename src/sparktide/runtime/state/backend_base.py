@@ -29,6 +29,7 @@ from sparktide.runtime.keygroups import KeyGroupRange
 from sparktide.runtime.state.backend_checks import disposed, no_current_key
 from sparktide.runtime.state.heap import InternalKvState
 from sparktide.runtime.state.state_types import StateTypes, check_state_types
+from sparktide.runtime.state.type_compat import Convert
 
 __all__ = ["DEFAULT_OPERATOR", "KeyedStateBackendBase", "NamedState"]
 
@@ -44,6 +45,9 @@ class NamedState(Protocol):
 
     @property
     def kind(self) -> str: ...
+
+    @property
+    def ttl(self) -> bool: ...
 
     types: StateTypes | None
 
@@ -103,18 +107,18 @@ class KeyedStateBackendBase(Generic[S]):
 
     # ------------------------------------------------------------------ states
 
-    def _claim_types(self, state: S, descriptor: StateDescriptor) -> bool:
+    def _claim_types(self, state: S, descriptor: StateDescriptor) -> Convert | None:
         """Give ``state`` the types ``descriptor`` declares, as it registers for the first
-        time; a state restored with other recorded types raises
-        :class:`~sparktide.runtime.state.state_types.IncompatibleStateTypeError`. Returns
-        whether the recorded types changed."""
+        time. A state restored with other recorded types is migrated (the converter of its
+        raw values is returned, ``None``: nothing to convert; the backend applies it to every
+        restored value, once) or, when the change is not compatible, raises
+        :class:`~sparktide.runtime.state.state_types.IncompatibleStateTypeError`."""
         declared = StateTypes.of(descriptor)
-        restored = state.types
-        check_state_types(
-            self._operator, state.name, state.describe(), state.kind, restored, declared
+        migration = check_state_types(
+            self._operator, state.name, state.describe(), state.kind, state.types, declared
         )
         state.types = declared
-        return restored != declared
+        return None if migration is None else migration.raw_converter(state.kind, state.ttl)
 
     def _register(self, descriptor: StateDescriptor) -> S:
         """The record of ``descriptor``'s state, registered (created or checked)."""

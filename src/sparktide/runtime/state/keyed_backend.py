@@ -93,6 +93,10 @@ class KeyedStateBackend(Protocol):
 
     def get_state_names(self) -> list[str]: ...
 
+    def state_metas(self) -> dict[str, StateMeta]:
+        """Per state, its kind, TTL setting and declared types (a snapshot's ``meta``)."""
+        ...
+
     def num_entries(self) -> int:
         """The (state, key, namespace) entries holding a value."""
         ...

@@ -93,6 +93,7 @@ from sparktide.runtime.state.snapshot_checks import (
     state_meta,
 )
 from sparktide.runtime.state.state_types import StateTypes, check_key_type, declared_or_none
+from sparktide.runtime.state.type_compat import Convert
 
 __all__ = ["RocksDBKeyedStateBackend", "StoredState"]
 
@@ -505,12 +506,14 @@ class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
         else:
             check_registration(state, name, kind, ttl, cfg)
         if not state.registered:
-            changed = self._claim_types(state, descriptor)
+            restored = state.types
+            migrate = self._claim_types(state, descriptor)
+            changed = restored != state.types
             codec = codec_for(kind, ttl, descriptor)
-            if codec.same_bytes(state.codec):  # e.g. stored by a backend attached before
-                state.codec = codec
+            if codec.same_bytes(state.codec) and migrate is None:
+                state.codec = codec  # e.g. stored by a backend attached before
             else:
-                self._recode(state, codec)
+                self._recode(state, codec, migrate)
                 changed = True
             if changed:
                 self._store_meta(state)
@@ -538,16 +541,19 @@ class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
         """Call ``listener()`` after every change of the current key (per-record TTL cleanup)."""
         self._key_listeners.append(listener)
 
-    def _recode(self, state: StoredState, codec: EntryCodec) -> None:
+    def _recode(self, state: StoredState, codec: EntryCodec, migrate: Convert | None) -> None:
         """Give ``state`` the codec of its descriptor, re-encoding the (pickled) values restored
-        before it registered."""
+        before it registered, each converted by ``migrate`` first where its declared type
+        changed (state schema evolution: once, here; ``None``: values as they are)."""
         same = state.codec.same_bytes(codec)
-        if not same and self._raw.count(state, limit=1):
+        if (migrate is not None or not same) and self._raw.count(state, limit=1):
             entries = list(self._raw.entries(state))
             lo, hi = key_group_bounds(self._range)
             state.cf.delete_range(lo, hi)
             state.codec = codec
-            self._raw.write(state, ((kg, k, ns, raw) for kg, k, ns, raw in entries))
+            if migrate is not None:
+                entries = [(kg, k, ns, migrate(raw)) for kg, k, ns, raw in entries]
+            self._raw.write(state, entries)
         state.codec = codec
 
     def _create(
@@ -621,6 +627,11 @@ class RocksDBKeyedStateBackend(KeyedStateBackendBase[StoredState]):
     def get_state_names(self) -> list[str]:
         """The names of the registered and restored states."""
         return list(self._states)
+
+    def state_metas(self) -> dict[str, StateMeta]:
+        """Per state, what a snapshot's ``meta`` records of it (its kind, TTL setting and
+        declared types), without reading an entry."""
+        return {name: state_meta(state) for name, state in self._states.items()}
 
     def stored_state(self, name: str) -> StoredState:
         """How the state ``name`` is stored: its column family, codec and settings (for

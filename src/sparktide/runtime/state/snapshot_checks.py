@@ -153,7 +153,14 @@ def recorded_types(
         state = states.get(name)
         if state is not None and types is not None and state.types is not None:
             if state.registered:
-                check_state_types(operator, name, state.describe(), state.kind, types, state.types)
+                described = state.describe()
+                if check_state_types(operator, name, described, state.kind, types, state.types):
+                    raise ValueError(
+                        f"{operator}: state {name!r} ({described}) is registered already with "
+                        f"types {state.types} and restored with {types}: its values would "
+                        "need a migration, which runs as the state registers; restore the "
+                        "snapshot before the state registers (before the operator opens)"
+                    )
             elif state.types != types:
                 raise ValueError(
                     f"state {name!r} is restored with other declared types than before "

@@ -6,35 +6,36 @@ value type, the element type of a list, the accumulator type of an aggregating s
 a map state its map-key type too) in plain JSON with a format version, and, for a keyed
 operator, the key type of its keyed stream. When a restored state meets its descriptor (the
 first registration after a restore), :func:`state_compatibility` compares the recorded types
-with the declared ones, one part at a time through :func:`type_compatibility`; anything but
-"compatible as is" is refused with :class:`IncompatibleStateTypeError` (the same error and
-message on every backend, :func:`incompatible_state`), before the operator processes a record.
-
-The result is typed as Flink's ``TypeSerializerSchemaCompatibility`` is: compatible as is,
-compatible after migration, incompatible. Only the first and the last are given today (equal
-types read as they are; any change is refused); migrating restored values to a new type
-(schema evolution) fits into :func:`type_compatibility` later. A state recorded without types
-(a checkpoint of an older sparktide) is restored as before, without a check.
+with the declared ones, one part at a time through
+:func:`~sparktide.runtime.state.type_compat.type_migration`: equal types are read as they are,
+a compatible change (a wider number, a ``Row`` gaining fields) gives the converters the backend
+applies once to the restored values (:meth:`Compatibility.raw_converter`), and anything else is
+refused with :class:`IncompatibleStateTypeError` (the same error and message on every backend,
+:func:`incompatible_state`), before the operator processes a record. A key type is never
+migrated (:func:`type_compatibility`). A state recorded without types (a checkpoint of an
+older sparktide) is restored as before, without a check.
 
 >>> from sparktide.common.typeinfo import Types
 >>> from sparktide.core.state import MapStateDescriptor
 >>> old = StateTypes.of(MapStateDescriptor("m", Types.STRING(), Types.INT()))
 >>> StateTypes.from_json(old.to_json(), "state 'm'") == old
 True
->>> new = StateTypes.of(MapStateDescriptor("m", Types.STRING(), Types.LONG()))
+>>> wider = StateTypes.of(MapStateDescriptor("m", Types.STRING(), Types.LONG()))
+>>> state_compatibility("map", old, wider).compatibility
+<TypeCompatibility.COMPATIBLE_AFTER_MIGRATION: 'compatible_after_migration'>
+>>> new = StateTypes.of(MapStateDescriptor("m", Types.STRING(), Types.STRING()))
 >>> result = state_compatibility("map", old, new)
 >>> result.compatibility, [c.part for c in result.changes]
 (<TypeCompatibility.INCOMPATIBLE: 'incompatible'>, ['value'])
 >>> print(incompatible_state("operator 'Count'", "m", "map state", result))  # doctest: +ELLIPSIS
 operator 'Count': state 'm' (map state) cannot be restored: its value type was Types.INT() \
-in the checkpoint and is Types.LONG() now; ...
+in the checkpoint and is Types.STRING() now; ...
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import Enum
 from types import MappingProxyType
 from typing import Any
 
@@ -47,6 +48,13 @@ from sparktide.common.typeinfo_json import (
     type_to_json,
 )
 from sparktide.core.state import MapStateDescriptor, StateDescriptor
+from sparktide.runtime.state.type_compat import (
+    Convert,
+    TypeCompatibility,
+    raw_migration,
+    same_type,
+    type_migration,
+)
 
 __all__ = [
     "Compatibility",
@@ -69,17 +77,6 @@ __all__ = [
 class IncompatibleStateTypeError(ValueError):
     """State (or keys) restored from a checkpoint cannot be read with the types declared now;
     the message names the operator, the state, both types and what to do."""
-
-
-class TypeCompatibility(Enum):
-    """Whether values written with one declared type can be read with another."""
-
-    COMPATIBLE_AS_IS = "compatible_as_is"
-    """The same type: restored values are read as they are."""
-    COMPATIBLE_AFTER_MIGRATION = "compatible_after_migration"
-    """Readable once every restored value is converted (not given yet: schema evolution)."""
-    INCOMPATIBLE = "incompatible"
-    """Not readable with the new type."""
 
 
 def declared_or_none(type_info: object) -> TypeInformation | None:
@@ -117,9 +114,10 @@ def describe_operator(name: str, uid: str | None) -> str:
 def type_compatibility(
     restored: TypeInformation | None, declared: TypeInformation | None
 ) -> TypeCompatibility:
-    """Whether values written with the declared type ``restored`` (``None``: undeclared,
+    """Whether keys written with the declared key type ``restored`` (``None``: undeclared,
     pickled) can be read with ``declared``: as they are when the types are equal, else not
-    (until migrations between types are built, they fit here)."""
+    (a key type never migrates: the stored keys and timers are laid out by it; state values
+    migrate, :func:`state_compatibility`)."""
     if restored == declared:
         return TypeCompatibility.COMPATIBLE_AS_IS
     return TypeCompatibility.INCOMPATIBLE
@@ -134,6 +132,8 @@ class TypeChange:
     restored: TypeInformation | None
     declared: TypeInformation | None
     compatibility: TypeCompatibility
+    reason: str | None = None
+    """Why the change is incompatible, where a rule says more than the two types."""
 
 
 @dataclass(frozen=True)
@@ -143,6 +143,16 @@ class Compatibility:
 
     compatibility: TypeCompatibility
     changes: tuple[TypeChange, ...] = ()
+    value: Convert | None = None
+    """Converts a restored value (list element, accumulator) after a migration (``None``:
+    the Python values stay as they are)."""
+    map_key: Convert | None = None
+    """Converts a restored map key after a migration (``None``: as it is)."""
+
+    def raw_converter(self, kind: str, ttl: bool) -> Convert | None:
+        """Converts one raw value of a state of ``kind`` as a backend keeps it (``None``:
+        nothing to convert; :func:`~sparktide.runtime.state.type_compat.raw_migration`)."""
+        return raw_migration(kind, ttl, self.value, self.map_key)
 
 
 _VALUE_PART: Mapping[str, str] = MappingProxyType({"list": "element", "aggregating": "accumulator"})
@@ -206,21 +216,25 @@ def state_compatibility(kind: str, restored: StateTypes, declared: StateTypes) -
     """The compatibility of a state of ``kind`` recorded with ``restored`` types with a
     descriptor declaring ``declared``, part by part (:func:`type_compatibility`)."""
     changes = []
+    converts: dict[str, Convert | None] = {}
     worst = TypeCompatibility.COMPATIBLE_AS_IS
     for (part, old), (_, new) in zip(restored.parts(kind), declared.parts(kind), strict=True):
-        result = type_compatibility(old, new)
-        if result is not TypeCompatibility.COMPATIBLE_AS_IS:
-            changes.append(TypeChange(part, old, new, result))
+        m = type_migration(old, new)
+        converts[part] = m.convert
+        if m.compatibility is not TypeCompatibility.COMPATIBLE_AS_IS:
+            changes.append(TypeChange(part, old, new, m.compatibility, m.reason))
             if worst is not TypeCompatibility.INCOMPATIBLE:
-                worst = result
-    return Compatibility(worst, tuple(changes))
+                worst = m.compatibility
+    value = converts.get(_VALUE_PART.get(kind, "value"))
+    return Compatibility(worst, tuple(changes), value, converts.get("map key"))
 
 
 def _changed(changes: tuple[TypeChange, ...]) -> str:
     return "; ".join(
         f"its {c.part} type was {describe_declared(c.restored)} in the checkpoint and is "
-        f"{describe_declared(c.declared)} now"
+        f"{describe_declared(c.declared)} now" + ("" if c.reason is None else f" ({c.reason})")
         for c in changes
+        if c.compatibility is TypeCompatibility.INCOMPATIBLE
     )
 
 
@@ -233,10 +247,11 @@ def incompatible_state(
     old = ", ".join(f"{c.part}: {describe_declared(c.restored)}" for c in result.changes)
     return IncompatibleStateTypeError(
         f"{operator}: state {name!r} ({described}) cannot be restored: {_changed(result.changes)}; "
-        "the values in the checkpoint cannot be read with another type (state types cannot "
-        f"change yet). Declare the state with its old types again ({old}), or give the state a "
-        "new name to start it empty (its old values are dropped), or start the job from a new "
-        "checkpoint location"
+        "this change of a state's type is not migrated (a wider number or a Row gaining "
+        "fields are: see docs/state_evolution.md). Declare the state with its old types again "
+        f"({old}), or migrate the state by hand (read its values from the checkpoint, convert "
+        "them and write them as a new state), or give the state a new name to start it empty "
+        "(its old values are dropped), or start the job from a new checkpoint location"
     )
 
 
@@ -266,14 +281,18 @@ def check_state_types(
     kind: str,
     restored: StateTypes | None,
     declared: StateTypes,
-) -> None:
-    """Raise :func:`incompatible_state` when state ``name`` restored with the recorded types
-    ``restored`` (``None``: none recorded, nothing to check) cannot be read as ``declared``."""
-    if restored is None or restored == declared:
-        return
+) -> Compatibility | None:
+    """The migration of state ``name`` restored with the recorded types ``restored`` to
+    ``declared`` (``None``: the same types, or none recorded: nothing to check or convert);
+    raise :func:`incompatible_state` when its values cannot be read as ``declared``."""
+    if restored is None or (
+        same_type(restored.value, declared.value) and same_type(restored.map_key, declared.map_key)
+    ):
+        return None
     result = state_compatibility(kind, restored, declared)
-    if result.compatibility is not TypeCompatibility.COMPATIBLE_AS_IS:
+    if result.compatibility is TypeCompatibility.INCOMPATIBLE:
         raise incompatible_state(operator, name, described, result)
+    return result
 
 
 def check_key_type(
