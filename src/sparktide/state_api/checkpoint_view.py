@@ -17,7 +17,6 @@ sparktide.spark.checkpoint_inspect.NotACheckpointError: ... is not a sparktide c
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -92,9 +91,7 @@ class CheckpointView:
     def __init__(self, location: str, version: int | None = None) -> None:
         self.store = CheckpointStore(location)
         check_is_checkpoint(self.store)
-        kept = sorted(
-            int(n[:-5]) for n in self.store.names("commits") if n[:-5].isdigit()
-        )
+        kept = sorted(int(n[:-5]) for n in self.store.names("commits") if n[:-5].isdigit())
         if not kept:
             raise StateReadError(
                 f"{location!r}: the checkpoint has no committed batch yet: there is no state "
@@ -197,6 +194,7 @@ class CheckpointView:
         path = self.store.subtask_path(chain.snapshot, stage, subtask)
         meta, parts = unpack_parts(self.store.read_bound(path, files), path)
         ref = native_reference(chain, meta, parts, path)
+        raw_states: dict[str, Any]
         if ref is not None:
             from sparktide.state_api.native_meta import native_states
 
@@ -223,8 +221,6 @@ class CheckpointView:
 
 def _state_info(name: str, raw: Any, where: str) -> StateInfo:
     """A :class:`StateInfo` of a state's JSON record (``{kind, ttl, types}``)."""
-    if isinstance(raw, (str, bytes)):
-        raw = json.loads(raw)
     types = raw.get("types")
     return StateInfo(
         name,

@@ -264,5 +264,3 @@ def splits_table(view: CheckpointView) -> pa.Table:
         for g, s in sorted(splits.items())
     ]  # fmt: skip
     return pa.Table.from_pylist(rows, schema=_SPLITS)
-
-

@@ -64,6 +64,9 @@ BATCH_ROWS = 65_536
 StateEntry = tuple[int, object, object, object]
 """``(key_group, key, namespace, raw value)``."""
 
+StateRow = tuple[int, object, object, int, tuple[object, ...]]
+"""``(key_group, key, namespace, list index, values of the value columns)``."""
+
 
 class NamespaceKind(Enum):
     """What the namespaces of a state (or of timers) are, which fixes their columns."""
@@ -103,8 +106,9 @@ def _plain(type_info: TypeInformation) -> Callable[[Any], Any] | None:
         fields = [_plain(t) for t in type_info.get_field_types()]
         if not any(fields):
             return lambda v: None if v is None else tuple(v)
+        pairs = list(enumerate(fields))
         return lambda v: (
-            None if v is None else tuple(x if f is None else f(x) for f, x in zip(fields, v))
+            None if v is None else tuple(v[i] if f is None else f(v[i]) for i, f in pairs)
         )
     if isinstance(type_info, _ElementsTypeInfo):
         element = _plain(type_info.element_type)
@@ -208,17 +212,18 @@ class StateRowsSpec:
         fields.append(pa.field("key_group", pa.int32()))
         return pa.schema(fields)
 
-    def rows(self, entry: StateEntry) -> Iterator[tuple[int, object, object, int, tuple[object, ...]]]:
+    def rows(self, entry: StateEntry) -> Iterator[StateRow]:
         """``(key_group, key, namespace, index, values)`` per row of one entry."""
-        kg, key, ns, raw = entry
+        kg, key, ns = entry[:3]
+        raw: Any = entry[3]
         if self.kind == "list":
-            for i, elem in enumerate(raw):  # type: ignore[arg-type]
+            for i, elem in enumerate(raw):
                 yield kg, key, ns, i, (elem[0] if self.ttl else elem,)
         elif self.kind == "map":
-            for k, v in raw.items():  # type: ignore[attr-defined]
+            for k, v in raw.items():
                 yield kg, key, ns, 0, (k, v[0] if self.ttl else v)
         else:
-            yield kg, key, ns, 0, (raw[0] if self.ttl else raw,)  # type: ignore[index]
+            yield kg, key, ns, 0, (raw[0] if self.ttl else raw,)
 
 
 def state_batch(spec: StateRowsSpec, entries: Iterable[StateEntry]) -> pa.RecordBatch:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 __all__ = ["StateFrames"]
 
-Spec = Union[StateRowsSpec, TimerRowsSpec]
+Spec = StateRowsSpec | TimerRowsSpec
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ class StateFrames:
         from pyspark.sql.pandas.types import from_arrow_schema
 
         schema = from_arrow_schema(table.schema)
-        return self.spark.createDataFrame(table.to_pylist(), schema)  # type: ignore[arg-type]
+        return self.spark.createDataFrame(table.to_pylist(), schema)
 
     def operators(self) -> DataFrame:
         """:meth:`SavepointReader.operators` as a DataFrame."""
