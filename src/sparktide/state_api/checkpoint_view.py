@@ -53,8 +53,9 @@ class StateInfo:
 
 @dataclass(frozen=True)
 class OperatorInfo:
-    """An operator of the checkpointed job: where it runs and, for the entry operator of a
-    keyed stage (which owns the stage's keyed state and timers), its states and key type."""
+    """An operator of the checkpointed job: where it runs and, when it is ``keyed`` (the entry
+    operator of a keyed stage, which owns the stage's keyed state and timers), its states and
+    key type."""
 
     stage: int
     name: str
@@ -127,7 +128,7 @@ class CheckpointView:
             if fp is None:
                 continue
             for position, op in enumerate(fp.operators):
-                info = OperatorInfo(stage, op.name, op.uid, op.identity, parallelism, fp.keyed)
+                info = OperatorInfo(stage, op.name, op.uid, op.identity, parallelism, False)
                 if position == 0 and fp.keyed:
                     states, key_type = self._stage_states(stage, parallelism)
                     info = OperatorInfo(
@@ -162,11 +163,11 @@ class CheckpointView:
     def keyed_operator(self, name: str) -> OperatorInfo:
         """:meth:`operator`, refusing an operator without keyed state."""
         op = self.operator(name)
-        if not op.states and not op.keyed:
+        if not op.keyed:
             raise StateReadError(
                 f"operator {op.describe()} holds no keyed state (it is not the first operator "
                 "of a keyed stage); the keyed operators: "
-                + (", ".join(o.describe() for o in self.operators() if o.states) or "none")
+                + (", ".join(o.describe() for o in self.operators() if o.keyed) or "none")
             )
         return op
 
