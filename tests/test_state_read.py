@@ -242,7 +242,7 @@ def test_refusals_name_what_is_wrong(job, tmp_path) -> None:
         reader.keyed_state("nope", "count")
     with pytest.raises(StateReadError, match=r"no keyed state 'cnt'.*'count', 'last'"):
         reader.keyed_state("count", "cnt")
-    with pytest.raises(StateReadError, match="2 operators .* named 'Sink: Writer'"):
+    with pytest.raises(StateReadError, match=r"2 operators .* named 'Sink: Writer'"):
         reader.timers("Sink: Writer")
     with pytest.raises(StateReadError, match="holds no keyed state"):
         reader.timers(reader.operators().to_pylist()[-1]["identity"])
