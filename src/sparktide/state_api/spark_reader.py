@@ -88,6 +88,9 @@ class StateFrames:
     def _read(self, op: OperatorInfo, spec: Spec, schema: pa.Schema) -> DataFrame:
         from pyspark.sql.pandas.types import from_arrow_schema
 
+        from sparktide.spark.session import ship_package
+
+        ship_package(self.spark)  # the tasks import sparktide (once per session)
         view = self.reader.view
         source = StageSource(view.location, view.version, op.stage)
         p = op.parallelism
