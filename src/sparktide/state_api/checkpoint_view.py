@@ -17,7 +17,7 @@ sparktide.spark.checkpoint_inspect.NotACheckpointError: ... is not a sparktide c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from sparktide.common.typeinfo_json import type_from_versioned
@@ -108,6 +108,7 @@ class CheckpointView:
         self.version: int = version
         self.manifest: CommitManifest = self.store.commit_info(version)
         self._operators: tuple[OperatorInfo, ...] | None = None
+        self._states: dict[int, tuple[tuple[StateInfo, ...], TypeInformation | None]] = {}
 
     @property
     def location(self) -> str:
@@ -115,39 +116,41 @@ class CheckpointView:
 
     def operators(self) -> tuple[OperatorInfo, ...]:
         """Every operator of the job, by stage, with the states of keyed stages."""
+        return tuple(self._with_states(op) for op in self._refs())
+
+    def _refs(self) -> tuple[OperatorInfo, ...]:
+        """Every operator as the manifest names it (its states not read yet)."""
         if self._operators is None:
-            self._operators = tuple(self._read_operators())
+            fingerprint = self.manifest.fingerprint
+            stages = fingerprint.stages if fingerprint is not None else ()
+            self._operators = tuple(
+                OperatorInfo(s, op.name, op.uid, op.identity, p, i == 0 and stages[s].keyed)
+                for s, p in sorted(self.manifest.parallelism.items())
+                if s < len(stages)
+                for i, op in enumerate(stages[s].operators)
+            )
         return self._operators
 
-    def _read_operators(self) -> list[OperatorInfo]:
-        fingerprint = self.manifest.fingerprint
-        stages = fingerprint.stages if fingerprint is not None else ()
-        out = []
-        for stage, parallelism in sorted(self.manifest.parallelism.items()):
-            fp = stages[stage] if stage < len(stages) else None
-            if fp is None:
-                continue
-            for position, op in enumerate(fp.operators):
-                info = OperatorInfo(stage, op.name, op.uid, op.identity, parallelism, False)
-                if position == 0 and fp.keyed:
-                    states, key_type = self._stage_states(stage, parallelism)
-                    info = OperatorInfo(
-                        stage, op.name, op.uid, op.identity, parallelism, True, states, key_type
-                    )
-                out.append(info)
-        return out
+    def _with_states(self, op: OperatorInfo) -> OperatorInfo:
+        """``op`` with the states and key type of its stage (read once per stage)."""
+        if not op.keyed:
+            return op
+        if op.stage not in self._states:
+            self._states[op.stage] = self._stage_states(op.stage, op.parallelism)
+        states, key_type = self._states[op.stage]
+        return replace(op, states=states, key_type=key_type)
 
     def operator(self, name: str) -> OperatorInfo:
         """The operator whose uid is ``name``, else whose name or identity is (unique in the
         job); :class:`StateReadError` listing the operators otherwise."""
-        ops = self.operators()
+        ops = self._refs()
         for match in (
             [o for o in ops if o.uid == name],
             [o for o in ops if o.name == name],
             [o for o in ops if o.identity == name],
         ):
             if len(match) == 1:
-                return match[0]
+                return self._with_states(match[0])
             if len(match) > 1:
                 raise StateReadError(
                     f"{len(match)} operators of the checkpointed job are named {name!r}; name "
@@ -167,7 +170,7 @@ class CheckpointView:
             raise StateReadError(
                 f"operator {op.describe()} holds no keyed state (it is not the first operator "
                 "of a keyed stage); the keyed operators: "
-                + (", ".join(o.describe() for o in self.operators() if o.keyed) or "none")
+                + (", ".join(o.describe() for o in self._refs() if o.keyed) or "none")
             )
         return op
 

@@ -39,6 +39,7 @@ from sparktide.state_api.rows import (
     timer_batches,
     timer_entries,
 )
+from sparktide.state_api.subtasks import StageSource
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -144,10 +145,10 @@ class SavepointReader:
 
     def snapshots(self, op: OperatorInfo) -> Iterator[KeyedOperatorSnapshot]:
         """The keyed state and timers of each subtask of ``op``'s stage, in subtask order."""
-        from sparktide.state_api.subtasks import load_subtask
-
+        view = self.view
+        source = StageSource(view.location, view.version, op.stage)
         for subtask in range(op.parallelism):
-            snap = load_subtask(self.view, op.stage, subtask)
+            snap = source.load(subtask, (view.store, view.manifest))
             if snap is not None:
                 yield snap
 

@@ -80,14 +80,16 @@ class NamespaceKind(Enum):
 
 
 def namespace_kind(namespaces: Iterable[object]) -> NamespaceKind | None:
-    """The kind of the first namespace that is not ``None`` (``None``: none seen).
+    """The kind of the first namespace (``None``: there is none, no entries). Every entry of
+    a state has the same kind of namespace (a window operator's windows, or none).
 
-    >>> namespace_kind([None, TimeWindow(0, 5)]), namespace_kind([None])
-    (<NamespaceKind.WINDOW: 'window'>, None)
+    >>> namespace_kind([TimeWindow(0, 5)]), namespace_kind([None]), namespace_kind([])
+    (<NamespaceKind.WINDOW: 'window'>, <NamespaceKind.NONE: 'none'>, None)
     """
     for ns in namespaces:
-        if ns is not None:
-            return NamespaceKind.WINDOW if isinstance(ns, TimeWindow) else NamespaceKind.PICKLED
+        if ns is None:
+            return NamespaceKind.NONE
+        return NamespaceKind.WINDOW if isinstance(ns, TimeWindow) else NamespaceKind.PICKLED
     return None
 
 

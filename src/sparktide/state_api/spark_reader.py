@@ -6,14 +6,15 @@ as DataFrames. Keyed state and timers are read in parallel: one Spark task per s
 subtask's chain (its heap files or its RocksDB checkpoint) and yields its rows as Arrow record
 batches, so reading scales with the state, not with the driver. The schema is fixed on the
 driver from the recorded declared types; only whether the state's namespaces are windows is
-seen in the data: the driver reads the stage's subtasks in order until one holds an entry
-(usually the first). Works on a classic session and on Spark Connect (the tasks only need
-the checkpoint location to be readable from the executors).
+seen in the data: the driver looks at the first entries it finds (in a heap snapshot, one key
+group's section of the state; a native RocksDB checkpoint is read whole), subtask by subtask
+until one has entries (usually the first). Works on a classic session and on Spark Connect
+(the tasks only need the checkpoint location to be readable from the executors).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -25,17 +26,14 @@ from sparktide.state_api.rows import (
     TimerRowsSpec,
     namespace_kind,
     state_batches,
-    state_entries,
     timer_batches,
-    timer_entries,
 )
-from sparktide.state_api.subtasks import StageSource
+from sparktide.state_api.subtasks import StageSource, first_namespaces
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from sparktide.common.typeinfo_base import TypeInformation
-    from sparktide.runtime.snapshot import KeyedOperatorSnapshot
     from sparktide.state_api.checkpoint_view import OperatorInfo
     from sparktide.state_api.reader import SavepointReader
 
@@ -98,16 +96,16 @@ class StateFrames:
             _SubtaskRows(source, spec), from_arrow_schema(schema)
         )
 
-    def _probe(
-        self, op: OperatorInfo, namespaces: Callable[[KeyedOperatorSnapshot], Iterator[object]]
-    ) -> NamespaceKind:
-        """The kind of namespaces of the first subtask (in order) that has one."""
-        for snap in self.reader.snapshots(op):
-            kind = namespace_kind(namespaces(snap))
+    def _probe(self, op: OperatorInfo, state: str | None) -> NamespaceKind:
+        """The kind of namespaces of ``state`` (``None``: of the timers), from the first
+        subtask (in order) that has entries of it."""
+        view = self.reader.view
+        source = StageSource(view.location, view.version, op.stage)
+        for subtask in range(op.parallelism):
+            found = first_namespaces(source, (view.store, view.manifest), subtask, state)
+            kind = namespace_kind(found)
             if kind is not None:
                 return kind
-            if any(True for _ in namespaces(snap)):
-                return NamespaceKind.NONE  # entries without a namespace
         return NamespaceKind.NONE
 
     def keyed_state(
@@ -124,7 +122,7 @@ class StateFrames:
         self.reader.check_trusted(f"state {state!r}")
         types = ReadTypes(key_type, value_type, map_key_type)
         op, spec = self.reader.state_spec(uid, state, types)
-        kind = self._probe(op, lambda s: (e[2] for e in state_entries(s, state)))
+        kind = self._probe(op, state)
         spec = replace(spec, namespace=kind)
         return self._read(op, spec, spec.schema())
 
@@ -132,6 +130,6 @@ class StateFrames:
         """:meth:`SavepointReader.timers` as a DataFrame read by a Spark job."""
         self.reader.check_trusted("timers")
         op = self.reader.view.keyed_operator(uid)
-        kind = self._probe(op, lambda s: (e[5] for e in timer_entries(s)))
+        kind = self._probe(op, None)
         spec = TimerRowsSpec(op.key_type if key_type is None else key_type, kind)
         return self._read(op, spec, spec.schema())
