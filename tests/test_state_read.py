@@ -11,6 +11,7 @@ timers).
 from __future__ import annotations
 
 import collections
+import pickle
 
 import pyarrow.parquet as pq
 import pytest
@@ -228,6 +229,19 @@ def test_spark_dataframes_hold_the_same_rows(job, spark) -> None:
         assert [tuple(r) for r in frames.split_watermarks().collect()] == [
             tuple(r.values()) for r in reader.split_watermarks().to_pylist()
         ]
+
+
+def test_metadata_is_read_without_unpickling_anything(job, monkeypatch) -> None:
+    def refuse(*args, **kwargs):
+        raise AssertionError("unpickled")
+
+    monkeypatch.setattr(pickle, "loads", refuse)
+    monkeypatch.setattr(pickle, "load", refuse)
+    monkeypatch.setattr(pickle, "Unpickler", refuse)
+    reader = SavepointReader.read(job["ckpt"])
+    assert reader.operators().num_rows == 7 and reader.split_watermarks().num_rows == 1
+    with pytest.raises(AssertionError, match="unpickled"):  # the check itself works
+        SavepointReader.read(job["ckpt"], trusted=True).keyed_state("sums", "window-contents")
 
 
 def test_refusals_name_what_is_wrong(job, tmp_path) -> None:
