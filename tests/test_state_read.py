@@ -257,8 +257,11 @@ def test_refusals_name_what_is_wrong(job, tmp_path) -> None:
         reader.keyed_state("count", "cnt")
     with pytest.raises(StateReadError, match=r"2 operators .* named 'Sink: Writer'"):
         reader.timers("Sink: Writer")
+    sink = reader.operators().to_pylist()[-1]
     with pytest.raises(StateReadError, match="holds no keyed state"):
-        reader.timers(reader.operators().to_pylist()[-1]["identity"])
+        reader.timers(sink["identity"])
+    with pytest.raises(StateReadError, match="holds no keyed state"):
+        reader.timers(f"Sink: Writer [{sink['identity']}]")  # as inspect shows it
     with pytest.raises(StateReadError, match=r"column 'key' is read as .*Integer"):
         reader.keyed_state("sums", "window-contents", key_type=Types.INT())
     with pytest.raises(StateReadError, match="version 99 is not a committed version"):

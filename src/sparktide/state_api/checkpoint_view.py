@@ -142,12 +142,14 @@ class CheckpointView:
 
     def operator(self, name: str) -> OperatorInfo:
         """The operator whose uid is ``name``, else whose name or identity is (unique in the
-        job); :class:`StateReadError` listing the operators otherwise."""
+        job), else that ``sparktide inspect`` shows as ``name`` (``'Map [<identity>]'`` for
+        operators of one name); :class:`StateReadError` listing the operators otherwise."""
         ops = self._refs()
         for match in (
             [o for o in ops if o.uid == name],
             [o for o in ops if o.name == name],
             [o for o in ops if o.identity == name],
+            [o for o in ops if f"{o.name} [{o.identity}]" == name],  # as inspect names twins
         ):
             if len(match) == 1:
                 return self._with_states(match[0])

@@ -7,8 +7,9 @@ subtask's chain (its heap files or its RocksDB checkpoint) and yields its rows a
 batches, so reading scales with the state, not with the driver. The schema is fixed on the
 driver from the recorded declared types; only whether the state's namespaces are windows is
 seen in the data: the driver looks at the first entries it finds (in a heap snapshot, one key
-group's section of the state; a native RocksDB checkpoint is read whole), subtask by subtask
-until one has entries (usually the first). Works on a classic session and on Spark Connect
+group's section of the state; in a native RocksDB checkpoint, the state's first entry; the
+timers of a native checkpoint are read whole), subtask by subtask until one has entries
+(usually the first). Works on a classic session and on Spark Connect
 (the tasks only need the checkpoint location to be readable from the executors).
 """
 

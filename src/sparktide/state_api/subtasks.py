@@ -6,7 +6,7 @@ reader calls these.
 
 :func:`first_namespaces` looks at as little as it can to tell what the namespaces of a state
 (or of the timers) are: in a heap snapshot, one key group's section of the state (each is a
-pickle of its own).
+pickle of its own); in a native RocksDB checkpoint, the store key of the state's first entry.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot, SnapshotFormatError
 from sparktide.spark.checkpoint import CheckpointError, CheckpointStore, unpack_parts
+from sparktide.spark.checkpoint_native import native_reference
+from sparktide.state_api.native_meta import native_first_namespace
 
 if TYPE_CHECKING:
     from sparktide.spark.checkpoint_meta import Chain, CommitManifest
@@ -90,24 +92,23 @@ def first_namespaces(
     state: str | None,
 ) -> Iterator[object]:
     """The namespaces of some entries of ``state`` (``None``: of the timers) of a subtask:
-    those of one key group's section of its heap snapshot, else (a native chain, or a
-    snapshot without such a section) those of the whole subtask."""
-    found = _snapshot_part(*opened, source.stage, subtask)
-    if found is not None:
-        path, data = found
-        try:
-            header, area = KeyedOperatorSnapshot.read_header(data)
-        except SnapshotFormatError as exc:
-            raise CheckpointError(f"{path}: {exc}") from None
-        for sec in header["sections"]:
-            if sec["type"] == "state" and sec.get("state") == state and sec["count"]:
-                off, length, _ = sec["blob"]
-                yield from (e[1] for e in pickle.loads(area[off : off + length]))
-                return
-            if sec["type"] == "timers" and state is None and sec["count"]:
-                off, length, _ = sec["keys"]
-                yield from (e[1] for e in pickle.loads(area[off : off + length]))
-                return
+    those of one key group's section of its heap snapshot, or of the first entry of its
+    native RocksDB checkpoint, else (timers of a native chain, or a snapshot without such a
+    section) those of the whole subtask."""
+    store, manifest = opened
+    chain = _chain(manifest, source.stage, subtask)
+    path = store.subtask_path(chain.snapshot, source.stage, subtask)
+    meta, parts = unpack_parts(store.read_bound(path, manifest.files), path)
+    ref = native_reference(chain, meta, parts, path)
+    if ref is not None and state is not None:
+        operator = str(meta.get("operator"))
+        yield from native_first_namespace(store, operator, subtask, ref, state, path)
+        return
+    if ref is None and "keyed" in parts:
+        found = _section_namespaces(path, parts["keyed"], state)
+        if found is not None:
+            yield from found
+            return
     snap = source.load(subtask, opened)
     if snap is None:
         return
@@ -118,3 +119,22 @@ def first_namespaces(
     else:
         for per_state in snap.state.values():
             yield from (e[1] for e in per_state.get(state, ()))
+
+
+def _section_namespaces(path: str, data: bytes, state: str | None) -> list[object] | None:
+    """The namespaces of the first section of ``state`` (``None``: of timers) in the heap
+    snapshot ``data`` (``None``: it has none)."""
+    try:
+        header, area = KeyedOperatorSnapshot.read_header(data)
+    except SnapshotFormatError as exc:
+        raise CheckpointError(f"{path}: {exc}") from None
+    for sec in header["sections"]:
+        if not sec["count"]:
+            continue
+        if sec["type"] == "state" and sec.get("state") == state:
+            off, length, _ = sec["blob"]
+            return [e[1] for e in pickle.loads(area[off : off + length])]
+        if sec["type"] == "timers" and state is None:
+            off, length, _ = sec["keys"]
+            return [e[1] for e in pickle.loads(area[off : off + length])]
+    return None
