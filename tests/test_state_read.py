@@ -287,3 +287,21 @@ def test_command_prints_and_writes_the_tables(job, tmp_path, capsys) -> None:
                  "--key-type", "STRING", "--limit", "1"]) == 0  # fmt: skip
     text = capsys.readouterr().out
     assert "window_start" in text and "more rows" in text
+
+
+def test_rows_of_ttl_states_and_other_namespaces() -> None:
+    from sparktide.datastream.window import GlobalWindow
+    from sparktide.state_api.rows import NamespaceKind, StateRowsSpec, state_batch
+
+    spec = StateRowsSpec("m", "map", True, Types.STRING(), Types.LONG(), Types.STRING())
+    rows = state_batch(spec, [(3, "a", None, {"x": (1, 100), "y": (2, 200)})]).to_pylist()
+    assert [(r["user_map_key"], r["user_map_value"]) for r in rows] == [("x", 1), ("y", 2)]
+    spec = StateRowsSpec("v", "value", True, None, LAST, namespace=NamespaceKind.PICKLED)
+    [row] = state_batch(
+        spec, [(0, ("k", 1), GlobalWindow.get(), (Row(ts=5, v=6), 100))]
+    ).to_pylist()
+    assert pickle.loads(row["key"]) == ("k", 1) and row["value"] == {"ts": 5, "v": 6}
+    assert pickle.loads(row["namespace"]) == GlobalWindow.get()
+    spec = StateRowsSpec("l", "list", True, Types.STRING(), Types.LONG())
+    rows = state_batch(spec, [(1, "a", None, [(7, 10), (8, 11)])]).to_pylist()
+    assert [(r["list_index"], r["list_element"]) for r in rows] == [(0, 7), (1, 8)]
