@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot, SnapshotFormatError
 from sparktide.spark.checkpoint import CheckpointError, CheckpointStore, unpack_parts
-from sparktide.spark.checkpoint_native import native_reference
+from sparktide.spark.checkpoint_native import native_reference, neutral_snapshot
 from sparktide.state_api.native_meta import native_first_namespace
 
 if TYPE_CHECKING:
@@ -81,7 +81,11 @@ class StageSource:
         if not chain.native and not chain.changelogs:  # the snapshot file is the state
             found = _snapshot_part(store, manifest, self.stage, subtask)
             return None if found is None else _decode(*found)
-        loaded = store.load_chain(chain, self.stage, subtask, files=manifest.files)
+        files = manifest.files
+        loaded = store.load_chain(chain, self.stage, subtask, files=files, neutral=False)
+        if loaded.native is not None:  # read out of its RocksDB checkpoint, without a flat view
+            path = store.subtask_path(chain.snapshot, self.stage, subtask)
+            return neutral_snapshot(*loaded.native, path)
         return loaded.snapshot()
 
 
