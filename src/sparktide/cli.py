@@ -287,6 +287,9 @@ def build_parser() -> argparse.ArgumentParser:
             "directory you trust as you trust code. Without it nothing is unpickled."
         ),
     )  # fmt: skip
+    from sparktide.state_api.cli import add_state_command
+
+    add_state_command(commands)
     return parser
 
 
@@ -674,6 +677,10 @@ def _main(argv: Sequence[str] | None) -> int:
         return inspect_checkpoint(args)
     if args.command == "run":
         return run_job(args)
+    if args.command == "state":
+        from sparktide.state_api.cli import run_state_command
+
+        return run_state_command(args)
     parser.print_help()
     return EXIT_USAGE
 
