@@ -64,6 +64,7 @@ __all__ = [
     "native_stages",
     "native_storage",
     "native_summary",
+    "opened_checkpoint",
     "neutral_snapshot",
     "open_state_db",
 ]
@@ -241,7 +242,9 @@ def check_manifest(
 
 
 @contextlib.contextmanager
-def _opened(storage: RocksDBCheckpointStorage, ref: NativeReference, where: str) -> Iterator[Rdict]:
+def opened_checkpoint(
+    storage: RocksDBCheckpointStorage, ref: NativeReference, where: str
+) -> Iterator[Rdict]:
     """The database of the RocksDB checkpoint ``ref`` names, copied into a temporary
     directory and opened; closed and deleted afterwards."""
     manifest = check_manifest(storage, ref, where)
@@ -274,7 +277,7 @@ def native_summary(
     if not ref.key_type_pickled:
         key_type = ref.decoded_key_type(where, trusted=False)
         keys, shown = key_codec(key_type), None if key_type is None else repr(key_type)
-    with _opened(storage, ref, where) as db:
+    with opened_checkpoint(storage, ref, where) as db:
         out: JsonObject = dict(summarize_database(db, keys, ref.key_group_range))
     out["key_type"] = shown
     return out
@@ -292,7 +295,7 @@ def neutral_snapshot(
 
     own = ref.key_group_range
     wanted = own if key_groups is None else own.intersection(key_groups)
-    with _opened(storage, ref, where) as db:
+    with opened_checkpoint(storage, ref, where) as db:
         key_type = ref.decoded_key_type(where, trusted=True)
         backend = RocksDBKeyedStateBackend.attach(
             db,

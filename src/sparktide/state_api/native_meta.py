@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from sparktide.runtime.state.rocksdb_entries import NAMESPACES
 from sparktide.runtime.state.rocksdb_layout import key_codec, key_group_bounds
 from sparktide.runtime.state.rocksdb_raw import CF_PREFIX
-from sparktide.spark.checkpoint_native import _opened
+from sparktide.spark.checkpoint_native import opened_checkpoint
 
 if TYPE_CHECKING:
     from sparktide.common.typeinfo_base import TypeInformation
@@ -36,7 +36,7 @@ def native_states(
     the RocksDB checkpoint ``ref`` names, and the declared key type."""
     key_type = None if ref.key_type_pickled else ref.decoded_key_type(where, trusted=False)
     out: dict[str, dict[str, Any]] = {}
-    with _opened(store.native_storage(operator, subtask), ref, where) as db:
+    with opened_checkpoint(store.native_storage(operator, subtask), ref, where) as db:
         it = db.iter()
         it.seek(_META_STATE)
         while it.valid():
@@ -61,7 +61,7 @@ def native_first_namespace(
     """The namespace of the first entry of ``state`` in the RocksDB checkpoint ``ref`` names
     (empty: the state has no entry there)."""
     keys = key_codec(ref.decoded_key_type(where, trusted=True))
-    with _opened(store.native_storage(operator, subtask), ref, where) as db:
+    with opened_checkpoint(store.native_storage(operator, subtask), ref, where) as db:
         lo, hi = key_group_bounds(ref.key_group_range)
         it = db.get_column_family(CF_PREFIX + state).iter()
         it.seek(lo)
