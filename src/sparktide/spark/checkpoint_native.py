@@ -64,9 +64,9 @@ __all__ = [
     "native_stages",
     "native_storage",
     "native_summary",
-    "opened_checkpoint",
     "neutral_snapshot",
     "open_state_db",
+    "opened_checkpoint",
 ]
 
 
