@@ -341,7 +341,7 @@ class HashChunks:
         """The key groups of ``keys`` up to the first that fails, and its failure."""
         cache = self._to.kg_cache
         try:
-            return [cache[k] for k in keys], None
+            return cache.groups(keys), None
         except TypeError:  # an unhashable key: the canonical error (or a special key's group)
             pass
         groups: list[int] = []
