@@ -11,21 +11,30 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from chunk_jobs import ROW, table_of, windowed
 from sparktide.common import Duration, Row, WatermarkStrategy
+from sparktide.common.typeinfo import Types
+from sparktide.core.output_tag import OutputTag
 from sparktide.datastream import StreamExecutionEnvironment
-from sparktide.datastream.functions import KeyedCoProcessFunction
+from sparktide.datastream.functions import (
+    KeyedCoProcessFunction,
+    KeyedProcessFunction,
+    ProcessFunction,
+)
+from sparktide.datastream.state import ValueStateDescriptor
 from sparktide.nexmark.table_source import TableSource
 from sparktide.runtime.elements import WatermarkStatus
 from sparktide.runtime.execution.wiring import HashChunks
 from sparktide.runtime.failures import format_user_frames, notes
+from sparktide.runtime.operators import process as process_ops
 from sparktide.runtime.operators.simple import StreamFilter, StreamFlatMap, StreamMap
 from sparktide.runtime.operators.timestamps import TimestampsAndWatermarksOperator
 
@@ -315,16 +324,24 @@ def _frame_job(runtime: str, df: Any, parallelism: int, chunks: bool) -> list[An
     bounded = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(5))
     source = env.from_dataframe(df, bounded, timestamp_column="ts")  # timestamps by column
     out = chained(source, job.steps)
+    keyed = processed(source, False, False).map(
+        lambda e: Row(k=f"{e[0]} {e[1][0]}", v=e[1][1], x=None, ts=e[2]), ROW
+    )
     return list(
         out.union(
-            windowed(out).map(lambda t: Row(k=t[0], v=0, x=None, ts=0), ROW)
+            windowed(out).map(lambda t: Row(k=t[0], v=0, x=None, ts=0), ROW), keyed
         ).execute_and_collect()
     )
 
 
 def test_chunks_give_the_records_output_on_spark(spark) -> None:
+    """Chunks, and the outputs of a keyed process function handed on by the operator (see
+    :func:`test_keyed_process_outputs_are_the_general_paths`), on Spark: the records of the
+    general path on the local runtime."""
     df = spark.createDataFrame(_spark_rows(), "k string, v long, x double, ts long").repartition(3)
-    expected = _frame_job("local", df, 2, False)
+    with pytest.MonkeyPatch.context() as patch:
+        _general_emitter(patch)
+        expected = _frame_job("local", df, 2, False)
     assert len(expected) > 300
     for parallelism in (1, 2, 4):
         assert _frame_job("spark", df, parallelism, True) == expected
@@ -474,6 +491,7 @@ KEYS = {
     "text": lambda r: r.k,
     "tuple": lambda r: (r.k, r.v % 3),
     "bytearray": lambda r: bytearray(r.k.encode()),  # hashed by assign_to_key_group, not cached
+    "long": lambda r: (r.v - 7) * 3**40 + r.ts,  # ints over the Java long range's width
 }
 
 
@@ -524,3 +542,120 @@ def test_a_keyed_exchange_takes_whole_chunks(monkeypatch) -> None:
     assert errors[0] == errors[1]
     # the key is the key_by's: the note names the operator it feeds, and the record keyed
     assert "operator 'KeyedProcess' (in its key_by) for record Row(k='a', v=9," in errors[0][1][0]
+
+
+# ---------------------------------------------------------------------- keyed process outputs
+
+
+OUT = Types.TUPLE([Types.STRING(), Types.LONG()])
+SIDE = OutputTag("side", OUT)
+FAILED = OutputTag("failed")
+
+
+class _Counting(KeyedProcessFunction):
+    """A count per key in ValueState, an event-time timer 3 ms after each record; outputs of
+    the declared type as they are and as lists (rebuilt), side outputs by ``yield`` and by
+    ``ctx.output``; with ``fails``, a ValueError for ``v == 13`` and an output of the wrong
+    type for ``v == 17``."""
+
+    def __init__(self, fails: bool) -> None:
+        self.fails = fails
+
+    def open(self, runtime_context: Any) -> None:
+        self.count = runtime_context.get_state(ValueStateDescriptor("count", Types.LONG()))
+
+    def process_element(self, value: Any, ctx: Any) -> Any:
+        c = (self.count.value() or 0) + 1
+        self.count.update(c)
+        ctx.timer_service().register_event_time_timer(value.ts + 3)
+        if value.v % 4 == 0:
+            yield SIDE, (value.k, -c)
+        if value.v % 5 == 0:
+            ctx.output(SIDE, (value.k, value.v))
+        yield [value.k, c] if value.v % 2 else (value.k, c)
+        if self.fails and value.v == 13:
+            raise ValueError("thirteen")
+        if self.fails and value.v == 17:
+            yield value.k, 1.5  # not a LONG: the coercion's error
+
+    def on_timer(self, timestamp: int, ctx: Any) -> Any:
+        yield ctx.get_current_key(), timestamp
+
+
+class _Stamped(ProcessFunction):
+    """Each value as ``(name, value, timestamp)``."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def process_element(self, value: Any, ctx: Any) -> Any:
+        yield self.name, value, ctx.timestamp()
+
+
+def processed(stream: Any, fails: bool, guarded: bool) -> Any:
+    """``("main" | "side", value, timestamp)`` or ``("failed", v)`` of ``_Counting`` after
+    ``key_by(k)``, its main output through a filter; ``guarded``: its failed records go to a
+    side output."""
+    main = stream.key_by(lambda r: r.k).process(_Counting(fails), OUT)
+    if guarded:
+        main = main.with_failed_records(FAILED)
+    tail = main.filter(lambda t: t[1] % 3 != 1).process(_Stamped("main"))
+    side = main.get_side_output(SIDE).process(_Stamped("side"))
+    if guarded:
+        side = side.union(main.get_side_output(FAILED).map(lambda f: ("failed", f.value.v)))
+    return tail.union(side)
+
+
+def _process_job(table: Any, job: Job, kind: str) -> list[Any]:
+    env = environment("local", job, True)
+    source = env.from_source(TableSource(table, ROW, 2), strategy(job.bound), "events")
+    stream = processed(chained(source, job.steps), kind != "plain", kind == "guarded")
+    return list(stream.execute_and_collect())
+
+
+def _general_emitter(monkeypatch: Any) -> None:
+    """Process operators send their results through ``emit_results`` and the node output."""
+    monkeypatch.setattr(
+        process_ops, "results_emitter", lambda op: partial(process_ops.emit_results, op)
+    )
+
+
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
+)
+@given(
+    st.lists(record, min_size=10, max_size=60),
+    jobs,
+    st.sampled_from(("plain", "guarded", "failing")),
+)
+@example([("a", 17, None, 1), ("b", 4, None, 0)] * 5, Job((), 0, None, 2), "failing")
+def test_keyed_process_outputs_are_the_general_paths(rows, job, kind) -> None:
+    """A keyed process function's outputs coerced and handed to their one target by the
+    operator (results_emitter) are those of emit_results through the node output: the same
+    records, timestamps, side outputs and failed records (``guarded``), in the same order, at
+    parallelism 1, 2 and 4 with late records; a function that raises or gives an output of
+    the wrong type fails the same way (``failing``). (On Spark:
+    :func:`test_chunks_give_the_records_output_on_spark`.)"""
+    table = table_of(rows)
+    made: list[str] = []
+    emitter = process_ops.results_emitter
+
+    def spy(op: Any) -> Any:
+        made.append(getattr(emitter(op), "__name__", "general"))
+        return emitter(op)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(process_ops, "results_emitter", spy)
+        fast = _outcome(lambda: _process_job(table, job, kind))
+    assert made.count("emit_coerced") == job.parallelism  # the KeyedProcess's subtasks
+    with pytest.MonkeyPatch.context() as patch:
+        _general_emitter(patch)
+        assert _outcome(lambda: _process_job(table, job, kind)) == fast
+
+
+def _outcome(run: Any) -> Any:
+    """What ``run()`` returns, or its error (type, message, notes)."""
+    try:
+        return run()
+    except Exception as exc:
+        return type(exc), str(exc), notes(exc)

@@ -24,6 +24,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from sparktide.runtime import keygroups
+from sparktide.runtime.key_hash_columns import murmur_key_hashes
 from sparktide.runtime.keygroups import (
     DEFAULT_LOWER_BOUND_MAX_PARALLELISM,
     UPPER_BOUND_MAX_PARALLELISM,
@@ -239,6 +240,57 @@ def test_key_group_cache_gives_assign_to_key_group(batch: list[Any], max_paralle
             continue
         assert cache[key] == assign_to_key_group(key, max_parallelism), key
         assert len(cache) <= 8
+
+
+def test_key_groups_by_columns_match_flink(oracle: dict[str, Any]) -> None:
+    """A chunk's new keys get their groups together (numpy): Flink's, for every vector key."""
+    for section in ("string_keys", "long_keys"):
+        rows = oracle[section]
+        batch = [row[0] for row in rows]
+        for i, max_parallelism in enumerate(oracle["max_parallelisms"]):
+            want = [row[3][i] for row in rows]
+            assert KeyGroupCache(max_parallelism).groups(batch) == want, (section, max_parallelism)
+
+
+text_keys = st.text(st.characters(max_codepoint=0x7F), max_size=70) | st.text(max_size=5)
+column_keys = st.one_of(
+    text_keys,
+    st.integers(min_value=LONG_MIN - 2, max_value=LONG_MAX + 2),
+    st.sampled_from([LONG_MIN, LONG_MAX, 0, -1, True, False, None, 1.0, b"", (1, "a")]),
+)
+
+
+@given(st.lists(column_keys, max_size=60), st.sampled_from([1, 7, 128, 32768]), st.integers(1, 9))
+@settings(max_examples=200, deadline=None)
+def test_key_groups_by_columns_give_assign_to_key_group(
+    batch: list[Any], max_parallelism: int, size: int
+) -> None:
+    """Random str (ASCII up to and beyond the length taken by columns, and not), int (inside
+    and just outside a Java long) and other keys, repeated, through a small cache: the groups
+    key by key, the cache no larger than its size."""
+    cache = KeyGroupCache(max_parallelism, size=size)
+    want = [assign_to_key_group(k, max_parallelism) for k in batch]
+    for _ in range(2):  # misses, then hits (or misses again after the cache emptied)
+        assert cache.groups(batch) == want
+        assert len(cache) <= size
+    murmured = murmur_key_hashes(batch)
+    taken = [(k, h) for k, h in zip(batch, murmured, strict=True) if h >= 0]
+    assert [h for _, h in taken] == [murmur_hash(key_hash(k)) for k, _ in taken]
+    by_columns = [
+        k
+        for k in batch
+        if (type(k) is str and len(k) <= 64 and k.isascii())
+        or (type(k) is int and LONG_MIN <= k <= LONG_MAX)
+    ]
+    assert [k for k, _ in taken] == by_columns
+
+
+def test_key_groups_by_columns_refuse_what_the_cache_refuses() -> None:
+    cache = KeyGroupCache(128)
+    with pytest.raises(TypeError, match="unhashable"):
+        cache.groups(["a", [1, 2]])
+    with pytest.raises(TypeError, match="unsupported key type object"):
+        cache.groups(["a", object()])
 
 
 def test_key_group_cache_refuses_what_a_dict_and_key_hash_refuse() -> None:

@@ -26,10 +26,12 @@ from __future__ import annotations
 import numbers
 import operator
 import reprlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+
+from sparktide.runtime.key_hash_columns import murmur_key_hashes
 
 __all__ = [
     "DEFAULT_LOWER_BOUND_MAX_PARALLELISM",
@@ -475,6 +477,31 @@ class KeyGroupCache(dict[object, int]):
             self.clear()
         self[key] = kg
         return kg
+
+    def groups(self, keys: Sequence[object]) -> list[int]:
+        """``[self[k] for k in keys]``, the groups of the keys not cached yet computed together
+        (:func:`~sparktide.runtime.key_hash_columns.murmur_key_hashes`): as fast as one lookup
+        per key when the keys are known, a fraction of a miss each when many are new. Raises
+        what ``self[k]`` raises for the first key that fails.
+
+        >>> KeyGroupCache(128).groups(["hello", 7, "hello", (1, 2)])
+        [35, 113, 35, 11]
+        """
+        get = self.get
+        groups = [get(k, -1) for k in keys]
+        if -1 not in groups:
+            return groups
+        new = list(dict.fromkeys([k for k, g in zip(keys, groups, strict=True) if g == -1]))
+        maxp = self._max_parallelism
+        found = {
+            k: (h if h >= 0 else _hashes_cached(k)[1]) % maxp
+            for k, h in zip(new, murmur_key_hashes(new), strict=True)
+        }
+        if len(self) + len(found) > self._size:
+            self.clear()
+        if len(found) <= self._size:
+            self.update(found)
+        return [g if g >= 0 else found[k] for k, g in zip(keys, groups, strict=True)]
 
 
 def compute_operator_index_for_key_group(

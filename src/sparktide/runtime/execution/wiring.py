@@ -66,7 +66,13 @@ class NodeOutput:
         """``(target, coerce, where)`` when this output hands everything to one target (no
         fan-out, no side outputs read), coercing with ``coerce(value, where)`` (``None``: as
         it is); else ``None`` (records go one by one)."""
-        if len(self._main) != 1 or self._side:
+        return None if self._side else self.main_parts()
+
+    def main_parts(self) -> tuple[Output, Coercer | None, str] | None:
+        """``(target, coerce, where)`` when the main output goes to one target (no fan-out):
+        a producer may hand it ``StreamRecord(coerce(value, where), timestamp)`` itself, as
+        :meth:`collect` does (``coerce`` ``None``: the value as it is); else ``None``."""
+        if len(self._main) != 1:
             return None
         return self._main[0], self._coerce, self._where
 
@@ -336,7 +342,7 @@ class HashChunks:
         """The key groups of ``keys`` up to the first that fails, and its failure."""
         cache = self._to.kg_cache
         try:
-            return [cache[k] for k in keys], None
+            return cache.groups(keys), None
         except (TypeError, NullKeyError):  # unhashable (or special) keys, or a None key
             pass
         groups: list[int] = []

@@ -8,7 +8,8 @@ output, like ``ctx.output(tag, value)``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from functools import partial
 from types import GeneratorType
 
 from sparktide.core.functions import (
@@ -29,6 +30,7 @@ __all__ = [
     "NonKeyedContext",
     "ProcessOperator",
     "emit_results",
+    "results_emitter",
 ]
 
 USER_TIMERS = "user-timers"
@@ -52,6 +54,40 @@ def emit_results(
             out.collect_side(value[0], record(value[1], timestamp))
         else:
             collect(record(value, timestamp))
+
+
+Emit = Callable[[Iterable[object], "int | None"], None]
+"""What sends a user function's results (not ``None``) downstream, stamped with a timestamp."""
+
+
+def results_emitter(operator: AbstractStreamOperator) -> Emit:
+    """:func:`emit_results` for ``operator``, bound to its current output: when that output
+    coerces its records and hands them to one target (a node output's ``main_parts()``), the
+    values are coerced and handed to that target here, without a call of ``output.collect``
+    per value (the coercion, its error and the side outputs are the output's own). While the
+    operator's output is another one (a failed-records guard holds its outputs back), results
+    go through :func:`emit_results`."""
+    output = operator.output
+    main_parts = getattr(output, "main_parts", None)
+    parts = None if main_parts is None else main_parts()
+    if parts is None or parts[1] is None:
+        return partial(emit_results, operator)
+    target, coerce, where = parts
+    collect, side, record = target.collect, output.collect_side, StreamRecord
+
+    def emit_coerced(results: Iterable[object], timestamp: int | None) -> None:
+        if operator.output is not output:
+            emit_results(operator, results, timestamp)
+            return
+        if type(results) is not GeneratorType:
+            results = _iterator(results)
+        for value in results:
+            if type(value) is tuple and len(value) == 2 and isinstance(value[0], OutputTag):
+                side(value[0], record(value[1], timestamp))
+            else:
+                collect(record(coerce(value, where), timestamp))
+
+    return emit_coerced
 
 
 def _iterator(results: object) -> Iterator[object]:
@@ -120,6 +156,7 @@ class KeyedProcessOperator(AbstractStreamOperator):
     """Runs a :class:`KeyedProcessFunction` with keyed state and the ``"user-timers"`` service."""
 
     _ctx: KeyedContext  # made by open()
+    _emit: Emit  # made by open()
 
     def __init__(self, function: KeyedProcessFunction) -> None:
         super().__init__()
@@ -140,6 +177,7 @@ class KeyedProcessOperator(AbstractStreamOperator):
         # bound once: these run per record / per timer
         self._process = self.function.process_element
         self._on_timer = self.function.on_timer
+        self._emit = results_emitter(self)
         self.function.open(self.runtime_context)
 
     def close(self) -> None:
@@ -158,7 +196,7 @@ class KeyedProcessOperator(AbstractStreamOperator):
         ctx.domain = None
         results = self._process(record.value, ctx)
         if results is not None:
-            emit_results(self, results, ts)
+            self._emit(results, ts)
 
     def on_event_time(self, timestamp: int, key: object, namespace: object) -> None:
         ctx = self._ctx
@@ -166,7 +204,7 @@ class KeyedProcessOperator(AbstractStreamOperator):
         ctx.domain = _EVENT_TIME
         results = self._on_timer(timestamp, ctx)
         if results is not None:
-            emit_results(self, results, timestamp)
+            self._emit(results, timestamp)
 
     def on_processing_time(self, timestamp: int, key: object, namespace: object) -> None:
         ctx = self._ctx
@@ -174,7 +212,7 @@ class KeyedProcessOperator(AbstractStreamOperator):
         ctx.domain = _PROCESSING_TIME
         results = self._on_timer(timestamp, ctx)
         if results is not None:
-            emit_results(self, results, None)
+            self._emit(results, None)
 
 
 class NonKeyedContext(CoProcessFunction.Context):
@@ -203,6 +241,7 @@ class ProcessOperator(AbstractStreamOperator):
     """Runs a :class:`ProcessFunction` on a non-keyed stream; registering timers raises."""
 
     _ctx: NonKeyedContext  # made by open()
+    _emit: Emit  # made by open()
 
     def __init__(self, function: ProcessFunction) -> None:
         super().__init__()
@@ -219,6 +258,7 @@ class ProcessOperator(AbstractStreamOperator):
             raise RuntimeError("the operator has no processing-time service: setup() it first")
         timers = NonKeyedTimerService(service, self.current_watermark)
         self._ctx = NonKeyedContext(self, timers)
+        self._emit = results_emitter(self)
         self.function.open(self.runtime_context)
 
     def close(self) -> None:
@@ -231,4 +271,4 @@ class ProcessOperator(AbstractStreamOperator):
         ctx.ts = ts
         results = self.function.process_element(record.value, ctx)
         if results is not None:
-            emit_results(self, results, ts)
+            self._emit(results, ts)
