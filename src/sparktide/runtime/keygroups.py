@@ -471,8 +471,12 @@ class KeyGroupCache(dict[object, int]):
         self._max_parallelism = _parallelism(max_parallelism, "max_parallelism")
         self._size = size
 
+    def group_of(self, key: object) -> int:
+        """The key group of ``key``, computed (not cached): what a miss stores."""
+        return _hashes_cached(key)[1] % self._max_parallelism
+
     def __missing__(self, key: object) -> int:
-        kg = _hashes_cached(key)[1] % self._max_parallelism  # (hashable: the dict hashed it)
+        kg = self.group_of(key)  # (hashable: the dict hashed it)
         if len(self) >= self._size:
             self.clear()
         self[key] = kg
@@ -492,9 +496,9 @@ class KeyGroupCache(dict[object, int]):
         if -1 not in groups:
             return groups
         new = list(dict.fromkeys([k for k, g in zip(keys, groups, strict=True) if g == -1]))
-        maxp = self._max_parallelism
+        maxp, group_of = self._max_parallelism, self.group_of
         found = {
-            k: (h if h >= 0 else _hashes_cached(k)[1]) % maxp
+            k: h % maxp if h >= 0 else group_of(k)
             for k, h in zip(new, murmur_key_hashes(new), strict=True)
         }
         if len(self) + len(found) > self._size:

@@ -55,10 +55,10 @@ class KeyByGroups(KeyGroupCache):
 
     __slots__ = ()
 
-    def __missing__(self, key: object) -> int:
+    def group_of(self, key: object) -> int:
         if key is None:
             raise _null_key()
-        return super().__missing__(key)
+        return super().group_of(key)
 
 
 def refusing_none(selector: Callable[[Any], Any]) -> Callable[[Any], Any]:
