@@ -48,7 +48,7 @@ from sparktide.common.config_options import CHUNKED_RECORDS
 from sparktide.core.metrics import MetricsReport
 from sparktide.runtime.execution.driver import JobEnvironment
 from sparktide.runtime.execution.path import PathChoice, Request
-from sparktide.runtime.execution.planner import SOURCE_STAGE, plan_job
+from sparktide.runtime.execution.planner import SOURCE_STAGE, Plan, plan_job
 from sparktide.runtime.execution.protocol import Shipment
 from sparktide.runtime.execution.tasks import JobTasks
 from sparktide.runtime.graph import JobGraph, SinkNode
@@ -99,12 +99,15 @@ class SparkExecutor:
     chunk_items = CHUNK  # items per shipped row
     flush_items = FLUSH  # items a task holds before it ships them
 
-    def __init__(self, graph: JobGraph, env: JobEnvironment) -> None:
+    def __init__(self, graph: JobGraph, env: JobEnvironment, plan: Plan | None = None) -> None:
+        """``plan``: the plan of ``graph`` in ``env`` when the caller made it already."""
         self.env = env
         self.config = env.get_config()
-        self.plan = plan_job(
-            graph, env.get_parallelism(), env.get_max_parallelism(), env.get_state_backend()
-        )
+        if plan is None:
+            plan = plan_job(
+                graph, env.get_parallelism(), env.get_max_parallelism(), env.get_state_backend()
+            )
+        self.plan = plan
         check_picklable(self.plan)
         self.spark = get_spark()
         self.tasks = JobTasks(self.plan, {}, None)  # the split layout (computed on the driver)
