@@ -23,6 +23,10 @@ def test_quickstart_has_the_two_commands():
     assert "ruff check" in tests and "mypy" in tests
     script = ROOT / job.rsplit(" ", 1)[-1]
     assert "sparktide demo" in job or script.exists()
+    # the environment is activated (Spark's workers then run its Python) and the job runs
+    # in-process first (seconds, no Java start)
+    assert ". .venv/bin/activate && pip install" in job
+    assert job.endswith("sparktide demo --runtime local --limit 20000")
 
 
 def test_ci_runs_exactly_the_readme_test_command():
