@@ -135,9 +135,7 @@ def get_spark(master: str | None = None) -> SparkSession:
     logs.keep_off_stdout()
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
-        ship_package(active)
-        check_workers(active)
-        return active
+        return _prepared(active)
     check_prerequisites()
     master = master or env_overrides.master()
     if env_overrides.pyspark_gateway_running():
@@ -152,8 +150,18 @@ def get_spark(master: str | None = None) -> SparkSession:
         spark = _embedded(master or "local[*]")
         if env_overrides.pyspark_python() == sys.executable:
             PREPARED.trust(spark)  # its workers run the driver's Python
+    return _prepared(spark)
+
+
+def _prepared(spark: SparkSession) -> SparkSession:
+    """``spark``, its workers checked (:func:`check_workers`) and sparktide shipped to them
+    (:func:`ship_package`); what can be known without the session comes first."""
+    trusted = PREPARED.is_trusted(spark)
+    if not trusted:
+        check_local_workers(spark)
     ship_package(spark)
-    check_workers(spark)
+    if not trusted:
+        _probe_workers(spark)
     return spark
 
 
@@ -461,6 +469,11 @@ def check_workers(spark: SparkSession) -> None:
     if PREPARED.is_trusted(spark):
         return
     check_local_workers(spark)
+    _probe_workers(spark)
+
+
+def _probe_workers(spark: SparkSession) -> None:
+    """The probe of :func:`check_workers`: trusts ``spark`` when its workers pass."""
     try:
         executable, version, missing = _probe(spark)
         if set(missing) == {"sparktide"}:
