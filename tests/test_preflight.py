@@ -41,6 +41,11 @@ def test_checkpoint_errors_come_before_the_session_is_used(spark, tmp_path, monk
     finally:
         held.release()
 
+    # the checks pass: then the session is asked for (refused here), and the lock given back
+    with pytest.raises(AssertionError, match="the session was asked for"):
+        _run(spark, tmp_path, WINDOW)
+    CheckpointLock.acquire(store).release()
+
     # Spark's offset log gone while sparktide has commits; the lock is given back
     shutil.rmtree(tmp_path / "ckpt" / "spark" / "offsets")
     with pytest.raises(SparkLogMismatchError, match="is missing or empty"):

@@ -905,15 +905,15 @@ def start_stream(
         if not connect:
             check_sink_folders(graph.sinks())
         runner = _StreamRunner(executor, store, lock, skip_missing_input_files)
-    except BaseException:
+        for message in idempotence_warnings(plan):
+            # the user's execute_async() / execute() call (past SparkRunner.start_stream)
+            warnings.warn(message, StreamingExactlyOnceWarning, stacklevel=4)
+        reported = store.committed_version()  # this run reports the versions after it
+        with session_settings(executor.spark.conf, creation_settings(resolved)):
+            runner.start(_stream_writer(runner, connect, resolved))
+    except BaseException:  # the query did not start: the lock is given back
         lock.release()
         raise
-    for message in idempotence_warnings(executor.plan):
-        # the user's execute_async() / execute() call (past SparkRunner.start_stream)
-        warnings.warn(message, StreamingExactlyOnceWarning, stacklevel=4)
-    reported = runner.store.committed_version()  # this run reports the versions after it
-    with session_settings(executor.spark.conf, creation_settings(resolved)):
-        runner.start(_stream_writer(runner, connect, resolved))
     poll_ms = env.get_config().get_auto_watermark_interval()
     if connect:  # the server runs Spark's batches (see docs/spark.md)
         runner.start_watching_commits(poll_ms, reported, due_batches=resolved.runs_until_stopped)
