@@ -74,7 +74,7 @@ if TYPE_CHECKING:
 
     from sparktide.common.typeinfo import TypeInformation
 
-__all__ = ["SparkExecutor", "without_adaptive_execution"]
+__all__ = ["SparkExecutor", "plan_of", "without_adaptive_execution"]
 
 _COLLECTED = Shipment.COLLECTED.value
 _FAILED = Shipment.FAILED.value
@@ -93,6 +93,13 @@ def without_adaptive_execution(conf: RuntimeConfig) -> Iterator[None]:
         yield
 
 
+def plan_of(graph: JobGraph, env: JobEnvironment) -> Plan:
+    """The plan of ``graph`` at the parallelism, max parallelism and state backend of ``env``."""
+    return plan_job(
+        graph, env.get_parallelism(), env.get_max_parallelism(), env.get_state_backend()
+    )
+
+
 class SparkExecutor:
     """Runs one job graph on a SparkSession (the active one, or an embedded local one)."""
 
@@ -103,11 +110,7 @@ class SparkExecutor:
         """``plan``: the plan of ``graph`` in ``env`` when the caller made it already."""
         self.env = env
         self.config = env.get_config()
-        if plan is None:
-            plan = plan_job(
-                graph, env.get_parallelism(), env.get_max_parallelism(), env.get_state_backend()
-            )
-        self.plan = plan
+        self.plan = plan_of(graph, env) if plan is None else plan
         check_picklable(self.plan)
         self.spark = get_spark()
         self.tasks = JobTasks(self.plan, {}, None)  # the split layout (computed on the driver)

@@ -84,7 +84,7 @@ from sparktide.common.stream_trigger import StreamTrigger
 from sparktide.core.metrics import MetricsReport
 from sparktide.runtime.execution.driver import JobEnvironment
 from sparktide.runtime.execution.path import Request
-from sparktide.runtime.execution.planner import Plan, plan_job
+from sparktide.runtime.execution.planner import Plan
 from sparktide.runtime.execution.tasks import SUMMED_METRICS, splits_of
 from sparktide.runtime.failures import is_described
 from sparktide.runtime.filesystems import check_sink_folders, check_writable
@@ -115,7 +115,7 @@ from sparktide.spark.checkpoint_native import (
 from sparktide.spark.columnar_sources import spark_path
 from sparktide.spark.columnar_stream import columnar_stream
 from sparktide.spark.connect_batches import connect_batch_function
-from sparktide.spark.executor import SparkExecutor, without_adaptive_execution
+from sparktide.spark.executor import SparkExecutor, plan_of, without_adaptive_execution
 from sparktide.spark.failures import quiet_query_failure_log
 from sparktide.spark.offset_log import read_spark_log
 from sparktide.spark.preflight import preflight
@@ -892,9 +892,7 @@ def start_stream(
     resolved = StreamTrigger.resolve(trigger, interval_ms)
     location = _checked_start(checkpoint_location)
     config = env.get_config()
-    plan = plan_job(
-        graph, env.get_parallelism(), env.get_max_parallelism(), env.get_state_backend()
-    )
+    plan = plan_of(graph, env)
     store = _checkpoint_store(
         plan, config.get_configuration(), location, snapshot_every, allow_non_restored_state
     )
