@@ -64,3 +64,31 @@ def test_workers_on_another_python_are_reported_before_any_job(
         monkeypatch.setattr(context, "pythonExec", sys.executable)
         check_local_workers(spark)
     assert context.statusTracker().getJobIdsForGroup(None) == no_job  # no Spark job ran
+
+
+def test_a_session_built_under_spark_submit_shows_no_progress_bars(spark, monkeypatch) -> None:
+    """In a driver spark-submit started, the session sparktide builds turns Spark's stage
+    progress bars off (they would cut into the job's output) unless the launch settings name
+    ``spark.ui.showConsoleProgress``."""
+    from pyspark.sql import SparkSession
+
+    from sparktide.common import env_overrides
+    from sparktide.spark import session
+
+    built: list[dict[str, str]] = []
+
+    def get_or_create(builder: SparkSession.Builder) -> SparkSession:
+        built.append(dict(builder._options))
+        return spark
+
+    monkeypatch.setattr(env_overrides, "pyspark_gateway_running", lambda: True)
+    monkeypatch.setattr(SparkSession.Builder, "getOrCreate", get_or_create)
+    monkeypatch.setattr(SparkSession, "getActiveSession", classmethod(lambda cls: None))
+    for launched in (False, True):
+        monkeypatch.setattr(
+            session, "_launch_conf_sets", lambda key, launched=launched: launched, raising=False
+        )
+        assert session.get_spark() is spark
+    no_bars, as_launched = built
+    assert no_bars["spark.ui.showConsoleProgress"] == "false"
+    assert "spark.ui.showConsoleProgress" not in as_launched
