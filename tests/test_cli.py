@@ -149,10 +149,16 @@ def _checkpoint(directory: Path) -> Path:
     return directory
 
 
-@pytest.mark.parametrize("kind", ["missing", "empty", "other files", "a file"])
+@pytest.mark.parametrize("kind", ["missing", "empty", "other files", "a file", "spark's own"])
 def test_inspect_of_a_path_that_is_not_a_checkpoint_is_exit_code_2(tmp_path, capsys, kind):
     path = tmp_path / "x"
-    if kind == "empty":
+    if kind == "spark's own":  # <checkpoint>/spark: Spark's checkpoint of the query
+        path = tmp_path / "ckpt" / "spark"
+        for folder in ("offsets", "commits"):
+            (path / folder).mkdir(parents=True)
+            (path / folder / "0").write_text("v1\n")
+        (path / "metadata").write_text('{"id":"q"}\n')
+    elif kind == "empty":
         path.mkdir()
     elif kind == "other files":
         path.mkdir()
@@ -165,6 +171,8 @@ def test_inspect_of_a_path_that_is_not_a_checkpoint_is_exit_code_2(tmp_path, cap
         assert captured.out == ""
         assert f"{str(path)!r} is not a sparktide checkpoint" in captured.err
         assert "pass the checkpoint_location a streaming job was executed with" in captured.err
+        if kind == "spark's own":
+            assert f"(the checkpoint is {str(tmp_path / 'ckpt')!r})" in captured.err
 
 
 def test_inspect_of_a_checkpoint_without_a_committed_batch(tmp_path, capsys):

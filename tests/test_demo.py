@@ -436,7 +436,11 @@ def test_weather_join_matches_the_naive_model(storm, storm_results, weather):
     assert (row.temp, row.visib) == (observed.temp, observed.visib)
     flight = by_key(storm, row.key)
     assert row.delay_minutes == (row.dep_ms - flight.sched_ms) // 60_000
-    assert "d. weather at departure" in format_summary(storm_results, "local")
+    printed = format_summary(storm_results, "local")
+    assert "d. weather at departure" in printed
+    first = printed.splitlines()[0]  # plain words, no pacing jargon
+    assert f"({storm_results.items:,} source records, with the time ticks" in first
+    assert "heartbeat" not in printed.lower()
 
 
 ORDER = {  # per table: the key, and the columns that order a key's rows

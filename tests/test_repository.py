@@ -23,6 +23,10 @@ def test_quickstart_has_the_two_commands():
     assert "ruff check" in tests and "mypy" in tests
     script = ROOT / job.rsplit(" ", 1)[-1]
     assert "sparktide demo" in job or script.exists()
+    # the environment is activated (Spark's workers then run its Python) and the job runs
+    # in-process first (seconds, no Java start)
+    assert ". .venv/bin/activate && pip install" in job
+    assert job.endswith("sparktide demo --runtime local --limit 20000")
 
 
 def test_ci_runs_exactly_the_readme_test_command():
@@ -89,3 +93,17 @@ def test_readme_explains_when_watermarks_arrive():
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("### When watermarks arrive: rounds", 1)[1].split("\n#", 1)[0]
     assert "set_watermark_every" in section and "one watermark, at the end" in section
+
+
+def test_docs_name_the_checkpoint_format_versions_the_code_writes_and_reads():
+    from sparktide.spark.checkpoint_format import (
+        CHECKPOINT_FORMAT_VERSION,
+        MIGRATED_FORMAT_VERSIONS,
+    )
+
+    doc = (ROOT / "docs" / "spark.md").read_text(encoding="utf-8")
+    said = re.findall(r"`CHECKPOINT_FORMAT_VERSION`, now (\d+)", doc)
+    assert said == [str(CHECKPOINT_FORMAT_VERSION)]
+    migrated = re.findall(r"format\s+versions ([\d, and]+) \(`MIGRATED_FORMAT_VERSIONS`\)", doc)
+    assert len(migrated) == 1
+    assert sorted(map(int, re.findall(r"\d+", migrated[0]))) == sorted(MIGRATED_FORMAT_VERSIONS)

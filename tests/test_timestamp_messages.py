@@ -55,9 +55,8 @@ def test_from_stream_null_timestamp_names_from_stream(spark, tmp_path) -> None:
 def test_from_dataframe_string_column_advises_to_timestamp(spark) -> None:
     df = spark.createDataFrame([("2024-01-01 00:00:01", 1)], "at string, v long")
     env = _local()
-    stream = env.from_dataframe(df, timestamp_column="at")
     with pytest.raises(TypeError, match=r"^from_dataframe: the timestamp column 'at'") as caught:
-        stream.execute_and_collect()
+        env.from_dataframe(df, timestamp_column="at")  # at plan time, from the schema
     message = str(caught.value)
     assert "F.to_timestamp('at')" in message
     assert "int(" not in message

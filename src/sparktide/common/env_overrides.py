@@ -33,6 +33,7 @@ __all__ = [
     "STATE_BACKEND",
     "columnar",
     "java_home",
+    "local_connect_server",
     "log_level",
     "master",
     "parallelism",
@@ -121,6 +122,12 @@ def java_home() -> str | None:
 def pyspark_gateway_running() -> bool:
     """Whether ``PYSPARK_GATEWAY_PORT`` is set: spark-submit or a shell started the JVM."""
     return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def local_connect_server() -> bool:
+    """Whether ``SPARK_LOCAL_REMOTE`` is set: PySpark started a Spark Connect server in this
+    process (``SparkSession.builder.remote("local[...]")``)."""
+    return "SPARK_LOCAL_REMOTE" in os.environ
 
 
 def pyspark_python() -> str | None:

@@ -277,7 +277,7 @@ class StreamExecutionEnvironment(EnvironmentCompat):
 
         source = DataFrameSource(df, split_by, order_by, num_splits)
         strategy = self._frame_strategy(
-            source.columns, watermark_strategy, timestamp_column, "from_dataframe"
+            df.schema, watermark_strategy, timestamp_column, "from_dataframe"
         )
         return self.from_source(source, strategy, source_name)
 
@@ -336,18 +336,21 @@ class StreamExecutionEnvironment(EnvironmentCompat):
             )
         source = StreamSource(streaming_df, split_by, order_by, num_splits)
         strategy = self._frame_strategy(
-            source.columns, watermark_strategy, timestamp_column, "from_stream"
+            streaming_df.schema, watermark_strategy, timestamp_column, "from_stream"
         )
         return self.from_source(source, strategy, source_name)
 
     def _frame_strategy(
         self,
-        columns: list[str],
+        schema: Any,
         watermark_strategy: Any,
         timestamp_column: str | None,
         method: str,
     ) -> Any:
+        from sparktide.spark.dataframe_source import check_timestamp_column
         from sparktide.spark.frames import ColumnTimestampAssigner
+
+        columns = list(schema.names)
 
         strategy = (
             WatermarkStrategy.no_watermarks() if watermark_strategy is None else watermark_strategy
@@ -364,6 +367,7 @@ class StreamExecutionEnvironment(EnvironmentCompat):
                     f"columns are {columns}"
                 )
             if strategy.timestamp_assigner is None:
+                check_timestamp_column(schema, timestamp_column, method)  # at plan time
                 index = columns.index(timestamp_column)
                 strategy = strategy.with_timestamp_assigner(
                     ColumnTimestampAssigner(index, timestamp_column, method)

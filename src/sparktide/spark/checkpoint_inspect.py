@@ -16,10 +16,16 @@ sparktide.spark.checkpoint_inspect.NotACheckpointError: ... is not a sparktide c
 >>> os.mkdir(store.path("spark"))  # a query started on it
 >>> describe_checkpoint(store)["committed_batch"] is None
 True
+>>> os.mkdir(store.path("spark", "offsets"))  # Spark's own folder is not one
+>>> describe_checkpoint(CheckpointStore(store.path("spark")))  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+sparktide.spark.checkpoint_inspect.NotACheckpointError: ... it is Spark's own checkpoint ...
 """
 
 from __future__ import annotations
 
+import posixpath
 from typing import cast
 
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot, SnapshotFormatError
@@ -37,6 +43,8 @@ __all__ = [
 
 # what a checkpoint directory holds once a streaming query has started on it
 _ENTRIES = ("commits", "state", "splits", "batches", "inputs", "spark", "writer.lock")
+# what Spark's own checkpoint of the query (``<checkpoint>/spark``) holds besides commits/
+_SPARK_ENTRIES = ("offsets", "metadata", "sources")
 
 
 class NotACheckpointError(CheckpointError):
@@ -51,13 +59,20 @@ def check_is_checkpoint(store: CheckpointStore) -> None:
     except NotADirectoryError:
         reason = "it is a file, not a directory"
     else:
-        if names & set(_ENTRIES):
+        if names & set(_SPARK_ENTRIES) and not names & (set(_ENTRIES) - {"commits"}):
+            parent = posixpath.dirname(store.location.rstrip("/")) or "."
+            reason = (
+                "it is Spark's own checkpoint of the query (offsets/, commits/), which a "
+                f"sparktide checkpoint keeps in its spark/ folder (the checkpoint is {parent!r})"
+            )
+        elif names & set(_ENTRIES):
             return
-        reason = (
-            "the directory has none of commits/, state/, spark/"
-            if names
-            else "no such directory, or it is empty"
-        )
+        else:
+            reason = (
+                "the directory has none of commits/, state/, spark/"
+                if names
+                else "no such directory, or it is empty"
+            )
     raise NotACheckpointError(
         f"{store.location!r} is not a sparktide checkpoint: {reason}; pass the "
         "checkpoint_location a streaming job was executed with"

@@ -21,14 +21,15 @@ from typing import TYPE_CHECKING
 
 from sparktide.common.arrow_rows import RecordChunks, batch_rows
 from sparktide.core.source import Source, SourceSplit
-from sparktide.spark.frames import type_info_of_schema
+from sparktide.spark.frames import _column_advice, type_info_of_schema
 from sparktide.spark.session import is_connect
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame
+    from pyspark.sql.types import DataType, StructType
 
-__all__ = ["DataFrameSource"]
+__all__ = ["DataFrameSource", "check_timestamp_column"]
 
 _SPLIT = "__sparktide_split"
 
@@ -68,6 +69,62 @@ def _names(value: str | Sequence[str] | None, parameter: str, columns: list[str]
                 f"{parameter}: the DataFrame has no column {name!r}; its columns are {columns}"
             )
     return names
+
+
+#: the Spark column types an event-time column may have (epoch milliseconds, instants; a
+#: column of nulls only is refused row by row, as a null in any of them is)
+_TIME_TYPES = frozenset(
+    {
+        "ByteType",
+        "ShortType",
+        "IntegerType",
+        "LongType",
+        "TimestampType",
+        "TimestampNTZType",
+        "NullType",
+    }
+)
+
+
+def _sample(data_type: DataType) -> object:
+    """A value of a column of ``data_type``, for the advice on how to convert it."""
+    import datetime as dt
+    import decimal
+
+    name = type(data_type).__name__
+    samples = {
+        "StringType": "",
+        "VarcharType": "",
+        "CharType": "",
+        "DateType": dt.date(1970, 1, 1),
+        "FloatType": 0.0,
+        "DoubleType": 0.0,
+        "DecimalType": decimal.Decimal(0),
+    }
+    return samples.get(name)
+
+
+def check_timestamp_column(schema: StructType, column: str, method: str) -> None:
+    """Raise ``TypeError`` when ``column`` of ``schema`` cannot be an event-time column (an
+    integer of epoch milliseconds or a timestamp), with the advice a record of it would get
+    (:class:`~sparktide.spark.frames.ColumnTimestampAssigner`): at plan time, before any
+    Spark job. ``method``: what the user called (``from_dataframe``, ``from_stream``).
+
+    >>> from pyspark.sql.types import StringType, StructField, StructType
+    >>> schema = StructType([StructField("ts", StringType())])
+    >>> check_timestamp_column(schema, "ts", "from_dataframe")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: from_dataframe: the timestamp column 'ts' must hold ... it is a string column; ...
+    """
+    data_type = schema[column].dataType
+    if type(data_type).__name__ in _TIME_TYPES:
+        return
+    raise TypeError(
+        f"{method}: the timestamp column {column!r} must hold integers (epoch milliseconds) or "
+        f"timestamps, but it is a {data_type.simpleString()} column; "
+        f"{_column_advice(_sample(data_type), column)}"
+    )
 
 
 class DataFrameSource(Source):

@@ -48,7 +48,7 @@ from sparktide.common.config_options import CHUNKED_RECORDS
 from sparktide.core.metrics import MetricsReport
 from sparktide.runtime.execution.driver import JobEnvironment
 from sparktide.runtime.execution.path import PathChoice, Request
-from sparktide.runtime.execution.planner import SOURCE_STAGE, plan_job
+from sparktide.runtime.execution.planner import SOURCE_STAGE, Plan, plan_job
 from sparktide.runtime.execution.protocol import Shipment
 from sparktide.runtime.execution.tasks import JobTasks
 from sparktide.runtime.graph import JobGraph, SinkNode
@@ -74,7 +74,7 @@ if TYPE_CHECKING:
 
     from sparktide.common.typeinfo import TypeInformation
 
-__all__ = ["SparkExecutor", "without_adaptive_execution"]
+__all__ = ["SparkExecutor", "plan_of", "without_adaptive_execution"]
 
 _COLLECTED = Shipment.COLLECTED.value
 _FAILED = Shipment.FAILED.value
@@ -93,18 +93,24 @@ def without_adaptive_execution(conf: RuntimeConfig) -> Iterator[None]:
         yield
 
 
+def plan_of(graph: JobGraph, env: JobEnvironment) -> Plan:
+    """The plan of ``graph`` at the parallelism, max parallelism and state backend of ``env``."""
+    return plan_job(
+        graph, env.get_parallelism(), env.get_max_parallelism(), env.get_state_backend()
+    )
+
+
 class SparkExecutor:
     """Runs one job graph on a SparkSession (the active one, or an embedded local one)."""
 
     chunk_items = CHUNK  # items per shipped row
     flush_items = FLUSH  # items a task holds before it ships them
 
-    def __init__(self, graph: JobGraph, env: JobEnvironment) -> None:
+    def __init__(self, graph: JobGraph, env: JobEnvironment, plan: Plan | None = None) -> None:
+        """``plan``: the plan of ``graph`` in ``env`` when the caller made it already."""
         self.env = env
         self.config = env.get_config()
-        self.plan = plan_job(
-            graph, env.get_parallelism(), env.get_max_parallelism(), env.get_state_backend()
-        )
+        self.plan = plan_of(graph, env) if plan is None else plan
         check_picklable(self.plan)
         self.spark = get_spark()
         self.tasks = JobTasks(self.plan, {}, None)  # the split layout (computed on the driver)

@@ -32,9 +32,11 @@ import os
 import re
 import shutil
 import stat
+import subprocess
 import sys
 import tempfile
 import threading
+import warnings
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -46,6 +48,7 @@ from sparktide.spark import logs
 from sparktide.spark.stopping import sigint_kept
 
 if TYPE_CHECKING:
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
 __all__ = [
@@ -53,6 +56,8 @@ __all__ = [
     "PreparedSessions",
     "SparkUnavailableError",
     "WorkerPythonError",
+    "WorkerPythonWarning",
+    "check_local_workers",
     "check_prerequisites",
     "check_workers",
     "get_spark",
@@ -63,6 +68,7 @@ __all__ = [
 ]
 
 _COALESCE_PARTITIONS = "spark.sql.adaptive.coalescePartitions.enabled"
+_PROGRESS_BARS = "spark.ui.showConsoleProgress"
 _LOCAL_MASTER = re.compile(r"local(\[[^\]]*\])?")
 _SKIPPED_DIRS = frozenset({"__pycache__"})
 _SKIPPED_SUFFIXES = (".pyc", ".pyo")
@@ -78,6 +84,11 @@ class SparkUnavailableError(RuntimeError):
 
 class WorkerPythonError(SparkUnavailableError):
     """The session's Python workers cannot run sparktide (see :func:`check_workers`)."""
+
+
+class WorkerPythonWarning(UserWarning):
+    """The session's Python workers will run another Python than the driver's, which may work
+    (see :func:`check_local_workers`)."""
 
 
 def check_prerequisites() -> None:
@@ -124,14 +135,14 @@ def get_spark(master: str | None = None) -> SparkSession:
     logs.keep_off_stdout()
     active = SparkSession.getActiveSession()
     if active is not None and master is None:
-        ship_package(active)
-        check_workers(active)
-        return active
+        return _prepared(active)
     check_prerequisites()
     master = master or env_overrides.master()
     if env_overrides.pyspark_gateway_running():
         # spark-submit (or a shell) started the JVM with its own master and settings
         builder = SparkSession.builder.config(_COALESCE_PARTITIONS, "false")
+        if not _launch_conf_sets(_PROGRESS_BARS):  # stage bars would cut into the job's output
+            builder = builder.config(_PROGRESS_BARS, "false")
         if master is not None:
             builder = builder.master(master)
         spark = builder.getOrCreate()
@@ -139,9 +150,27 @@ def get_spark(master: str | None = None) -> SparkSession:
         spark = _embedded(master or "local[*]")
         if env_overrides.pyspark_python() == sys.executable:
             PREPARED.trust(spark)  # its workers run the driver's Python
+    return _prepared(spark)
+
+
+def _prepared(spark: SparkSession) -> SparkSession:
+    """``spark``, its workers checked (:func:`check_workers`) and sparktide shipped to them
+    (:func:`ship_package`); what can be known without the session comes first."""
+    trusted = PREPARED.is_trusted(spark)
+    if not trusted:
+        check_local_workers(spark)
     ship_package(spark)
-    check_workers(spark)
+    if not trusted:
+        _probe_workers(spark)
     return spark
+
+
+def _launch_conf_sets(key: str) -> bool:
+    """Whether the settings spark-submit (or a shell) launched the JVM with set ``key``."""
+    from pyspark import SparkConf, SparkContext
+
+    SparkContext._ensure_initialized()  # the launched JVM: SparkConf reads its settings
+    return bool(SparkConf().contains(key))
 
 
 def _embedded(master: str) -> SparkSession:
@@ -161,7 +190,7 @@ def _embedded(master: str) -> SparkSession:
         SparkSession.builder.master(master)
         .appName("sparktide")
         .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
+        .config(_PROGRESS_BARS, "false")
         .config(_COALESCE_PARTITIONS, "false")
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "10000")
         .config("spark.driver.extraJavaOptions", logs.driver_java_options())
@@ -373,7 +402,11 @@ def _probe(spark: SparkSession) -> tuple[str, str, dict[str, str]]:
 
     probe = F.udf(_probe_function(), "string", useArrow=False)
     row = spark.range(1).select(probe(F.col("id")).alias("probe")).collect()[0]
-    executable, version, *failures = row["probe"].split("\n")
+    return _probe_result(row["probe"])
+
+
+def _probe_result(text: str) -> tuple[str, str, dict[str, str]]:
+    executable, version, *failures = text.strip("\n").split("\n")
     missing = dict(line.split("\t", 1) for line in failures)
     return executable, version, missing
 
@@ -401,18 +434,46 @@ def _fix_advice() -> str:
     )
 
 
+def _unfit(configured: str, executable: str, version: str, missing: dict[str, str]) -> str | None:
+    """Why workers running ``executable`` (Python ``version``, which cannot import
+    ``missing``) cannot run sparktide's tasks; ``None``: they can."""
+    driver = _driver_version()
+    problems = []
+    if missing:
+        first = next(iter(missing.values()))
+        problems.append(f"cannot import {', '.join(missing)} ({first.split(': ', 1)[-1]})")
+    if not version.startswith(driver + "."):
+        problems.append(f"is not the driver's Python version ({driver})")
+    if not problems:
+        return None
+    named = executable if configured == executable else f"{configured} ({executable})"
+    return (
+        f"Spark's Python workers run {named}, Python {version}, which "
+        f"{' and '.join(problems)}. sparktide's tasks need Python {driver} with sparktide, "
+        "pyarrow, pandas and numpy in the workers"
+    )
+
+
 def check_workers(spark: SparkSession) -> None:
     """Make sure the Python workers of ``spark`` can run sparktide, before any job runs.
 
-    Once per session (classic: per SparkContext), a one-row probe runs in a Python worker and
-    reports its interpreter and which of sparktide, pyarrow, pandas and numpy it cannot import.
-    When only sparktide is missing, sparktide is shipped to the workers (:func:`ship_package`)
-    and probed again. Raises :class:`WorkerPythonError`, naming the workers' Python and how to
-    point Spark at another one (``PYSPARK_PYTHON``, ``spark.pyspark.python``, ``spark.archives``
-    on a cluster), when the workers cannot import what sparktide needs or cannot start.
+    Once per session (classic: per SparkContext): first, for a session on this machine, what
+    can be known without a job (:func:`check_local_workers`); then a one-row probe runs in a
+    Python worker and reports its interpreter and which of sparktide, pyarrow, pandas and
+    numpy it cannot import. When only sparktide is missing, sparktide is shipped to the
+    workers (:func:`ship_package`) and probed again. Raises :class:`WorkerPythonError`, naming
+    the workers' Python and how to point Spark at another one (``PYSPARK_PYTHON``,
+    ``spark.pyspark.python``, ``spark.archives`` on a cluster), when the workers cannot import
+    what sparktide needs or cannot start.
     """
     if PREPARED.is_trusted(spark):
         return
+    check_local_workers(spark)
+    _probe_workers(spark)
+
+
+def _probe_workers(spark: SparkSession) -> None:
+    """The probe of :func:`check_workers`: trusts ``spark`` when its workers pass."""
     try:
         executable, version, missing = _probe(spark)
         if set(missing) == {"sparktide"}:
@@ -424,22 +485,108 @@ def check_workers(spark: SparkSession) -> None:
             f"{_cause(exc)}. sparktide's tasks need Python {_driver_version()} with pyspark, "
             f"sparktide, pyarrow, pandas and numpy in the workers: {_fix_advice()}"
         ) from None
-    driver = _driver_version()
-    problems = []
-    if missing:
-        first = next(iter(missing.values()))
-        problems.append(f"cannot import {', '.join(missing)} ({first.split(': ', 1)[-1]})")
-    if not version.startswith(driver + "."):
-        problems.append(f"is not the driver's Python version ({driver})")
-    if problems:
-        configured = _worker_python(spark)
-        named = executable if configured == executable else f"{configured} ({executable})"
-        raise WorkerPythonError(
-            f"Spark's Python workers run {named}, Python {version}, which "
-            f"{' and '.join(problems)}. sparktide's tasks need Python {driver} with sparktide, "
-            f"pyarrow, pandas and numpy in the workers: {_fix_advice()}"
-        )
+    unfit = _unfit(_worker_python(spark), executable, version, missing)
+    if unfit is not None:
+        raise WorkerPythonError(f"{unfit}: {_fix_advice()}")
     PREPARED.trust(spark)
+
+
+# ---------------------------------------------------------------------------------------------
+# Knowing before the first job: workers on this machine started from PATH
+
+#: at most this long for the interpreter on PATH to report itself
+LOCAL_PROBE_TIMEOUT_S = 60.0
+
+
+def _local_context(spark: SparkSession) -> SparkContext | None:
+    """The SparkContext of this process that starts the Python workers of ``spark`` on this
+    machine: a classic session's on a ``local``, ``local[...]`` or ``local-cluster[...]``
+    master, or that of the Spark Connect server PySpark started in this process
+    (``remote("local[...]")``); ``None`` for any other session."""
+    if is_connect(spark):
+        if not env_overrides.local_connect_server():
+            return None
+        from pyspark import SparkContext
+
+        context = SparkContext._active_spark_context
+    else:
+        context = spark.sparkContext
+    if context is None:
+        return None
+    master = (context.master or "").strip()
+    return context if is_local_master(master) or master.startswith("local-cluster") else None
+
+
+def _probe_locally(python: str) -> tuple[str, str, dict[str, str]] | None:
+    """What :func:`_probe` reports, from ``python`` run here as a subprocess (``None``: it
+    did not run or report)."""
+    source = f"MODULES = {WORKER_MODULES!r}\n{_PROBE_SOURCE}\nprint(probe(0))\n"
+    try:
+        done = subprocess.run(
+            [python, "-c", source],
+            capture_output=True,
+            text=True,
+            timeout=LOCAL_PROBE_TIMEOUT_S,
+            env=env_overrides.process_environment(),  # what the workers inherit
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return _probe_result(done.stdout) if done.returncode == 0 and done.stdout else None
+
+
+def _venv_advice() -> str:
+    return (
+        f"this script runs the Python of the virtual environment {sys.prefix} without it "
+        "being activated, so Spark starts its workers with python3 from PATH; activate it "
+        f"before running the script (source {Path(sys.executable).parent}/activate), or run "
+        "os.environ['PYSPARK_PYTHON'] = sys.executable (or set "
+        f"PYSPARK_PYTHON={sys.executable}) before the SparkSession is built"
+    )
+
+
+def check_local_workers(spark: SparkSession) -> None:
+    """Say at once, before any Spark job, when the Python workers of ``spark`` will run
+    another Python than a driver that runs in a virtual environment.
+
+    PySpark starts its workers with ``PYSPARK_PYTHON`` as it was when the session was built,
+    else with ``python3`` from ``PATH``: a script run as ``.venv/bin/python job.py`` without
+    activating the environment gets workers on another Python. For a session on this machine
+    (:func:`_local_context`) whose workers are started by a bare name, that name is looked up
+    on ``PATH``; unless it is the driver's environment's own, that interpreter reports (as a
+    subprocess, not a Spark job) what it cannot import. Raises :class:`WorkerPythonError`
+    saying how to fix it when it lacks sparktide's dependencies or is another Python version
+    (sparktide itself is shipped to the workers); warns with :class:`WorkerPythonWarning`
+    when it may work.
+    """
+    context = _local_context(spark)
+    if context is None or sys.prefix == sys.base_prefix:
+        return
+    configured = str(context.pythonExec)
+    if os.path.dirname(configured):  # a path: PYSPARK_PYTHON names it (the probe checks it)
+        return
+    found = shutil.which(configured)
+    if found is not None and Path(found).parent == Path(sys.executable).parent:
+        return  # the environment is activated
+    if found is None:
+        raise WorkerPythonError(
+            f"Spark's Python workers would start {configured!r} from PATH, which has none: "
+            + _venv_advice()
+        )
+    probed = _probe_locally(found)
+    if probed is None:
+        return  # the probe in a worker says what is wrong
+    executable, version, missing = probed
+    missing.pop("sparktide", None)  # shipped to the workers
+    unfit = _unfit(configured, executable, version, missing)
+    if unfit is not None:
+        raise WorkerPythonError(f"{unfit}: {_venv_advice()}")
+    warnings.warn(
+        f"Spark's Python workers will run {configured} ({executable}), not this driver's "
+        f"Python {sys.executable}: sparktide is shipped to them, but packages installed only "
+        f"in the virtual environment are not there; {_venv_advice()}",
+        WorkerPythonWarning,
+        stacklevel=4,
+    )
 
 
 def _driver_version() -> str:

@@ -114,11 +114,13 @@ from sparktide.spark.checkpoint_native import (
     native_checkpoint_metrics,
     native_stages,
 )
+from sparktide.spark.columnar_sources import spark_path
 from sparktide.spark.columnar_stream import columnar_stream
 from sparktide.spark.connect_batches import connect_batch_function
-from sparktide.spark.executor import SparkExecutor, without_adaptive_execution
+from sparktide.spark.executor import SparkExecutor, plan_of, without_adaptive_execution
 from sparktide.spark.failures import quiet_query_failure_log
-from sparktide.spark.offset_log import check_spark_log, read_spark_log
+from sparktide.spark.offset_log import read_spark_log
+from sparktide.spark.preflight import preflight
 from sparktide.spark.query_trigger import creation_settings, with_trigger
 from sparktide.spark.session import is_connect
 from sparktide.spark.session_conf import session_settings
@@ -147,7 +149,6 @@ from sparktide.spark.stream_sinks import (
     ParquetBatchSink,
     StreamingExactlyOnceWarning,
     batch_sink_of,
-    check_declared_types,
     idempotence_warnings,
 )
 from sparktide.spark.stream_source import StreamSource, has_stream_source
@@ -157,6 +158,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.streaming.readwriter import DataStreamWriter
 
+    from sparktide.common.configuration import Configuration
     from sparktide.common.typeinfo_base import TypeInformation
     from sparktide.spark.spark_job import SparkJob
 
@@ -342,21 +344,13 @@ class _StreamRunner:
     def __init__(
         self,
         executor: SparkExecutor,
-        location: str,
-        snapshot_every: int | None = None,
-        allow_non_restored_state: bool = False,
+        store: CheckpointStore,
+        writer_lock: CheckpointLock | None = None,
         skip_missing_input_files: bool = False,
     ) -> None:
         self.executor = executor
         self.skip_missing_input_files = skip_missing_input_files
         plan = executor.plan
-        bounded = [n.name for n in plan.sources if not isinstance(n.source, StreamSource)]
-        if bounded:
-            raise ValueError(
-                "every source of a streaming job must be made by env.from_stream(...); this job "
-                f"also reads the bounded source(s) {bounded}: read them as streams too (e.g. "
-                "spark.readStream on their files) or run the job bounded with from_dataframe"
-            )
         self.nodes = list(plan.sources)
         self.first_splits = []
         first = 0
@@ -368,22 +362,10 @@ class _StreamRunner:
         self.one_pass = _one_pass(executor, self.base)
         self.heartbeats = Heartbeats()  # their frame, made once per session
         # the path choice: an eligible window aggregate runs its batches on columns
-        choice = executor.path(Request.stream())
-        self.columnar = columnar_stream(plan, choice)  # None: per record
-        self.store = CheckpointStore(
-            location,
-            fingerprint(plan),
-            checkpoint_interval(plan.state_backend, snapshot_every),
-            allow_non_restored_state,
-            plan.state_backend.kind,
-            # the keyed state of a RocksDB job stays in worker-local databases, checkpointed
-            # natively (the columnar path rebuilds its state every batch: neutral snapshots)
-            native_stages(plan, per_record=not choice.path.columnar),
-            key_types=declared_key_types(plan),
-        )
+        self.columnar = columnar_stream(plan, executor.path(Request.stream()))  # None: per record
+        self.store = store
         identities = operator_identities(plan.nodes)
         self.entry_identities = {s.index: identities[s.entry.id] for s in plan.stages}
-        self.store.committed_version()  # fail early on a checkpoint of another job
         timeouts = [getattr(n.watermark_strategy, "idle_timeout", None) for n in self.nodes]
         self.idle_timeout: int | None = min((t for t in timeouts if t is not None), default=None)
         self.progress: list[BatchMetrics] = []
@@ -398,7 +380,7 @@ class _StreamRunner:
         self._stop_idle = threading.Event()
         self._idle_thread: threading.Thread | None = None
         self._last_commit: CommitManifest | None = None  # what this run committed last
-        self.writer_lock: CheckpointLock | None = None
+        self.writer_lock = writer_lock  # taken by the pre-flight checks
         self.watching = False  # Spark Connect: the client reports the server's commits
         self.watched: int | None = None  # the last commit reported
         self.watch_lock = threading.Lock()
@@ -406,18 +388,16 @@ class _StreamRunner:
     # ------------------------------------------------------------------ the query's lifetime
 
     def start(self, writer: DataStreamWriter) -> None:
-        """Start the query of ``writer`` holding the checkpoint directory's lock
-        (:mod:`sparktide.spark.checkpoint_lock`), once Spark's logs agree with the last commit
-        (:mod:`sparktide.spark.offset_log`); the lock is released when the query ends."""
-        self.writer_lock = CheckpointLock.acquire(self.store)
+        """Start the query of ``writer``, holding the checkpoint directory's lock the pre-flight
+        checks took (:mod:`sparktide.spark.preflight`: they also checked that Spark's logs agree
+        with the last commit); the lock is released when the query ends, or here when the
+        start fails."""
         try:
             committed, info = self._last()
-            last_spark = _last_spark_batch(committed, info)
-            check_spark_log(self.store, committed, last_spark)
-            self._check_replayed_inputs(committed, last_spark)
+            self._check_replayed_inputs(committed, _last_spark_batch(committed, info))
             self.query = writer.start()  # type: ignore[assignment]  # its seconds: a float
         except BaseException:
-            self.writer_lock.release()
+            self.end()
             raise
         threading.Thread(
             target=self._end_with_query, name="sparktide-query-end", daemon=True
@@ -939,26 +919,56 @@ def start_stream(
     files are gone without them (see :mod:`sparktide.spark.batch_inputs`)."""
     resolved = StreamTrigger.resolve(trigger, interval_ms)
     location = _checked_start(checkpoint_location)
-    executor = SparkExecutor(graph, env)
-    check_declared_types(executor.plan)  # a job refused creates no output folder
-    connect = is_connect(executor.spark)
-    if not connect:
-        check_sink_folders(graph.sinks())
-    runner = _StreamRunner(
-        executor, location, snapshot_every, allow_non_restored_state, skip_missing_input_files
+    config = env.get_config()
+    plan = plan_of(graph, env)
+    store = _checkpoint_store(
+        plan, config.get_configuration(), location, snapshot_every, allow_non_restored_state
     )
-    for message in idempotence_warnings(executor.plan):
-        # the user's execute_async() / execute() call (past SparkRunner.start_stream)
-        warnings.warn(message, StreamingExactlyOnceWarning, stacklevel=4)
-    reported = runner.store.committed_version()  # this run reports the versions after it
-    with session_settings(executor.spark.conf, creation_settings(resolved)):
-        runner.start(_stream_writer(runner, connect, resolved))
+    lock = preflight(plan, store)  # before the session runs anything
+    try:
+        executor = SparkExecutor(graph, env, plan)
+        connect = is_connect(executor.spark)
+        if not connect:
+            check_sink_folders(graph.sinks())
+        runner = _StreamRunner(executor, store, lock, skip_missing_input_files)
+        for message in idempotence_warnings(plan):
+            # the user's execute_async() / execute() call (past SparkRunner.start_stream)
+            warnings.warn(message, StreamingExactlyOnceWarning, stacklevel=4)
+        reported = store.committed_version()  # this run reports the versions after it
+        with session_settings(executor.spark.conf, creation_settings(resolved)):
+            runner.start(_stream_writer(runner, connect, resolved))
+    except BaseException:  # the query did not start: the lock is given back
+        lock.release()
+        raise
     poll_ms = env.get_config().get_auto_watermark_interval()
     if connect:  # the server runs Spark's batches (see docs/spark.md)
         runner.start_watching_commits(poll_ms, reported, due_batches=resolved.runs_until_stopped)
     elif resolved.runs_until_stopped:
         runner.start_idle_batches(poll_ms)
     return StreamingJobClient(job_name, runner)
+
+
+def _checkpoint_store(
+    plan: Plan,
+    configuration: Configuration,
+    location: str,
+    snapshot_every: int | None,
+    allow_non_restored_state: bool,
+) -> CheckpointStore:
+    """The checkpoint of ``plan`` at ``location`` (its fingerprint, snapshot interval and the
+    stages checkpointed natively), made from the plan alone: no session needed."""
+    choice = spark_path(plan, configuration, Request.stream())
+    return CheckpointStore(
+        location,
+        fingerprint(plan),
+        checkpoint_interval(plan.state_backend, snapshot_every),
+        allow_non_restored_state,
+        plan.state_backend.kind,
+        # the keyed state of a RocksDB job stays in worker-local databases, checkpointed
+        # natively (the columnar path rebuilds its state every batch: neutral snapshots)
+        native_stages(plan, per_record=not choice.path.columnar),
+        key_types=declared_key_types(plan),
+    )
 
 
 def _checked_start(checkpoint_location: str | None) -> str:
