@@ -324,24 +324,29 @@ def _frame_job(runtime: str, df: Any, parallelism: int, chunks: bool) -> list[An
     bounded = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(5))
     source = env.from_dataframe(df, bounded, timestamp_column="ts")  # timestamps by column
     out = chained(source, job.steps)
-    keyed = processed(source, False, False).map(
-        lambda e: Row(k=f"{e[0]} {e[1][0]}", v=e[1][1], x=None, ts=e[2]), ROW
-    )
+    keyed = [
+        processed(stream, False, False).map(
+            lambda e: Row(k=f"{e[0]} {e[1][0]}", v=e[1][1], x=None, ts=e[2]), ROW
+        )
+        for stream in (source, out)  # out: a flat_map's outputs cross the keyed exchange
+    ]
     return list(
         out.union(
-            windowed(out).map(lambda t: Row(k=t[0], v=0, x=None, ts=0), ROW), keyed
+            windowed(out).map(lambda t: Row(k=t[0], v=0, x=None, ts=0), ROW), *keyed
         ).execute_and_collect()
     )
 
 
 def test_chunks_give_the_records_output_on_spark(spark) -> None:
     """Chunks, and the outputs of a keyed process function handed on by the operator (see
-    :func:`test_keyed_process_outputs_are_the_general_paths`), on Spark: the records of the
-    general path on the local runtime."""
+    :func:`test_keyed_process_outputs_are_the_general_paths`), straight from the source and
+    after a flat_map, on Spark: the records of the general path on the local runtime, at
+    parallelism 1, 2 and 4."""
     df = spark.createDataFrame(_spark_rows(), "k string, v long, x double, ts long").repartition(3)
     with pytest.MonkeyPatch.context() as patch:
         _general_emitter(patch)
         expected = _frame_job("local", df, 2, False)
+        assert _frame_job("local", df, 1, True) == expected
     assert len(expected) > 300
     for parallelism in (1, 2, 4):
         assert _frame_job("spark", df, parallelism, True) == expected
@@ -651,6 +656,37 @@ def test_keyed_process_outputs_are_the_general_paths(rows, job, kind) -> None:
     with pytest.MonkeyPatch.context() as patch:
         _general_emitter(patch)
         assert _outcome(lambda: _process_job(table, job, kind)) == fast
+
+
+def _counted(table: Any, job: Job, chunks: bool) -> list[Any]:
+    env = environment("local", job, chunks)
+    source = env.from_source(TableSource(table, ROW, 3), strategy(job.bound), "events")
+    return list(processed(chained(source, job.steps), False, False).execute_and_collect())
+
+
+spread_chains = st.builds(
+    lambda before, a, after: (*before, Step("flat_map", a, False), *after),
+    st.lists(step, max_size=2).map(tuple),
+    st.integers(1, 4),
+    st.lists(step, max_size=2).map(tuple),
+)
+
+
+@settings(
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
+)
+@given(st.lists(record, min_size=10, max_size=60), spread_chains, st.sampled_from((None, 0, 3)))
+@example([("a", i % 7, None, i) for i in range(60)], (Step("flat_map", 2, False),), 5)
+def test_a_flat_map_before_a_key_by_keeps_the_order_per_key(rows, steps, bound) -> None:
+    """The outputs of one source record (a flat_map's, in the source stage) reach the keyed
+    operator, and its results the collect, in the same order at parallelism 1, 2 and 4, chunks
+    on and off: each output has a position of its own."""
+    table = table_of(rows)
+    expected = _counted(table, Job(steps, bound, 25, 1), False)
+    for parallelism in (1, 2, 4):
+        job = Job(steps, bound, 25, parallelism)
+        for chunks in (True, False):
+            assert _counted(table, job, chunks) == expected, (parallelism, chunks)
 
 
 def _outcome(run: Any) -> Any:

@@ -5,7 +5,8 @@ writers append one by one (records of the general path, watermarks and statuses)
 records a hash exchange took a chunk at a time in the source stage
 (:class:`~sparktide.runtime.execution.wiring.HashChunks`) **by columns**: a
 :class:`RecordRun` per split holds the prefix its positions share (``(round, phase, split)``)
-and, per record, its ``seq``, value, timestamp, key and key group, with no tuple and no
+and, per record, its ``seq``, value, timestamp, key and key group (and its number among its
+source record's outputs, once a chunk brings several outputs of one record), with no tuple and no
 ``StreamRecord`` per record. The watermarks and statuses between two chunks stay entries, so
 they break the runs where they broke them before.
 
@@ -38,7 +39,13 @@ from operator import itemgetter
 from typing import TYPE_CHECKING
 
 from sparktide.runtime.elements import StreamRecord
-from sparktide.runtime.execution.protocol import Entry, InputChunk, Position, pack_run
+from sparktide.runtime.execution.protocol import (
+    Entry,
+    InputChunk,
+    Position,
+    pack_entries,
+    pack_run,
+)
 
 if TYPE_CHECKING:
     from sparktide.runtime.execution.arrow_values import ValueCodec
@@ -52,13 +59,16 @@ class RecordRun:
     """Records of one split sent through a hash exchange, by columns, in position order:
     record ``i`` is at ``(*prefix, seqs[i], 0)`` on ``channel``, for input ``index`` of the
     receiving stage (the entry ``(position, channel, index, StreamRecord(values[i],
-    stamps[i]), keys[i], groups[i])``)."""
+    stamps[i]), keys[i], groups[i])``), with ``ns[i]`` appended when it is not 0 (the further
+    outputs of one source record, e.g. a flat_map's: ``ns`` is ``None`` while the run holds
+    none)."""
 
     __slots__ = (
         "channel",
         "groups",
         "index",
         "keys",
+        "ns",
         "prefix",
         "seqs",
         "stamps",
@@ -79,6 +89,7 @@ class RecordRun:
         self.stamps: list[int | None] = []
         self.keys: list[object] = []
         self.groups: list[int] = []
+        self.ns: list[int] | None = None
 
     def __len__(self) -> int:
         return len(self.seqs)
@@ -103,8 +114,16 @@ class RecordRun:
         stamps: Sequence[int | None],
         keys: Sequence[object],
         groups: Sequence[int],
+        ns: Sequence[int] | None = None,
     ) -> None:
-        """Append records (their ``seqs`` at or after the run's last)."""
+        """Append records (their ``seqs`` at or after the run's last; ``ns``: their numbers
+        among their source records' outputs, ``None`` when all are 0)."""
+        if ns is not None:
+            if self.ns is None:
+                self.ns = [0] * len(self.seqs)
+            self.ns.extend(ns)
+        elif self.ns is not None:
+            self.ns.extend(repeat(0, len(seqs)))
         self.seqs.extend(seqs)
         self.values.extend(values)
         self.stamps.extend(stamps)
@@ -116,8 +135,14 @@ class RecordRun:
         record; ``zip`` reuses its tuple when the loop unpacks it)."""
         r, phase, split = self.prefix
         n = len(self.seqs)
+        ns = self.ns
         return zip(
-            [(r, phase, split, seq, 0) for seq in self.seqs],
+            [(r, phase, split, seq, 0) for seq in self.seqs]
+            if ns is None
+            else [
+                (r, phase, split, seq, 0, k) if k else (r, phase, split, seq, 0)
+                for seq, k in zip(self.seqs, ns, strict=True)
+            ],
             repeat(self.channel, n),
             repeat(self.index, n),
             map(StreamRecord, self.values, self.stamps),
@@ -131,27 +156,36 @@ class RecordRun:
         """The run's records as entries (what writing them one by one appends)."""
         return list(self.columns())
 
+    def position(self, i: int) -> Position:
+        """The position of record ``i``."""
+        r, phase, split = self.prefix
+        k = 0 if self.ns is None else self.ns[i]
+        return (r, phase, split, self.seqs[i], 0, k) if k else (r, phase, split, self.seqs[i], 0)
+
     def first(self) -> tuple[Position, int]:
         """``(position, channel)`` of the run's first record (the run is not empty)."""
-        r, phase, split = self.prefix
-        return (r, phase, split, self.seqs[0], 0), self.channel
+        return self.position(0), self.channel
 
     def last(self) -> tuple[Position, int]:
         """``(position, channel)`` of the run's last record (the run is not empty)."""
-        r, phase, split = self.prefix
-        return (r, phase, split, self.seqs[-1], 0), self.channel
+        return self.position(-1), self.channel
 
     def packed(
         self, size: int, codecs: Mapping[int, ValueCodec | None] | None
     ) -> Iterator[tuple[Position, bytes]]:
         """The run in chunks of at most ``size`` records: each chunk's first position and its
-        bytes (:func:`~sparktide.runtime.execution.protocol.pack_run`)."""
-        r, phase, split = self.prefix
+        bytes (:func:`~sparktide.runtime.execution.protocol.pack_run`; a run with numbered
+        outputs as its entries, :func:`~sparktide.runtime.execution.protocol.pack_entries`)."""
+        if self.ns is not None:
+            entries = self.entries
+            for i in range(0, len(entries), size):
+                yield entries[i][0], pack_entries(entries[i : i + size], codecs)
+            return
         codec = None if codecs is None else codecs.get(self.index)
         for i in range(0, len(self.seqs), size):
             j = i + size
             yield (
-                (r, phase, split, self.seqs[i], 0),
+                self.position(i),
                 pack_run(
                     self.prefix,
                     self.channel,

@@ -17,9 +17,11 @@ before its extensions). A source element read in round ``r`` gets
   split's watermark generator emits after it) or ``CHAIN_WATERMARK`` (2, what an
   ``assign_timestamps_and_watermarks`` chained after the source emits).
 
-In the source stage an output appends ``n`` (the outputs of one input are numbered; a record
-sent through a keyed exchange keeps its input's position, and its key group and channel order
-it). An element
+In the source stage an output appends ``n`` (the outputs of one input are numbered). A record
+sent through a keyed exchange keeps its input's position when it is the input's first output
+(its key group and channel order it), the input's further outputs (a flat_map's) append their
+``n`` (>= 1): a prefix sorts before its extensions, so they follow the first in order, and no
+two share a position at any parallelism (:func:`output_numbers`). An element
 emitted while an exchange stage processes an input at position ``p`` gets ``p + (phase, x, n)``
 (:func:`extend`): ``phase`` (:class:`Phase`) says what made it (a record, event-time timers fired
 by a watermark, the forwarded watermark, processing-time timers), ``x`` is the record's input
@@ -102,6 +104,7 @@ __all__ = [
     "encode_position",
     "end_of_input",
     "extend",
+    "output_numbers",
     "pack_collected",
     "pack_entries",
     "pack_run",
@@ -719,6 +722,28 @@ def trailing_run(seqs: Sequence[int]) -> int:
     while i >= 0 and seqs[i] == last:
         i -= 1
     return len(seqs) - 1 - i
+
+
+def output_numbers(seqs: Sequence[int]) -> list[int] | None:
+    """Each item's number among the outputs of its source record (``seqs`` ascending, an item
+    per output, as a chunk has them): what the cursor's ``n`` is when the item is written
+    record by record. ``None`` when every item is its record's only output (a ``range``, or
+    no ``seq`` repeated: nothing to number, no loop).
+
+    >>> output_numbers([3, 4, 4, 4, 6]), output_numbers(range(1, 5)), output_numbers([1, 3])
+    ([0, 0, 1, 2, 0], None, None)
+    """
+    if type(seqs) is range or len(set(seqs)) == len(seqs):
+        return None
+    out: list[int] = []
+    append = out.append
+    last, n = -1, 0
+    for seq in seqs:
+        if seq != last:
+            last, n = seq, 0
+        append(n)
+        n += 1
+    return out
 
 
 class SourceTagger:

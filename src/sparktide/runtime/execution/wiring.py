@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparktide.runtime.elements import StreamRecord, Watermark, WatermarkStatus
 from sparktide.runtime.execution.exchange_buffer import ExchangeBuffer
-from sparktide.runtime.execution.protocol import Cursor, SourceTagger
+from sparktide.runtime.execution.protocol import Cursor, SourceTagger, output_numbers
 from sparktide.runtime.graph import Edge
 from sparktide.runtime.keygroups import KeyGroupCache, assign_to_key_group
 from sparktide.runtime.null_keys import KeyByGroups, NullKeyError
@@ -221,10 +221,17 @@ class ExchangeWriter:
         except TypeError:  # unhashable: the canonical error (or the group of a special key)
             kg = assign_to_key_group(key, self._maxp)
         c = self._cursor
+        if c.source_stage:
+            # the input's first output keeps the input's position, its further ones (a
+            # flat_map's) append their number (see protocol's "Positions": keyed_position)
+            n = c.n
+            c.n = n + 1
+            at = (*c.position, n) if n else c.position
+        else:
+            at = c.out()
         self._buffers[kg * self._parallelism // self._maxp].append(
             (
-                # the source stage: the input's own position (key group, channel order it)
-                c.position if c.source_stage else c.out(),
+                at,
                 self._channel,
                 self._index,
                 record,
@@ -294,7 +301,9 @@ class HashChunks:
     split each receiving subtask's buffer holds (:class:`~.exchange_buffer.RecordRun`: no
     entry, record or position tuple per record, no cursor moved per record). The chunk path
     runs in the source stage only, where an entry's position is its source record's
-    (``(round, phase, split, seq, 0)``).
+    (``(round, phase, split, seq, 0)``) for the record's first output, with the output's
+    number appended for its further ones (:func:`~.protocol.output_numbers`), as
+    :meth:`ExchangeWriter.collect` gives them.
 
     When the key selector (or the key's hash, or the null key check) raises on item ``i``, the
     entries of the items before ``i`` are appended first, the cursor is at item ``i``'s source
@@ -331,8 +340,7 @@ class HashChunks:
         self._append(seqs, values, timestamps, keys, groups)
         tagger = self._tagger
         if failure is None:
-            if n:
-                tagger.at_seq(seqs[-1])
+            tagger.leave_after(seqs)
             return
         record = StreamRecord(values[n], timestamps[n])  # noqa: F841  (failures name it)
         tagger.at_seq(seqs[n])
@@ -373,10 +381,11 @@ class HashChunks:
         n = len(groups)
         prefix = (t.round, t.phase, t.split)
         channel, index, buffers = self._channel, self._index, self._buffers
+        numbers = output_numbers(seqs[:n])  # before the records part: a record's own count
         if len(buffers) == 1:
             if n:
                 run = buffers[0].run_for(prefix, channel, index)
-                run.add(seqs[:n], values[:n], timestamps[:n], keys[:n], groups)
+                run.add(seqs[:n], values[:n], timestamps[:n], keys[:n], groups, numbers)
             return
         owner_of = self._owner_of
         picks: list[list[int]] = [[] for _ in buffers]
@@ -391,7 +400,14 @@ class HashChunks:
                 itemgetter(*picked) if len(picked) > 1 else _one(picked[0])
             )
             run = buffer.run_for(prefix, channel, index)
-            run.add(take(seqs), take(values), take(timestamps), take(keys), take(groups))
+            run.add(
+                take(seqs),
+                take(values),
+                take(timestamps),
+                take(keys),
+                take(groups),
+                None if numbers is None else take(numbers),
+            )
 
 
 def _one(i: int) -> Callable[[Sequence[Any]], Any]:
