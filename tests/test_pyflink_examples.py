@@ -97,7 +97,7 @@ class Example:
 
 
 NO_TABLE_API = (
-    "cannot import name 'StreamTableEnvironment' from 'sparktide.table'",
+    "sparktide.table.StreamTableEnvironment is not provided: PyFlink's Table API",
     "the example's source is the Table API's datagen connector (StreamTableEnvironment, "
     "TableDescriptor, to_data_stream), which sparktide does not have",
 )

@@ -24,9 +24,9 @@ def test_quickstart_has_the_two_commands():
     script = ROOT / job.rsplit(" ", 1)[-1]
     assert "sparktide demo" in job or script.exists()
     # the environment is activated (Spark's workers then run its Python) and the job runs
-    # in-process first (seconds, no Java start)
+    # in-process first (seconds, no Java start), then on an embedded local Spark
     assert ". .venv/bin/activate && pip install" in job
-    assert job.endswith("sparktide demo --runtime local --limit 20000")
+    assert job.endswith("sparktide demo --runtime local --limit 20000 && sparktide demo")
 
 
 def test_ci_runs_exactly_the_readme_test_command():

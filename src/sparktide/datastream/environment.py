@@ -443,7 +443,7 @@ class StreamExecutionEnvironment(EnvironmentCompat):
             return JobExecutionResult(name, elapsed, client.metrics())
         _check_bounded(checkpoint_location, trigger, snapshot_every, allow_non_restored_state)
         try:
-            metrics = self._run(graph)
+            metrics = self._runner.run(graph, self)  # directly: no extra frame in a traceback
         finally:
             graph.mark_executed()
         return JobExecutionResult(name, int((time.perf_counter() - start) * 1000), metrics)

@@ -20,8 +20,10 @@ before its extensions). A source element read in round ``r`` gets
 In the source stage an output appends ``n`` (the outputs of one input are numbered). A record
 sent through a keyed exchange keeps its input's position when it is the input's first output
 (its key group and channel order it), the input's further outputs (a flat_map's) append their
-``n`` (>= 1): a prefix sorts before its extensions, so they follow the first in order, and no
-two share a position at any parallelism (:func:`output_numbers`). An element
+number ``n`` (>= 1) among the input's outputs into that exchange (counted by its writer, so an
+operator emitting later, as ``map_batches`` does, numbers them as one emitting at once): a
+prefix sorts before its extensions, so they follow the first in order, and no two share a
+position at any parallelism (:func:`output_numbers`). An element
 emitted while an exchange stage processes an input at position ``p`` gets ``p + (phase, x, n)``
 (:func:`extend`): ``phase`` (:class:`Phase`) says what made it (a record, event-time timers fired
 by a watermark, the forwarded watermark, processing-time timers), ``x`` is the record's input
@@ -726,9 +728,9 @@ def trailing_run(seqs: Sequence[int]) -> int:
 
 def output_numbers(seqs: Sequence[int]) -> list[int] | None:
     """Each item's number among the outputs of its source record (``seqs`` ascending, an item
-    per output, as a chunk has them): what the cursor's ``n`` is when the item is written
-    record by record. ``None`` when every item is its record's only output (a ``range``, or
-    no ``seq`` repeated: nothing to number, no loop).
+    per output, as a chunk has them): the number a keyed exchange's writer gives the item when
+    it is written record by record. ``None`` when every item is its record's only output (a
+    ``range``, or no ``seq`` repeated: nothing to number, no loop).
 
     >>> output_numbers([3, 4, 4, 4, 6]), output_numbers(range(1, 5)), output_numbers([1, 3])
     ([0, 0, 1, 2, 0], None, None)

@@ -149,10 +149,12 @@ class ExchangeWriter:
     entry)."""
 
     __slots__ = (
+        "_at",
         "_buffers",
         "_channel",
         "_cursor",
         "_index",
+        "_k",
         "_key_selector",
         "_kg_cache",
         "_maxp",
@@ -181,6 +183,8 @@ class ExchangeWriter:
         self._index = edge.input_index
         self._channel = channel
         self._cursor = cursor
+        self._at: object = None  # the source-stage input whose outputs _k counts
+        self._k = 0
         # ~10^5 active keys stay cached; a None key raises NullKeyError (on a miss: no cost)
         self._kg_cache = KeyByGroups(max_parallelism)
         self._next = channel % parallelism
@@ -222,11 +226,17 @@ class ExchangeWriter:
             kg = assign_to_key_group(key, self._maxp)
         c = self._cursor
         if c.source_stage:
-            # the input's first output keeps the input's position, its further ones (a
-            # flat_map's) append their number (see protocol's "Positions": keyed_position)
-            n = c.n
-            c.n = n + 1
-            at = (*c.position, n) if n else c.position
+            # an input's first output into this exchange keeps the input's position, its
+            # further ones (a flat_map's) append their number, counted by this writer: the
+            # same whether an operator before it emitted them at once or later (map_batches)
+            position = c.position
+            if position is self._at:
+                k = self._k
+                self._k = k + 1
+                at = (*position, k)
+            else:
+                self._at, self._k = position, 1
+                at = position
         else:
             at = c.out()
         self._buffers[kg * self._parallelism // self._maxp].append(
@@ -340,7 +350,8 @@ class HashChunks:
         self._append(seqs, values, timestamps, keys, groups)
         tagger = self._tagger
         if failure is None:
-            tagger.leave_after(seqs)
+            if n:
+                tagger.at_seq(seqs[-1])
             return
         record = StreamRecord(values[n], timestamps[n])  # noqa: F841  (failures name it)
         tagger.at_seq(seqs[n])
