@@ -28,16 +28,12 @@ from sparktide.core.state import (
     ValueStateDescriptor,
 )
 from sparktide.datastream import KeyedProcessFunction
-from sparktide.runtime.operators.base import OperatorSetup
-from sparktide.runtime.operators.process import KeyedProcessOperator
-from sparktide.runtime.output import CollectingOutput
-from sparktide.runtime.processing_time import ManualProcessingTimeService
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot
 from sparktide.runtime.state.recorded_types import OperatorStateTypes, check_recorded_key_types
 from sparktide.runtime.state.state_types import IncompatibleStateTypeError
 from sparktide.spark.checkpoint_format import CheckpointError
 from sparktide.spark.checkpoint_meta import Chain, CommitManifest
-from test_state_types import _GETTERS, BACKENDS
+from test_state_types import _GETTERS, BACKENDS, opened_count
 from test_state_types import _run as _run_subtask
 
 
@@ -202,17 +198,7 @@ REASONS = {
 def _subtask(backend: str, row: Row_, type_info: Any, snapshot: bytes | None = None) -> Any:
     """An opened subtask of operator 'Count' (uid 'count') with the state of ``row`` declared
     as ``type_info``, restored from ``snapshot``."""
-    op = KeyedProcessOperator(Evolve(row.make(type_info), row.read, row.write))
-    setup = OperatorSetup(name="Count", uid="count", state_backend=BACKENDS[backend]())
-    op.setup(CollectingOutput(), ManualProcessingTimeService(0), setup, lambda r: r[0])
-    try:
-        if snapshot is not None:
-            op.initialize_state([snapshot])
-        op.open()
-    except BaseException:
-        op.close()
-        raise
-    return op
+    return opened_count(Evolve(row.make(type_info), row.read, row.write), backend, snapshot)
 
 
 def _recorded(snapshot: bytes) -> Any:

@@ -118,7 +118,15 @@ def _subtask(
     key_type: Any = None,
 ) -> KeyedProcessOperator:
     """An opened subtask of operator 'Count' (uid 'count') restored from ``snapshot``."""
-    op = KeyedProcessOperator(Keep(descriptor, kind))
+    return opened_count(Keep(descriptor, kind), backend, snapshot, key_type)
+
+
+def opened_count(
+    function: Any, backend: str, snapshot: bytes | None = None, key_type: Any = None
+) -> KeyedProcessOperator:
+    """A keyed process operator 'Count' (uid 'count') of ``function`` keyed by a record's first
+    field, restored from ``snapshot`` and opened."""
+    op = KeyedProcessOperator(function)
     setup = OperatorSetup(
         name="Count", uid="count", state_backend=BACKENDS[backend](), key_type=key_type
     )

@@ -11,12 +11,12 @@ namespace, unpickled where it is pickled (a trusted read only).
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from sparktide.runtime.state.rocksdb_entries import NAMESPACES
 from sparktide.runtime.state.rocksdb_layout import key_codec, key_group_bounds
 from sparktide.runtime.state.rocksdb_raw import CF_PREFIX
+from sparktide.runtime.state.rocksdb_summary import state_records
 from sparktide.spark.checkpoint_native import opened_checkpoint
 
 if TYPE_CHECKING:
@@ -26,8 +26,6 @@ if TYPE_CHECKING:
 
 __all__ = ["native_first_namespace", "native_states"]
 
-_META_STATE = b"state:"
-
 
 def native_states(
     store: CheckpointStore, operator: str, subtask: int, ref: NativeReference, where: str
@@ -35,18 +33,12 @@ def native_states(
     """Per state ``{kind, ttl, types}`` (the declared types' JSON, ``None``: undeclared) of
     the RocksDB checkpoint ``ref`` names, and the declared key type."""
     key_type = None if ref.key_type_pickled else ref.decoded_key_type(where, trusted=False)
-    out: dict[str, dict[str, Any]] = {}
     with opened_checkpoint(store.native_storage(operator, subtask), ref, where) as db:
-        it = db.iter()
-        it.seek(_META_STATE)
-        while it.valid():
-            key: bytes = it.key()
-            if not key.startswith(_META_STATE):
-                break
-            info = json.loads(it.value())
-            name = key[len(_META_STATE) :].decode()
-            out[name] = {"kind": info["kind"], "ttl": info["ttl"], "types": info.get("declared")}
-            it.next()
+        records = state_records(db)
+    out = {
+        name: {"kind": info["kind"], "ttl": info["ttl"], "types": info.get("declared")}
+        for name, info in records.items()
+    }
     return out, key_type
 
 

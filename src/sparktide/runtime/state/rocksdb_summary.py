@@ -14,7 +14,7 @@ yet are counted.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rocksdict import WriteOptions
 
@@ -30,28 +30,34 @@ if TYPE_CHECKING:
     from sparktide.runtime.keygroups import KeyGroupRange
     from sparktide.runtime.state.rocksdb_layout import Codec
 
-__all__ = ["recorded_states", "summarize_database"]
+__all__ = ["recorded_states", "state_records", "summarize_database"]
 
 _META_STATE = b"state:"  # the default column family's key of a state's kind (JSON)
 _META_BACKEND = b"backend"  # ... and of the backend's max parallelism and key layout (JSON)
 
 
-def recorded_states(db: Rdict) -> dict[str, tuple[str, bool]]:
-    """Per state recorded in ``db`` (by a backend attached to it) its kind and TTL setting,
-    read from the JSON meta (its declared types are left alone)."""
-    out: dict[str, tuple[str, bool]] = {}
+def state_records(db: Rdict) -> dict[str, dict[str, Any]]:
+    """Per state recorded in ``db`` (by a backend attached to it) its JSON meta: its kind,
+    TTL setting and declared types (``"declared"``)."""
+    out: dict[str, dict[str, Any]] = {}
     it = db.iter()
     it.seek(_META_STATE)
     while it.valid():
         key: bytes = it.key()
         if not key.startswith(_META_STATE):
             break
-        info = json.loads(it.value())
-        out[key[len(_META_STATE) :].decode()] = (str(info["kind"]), bool(info["ttl"]))
+        out[key[len(_META_STATE) :].decode()] = json.loads(it.value())
         it.next()
     else:
         check_scan(it)
     return out
+
+
+def recorded_states(db: Rdict) -> dict[str, tuple[str, bool]]:
+    """Per state recorded in ``db`` its kind and TTL setting (:func:`state_records`)."""
+    return {
+        name: (str(info["kind"]), bool(info["ttl"])) for name, info in state_records(db).items()
+    }
 
 
 def _canonical_keys(db: Rdict) -> Codec | None:
