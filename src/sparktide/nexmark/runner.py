@@ -361,7 +361,8 @@ def _measure(
     print(f"\nsparktide on {mode}, parallelism {parallelism} ({cores} core(s) per figure):\n")
     print_table(rows, args.events, cores, args.stream)
     if args.stream and args.interval_ms:
-        assert spark is not None  # a stream runs on Spark
+        if spark is None:  # a stream runs on Spark: the session is made before its runs
+            raise RuntimeError("--stream ran without a Spark session")
         figures = _latency_runs(args, queries, _kept(tables), spark, workdir, bound)
         print(
             f"\nlatency: the same files arriving one micro-batch's worth every "

@@ -795,18 +795,14 @@ class SourceTagger:
         """The positions of outputs of the records ``seqs`` (ascending; an output per item, a
         record's outputs numbered in order), as a cursor set by :meth:`at_seq` gives them one
         by one; the cursor is left where it would be after the last."""
-        prefix = (self.round, self.phase, self.split)
-        out: list[Position] = []
-        append = out.append
-        last, n = -1, 0
-        for seq in seqs:
-            if seq != last:
-                last, n = seq, 0
-            append((*prefix, seq, 0, n))
-            n += 1
-        if out:
-            self.at_seq(last)
-            self.cursor.n = n
+        r, phase, split = self.round, self.phase, self.split
+        numbers = output_numbers(seqs)
+        out: list[Position]
+        if numbers is None:  # one output per record
+            out = [(r, phase, split, seq, 0, 0) for seq in seqs]
+        else:
+            out = [(r, phase, split, seq, 0, n) for seq, n in zip(seqs, numbers, strict=True)]
+        self.leave_after(seqs)
         return out
 
     def leave_after(self, seqs: Sequence[int]) -> None:
