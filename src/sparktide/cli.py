@@ -288,8 +288,10 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )  # fmt: skip
     from sparktide.state_api.cli import add_state_command
+    from sparktide.state_api.savepoint_cli import add_savepoint_command
 
     add_state_command(commands)
+    add_savepoint_command(commands)
     return parser
 
 
@@ -681,6 +683,10 @@ def _main(argv: Sequence[str] | None) -> int:
         from sparktide.state_api.cli import run_state_command
 
         return run_state_command(args)
+    if args.command == "savepoint":
+        from sparktide.state_api.savepoint_cli import run_savepoint_command
+
+        return run_savepoint_command(args)
     parser.print_help()
     return EXIT_USAGE
 
