@@ -161,6 +161,7 @@ if TYPE_CHECKING:
     from sparktide.common.configuration import Configuration
     from sparktide.common.typeinfo_base import TypeInformation
     from sparktide.spark.spark_job import SparkJob
+    from sparktide.state_api.savepoint_format import SavepointManifest
 
 __all__ = [
     "ConsoleBatchSink",
@@ -318,6 +319,17 @@ class StreamingJobClient(JobClient):
         """Stop the query after the micro-batch in flight commits (no new one starts) and
         return what the checkpoint holds; a second call returns the same."""
         return self._runner.stop()
+
+    def stop_with_savepoint(self, path: str) -> SavepointManifest:
+        """Stop the query as :meth:`stop` does (the micro-batch in flight commits, no new one
+        starts), then write a savepoint of the last committed version into ``path`` (absent or
+        an empty directory, checked before the query is stopped) and return its manifest
+        (:func:`~sparktide.state_api.savepoint.write_savepoint`; see ``docs/savepoints.md``)."""
+        from sparktide.state_api.savepoint import check_savepoint_target, write_savepoint
+
+        check_savepoint_target(path)
+        report = self.stop()
+        return write_savepoint(report.location, path, report.version)
 
     def cancel(self) -> StopReport:
         """Stop the query at once: a micro-batch in flight is abandoned, not committed (Spark
