@@ -26,6 +26,7 @@ from conftest import wait_for
 from sparktide.cli import main
 from sparktide.common import Types
 from sparktide.spark.checkpoint import CheckpointStore
+from sparktide.spark.checkpoint_inspect import describe_checkpoint
 from sparktide.state_api import SavepointReader
 from sparktide.state_api.savepoint import read_savepoint, write_savepoint
 from sparktide.state_api.savepoint_format import (
@@ -105,6 +106,8 @@ def test_a_savepoint_reads_as_the_checkpoint_and_lists_the_files_read(job, tmp_p
         for c in chains
     } == {(last, (), "hashmap", False)}
     assert set(body["files"]) == {str(p.relative_to(target)) for p in target.rglob("*.bin")}
+    inspected = describe_checkpoint(CheckpointStore(str(target)))  # `sparktide inspect`
+    assert inspected["committed_batch"] == last and len(inspected["stages"]) == len(body["chains"])
     assert _tree(Path(job["ckpt"])) == before  # the checkpoint untouched
 
 
@@ -161,6 +164,7 @@ def test_kafka_offsets_are_the_sources_starting_offsets(job, tmp_path) -> None:
 _KILLED = """
 import sys, time
 from sparktide.spark.checkpoint import CheckpointStore
+from sparktide.spark.checkpoint_inspect import describe_checkpoint
 from sparktide.state_api.savepoint import write_savepoint
 
 commit = CheckpointStore.commit
