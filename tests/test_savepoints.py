@@ -25,7 +25,7 @@ import pytest
 from conftest import wait_for
 from sparktide.cli import main
 from sparktide.common import Types
-from sparktide.spark.checkpoint import CheckpointStore
+from sparktide.spark.checkpoint import CheckpointError, CheckpointStore
 from sparktide.spark.checkpoint_inspect import describe_checkpoint
 from sparktide.state_api import SavepointReader
 from sparktide.state_api.savepoint import read_savepoint, write_savepoint
@@ -127,10 +127,20 @@ def test_incomplete_non_empty_and_uncommitted_are_refused(job, tmp_path) -> None
         read_savepoint(str(partial))
 
 
-def test_a_version_deleted_while_copying_is_refused(job, tmp_path, monkeypatch) -> None:
+def test_a_failed_copy_is_removed_and_a_version_deleted_while_copying_refused(
+    job, tmp_path, monkeypatch
+) -> None:
     ckpt = tmp_path / "ckpt"
     shutil.copytree(job["ckpt"], ckpt)
     last = CheckpointStore(str(ckpt)).committed_version()
+    body = json.loads((ckpt / "commits" / f"{last}.json").read_text())["body"]
+    named = ckpt / max(p for p in body["files"] if p.startswith("state/"))  # read last
+    intact = named.read_bytes()
+    named.write_bytes(intact[:-9])  # a corrupt checkpoint: refused, and nothing left behind
+    with pytest.raises(CheckpointError, match=f"{named.name}: "):
+        write_savepoint(str(ckpt), str(tmp_path / "sp"))
+    assert [p for p in (tmp_path / "sp").rglob("*") if p.is_file()] == []
+    named.write_bytes(intact)
     original = CheckpointStore.write_splits
 
     def retention(self, version, states):  # the query's retention deletes the version meanwhile
@@ -163,7 +173,7 @@ def test_kafka_offsets_are_the_sources_starting_offsets(job, tmp_path) -> None:
 
 _KILLED = """
 import sys, time
-from sparktide.spark.checkpoint import CheckpointStore
+from sparktide.spark.checkpoint import CheckpointError, CheckpointStore
 from sparktide.spark.checkpoint_inspect import describe_checkpoint
 from sparktide.state_api.savepoint import write_savepoint
 
