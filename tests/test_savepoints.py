@@ -34,6 +34,7 @@ from sparktide.state_api.savepoint_format import (
     SavepointError,
     SavepointManifest,
     SourceKind,
+    SourcePosition,
 )
 from test_clean_stop import MARK, RUN_TIMEOUT_S, count_job
 from test_state_read import FILES, _run
@@ -260,3 +261,18 @@ def test_stop_with_savepoint_stops_the_stream_and_saves_its_last_version(spark, 
         uid, state, key_type=Types.STRING()
     )
     assert {r["key"]: r["value"]["n"] for r in rows.to_pylist()} == dict(counts)
+
+
+def test_a_manifest_with_a_missing_or_mistyped_field_names_the_file_and_the_field() -> None:
+    files = SourcePosition("s", None, SourceKind.FILES, ("file:///in/a.json",))
+    raw = SavepointManifest(3, 1, "checkpoint:/ck", 3, (files,)).to_json()
+    assert SavepointManifest.from_json(raw, "sp/savepoint.json").sources == (files,)
+    with pytest.raises(CheckpointError, match=r"sp/savepoint.json: field 'created_ms' is missing"):
+        SavepointManifest.from_json(
+            {k: v for k, v in raw.items() if k != "created_ms"}, "sp/savepoint.json"
+        )
+    bad = {**raw, "sources": [{**files.to_json(), "kind": "socket"}]}
+    with pytest.raises(CheckpointError, match=r"field 'sources\[0\].kind' must be one of"):
+        SavepointManifest.from_json(bad, "sp/savepoint.json")
+    with pytest.raises(SavepointError, match="'files' source, not a Kafka source"):
+        SavepointManifest.from_json(raw, "x").kafka_starting_offsets("s")
