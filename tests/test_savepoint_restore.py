@@ -9,7 +9,12 @@ plus the output of the job started from it is the output of the uninterrupted ru
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,9 +24,9 @@ from conftest import wait_for
 from sparktide.common import Row, Types
 from sparktide.datastream import KeyedProcessFunction, StreamExecutionEnvironment
 from sparktide.datastream.state import ValueStateDescriptor
-from sparktide.spark.checkpoint import CheckpointError
+from sparktide.spark.checkpoint import CheckpointError, CheckpointStore
 from sparktide.spark.savepoint_start import RESTORED_FROM_FILE
-from sparktide.spark.streaming import ForeachBatchSink
+from sparktide.spark.streaming import ForeachBatchSink, ParquetBatchSink
 from sparktide.state_api.savepoint import write_savepoint
 from sparktide.state_api.savepoint_format import NotASavepointError, SavepointError
 from test_dataframes import ALARM, Alarm
@@ -30,9 +35,12 @@ from test_streaming import (
     _final_watermark,
     _fired_before_end,
     _flatten,
+    _in_order_records,
+    _read_parquet,
     _records,
     _reference,
     _strategy,
+    _windows,
     _write_files,
     backend_named,
 )
@@ -205,3 +213,110 @@ def test_refusals(spark, saved, tmp_path):
     )
     with pytest.raises(CheckpointError, match=r"interrupted.*empty checkpoint directory"):
         _run(spark, saved.folder, interrupted)
+
+
+# ------------------------------------------------------------------------------ end to end
+#
+# A stream runs in a subprocess on a folder of files; once it has read them, a savepoint of its
+# checkpoint is taken while the query still runs, each file of the savepoint written slowly,
+# and the process is killed (SIGKILL) once a state file of the savepoint exists. The savepoint
+# is then taken again from the checkpoint, more files arrive, and the job starts from it at
+# another parallelism on the other backend. The job's windows never see a late record (see the
+# kill test of test_streaming.py), so the output does not depend on the batch boundaries.
+
+_SAVEPOINT_SCRIPT = """
+import sys
+sys.path.insert(0, {tests!r})
+import test_savepoint_restore
+from sparktide.spark.session import get_spark
+test_savepoint_restore.run_then_take_savepoint(
+    get_spark("local[2]"), {inp!r}, {ckpt!r}, {out!r}, {savepoint!r}, {files!r}
+)
+"""
+
+
+def windows_to_parquet(spark, directory, ckpt, out, trigger, **options):
+    """The windows of the file stream of ``directory`` written by a ``ParquetBatchSink`` to
+        ``out``; ``options``: ``parallelism``, ``backend``, ``per_file`` (one file per micro-batch,
+    the default) and ``execute_async``'s arguments."""
+    env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
+    env.set_parallelism(options.pop("parallelism", 2))
+    env.set_state_backend(backend_named(options.pop("backend", "hashmap")))
+    reader = spark.readStream.schema(SCHEMA)
+    if options.pop("per_file", True):
+        reader = reader.option("maxFilesPerTrigger", 1)
+    stream = env.from_stream(reader.json(str(directory)), _strategy(), timestamp_column="ts")
+    _windows(stream).sink_to(ParquetBatchSink(str(out)))
+    return env.execute_async(checkpoint_location=str(ckpt), trigger=trigger, **options)
+
+
+def run_then_take_savepoint(spark, directory, ckpt, out, savepoint, files: int) -> None:
+    """The subprocess: the stream reads ``files`` files, then, while its query runs, a
+    savepoint is taken with every file write slowed down (the test kills this process)."""
+    client = windows_to_parquet(spark, directory, ckpt, out, "processing_time:200ms")
+    assert wait_for(lambda: client.last_committed_batch() == files - 1, 120)
+    write = CheckpointStore._write_bytes
+
+    def slow(store, path, data):
+        time.sleep(0.3)
+        write(store, path, data)
+
+    CheckpointStore._write_bytes = slow  # type: ignore[method-assign]
+    write_savepoint(str(ckpt), str(savepoint))
+    raise SystemExit("the savepoint was not interrupted")
+
+
+def _state_file_written(savepoint: Path) -> bool:
+    state = savepoint / "state"
+    return state.is_dir() and any(p.is_file() for p in state.rglob("*"))
+
+
+def test_savepoint_killed_then_taken_again_restores_without_loss_or_duplicates(spark, tmp_path):
+    batches = _in_order_records(4)
+    _write_files(tmp_path / "in", batches[:2])
+    ckpt, out, killed = tmp_path / "ckpt", tmp_path / "out", tmp_path / "killed"
+    script = tmp_path / "job.py"
+    tests = os.path.dirname(os.path.abspath(__file__))
+    script.write_text(
+        _SAVEPOINT_SCRIPT.format(
+            tests=tests,
+            inp=str(tmp_path / "in"),
+            ckpt=str(ckpt),
+            out=str(out),
+            savepoint=str(killed),
+            files=2,
+        )
+    )
+    proc = subprocess.Popen([sys.executable, str(script)], start_new_session=True)
+    try:
+        assert wait_for(lambda: _state_file_written(killed) or proc.poll() is not None, 180)
+        assert proc.poll() is None, "the subprocess ended before the savepoint was taken"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert not (killed / "savepoint.json").exists()
+    with pytest.raises(NotASavepointError, match="incomplete"):
+        windows_to_parquet(
+            spark, tmp_path / "in", tmp_path / "never", out, "once", from_savepoint=str(killed)
+        )
+    savepoint = tmp_path / "savepoint"
+    manifest = write_savepoint(str(ckpt), str(savepoint))  # taken again, from the checkpoint
+    assert manifest.version == 1 and len(manifest.sources[0].files) == 2
+    _write_files(tmp_path / "in", batches[2:], first=2)
+    client = windows_to_parquet(
+        spark,
+        tmp_path / "in",
+        tmp_path / "restored",
+        out,
+        "available_now",
+        parallelism=3,
+        backend="rocksdb",
+        per_file=False,  # one batch: the files read before dropped, the new ones read
+        from_savepoint=str(savepoint),
+    )
+    assert client.await_termination(120)
+    assert [(p["batch_id"], p["records"]) for p in client.recent_progress] == [(2, 60)]
+    expected = _fired_before_end(
+        "windows", _reference("windows", batches), _final_watermark(batches)
+    )
+    assert _read_parquet(spark, out) == sorted(expected)
