@@ -6,10 +6,10 @@ directory (absent or empty; a directory holding anything else is refused,
 ``v`` of another checkpoint (see ``docs/savepoints.md``). Before the query starts,
 :func:`start_from_savepoint` copies version ``v`` into the new directory:
 
-1. every file the savepoint's commit manifest names (its state snapshots and split states),
-   each checked against the manifest's record of it;
-2. ``restored_from.json``: a :class:`SavepointStart`, the record that this checkpoint started
+1. ``restored_from.json``: a :class:`SavepointStart`, the record that this checkpoint started
    from the savepoint, with the savepoint's source positions;
+2. every file the savepoint's commit manifest names (its state snapshots and split states),
+   each checked against the manifest's record of it;
 3. last, the commit manifest of ``v``, without the Spark micro-batches of the savepoint's
    origin (this checkpoint's Spark query starts at micro-batch 0): the pre-flight checks then
    accept a checkpoint with a commit and no Spark log yet, and Spark's first micro-batch runs
@@ -188,15 +188,15 @@ def start_from_savepoint(
     store: CheckpointStore, savepoint: str, manifest: SavepointManifest
 ) -> None:
     """Copy version ``manifest.version`` of the savepoint at ``savepoint`` into the new
-    checkpoint of ``store`` (see the module docstring: the files, the record, the commit
+    checkpoint of ``store`` (see the module docstring: the record, the files, the commit
     last)."""
+    start = SavepointStart(savepoint, manifest.version, manifest.sources)
+    store.write(store.path(RESTORED_FROM_FILE), start.encode(), atomic=True)
     saved = CheckpointStore(savepoint)
     info = saved.commit_info(manifest.version)
     for relative in sorted(info.files):
         data = saved.read_bound(saved.path(relative), info.files)
         store.write(store.path(relative), data)
-    start = SavepointStart(savepoint, manifest.version, manifest.sources)
-    store.write(store.path(RESTORED_FROM_FILE), start.encode(), atomic=True)
     store.write_manifest(replace(info, spark_batch=None, last_spark_batch=None))
 
 
