@@ -32,6 +32,7 @@ from sparktide.common.watermark_strategy import WatermarkStrategy
 from sparktide.datastream import StreamExecutionEnvironment
 from sparktide.datastream.window import TumblingEventTimeWindows
 from sparktide.spark.streaming import ParquetBatchSink
+from sparktide.state_api.savepoint import write_savepoint
 from test_spark_cluster import run_job
 from test_streaming import SCHEMA, _records, _windows, _write_files
 from test_user_session import _bare_venv
@@ -56,21 +57,36 @@ def frame_job(spark: Any) -> list[Any]:
     return sorted(tuple(r) for r in windows.execute_and_collect())
 
 
-def stream_job(spark: Any, directory: Path, ckpt: Path, out: Path) -> dict[str, Any]:
-    """The windows of a file stream, one file per micro-batch; what the sink wrote, by batch."""
+def _stream_windows(
+    spark: Any, directory: Path, ckpt: Path, out: Path, trigger: str = "available_now", **kw: Any
+) -> Any:
+    """The windows of a file stream, one file per micro-batch, run to the end; its client."""
     env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
     env.set_parallelism(2)
     frame = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).json(str(directory))
     strategy = WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_millis(500))
     stream = env.from_stream(frame, strategy, timestamp_column="ts")
     _windows(stream).sink_to(ParquetBatchSink(str(out)))
-    client = env.execute_async(checkpoint_location=str(ckpt), trigger="available_now")
+    client = env.execute_async(checkpoint_location=str(ckpt), trigger=trigger, **kw)
     client.await_termination()
+    return client
+
+
+def stream_job(spark: Any, directory: Path, ckpt: Path, out: Path) -> dict[str, Any]:
+    """The windows of a file stream; what the sink wrote, by batch; then the job started from
+    a savepoint of its checkpoint, which drops the rows of the files read before it."""
+    client = _stream_windows(spark, directory, ckpt, out)
     written = spark.read.parquet(str(out)).collect()
+    savepoint = ckpt.parent / "savepoint"
+    write_savepoint(str(ckpt), str(savepoint))
+    restored = _stream_windows(
+        spark, directory, ckpt.parent / "restored", out, "once", from_savepoint=str(savepoint)
+    )
     return {
         "rows": sorted([r["batch"], r["key"], r["ts"], r["v"]] for r in written),
         "committed": client.last_committed_batch(),
         "progress": [[p["batch_id"], p["records"], p["watermark"]] for p in client.recent_progress],
+        "restored": [[p["batch_id"], p["records"]] for p in restored.recent_progress],
     }
 
 
@@ -179,6 +195,8 @@ def test_same_jobs_on_classic_and_connect_sessions(spark, tmp_path: Path) -> Non
     assert connect["stream"]["committed"] == 3
     assert [p[:2] for p in connect["stream"]["progress"]] == [[v, 30] for v in range(4)]
     assert {r[0] for r in connect["stream"]["rows"]} >= {1, 2, 3}  # windows fired over batches
+    # started from the savepoint (version 3): the four files read before are dropped
+    assert connect["stream"]["restored"] == [[4, 0]]
 
 
 if __name__ == "__main__":
