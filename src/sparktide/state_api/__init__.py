@@ -23,12 +23,16 @@ split watermarks are read as data. The rows are described in ``docs/state_api.md
 from sparktide.state_api.checkpoint_view import OperatorInfo, StateInfo, StateReadError
 from sparktide.state_api.reader import SavepointReader, UntrustedCheckpointError
 from sparktide.state_api.spark_reader import StateFrames
+from sparktide.state_api.state_rows_in import StateWriteError
+from sparktide.state_api.writer import SavepointWriter
 
 __all__ = [
     "OperatorInfo",
     "SavepointReader",
+    "SavepointWriter",
     "StateFrames",
     "StateInfo",
     "StateReadError",
+    "StateWriteError",
     "UntrustedCheckpointError",
 ]

@@ -1,0 +1,242 @@
+"""The savepoint writer (``sparktide.state_api.SavepointWriter``): a real job's state read,
+written and read again is the identity on both backends' checkpoints; a bootstrapped
+savepoint reads back as its input, in the pyarrow and the Spark DataFrame form alike; bad rows
+are refused naming what is wrong; a job started from a written savepoint continues as the job
+that built the state.
+
+The jobs are those of ``test_state_read`` (a keyed count with value, list, map and row-typed
+states and event-time timers; a tumbling-window reduce with pending windows), run once per
+backend.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import pyarrow as pa
+import pytest
+
+from sparktide.common import Types
+from sparktide.common.time import Time
+from sparktide.core.state import StateTtlConfig
+from sparktide.datastream.state import (
+    AggregatingStateDescriptor,
+    ListStateDescriptor,
+    MapStateDescriptor,
+    ReducingStateDescriptor,
+    ValueStateDescriptor,
+)
+from sparktide.datastream.window import GlobalWindow
+from sparktide.spark.checkpoint_format import CheckpointError
+from sparktide.state_api import SavepointReader, SavepointWriter, StateWriteError
+from test_state_read import LAST, _run
+
+COUNT_STATES = {
+    "count": ValueStateDescriptor("count", Types.LONG()),
+    "values": ListStateDescriptor("values", Types.LONG()),
+    "parity": MapStateDescriptor("parity", Types.STRING(), Types.LONG()),
+    "last": ValueStateDescriptor("last", LAST),
+}
+SUMS = ReducingStateDescriptor("window-contents", lambda a, b: a, Types.PICKLED_BYTE_ARRAY())
+
+
+@pytest.fixture(scope="module", params=["hashmap", "rocksdb"])
+def job(request, tmp_path_factory):
+    spark = request.getfixturevalue("spark")
+    return _run(spark, tmp_path_factory.mktemp(request.param), request.param)
+
+
+def _sums_uid(reader: SavepointReader) -> str:
+    [identity] = {r["identity"] for r in reader.operators().to_pylist() if r["name"] == "sums"}
+    return identity
+
+
+def _copy(reader: SavepointReader, writer: SavepointWriter, sums: str) -> SavepointWriter:
+    """``writer`` with every state and the timers of both keyed operators as ``reader`` reads
+    them (the window operator, which has no uid, as uid ``sums``)."""
+    for name, descriptor in COUNT_STATES.items():
+        writer = writer.with_keyed_state("count", descriptor, reader.keyed_state("count", name),
+                                         key_type=Types.STRING())  # fmt: skip
+    writer = writer.with_timers("count", reader.timers("count"))
+    writer = writer.with_keyed_state("sums", SUMS, reader.keyed_state(sums, "window-contents"),
+                                     key_type=None)  # fmt: skip
+    return writer.with_timers("sums", reader.timers(sums))
+
+
+def _assert_same(a: SavepointReader, a_sums: str, b: SavepointReader, b_sums: str) -> None:
+    for name in COUNT_STATES:
+        assert b.keyed_state("count", name).equals(a.keyed_state("count", name)), name
+    assert b.timers("count").equals(a.timers("count"))
+    assert b.keyed_state(b_sums, "window-contents").equals(a.keyed_state(a_sums, "window-contents"))
+    assert b.timers(b_sums).equals(a.timers(a_sums))
+
+
+def test_read_write_read_is_the_identity(job, tmp_path) -> None:
+    reader = SavepointReader.read(job["ckpt"], trusted=True)
+    sums = _sums_uid(reader)
+    assert reader.timers("count").num_rows and reader.keyed_state(sums, "window-contents").num_rows
+    path = str(tmp_path / "new")
+    manifest = _copy(reader, SavepointWriter.new_savepoint(), sums).write(path, parallelism=3)
+    assert (manifest.version, manifest.origin, manifest.sources) == (0, "writer", ())
+    written = SavepointReader.read(path, trusted=True)
+    _assert_same(reader, sums, written, "sums")
+    ops = {(r["uid"], r["state"]): r for r in written.operators().to_pylist()}
+    old = {(r["uid"], r["state"]): r for r in reader.operators().to_pylist()}
+    for name in COUNT_STATES:  # kinds and declared types recorded as the job did
+        for column in ("kind", "ttl", "value_type", "map_key_type", "key_type"):
+            assert ops[("count", name)][column] == old[("count", name)][column]
+    assert {r["parallelism"] for r in ops.values()} == {3}
+    # from the checkpoint itself, unchanged but for one operator removed: the rest as it was
+    kept = str(tmp_path / "kept")
+    SavepointWriter.from_checkpoint(job["ckpt"]).remove_operator("count").write(kept)
+    again = SavepointReader.read(kept, trusted=True)
+    assert "count" not in {r["uid"] for r in again.operators().to_pylist()}
+    assert again.keyed_state(sums, "window-contents").equals(
+        reader.keyed_state(sums, "window-contents")
+    )
+    assert again.split_watermarks().num_rows == 0  # a checkpoint base: no source positions
+    # from a savepoint: one state replaced, the others, the timers and the version kept
+    fixed = str(tmp_path / "fixed")
+    counts = pa.table({"key": ["k0"], "value": [1000]})
+    SavepointWriter.from_savepoint(path).with_keyed_state(
+        "count", COUNT_STATES["count"], counts
+    ).write(fixed)
+    third = SavepointReader.read(fixed, trusted=True)
+    assert third.keyed_state("count", "count").to_pylist() == [
+        {"key": "k0", "value": 1000, "key_group": reader.keyed_state("count", "count")
+         .filter(pa.compute.equal(pa.compute.field("key"), "k0"))["key_group"][0].as_py()}
+    ]  # fmt: skip
+    assert third.keyed_state("count", "values").equals(reader.keyed_state("count", "values"))
+    assert third.timers("count").equals(reader.timers("count"))
+
+
+class Average:
+    def create_accumulator(self):
+        return (0, 0)
+
+    def add(self, value, acc):
+        return (acc[0] + value, acc[1] + 1)
+
+    def get_result(self, acc):
+        return acc[0] / acc[1]
+
+    def merge(self, a, b):
+        return (a[0] + b[0], a[1] + b[1])
+
+
+PAIR = Types.TUPLE([Types.LONG(), Types.LONG()])
+
+
+def _bootstrap_tables() -> dict[str, tuple[object, pa.Table]]:
+    ttl = ValueStateDescriptor("seen", Types.LONG())
+    ttl.enable_time_to_live(StateTtlConfig.new_builder(Time.hours(1)).build())
+    return {
+        "total": (ValueStateDescriptor("total", LAST),
+                  pa.table({"key": ["a", "b", "c"],
+                            "value": [{"ts": 1, "v": 2}, {"ts": 3, "v": 4}, {"ts": 5, "v": 6}]})),
+        "items": (ListStateDescriptor("items", Types.STRING()),
+                  pa.table({"key": ["a", "b", "a", "a"], "list_index": [2, 0, 0, 1],
+                            "list_element": ["z", "q", "x", "y"]})),
+        "tags": (MapStateDescriptor("tags", Types.STRING(), Types.INT()),
+                 pa.table({"key": ["a", "a", "c"], "user_map_key": ["x", "y", "x"],
+                           "user_map_value": [1, 2, 3]})),
+        "avg": (AggregatingStateDescriptor("avg", Average(), PAIR),
+                pa.table({"key": ["a", "b"], "window_start": [0, 1000], "window_end": [1000, 2000],
+                          "value": [{"f0": 10, "f1": 2}, {"f0": 3, "f1": 1}]})),
+        "sum": (ReducingStateDescriptor("sum", lambda a, b: a + b, Types.LONG()),
+                pa.table({"key": ["b"], "namespace": [pickle.dumps(GlobalWindow.get(), protocol=5)],
+                          "value": [7]})),
+        "seen": (ttl, pa.table({"key": ["c"], "value": [9]})),
+    }  # fmt: skip
+
+
+TIMERS = pa.table({"key": ["a", "b", "a"], "timestamp": [50, 20, 10],
+                   "domain": ["event", "processing", "event"]})  # fmt: skip
+
+
+def _bootstrap(writer: SavepointWriter, frame=lambda t: t) -> SavepointWriter:
+    for descriptor, table in _bootstrap_tables().values():
+        writer = writer.with_keyed_state("boot", descriptor, frame(table), key_type=Types.STRING())
+    return writer.with_timers("boot", frame(TIMERS))
+
+
+def _without_key_group(table: pa.Table) -> list[dict]:
+    return sorted(table.drop_columns(["key_group"]).to_pylist(), key=repr)
+
+
+def test_a_bootstrapped_savepoint_reads_back_as_its_input(tmp_path, spark) -> None:
+    path = str(tmp_path / "boot")
+    _bootstrap(SavepointWriter.new_savepoint(max_parallelism=64)).write(path, parallelism=2)
+    reader = SavepointReader.read(path, trusted=True)
+    for name, (_, table) in _bootstrap_tables().items():
+        got = reader.keyed_state("boot", name)
+        if name == "avg":
+            got = got.set_column(3, "value", pa.array([{"f0": r["f0"], "f1": r["f1"]} for r in
+                                                      got["value"].to_pylist()]))  # fmt: skip
+        assert _without_key_group(got) == sorted(table.to_pylist(), key=repr), name
+    items = reader.keyed_state("boot", "items").to_pylist()
+    assert [r["list_element"] for r in items if r["key"] == "a"] == ["x", "y", "z"]
+    timers = reader.timers("boot").to_pylist()
+    assert sorted((t["key"], t["timestamp"], t["domain"], t["service"]) for t in timers) == [
+        ("a", 10, "event", "user-timers"), ("a", 50, "event", "user-timers"),
+        ("b", 20, "processing", "user-timers"),
+    ]  # fmt: skip
+    ops = {r["state"]: r for r in reader.operators().to_pylist()}
+    assert ops["seen"]["ttl"] and ops["avg"]["kind"] == "aggregating"
+    assert ops["tags"]["map_key_type"] == "Types.STRING()"
+    assert ops["tags"]["value_type"] == "Types.INT()"
+    # the Spark form: the same savepoint, written by a Spark job
+    frames = str(tmp_path / "frames")
+    as_frame = lambda t: spark.createDataFrame(t.to_pandas())  # noqa: E731
+    _bootstrap(SavepointWriter.new_savepoint(max_parallelism=64), as_frame).write(frames, 2)
+    from_spark = SavepointReader.read(frames, trusted=True)
+    for name in _bootstrap_tables():
+        assert from_spark.keyed_state("boot", name).equals(reader.keyed_state("boot", name)), name
+    assert from_spark.timers("boot").equals(reader.timers("boot"))
+    assert from_spark.operators().equals(reader.operators())
+
+
+def _table(**columns) -> pa.Table:
+    return pa.table(columns)
+
+
+def test_bad_rows_are_refused_naming_what_is_wrong(tmp_path) -> None:
+    new = SavepointWriter.new_savepoint()
+    count = COUNT_STATES["count"]
+
+    def write(rows, descriptor=count, **kwargs):
+        new.with_keyed_state("op", descriptor, rows, key_type=Types.STRING(), **kwargs).write(
+            str(tmp_path / f"sp{len(list(tmp_path.iterdir()))}")
+        )
+
+    with pytest.raises(StateWriteError, match=r"uid 'op', state 'count', row 1, column 'value'"
+                       r" \(Types.INT\(\)\): .*in \[-2147483648, 2147483647\]"):  # fmt: skip
+        write(_table(key=["a", "b"], value=[1, 2**40]), ValueStateDescriptor("count", Types.INT()))
+    with pytest.raises(StateWriteError, match=r"row 0, column 'value'.*null"):
+        write(_table(key=["a"], value=pa.array([None], pa.int64())))
+    with pytest.raises(StateWriteError, match=r"row 1: key 'a' is given twice"):
+        write(_table(key=["a", "a"], value=[1, 2]))
+    with pytest.raises(StateWriteError, match=r"missing \['value'\]; unknown \['v'\]"):
+        new.with_keyed_state("op", count, _table(key=["a"], v=[1]))
+    with pytest.raises(StateWriteError, match=r"column 'key_group': 3 is not the key group"):
+        write(_table(key=["a"], value=[1], key_group=pa.array([3], pa.int32())))
+    with pytest.raises(StateWriteError, match=r"row 1: map key 'x' of key 'a' is given twice"):
+        write(_table(key=["a", "a"], user_map_key=["x", "x"], user_map_value=[1, 2]),
+              COUNT_STATES["parity"])  # fmt: skip
+    with pytest.raises(StateWriteError, match=r"timers, row 0, column 'domain': 'later'"):
+        new.with_timers("op", _table(key=["a"], timestamp=[1], domain=["later"]),
+                        key_type=Types.STRING()).write(str(tmp_path / "t"))  # fmt: skip
+    once = new.with_keyed_state("op", count, _table(key=["a"], value=[1]))
+    with pytest.raises(ValueError, match="state 'count' is given twice"):
+        once.with_keyed_state("op", count, _table(key=["a"], value=[1]))
+    with pytest.raises(ValueError, match=r"key_type Types.STRING\(\) differs from undeclared"):
+        once.with_keyed_state("op", COUNT_STATES["values"], _table(key=["a"], list_element=[1]),
+                              key_type=Types.STRING())  # fmt: skip
+    with pytest.raises(ValueError, match="no operator with uid 'op' to remove"):
+        new.remove_operator("op")
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("")
+    with pytest.raises(CheckpointError, match="is not empty"):
+        once.write(str(tmp_path / "full"))
+    with pytest.raises(TypeError, match=r"rows must be a pyarrow\.Table or a Spark DataFrame"):
+        new.with_keyed_state("op", count, [("a", 1)])
