@@ -52,6 +52,7 @@ __all__ = [
     "InputCheck",
     "MissingInputFilesError",
     "SkippedInputs",
+    "source_log_entries",
     "spark_batch_files",
     "stat_files",
 ]
@@ -92,7 +93,7 @@ class SkippedInputs:
 # Spark's source log and the files
 
 
-def _entries(data: bytes) -> list[dict[str, object]]:
+def source_log_entries(data: bytes) -> list[dict[str, object]]:
     """The JSON object lines of one of Spark's log files (after its ``v1`` version line)."""
     out = []
     for line in data.decode("utf-8", errors="replace").splitlines()[1:]:
@@ -119,7 +120,7 @@ def spark_batch_files(store: CheckpointStore, spark_batch: int) -> list[str]:
                 continue
             files.extend(
                 str(e["path"])
-                for e in _entries(data)
+                for e in source_log_entries(data)
                 if e.get("batchId") == spark_batch and isinstance(e.get("path"), str)
             )
             break
