@@ -29,6 +29,7 @@ from sparktide.datastream.state import (
 from sparktide.datastream.window import GlobalWindow
 from sparktide.spark.checkpoint_format import CheckpointError
 from sparktide.state_api import SavepointReader, SavepointWriter, StateWriteError
+from sparktide.state_api.savepoint import write_savepoint
 from test_state_read import LAST, _run
 
 COUNT_STATES = {
@@ -95,19 +96,20 @@ def test_read_write_read_is_the_identity(job, tmp_path) -> None:
         reader.keyed_state(sums, "window-contents")
     )
     assert again.split_watermarks().num_rows == 0  # a checkpoint base: no source positions
-    # from a savepoint: one state replaced, the others, the timers and the version kept
+    # from a savepoint of the job: one state replaced; the others, the timers, the version,
+    # the sources and the split watermarks kept
+    taken = write_savepoint(job["ckpt"], str(tmp_path / "taken"))
     fixed = str(tmp_path / "fixed")
     counts = pa.table({"key": ["k0"], "value": [1000]})
-    SavepointWriter.from_savepoint(path).with_keyed_state(
-        "count", COUNT_STATES["count"], counts
-    ).write(fixed)
+    writer = SavepointWriter.from_savepoint(str(tmp_path / "taken"))
+    out = writer.with_keyed_state("count", COUNT_STATES["count"], counts).write(fixed)
+    assert (out.version, out.sources, out.origin) == (taken.version, taken.sources, "writer")
     third = SavepointReader.read(fixed, trusted=True)
-    assert third.keyed_state("count", "count").to_pylist() == [
-        {"key": "k0", "value": 1000, "key_group": reader.keyed_state("count", "count")
-         .filter(pa.compute.equal(pa.compute.field("key"), "k0"))["key_group"][0].as_py()}
-    ]  # fmt: skip
+    [k0] = [r for r in reader.keyed_state("count", "count").to_pylist() if r["key"] == "k0"]
+    assert third.keyed_state("count", "count").to_pylist() == [{**k0, "value": 1000}]
     assert third.keyed_state("count", "values").equals(reader.keyed_state("count", "values"))
     assert third.timers("count").equals(reader.timers("count"))
+    assert third.split_watermarks().equals(reader.split_watermarks())
 
 
 class Average:
