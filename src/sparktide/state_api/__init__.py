@@ -1,4 +1,5 @@
-"""State as data: a streaming job's checkpoint read as tables, without running the job.
+"""State as data: a streaming job's checkpoint read as tables, without running the job, and
+savepoints written from tables.
 
 The reading side of a State Processor API (the model is Flink's ``SavepointReader``; the rows
 follow Spark's state data source, ``spark.read.format("statestore")``):
@@ -13,6 +14,10 @@ follow Spark's state data source, ``spark.read.format("statestore")``):
 - :meth:`SavepointReader.frames` gives the same tables as Spark DataFrames, the keyed state
   and timers read by a Spark job over the stage's subtasks in parallel
   (:class:`~sparktide.state_api.spark_reader.StateFrames`).
+
+The writing side: :class:`SavepointWriter` builds a savepoint from such rows (pyarrow tables,
+or Spark DataFrames written by a Spark job), per operator uid and state descriptor, or
+transforms one (:mod:`sparktide.state_api.writer`); read -> write -> read is the identity.
 
 Both state backends' checkpoints read alike (a heap chain of snapshots and changelogs, or a
 native RocksDB checkpoint). Keyed state and timers are pickled in the checkpoint: reading them
