@@ -65,6 +65,7 @@ from sparktide.spark.checkpoint import CheckpointStore
 from sparktide.state_api.checkpoint_view import CheckpointView, OperatorInfo
 from sparktide.state_api.savepoint_format import WRITER_ORIGIN, SavepointManifest
 from sparktide.state_api.state_rows_in import (
+    Decoded,
     StateTarget,
     StateWriteError,
     TimerTarget,
@@ -97,14 +98,15 @@ _UNSET: Any = object()
 
 @dataclass(frozen=True)
 class _Base:
-    """Where a writer starts from: a committed version of a checkpoint or savepoint."""
+    """Where a writer starts from: a committed version of a checkpoint or savepoint (opened:
+    ``view``), and the savepoint's manifest (``None``: a checkpoint)."""
 
-    location: str
-    version: int
+    view: CheckpointView
     savepoint: SavepointManifest | None
 
-    def view(self) -> CheckpointView:
-        return CheckpointView(self.location, self.version)
+    @property
+    def version(self) -> int:
+        return self.view.version
 
 
 @dataclass(frozen=True)
@@ -165,7 +167,7 @@ class SavepointWriter:
         self._base = base
         self._operators = operators
         self._removed = removed
-        self._view = base.view() if base is not None else None
+        self._view = base.view if base is not None else None
 
     # ------------------------------------------------------------------ starting points
 
@@ -185,7 +187,7 @@ class SavepointWriter:
         from sparktide.state_api.savepoint import read_savepoint
 
         manifest = read_savepoint(path)
-        return cls(max_parallelism, _Base(path, manifest.version, manifest))
+        return cls(max_parallelism, _Base(CheckpointView(path, manifest.version), manifest))
 
     @classmethod
     def from_checkpoint(
@@ -197,8 +199,7 @@ class SavepointWriter:
         """Committed ``version`` (``None``: the last) of the checkpoint at ``location``, as
         :meth:`from_savepoint` (the savepoint written names no source positions: take one
         with ``sparktide savepoint`` to keep them)."""
-        view = CheckpointView(location, version)
-        return cls(max_parallelism, _Base(location, view.version, None))
+        return cls(max_parallelism, _Base(CheckpointView(location, version), None))
 
     # ------------------------------------------------------------------ transformations
 
@@ -400,15 +401,15 @@ class SavepointWriter:
             if not plan.keyed:
                 continue
             old = recorded.get(plan.identity)
-            if old is not None and plan.key_type is None:  # a base operator kept as it is
-                out[plan.identity] = old
+            if plan.key_type is None:  # a base operator kept as it is: as the base records it
+                if old is not None:
+                    out[plan.identity] = old
                 continue
             states: dict[str, StateMeta] = dict(old.states) if old is not None else {}
-            if plan.base is not None and old is None:
+            if plan.base is not None and old is None:  # a checkpoint that records no types
                 states.update(self._base_states(plan))
             states.update(plan.states)
-            key_type = plan.key_type or (old.key_type if old else versioned_type(None))
-            out[plan.identity] = OperatorStateTypes(plan.name, plan.uid, key_type, states)
+            out[plan.identity] = OperatorStateTypes(plan.name, plan.uid, plan.key_type, states)
         return out
 
     def _base_states(self, plan: StagePlan) -> dict[str, StateMeta]:
@@ -424,7 +425,7 @@ class SavepointWriter:
 
     def __repr__(self) -> str:
         ops = ", ".join(o.uid for o in self._operators) or "none"
-        base = "new" if self._base is None else repr(self._base.location)
+        base = "new" if self._base is None else repr(self._base.view.location)
         return f"SavepointWriter({base}, operators written: {ops})"
 
 
@@ -459,11 +460,10 @@ def _write_local(
         if rows.timers is not None:
             timer_target = TimerTarget(rows.uid, rows.key_type)
             decoded = sorted(decode_timer_rows(timer_target, rows.timers, maxp), key=lambda d: d[0])
-            for i in range(p):
-                mine = [
-                    d for d in decoded if compute_operator_index_for_key_group(maxp, p, d[0]) == i
-                ]
-                timers[i] = group_timers(timer_target, mine)
+            mine: list[list[Decoded]] = [[] for _ in range(p)]
+            for d in decoded:
+                mine[compute_operator_index_for_key_group(maxp, p, d[0])].append(d)
+            timers = [group_timers(timer_target, m) for m in mine]
     opened = plan.base.open() if plan.base is not None else None
     out: dict[str, FileRecord] = {}
     for i in range(p):
