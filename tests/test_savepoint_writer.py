@@ -199,6 +199,42 @@ def test_a_bootstrapped_savepoint_reads_back_as_its_input(tmp_path, spark) -> No
     assert from_spark.operators().equals(reader.operators())
 
 
+def test_a_job_with_the_uid_matches_a_written_savepoint(tmp_path) -> None:
+    """The fingerprint written: a keyed stage per uid, its max parallelism, no sources (any
+    job's match); the key and state types recorded for the restore's checks."""
+    from sparktide.spark.checkpoint import CheckpointStore
+    from sparktide.spark.checkpoint_meta import (
+        JobFingerprint,
+        OperatorRef,
+        SourceRef,
+        StageFingerprint,
+    )
+    from sparktide.spark.restore_match import check_restorable, stage_mapping
+
+    path = str(tmp_path / "boot")
+    _bootstrap(SavepointWriter.new_savepoint(max_parallelism=64)).write(path)
+    info = CheckpointStore(path).commit_info(0)
+    stored = info.fingerprint
+    assert stored is not None and stored.sources == ()
+    op = OperatorRef("Boot", "boot", "uid:boot")
+    here = JobFingerprint(
+        (SourceRef("events", None, 1),),
+        (StageFingerprint((OperatorRef("Source", None, "x"),), 128, False),
+         StageFingerprint((op, OperatorRef("Sink", None, "y")), 64, True)),
+    )  # fmt: skip
+    check_restorable(stored, here, False, path)
+    assert stage_mapping(stored, here) == {1: 0}
+    other = JobFingerprint(here.sources, (StageFingerprint((op,), 128, True),))
+    with pytest.raises(CheckpointError, match="max_parallelism 64 in the checkpoint vs 128"):
+        check_restorable(stored, other, False, path)
+    without = JobFingerprint(here.sources, here.stages[:1])
+    with pytest.raises(CheckpointError, match=r"does not have: 'boot' \(uid 'boot'\)"):
+        check_restorable(stored, without, False, path)
+    record = info.state_types["uid:boot"]
+    assert record.declared_key_type() == Types.STRING()
+    assert record.states["tags"]["kind"] == "map" and set(record.states) == set(_bootstrap_tables())
+
+
 def _table(**columns) -> pa.Table:
     return pa.table(columns)
 
@@ -274,3 +310,18 @@ def test_a_job_from_a_written_savepoint_continues_as_the_job_that_built_the_stat
     continued = _run(spark, home, "rocksdb", files=4)
     assert continued["out"]["count"] and continued["out"]["windows"]
     assert _sorted_out(started) == _sorted_out(continued)
+    # bootstrapped: counts given for two keys, a job with the uid (and operators the savepoint
+    # does not have, which start empty) counts on from them
+    boot = str(tmp_path / "boot")
+    counts = pa.table({"key": ["k0", "k1"], "value": [100, 200]})
+    SavepointWriter.new_savepoint().with_keyed_state(
+        "count", COUNT_STATES["count"], counts, key_type=Types.STRING()
+    ).write(boot)
+    fresh = _run(spark, tmp_path, "hashmap", files=1, checkpoint_location=str(tmp_path / "c"),
+                 from_savepoint=boot)  # fmt: skip
+    seen: dict[str, int] = {"k0": 100, "k1": 200}
+    expected = []
+    for key, _, _ in fresh["records"][0]:
+        seen[key] = seen.get(key, 0) + 1
+        expected.append((key, seen[key]))
+    assert sorted((k, n) for k, n, t in fresh["out"]["count"] if t is None) == sorted(expected)

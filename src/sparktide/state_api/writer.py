@@ -339,7 +339,7 @@ class SavepointWriter:
                 files.update(write_stage(store, version, plan, rows, now))
             else:
                 files.update(_write_local(store, version, plan, rows, now))
-        self._copy_splits(store, version)
+        self._write_splits(store, version)
         manifest = self._manifest(version, now)
         processing = now if self._view is None else self._view.manifest.processing_time
         commit_savepoint(store, manifest, plans, files, self._state_types(plans), processing)
@@ -351,13 +351,16 @@ class SavepointWriter:
             return SavepointManifest(version=version, created_ms=now, origin=WRITER_ORIGIN)
         return replace(saved, created_ms=now, origin=WRITER_ORIGIN)
 
-    def _copy_splits(self, store: CheckpointStore, version: int) -> None:
+    def _write_splits(self, store: CheckpointStore, version: int) -> None:
+        """The split states of the version: a savepoint base's; none for a new savepoint or a
+        checkpoint base (no source positions: the sources start afresh)."""
         view = self._view
-        if view is None or (self._base is not None and self._base.savepoint is None):
-            return  # a checkpoint base: no source positions, so no split states either
-        split_file = view.store.relative(view.store.path("splits", f"{version}.bin"))
-        if split_file in view.manifest.files:
-            store.write_splits(version, view.store.read_splits(version, view.manifest.files))
+        splits = {}
+        if view is not None and self._base is not None and self._base.savepoint is not None:
+            split_file = view.store.relative(view.store.path("splits", f"{version}.bin"))
+            if split_file in view.manifest.files:
+                splits = view.store.read_splits(version, view.manifest.files)
+        store.write_splits(version, splits)
 
     def _plans(self, parallelism: int | None) -> tuple[StagePlan, ...]:
         """The stages written: the base's (without those removed), then the operators
