@@ -75,16 +75,19 @@ def write_savepoint(
     checkpoint at ``checkpoint_location`` into ``path`` (absent or an empty directory);
     returns its manifest. Either state backend's checkpoint is read; the savepoint is
     backend-neutral. Raises :class:`SavepointError` for a non-empty ``path``, a version that is
-    not committed, or one deleted by retention while it was copied (the partial copy is
-    removed then)."""
+    not committed, or one deleted by retention while it was copied; a copy that fails is
+    removed (a kill leaves it without ``savepoint.json``)."""
+    if version is not None and type(version) is not int:
+        raise TypeError(f"version must be an int or None (the last), got {version!r}")
     source = CheckpointStore(checkpoint_location)
     check_savepoint_target(path)
     target = CheckpointStore(path, snapshot_every=1)
     info = _committed(source, version)
     try:
         manifest = _copy_version(source, target, info)
-    except CheckpointError:  # a file of the version deleted under the copy?
-        _fail_if_deleted(source, target, info.version)
+    except Exception:
+        _fail_if_deleted(source, target, info.version)  # a file deleted under the copy?
+        _remove(target)
         raise
     _fail_if_deleted(source, target, info.version)
     target.write(target.path(SAVEPOINT_FILE), manifest.encode(), atomic=True)
