@@ -10,7 +10,9 @@ each operator's watermark is restored by its identity.
 
 A checkpointed operator without a match in the job (removed, or renamed / moved without a
 ``uid``) is an error naming it, unless the run allows non-restored state (Flink's
-``allowNonRestoredState``): then its state is dropped. Operators new in the job start empty.
+``allowNonRestoredState``): then its state is dropped. An operator is matched wherever it is in
+the job (a sink that an added operator moved into another stage keeps its match); a stage's
+keyed state goes with its entry operator. Operators new in the job start empty.
 
 >>> from sparktide.spark.checkpoint_meta import SourceRef, StageFingerprint
 >>> def stage(name, uid, identity):
@@ -81,10 +83,18 @@ def check_restorable(
         problems.append(describe_difference(*only))
     mapping = {old: new for new, old in stage_mapping(stored, here).items()}
     unmatched: list[str] = []
+    # an operator with a match anywhere in the job is not dropped (e.g. a sink that an added
+    # operator moved into another stage); a stage's keyed state goes with its entry
+    present = {op.identity for mine in here.stages for op in mine.operators}
     for t, stage in enumerate(stored.stages):
         s = mapping.get(t)
         if s is None:
-            unmatched.extend(_describe(op, t) for op in stage.operators)
+            entry = stage.entry
+            unmatched.extend(
+                _describe(op, t)
+                for op in stage.operators
+                if op is entry or op.identity not in present
+            )
             continue
         mine = here.stages[s]
         name = stage.operators[0].name
@@ -97,7 +107,6 @@ def check_restorable(
             problems.append(
                 f"operator {name!r} has keyed {stage.keyed} in the checkpoint vs {mine.keyed} here"
             )
-        present = {op.identity for op in mine.operators}
         unmatched.extend(_describe(op, t) for op in stage.operators if op.identity not in present)
     if problems:
         raise CheckpointError(
