@@ -397,6 +397,7 @@ class StreamExecutionEnvironment(EnvironmentCompat):
         trigger: StreamTrigger | str | None = None,
         snapshot_every: int | None = None,
         allow_non_restored_state: bool = False,
+        from_savepoint: str | None = None,
     ) -> JobExecutionResult:
         """Run every sink defined since the last execution.
 
@@ -419,6 +420,15 @@ class StreamExecutionEnvironment(EnvironmentCompat):
         moved without a uid), the run stops with an error naming it;
         ``allow_non_restored_state=True`` (Flink's ``--allowNonRestoredState``) drops that
         state instead.
+
+        ``from_savepoint``: start the job from the savepoint at that path (taken with
+        ``client.stop_with_savepoint(path)`` or ``sparktide savepoint``) in a new, empty
+        ``checkpoint_location``: possibly at another parallelism, on another state backend,
+        with operators added (they start empty) or removed (with
+        ``allow_non_restored_state=True``). Its first micro-batch is the savepoint's version
+        + 1, and a file source does not read again the files the savepoint lists. Restart the
+        job later from its checkpoint, without ``from_savepoint``. A directory that is not a
+        complete savepoint raises ``NotASavepointError``.
         """
         name = job_name or "sparktide job"
         graph = self._graph
@@ -437,11 +447,14 @@ class StreamExecutionEnvironment(EnvironmentCompat):
                 trigger=trigger,
                 snapshot_every=snapshot_every,
                 allow_non_restored_state=allow_non_restored_state,
+                from_savepoint=from_savepoint,
             )
             client.await_termination()
             elapsed = int((time.perf_counter() - start) * 1000)
             return JobExecutionResult(name, elapsed, client.metrics())
-        _check_bounded(checkpoint_location, trigger, snapshot_every, allow_non_restored_state)
+        _check_bounded(
+            checkpoint_location, trigger, snapshot_every, allow_non_restored_state, from_savepoint
+        )
         try:
             metrics = self._runner.run(graph, self)  # directly: no extra frame in a traceback
         finally:
@@ -459,6 +472,7 @@ class StreamExecutionEnvironment(EnvironmentCompat):
         trigger: StreamTrigger | str | None = None,
         snapshot_every: int | None = None,
         allow_non_restored_state: bool = False,
+        from_savepoint: str | None = None,
     ) -> Any:
         """Start the job and return its :class:`~sparktide.common.job.JobClient`; see
         :meth:`execute` for the arguments.
@@ -484,7 +498,12 @@ class StreamExecutionEnvironment(EnvironmentCompat):
         """
         if not self._is_streaming():
             return self._start_bounded(
-                job_name, checkpoint_location, trigger, snapshot_every, allow_non_restored_state
+                job_name,
+                checkpoint_location,
+                trigger,
+                snapshot_every,
+                allow_non_restored_state,
+                from_savepoint,
             )
         graph = self._graph
         if not graph.sinks():
@@ -503,6 +522,7 @@ class StreamExecutionEnvironment(EnvironmentCompat):
                 allow_non_restored_state,
                 self._checkpoint_config.trigger_interval_ms(),
                 self._skip_missing_input_files,
+                from_savepoint,
             )
             return self._runner.start_stream(graph, self, request)
         finally:
@@ -515,6 +535,7 @@ class StreamExecutionEnvironment(EnvironmentCompat):
         trigger: StreamTrigger | str | None,
         snapshot_every: int | None,
         allow_non_restored_state: bool,
+        from_savepoint: str | None,
     ) -> BackgroundJobClient:
         """``execute_async()`` of a bounded job: checked here, run in a background thread on a
         copy of the graph (its sinks are executed from now on)."""
@@ -525,7 +546,9 @@ class StreamExecutionEnvironment(EnvironmentCompat):
                 "no sinks defined in the job: add one with print() or add_sink(...) before "
                 "execute_async()"
             )
-        _check_bounded(checkpoint_location, trigger, snapshot_every, allow_non_restored_state)
+        _check_bounded(
+            checkpoint_location, trigger, snapshot_every, allow_non_restored_state, from_savepoint
+        )
         start = time.perf_counter()
         self._apply_python()
         job = graph.copy()
@@ -586,8 +609,16 @@ def _check_bounded(
     trigger: StreamTrigger | str | None,
     snapshot_every: int | None,
     allow_non_restored_state: bool,
+    from_savepoint: str | None = None,
 ) -> None:
     """Refuse the options of streaming jobs on a bounded one."""
+    if from_savepoint is not None:
+        raise ValueError(
+            f"from_savepoint={from_savepoint!r}: a savepoint holds the state of a streaming "
+            "job, and this job has no streaming source (a bounded job starts with no state): "
+            "read its input with env.from_stream(...) to start it from the savepoint, or drop "
+            "from_savepoint"
+        )
     if (
         checkpoint_location is not None
         or trigger is not None

@@ -488,16 +488,21 @@ class CheckpointStore:
             state_types=batch.state_types,
         )
         self.records = {p: r for p, r in self.records.items() if p in files}
+        self.write_manifest(manifest)
+        self._cleanup(version, version - retain)
+        return manifest
+
+    def write_manifest(self, manifest: CommitManifest) -> None:
+        """Write ``commits/<v>.json`` of ``manifest`` (atomically, with its checksum): from
+        then on its version counts as committed."""
         body = manifest.to_json()
         encoded = json.dumps(body, sort_keys=True, separators=(",", ":")).encode("utf-8")
         envelope: JsonObject = {"body": body, "crc32": zlib.crc32(encoded)}
         self.write(
-            self.path("commits", f"{version}.json"),
+            self.path("commits", f"{manifest.version}.json"),
             json.dumps(envelope, sort_keys=True).encode("utf-8"),
             atomic=True,
         )
-        self._cleanup(version, version - retain)
-        return manifest
 
     def _file_records(
         self,

@@ -80,6 +80,7 @@ class SparkRunner:
             request.allow_non_restored_state,
             request.interval_ms,
             request.skip_missing_input_files,
+            request.from_savepoint,
         )
 
     def ship_python(self, python: PythonShipping) -> None:

@@ -122,6 +122,7 @@ from sparktide.spark.failures import quiet_query_failure_log
 from sparktide.spark.offset_log import read_spark_log
 from sparktide.spark.preflight import preflight
 from sparktide.spark.query_trigger import creation_settings, with_trigger
+from sparktide.spark.savepoint_start import read_start, without_files
 from sparktide.spark.session import is_connect
 from sparktide.spark.session_conf import session_settings
 from sparktide.spark.shipments import BatchOutcome
@@ -910,21 +911,33 @@ def start_stream(
     allow_non_restored_state: bool = False,
     interval_ms: int | None = None,
     skip_missing_input_files: bool = False,
+    from_savepoint: str | None = None,
 ) -> StreamingJobClient:
     """Start the streaming query of ``graph`` (see :meth:`StreamExecutionEnvironment.
     execute_async`). ``trigger``: when micro-batches start
     (:class:`~sparktide.common.stream_trigger.StreamTrigger` or its string form); ``None``: at
     most every ``interval_ms`` (the checkpoint interval) when it is set, else as soon as data
     arrives, until stopped. ``skip_missing_input_files``: replay a micro-batch whose input
-    files are gone without them (see :mod:`sparktide.spark.batch_inputs`)."""
+    files are gone without them (see :mod:`sparktide.spark.batch_inputs`).
+    ``from_savepoint``: start in the new checkpoint directory from that savepoint (see
+    :mod:`sparktide.spark.savepoint_start`)."""
     resolved = StreamTrigger.resolve(trigger, interval_ms)
     location = _checked_start(checkpoint_location)
+    if from_savepoint is not None and (not isinstance(from_savepoint, str) or not from_savepoint):
+        raise TypeError(
+            f"from_savepoint must be the path of a savepoint (a str), got {from_savepoint!r}"
+        )
     config = env.get_config()
     plan = plan_of(graph, env)
-    store = _checkpoint_store(
-        plan, config.get_configuration(), location, snapshot_every, allow_non_restored_state
-    )
-    lock = preflight(plan, store)  # before the session runs anything
+    stores = [
+        _checkpoint_store(
+            plan, config.get_configuration(), where, snapshot_every, allow_non_restored_state
+        )
+        for where in (location, from_savepoint)
+        if where is not None
+    ]
+    store, savepoint = stores[0], (stores[1] if len(stores) > 1 else None)
+    lock = preflight(plan, store, savepoint)  # before the session runs anything
     try:
         executor = SparkExecutor(graph, env, plan)
         connect = is_connect(executor.spark)
@@ -991,6 +1004,12 @@ def _stream_writer(
     """The query over the sources' streams: each micro-batch runs ``runner``'s batch, started
     as ``trigger`` says (:func:`~sparktide.spark.query_trigger.with_trigger`)."""
     frames = [n.source.df for n in runner.nodes]
+    started = read_start(runner.store)
+    if started is not None:  # the files read before the savepoint are not read again
+        frames = [
+            without_files(df, started.files_of(k, n.name, n.uid))
+            for k, (df, n) in enumerate(zip(frames, runner.nodes, strict=True))
+        ]
     stream = frames[0] if len(frames) == 1 else union_streams(frames)
     on_batch = connect_batch_function(runner) if connect else runner.on_batch
     writer = stream.writeStream.foreachBatch(on_batch).option(

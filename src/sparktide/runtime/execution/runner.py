@@ -40,8 +40,10 @@ class StreamRequest:
     checkpoint folder, the trigger (a :class:`~sparktide.common.stream_trigger.StreamTrigger`;
     ``None``: until stopped),
     full snapshots every ``snapshot_every`` batches, whether state of operators the job no
-    longer has is dropped, the checkpoint interval (ms) that paces micro-batches, and whether a
-    replayed batch whose input files are gone runs without them."""
+    longer has is dropped, the checkpoint interval (ms) that paces micro-batches, whether a
+    replayed batch whose input files are gone runs without them, and the savepoint the job
+    starts from in its new checkpoint folder (``None``: it restarts from what the folder
+    holds)."""
 
     job_name: str
     checkpoint_location: str | None
@@ -50,6 +52,7 @@ class StreamRequest:
     allow_non_restored_state: bool = False
     interval_ms: int | None = None
     skip_missing_input_files: bool = False
+    from_savepoint: str | None = None
 
 
 class PythonShipping(Protocol):
