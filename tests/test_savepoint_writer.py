@@ -196,6 +196,10 @@ def test_a_bootstrapped_savepoint_reads_back_as_its_input(tmp_path, spark) -> No
         assert from_spark.keyed_state("boot", name).equals(reader.keyed_state("boot", name)), name
     assert from_spark.timers("boot").equals(reader.timers("boot"))
     assert from_spark.operators().equals(reader.operators())
+    _, count = _bootstrap_tables()["total"]
+    mixed = SavepointWriter.new_savepoint().with_keyed_state("boot", *_bootstrap_tables()["seen"])
+    with pytest.raises(TypeError, match="both as pyarrow tables and as Spark DataFrames"):
+        mixed.with_keyed_state("boot", ValueStateDescriptor("n", LAST), as_frame(count))
 
 
 def test_a_job_with_the_uid_matches_a_written_savepoint(tmp_path) -> None:

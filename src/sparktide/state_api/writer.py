@@ -120,8 +120,17 @@ class OperatorRows:
     timers: Any = None
 
     def spark_rows(self) -> bool:
-        """Whether rows are Spark DataFrames (then all are: :meth:`check_forms`)."""
+        """Whether the rows are Spark DataFrames (then all are: :meth:`check_one_form`)."""
         return any(not isinstance(r, pa.Table) for r in self.all_rows())
+
+    def check_one_form(self) -> None:
+        """Refuse rows given both as tables and as DataFrames."""
+        tables = [isinstance(r, pa.Table) for r in self.all_rows()]
+        if any(tables) and not all(tables):
+            raise TypeError(
+                f"operator uid {self.uid!r}: its rows are given both as pyarrow tables and as "
+                "Spark DataFrames; give all the rows of one operator in one form"
+            )
 
     def all_rows(self) -> list[Any]:
         rows = [r for _, r in self.states]
@@ -216,6 +225,7 @@ class SavepointWriter:
         return None
 
     def _with(self, rows: OperatorRows) -> SavepointWriter:
+        rows.check_one_form()
         ops = tuple(rows if o.uid == rows.uid else o for o in self._operators)
         if self._rows_of(rows.uid) is None:
             ops = (*ops, rows)
@@ -327,7 +337,9 @@ class SavepointWriter:
             raise ValueError(f"parallelism must be an int >= 1 or None, got {parallelism!r}")
         plans = self._plans(parallelism)
         base_fp = None if self._view is None else self._view.manifest.fingerprint
-        store = CheckpointStore(path, fingerprint_of(plans, base_fp), snapshot_every=1)
+        store = CheckpointStore(
+            path, fingerprint_of(plans, base_fp, self._removed), snapshot_every=1
+        )
         version = 0 if self._base is None else self._base.version
         files: dict[str, FileRecord] = {}
         now = int(time.time() * 1000)

@@ -187,17 +187,19 @@ def commit_savepoint(
     store.write(store.path(SAVEPOINT_FILE), manifest.encode(), atomic=True)
 
 
-def fingerprint_of(plans: tuple[StagePlan, ...], base: JobFingerprint | None) -> JobFingerprint:
+def fingerprint_of(
+    plans: tuple[StagePlan, ...], base: JobFingerprint | None, removed: frozenset[str]
+) -> JobFingerprint:
     """The job fingerprint of the written savepoint: the base's sources, and per stage its
-    operators (a base stage's as the base records them; a new one: its entry, named by its
-    uid), max parallelism and keying."""
+    operators (a base stage's as the base records them, without those whose uid is in
+    ``removed``; a new one: its entry, named by its uid), max parallelism and keying."""
     from sparktide.spark.checkpoint_meta import JobFingerprint, OperatorRef, StageFingerprint
 
     stages = []
     for p in plans:
         ops: tuple[OperatorRef, ...]
         if p.base is not None and base is not None:
-            ops = base.stages[p.base.stage].operators
+            ops = tuple(o for o in base.stages[p.base.stage].operators if o.uid not in removed)
         else:
             ops = (OperatorRef(p.name, p.uid, p.identity),)
         stages.append(StageFingerprint(ops, p.max_parallelism, p.keyed))

@@ -133,13 +133,6 @@ class _WriteSubtasks:
             )
 
 
-def _mixed(uid: str) -> TypeError:
-    return TypeError(
-        f"operator uid {uid!r}: its rows are given both as pyarrow tables and as Spark "
-        "DataFrames; give all the rows of one operator in one form"
-    )
-
-
 def write_stage(
     store: CheckpointStore, version: int, plan: StagePlan, rows: OperatorRows, now: int
 ) -> dict[str, FileRecord]:
@@ -153,8 +146,6 @@ def write_stage(
     parts: list[tuple[Target, DataFrame]] = [(t, r) for t, r in rows.states]
     if rows.timers is not None:
         parts.append((TimerTarget(rows.uid, rows.key_type), rows.timers))
-    if any(isinstance(r, pa.Table) for _, r in parts):
-        raise _mixed(rows.uid)
     spark = parts[0][1].sparkSession
     ship_package(spark)
     decoded = [
