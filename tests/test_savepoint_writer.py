@@ -141,7 +141,7 @@ def _bootstrap_tables() -> dict[str, tuple[object, pa.Table]]:
                             "list_element": ["z", "q", "x", "y"]})),
         "tags": (MapStateDescriptor("tags", Types.STRING(), Types.INT()),
                  pa.table({"key": ["a", "a", "c"], "user_map_key": ["x", "y", "x"],
-                           "user_map_value": [1, 2, 3]})),
+                           "user_map_value": [1, None, 3]})),  # a map may hold None
         "avg": (AggregatingStateDescriptor("avg", Average(), PAIR),
                 pa.table({"key": ["a", "b"], "window_start": [0, 1000], "window_end": [1000, 2000],
                           "value": [{"f0": 10, "f1": 2}, {"f0": 3, "f1": 1}]})),
@@ -189,7 +189,9 @@ def test_a_bootstrapped_savepoint_reads_back_as_its_input(tmp_path, spark) -> No
     assert ops["tags"]["value_type"] == "Types.INT()"
     # the Spark form: the same savepoint, written by a Spark job
     frames = str(tmp_path / "frames")
-    as_frame = lambda t: spark.createDataFrame(t.to_pandas())  # noqa: E731
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    as_frame = lambda t: spark.createDataFrame(t.to_pylist(), from_arrow_schema(t.schema))  # noqa: E731
     _bootstrap(SavepointWriter.new_savepoint(max_parallelism=64), as_frame).write(frames, 2)
     from_spark = SavepointReader.read(frames, trusted=True)
     for name in _bootstrap_tables():

@@ -159,10 +159,11 @@ def check_columns(target: StateTarget | TimerTarget, names: Sequence[str]) -> No
 
 
 def _converter(
-    type_info: TypeInformation | None, where: str, column: str
+    type_info: TypeInformation | None, where: str, column: str, nullable: bool
 ) -> Callable[[object, int], object]:
     """A function making a column value the Python value stored (a declared type's coerced
-    value; an undeclared one unpickled), raising :class:`StateWriteError` naming the row."""
+    value; an undeclared one unpickled; ``nullable``: a null stays ``None``, as a map state
+    may hold it), raising :class:`StateWriteError` naming the row."""
 
     def fail(row: int, why: str) -> StateWriteError:
         return StateWriteError(
@@ -172,6 +173,8 @@ def _converter(
     if type_info is None:
 
         def unpickle(value: object, row: int) -> object:
+            if value is None and nullable:
+                return None
             if not isinstance(value, bytes):
                 raise fail(row, f"an undeclared value must be its pickle (bytes), got {value!r}")
             try:
@@ -184,6 +187,8 @@ def _converter(
 
     def coerced(value: object, row: int) -> object:
         if value is None:
+            if nullable:
+                return None
             raise fail(row, "null; a stored value is never null (no value: leave the row out)")
         try:
             return coerce(value, column)
@@ -196,7 +201,7 @@ def _converter(
 def _column(
     table: pa.Table, name: str, type_info: TypeInformation | None, where: str, order: Sequence[int]
 ) -> list[object]:
-    convert = _converter(type_info, where, name)
+    convert = _converter(type_info, where, name, name == "user_map_value")
     return [convert(v, row) for v, row in zip(python_column(table[name]), order, strict=True)]
 
 
