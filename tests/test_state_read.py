@@ -69,8 +69,10 @@ class Count(KeyedProcessFunction):
         yield Row(key=ctx.get_current_key(), count=None, timer=timestamp)
 
 
-def _run(spark, tmp, backend: str) -> dict:
-    _write_files(tmp / "in", _records(FILES))
+def _run(spark, tmp, backend: str, files: int = FILES, **execute) -> dict:
+    """Run the jobs over the first ``files`` files of ``tmp / "in"`` (written); ``execute``:
+    more arguments of ``env.execute`` (``checkpoint_location``: other than ``tmp / "ckpt"``)."""
+    _write_files(tmp / "in", _records(files))
     env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
     env.set_parallelism(2)
     env.set_state_backend(backend_named(backend))
@@ -90,8 +92,9 @@ def _run(spark, tmp, backend: str) -> dict:
         .name("sums")
         .sink_to(sink("windows"))
     )
-    env.execute(checkpoint_location=str(tmp / "ckpt"), trigger="available_now")
-    return {"ckpt": str(tmp / "ckpt"), "out": out, "records": _records(FILES), "backend": backend}
+    ckpt = execute.pop("checkpoint_location", str(tmp / "ckpt"))
+    env.execute(checkpoint_location=ckpt, trigger="available_now", **execute)
+    return {"ckpt": ckpt, "out": out, "records": _records(files), "backend": backend}
 
 
 @pytest.fixture(scope="module", params=["hashmap", "rocksdb"])

@@ -68,7 +68,8 @@ def check_restorable(
     location: str,
 ) -> None:
     """Raise :class:`CheckpointError` if the checkpoint with job fingerprint ``stored`` cannot
-    be restored by the job ``here``: other sources, a matched stage with another
+    be restored by the job ``here``: other sources (unless ``stored`` names none: a savepoint
+    the State Processor API's writer built), a matched stage with another
     ``max_parallelism`` or keying, or (unless ``allow_non_restored_state``) a checkpointed
     operator without a match."""
     if stored is None:
@@ -77,7 +78,7 @@ def check_restorable(
             "checkpoint directory"
         )
     problems: list[str] = []
-    if stored.sources != here.sources:
+    if stored.sources and stored.sources != here.sources:  # none: a savepoint's writer built it
         only = JobFingerprint(stored.sources), JobFingerprint(here.sources)
         problems.append(describe_difference(*only))
     mapping = {old: new for new, old in stage_mapping(stored, here).items()}
