@@ -941,14 +941,13 @@ def start_stream(
         )
     config = env.get_config()
     plan = plan_of(graph, env)
-    stores = [
-        _checkpoint_store(
+    def store_at(where: str) -> CheckpointStore:
+        return _checkpoint_store(
             plan, config.get_configuration(), where, snapshot_every, allow_non_restored_state
         )
-        for where in (location, from_savepoint)
-        if where is not None
-    ]
-    store, savepoint = stores[0], (stores[1] if len(stores) > 1 else None)
+
+    store = store_at(location)
+    savepoint = None if from_savepoint is None else store_at(from_savepoint)
     lock = preflight(plan, store, savepoint)  # before the session runs anything
     try:
         executor = SparkExecutor(graph, env, plan)
