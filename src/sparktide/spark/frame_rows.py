@@ -230,7 +230,9 @@ class FrameRows:
             return []
         if not len(positions):
             return self._nulls(0)
-        columns = positions if type(positions) is PositionColumns else PositionColumns.of(positions)
+        columns = positions
+        if not isinstance(columns, PositionColumns):
+            columns = PositionColumns.of(columns)
         if columns.width > width:
             raise RuntimeError(f"a position is longer than the plan's widest ({width})")
         matrix = columns.matrix(width)
