@@ -83,8 +83,9 @@ class MapBatchesOperator(DeferredOutputOperator):
     all came in chunks made from Arrow batches of exactly the input columns
     (:meth:`BatchColumns.of_chunk`) is handed to the function as those columns; its output
     goes on as the function's columns (``columns_output``, for a batch holding all outputs of
-    its records) or as records that keep them (:class:`~sparktide.common.arrow_rows.RowChunk`). A source record's outputs go on in one
-    chunk: those of a record whose items a batch's end separates wait for the next batch."""
+    its records) or as records that keep them (:class:`~sparktide.common.arrow_rows.RowChunk`).
+    A source record's outputs go on in one chunk: those of a record whose items a batch's end
+    separates wait for the next batch."""
 
     kind = "map_batches operator"
     failure_advice = "handle the rows that fail inside the function"
