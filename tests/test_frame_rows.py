@@ -139,11 +139,11 @@ def test_records_held_as_columns_are_written_as_they_are_or_as_their_values() ->
     typed = pa.record_batch({"w": ["b", None], "n": pa.array([2, 3], pa.int64())})
     narrow = pa.record_batch({"w": ["d"], "n": pa.array([5], pa.int32())})
     out = [Row(w="a", n=1), ColumnValues(typed), Row(w="c", n=4), ColumnValues(narrow)]
-    batches = rows.values(3, out)
+    batches = rows.collected(3, out)
     assert [b.num_rows for b in batches] == [1, 2, 1, 1]
     written = pa.Table.from_batches(batches).select(["_f0_0", "_f0_1"]).to_pydict()
     assert written == {"_f0_0": ["a", "b", None, "c", "d"], "_f0_1": [1, 2, 3, 4, 5]}
-    assert rows.values(3, [])[0].num_rows == 0
+    assert rows.collected(3, [])[0].num_rows == 0
     wrong = pa.record_batch({"w": [1.5], "n": pa.array([5], pa.int64())})
     with pytest.raises(TypeError, match="w"):
-        rows.values(3, [ColumnValues(wrong)])
+        rows.collected(3, [ColumnValues(wrong)])

@@ -194,14 +194,18 @@ def _spark_rows() -> list[tuple[str, int | None, float | None, int]]:
 
 def _frame_job(runtime: str, df: Any, job: Job, chunks: bool, how: str) -> list[Any]:
     """``how``: "window" (the records and the windows after them, in order), "records" (in
-    order) or "frame" (written to a typed frame from the step's columns, sorted)."""
+    order), "frame" (written to a typed frame from the step's columns, sorted), "ordered" (to
+    an ordered typed frame, in its order) or "ordered window" (the records and the windows
+    after them in an ordered typed frame)."""
     env = environment(runtime, job, chunks)
     source = env.from_dataframe(df, bounded(job), timestamp_column="ts")  # timestamps by column
     out = stepped(source, job)
     if how == "frame":
         return sorted((tuple(r) for r in out.to_dataframe(ordered=False).collect()), key=repr)
-    if how == "window":
+    if how.endswith("window"):
         out = out.union(windowed(out).map(lambda t: Row(k=t[0], v=0, x=None, ts=0), ROW))
+    if how.startswith("ordered"):
+        return [tuple(r) for r in out.to_dataframe().collect()]
     return list(out.execute_and_collect())
 
 
@@ -214,6 +218,79 @@ def test_columns_give_the_records_output_on_spark(spark) -> None:
         assert _frame_job("spark", df, job, True, "window") == expected
         records = sorted(map(tuple, _frame_job("local", df, job, False, "records")), key=repr)
         assert _frame_job("spark", df, job, True, "frame") == records
+
+
+def _late_rows(seed: int) -> list[tuple[str, int | None, float | None, int]]:
+    """Rows out of order by up to 40 ms (late ones with a bound of 5 ms), nulls among them."""
+    rng = random.Random(seed)
+    return [
+        (
+            rng.choice("abcd"),
+            rng.choice((None, rng.randrange(-5, 30))),
+            rng.choice((None, 0.5, 2.0)),
+            i + rng.randrange(0, 40),
+        )
+        for i in range(rng.randrange(150, 250))
+    ]
+
+
+def test_an_ordered_frame_from_columns_gives_the_records_order_on_spark(spark) -> None:
+    """An ordered typed frame fed by ``map_batches`` takes its output columns with their
+    positions: the frame holds what the general path gives (records through Python, chunks off,
+    on the local runtime), in its order, also with a keyed window's records among them and
+    batches cutting through a record's outputs."""
+    schema = "k string, v long, x double, ts long"
+    cases = ((1, "", 4096, False), (2, "flat_map", 7, True), (4, "filter", 3, True))
+    for seed, (parallelism, before, size, window) in enumerate(cases):
+        df = spark.createDataFrame(_late_rows(seed), schema).repartition(3)
+        job = Job(before, 1 + seed % 2, size, 5, 25, parallelism)
+        general = _frame_job("local", df, job, False, "window" if window else "records")
+        expected = [tuple(r) for r in general]
+        assert len(expected) > 100
+        ordered = _frame_job("spark", df, job, True, "ordered window" if window else "ordered")
+        assert ordered == expected, parallelism
+
+
+def test_an_ordered_frame_is_written_from_the_steps_columns(spark, monkeypatch) -> None:
+    """The task of an ordered frame fed by ``map_batches`` (run here, in this process, on the
+    source's Arrow batches) makes no record of the step's output: its rows are the function's
+    columns and the positions the records would get."""
+    from sparktide.spark import spark_job
+    from sparktide.spark.frame_rows import FrameRows
+
+    tasks: list[Any] = []
+    original = spark_job.SparkJob.frame_source_task
+
+    def spy(self: Any, first_split: int, node_id: int) -> Any:
+        tasks.append((self, original(self, first_split, node_id)))
+        return tasks[-1][1]
+
+    monkeypatch.setattr(spark_job.SparkJob, "frame_source_task", spy)
+    rows = _late_rows(7)
+    df = spark.createDataFrame(rows, "k string, v long, x double, ts long").coalesce(1)
+    job = Job("", 1, 16, 5, 25, 1)
+    env = environment("spark", job, True)
+    source = env.from_dataframe(df, bounded(job), timestamp_column="ts")
+    expected = [tuple(r) for r in stepped(source, job).to_dataframe().collect()]
+    sparkjob, task = tasks[-1]
+    made: list[int] = []  # records made of the step's output, records written to the frame
+    monkeypatch.setattr(
+        BatchColumns, "records_of", lambda self, batch: made.append(batch.num_rows) or []
+    )
+    monkeypatch.setattr(
+        "sparktide.spark.frame_rows.to_record_batch", lambda values, t: made.append(len(values))
+    )
+    batches = df.toArrow().to_batches(max_chunksize=50)
+    out = pa.Table.from_batches(list(task(iter(batches))))
+    assert made == []
+    frame_rows: FrameRows = sparkjob.frame_rows
+    (target,) = frame_rows.targets
+    assert target.ordered
+    written = frame_rows.table(
+        out.filter(pc.equal(out.column("target"), target.node_id)), target.node_id
+    )
+    assert [tuple(r.values()) for r in written.to_pylist()] == expected
+    assert len(expected) == len(rows)
 
 
 def test_a_value_collector_counts_the_records_it_holds_as_columns() -> None:

@@ -29,12 +29,13 @@ import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import pyarrow as pa
 
 from sparktide.common.arrow_columns import arrow_schema_of
 from sparktide.common.typeinfo_base import TypeInformation
+from sparktide.runtime.elements import StreamRecord
 from sparktide.runtime.execution.planner import Plan
 from sparktide.runtime.execution.position_columns import PositionColumns
 from sparktide.runtime.execution.protocol import Position, Shipment
@@ -150,6 +151,11 @@ class FrameRows:
         """The targets whose records need no positions (their tasks keep values only)."""
         return frozenset(t.node_id for t in self.targets if not t.ordered)
 
+    @cached_property
+    def ordered(self) -> frozenset[int]:
+        """The targets whose records keep their positions (to sort the frame by)."""
+        return frozenset(t.node_id for t in self.targets if t.ordered)
+
     def records(
         self, node_id: int, values: Sequence[object], positions: Sequence[Position] = ()
     ) -> pa.RecordBatch:
@@ -157,35 +163,46 @@ class FrameRows:
         ``node_id``, typed by :func:`~sparktide.spark.frames.to_record_batch` (its error for a
         value that does not fit)."""
         typed = to_record_batch(values, self.targets[self._index[node_id]].type_info)
-        return self._typed_rows(node_id, typed, positions)
+        return self._typed_rows(node_id, typed, self._position_columns(node_id, positions))
 
-    def values(self, node_id: int, out: Sequence[object]) -> list[pa.RecordBatch]:
-        """The rows of an unordered target's collected ``out``: values, and records held as
-        columns (:class:`~sparktide.runtime.operators.simple.ColumnValues`) taken as they are
-        when they have the target's Arrow types (else as their values)."""
+    def collected(self, node_id: int, out: Sequence[object]) -> list[pa.RecordBatch]:
+        """The rows of target ``node_id``'s collected ``out`` (an unordered target's values, an
+        ordered one's ``(position, record)`` pairs), and records held as columns
+        (:class:`~sparktide.runtime.operators.simple.ColumnValues`) taken as they are when they
+        have the target's Arrow types (else as their values)."""
         batches: list[pa.RecordBatch] = []
         start = 0
         for i, item in enumerate(out):
             if type(item) is ColumnValues:
                 if start < i:
-                    batches.append(self.records(node_id, out[start:i]))
-                batches.append(self._columns(node_id, item.batch))
+                    batches.append(self._items(node_id, out[start:i]))
+                batches.append(self._columns(node_id, item))
                 start = i + 1
         if start < len(out) or not batches:
-            batches.append(self.records(node_id, out[start:]))
+            batches.append(self._items(node_id, out[start:]))
         return batches
 
-    def _columns(self, node_id: int, batch: pa.RecordBatch) -> pa.RecordBatch:
-        types = [f.type for f in self._value_fields[self._index[node_id]]]
-        if batch.schema.types != types:
-            columns = BatchColumns.of(self.targets[self._index[node_id]].type_info)
-            return self.records(node_id, columns.records_of(batch))
-        return self._typed_rows(node_id, batch)
+    def _items(self, node_id: int, items: Sequence[object]) -> pa.RecordBatch:
+        """The rows of collected values, or ``(position, record)`` pairs (an ordered target's)."""
+        if not self.targets[self._index[node_id]].ordered:
+            return self.records(node_id, items)
+        pairs = cast("Sequence[tuple[Position, StreamRecord]]", items)
+        return self.records(node_id, [r.value for _, r in pairs], [p for p, _ in pairs])
+
+    def _columns(self, node_id: int, item: ColumnValues) -> pa.RecordBatch:
+        target = self.targets[self._index[node_id]]
+        positions = self._position_columns(node_id, item.positions)
+        batch = item.batch
+        if batch.schema.types != [f.type for f in self._value_fields[self._index[node_id]]]:
+            values = BatchColumns.of(target.type_info).records_of(batch)
+            batch = to_record_batch(values, target.type_info)
+        return self._typed_rows(node_id, batch, positions)
 
     def _typed_rows(
-        self, node_id: int, typed: pa.RecordBatch, positions: Sequence[Position] = ()
+        self, node_id: int, typed: pa.RecordBatch, positions: list[pa.Array]
     ) -> pa.RecordBatch:
-        """The rows of target ``node_id`` holding ``typed`` (its columns, of its types)."""
+        """The rows of target ``node_id`` holding ``typed`` (its columns, of its types) at
+        ``positions`` (its position columns)."""
         k = self._index[node_id]
         n = typed.num_rows
         base = (Shipment.COLLECTED.value, node_id, 0, b"", b"")
@@ -196,21 +213,26 @@ class FrameRows:
             else:
                 arrays.extend(pa.nulls(n, f.type) for f in fields)
         arrays.append(pa.nulls(n, pa.string()))
-        ordered = self.targets[k].ordered
-        arrays.extend(self._position_columns(positions) if ordered else self._nulls(n))
+        arrays.extend(positions or self._nulls(n))
         return pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema())
 
     def _nulls(self, n: int) -> list[pa.Array]:
         """The position columns of ``n`` records of an unordered target."""
         return [pa.nulls(n, pa.int64()) for _ in range(self.width)]
 
-    def _position_columns(self, positions: Sequence[Position]) -> list[pa.Array]:
-        """The ``width`` long columns of ``positions`` padded with ``PAD``, by columns, not per
-        record."""
+    def _position_columns(
+        self, node_id: int, positions: Sequence[Position] | PositionColumns | None
+    ) -> list[pa.Array]:
+        """The ``width`` long columns of an ordered target's ``positions`` padded with
+        ``PAD``, by columns, not per record (none for an unordered target's)."""
         width = self.width
-        if not positions:
+        if not self.targets[self._index[node_id]].ordered or positions is None:
+            return []
+        if not len(positions):
             return self._nulls(0)
-        columns = PositionColumns.of(positions)
+        columns = positions
+        if not isinstance(columns, PositionColumns):
+            columns = PositionColumns.of(columns)
         if columns.width > width:
             raise RuntimeError(f"a position is longer than the plan's widest ({width})")
         matrix = columns.matrix(width)

@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from itertools import groupby
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from sparktide.runtime.execution.arrow_values import ValueCodec
 from sparktide.runtime.execution.driver import (
@@ -43,7 +43,6 @@ from sparktide.runtime.operators.simple import (
     CollectSinkOperator,
     PrintSinkOperator,
     RecordCollector,
-    ValueCollector,
 )
 from sparktide.runtime.processing_time import (
     ProcessingTimeService,
@@ -209,6 +208,7 @@ class SparkJob:
             fast_windows=self.fast_windows,
             chunks=self.chunks,
             value_sinks=frozenset() if self.frame_rows is None else self.frame_rows.unordered,
+            column_sinks=frozenset() if self.frame_rows is None else self.frame_rows.ordered,
         )
 
     def rows(self, tasks: JobTasks, rounds: int, final: bool = True) -> pa.RecordBatch:
@@ -268,12 +268,7 @@ class SparkJob:
         frame_rows, out = self.frame_rows, sink.out
         if frame_rows is None or sink.node_id not in frame_rows:
             return False
-        if isinstance(sink, ValueCollector):  # an unordered target's values
-            framed.extend(frame_rows.values(sink.node_id, out))
-        else:
-            positions: list[Any] = [item[0] for item in out]  # Position tuples
-            values = [r.value for _, r in out]
-            framed.append(frame_rows.records(sink.node_id, values, positions))
+        framed.extend(frame_rows.collected(sink.node_id, out))
         sink.clear()
         return True
 

@@ -12,8 +12,10 @@ order). :func:`chunk_target` wires a split's chain for chunks, from the tagger's
   assigns the chunk's timestamps and tells its generator once, when that leaves the state
   per-record calls leave (else it takes the chunk record by record);
 * a ``map_batches`` operator holds the chunk's items for its batches and hands on chunks of
-  its outputs; when it feeds a collect sink that keeps values only, directly, it hands that
-  sink its output columns instead (:meth:`CollectValues.collect_columns`);
+  its outputs; when it feeds the collect sink of a typed frame directly, it hands that sink
+  its output columns instead: an unordered frame's values
+  (:meth:`CollectValues.collect_columns`), an ordered frame's records with their positions by
+  columns (:meth:`CollectChunks.collect_columns`);
 * an output that coerces to a declared type coerces the chunk (:class:`CoerceChunks`);
 * a collect sink's :class:`~sparktide.runtime.operators.simple.RecordCollector` appends the
   chunk with the positions the record-by-record path gives (:class:`CollectChunks`), a
@@ -51,6 +53,7 @@ from sparktide.runtime.operators.simple import (
     ChunkStep,
     CollectSinkOperator,
     ColumnValues,
+    FrameCollector,
     RecordCollector,
     SinkFunctionOperator,
     StreamFilter,
@@ -199,6 +202,14 @@ class CollectChunks(_ToCollector):
     ) -> None:
         self._collector.collect_chunk(self._tagger.positions(seqs), values, timestamps)
 
+    def collect_columns(
+        self, seqs: Sequence[int], batch: pa.RecordBatch, timestamps: list[int | None]
+    ) -> None:
+        """A chunk's records as the columns of ``batch`` (a ``map_batches`` output's), at the
+        positions :meth:`collect_chunk` gives them, by columns (a :class:`FrameCollector`)."""
+        positions = self._tagger.position_columns(seqs)
+        cast(FrameCollector, self._collector).collect_columns(ColumnValues(batch, positions))
+
 
 class CollectValues(_ToCollector):
     """A collect sink's :class:`ValueCollector`: appends a chunk's values; the cursor is left
@@ -257,12 +268,15 @@ def _uncoerced(output: Output) -> Output | None:
 
 
 def _columns_target(output: Output, tagger: SourceTagger) -> ColumnsTarget | None:
-    """What takes a ``map_batches`` output's columns as they are: a collect sink that keeps
-    values only (an unordered typed frame's, written from columns), fed directly."""
+    """What takes a ``map_batches`` output's columns as they are: the collect sink of a typed
+    frame (written from columns: an unordered frame's values, an ordered frame's records with
+    their positions by columns), fed directly."""
     direct = _uncoerced(output)
     collector = None if direct is None else _collector(direct)
     if isinstance(collector, ValueCollector):
         return CollectValues(collector, tagger).collect_columns
+    if isinstance(collector, FrameCollector):
+        return CollectChunks(collector, tagger).collect_columns
     return None
 
 

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, cast
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["PAD", "PaddedPositions", "PositionColumns", "int64_bytes", "padded"]
+__all__ = ["PAD", "PaddedPositions", "PositionColumns", "int64_bytes", "int_column", "padded"]
 
 PAD = -(1 << 63)
 """Pads a position to a fixed width without changing its order (:func:`padded`): below every
@@ -58,6 +58,17 @@ def int64_bytes(values: Sequence[int]) -> bytes:
     if not _LITTLE:
         column.byteswap()
     return column.tobytes()
+
+
+def int_column(values: Sequence[int]) -> int | bytes:
+    """A column of a :class:`PositionColumns`: ``values`` (at least one) as their one int when
+    they are all equal, else as :func:`int64_bytes`.
+
+    >>> int_column([4, 4]), int_column([4, 5]) == int64_bytes([4, 5])
+    (4, True)
+    """
+    first = values[0]
+    return first if values.count(first) == len(values) else int64_bytes(values)
 
 
 def _int64_list(data: bytes) -> list[int]:
@@ -102,14 +113,8 @@ class PositionColumns:
             width = max(sizes)
             lengths = bytes(map(len, positions))
             rows = [padded(p, width) for p in positions]
-        columns: list[int | bytes] = []
-        for column in zip(*rows, strict=True):
-            first = column[0]
-            if column.count(first) == n:
-                columns.append(first)
-            else:
-                columns.append(int64_bytes(column))
-        return cls(n, lengths, tuple(columns))
+        columns = tuple(map(int_column, zip(*rows, strict=True)))
+        return cls(n, lengths, columns)
 
     def positions(self) -> Iterator[tuple[int, ...]]:
         """The positions, as tuples, in the chunk's order."""

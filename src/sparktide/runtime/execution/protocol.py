@@ -72,6 +72,7 @@ from sparktide.runtime.execution.position_columns import (
     PaddedPositions,
     PositionColumns,
     int64_bytes,
+    int_column,
     padded,
 )
 from sparktide.runtime.output import Output
@@ -471,9 +472,7 @@ def pack_run(
     True
     """
     n = len(seqs)
-    first = seqs[0]
-    seq_column: int | bytes = first if seqs.count(first) == n else int64_bytes(seqs)
-    positions = PositionColumns(n, 5, (*prefix, seq_column, 0))
+    positions = PositionColumns(n, 5, (*prefix, int_column(seqs), 0))
     return pickle.dumps(
         (
             ChunkKind.RECORDS,
@@ -804,6 +803,15 @@ class SourceTagger:
             out = [(r, phase, split, seq, 0, n) for seq, n in zip(seqs, numbers, strict=True)]
         self.leave_after(seqs)
         return out
+
+    def position_columns(self, seqs: Sequence[int]) -> PositionColumns:
+        """:meth:`positions` of ``seqs`` (at least one) by columns, not a tuple per output;
+        the cursor is left where :meth:`positions` leaves it."""
+        numbers = output_numbers(seqs)
+        number_column = 0 if numbers is None else int64_bytes(numbers)
+        columns = (self.round, self.phase, self.split, int_column(seqs), 0, number_column)
+        self.leave_after(seqs)
+        return PositionColumns(len(seqs), 6, columns)
 
     def leave_after(self, seqs: Sequence[int]) -> None:
         """Leave the cursor where :meth:`positions` of ``seqs`` leaves it (outputs made for

@@ -47,6 +47,7 @@ from sparktide.runtime.operators.co_process import KeyedTwoInputOperator
 from sparktide.runtime.operators.deferred import DeferredOutputOperator
 from sparktide.runtime.operators.simple import (
     CollectSinkOperator,
+    FrameCollector,
     PrintSinkOperator,
     RecordCollector,
     ValueCollector,
@@ -232,10 +233,14 @@ class JobTasks:
         fast_windows: frozenset[int] | None = None,
         chunks: bool = True,
         value_sinks: frozenset[int] = frozenset(),
+        column_sinks: frozenset[int] = frozenset(),
     ) -> None:
         self.plan = plan
         # the collect sinks whose records the runner needs as values only (ValueCollector)
         self.value_sinks = value_sinks
+        # the collect sinks whose records the runner writes as typed columns with their
+        # positions, taking records held as columns too (FrameCollector)
+        self.column_sinks = column_sinks
         # whether split readers hand chunks through the chained stateless operators
         # (:mod:`~sparktide.runtime.execution.chunk_path`)
         self.chunks = chunks
@@ -332,6 +337,8 @@ class JobTasks:
         op: AbstractStreamOperator
         if node.id in self.value_sinks:
             op = CollectSinkOperator(ValueCollector([], node.id))
+        elif node.id in self.column_sinks:
+            op = CollectSinkOperator(FrameCollector([], node.id))
         elif self.frame_sinks and isinstance(node, SinkNode) and node.frame_writer is not None:
             op = CollectSinkOperator(RecordCollector([], node.id))
         else:

@@ -82,9 +82,10 @@ class MapBatchesOperator(DeferredOutputOperator):
     ``columns_output``); the batches are the same as record by record. A batch whose records
     all came in chunks made from Arrow batches of exactly the input columns
     (:meth:`BatchColumns.of_chunk`) is handed to the function as those columns; its output
-    goes on as the function's columns (``columns_output``) or as records that keep them
-    (:class:`~sparktide.common.arrow_rows.RowChunk`). A source record's outputs go on in one
-    chunk: those of a record whose items a batch's end separates wait for the next batch."""
+    goes on as the function's columns (``columns_output``, for a batch holding all outputs of
+    its records) or as records that keep them (:class:`~sparktide.common.arrow_rows.RowChunk`).
+    A source record's outputs go on in one chunk: those of a record whose items a batch's end
+    separates wait for the next batch."""
 
     kind = "map_batches operator"
     failure_advice = "handle the rows that fail inside the function"
@@ -205,8 +206,7 @@ class MapBatchesOperator(DeferredOutputOperator):
         seqs = _chunk_seqs(runs, len(values))
         batch = self._apply(values, runs, seqs is not None)
         columns = self.columns_output
-        if columns is not None and seqs is not None:
-            self._emit_back()
+        if columns is not None and seqs is not None and _whole(seqs, next_seq, self._back_seqs):
             columns(seqs, batch, timestamps)
             return
         outputs = self._output.records_of(batch)
@@ -344,6 +344,14 @@ def _chunk_seqs(runs: list[_Run], n: int) -> Sequence[int] | None:
     if sum(len(r.seqs) for r in runs) != n:
         return None
     return [seq for r in runs for seq in r.seqs]
+
+
+def _whole(seqs: Sequence[int], next_seq: int | None, back: Sequence[int]) -> bool:
+    """Whether a batch of the items of records ``seqs`` holds all their outputs: none waits
+    for it (``back``) and the next item (of record ``next_seq``) is another record's. Only
+    such a batch goes on as columns: the positions of a record's outputs are numbered in one
+    piece."""
+    return not back and (next_seq is None or seqs[-1] != next_seq)
 
 
 def _arrow_of(runs: list[_Run]) -> pa.RecordBatch | None:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from _typeshed import SupportsRichComparison as Position
 
+    from sparktide.runtime.execution.position_columns import PositionColumns
     from sparktide.runtime.execution.protocol import ChunkTarget
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "CoerceOperator",
     "CollectSinkOperator",
     "ColumnValues",
+    "FrameCollector",
     "PrintSinkOperator",
     "SinkContext",
     "SinkFunctionOperator",
@@ -400,9 +402,10 @@ class RecordCollector:
         self.out.extend(zip(positions, map(StreamRecord, values, timestamps), strict=True))
 
 
-class ValueCollector(RecordCollector):
-    """A :class:`RecordCollector` that keeps only the records' values in ``out`` (a sink whose
-    records need neither positions nor timestamps: an unordered typed frame on Spark)."""
+class FrameCollector(RecordCollector):
+    """A :class:`RecordCollector` of a frame whose task writes its records as typed columns (on
+    Spark): ``out`` holds, besides ``(position, record)`` pairs, a chunk's records as the
+    columns of an Arrow batch with their positions (:class:`ColumnValues`), one item each."""
 
     __slots__ = ("_in_columns",)
 
@@ -410,17 +413,10 @@ class ValueCollector(RecordCollector):
         super().__init__(out, node_id)
         self._in_columns = 0  # records held as columns, beyond one item each
 
-    def __call__(self, record: StreamRecord) -> None:
-        self.out.append(record.value)  # values, not pairs
-
-    def collect_values(self, values: list[object]) -> None:
-        """The values of a chunk's records (what the calls record by record would append)."""
-        self.out.extend(values)  # type: ignore[arg-type]  # values, not pairs
-
     def collect_columns(self, columns: ColumnValues) -> None:
-        """The values of a chunk's records as the columns of an Arrow batch (one item in
-        ``out``, in its place)."""
-        self.out.append(columns)  # type: ignore[arg-type]  # values, not pairs
+        """A chunk's records as the columns of an Arrow batch (one item in ``out``, in its
+        place)."""
+        self.out.append(columns)  # type: ignore[arg-type]  # records as columns
         self._in_columns += columns.batch.num_rows - 1
 
     @property
@@ -432,12 +428,28 @@ class ValueCollector(RecordCollector):
         self._in_columns = 0
 
 
+class ValueCollector(FrameCollector):
+    """A :class:`FrameCollector` that keeps only the records' values in ``out`` (a sink whose
+    records need neither positions nor timestamps: an unordered typed frame on Spark)."""
+
+    __slots__ = ()
+
+    def __call__(self, record: StreamRecord) -> None:
+        self.out.append(record.value)  # values, not pairs
+
+    def collect_values(self, values: list[object]) -> None:
+        """The values of a chunk's records (what the calls record by record would append)."""
+        self.out.extend(values)  # type: ignore[arg-type]  # values, not pairs
+
+
 @dataclass(frozen=True)
 class ColumnValues:
     """Records held as the columns of an Arrow batch (``batch``: a row per record, the columns
-    of the records' declared type) in a :class:`ValueCollector`'s ``out``."""
+    of the records' declared type) in a :class:`FrameCollector`'s ``out``; ``positions``: their
+    positions (an ordered frame's records), ``None`` in a :class:`ValueCollector`."""
 
     batch: pa.RecordBatch
+    positions: PositionColumns | None = None
 
 
 class CollectSinkOperator(AbstractStreamOperator):
