@@ -108,8 +108,8 @@ def test_other_states_and_odd_chunks_read_entry_by_entry(db) -> None:
     writes += [(seen, k, None, v) for k in KEYS[:3] for v in (1, 2)]
     snapshot = _write(db, Types.LONG(), writes)
     specs = [
-        StateRowsSpec("plain", "value", False, Types.LONG(), Types.LONG()),  # a window among them
-        StateRowsSpec("plain", "value", False, Types.STRING(), Types.LONG()),  # read as another type
+        StateRowsSpec("plain", "value", False, Types.LONG(), Types.LONG()),  # a window in one
+        StateRowsSpec("plain", "value", False, Types.STRING(), Types.LONG()),  # as another type
         StateRowsSpec("words", "value", False, Types.LONG(), Types.STRING()),
         StateRowsSpec("seen", "list", False, Types.LONG(), Types.LONG()),
         StateRowsSpec("none", "value", False, Types.LONG(), Types.LONG()),
