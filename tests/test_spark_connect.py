@@ -90,11 +90,31 @@ def stream_job(spark: Any, directory: Path, ckpt: Path, out: Path) -> dict[str, 
     }
 
 
+def state_frames(spark: Any, ckpt: Path) -> dict[str, Any]:
+    """The pending windows and timers of the stream job's window operator, read from its
+    checkpoint as DataFrames (``SavepointReader.frames``)."""
+    from sparktide.state_api import SavepointReader
+
+    reader = SavepointReader.read(str(ckpt), trusted=True)
+    frames = reader.frames(spark)
+    [identity] = {o["identity"] for o in reader.operators().to_pylist() if o["keyed"]}
+    state = frames.keyed_state(identity, "window-contents", key_type=Types.STRING(),
+                               value_type=EVENT)  # fmt: skip
+    timers = frames.timers(identity, key_type=Types.STRING())
+    return {
+        "identity": identity,
+        "state": sorted((r.asDict(recursive=True) for r in state.collect()), key=repr),
+        "timers": sorted((r.asDict() for r in timers.collect()), key=repr),
+        "operators": frames.operators().count(),
+    }
+
+
 def run_all(spark: Any, data: Path, work: Path) -> dict[str, Any]:
     return {
         "bounded": sorted(map(list, run_job("spark"))),
         "frame": [list(r) for r in frame_job(spark)],
         "stream": stream_job(spark, data, work / "ckpt", work / "out"),
+        "state": state_frames(spark, work / "ckpt"),
     }
 
 
@@ -197,6 +217,18 @@ def test_same_jobs_on_classic_and_connect_sessions(spark, tmp_path: Path) -> Non
     assert {r[0] for r in connect["stream"]["rows"]} >= {1, 2, 3}  # windows fired over batches
     # started from the savepoint (version 3): the four files read before are dropped
     assert connect["stream"]["restored"] == [[4, 0]]
+    # the state reader's DataFrames over Connect hold the rows read locally (pyarrow)
+    from sparktide.state_api import SavepointReader
+
+    reader = SavepointReader.read(str(tmp_path / "connect" / "ckpt"), trusted=True)
+    identity = connect["state"]["identity"]
+    types = {"key_type": Types.STRING(), "value_type": EVENT}
+    local_state = reader.keyed_state(identity, "window-contents", **types).to_pylist()
+    assert connect["state"]["state"] == sorted(local_state, key=repr) != []
+    local_timers = reader.timers(identity, key_type=Types.STRING()).to_pylist()
+    assert connect["state"]["timers"] == sorted(local_timers, key=repr) != []
+    assert connect["state"] == classic["state"]
+    assert connect["state"]["operators"] == reader.operators().num_rows
 
 
 if __name__ == "__main__":

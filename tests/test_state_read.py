@@ -11,12 +11,14 @@ timers).
 from __future__ import annotations
 
 import collections
+import json
 import pickle
 
 import pyarrow.parquet as pq
 import pytest
 
 from sparktide.common import Row, Time, Types
+from sparktide.common.typeinfo_json import declaration
 from sparktide.datastream import KeyedProcessFunction, StreamExecutionEnvironment
 from sparktide.datastream.state import (
     ListStateDescriptor,
@@ -290,6 +292,29 @@ def test_command_prints_and_writes_the_tables(job, tmp_path, capsys) -> None:
                  "--key-type", "STRING", "--limit", "1"]) == 0  # fmt: skip
     text = capsys.readouterr().out
     assert "window_start" in text and "more rows" in text
+
+
+def test_inspect_shows_the_recorded_state_types_of_each_keyed_operator(job, capsys) -> None:
+    from sparktide.cli import main
+
+    assert main(["inspect", job["ckpt"], "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    recorded = [r for stage in summary["stages"] for r in stage["state_types"]]
+    by_uid = {r["uid"]: r for r in recorded}
+    assert len(recorded) == 2 and by_uid["count"]["key_type"] == "Types.STRING()"
+    assert by_uid["count"]["states"] == {
+        "count": {"kind": "value", "ttl": False, "value_type": "Types.LONG()"},
+        "last": {"kind": "value", "ttl": False, "value_type": declaration(LAST)},
+        "parity": {"kind": "map", "ttl": False, "value_type": "Types.LONG()",
+                   "map_key_type": "Types.STRING()"},
+        "values": {"kind": "list", "ttl": False, "value_type": "Types.LONG()"},
+    }  # fmt: skip
+    assert by_uid[None]["key_type"] == "undeclared (pickled)"
+    assert main(["inspect", job["ckpt"]]) == 0
+    text = capsys.readouterr().out
+    assert "  state types of KeyedProcess (uid count), key type Types.STRING():\n" in text
+    assert "    parity: map, map key Types.STRING(), value Types.LONG()\n" in text
+    assert "  state types of sums, key type undeclared (pickled):\n" in text
 
 
 def test_rows_of_ttl_states_and_other_namespaces() -> None:

@@ -473,6 +473,25 @@ def _or_dash(value: object) -> object:
     return "-" if value is None else value
 
 
+def _state_type_lines(record: dict[str, Any]) -> list[str]:
+    """The declared types of one keyed operator's state, as ``sparktide inspect`` shows them.
+
+    >>> print("\\n".join(_state_type_lines({"operator": "Count", "uid": "count",
+    ...     "key_type": "Types.STRING()", "states": {"seen": {"kind": "map", "ttl": True,
+    ...     "value_type": "Types.LONG()", "map_key_type": "Types.INT()"}}})))
+      state types of Count (uid count), key type Types.STRING():
+        seen: map with TTL, map key Types.INT(), value Types.LONG()
+    """
+    uid = f" (uid {record['uid']})" if record.get("uid") else ""
+    lines = [f"  state types of {record['operator']}{uid}, key type {record['key_type']}:"]
+    for name, state in record["states"].items():
+        ttl = " with TTL" if state["ttl"] else ""
+        map_key = f", map key {state['map_key_type']}" if "map_key_type" in state else ""
+        value = _or_dash(state["value_type"])
+        lines.append(f"    {name}: {state['kind']}{ttl}{map_key}, value {value}")
+    return lines
+
+
 def format_checkpoint(summary: dict[str, Any]) -> str:
     """A text view of :func:`~sparktide.spark.checkpoint_inspect.describe_checkpoint`; times
     in ISO-8601 UTC (``--json`` keeps epoch milliseconds).
@@ -524,6 +543,8 @@ def format_checkpoint(summary: dict[str, Any]) -> str:
                 f"{format_time(sub.get('next_processing_timer')):>24} "
                 f"{format_time(sub.get('last_processing_timer')):>24}"
             )
+        for record in stage.get("state_types", []):
+            lines.extend(_state_type_lines(record))
         for sub in stage["subtasks"]:
             marks = sub.get("watermarks") or {}
             lines.append(

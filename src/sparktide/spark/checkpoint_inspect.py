@@ -29,6 +29,8 @@ import posixpath
 from typing import cast
 
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot, SnapshotFormatError
+from sparktide.runtime.state.recorded_types import OperatorStateTypes
+from sparktide.runtime.state.state_types import StateTypes, describe_declared
 from sparktide.spark.checkpoint import CheckpointError, CheckpointStore, unpack_parts
 from sparktide.spark.checkpoint_format import CHECKPOINT_FORMAT_VERSION, JsonObject, JsonValue
 from sparktide.spark.checkpoint_meta import CommitManifest, OperatorWatermarks, StageFingerprint
@@ -158,7 +160,9 @@ def describe_checkpoint(store: CheckpointStore) -> JsonObject:
     and per stage its operators and per subtask the state backend of the job that wrote it,
     its key groups, state entries, pending timers
     per domain (count, earliest and latest), operator watermarks and the bytes of its files,
-    and, when its newest file is a changelog, what that changelog put and deleted."""
+    and, when its newest file is a changelog, what that changelog put and deleted; per keyed
+    operator the types of its state the manifest records (``state_types``: its key type, and
+    per state its kind, TTL setting and declared types)."""
     check_is_checkpoint(store)
     version = store.committed_version()
     out: JsonObject = {"location": store.location, "committed_batch": version}
@@ -186,6 +190,11 @@ def describe_checkpoint(store: CheckpointStore) -> JsonObject:
             _subtask(store, info, stage, i, names) for i in range(parallelism)
         ]
         ops = fp.operators if fp is not None else ()
+        recorded = [
+            _state_types(names.get(op.identity, op.name), info.state_types[op.identity], version)
+            for op in ops
+            if op.identity is not None and op.identity in info.state_types
+        ]
         stages.append(
             {
                 "stage": stage,
@@ -193,10 +202,29 @@ def describe_checkpoint(store: CheckpointStore) -> JsonObject:
                 "uids": [op.uid for op in ops],
                 "parallelism": parallelism,
                 "subtasks": subtasks,
+                "state_types": cast(list[JsonValue], recorded),
             }
         )
     out["stages"] = stages
     return out
+
+
+def _state_types(name: str, record: OperatorStateTypes, version: int) -> JsonObject:
+    """What the commit manifest of ``version`` records of the keyed state of the operator
+    ``name``: its key type and per state its kind, TTL setting and declared types, as a user
+    declares them (``Types.LONG()``; ``None``: recorded without types, by an older sparktide)."""
+    where = f"commits/{version}.json: {record.describe()}"
+    states: JsonObject = {}
+    for state, meta in sorted(record.states.items()):
+        raw = meta.get("types")
+        types = None if raw is None else StateTypes.from_json(raw, f"{where}: state {state!r}")
+        shown: JsonObject = {"kind": meta["kind"], "ttl": meta["ttl"]}
+        shown["value_type"] = None if types is None else describe_declared(types.value)
+        if meta["kind"] == "map":
+            shown["map_key_type"] = None if types is None else describe_declared(types.map_key)
+        states[state] = shown
+    key_type = describe_declared(record.declared_key_type())
+    return {"operator": name, "uid": record.uid, "key_type": key_type, "states": states}
 
 
 def describe_values(store: CheckpointStore, limit: int = 20) -> list[JsonValue]:

@@ -34,12 +34,10 @@ from sparktide.state_api.rows import (
     StateRowsSpec,
     TimerRowsSpec,
     namespace_kind,
-    state_batches,
-    state_entries,
     timer_batches,
     timer_entries,
 )
-from sparktide.state_api.subtasks import StageSource
+from sparktide.state_api.subtasks import StageSource, part_batches, part_namespaces
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -166,10 +164,13 @@ class SavepointReader:
         instead of the declared ones (undeclared ones are pickles otherwise)."""
         self.check_trusted(f"state {state!r}")
         op, spec = self.state_spec(uid, state, ReadTypes(key_type, value_type, map_key_type))
-        snaps = list(self.snapshots(op))
-        kind = namespace_kind(e[2] for s in snaps for e in state_entries(s, state))
+        view = self.view
+        source = StageSource(view.location, view.version, op.stage)
+        found = (source.keyed(s, (view.store, view.manifest)) for s in range(op.parallelism))
+        parts = [part for part in found if part is not None]
+        kind = namespace_kind(ns for part in parts for ns in part_namespaces(part, state))
         spec = _with_namespace(spec, kind)
-        batches = [b for s in snaps for b in state_batches(spec, s)]
+        batches = [b for part in parts for b in part_batches(part, spec)]
         return pa.Table.from_batches(batches, schema=spec.schema())
 
     def timers(self, uid: str, key_type: TypeInformation | None = None) -> pa.Table:

@@ -50,8 +50,10 @@ if TYPE_CHECKING:
 __all__ = [
     "BATCH_ROWS",
     "NamespaceKind",
+    "StateEntry",
     "StateRowsSpec",
     "TimerRowsSpec",
+    "entry_batches",
     "namespace_kind",
     "state_batch",
     "state_batches",
@@ -253,7 +255,14 @@ def state_batches(
     spec: StateRowsSpec, snapshot: KeyedOperatorSnapshot, rows: int = BATCH_ROWS
 ) -> Iterator[pa.RecordBatch]:
     """The rows of ``spec.state`` in ``snapshot``, in batches of about ``rows`` entries."""
-    return _chunked(state_entries(snapshot, spec.state), rows, lambda c: state_batch(spec, c))
+    return entry_batches(spec, state_entries(snapshot, spec.state), rows)
+
+
+def entry_batches(
+    spec: StateRowsSpec, entries: Iterator[StateEntry], rows: int = BATCH_ROWS
+) -> Iterator[pa.RecordBatch]:
+    """The rows of ``entries`` (of ``spec.state``), in batches of about ``rows`` entries."""
+    return _chunked(entries, rows, lambda c: state_batch(spec, c))
 
 
 def _chunked(

@@ -26,10 +26,9 @@ from sparktide.state_api.rows import (
     StateRowsSpec,
     TimerRowsSpec,
     namespace_kind,
-    state_batches,
     timer_batches,
 )
-from sparktide.state_api.subtasks import StageSource, first_namespaces
+from sparktide.state_api.subtasks import StageSource, first_namespaces, part_batches
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -54,12 +53,13 @@ class _SubtaskRows:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for subtask in batch.column(0).to_pylist():
-                snap = self.source.load(int(subtask))
-                if snap is None:
-                    continue
                 if isinstance(self.spec, StateRowsSpec):
-                    yield from state_batches(self.spec, snap)
-                else:
+                    part = self.source.keyed(int(subtask))
+                    if part is not None:
+                        yield from part_batches(part, self.spec)
+                    continue
+                snap = self.source.load(int(subtask))
+                if snap is not None:
                     yield from timer_batches(self.spec, snap)
 
 

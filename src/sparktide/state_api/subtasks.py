@@ -7,6 +7,11 @@ reader calls these.
 :func:`first_namespaces` looks at as little as it can to tell what the namespaces of a state
 (or of the timers) are: in a heap snapshot, one key group's section of the state (each is a
 pickle of its own); in a native RocksDB checkpoint, the store key of the state's first entry.
+
+:meth:`StageSource.keyed` gives what reading one state of a subtask starts from: its keyed
+snapshot, or, for a native RocksDB chain, the checkpoint not read yet (:class:`NativeState`:
+only the state asked for is read, straight into rows, by
+:mod:`~sparktide.state_api.native_columns`).
 """
 
 from __future__ import annotations
@@ -18,13 +23,24 @@ from typing import TYPE_CHECKING
 
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot, SnapshotFormatError
 from sparktide.spark.checkpoint import CheckpointError, CheckpointStore, unpack_parts
-from sparktide.spark.checkpoint_native import native_reference, neutral_snapshot
+from sparktide.spark.checkpoint_native import NativeReference, native_reference, neutral_snapshot
+from sparktide.state_api.native_columns import native_state_batches
 from sparktide.state_api.native_meta import native_first_namespace
+from sparktide.state_api.rows import StateRowsSpec, state_batches, state_entries
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from sparktide.spark.checkpoint_meta import Chain, CommitManifest
 
-__all__ = ["StageSource", "first_namespaces"]
+__all__ = [
+    "KeyedPart",
+    "NativeState",
+    "StageSource",
+    "first_namespaces",
+    "part_batches",
+    "part_namespaces",
+]
 
 
 def _chain(manifest: CommitManifest, stage: int, subtask: int) -> Chain:
@@ -87,6 +103,64 @@ class StageSource:
             path = store.subtask_path(chain.snapshot, self.stage, subtask)
             return neutral_snapshot(*loaded.native, path)
         return loaded.snapshot()
+
+    def keyed(
+        self, subtask: int, opened: tuple[CheckpointStore, CommitManifest] | None = None
+    ) -> KeyedPart | None:
+        """What the keyed state of subtask ``subtask`` is read from: its native RocksDB
+        checkpoint where its chain is one, else its keyed snapshot (:meth:`load`)."""
+        store, manifest = opened or self.open()
+        chain = _chain(manifest, self.stage, subtask)
+        if chain.native:
+            path = store.subtask_path(chain.snapshot, self.stage, subtask)
+            meta, parts = unpack_parts(store.read_bound(path, manifest.files), path)
+            ref = native_reference(chain, meta, parts, path)
+            operator = meta.get("operator")
+            if ref is not None and isinstance(operator, str):
+                return NativeState(store, operator, subtask, ref, path)
+        return self.load(subtask, (store, manifest))
+
+
+@dataclass(frozen=True)
+class NativeState:
+    """A subtask's keyed state held by a native RocksDB checkpoint, not read yet."""
+
+    store: CheckpointStore
+    operator: str
+    subtask: int
+    ref: NativeReference
+    path: str
+
+    def first_namespaces(self, state: str) -> list[object]:
+        """The namespace of the first entry of ``state`` (empty: it has none here)."""
+        return native_first_namespace(
+            self.store, self.operator, self.subtask, self.ref, state, self.path
+        )
+
+    def state_batches(self, spec: StateRowsSpec) -> Iterator[pa.RecordBatch]:
+        """The rows of ``spec.state`` read out of the checkpoint."""
+        storage = self.store.native_storage(self.operator, self.subtask)
+        return native_state_batches(storage, self.ref, self.path, spec)
+
+
+KeyedPart = KeyedOperatorSnapshot | NativeState
+"""What one state of a subtask is read from (:meth:`StageSource.keyed`)."""
+
+
+def part_batches(part: KeyedPart, spec: StateRowsSpec) -> Iterator[pa.RecordBatch]:
+    """The rows of ``spec.state`` in ``part``."""
+    if isinstance(part, NativeState):
+        return part.state_batches(spec)
+    return state_batches(spec, part)
+
+
+def part_namespaces(part: KeyedPart, state: str) -> Iterator[object]:
+    """The namespaces of the entries of ``state`` in ``part`` (of a native checkpoint: its
+    first entry's)."""
+    if isinstance(part, NativeState):
+        yield from part.first_namespaces(state)
+    else:
+        yield from (e[2] for e in state_entries(part, state))
 
 
 def first_namespaces(

@@ -68,6 +68,7 @@ __all__ = [
     "NamespaceKind",
     "decode_timestamp",
     "encode_timestamp",
+    "fixed_number_dtype",
     "key_codec",
     "key_group_bounds",
     "key_group_of",
@@ -362,6 +363,22 @@ class _RowCodec(_ExactCodec):
                 v = None
             values.append(v)
         return Row.of_values(values, self._names, kind), offset
+
+
+def fixed_number_dtype(codec: Codec) -> str | None:
+    """The NumPy dtype of the bytes of ``codec`` where it lays out fixed-width numbers (a
+    declared integer type: ``">u<width>"``, two's complement with the sign bit flipped; a
+    declared floating-point type: ``">f<width>"``), ``None`` for any other codec.
+
+    >>> from sparktide.common.typeinfo import Types
+    >>> [fixed_number_dtype(key_codec(t)) for t in (Types.LONG(), Types.FLOAT(), None)]
+    ['>u8', '>f4', None]
+    """
+    if isinstance(codec, _IntCodec):
+        return f">u{codec._width}"
+    if isinstance(codec, _FloatCodec):
+        return ">f8" if codec._double else ">f4"
+    return None
 
 
 # The canonical encoding of undeclared keys: a type tag, then fixed-width or length-prefixed

@@ -31,7 +31,7 @@ from sparktide.core.state import MapStateDescriptor, StateDescriptor, StateTtlCo
 from sparktide.runtime.keygroups import KeyGroupRange
 from sparktide.runtime.state.heap import describe_kind
 from sparktide.runtime.state.rocksdb_entries import NAMESPACES, EntryCodec, successor
-from sparktide.runtime.state.rocksdb_integrity import check_scan
+from sparktide.runtime.state.rocksdb_integrity import check_scan, verified_reads
 from sparktide.runtime.state.rocksdb_layout import Codec, key_group_bounds
 
 if TYPE_CHECKING:
@@ -160,6 +160,28 @@ class RawStore:
             check_scan(it)
         if current is not None:
             yield (*head, self._group(codec, group))
+
+    def chunks(self, state: StoredState, size: int) -> Iterator[tuple[list[bytes], list[bytes]]]:
+        """The store keys and stored values of ``state`` in this store's key groups, in store
+        order, ``size`` entries at a time (undecoded: for reading many entries at once)."""
+        lo, hi = key_group_bounds(self._range)
+        options = verified_reads()
+        options.set_iterate_upper_bound(hi)
+        it = state.cf.iter(options)
+        it.seek(lo)
+        valid, key, value, step = it.valid, it.key, it.value, it.next
+        keys: list[bytes] = []
+        values: list[bytes] = []
+        while valid():
+            keys.append(key())
+            values.append(value())
+            if len(keys) == size:
+                yield keys, values
+                keys, values = [], []
+            step()
+        check_scan(it)
+        if keys:
+            yield keys, values
 
     @staticmethod
     def _group(codec: EntryCodec, group: list[bytes]) -> object:

@@ -51,6 +51,7 @@ from sparktide.core.state import MapStateDescriptor, StateDescriptor
 from sparktide.runtime.state.type_compat import (
     Convert,
     TypeCompatibility,
+    field_names,
     raw_migration,
     same_type,
     type_migration,
@@ -117,8 +118,18 @@ def type_compatibility(
     """Whether keys written with the declared key type ``restored`` (``None``: undeclared,
     pickled) can be read with ``declared``: as they are when the types are equal, else not
     (a key type never migrates: the stored keys and timers are laid out by it; state values
-    migrate, :func:`state_compatibility`)."""
-    if restored == declared:
+    migrate, :func:`state_compatibility`). Rows are equal with the same field names too (a
+    key's fields are read by name).
+
+    >>> from sparktide.common.typeinfo import Types
+    >>> a = Types.ROW_NAMED(["id", "n"], [Types.STRING(), Types.INT()])
+    >>> b = Types.ROW_NAMED(["name", "n"], [Types.STRING(), Types.INT()])
+    >>> type_compatibility(a, a).value, type_compatibility(a, b).value
+    ('compatible_as_is', 'incompatible')
+    >>> type_compatibility(Types.ROW([Types.INT()]), Types.ROW_NAMED(["f0"], [Types.INT()])).value
+    'compatible_as_is'
+    """
+    if restored == declared and field_names(restored) == field_names(declared):
         return TypeCompatibility.COMPATIBLE_AS_IS
     return TypeCompatibility.INCOMPATIBLE
 

@@ -62,6 +62,7 @@ __all__ = [
     "Convert",
     "TypeCompatibility",
     "TypeMigration",
+    "field_names",
     "raw_migration",
     "same_type",
     "type_migration",
@@ -127,6 +128,23 @@ def same_type(restored: TypeInformation | None, declared: TypeInformation | None
     if restored != declared:
         return False
     return restored is None or declared is None or type_to_json(restored) == type_to_json(declared)
+
+
+def field_names(type_info: TypeInformation | None) -> tuple[object, ...]:
+    """The field names of the rows in ``type_info`` (``f0``, ``f1``, ... for an unnamed row),
+    nested rows and tuples of rows included, which type information leaves out when it
+    compares rows (two rows of the same field types are equal).
+
+    >>> from sparktide.common.typeinfo import Types
+    >>> field_names(Types.TUPLE([Types.ROW_NAMED(["a"], [Types.INT()]), Types.LONG()]))
+    ((('a',), ((),)), ())
+    """
+    if isinstance(type_info, (RowTypeInfo, TupleTypeInfo)):
+        nested = tuple(field_names(t) for t in type_info.get_field_types())
+        if isinstance(type_info, RowTypeInfo):
+            return (tuple(type_info.get_field_names()), nested)
+        return nested
+    return ()
 
 
 def _describe(type_info: TypeInformation | None) -> str:
