@@ -941,6 +941,7 @@ def start_stream(
         )
     config = env.get_config()
     plan = plan_of(graph, env)
+
     def store_at(where: str) -> CheckpointStore:
         return _checkpoint_store(
             plan, config.get_configuration(), where, snapshot_every, allow_non_restored_state
