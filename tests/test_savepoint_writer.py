@@ -292,14 +292,13 @@ def _sorted_out(job: dict) -> dict[str, list[tuple]]:
     return {name: sorted(rows, key=repr) for name, rows in job["out"].items()}
 
 
+@pytest.mark.parametrize("job", ["rocksdb"], indirect=True)  # the RocksDB job, on the heap
 def test_a_job_from_a_written_savepoint_continues_as_the_job_that_built_the_state(
     job, spark, tmp_path
 ) -> None:
     """The RocksDB job's savepoint, its keyed operator's states and timers all rewritten from
     their rows, started on the heap with one more file: the same output as the job itself
     continuing over it. (Last in the module: it adds files to the job's input.)"""
-    if job["backend"] != "rocksdb":
-        pytest.skip("one origin is enough: the RocksDB job, continued on the heap")
     reader = SavepointReader.read(job["ckpt"], trusted=True)
     taken = str(tmp_path / "taken")
     write_savepoint(job["ckpt"], taken)

@@ -421,21 +421,10 @@ class SavepointWriter:
                     out[plan.identity] = old
                 continue
             states: dict[str, StateMeta] = dict(old.states) if old is not None else {}
-            if plan.base is not None and old is None:  # a checkpoint that records no types
-                states.update(self._base_states(plan))
+            if plan.base is not None and old is None and self._view is not None:
+                states.update(_base_states(self._view, plan.base.stage))  # no types recorded
             states.update(plan.states)
             out[plan.identity] = OperatorStateTypes(plan.name, plan.uid, plan.key_type, states)
-        return out
-
-    def _base_states(self, plan: StagePlan) -> dict[str, StateMeta]:
-        assert self._view is not None and plan.base is not None
-        op = next(o for o in self._view.operators() if o.stage == plan.base.stage and o.keyed)
-        out: dict[str, StateMeta] = {}
-        for s in op.states:
-            meta: StateMeta = {"kind": s.kind, "ttl": s.ttl}
-            if s.types is not None:
-                meta["types"] = s.types.to_json()
-            out[s.name] = meta
         return out
 
     def __repr__(self) -> str:
@@ -484,4 +473,16 @@ def _write_local(
     for i in range(p):
         rel, record = write_subtask(store, version, plan, i, per_subtask[i], timers[i], opened)
         out[rel] = record
+    return out
+
+
+def _base_states(view: CheckpointView, stage: int) -> dict[str, StateMeta]:
+    """The states of the keyed operator of ``stage`` in ``view``, as a manifest records them."""
+    op = next(o for o in view.operators() if o.stage == stage and o.keyed)
+    out: dict[str, StateMeta] = {}
+    for s in op.states:
+        meta: StateMeta = {"kind": s.kind, "ttl": s.ttl}
+        if s.types is not None:
+            meta["types"] = s.types.to_json()
+        out[s.name] = meta
     return out
