@@ -70,6 +70,7 @@ __all__ = [
     "FileRecord",
     "InputFile",
     "JobFingerprint",
+    "JsonFields",
     "OperatorRef",
     "OperatorWatermarks",
     "SourceRef",
@@ -89,7 +90,7 @@ def encode_json(value: object) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
 
-class _Fields:
+class JsonFields:
     """Typed reads of one JSON object of the file ``where``; a missing or mistyped field
     raises :class:`CheckpointError` naming the file and the field's path."""
 
@@ -155,8 +156,8 @@ class _Fields:
             raise self.fail(name, "a JSON list", value)
         return value
 
-    def get_object(self, name: str) -> _Fields:
-        return _Fields(self.get(name), self.where, self._name(name))
+    def get_object(self, name: str) -> JsonFields:
+        return JsonFields(self.get(name), self.where, self._name(name))
 
     def int_keyed(self, name: str) -> dict[int, JsonValue]:
         """A JSON object whose keys are decimal ints (stages, splits, inputs)."""
@@ -174,7 +175,7 @@ def _short(value: object) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _int_list(fields: _Fields, name: str) -> tuple[int, ...]:
+def _int_list(fields: JsonFields, name: str) -> tuple[int, ...]:
     values = fields.get_list(name)
     if not all(type(v) is int for v in values):
         raise fields.fail(name, "a list of ints", values)
@@ -230,7 +231,7 @@ class Chain:
     ) -> Chain:
         """Read a chain of a manifest of ``format_version`` (``None``: the current one; a
         version 4 chain names no backend: it was on the heap)."""
-        fields = _Fields(raw, where, path)
+        fields = JsonFields(raw, where, path)
         snapshot, changelogs = fields.get_int("snapshot"), _int_list(fields, "changelogs")
         if format_version in MIGRATED_FORMAT_VERSIONS and "backend" not in fields.raw:
             return cls(snapshot, changelogs, StateBackendKind.HASHMAP)
@@ -285,16 +286,16 @@ class FileRecord:
 
     @classmethod
     def from_json(cls, raw: object, where: str, path: str = "") -> FileRecord:
-        fields = _Fields(raw, where, path)
+        fields = JsonFields(raw, where, path)
         return _record(fields.get_str("digest"), fields.get_int("size"), fields)
 
     @classmethod
     def of(cls, data: bytes, meta: JsonObject, where: str) -> FileRecord:
         """The record of ``data`` (the file ``where``) whose header meta is ``meta``."""
-        return _record(file_digest(data), len(data), _Fields(meta, where))
+        return _record(file_digest(data), len(data), JsonFields(meta, where))
 
 
-def _record(digest: str, size: int, fields: _Fields) -> FileRecord:
+def _record(digest: str, size: int, fields: JsonFields) -> FileRecord:
     raw = fields.raw.get("key_groups")
     key_groups: tuple[int, int] | None = None
     if raw is not None:
@@ -406,7 +407,7 @@ class StageFingerprint:
 
     @classmethod
     def from_json(cls, raw: object, where: str, path: str) -> StageFingerprint:
-        fields = _Fields(raw, where, path)
+        fields = JsonFields(raw, where, path)
         ops = fields.get_list("operators")
         return cls(
             tuple(
@@ -442,7 +443,7 @@ class JobFingerprint:
 
     @classmethod
     def from_json(cls, raw: object, where: str, path: str = "fingerprint") -> JobFingerprint:
-        fields = _Fields(raw, where, path)
+        fields = JsonFields(raw, where, path)
         return cls(
             tuple(
                 SourceRef.from_json(s, where, f"{path}.sources[{i}]")
@@ -580,7 +581,7 @@ version 99 is not supported; ...
 
     @classmethod
     def from_json(cls, raw: object, where: str) -> CommitManifest:
-        fields = _Fields(raw, where)
+        fields = JsonFields(raw, where)
         version = fields.raw.get("format_version")
         if version != CHECKPOINT_FORMAT_VERSION and version not in MIGRATED_FORMAT_VERSIONS:
             raise format_version_error(where, version)
@@ -619,7 +620,7 @@ version 99 is not supported; ...
         )
 
 
-def _state_types(fields: _Fields, where: str) -> dict[str, OperatorStateTypes]:
+def _state_types(fields: JsonFields, where: str) -> dict[str, OperatorStateTypes]:
     """The ``state_types`` of a manifest (none in one of an older sparktide)."""
     if "state_types" not in fields.raw:
         return {}
@@ -700,7 +701,7 @@ class BatchInputs:
 
     @classmethod
     def from_json(cls, raw: object, where: str) -> BatchInputs:
-        fields = _Fields(raw, where)
+        fields = JsonFields(raw, where)
         version = fields.raw.get("format_version")
         if version != CHECKPOINT_FORMAT_VERSION:
             raise format_version_error(where, version)
@@ -756,7 +757,7 @@ class SplitState:
     def from_bytes(cls, data: bytes, where: str) -> SplitState:
         """Read (nothing unpickled); ``where`` names the split in errors."""
         meta, parts = unpack_parts(data, where)
-        fields = _Fields(meta, where)
+        fields = JsonFields(meta, where)
         return cls(
             fields.get_int("watermark"),
             fields.get_bool("idle"),
@@ -801,7 +802,7 @@ class OperatorWatermarks:
     @classmethod
     def decode(cls, data: bytes, where: str) -> dict[str, OperatorWatermarks]:
         """Read a ``watermarks`` part (``where``: the subtask, for errors)."""
-        raw = _Fields(_load_json(data, where, "operator watermarks"), where, "watermarks").raw
+        raw = JsonFields(_load_json(data, where, "operator watermarks"), where, "watermarks").raw
         return {ident: cls.from_json(w, where, f"watermarks.{ident}") for ident, w in raw.items()}
 
 
@@ -812,7 +813,7 @@ def encode_valves(valves: Mapping[int, StatusWatermarkValve]) -> bytes:
 
 def decode_valves(data: bytes, where: str) -> dict[int, StatusWatermarkValve]:
     """Read a ``valves`` part (``where``: the subtask, for errors)."""
-    fields = _Fields({"valves": _load_json(data, where, "valves")}, where)
+    fields = JsonFields({"valves": _load_json(data, where, "valves")}, where)
     out: dict[int, StatusWatermarkValve] = {}
     for index, raw in fields.int_keyed("valves").items():
         if not isinstance(raw, dict):

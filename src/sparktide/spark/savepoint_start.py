@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING
 from sparktide.spark.batch_lock import BATCH_LOCK_FILE
 from sparktide.spark.checkpoint import CheckpointError, CheckpointStore
 from sparktide.spark.checkpoint_lock import LOCK_FILE
-from sparktide.spark.checkpoint_meta import _Fields
+from sparktide.spark.checkpoint_meta import JsonFields
 from sparktide.state_api.savepoint_format import (
     SavepointError,
     SavepointManifest,
@@ -125,7 +125,7 @@ class SavepointStart:
                 f"{where}: not JSON; the checkpoint directory is damaged: start the job from "
                 "its savepoint again, in an empty directory"
             ) from None
-        fields = _Fields(raw, where)
+        fields = JsonFields(raw, where)
         if fields.raw.get("format_version") != START_FORMAT_VERSION:
             version = fields.raw.get("format_version")
             raise fields.fail("format_version", str(START_FORMAT_VERSION), version)

@@ -33,7 +33,7 @@ import json
 from dataclasses import dataclass, field
 
 from sparktide.spark.checkpoint_format import CheckpointError, JsonObject, JsonValue
-from sparktide.spark.checkpoint_meta import _Fields
+from sparktide.spark.checkpoint_meta import JsonFields
 
 __all__ = [
     "CHECKPOINT_ORIGIN",
@@ -108,7 +108,7 @@ class SourcePosition:
 
     @classmethod
     def from_json(cls, raw: object, where: str, path: str) -> SourcePosition:
-        fields = _Fields(raw, where, path)
+        fields = JsonFields(raw, where, path)
         kinds = {k.value: k for k in SourceKind}
         kind = fields.get_str("kind")
         if kind not in kinds:
@@ -175,7 +175,7 @@ class SavepointManifest:
 
     @classmethod
     def from_json(cls, raw: object, where: str) -> SavepointManifest:
-        fields = _Fields(raw, where)
+        fields = JsonFields(raw, where)
         fmt, version = fields.raw.get("format"), fields.raw.get("format_version")
         if fmt != SAVEPOINT_FORMAT or version != SAVEPOINT_FORMAT_VERSION:
             raise SavepointError(
