@@ -72,11 +72,15 @@ def test_nexmark_stream_reports_batch_time_and_latency_beside_spark_s_floor(spar
     out = capsys.readouterr().out
     [head] = [_cells(line) for line in out.splitlines() if _cells(line)[:1] == ["query"]]
     assert head[3:] == [
-        "batches", "p50 batch ms", "p95 batch ms", "p99 batch ms",
+        "bounded events/s", "stream / bounded", "batches", "p50 batch ms", "p95 batch ms",
+        "p99 batch ms",
     ]  # fmt: skip
     [throughput] = _table(out, "query")
-    assert throughput[0] == "q2" and throughput[3] == "2"
-    p50, p95, p99 = map(_number, throughput[4:7])
+    assert throughput[0] == "q2" and throughput[5] == "2"
+    stream, bounded = _number(throughput[1]), _number(throughput[3])
+    ratio = float(throughput[4].removesuffix("x"))  # of the bounded run of the same session
+    assert ratio == pytest.approx(stream / bounded, rel=0.01)
+    p50, p95, p99 = map(_number, throughput[6:9])
     assert 0 < p50 <= p95 <= p99
 
     rows = _table(out, "run")

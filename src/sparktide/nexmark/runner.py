@@ -14,7 +14,9 @@ memory; the local runtime reads the Arrow tables in the process. Outputs go nowh
 Times are the best of ``--repeat``.
 
 ``--stream`` runs the queries as streams over the Parquet files instead (``--batches`` files
-per kind, one per micro-batch) and reports events/s and the p50/p95/p99 micro-batch time. Then
+per kind, one per micro-batch) and reports events/s and the p50/p95/p99 micro-batch time, beside
+the same query's bounded run on Spark in the same session (the events cached, best of
+``--repeat``, run after the stream) and the ratio of the two. Then
 each query runs again while the same files arrive one micro-batch's worth every
 ``--interval-ms`` (0: skip), and so does Spark's floor, a trivial stateful Structured Streaming
 query (``groupBy(auction).count()`` of the bids): a second table gives their p50/p95/p99 batch
@@ -78,6 +80,7 @@ class QueryResult:
     peak_mib: float | None = None
     batch_ms: Percentiles | None = None
     batches: int = 0
+    bounded_seconds: float | None = None  # with --stream: the bounded run on Spark
 
 
 _COUNTS: dict[str, int] = {}
@@ -184,13 +187,15 @@ def print_table(rows: list[QueryResult], events: int, cores: int, stream: bool) 
         return None if seconds is None else events / seconds
 
     if stream:
-        head = ["query", "events/s", "per core", "batches", "p50 batch ms", "p95 batch ms"]
-        head += ["p99 batch ms"]
+        head = ["query", "events/s", "per core", "bounded events/s", "stream / bounded"]
+        head += ["batches", "p50 batch ms", "p95 batch ms", "p99 batch ms"]
         lines = [
             [
                 r.query,
                 _cell(rate(r.seconds), ",.0f"),
                 _cell(None if r.seconds is None else events / r.seconds / cores, ",.0f"),
+                _cell(rate(r.bounded_seconds), ",.0f"),
+                _ratio(r.seconds, r.bounded_seconds),
                 str(r.batches),
                 *percentile_cells(r.batch_ms),
             ]
@@ -314,7 +319,7 @@ def _measure(
 
         spark = get_spark(f"local[{parallelism}]")
         spark.conf.set("spark.sql.shuffle.partitions", str(parallelism))
-    if spark is not None and not args.stream:
+    if spark is not None:
         loaded = {k: spark.read.parquet(str(splits[k])).cache() for k in KINDS}
         for df in loaded.values():
             df.count()
@@ -331,6 +336,10 @@ def _measure(
             )  # fmt: skip
             row.seconds, row.batches = run.seconds, len(run.batch_ms)
             row.batch_ms = Percentiles.of(run.batch_ms)
+            if frames is not None:
+                row.bounded_seconds = _best(
+                    [_run_spark(query, frames, parallelism, bound) for _ in range(args.repeat)]
+                )
         else:
             times: list[float | None] = []
             with PeakMemory() as peak:
@@ -351,6 +360,7 @@ def _measure(
             f"{name} {_cell(value, '.2f')} s"
             for name, value in (
                 ("sparktide", row.seconds),
+                ("bounded", row.bounded_seconds),
                 ("Spark SQL", row.sql_seconds),
                 ("PyFlink", row.pyflink_seconds),
             )

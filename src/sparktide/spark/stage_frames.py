@@ -43,6 +43,13 @@ def _as_is(df: DataFrame) -> DataFrame:
     return df
 
 
+def _rows_for(df: DataFrame, stage: int) -> DataFrame:
+    """The rows of ``df`` for stage ``stage``, in the columns that cross an exchange. (SQL
+    strings: a classic session builds each in two py4j calls, where columns take one call per
+    name and operator, and a micro-batch builds one per earlier frame and stage.)"""
+    return df.where(f"stage = {stage}").selectExpr(*BASE_COLUMNS)
+
+
 @dataclass(frozen=True)
 class StageFrames:
     """The frames of a run, in the order they were built, and the stage each comes from
@@ -86,13 +93,11 @@ def build_stage_frames(
     stage ``s`` runs ``stage_task(s)`` over the rows for it of every earlier frame (and of
     ``heartbeats``), giving rows of ``schema``; ``keep`` is applied to each stage's frame as it
     is built (e.g. ``persist``)."""
-    from pyspark.sql import functions as F
-
     frames = list(sources)
     origins = [SOURCE_STAGE] * len(frames)
     for stage in plan.stages:
         earlier = frames if heartbeats is None else [*frames, heartbeats]
-        inputs = [df.filter(F.col("stage") == stage.index).select(*BASE_COLUMNS) for df in earlier]
+        inputs = [_rows_for(df, stage.index) for df in earlier]
         if not inputs:
             continue
         result = (
