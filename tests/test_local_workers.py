@@ -9,7 +9,6 @@ import os
 import sys
 import warnings
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -93,22 +92,3 @@ def test_a_session_built_under_spark_submit_shows_no_progress_bars(spark, monkey
     no_bars, as_launched = built
     assert no_bars["spark.ui.showConsoleProgress"] == "false"
     assert "spark.ui.showConsoleProgress" not in as_launched
-
-
-def test_the_embedded_session_s_workers_talk_over_unix_sockets(spark) -> None:
-    """An embedded session runs its Python workers over Unix sockets (over TCP on loopback a
-    Python task waits about 40 ms for delayed acknowledgements: ``benchmarks/python_tasks.py``)."""
-    import socket
-
-    if not hasattr(socket, "AF_UNIX"):
-        pytest.skip("no Unix sockets on this platform")
-
-    def mode(batches: Any) -> Any:
-        import pyarrow as pa
-
-        for _ in batches:
-            pass
-        yield pa.RecordBatch.from_pydict({"m": [os.environ.get("PYTHON_UNIX_DOMAIN_ENABLED")]})
-
-    [row] = spark.range(0, 1, 1, 1).mapInArrow(mode, "m string").collect()
-    assert (row.m or "").lower() == "true"  # as the daemon reads it

@@ -31,7 +31,6 @@ import hashlib
 import os
 import re
 import shutil
-import socket
 import stat
 import subprocess
 import sys
@@ -70,7 +69,6 @@ __all__ = [
 
 _COALESCE_PARTITIONS = "spark.sql.adaptive.coalescePartitions.enabled"
 _PROGRESS_BARS = "spark.ui.showConsoleProgress"
-_UNIX_SOCKETS = "spark.python.unix.domain.socket.enabled"
 _LOCAL_MASTER = re.compile(r"local(\[[^\]]*\])?")
 _SKIPPED_DIRS = frozenset({"__pycache__"})
 _SKIPPED_SUFFIXES = (".pyc", ".pyo")
@@ -197,10 +195,6 @@ def _embedded(master: str) -> SparkSession:
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "10000")
         .config("spark.driver.extraJavaOptions", logs.driver_java_options())
     )
-    if hasattr(socket, "AF_UNIX"):
-        # the JVM talks to its Python workers over Unix sockets: over TCP on loopback, small
-        # writes wait for delayed ACKs, about 40 ms per Python task (docs/spark.md)
-        builder = builder.config(_UNIX_SOCKETS, "true")
     with sigint_kept():  # sparktide run's handler, not PySpark's (see spark/stopping.py)
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(logs.log_level())
