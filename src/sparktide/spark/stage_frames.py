@@ -44,9 +44,9 @@ def _as_is(df: DataFrame) -> DataFrame:
 
 
 def _rows_for(df: DataFrame, stage: int) -> DataFrame:
-    """The rows of ``df`` for stage ``stage``, in the columns that cross an exchange. (SQL
-    strings: a classic session builds each in two py4j calls, where columns take one call per
-    name and operator, and a micro-batch builds one per earlier frame and stage.)"""
+    """The rows of ``df`` for stage ``stage``, in the columns that cross an exchange. Written
+    as SQL strings: two py4j calls on a classic session, where Column expressions take one per
+    name and operator (a micro-batch builds one such frame per earlier frame and stage)."""
     return df.where(f"stage = {stage}").selectExpr(*BASE_COLUMNS)
 
 
