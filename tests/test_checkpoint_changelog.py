@@ -625,3 +625,57 @@ def test_a_changelog_after_a_restore_holds_only_the_touched_timers_and_entries(t
     records = [r for batch in batches for r in batch]
     expected = _run_batch(job, whole, 0, _entries(0, records, watermark=10_000), WorkerResources())
     assert len(expected) == len(keys) and printed == expected
+
+
+def _subtask_state(store, version: int) -> tuple:
+    """The chain of the single subtask at ``version`` and its state (flat view, valves)."""
+    from sparktide.runtime.snapshot import KeyedOperatorSnapshot
+
+    chain, parts = store.read_subtask(version, 0, 0)
+    return chain, flatten(KeyedOperatorSnapshot.from_bytes(parts["keyed"])), parts["valves"]
+
+
+def test_an_older_warm_state_is_caught_up_by_the_changelogs_written_since(tmp_path) -> None:
+    """Subtask batches that alternate between two workers: a worker holding an older version
+    of the chain applies the changelogs the other wrote instead of reading the chain; every
+    version's chain and state are those of a run that restores every batch from the
+    checkpoint, and so is the output."""
+    from sparktide.spark.worker_resources import WorkerResources
+
+    rng = random.Random(11)
+    keys = [f"k{i}" for i in range(300)]
+    batches = [
+        [(k, v * 1_000 + rng.randrange(1_500)) for k in rng.sample(keys, 40)] for v in range(10)
+    ]
+    job = _reminder_job()
+    a, b = WorkerResources(), WorkerResources()
+    schedule = [a, a, b, a, b, a, b, a, a, b]
+    caught = CheckpointStore(str(tmp_path / "caught"), JobFingerprint(), snapshot_every=5)
+    cold = CheckpointStore(str(tmp_path / "cold"), JobFingerprint(), snapshot_every=5)
+    printed: dict[str, list[str]] = {"caught": [], "cold": []}
+    for v, (batch, worker) in enumerate(zip(batches, schedule, strict=True)):
+        entries = _entries(v, batch, watermark=v * 1_000)
+        printed["caught"] += _run_batch(job, caught, v, entries, worker)
+        printed["cold"] += _run_batch(job, cold, v, entries, WorkerResources())
+        assert _subtask_state(caught, v) == _subtask_state(cold, v), v
+    last = _entries(10, [], watermark=100_000)
+    printed["caught"] += _run_batch(job, caught, 10, last, b)
+    printed["cold"] += _run_batch(job, cold, 10, last, WorkerResources())
+    assert printed["caught"] == printed["cold"] and len(printed["cold"]) > 300
+    # a: 1 as left, then caught up at 3 (from 1), 5 (from 3; a full snapshot planned),
+    # 7 (from 5, the new chain's snapshot); 8 as left. b: from disk at 2 and at 6 (its
+    # version 4 is in the chain before 5's snapshot), caught up at 4 and 9, 10 as left
+    assert (a.stats.warm, a.stats.caught_up, a.stats.disk) == (5, 3, 0)
+    assert (b.stats.warm, b.stats.caught_up, b.stats.disk) == (3, 2, 2)
+
+
+def test_a_value_that_changes_type_but_not_equality_is_a_put() -> None:
+    """An int is its own digest; 1.0, True and a bigger int are not the int 1."""
+    from sparktide.spark.changelog import diff
+
+    item = (0, "n", "k", None)
+    before = digests({3: {item: 1}})
+    for now in (1.0, True, 2**70, "1", (1,)):
+        changes, _ = diff(before, {3: {item: now}})
+        assert changes == {3: ([(item, now)], [])}, now
+    assert diff(before, {3: {item: 1}})[0] == {}

@@ -7,18 +7,19 @@ to its value, where an item is ``(0, state_name, key, namespace)`` (value: the r
 or ``(1, service, domain, timestamp, key, namespace)`` (value: the timer's sequence number,
 domain 0 = event time, 1 = processing time).
 
-**How changes are found: a digest diff, not dirty tracking.** After each version the subtask
-keeps a *digest* per item (the timer's sequence number, or a 64-bit hash of the pickled state
-value). The next version diffs the subtask's current state against those digests: items whose
-digest changed are *puts*, items that disappeared are *deletes*. So the bytes written per batch
-are proportional to the entries the batch touched (at entry granularity): a restored timer keeps
-its sequence number (:meth:`~sparktide.runtime.timers.queue.KeyGroupedTimerQueue.add_restored`),
-so only the timers the batch registered or removed differ. The state backend and timer services
-stay untouched (the local runtime pays nothing; nothing can forget to mark a write, including
-in-place changes of mutable values). The cost is one pickle per entry
-per batch on the worker, which a full snapshot paid anyway. Digests live only in memory (the
-worker cache of :mod:`sparktide.spark.stream_job`, or recomputed after a restore from disk), so
-the per-process salt of ``hash`` does not matter.
+**How changes are found: a digest diff, not dirty tracking.** After each version the subtask keeps
+a *digest* per item (an int value is its own digest, as a timer's sequence number is; any other
+value's is a 64-bit hash of its pickle). The next version diffs the subtask's current state against
+those digests: items whose digest changed are *puts*, items that disappeared are *deletes*. So the
+bytes written per batch are proportional to the entries the batch touched (at entry granularity): a
+restored timer keeps its sequence number
+(:meth:`~sparktide.runtime.timers.queue.KeyGroupedTimerQueue.add_restored`), so only the timers the
+batch registered or removed differ. The state backend and timer services stay untouched (the local
+runtime pays nothing; nothing can forget to mark a write, including in-place changes of mutable
+values). The cost is one pickle per entry that is not an int per batch on the worker, which a full
+snapshot paid anyway. Digests live only in memory (the worker cache of
+:mod:`sparktide.spark.stream_job`, or recomputed after a restore from disk), so the per-process
+salt of ``hash`` does not matter.
 
 A changelog keeps one part ``kg-<n>`` per changed key group, each with its own CRC (the
 container of :func:`~sparktide.spark.checkpoint_format.pack_parts`), so key groups stay the unit
@@ -64,6 +65,7 @@ from __future__ import annotations
 
 import pickle
 import struct
+from pickle import dumps as _dumps
 from typing import Any, TypedDict, cast
 
 from sparktide.runtime.keygroups import KeyGroupRange
@@ -86,6 +88,7 @@ __all__ = [
     "encode_key_group",
     "flatten",
     "rebuild",
+    "update_digests",
 ]
 
 Flat = dict[int, dict[tuple, object]]
@@ -151,15 +154,17 @@ def _timer_order(entry: tuple) -> tuple[int, int]:
     return entry[0], entry[1]
 
 
-def _digest(item: tuple, value: object) -> int:
-    if item[0] == 1:  # a timer: its sequence number
-        return value  # type: ignore[return-value]  # the flat view holds ints for timers
-    return hash(pickle.dumps(value, protocol=5))
+def _digest(value: object) -> int:
+    """An int is its own digest (a timer's sequence number, a counter), anything else the
+    hash of its pickle (which tells ``1`` from ``1.0`` and ``True``)."""
+    if type(value) is int:
+        return value
+    return hash(_dumps(value, protocol=5))
 
 
 def digests(flat: Flat) -> Digests:
     """The digest of every item of ``flat`` (see the module docstring)."""
-    return {kg: {item: _digest(item, v) for item, v in items.items()} for kg, items in flat.items()}
+    return {kg: {item: _digest(v) for item, v in items.items()} for kg, items in flat.items()}
 
 
 def diff(previous: Digests, current: Flat) -> tuple[Changes, Digests]:
@@ -173,7 +178,8 @@ def diff(previous: Digests, current: Flat) -> tuple[Changes, Digests]:
         mine = new[kg] = {}
         puts = []
         for item, value in items.items():
-            d = _digest(item, value)
+            # _digest, inlined: this loop runs over every entry of the state each batch
+            d = value if type(value) is int else hash(_dumps(value, protocol=5))
             mine[item] = d
             if before.get(item) != d:
                 puts.append((item, value))
@@ -184,6 +190,23 @@ def diff(previous: Digests, current: Flat) -> tuple[Changes, Digests]:
         if kg not in current and before:
             changes[kg] = ([], list(before))
     return changes, new
+
+
+def update_digests(digests: Digests, changes: Changes) -> None:
+    """Bring ``digests`` (of a state) in place to the digests of that state with ``changes``
+    applied (:func:`apply_changes`): only the changed items are digested again.
+
+    >>> d = {7: {(0, "n", "a", None): 1, (0, "n", "b", None): 2}}
+    >>> update_digests(d, {7: ([((0, "n", "c", None), 3)], [(0, "n", "b", None)])})
+    >>> sorted(item[2] for item in d[7])
+    ['a', 'c']
+    """
+    for kg, (puts, deletes) in changes.items():
+        mine = digests.setdefault(kg, {})
+        for item in deletes:
+            mine.pop(item, None)
+        for item, value in puts:
+            mine[item] = _digest(value)
 
 
 def apply_changes(flat: Flat, changes: Changes, key_groups: KeyGroupRange | None = None) -> None:

@@ -132,6 +132,7 @@ from sparktide.spark.changelog import (
     encode_changes,
     flatten,
     rebuild,
+    update_digests,
 )
 from sparktide.spark.checkpoint_format import (
     CHECKPOINT_FORMAT_VERSION,
@@ -774,21 +775,64 @@ class CheckpointStore:
             loaded.state_meta = dict(snap.state_meta)
             loaded.key_type = snap.key_type
             loaded.flat = flatten(snap, key_groups)
-        for v in chain.changelogs:
+        self._apply_changelogs(loaded, chain.changelogs, stage, subtask, key_groups, files)
+        return loaded
+
+    def catch_up(
+        self,
+        snapshot: KeyedOperatorSnapshot | None,
+        changelogs: Collection[int],
+        stage: int,
+        subtask: int,
+        files: Mapping[str, FileRecord],
+        state_digests: Digests,
+    ) -> LoadedSubtask:
+        """The state of a stage subtask after ``changelogs`` (versions, in order) applied to
+        ``snapshot``, the state it had at an older version of the same chain (kept in a
+        worker's memory): what :meth:`load_chain` gives for the chain, reading only the
+        changelogs written since. ``state_digests`` (of ``snapshot``) is brought up to date in
+        place (:func:`~sparktide.spark.changelog.update_digests`). Valves and watermarks come
+        from the last changelog; a broadcast state only where a changelog holds one (subtask
+        0's)."""
+        loaded = LoadedSubtask(None, {}, {}, None, None)
+        if snapshot is not None:
+            loaded.header = (snapshot.operator, snapshot.max_parallelism, snapshot.key_group_range)
+            loaded.state_meta = dict(snapshot.state_meta)
+            loaded.key_type = snapshot.key_type
+            loaded.flat = flatten(snapshot)
+        self._apply_changelogs(loaded, changelogs, stage, subtask, None, files, state_digests)
+        return loaded
+
+    def _apply_changelogs(
+        self,
+        loaded: LoadedSubtask,
+        changelogs: Collection[int],
+        stage: int,
+        subtask: int,
+        key_groups: KeyGroupRange | None,
+        files: Mapping[str, FileRecord] | None,
+        state_digests: Digests | None = None,
+    ) -> None:
+        """Apply the changelogs of versions ``changelogs`` (in order) to ``loaded``: its keyed
+        state (only ``key_groups``), and ``state_digests`` when given, its valves, watermarks
+        and broadcast state."""
+        for v in changelogs:
             path = self.changelog_path(v, stage, subtask)
             meta, parts = unpack_parts(self.read_bound(path, files), path)
             if meta.get("kind") != "changelog":
                 raise CheckpointError(f"{path}: not a changelog file (kind {meta.get('kind')!r})")
             if loaded.header is not None:
                 try:
-                    apply_changes(loaded.flat, decode_changes(parts, path, key_groups))
+                    changes = decode_changes(parts, path, key_groups)
+                    apply_changes(loaded.flat, changes)
                 except ValueError as exc:
                     raise CheckpointError(str(exc)) from None
+                if state_digests is not None:
+                    update_digests(state_digests, changes)
                 loaded.state_meta = _state_meta(meta, loaded.state_meta, path)
             loaded.valves = parts.get("valves", loaded.valves)
             loaded.watermarks = parts.get("watermarks", loaded.watermarks)
             loaded.broadcast = parts.get("broadcast", loaded.broadcast)
-        return loaded
 
     def write_version(
         self,

@@ -277,9 +277,10 @@ class StreamingJob:
         self, task: SubtaskTask, stage: Stage, target: int, plan: Chain
     ) -> tuple[OpenOutcome, dict[str, OperatorWatermarks]]:
         """Restore keyed state, timers and valves of ``task`` from version ``version - 1``
-        (the worker cache when it holds exactly that, else the files the manifest names) for
-        version ``version`` to be written as ``plan``; returns how (reused in memory,
-        restored, created empty) and the operators' watermarks to apply once they are open."""
+        (the worker cache when it holds that or an older version of the chain,
+        :meth:`take_warm`, else the files the manifest names) for version ``version`` to be
+        written as ``plan``; returns how (reused or caught up in memory, restored, created
+        empty) and the operators' watermarks to apply once they are open."""
         previous = self.previous
         store = self.store
         old_stage = None if previous is None else store.previous_stage(previous, stage.index)
@@ -307,7 +308,8 @@ class StreamingJob:
             valves_bytes, watermarks_bytes = loaded.valves, loaded.watermarks
         backend, manager = entry.keyed_state_backend, entry.time_service_manager
         if snap is not None and warm_hit and backend is not None and manager is not None:
-            # the snapshot this process took at the end of the previous batch: no validation
+            # the snapshot this process took at the end of a batch of this job (caught up by
+            # the job's own changelogs, their digests checked): no validation
             entry.check_restored_key_type(snap)
             backend.restore_state(snap.state_meta, snap.state, trusted=True)
             manager.restore(snap.timers)
@@ -318,7 +320,13 @@ class StreamingJob:
         where = f"the state of stage {stage.index} subtask {target}"
         valves = decode_valves(valves_bytes, where) if valves_bytes is not None else {}
         _restore_valves(task, valves)
-        outcome = OpenOutcome.REUSED_IN_MEMORY if warm_hit else OpenOutcome.RESTORED
+        if warm is None:
+            outcome = OpenOutcome.RESTORED
+        elif warm.caught_up:
+            self.resources.stats.caught_up += 1
+            outcome = OpenOutcome.CAUGHT_UP_IN_MEMORY
+        else:
+            outcome = OpenOutcome.REUSED_IN_MEMORY
         if watermarks_bytes is None:
             return outcome, {}
         return outcome, OperatorWatermarks.decode(watermarks_bytes, where)
@@ -332,27 +340,53 @@ class StreamingJob:
         self, stage: Stage, target: int, old_stage: int | None, plan: Chain
     ) -> WarmState | None:
         """What this worker kept of subtask ``target`` (taken, never shared: a failed attempt
-        cannot leave it), if it is exactly the state version ``version - 1`` committed: that
-        version, of the same stage and parallelism, and the file and chain the manifest names
-        (an attempt that was not committed, replayed in another worker, left a state of its
-        own here), kept as this batch keeps it (a native chain ``plan``: in the database;
-        else as a snapshot); else ``None``."""
+        cannot leave it), if it is a state committed in the chain of version ``version - 1``:
+        of the same stage and parallelism, with the very file the manifest names (an attempt
+        that was not committed, replayed in another worker, left a state of its own here),
+        kept as this batch keeps it (a native chain ``plan``: in the database; else as a
+        snapshot). Exactly version ``version - 1`` is used as it is; an older version of the
+        same heap chain (the subtask ran in other workers since) is caught up, the changelogs
+        written since applied to it (:meth:`CheckpointStore.catch_up`). Else ``None``."""
         warm = self.resources.warm.take(self._warm_key(stage, target))
         previous = self.previous
         if warm is None or previous is None or old_stage != stage.index:
             return None
         written = warm.written
         record = previous.files.get(written.path)
+        chain = previous.chain(old_stage, target)
         if (
-            warm.version != self.version - 1
+            chain is None
             or previous.parallelism.get(old_stage) != stage.parallelism
-            or previous.chain(old_stage, target) != written.chain
             or record is None
             or record.digest != written.record.digest
             or (warm.reference is not None) != plan.native
         ):
             return None
-        return warm
+        if warm.version == self.version - 1 and chain == written.chain:
+            return warm
+        since = written.chain
+        behind = chain.changelogs[len(since.changelogs) :]
+        if (
+            warm.version >= self.version - 1
+            or plan.native
+            or chain.snapshot != since.snapshot
+            or chain.backend is not since.backend
+            or chain.changelogs[: len(since.changelogs)] != since.changelogs
+            or not behind
+            or behind[0] != warm.version + 1
+        ):
+            return None
+        caught = self.store.catch_up(
+            warm.snapshot, behind, old_stage, target, previous.files, warm.digests
+        )
+        return warm._replace(
+            version=self.version - 1,
+            snapshot=caught.snapshot(),
+            valves=caught.valves if caught.valves is not None else warm.valves,
+            watermarks=caught.watermarks if caught.watermarks is not None else warm.watermarks,
+            broadcast=caught.broadcast,
+            caught_up=len(behind),
+        )
 
     def keep_warm(self, stage: Stage, target: int, warm: WarmState) -> None:
         """Leave ``warm`` in this worker for the next batch of subtask ``target``."""

@@ -69,7 +69,9 @@ class WarmKey(NamedTuple):
 
 class WarmState(NamedTuple):
     """What a subtask left in this worker after writing ``version`` (``written``: its file
-    and chain, what a later batch checks against the manifest it restores)."""
+    and chain, what a later batch checks against the manifest it restores); ``caught_up``:
+    how many changelogs written since by other workers brought it to ``version`` (0: as
+    this worker left it)."""
 
     version: int
     written: SubtaskWrite
@@ -79,6 +81,7 @@ class WarmState(NamedTuple):
     watermarks: bytes
     reference: NativeReference | None = None  # a native chain: its RocksDB checkpoint
     broadcast: bytes | None = None  # a broadcast operator's broadcast state
+    caught_up: int = 0
 
 
 class WarmCache:
@@ -122,10 +125,12 @@ class WarmCache:
 @dataclass
 class CacheStats:
     """Counters of one worker: subtasks whose state came from the worker (``warm``: the warm
-    cache or a database reused in memory) or from disk (``disk``), and the bytes of state
-    files written as full snapshots and as changelogs."""
+    cache or a database reused in memory; ``caught_up`` of them: an older state from the warm
+    cache brought up to date by the changelogs written since) or from disk (``disk``), and
+    the bytes of state files written as full snapshots and as changelogs."""
 
     warm: int = 0
+    caught_up: int = 0
     disk: int = 0
     bytes_snapshot: int = 0
     bytes_changelog: int = 0

@@ -119,9 +119,12 @@ _MAX_DIRECTORIES = 64
 
 
 class OpenOutcome(Enum):
-    """How :meth:`LocalDatabases.open` obtained a database."""
+    """How :meth:`LocalDatabases.open` obtained a database (and how a streaming subtask got
+    its state: ``CAUGHT_UP_IN_MEMORY``, an older state kept in memory brought up to date by the
+    changelogs written since, is the heap's)."""
 
     REUSED_IN_MEMORY = "reused_in_memory"
+    CAUGHT_UP_IN_MEMORY = "caught_up_in_memory"
     REUSED_ON_DISK = "reused_on_disk"
     RESTORED = "restored"
     RESTORED_OVER_DAMAGED_COPY = "restored_over_damaged_copy"
