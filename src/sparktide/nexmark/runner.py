@@ -301,6 +301,23 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def _progress_line(row: QueryResult) -> str:
+    """What a query's runs took, the figures it has (a stream run has no Spark SQL figure, a
+    bounded one no bounded-on-Spark figure).
+
+    >>> _progress_line(QueryResult("q1", seconds=1.5, sql_seconds=0.25))
+    '  q1: sparktide 1.50 s, Spark SQL 0.25 s'
+    """
+    figures = (
+        ("bounded", row.bounded_seconds),
+        ("Spark SQL", row.sql_seconds),
+        ("PyFlink", row.pyflink_seconds),
+    )
+    ran = [f"sparktide {_cell(row.seconds, '.2f')} s"]
+    ran += [f"{name} {value:.2f} s" for name, value in figures if value is not None]
+    return f"  {row.query}: " + ", ".join(ran)
+
+
 def _measure(
     args: argparse.Namespace,
     queries: list[str],
@@ -356,16 +373,7 @@ def _measure(
                     [_run_pyflink(pyflink, query, splits, bound) for _ in range(args.repeat)]
                 )
         rows.append(row)
-        seconds = ", ".join(
-            f"{name} {_cell(value, '.2f')} s"
-            for name, value in (
-                ("sparktide", row.seconds),
-                ("bounded", row.bounded_seconds),
-                ("Spark SQL", row.sql_seconds),
-                ("PyFlink", row.pyflink_seconds),
-            )
-        )
-        print(f"  {query}: {seconds}", file=sys.stderr, flush=True)
+        print(_progress_line(row), file=sys.stderr, flush=True)
     cores = 1 if args.runtime == "local" and not args.stream else parallelism
     mode = "stream" if args.stream else args.runtime
     print(f"\nsparktide on {mode}, parallelism {parallelism} ({cores} core(s) per figure):\n")

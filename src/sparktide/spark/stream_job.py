@@ -12,17 +12,21 @@ changelog, :meth:`~sparktide.spark.checkpoint.CheckpointStore.write_version`).
 its state (snapshot, entry digests, valves, watermarks) in the warm cache of the worker's
 :class:`~sparktide.spark.worker_resources.WorkerResources` (the job's ``resources``: the
 registry of what a worker keeps across micro-batches), keyed by checkpoint location, job
-fingerprint, stage, subtask and parallelism. The next batch takes the
-entry (it is removed, so a failed attempt can never leave state behind for its retry) and uses
-it only if it holds exactly version ``v - 1`` with the chain and the very file (its digest) the
-manifest names, kept as this batch keeps state (snapshot or native); anything else (a replay of
-an uncommitted batch, an attempt that was not committed while its retry ran in another worker,
-another parallelism, another backend, another process) reads the checkpoint.
+fingerprint, stage, subtask and parallelism. The next batch of that subtask in this worker
+takes the entry (it is removed, so a failed attempt can never leave state behind for its retry)
+and uses it only if the chain of version ``v - 1`` names the very file (its digest) it was kept
+after, kept as this batch keeps state (snapshot or native): as it is when it holds version
+``v - 1``; on the heap, an older version of the chain (the subtask ran in other workers since)
+is caught up by the changelogs the chain names after it
+(:meth:`~sparktide.spark.checkpoint.CheckpointStore.catch_up`). Anything else (a replay of an
+uncommitted batch, an attempt that was not committed while its retry ran in another worker,
+another parallelism, another backend, a version before the chain's full snapshot, another
+process) reads the checkpoint.
 Each subtask reports how it got its state (an
-:class:`~sparktide.runtime.state.rocksdb_local.OpenOutcome`: reused in memory, restored from
-the checkpoint's files, or created empty) and the seconds it took, as the ``restore`` of its
-:class:`~sparktide.spark.shipments.SubtaskReport`; the driver sums them per batch
-(``state_restores`` of the batch metrics).
+:class:`~sparktide.runtime.state.rocksdb_local.OpenOutcome`: reused or caught up in memory,
+restored from the checkpoint's files, or created empty) and the seconds it took, as the
+``restore`` of its :class:`~sparktide.spark.shipments.SubtaskReport`; the driver sums them per
+batch (``state_restores`` of the batch metrics).
 
 **State backends.** On the heap the files hold the backend-neutral form of keyed state and
 timers (``snapshot_state()`` / ``restore_state()`` of either backend, timers with their
