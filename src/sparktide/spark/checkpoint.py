@@ -760,21 +760,16 @@ class CheckpointStore:
                 raise CheckpointError(f"{path}: a native RocksDB state file names no operator")
             loaded.native = (self.native_storage(operator, subtask), ref)
             if neutral:
-                snap = neutral_snapshot(loaded.native[0], ref, path, key_groups)
-                loaded.header = (snap.operator, snap.max_parallelism, snap.key_group_range)
-                loaded.state_meta = dict(snap.state_meta)
-                loaded.key_type = snap.key_type
-                loaded.flat = flatten(snap, key_groups)
+                loaded.set_snapshot(
+                    neutral_snapshot(loaded.native[0], ref, path, key_groups), key_groups
+                )
             return loaded
         if "keyed" in parts:
             try:
                 snap = KeyedOperatorSnapshot.from_bytes(parts["keyed"])
             except SnapshotFormatError as exc:
                 raise CheckpointError(f"{path}: {exc}") from None
-            loaded.header = (snap.operator, snap.max_parallelism, snap.key_group_range)
-            loaded.state_meta = dict(snap.state_meta)
-            loaded.key_type = snap.key_type
-            loaded.flat = flatten(snap, key_groups)
+            loaded.set_snapshot(snap, key_groups)
         self._apply_changelogs(loaded, chain.changelogs, stage, subtask, key_groups, files)
         return loaded
 
@@ -796,10 +791,7 @@ class CheckpointStore:
         0's)."""
         loaded = LoadedSubtask(None, {}, {}, None, None)
         if snapshot is not None:
-            loaded.header = (snapshot.operator, snapshot.max_parallelism, snapshot.key_group_range)
-            loaded.state_meta = dict(snapshot.state_meta)
-            loaded.key_type = snapshot.key_type
-            loaded.flat = flatten(snapshot)
+            loaded.set_snapshot(snapshot)
         self._apply_changelogs(loaded, changelogs, stage, subtask, None, files, state_digests)
         return loaded
 
@@ -990,6 +982,16 @@ class LoadedSubtask:
         self.key_type: dict[str, Any] | None = None
         # a native chain: its RocksDB checkpoint's storage and the state file's reference
         self.native: tuple[RocksDBCheckpointStorage, NativeReference] | None = None
+
+    def set_snapshot(
+        self, snap: KeyedOperatorSnapshot, key_groups: KeyGroupRange | None = None
+    ) -> None:
+        """Hold the keyed state of ``snap`` (only the key groups in ``key_groups``), the start
+        its changelogs are applied to."""
+        self.header = (snap.operator, snap.max_parallelism, snap.key_group_range)
+        self.state_meta = dict(snap.state_meta)
+        self.key_type = snap.key_type
+        self.flat = flatten(snap, key_groups)
 
     def snapshot(self, key_groups: KeyGroupRange | None = None) -> KeyedOperatorSnapshot | None:
         """The keyed snapshot (``None``: not a keyed subtask)."""

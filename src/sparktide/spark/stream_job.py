@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import pickle
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import chain, groupby
 from operator import itemgetter
 from typing import TYPE_CHECKING, NamedTuple, Protocol, cast
@@ -98,6 +98,7 @@ from sparktide.spark.checkpoint import CheckpointStore
 from sparktide.spark.checkpoint_meta import (
     Chain,
     CommitManifest,
+    FileRecord,
     OperatorWatermarks,
     SplitState,
     SubtaskWrite,
@@ -368,11 +369,25 @@ class StreamingJob:
             return None
         if warm.version == self.version - 1 and chain == written.chain:
             return warm
-        since = written.chain
+        return self._catch_up(warm, chain, previous.files, old_stage, target)
+
+    def _catch_up(
+        self,
+        warm: WarmState,
+        chain: Chain,
+        files: Mapping[str, FileRecord],
+        old_stage: int,
+        target: int,
+    ) -> WarmState | None:
+        """``warm``, an older heap state of subtask ``target`` whose chain ``chain`` (of
+        version ``version - 1``, its files recorded in ``files``) continues, brought to
+        ``version - 1`` by the changelogs the chain names after it; ``None`` if the chain does
+        not continue it, or the state is native (in a database, which has its own reuse)."""
+        since = warm.written.chain
         behind = chain.changelogs[len(since.changelogs) :]
         if (
             warm.version >= self.version - 1
-            or plan.native
+            or warm.reference is not None
             or chain.snapshot != since.snapshot
             or chain.backend is not since.backend
             or chain.changelogs[: len(since.changelogs)] != since.changelogs
@@ -380,9 +395,7 @@ class StreamingJob:
             or behind[0] != warm.version + 1
         ):
             return None
-        caught = self.store.catch_up(
-            warm.snapshot, behind, old_stage, target, previous.files, warm.digests
-        )
+        caught = self.store.catch_up(warm.snapshot, behind, old_stage, target, files, warm.digests)
         return warm._replace(
             version=self.version - 1,
             snapshot=caught.snapshot(),
