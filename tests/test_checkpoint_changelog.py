@@ -525,8 +525,9 @@ def _reminder_class():
 _Reminder = _reminder_class()
 
 
-def _reminder_job():
-    """The worker side of ``key_by(key).process(Reminder()).print()`` (no Spark needed)."""
+def _reminder_job(function=None):
+    """The worker side of ``key_by(key).process(Reminder()).print()`` (no Spark needed), or of
+    another keyed process ``function``."""
     from sparktide.common import Types
     from sparktide.datastream import StreamExecutionEnvironment
     from sparktide.runtime.execution.planner import plan_job
@@ -537,7 +538,7 @@ def _reminder_job():
     env.set_parallelism(1)
     event = Types.TUPLE([Types.STRING(), Types.LONG()])
     stream = env.from_collection([("k", 0)], type_info=event)
-    stream.key_by(lambda r: r[0]).process(_Reminder()).print()
+    stream.key_by(lambda r: r[0]).process(function or _Reminder()).print()
     plan = plan_job(env.get_stream_graph(), 1, 128)
     return SparkJob(plan, {}, None, None, {1: placement_keys(1)}, CHUNK, FLUSH)
 
@@ -667,6 +668,85 @@ def test_an_older_warm_state_is_caught_up_by_the_changelogs_written_since(tmp_pa
     # version 4 is in the chain before 5's snapshot), caught up at 4 and 9, 10 as left
     assert (a.stats.warm, a.stats.caught_up, a.stats.disk) == (5, 3, 0)
     assert (b.stats.warm, b.stats.caught_up, b.stats.disk) == (3, 2, 2)
+
+
+def test_a_worker_that_runs_the_next_batch_adopts_the_live_state(tmp_path) -> None:
+    """Consecutive batches of a subtask in one worker: the operator of each hands its state
+    tables and timer queues to the next (no snapshot, no restore between them), and changelogs
+    are diffed from them; every version's chain and state, and the output, are those of a run
+    that restores every batch from the checkpoint."""
+    from sparktide.runtime.live_state import LiveKeyedState
+    from sparktide.spark.worker_resources import WorkerResources
+
+    rng = random.Random(13)
+    keys = [f"k{i}" for i in range(200)]
+    batches = [
+        [(k, v * 1_000 + rng.randrange(1_500)) for k in rng.sample(keys, 30)] for v in range(8)
+    ]
+    job = _reminder_job()
+    worker = WorkerResources()
+    live = CheckpointStore(str(tmp_path / "live"), JobFingerprint(), snapshot_every=4)
+    cold = CheckpointStore(str(tmp_path / "cold"), JobFingerprint(), snapshot_every=4)
+    printed: dict[str, list[str]] = {"live": [], "cold": []}
+    tables = []
+    for v, batch in enumerate([*batches, []]):
+        entries = _entries(v, batch, watermark=v * 1_000 if batch else 100_000)
+        printed["live"] += _run_batch(job, live, v, entries, worker)
+        printed["cold"] += _run_batch(job, cold, v, entries, WorkerResources())
+        assert _subtask_state(live, v) == _subtask_state(cold, v), v
+        [kept] = worker.warm.kept()
+        assert isinstance(kept.snapshot, LiveKeyedState)
+        tables.append(kept.snapshot.tables["count-and-timer"])
+    assert printed["live"] == printed["cold"] and len(printed["cold"]) > 150
+    assert all(t is tables[0] for t in tables)
+    assert (worker.stats.warm, worker.stats.caught_up, worker.stats.disk) == (8, 0, 0)
+
+
+def _late_state_class():
+    from sparktide.common import Types
+    from sparktide.datastream.state import ValueStateDescriptor
+
+    class LateState(_Reminder):
+        """The Reminder, and from event time 3000 on a second state, first used then."""
+
+        def open(self, runtime_context):
+            super().open(runtime_context)
+            self.context = runtime_context
+
+        def process_element(self, value, ctx):
+            if ctx.timestamp() >= 3_000:
+                late = self.context.get_state(ValueStateDescriptor("late", Types.LONG()))
+                late.update((late.value() or 0) + 1)
+            return super().process_element(value, ctx)
+
+    return LateState
+
+
+def test_a_live_state_caught_up_by_a_changelog_of_a_state_it_lacks(tmp_path) -> None:
+    """A worker's live state of version 1 is caught up by the changelog of version 2, written
+    by another worker whose batch first used a second state: the catch-up goes on with the
+    state's flat view, and every version and the output are those restored from the files."""
+    from sparktide.spark.worker_resources import WorkerResources
+
+    rng = random.Random(17)
+    keys = [f"k{i}" for i in range(100)]
+    batches = [
+        [(k, v * 1_000 + rng.randrange(1_500)) for k in rng.sample(keys, 30)] for v in range(4)
+    ]
+    job = _reminder_job(_late_state_class()())
+    a, b = WorkerResources(), WorkerResources()
+    caught = CheckpointStore(str(tmp_path / "caught"), JobFingerprint(), snapshot_every=10)
+    cold = CheckpointStore(str(tmp_path / "cold"), JobFingerprint(), snapshot_every=10)
+    printed: dict[str, list[str]] = {"caught": [], "cold": []}
+    for v, (batch, worker) in enumerate(zip([*batches, []], [a, a, b, a, a], strict=True)):
+        entries = _entries(v, batch, watermark=v * 1_000 if batch else 100_000)
+        printed["caught"] += _run_batch(job, caught, v, entries, worker)
+        printed["cold"] += _run_batch(job, cold, v, entries, WorkerResources())
+        assert _subtask_state(caught, v) == _subtask_state(cold, v), v
+    assert printed["caught"] == printed["cold"] and len(printed["cold"]) > 70
+    flat = _subtask_state(caught, 4)[1]
+    assert any(item[:2] == (0, "late") for items in flat.values() for item in items)
+    assert (a.stats.warm, a.stats.caught_up, b.stats.disk) == (3, 1, 1)
 
 
 def test_a_value_that_changes_type_but_not_equality_is_a_put() -> None:

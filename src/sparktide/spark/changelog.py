@@ -19,7 +19,10 @@ runtime pays nothing; nothing can forget to mark a write, including in-place cha
 values). The cost is one pickle per entry that is not an int per batch on the worker, which a full
 snapshot paid anyway. Digests live only in memory (the worker cache of
 :mod:`sparktide.spark.stream_job`, or recomputed after a restore from disk), so the per-process
-salt of ``hash`` does not matter.
+salt of ``hash`` does not matter. They are kept per key group and per *section* (a state, or one
+domain of a timer service), by the rest of the item, so that :func:`diff_live` walks a live state
+(:mod:`sparktide.runtime.live_state`) by its own tables and queues and builds an item only for a
+change.
 
 A changelog keeps one part ``kg-<n>`` per changed key group, each with its own CRC (the
 container of :func:`~sparktide.spark.checkpoint_format.pack_parts`), so key groups stay the unit
@@ -65,12 +68,16 @@ from __future__ import annotations
 
 import pickle
 import struct
+from collections.abc import Mapping
+from itertools import chain
 from pickle import dumps as _dumps
 from typing import Any, TypedDict, cast
 
 from sparktide.runtime.keygroups import KeyGroupRange
+from sparktide.runtime.live_state import LiveKeyedState, SnapshotOrLive
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot, StateData
 from sparktide.runtime.state.backend import StateMeta
+from sparktide.runtime.timers.queue import KeyGroupedTimerQueue, TimerEntry
 from sparktide.spark.checkpoint_format import CORRUPT_FIX, pack_parts, unpack_parts
 
 __all__ = [
@@ -80,9 +87,11 @@ __all__ = [
     "Flat",
     "KeyGroupChanges",
     "apply_changes",
+    "apply_live_changes",
     "decode_changes",
     "decode_key_group",
     "diff",
+    "diff_live",
     "digests",
     "encode_changes",
     "encode_key_group",
@@ -93,14 +102,19 @@ __all__ = [
 
 Flat = dict[int, dict[tuple, object]]
 """Per key group: item -> value (raw state value, or a timer's sequence number)."""
-Digests = dict[int, dict[tuple, int]]
-"""Per key group: item -> digest."""
+Digests = dict[int, dict[tuple, dict[tuple, int]]]
+"""Per key group, per section (``(0, state)`` or ``(1, service, domain)``): the digest of each of
+its entries, by ``(key, namespace)`` or ``(timestamp, key, namespace)`` (an item is the section
+followed by the entry)."""
 Changes = dict[int, tuple[list[tuple[tuple, object]], list[tuple]]]
 """Per key group: ``(puts, deletes)``; puts are ``(item, value)``, deletes items."""
 
 
-def flatten(snap: KeyedOperatorSnapshot, key_groups: KeyGroupRange | None = None) -> Flat:
-    """The flat view of ``snap`` (only the key groups in ``key_groups`` when given)."""
+def flatten(snap: SnapshotOrLive, key_groups: KeyGroupRange | None = None) -> Flat:
+    """The flat view of ``snap``, a snapshot or a live state whose values it shares (only the
+    key groups in ``key_groups`` when given)."""
+    if isinstance(snap, LiveKeyedState):
+        return _flatten_live(snap, key_groups or snap.key_group_range)
     out: Flat = {}
     for kg, per_state in snap.state.items():
         if key_groups is not None and kg not in key_groups:
@@ -117,6 +131,35 @@ def flatten(snap: KeyedOperatorSnapshot, key_groups: KeyGroupRange | None = None
             for d, timer_entries in enumerate(domains):
                 for ts, seq, key, ns, _kg in timer_entries:
                     items[(1, service, d, ts, key, ns)] = seq
+    return out
+
+
+def _flatten_live(live: LiveKeyedState, key_groups: KeyGroupRange) -> Flat:
+    """The flat view of a live state: its values, not copies (states by name, timers in no
+    particular order within a key group)."""
+    out: Flat = {}
+    names = sorted(live.tables)
+    datas = [(name, live.tables[name].data) for name in names]
+    queues = [
+        (service, d, queue)
+        for service, pair in live.timers.items()
+        for d, queue in enumerate(pair)
+        if queue
+    ]
+    start = max(key_groups.start, live.key_group_range.start)
+    end = min(key_groups.end, live.key_group_range.end)
+    for kg in range(start, end + 1):
+        items: dict[tuple, object] = {}
+        for name, data in datas:
+            entries = data[kg]
+            if entries:
+                for (key, ns), raw in entries.items():
+                    items[(0, name, key, ns)] = raw
+        for service, d, queue in queues:
+            for ts, seq, key, ns, _kg in queue.key_group_timers(kg).values():
+                items[(1, service, d, ts, key, ns)] = seq
+        if items:
+            out[kg] = items
     return out
 
 
@@ -162,51 +205,150 @@ def _digest(value: object) -> int:
     return hash(_dumps(value, protocol=5))
 
 
+def _split(item: tuple) -> tuple[tuple, tuple]:
+    """``(section, entry)`` of an item: ``((0, state), (key, namespace))`` or ``((1, service,
+    domain), (timestamp, key, namespace))``; the item is their concatenation."""
+    return (item[:2], item[2:]) if item[0] == 0 else (item[:3], item[3:])
+
+
 def digests(flat: Flat) -> Digests:
     """The digest of every item of ``flat`` (see the module docstring)."""
-    return {kg: {item: _digest(v) for item, v in items.items()} for kg, items in flat.items()}
+    out: Digests = {}
+    for kg, items in flat.items():
+        mine: dict[tuple, dict[tuple, int]] = {}
+        for item, value in items.items():
+            section, entry = _split(item)
+            mine.setdefault(section, {})[entry] = _digest(value)
+        out[kg] = mine
+    return out
 
 
 def diff(previous: Digests, current: Flat) -> tuple[Changes, Digests]:
     """``(changes, digests of current)``: the puts and deletes that turn the state whose
     digests are ``previous`` into ``current``, per key group (unchanged key groups left out)."""
     changes: Changes = {}
-    new: Digests = {}
-    empty: dict[tuple, int] = {}
-    for kg, items in current.items():
-        before = previous.get(kg, empty)
-        mine = new[kg] = {}
+    new = digests(current)
+    empty: dict[tuple, dict[tuple, int]] = {}
+    nothing: dict[tuple, int] = {}
+    for kg in sorted(previous.keys() | current.keys()):
+        before, after = previous.get(kg, empty), new.get(kg, empty)
         puts = []
-        for item, value in items.items():
-            # _digest, inlined: this loop runs over every entry of the state each batch
-            d = value if type(value) is int else hash(_dumps(value, protocol=5))
-            mine[item] = d
-            if before.get(item) != d:
+        for item, value in current.get(kg, nothing).items():
+            section, entry = _split(item)
+            if before.get(section, nothing).get(entry) != after[section][entry]:
                 puts.append((item, value))
-        deletes = [item for item in before if item not in items]
+        deletes = [
+            section + entry
+            for section, entries in before.items()
+            for entry in entries
+            if entry not in after.get(section, nothing)
+        ]
         if puts or deletes:
             changes[kg] = (puts, deletes)
-    for kg, before in previous.items():
-        if kg not in current and before:
-            changes[kg] = ([], list(before))
     return changes, new
+
+
+def diff_live(digests: Digests, live: LiveKeyedState) -> Changes:
+    """:func:`diff` of a live state, without building its flat view: the changes that turn the
+    state whose digests are ``digests`` into ``live``, with ``digests`` brought up to date in
+    place. One pass over the live entries (an item is built only for a change), and one over
+    the digests of a state or timer queue that lost entries, to find which."""
+    changes: Changes = {}
+    datas: list[tuple[tuple, list[dict[tuple, object]]]] = [
+        ((0, name), live.tables[name].in_range()) for name in sorted(live.tables)
+    ]
+    queues: list[tuple[tuple, KeyGroupedTimerQueue]] = [
+        ((1, name, d), q) for name, pair in live.timers.items() for d, q in enumerate(pair)
+    ]
+    for kg in live.key_group_range:
+        mine = digests.setdefault(kg, {})
+        puts: list[tuple[tuple, object]] = []
+        deletes: list[tuple] = []
+        for section, data in datas:
+            entries = data[kg]
+            before = mine.setdefault(section, {})
+            for entry, raw in entries.items():
+                # _digest, inlined: this loop runs over every entry of the state each batch
+                d = raw if type(raw) is int else hash(_dumps(raw, protocol=5))
+                if before.get(entry) != d:
+                    before[entry] = d
+                    puts.append((section + entry, raw))
+            _drop_gone(section, before, entries, deletes)
+        for section, queue in queues:
+            timers = queue.key_group_timers(kg)
+            before = mine.setdefault(section, {})
+            for entry, timer in timers.items():
+                seq = timer[1]
+                if before.get(entry) != seq:
+                    before[entry] = seq
+                    puts.append((section + entry, seq))
+            _drop_gone(section, before, timers, deletes)
+        if puts or deletes:
+            changes[kg] = (puts, deletes)
+        for section in [section for section, before in mine.items() if not before]:
+            del mine[section]  # a digest of an empty section is no section
+        if not mine:
+            del digests[kg]
+    return changes
+
+
+def _drop_gone(
+    section: tuple, before: dict[tuple, int], now: Mapping[tuple, object], deletes: list[tuple]
+) -> None:
+    """Take the entries ``now`` lacks out of ``before`` (which holds every entry of ``now``),
+    adding their items to ``deletes``."""
+    if len(before) > len(now):
+        gone = [entry for entry in before if entry not in now]
+        for entry in gone:
+            del before[entry]
+        deletes.extend(section + entry for entry in gone)
 
 
 def update_digests(digests: Digests, changes: Changes) -> None:
     """Bring ``digests`` (of a state) in place to the digests of that state with ``changes``
     applied (:func:`apply_changes`): only the changed items are digested again.
 
-    >>> d = {7: {(0, "n", "a", None): 1, (0, "n", "b", None): 2}}
+    >>> d = digests({7: {(0, "n", "a", None): 1, (0, "n", "b", None): 2}})
     >>> update_digests(d, {7: ([((0, "n", "c", None), 3)], [(0, "n", "b", None)])})
-    >>> sorted(item[2] for item in d[7])
+    >>> sorted(entry[0] for entry in d[7][(0, "n")])
     ['a', 'c']
     """
     for kg, (puts, deletes) in changes.items():
         mine = digests.setdefault(kg, {})
         for item in deletes:
-            mine.pop(item, None)
+            section, entry = _split(item)
+            mine.get(section, {}).pop(entry, None)
         for item, value in puts:
-            mine[item] = _digest(value)
+            section, entry = _split(item)
+            mine.setdefault(section, {})[entry] = _digest(value)
+
+
+def apply_live_changes(live: LiveKeyedState, changes: Changes) -> bool:
+    """Apply ``changes`` to ``live`` in place, its tables and timer queues (the changed queues
+    rebuild their order once), when it has every state and timer service they name; else
+    change nothing and return ``False``."""
+    tables, timers = live.tables, live.timers
+    for puts, deletes in changes.values():
+        for item in chain(deletes, (item for item, _ in puts)):
+            if item[1] not in (tables if item[0] == 0 else timers):
+                return False
+    by_queue: dict[tuple[str, int], tuple[list[TimerEntry], list[TimerEntry]]] = {}
+    for kg, (puts, deletes) in changes.items():
+        for item in deletes:
+            if item[0] == 0:
+                tables[item[1]].in_range()[kg].pop((item[2], item[3]), None)
+            else:
+                entry = (item[3], 0, item[4], item[5], kg)
+                by_queue.setdefault((item[1], item[2]), ([], []))[1].append(entry)
+        for item, value in puts:
+            if item[0] == 0:
+                tables[item[1]].in_range()[kg][(item[2], item[3])] = value
+            else:
+                entry = (item[3], cast(int, value), item[4], item[5], kg)
+                by_queue.setdefault((item[1], item[2]), ([], []))[0].append(entry)
+    for (service, domain), (timer_puts, timer_deletes) in by_queue.items():
+        timers[service][domain].apply_restored_changes(timer_puts, timer_deletes)
+    return True
 
 
 def apply_changes(flat: Flat, changes: Changes, key_groups: KeyGroupRange | None = None) -> None:

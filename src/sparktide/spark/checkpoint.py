@@ -118,6 +118,7 @@ from sparktide.core.state_backend import (
 )
 from sparktide.runtime.filesystems import open_filesystem, write_failure
 from sparktide.runtime.keygroups import KeyGroupRange, compute_key_group_range_for_operator_index
+from sparktide.runtime.live_state import LiveKeyedState, SnapshotOrLive
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot, SnapshotFormatError
 from sparktide.runtime.state.backend import StateMeta
 from sparktide.runtime.state.recorded_types import check_recorded_key_types
@@ -126,8 +127,10 @@ from sparktide.spark.changelog import (
     Digests,
     Flat,
     apply_changes,
+    apply_live_changes,
     decode_changes,
     diff,
+    diff_live,
     digests,
     encode_changes,
     flatten,
@@ -775,7 +778,7 @@ class CheckpointStore:
 
     def catch_up(
         self,
-        snapshot: KeyedOperatorSnapshot | None,
+        snapshot: SnapshotOrLive | None,
         changelogs: Collection[int],
         stage: int,
         subtask: int,
@@ -790,7 +793,9 @@ class CheckpointStore:
         from the last changelog; a broadcast state only where a changelog holds one (subtask
         0's)."""
         loaded = LoadedSubtask(None, {}, {}, None, None)
-        if snapshot is not None:
+        if isinstance(snapshot, LiveKeyedState):
+            loaded.hold_live(snapshot)
+        elif snapshot is not None:
             loaded.set_snapshot(snapshot)
         self._apply_changelogs(loaded, changelogs, stage, subtask, None, files, state_digests)
         return loaded
@@ -816,7 +821,11 @@ class CheckpointStore:
             if loaded.header is not None:
                 try:
                     changes = decode_changes(parts, path, key_groups)
-                    apply_changes(loaded.flat, changes)
+                    live = loaded.live
+                    if live is not None and not apply_live_changes(live, changes):
+                        loaded.set_snapshot(live)  # it lacks a state or timer service
+                    if loaded.live is None:
+                        apply_changes(loaded.flat, changes)
                 except ValueError as exc:
                     raise CheckpointError(str(exc)) from None
                 if state_digests is not None:
@@ -832,14 +841,15 @@ class CheckpointStore:
         stage: int,
         subtask: int,
         plan: Chain,
-        snapshot: KeyedOperatorSnapshot | None,
+        snapshot: SnapshotOrLive | None,
         previous: Digests,
         parts: dict[str, bytes],
         operator: str | None = None,
     ) -> tuple[int, Digests]:
         """Write version ``version`` of a stage subtask as ``plan`` (:meth:`plan_chain`) says:
-        a full snapshot, or a changelog of ``snapshot`` against the digests of the previous
-        version (``previous``). ``parts``: the other parts (valves, watermarks).
+        a full snapshot, or a changelog of ``snapshot`` (a snapshot or the subtask's live
+        state) against the digests of the previous version (``previous``). ``parts``: the
+        other parts (valves, watermarks).
         ``operator``: the identity of the stage's entry operator (recorded in the file and the
         manifest). Returns the file's size and the digests of ``snapshot`` (for the next
         version). A native chain is not written here but by :meth:`write_native`."""
@@ -858,17 +868,24 @@ class CheckpointStore:
         parts = dict(parts)
         new: Digests = {}
         if snapshot is not None:
-            flat = flatten(snapshot)
             if changelog:
-                changes, new = diff(previous, flat)
+                if isinstance(snapshot, LiveKeyedState):
+                    changes, new = diff_live(previous, snapshot), previous
+                else:
+                    changes, new = diff(previous, flatten(snapshot))
                 parts.update(encode_changes(changes))
                 meta["state_meta"] = _json_state_meta(snapshot.state_meta)
                 kgs = snapshot.key_group_range
                 meta["key_group_range"] = [kgs.start, kgs.end]
+            elif isinstance(snapshot, LiveKeyedState):
+                raise ValueError(
+                    f"stage {stage} subtask {subtask}: version {version} is planned as a full "
+                    "snapshot, which is written from a snapshot, not from a live state"
+                )
             else:
                 parts["keyed"] = snapshot.to_bytes()
                 if self.snapshot_every > 1:
-                    new = digests(flat)
+                    new = digests(flatten(snapshot))
         return self.write_subtask(version, stage, subtask, meta, parts, changelog), new
 
     def write_native(
@@ -982,16 +999,32 @@ class LoadedSubtask:
         self.key_type: dict[str, Any] | None = None
         # a native chain: its RocksDB checkpoint's storage and the state file's reference
         self.native: tuple[RocksDBCheckpointStorage, NativeReference] | None = None
+        # a live state the changelogs are applied to in place (then ``flat`` is not used)
+        self.live: LiveKeyedState | None = None
 
-    def set_snapshot(
-        self, snap: KeyedOperatorSnapshot, key_groups: KeyGroupRange | None = None
-    ) -> None:
-        """Hold the keyed state of ``snap`` (only the key groups in ``key_groups``), the start
-        its changelogs are applied to."""
+    def set_snapshot(self, snap: SnapshotOrLive, key_groups: KeyGroupRange | None = None) -> None:
+        """Hold the keyed state of ``snap``, a snapshot or a live state whose values it then
+        shares (only the key groups in ``key_groups``), the start its changelogs are applied
+        to."""
+        self._set_header(snap)
+        self.flat = flatten(snap, key_groups)
+        self.live = None
+
+    def hold_live(self, live: LiveKeyedState) -> None:
+        """Hold ``live`` itself as the start its changelogs are applied to, in place (where a
+        changelog names a state or timer service it lacks, its flat view from then on)."""
+        self._set_header(live)
+        self.flat = {}
+        self.live = live
+
+    def _set_header(self, snap: SnapshotOrLive) -> None:
         self.header = (snap.operator, snap.max_parallelism, snap.key_group_range)
         self.state_meta = dict(snap.state_meta)
         self.key_type = snap.key_type
-        self.flat = flatten(snap, key_groups)
+
+    def keyed_state(self) -> SnapshotOrLive | None:
+        """The live state it holds, else :meth:`snapshot`."""
+        return self.live if self.live is not None else self.snapshot()
 
     def snapshot(self, key_groups: KeyGroupRange | None = None) -> KeyedOperatorSnapshot | None:
         """The keyed snapshot (``None``: not a keyed subtask)."""
@@ -1002,10 +1035,10 @@ class LoadedSubtask:
         return rebuild(operator, maxp, kgs, self.state_meta, self.flat, self.key_type)
 
 
-def summarize(snapshot: KeyedOperatorSnapshot) -> JsonObject:
+def summarize(snapshot: SnapshotOrLive) -> JsonObject:
     """What ``sparktide inspect`` shows of a subtask's keyed state without unpickling it
     (stored in the header of each state file): state entries, and per timer domain the count,
-    earliest and latest timestamp of the pending timers.
+    earliest and latest timestamp of the pending timers; of a snapshot or of a live state.
 
     >>> from sparktide.runtime.keygroups import KeyGroupRange
     >>> snap = KeyedOperatorSnapshot("op", 128, KeyGroupRange(0, 127), {},
@@ -1013,6 +1046,8 @@ def summarize(snapshot: KeyedOperatorSnapshot) -> JsonObject:
     >>> summarize(snap)["state_entries"], summarize(snap)["next_event_timer"]
     (1, 10)
     """
+    if isinstance(snapshot, LiveKeyedState):
+        return _summarize_live(snapshot)
     out: JsonObject = {
         "state_entries": sum(len(e) for per in snapshot.state.values() for e in per.values())
     }
@@ -1029,6 +1064,19 @@ def summarize(snapshot: KeyedOperatorSnapshot) -> JsonObject:
         out[f"{domain}_timers"] = count
         out[f"next_{domain}_timer"] = first
         out[f"last_{domain}_timer"] = last
+    return out
+
+
+def _summarize_live(live: LiveKeyedState) -> JsonObject:
+    """:func:`summarize` of a live state."""
+    out: JsonObject = {"state_entries": live.state_entries()}
+    for d, domain in enumerate(("event", "processing")):
+        queues = [pair[d] for pair in live.timers.values() if pair[d]]
+        heads = [q.peek() for q in queues]
+        lasts = [q.last_timestamp() for q in queues]
+        out[f"{domain}_timers"] = live.timer_count(d)
+        out[f"next_{domain}_timer"] = min((h[0] for h in heads if h is not None), default=None)
+        out[f"last_{domain}_timer"] = max((t for t in lasts if t is not None), default=None)
     return out
 
 

@@ -78,6 +78,7 @@ from sparktide.runtime.execution.protocol import (
 from sparktide.runtime.execution.tasks import JobTasks, SplitDriver, SubtaskTask
 from sparktide.runtime.gc_pacing import paced_iteration
 from sparktide.runtime.keygroups import KeyGroupRange, compute_key_group_range_for_operator_index
+from sparktide.runtime.live_state import LiveKeyedState, SnapshotOrLive
 from sparktide.runtime.operator_identity import operator_identities
 from sparktide.runtime.operators.broadcast import BroadcastOperator
 from sparktide.runtime.processing_time import ManualProcessingTimeService
@@ -312,7 +313,9 @@ class StreamingJob:
             prev_digests = digests(loaded.flat) if keyed and incremental else {}
             valves_bytes, watermarks_bytes = loaded.valves, loaded.watermarks
         backend, manager = entry.keyed_state_backend, entry.time_service_manager
-        if snap is not None and warm_hit and backend is not None and manager is not None:
+        if isinstance(snap, LiveKeyedState):
+            entry.adopt_live_state(snap)  # as the previous batch's operator left it
+        elif snap is not None and warm_hit and backend is not None and manager is not None:
             # the snapshot this process took at the end of a batch of this job (caught up by
             # the job's own changelogs, their digests checked): no validation
             entry.check_restored_key_type(snap)
@@ -398,7 +401,7 @@ class StreamingJob:
         caught = self.store.catch_up(warm.snapshot, behind, old_stage, target, files, warm.digests)
         return warm._replace(
             version=self.version - 1,
-            snapshot=caught.snapshot(),
+            snapshot=caught.keyed_state(),
             valves=caught.valves if caught.valves is not None else warm.valves,
             watermarks=caught.watermarks if caught.watermarks is not None else warm.watermarks,
             broadcast=caught.broadcast,
@@ -462,14 +465,13 @@ class StreamingJob:
         if plan.native:
             self._save_native(task, stage, target, plan)
             return
-        entry = task.entry
-        snap = entry.snapshot_state() if entry.keyed_state_backend is not None else None
+        changelog = plan.snapshot != self.version
         parts = self._parts(task, target)
+        snap, kept = self._keyed_state(task, changelog)
         identity = self.identities[stage.entry.id]
         size, new_digests = self.store.write_version(
             self.version, stage.index, target, plan, snap, prev_digests, parts, identity
         )
-        changelog = plan.snapshot != self.version
         path = (self.store.changelog_path if changelog else self.store.subtask_path)(
             self.version, stage.index, target
         )
@@ -482,13 +484,30 @@ class StreamingJob:
         warm = WarmState(
             self.version,
             written,
-            snap,
+            kept,
             new_digests,
             parts["valves"],
             parts["watermarks"],
             broadcast=self._broadcast(task),
         )
         self.keep_warm(stage, target, warm)
+
+    @staticmethod
+    def _keyed_state(
+        task: SubtaskTask, changelog: bool
+    ) -> tuple[SnapshotOrLive | None, SnapshotOrLive | None]:
+        """``(written, kept)``: the keyed state of ``task`` to write (a changelog is diffed
+        straight from the live state; a full snapshot, or a state the operator does not hand
+        over, is snapshotted) and the one to keep in this worker (the live state where it is
+        handed over: the next batch here adopts it). ``(None, None)``: not keyed."""
+        entry = task.entry
+        if entry.keyed_state_backend is None:
+            return None, None
+        snap = None if changelog else entry.snapshot_state()
+        live = entry.hand_over_live_state()  # after the snapshot: it leaves the state alone
+        if snap is None and live is None:
+            snap = entry.snapshot_state()
+        return (live if snap is None else snap), (snap if live is None else live)
 
     # ------------------------------------------------------------------ native RocksDB state
 

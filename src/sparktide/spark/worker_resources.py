@@ -37,7 +37,7 @@ from sparktide.runtime.state.rocksdb_local import LocalDatabases
 from sparktide.spark.checkpoint_native import open_state_db
 
 if TYPE_CHECKING:
-    from sparktide.runtime.snapshot import KeyedOperatorSnapshot
+    from sparktide.runtime.live_state import SnapshotOrLive
     from sparktide.runtime.state.rocksdb_memory import MemoryBudget
     from sparktide.spark.changelog import Digests
     from sparktide.spark.checkpoint_meta import JobFingerprint, SubtaskWrite
@@ -75,7 +75,7 @@ class WarmState(NamedTuple):
 
     version: int
     written: SubtaskWrite
-    snapshot: KeyedOperatorSnapshot | None
+    snapshot: SnapshotOrLive | None  # live: as the operator left it
     digests: Digests
     valves: bytes
     watermarks: bytes
@@ -113,6 +113,10 @@ class WarmCache:
         if len(entries) >= self.limit:
             entries.pop(next(iter(entries)))
         entries[key] = state
+
+    def kept(self) -> list[WarmState]:
+        """The states kept, oldest first (left in place)."""
+        return list(self._entries.values())
 
     def clear(self) -> None:
         """Forget every state kept (the next batches read the checkpoint)."""

@@ -39,16 +39,18 @@ from sparktide.runtime.keygroups import (
     compute_default_max_parallelism,
     compute_key_group_range_for_operator_index,
 )
+from sparktide.runtime.live_state import HeapQueues, LiveKeyedState
 from sparktide.runtime.output import Output
 from sparktide.runtime.processing_time import ProcessingTimeService
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot, StateData
-from sparktide.runtime.state.backend import StateMeta
+from sparktide.runtime.state.backend import HeapKeyedStateBackend, StateMeta
 from sparktide.runtime.state.factory import KeyedState, SubtaskState, create_keyed_state
 from sparktide.runtime.state.keyed_backend import KeyedStateBackend
 from sparktide.runtime.state.recorded_types import OperatorStateTypes
 from sparktide.runtime.state.snapshot_checks import merged_meta
 from sparktide.runtime.state.state_types import check_key_type, declared_or_none, describe_operator
 from sparktide.runtime.timers.manager import InternalTimeServiceManager, TimerSnapshot
+from sparktide.runtime.timers.queue import KeyGroupedTimerQueue
 from sparktide.runtime.timers.service import InternalTimerService, KeyContext, Triggerable
 
 if TYPE_CHECKING:
@@ -308,6 +310,57 @@ class AbstractStreamOperator:
             timers.update(snap.timers)
         backend.restore_state(meta, state)
         manager.restore(timers)
+
+    def hand_over_live_state(self) -> LiveKeyedState | None:
+        """This subtask's keyed state and timers as they are, for the operator of its next
+        batch to :meth:`adopt_live_state` (:mod:`sparktide.runtime.live_state`); ``None``
+        where they are not handed over (no keyed state, RocksDB, TTL cleanup in full
+        snapshots). This operator must not change its state afterwards."""
+        backend, manager = self.keyed_state_backend, self.time_service_manager
+        if not isinstance(backend, HeapKeyedStateBackend) or manager is None:
+            return None
+        if backend.purges_in_snapshots():
+            return None
+        queues = manager.hand_over_queues()
+        heap: dict[str, HeapQueues] = {}
+        for name, (event, processing) in queues.items():
+            if not isinstance(event, KeyGroupedTimerQueue) or not isinstance(
+                processing, KeyGroupedTimerQueue
+            ):
+                return None
+            heap[name] = (event, processing)
+        info = self.setup_info
+        return LiveKeyedState(
+            info.name,
+            info.effective_max_parallelism,
+            info.key_group_range,
+            backend.state_metas(),
+            versioned_type(declared_or_none(info.key_type)),
+            backend.hand_over_tables(),
+            heap,
+        )
+
+    def adopt_live_state(self, live: LiveKeyedState) -> None:
+        """Take ``live`` (handed over by the operator of this subtask's previous batch in this
+        process) as this operator's keyed state and timers, before :meth:`open`."""
+        backend, manager = self.keyed_state_backend, self.time_service_manager
+        if not isinstance(backend, HeapKeyedStateBackend) or manager is None:
+            raise RuntimeError("only a keyed operator on the heap adopts a live keyed state")
+        info = self.setup_info
+        if (live.max_parallelism, live.key_group_range) != (
+            info.effective_max_parallelism,
+            info.key_group_range,
+        ):
+            raise ValueError(
+                f"a live state of key groups {live.key_group_range} of {live.max_parallelism} "
+                f"cannot be adopted by subtask {info.subtask_index} of {info.name!r} "
+                f"(key groups {info.key_group_range} of {info.effective_max_parallelism})"
+            )
+        backend.adopt_tables(live.tables)
+        for queues in live.timers.values():
+            for queue in queues:
+                queue.renumber_as_restored()
+        manager.adopt_queues(live.timers)
 
     def check_restored_key_type(self, snapshot: KeyedOperatorSnapshot) -> None:
         """Raise :class:`~sparktide.runtime.state.state_types.IncompatibleStateTypeError`

@@ -157,6 +157,7 @@ class HeapKeyedStateBackend(KeyedStateBackendBase[StateTable]):
     __slots__ = (
         "_disposed",
         "_end",
+        "_handed_over",
         "_key_listeners",
         "_kg_cache",
         "_max_parallelism",
@@ -190,6 +191,7 @@ class HeapKeyedStateBackend(KeyedStateBackendBase[StateTable]):
         self._key_listeners: list[Callable[[], None]] = []
         self._kg_cache = KeyGroupCache(max_parallelism, _KEY_GROUP_CACHE_SIZE)
         self._disposed = False
+        self._handed_over = False
         self.current_key: object = None
         self.current_key_group: int = NO_KEY_GROUP
 
@@ -338,10 +340,12 @@ class HeapKeyedStateBackend(KeyedStateBackendBase[StateTable]):
         return {name: state_meta(table) for name, table in self._tables.items()}
 
     def dispose(self) -> None:
-        """Drop every entry; the backend cannot be used afterwards."""
-        for table in self._tables.values():
-            table.clear()
-        self._tables.clear()
+        """Drop every entry (tables handed over with :meth:`hand_over_tables` are left as they
+        are); the backend cannot be used afterwards."""
+        if not self._handed_over:
+            for table in self._tables.values():
+                table.clear()
+        self._tables = {}
         self._void_states.clear()
         self._key_listeners.clear()
         self._kg_cache.clear()
@@ -349,6 +353,47 @@ class HeapKeyedStateBackend(KeyedStateBackendBase[StateTable]):
         self.current_key_group = NO_KEY_GROUP
         self._start, self._end = 0, -1  # every key is out of range: set_current_key raises
         self._disposed = True
+
+    # ------------------------------------------------------------------ live hand-over
+
+    def hand_over_tables(self) -> dict[str, StateTable]:
+        """The state tables as they are (no copy), for the next backend of this subtask to
+        :meth:`adopt_tables` (a streaming worker keeps a subtask's state live between
+        micro-batches). This backend may still be read until it is disposed of, which then
+        leaves the tables alone; it must not be written any more."""
+        self._handed_over = True
+        return dict(self._tables)
+
+    def purges_in_snapshots(self) -> bool:
+        """Whether a snapshot leaves expired values of some state out (TTL cleanup in full
+        snapshots), so that it holds less than the tables."""
+        return bool(full_snapshot_ttls(self._tables, list(self._tables)))
+
+    def adopt_tables(self, tables: Mapping[str, StateTable]) -> None:
+        """Take ``tables`` (:meth:`hand_over_tables` of a backend with this key-group range
+        and max parallelism) as this backend's state, before any state is registered: each
+        table then waits for its descriptor as a restored one does (kind, TTL setting and
+        declared types checked when it registers)."""
+        if self._disposed:
+            raise disposed("create a new one")
+        if self._tables:
+            raise ValueError(
+                f"cannot adopt state tables: this backend already has {sorted(self._tables)}"
+            )
+        for name, table in tables.items():
+            if table.key_groups != range(self._start, self._end + 1) or len(table.data) != (
+                self._max_parallelism
+            ):
+                raise ValueError(
+                    f"state table {name!r} holds key groups {table.key_groups} of "
+                    f"{len(table.data)}; this backend has [{self._start}, {self._end}] of "
+                    f"{self._max_parallelism}"
+                )
+        for table in tables.values():
+            table.registered = False
+            table.ttl_config = None
+            table.cleanup = None  # a registering TTL descriptor sets up its own
+        self._tables = dict(tables)
 
     # ------------------------------------------------------------------ snapshot / restore
 

@@ -23,17 +23,22 @@ timer 5
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, cast
 
 from sparktide.runtime.keygroups import KeyGroupRange
 from sparktide.runtime.timers.queue import N, TimerEntry
-from sparktide.runtime.timers.queue_factory import HeapTimerQueueFactory, TimerQueueFactory
+from sparktide.runtime.timers.queue_factory import (
+    HeapTimerQueueFactory,
+    TimerQueue,
+    TimerQueueFactory,
+)
 from sparktide.runtime.timers.service import InternalTimerService, KeyContext, Triggerable
 
 if TYPE_CHECKING:
     from sparktide.runtime.processing_time import ProcessingTimeService
 
-__all__ = ["InternalTimeServiceManager", "ServiceTimers", "TimerSnapshot"]
+__all__ = ["InternalTimeServiceManager", "ServiceQueues", "ServiceTimers", "TimerSnapshot"]
 
 # per key group -> per service name -> (event entries, processing entries); entries are
 # (timestamp, seq, key, namespace, key_group) in (timestamp, seq) order.
@@ -41,6 +46,9 @@ ServiceTimers = tuple[list[TimerEntry[object, object]], list[TimerEntry[object, 
 """The timers of one service: ``(event-time entries, processing-time entries)``."""
 
 TimerSnapshot = dict[int, dict[str, ServiceTimers]]
+
+ServiceQueues = tuple[TimerQueue[object, object], TimerQueue[object, object]]
+"""The queues of one service: ``(event time, processing time)``."""
 
 
 class InternalTimeServiceManager:
@@ -118,6 +126,25 @@ class InternalTimeServiceManager:
             if per_service:
                 out[kg] = per_service
         return out
+
+    def hand_over_queues(self) -> dict[str, ServiceQueues]:
+        """Per service, its queues ``(event time, processing time)`` as they are (no copy), for
+        the next manager of this subtask to :meth:`adopt_queues`; this manager must not be
+        used any more but to read."""
+        return {name: service.queues() for name, service in self._services.items()}
+
+    def adopt_queues(self, queues: Mapping[str, ServiceQueues]) -> None:
+        """Take the queues :meth:`hand_over_queues` gave, before any operator asks for its
+        service: each service waits for its operator to bind a triggerable, as a restored one
+        does."""
+        if self._services:
+            raise ValueError(f"cannot adopt timer queues: services {sorted(self._services)} exist")
+        for name, (event, processing) in queues.items():
+            service: InternalTimerService[object, object] = InternalTimerService(
+                name, self._key_context, self._pts, None, self._range, self._queue_factory
+            )
+            service.adopt(event, processing)
+            self._services[name] = service
 
     def restore(self, snapshot: TimerSnapshot) -> None:
         """Take the timers of the key groups in this subtask's range (others are ignored)."""

@@ -44,8 +44,9 @@ from __future__ import annotations
 
 from bisect import insort
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sized
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
 from heapq import heapify, heappop, heappush
+from itertools import chain
 from operator import itemgetter
 from typing import Any, Generic, NoReturn, Protocol, TypeVar
 
@@ -79,6 +80,7 @@ class AssignedKey(Protocol):
 
 
 _SEQ = itemgetter(1)
+_TIMESTAMP = itemgetter(0)
 
 
 def _distinct_int_sequences(entries: list[TimerEntry[K, N]]) -> bool:
@@ -312,6 +314,21 @@ class KeyGroupedTimerQueue(Generic[K, N]):
     def key_group_range(self) -> KeyGroupRange:
         return KeyGroupRange(self._kg_start, self._kg_end)
 
+    def key_group_timers(self, key_group: int) -> Mapping[TimerKey[K, N], TimerEntry[K, N]]:
+        """The live entries of ``key_group`` by ``(timestamp, key, namespace)``, in no
+        particular order (the queue's own map: read it, do not keep it)."""
+        idx = key_group - self._kg_start
+        if idx < 0 or key_group > self._kg_end:
+            return {}
+        return self._maps[idx]
+
+    def last_timestamp(self) -> int | None:
+        """The latest timestamp of a live timer (``None``: empty); O(timers), in C."""
+        if not self._count:
+            return None
+        last: int = max(map(_TIMESTAMP, chain.from_iterable(m.values() for m in self._maps)))
+        return last
+
     def entries_for_key_group(self, key_group: int) -> list[TimerEntry[K, N]]:
         """The live entries of ``key_group`` sorted by ``(timestamp, seq)`` (snapshot order)."""
         idx = key_group - self._kg_start
@@ -392,6 +409,33 @@ class KeyGroupedTimerQueue(Generic[K, N]):
                 top = seq
         self._rebuild()
         self._seq = top + 1
+
+    def renumber_as_restored(self) -> None:
+        """Number the timers added from now on after the highest live one, as
+        :meth:`add_restored` does into a new queue: a queue handed from one batch's operator to
+        the next gives new timers the very numbers a queue restored from its snapshot would
+        (O(timers), in C)."""
+        live = chain.from_iterable(m.values() for m in self._maps)
+        self._seq = max(map(_SEQ, live), default=-1) + 1
+
+    def apply_restored_changes(
+        self, puts: Iterable[TimerEntry[K, N]], deletes: Iterable[TimerEntry[K, N]]
+    ) -> None:
+        """Change the timers as a checkpoint's changelog says: ``deletes`` (entries whose
+        sequence numbers are not read) go, ``puts`` are added with their sequence numbers;
+        then the order is rebuilt and numbering goes on as after :meth:`add_restored`."""
+        maps, start, end = self._maps, self._kg_start, self._kg_end
+        for ts, _seq, key, ns, kg in deletes:
+            if kg < start or kg > end:
+                self._raise_out_of_range(kg, key)
+            maps[kg - start].pop((ts, key, ns), None)
+        for entry in puts:
+            ts, _seq, key, ns, kg = entry
+            if kg < start or kg > end:
+                self._raise_out_of_range(kg, key)
+            maps[kg - start][(ts, key, ns)] = entry
+        self._rebuild()
+        self.renumber_as_restored()
 
     def _resequence(self, entries: list[TimerEntry[K, N]]) -> None:
         """Add ``entries`` with new sequence numbers, in ``(timestamp, seq, key_group)`` order."""

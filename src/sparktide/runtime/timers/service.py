@@ -312,6 +312,21 @@ class InternalTimerService(Generic[K, N]):
         if self._triggerable is not None:
             self._register_processing_head()
 
+    def queues(self) -> tuple[TimerQueue[K, N], TimerQueue[K, N]]:
+        """The service's two queues, ``(event time, processing time)``, as they are."""
+        return self._event, self._proc
+
+    def adopt(self, event: TimerQueue[K, N], processing: TimerQueue[K, N]) -> None:
+        """Take over the queues :meth:`queues` gave of the same service of an earlier operator
+        of this subtask, instead of its own empty ones (a streaming worker keeps a subtask's
+        timers live between micro-batches); the processing-time head is registered as after
+        :meth:`restore`."""
+        if self._event or self._proc:
+            raise ValueError(f"timer service {self.name!r} already holds timers")
+        self._event, self._proc = event, processing
+        if self._triggerable is not None:
+            self._register_processing_head()
+
     def restore(self, event: list[TimerEntry[K, N]], processing: list[TimerEntry[K, N]]) -> None:
         """Add restored timers and re-register the processing-time head (seed 002)."""
         self._event.add_restored(event)
