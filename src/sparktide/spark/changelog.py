@@ -20,7 +20,7 @@ values). The cost is one pickle per entry that is not an int per batch on the wo
 snapshot paid anyway. Digests live only in memory (the worker cache of
 :mod:`sparktide.spark.stream_job`, or recomputed after a restore from disk), so the per-process
 salt of ``hash`` does not matter. They are kept per key group and per *section* (a state, or one
-domain of a timer service), by the rest of the item, so that :func:`diff_live` walks a live state
+domain of a timer service), by the rest of the item, so that :func:`diff` walks a live state
 (:mod:`sparktide.runtime.live_state`) by its own tables and queues and builds an item only for a
 change.
 
@@ -50,7 +50,7 @@ inspect`` counts them from the meta); a part without timers or values leaves tha
 ...     {7: {"n": [("a", None, 1), ("b", None, 2)]}}, {7: {"t": ([(10, 0, "a", None, 7)], [])}})
 >>> new = KeyedOperatorSnapshot("op", 128, KeyGroupRange(0, 127), meta,
 ...     {7: {"n": [("a", None, 5)]}}, {})
->>> changes, _ = diff(digests(flatten(old)), flatten(new))
+>>> changes = diff(digests(flatten(old)), flatten(new))
 >>> sorted(changes[7][0]), sorted(changes[7][1], key=repr)
 ([((0, 'n', 'a', None), 5)], [(0, 'n', 'b', None), (1, 't', 0, 10, 'a', None)])
 >>> flat = flatten(old)
@@ -68,7 +68,8 @@ from __future__ import annotations
 
 import pickle
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
 from itertools import chain
 from pickle import dumps as _dumps
 from typing import Any, TypedDict, cast
@@ -77,7 +78,7 @@ from sparktide.runtime.keygroups import KeyGroupRange
 from sparktide.runtime.live_state import LiveKeyedState, SnapshotOrLive
 from sparktide.runtime.snapshot import KeyedOperatorSnapshot, StateData
 from sparktide.runtime.state.backend import StateMeta
-from sparktide.runtime.timers.queue import KeyGroupedTimerQueue, TimerEntry
+from sparktide.runtime.timers.queue import TimerEntry
 from sparktide.spark.checkpoint_format import CORRUPT_FIX, pack_parts, unpack_parts
 
 __all__ = [
@@ -91,7 +92,6 @@ __all__ = [
     "decode_changes",
     "decode_key_group",
     "diff",
-    "diff_live",
     "digests",
     "encode_changes",
     "encode_key_group",
@@ -138,29 +138,45 @@ def _flatten_live(live: LiveKeyedState, key_groups: KeyGroupRange) -> Flat:
     """The flat view of a live state: its values, not copies (states by name, timers in no
     particular order within a key group)."""
     out: Flat = {}
-    names = sorted(live.tables)
-    datas = [(name, live.tables[name].data) for name in names]
-    queues = [
-        (service, d, queue)
-        for service, pair in live.timers.items()
-        for d, queue in enumerate(pair)
-        if queue
-    ]
+    sections_at = _live_sections(live)
     start = max(key_groups.start, live.key_group_range.start)
     end = min(key_groups.end, live.key_group_range.end)
     for kg in range(start, end + 1):
         items: dict[tuple, object] = {}
-        for name, data in datas:
-            entries = data[kg]
-            if entries:
-                for (key, ns), raw in entries.items():
-                    items[(0, name, key, ns)] = raw
-        for service, d, queue in queues:
-            for ts, seq, key, ns, _kg in queue.key_group_timers(kg).values():
-                items[(1, service, d, ts, key, ns)] = seq
+        for section, entries, timers in sections_at(kg):
+            for entry, value in entries.items():
+                items[section + entry] = value[1] if timers else value
         if items:
             out[kg] = items
     return out
+
+
+Section = tuple[tuple, Mapping[tuple, Any], bool]
+"""``(section, entries, timers)``: the entries of a section in one key group, by the rest of
+their items; each holds its item's value, or (``timers``) the timer entry of a queue, whose
+sequence number is the item's value."""
+
+
+def _live_sections(live: LiveKeyedState) -> Callable[[int], list[Section]]:
+    """The sections of ``live`` in a key group of its range, every state and timer queue's
+    (empty ones too), as the tables and queues hold them."""
+    datas = [((0, name), live.tables[name].in_range()) for name in sorted(live.tables)]
+    queues = [((1, name, d), q) for name, pair in live.timers.items() for d, q in enumerate(pair)]
+
+    def sections_at(kg: int) -> list[Section]:
+        states: list[Section] = [(section, data[kg], False) for section, data in datas]
+        return states + [(section, q.key_group_timers(kg), True) for section, q in queues]
+
+    return sections_at
+
+
+def _flat_sections(flat: Flat, kg: int) -> list[Section]:
+    """The sections of ``flat`` in key group ``kg`` (the non-empty ones)."""
+    sections: dict[tuple, dict[tuple, object]] = {}
+    for item, value in flat.get(kg, {}).items():
+        section, entry = _split(item)
+        sections.setdefault(section, {})[entry] = value
+    return [(section, entries, False) for section, entries in sections.items()]
 
 
 def rebuild(
@@ -223,66 +239,31 @@ def digests(flat: Flat) -> Digests:
     return out
 
 
-def diff(previous: Digests, current: Flat) -> tuple[Changes, Digests]:
-    """``(changes, digests of current)``: the puts and deletes that turn the state whose
-    digests are ``previous`` into ``current``, per key group (unchanged key groups left out)."""
+def diff(digests: Digests, state: Flat | LiveKeyedState) -> Changes:
+    """The changes (puts and deletes per key group, unchanged key groups left out) that turn
+    the state whose digests are ``digests`` into ``state``, with ``digests`` brought up to date
+    in place. ``state``: a flat view, or a live state (:mod:`sparktide.runtime.live_state`),
+    walked by its own tables and queues without a flat view. One pass over the entries (an item
+    is built only for a change), and one over the digests of a section that lost entries, to
+    find which."""
+    if isinstance(state, LiveKeyedState):
+        kgs: Iterable[int] = state.key_group_range
+        sections_at = _live_sections(state)
+    else:
+        kgs = sorted(state.keys() | digests.keys())
+        sections_at = partial(_flat_sections, state)
     changes: Changes = {}
-    new = digests(current)
-    empty: dict[tuple, dict[tuple, int]] = {}
-    nothing: dict[tuple, int] = {}
-    for kg in sorted(previous.keys() | current.keys()):
-        before, after = previous.get(kg, empty), new.get(kg, empty)
-        puts = []
-        for item, value in current.get(kg, nothing).items():
-            section, entry = _split(item)
-            if before.get(section, nothing).get(entry) != after[section][entry]:
-                puts.append((item, value))
-        deletes = [
-            section + entry
-            for section, entries in before.items()
-            for entry in entries
-            if entry not in after.get(section, nothing)
-        ]
-        if puts or deletes:
-            changes[kg] = (puts, deletes)
-    return changes, new
-
-
-def diff_live(digests: Digests, live: LiveKeyedState) -> Changes:
-    """:func:`diff` of a live state, without building its flat view: the changes that turn the
-    state whose digests are ``digests`` into ``live``, with ``digests`` brought up to date in
-    place. One pass over the live entries (an item is built only for a change), and one over
-    the digests of a state or timer queue that lost entries, to find which."""
-    changes: Changes = {}
-    datas: list[tuple[tuple, list[dict[tuple, object]]]] = [
-        ((0, name), live.tables[name].in_range()) for name in sorted(live.tables)
-    ]
-    queues: list[tuple[tuple, KeyGroupedTimerQueue]] = [
-        ((1, name, d), q) for name, pair in live.timers.items() for d, q in enumerate(pair)
-    ]
-    for kg in live.key_group_range:
+    for kg in kgs:
         mine = digests.setdefault(kg, {})
         puts: list[tuple[tuple, object]] = []
         deletes: list[tuple] = []
-        for section, data in datas:
-            entries = data[kg]
-            before = mine.setdefault(section, {})
-            for entry, raw in entries.items():
-                # _digest, inlined: this loop runs over every entry of the state each batch
-                d = raw if type(raw) is int else hash(_dumps(raw, protocol=5))
-                if before.get(entry) != d:
-                    before[entry] = d
-                    puts.append((section + entry, raw))
-            _drop_gone(section, before, entries, deletes)
-        for section, queue in queues:
-            timers = queue.key_group_timers(kg)
-            before = mine.setdefault(section, {})
-            for entry, timer in timers.items():
-                seq = timer[1]
-                if before.get(entry) != seq:
-                    before[entry] = seq
-                    puts.append((section + entry, seq))
-            _drop_gone(section, before, timers, deletes)
+        current = sections_at(kg)
+        for section, entries, timers in current:
+            _diff_section(section, mine.setdefault(section, {}), entries, timers, puts, deletes)
+        if len(mine) > len(current):  # sections a flat view no longer has in this key group
+            named = {section for section, _, _ in current}
+            for section in [section for section in mine if section not in named]:
+                deletes.extend(section + entry for entry in mine.pop(section))
         if puts or deletes:
             changes[kg] = (puts, deletes)
         for section in [section for section, before in mine.items() if not before]:
@@ -290,6 +271,32 @@ def diff_live(digests: Digests, live: LiveKeyedState) -> Changes:
         if not mine:
             del digests[kg]
     return changes
+
+
+def _diff_section(
+    section: tuple,
+    before: dict[tuple, int],
+    entries: Mapping[tuple, Any],
+    timers: bool,
+    puts: list[tuple[tuple, object]],
+    deletes: list[tuple],
+) -> None:
+    """Add the puts and deletes that turn the section whose digests are ``before`` into
+    ``entries`` (see :data:`Section`), bringing ``before`` up to date."""
+    if timers:
+        for entry, timer in entries.items():
+            seq = timer[1]
+            if before.get(entry) != seq:
+                before[entry] = seq
+                puts.append((section + entry, seq))
+    else:
+        for entry, raw in entries.items():
+            # _digest, inlined: this loop runs over every entry of the state each batch
+            d = raw if type(raw) is int else hash(_dumps(raw, protocol=5))
+            if before.get(entry) != d:
+                before[entry] = d
+                puts.append((section + entry, raw))
+    _drop_gone(section, before, entries, deletes)
 
 
 def _drop_gone(

@@ -130,7 +130,6 @@ from sparktide.spark.changelog import (
     apply_live_changes,
     decode_changes,
     diff,
-    diff_live,
     digests,
     encode_changes,
     flatten,
@@ -848,7 +847,8 @@ class CheckpointStore:
     ) -> tuple[int, Digests]:
         """Write version ``version`` of a stage subtask as ``plan`` (:meth:`plan_chain`) says:
         a full snapshot, or a changelog of ``snapshot`` (a snapshot or the subtask's live
-        state) against the digests of the previous version (``previous``). ``parts``: the
+        state) against the digests of the previous version (``previous``, which a changelog
+        brings up to date in place). ``parts``: the
         other parts (valves, watermarks).
         ``operator``: the identity of the stage's entry operator (recorded in the file and the
         manifest). Returns the file's size and the digests of ``snapshot`` (for the next
@@ -869,10 +869,8 @@ class CheckpointStore:
         new: Digests = {}
         if snapshot is not None:
             if changelog:
-                if isinstance(snapshot, LiveKeyedState):
-                    changes, new = diff_live(previous, snapshot), previous
-                else:
-                    changes, new = diff(previous, flatten(snapshot))
+                state = snapshot if isinstance(snapshot, LiveKeyedState) else flatten(snapshot)
+                changes, new = diff(previous, state), previous
                 parts.update(encode_changes(changes))
                 meta["state_meta"] = _json_state_meta(snapshot.state_meta)
                 kgs = snapshot.key_group_range
