@@ -285,6 +285,25 @@ def test_key_groups_by_columns_give_assign_to_key_group(
     assert [k for k, _ in taken] == by_columns
 
 
+@given(st.lists(text_keys, min_size=1, max_size=40))
+@settings(max_examples=200, deadline=None)
+def test_key_hashes_of_strings_only_are_those_of_each_key(batch: list[str]) -> None:
+    """A batch of strings only (hashed together when all of them can be: non-empty, ASCII, at
+    most 64 characters; else as in a mixed batch)."""
+    murmured = murmur_key_hashes(batch)
+    for key, h in zip(batch, murmured, strict=True):
+        assert h == (murmur_hash(key_hash(key)) if len(key) <= 64 and key.isascii() else -1)
+
+
+@given(st.lists(st.integers(min_value=LONG_MIN - 2, max_value=LONG_MAX + 2), min_size=1))
+@settings(max_examples=200, deadline=None)
+def test_key_hashes_of_ints_only_are_those_of_each_key(batch: list[int]) -> None:
+    """A batch of ints only (hashed together when all of them are Java longs)."""
+    murmured = murmur_key_hashes(batch)
+    for key, h in zip(batch, murmured, strict=True):
+        assert h == (murmur_hash(key_hash(key)) if LONG_MIN <= key <= LONG_MAX else -1)
+
+
 def test_key_groups_by_columns_refuse_what_the_cache_refuses() -> None:
     cache = KeyGroupCache(128)
     with pytest.raises(TypeError, match="unhashable"):

@@ -3,6 +3,8 @@ every step."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -186,3 +188,38 @@ def test_restored_timers_whose_sequence_numbers_collide_are_renumbered_in_order(
     r.check_invariants()
     assert sorted(e[1] for e in r) == [0, 1, 2, 3, 4]
     assert [e[2] for e in iter(r.poll, None)] == ["a", "x", "b", "y", "c"]  # (ts, seq, group)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_rebuild_orders_like_a_sort_of_the_entries(seed: int) -> None:
+    """A restore puts every timer in the run in ``(timestamp, seq)`` order, sorted by columns;
+    timestamps beyond 64 bits or not ints take the sort of the tuples. Lists are taken as
+    tuples, a timer there twice keeps its lowest sequence number, entries of a key group need
+    not be adjacent (seed 1); firing order and numbering go on as after a restore."""
+    rng = random.Random(seed)
+    big = 1 << 70 if seed == 3 else 0
+    seqs = rng.sample(range(10_000), 400)
+    entries: list = []
+    for seq in seqs:
+        ts = rng.choice([big + rng.randrange(20), -rng.randrange(20), rng.randrange(10**12)])
+        ts = ts + 0.5 if seed == 2 and rng.random() < 0.1 else ts
+        key = rng.randrange(60)
+        entry = (ts, seq, f"k{key}", rng.choice([None, "w"]), key % 4)
+        entries.append(list(entry) if seed == 2 and rng.random() < 0.1 else entry)
+    if seed == 1:
+        entries.sort(key=lambda e: e[1])
+    else:
+        entries.sort(key=lambda e: e[4])
+    firsts: dict = {}
+    for e in entries:
+        tkey = (e[0], e[2], e[3])
+        firsts[tkey] = min(firsts.get(tkey, tuple(e)), tuple(e), key=lambda t: t[1])
+    q = KeyGroupedTimerQueue(KeyGroupRange(0, 3))
+    q.add_restored(entries)
+    q.check_invariants()
+    assert sorted(q) == sorted(firsts.values())
+    q.add(25, "new", None, 1)
+    q.check_invariants()
+    fired = list(iter(q.poll, None))
+    expected = [*firsts.values(), (25, max(seqs) + 1, "new", None, 1)]
+    assert fired == sorted(expected, key=lambda e: e[:2])

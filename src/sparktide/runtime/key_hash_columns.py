@@ -15,6 +15,7 @@ this way (:meth:`~sparktide.runtime.keygroups.KeyGroupCache.groups`).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import numpy as np
 
@@ -26,12 +27,12 @@ _MAX_STRING = 64  # longer strings: hashed one by one (the weights table stays s
 _POW31 = np.array([pow(31, k, 1 << 32) for k in range(_MAX_STRING)], np.uint64)
 
 
-def _string_hashes(strings: list[str]) -> np.ndarray:
+def _string_hashes(strings: Sequence[str], lengths: np.ndarray, joined: str) -> np.ndarray:
     """Java's ``String.hashCode`` (mod 2**32) of non-empty ASCII strings of at most
-    ``_MAX_STRING`` characters: ``sum(c[i] * 31**(n-1-i))``, a weight per character."""
-    lengths = np.fromiter(map(len, strings), np.int64, len(strings))
+    ``_MAX_STRING`` characters (``lengths`` theirs, ``joined`` them joined):
+    ``sum(c[i] * 31**(n-1-i))``, a weight per character."""
     ends = np.cumsum(lengths)
-    chars = np.frombuffer("".join(strings).encode("ascii"), np.uint8).astype(np.uint64)
+    chars = np.frombuffer(joined.encode("ascii"), np.uint8).astype(np.uint64)
     exponents = np.repeat(ends, lengths) - 1 - np.arange(len(chars), dtype=np.int64)
     weighted = (chars * _POW31[exponents]) & _M32
     # uint64 sums of at most 64 terms below 2**32 do not overflow
@@ -39,9 +40,9 @@ def _string_hashes(strings: list[str]) -> np.ndarray:
     return result
 
 
-def _long_hashes(values: list[int]) -> np.ndarray:
+def _long_hashes(values: list[int] | np.ndarray) -> np.ndarray:
     """Java's ``Long.hashCode`` (mod 2**32): ``v ^ (v >>> 32)``."""
-    u = np.array(values, np.int64).view(np.uint64)
+    u = np.asarray(values, np.int64).view(np.uint64)
     result: np.ndarray = (u ^ (u >> np.uint64(32))) & _M32
     return result
 
@@ -66,6 +67,9 @@ def _murmur(codes: np.ndarray) -> np.ndarray:
 def murmur_key_hashes(keys: Sequence[object]) -> list[int]:
     """The murmur hash of each key's Java hash, ``-1`` for a key to hash alone (see the module
     docstring)."""
+    same = _all_strings(keys) if keys and type(keys[0]) is str else _all_longs(keys)
+    if same is not None:
+        return same
     out = [-1] * len(keys)
     strings: list[str] = []
     at_s: list[int] = []
@@ -83,10 +87,38 @@ def murmur_key_hashes(keys: Sequence[object]) -> list[int]:
             longs.append(key)
             at_l.append(i)
     if strings:
-        _fill(out, at_s, _string_hashes(strings))
+        lengths = np.fromiter(map(len, strings), np.int64, len(strings))
+        _fill(out, at_s, _string_hashes(strings, lengths, "".join(strings)))
     if longs:
         _fill(out, at_l, _long_hashes(longs))
     return out
+
+
+def _all_strings(keys: Sequence[object]) -> list[int] | None:
+    """The hashes of ``keys`` when they are all strings the columns take (the common case:
+    checked in C, no loop per key in Python), else ``None``."""
+    if not keys or not all(type(k) is str for k in keys):
+        return None
+    strings = cast("Sequence[str]", keys)
+    lengths = np.fromiter(map(len, strings), np.int64, len(strings))
+    joined = "".join(strings)
+    if lengths.min() < 1 or lengths.max() > _MAX_STRING or not joined.isascii():
+        return None
+    hashes: list[int] = _murmur(_string_hashes(strings, lengths, joined)).tolist()
+    return hashes
+
+
+def _all_longs(keys: Sequence[object]) -> list[int] | None:
+    """The hashes of ``keys`` when they are all ints of a Java long (checked in C), else
+    ``None``."""
+    if not keys or not all(type(k) is int for k in keys):
+        return None
+    try:
+        values = np.array(keys, np.int64)
+    except OverflowError:
+        return None
+    hashes: list[int] = _murmur(_long_hashes(values)).tolist()
+    return hashes
 
 
 def _fill(out: list[int], at: list[int], codes: np.ndarray) -> None:

@@ -64,9 +64,11 @@ from sparktide.runtime.state.heap import (
     copy_raw,
 )
 from sparktide.runtime.state.snapshot_checks import (
+    EntryGroup,
     StateMeta,
     check_entry,
     check_meta,
+    checked_group,
     duplicate_entry,
     entry_groups,
     full_snapshot_ttls,
@@ -460,34 +462,43 @@ class HeapKeyedStateBackend(KeyedStateBackendBase[StateTable]):
         if trusted:
             self._restore_trusted(kinds, types, per_key_group)
             return
-        staged: list[tuple[str, int, EntryKey, object]] = []
-        seen: set[tuple[str, int, object, object]] = set()
-        max_p, start, end = self._max_parallelism, self._start, self._end
-        for kg, name, where, kind, ttl, entries in entry_groups(
-            per_key_group, kinds, max_p, start, end
+        staged: list[tuple[str, int, dict[EntryKey, object]]] = []
+        for group in entry_groups(
+            per_key_group, kinds, self._max_parallelism, self._start, self._end
         ):
-            table = self._tables.get(name)
-            existing = None if table is None else table.data[kg]
-            for i, entry in enumerate(entries):
-                at = f"{where}[{i}]"
-                checked = check_entry(entry, at, kg, kind, ttl, max_p, self._locate)
-                if checked is None:
-                    continue
-                key, ns, raw, key_ns = checked
-                mark = (name, kg, key, ns)
-                if mark in seen or (existing is not None and key_ns in existing):
-                    raise duplicate_entry(at, name, key, ns)
-                seen.add(mark)
-                staged.append((name, kg, key_ns, raw))
+            table = self._tables.get(group.name)
+            existing = None if table is None else table.data[group.key_group]
+            checked = checked_group(group, self._kg_cache.groups)
+            if checked is None or (existing and not existing.keys().isdisjoint(checked)):
+                checked = self._checked_entries(group, existing)  # raises what is wrong
+            staged.append((group.name, group.key_group, checked))
         # validated: apply
         self._add_tables(kinds, types)
         views = {name: table.in_range() for name, table in self._tables.items()}
-        for name, kg, key_ns, raw in staged:
-            views[name][kg][key_ns] = raw
-        for name in {name for name, _, _, _ in staged}:
+        for name, kg, checked in staged:
+            views[name][kg].update(checked)
+        for name in {name for name, _, checked in staged if checked}:
             cleanup = self._tables[name].cleanup
             if cleanup is not None:
                 cleanup.reset()  # restored values may be old: drop the "nothing expires" bound
+
+    def _checked_entries(
+        self, group: EntryGroup, existing: dict[EntryKey, object] | None
+    ) -> dict[EntryKey, object]:
+        """The entries of ``group`` checked one by one: a ValueError names the first one that
+        is malformed, in another key group, or there already (in ``group`` or ``existing``)."""
+        kg, name, where, kind, ttl, entries = group
+        out: dict[EntryKey, object] = {}
+        for i, entry in enumerate(entries):
+            at = f"{where}[{i}]"
+            checked = check_entry(entry, at, kg, kind, ttl, self._max_parallelism, self._locate)
+            if checked is None:
+                continue
+            key, ns, raw, key_ns = checked
+            if key_ns in out or (existing is not None and key_ns in existing):
+                raise duplicate_entry(at, name, key, ns)
+            out[key_ns] = raw
+        return out
 
     def _add_tables(
         self, kinds: dict[str, tuple[str, bool]], types: dict[str, StateTypes | None]

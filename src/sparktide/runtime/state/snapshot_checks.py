@@ -23,7 +23,7 @@ ValueError: meta['count'] must be {'kind': one of value, list, map, ...
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, NamedTuple, Protocol, TypedDict, TypeVar
+from typing import Any, NamedTuple, Protocol, TypedDict, TypeVar, cast
 
 from sparktide.runtime.state.backend_checks import RegisteredState
 from sparktide.runtime.state.heap import KINDS, check_raw, describe_kind
@@ -35,6 +35,7 @@ __all__ = [
     "TypedState",
     "check_entry",
     "check_meta",
+    "checked_group",
     "duplicate_entry",
     "entry_groups",
     "full_snapshot_ttls",
@@ -243,6 +244,44 @@ def check_entry(
         )
     raw = check_raw(kind, ttl, raw, where)
     return None if raw is None else (key, ns, raw, handle)
+
+
+def checked_group(
+    group: EntryGroup, groups: Callable[[list[object]], list[int]]
+) -> dict[tuple[object, object], object] | None:
+    """The entries of ``group`` by ``(key, namespace)``, raw values as to store (empty ones
+    left out), when every entry is well formed, in the group's key group and there once;
+    ``None`` otherwise, where the entry by entry checks (:func:`check_entry`) find and name
+    what is wrong. ``groups(keys)``: the key groups of ``keys``, computed together
+    (:meth:`~sparktide.runtime.keygroups.KeyGroupCache.groups`): a restore checks the key
+    group of every key at a fraction of the cost of one lookup each.
+
+    >>> from sparktide.runtime.keygroups import KeyGroupCache
+    >>> cache = KeyGroupCache(128)
+    >>> checked_group(EntryGroup(35, "n", "e", "value", False, [("hello", None, 1)]), cache.groups)
+    {('hello', None): 1}
+    >>> checked_group(EntryGroup(3, "n", "e", "value", False, [("hello", None, 1)]), cache.groups)
+    """
+    entries = group.entries
+    if not all(type(e) is tuple and len(e) == 3 for e in entries):
+        return None
+    triples = cast("Sequence[tuple[object, object, object]]", entries)
+    kg = group.key_group
+    try:
+        if any(g != kg for g in groups([e[0] for e in triples])):
+            return None
+        if group.kind == "value" and not group.ttl:  # raw values as they are, never None
+            out = {(key, ns): raw for key, ns, raw in triples}
+            empty = None in out.values()
+        else:
+            kind, ttl, where = group.kind, group.ttl, group.where
+            out = {(key, ns): check_raw(kind, ttl, raw, where) for key, ns, raw in triples}
+            empty = False
+    except (TypeError, ValueError):  # a key not usable, a raw value that does not fit
+        return None
+    if empty or len(out) != len(triples):  # a None value; an entry there twice
+        return None
+    return {entry: raw for entry, raw in out.items() if raw is not None}
 
 
 def duplicate_entry(where: str, name: str, key: object, ns: object) -> ValueError:
