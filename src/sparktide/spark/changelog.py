@@ -174,8 +174,12 @@ def _flat_sections(flat: Flat, kg: int) -> list[Section]:
     """The sections of ``flat`` in key group ``kg`` (the non-empty ones)."""
     sections: dict[tuple, dict[tuple, object]] = {}
     for item, value in flat.get(kg, {}).items():
-        section, entry = _split(item)
-        sections.setdefault(section, {})[entry] = value
+        cut = 2 if item[0] == 0 else 3  # _split, inlined: this runs once per item
+        section = item[:cut]
+        entries = sections.get(section)
+        if entries is None:
+            entries = sections[section] = {}
+        entries[item[cut:]] = value
     return [(section, entries, False) for section, entries in sections.items()]
 
 
@@ -229,14 +233,13 @@ def _split(item: tuple) -> tuple[tuple, tuple]:
 
 def digests(flat: Flat) -> Digests:
     """The digest of every item of ``flat`` (see the module docstring)."""
-    out: Digests = {}
-    for kg, items in flat.items():
-        mine: dict[tuple, dict[tuple, int]] = {}
-        for item, value in items.items():
-            section, entry = _split(item)
-            mine.setdefault(section, {})[entry] = _digest(value)
-        out[kg] = mine
-    return out
+    return {
+        kg: {
+            section: {entry: _digest(value) for entry, value in entries.items()}
+            for section, entries, _ in _flat_sections(flat, kg)
+        }
+        for kg in flat
+    }
 
 
 def diff(digests: Digests, state: Flat | LiveKeyedState) -> Changes:

@@ -848,8 +848,7 @@ class CheckpointStore:
         """Write version ``version`` of a stage subtask as ``plan`` (:meth:`plan_chain`) says:
         a full snapshot, or a changelog of ``snapshot`` (a snapshot or the subtask's live
         state) against the digests of the previous version (``previous``, which a changelog
-        brings up to date in place). ``parts``: the
-        other parts (valves, watermarks).
+        brings up to date in place). ``parts``: the other parts (valves, watermarks).
         ``operator``: the identity of the stage's entry operator (recorded in the file and the
         manifest). Returns the file's size and the digests of ``snapshot`` (for the next
         version). A native chain is not written here but by :meth:`write_native`."""
