@@ -32,6 +32,7 @@ from sparktide.runtime.keygroups import (
     KeyGroupRange,
     assign_key_to_parallel_operator,
     assign_to_key_group,
+    assign_to_key_groups,
     compute_default_max_parallelism,
     compute_key_group_for_key_hash,
     compute_key_group_range_for_operator_index,
@@ -273,6 +274,7 @@ def test_key_groups_by_columns_give_assign_to_key_group(
     for _ in range(2):  # misses, then hits (or misses again after the cache emptied)
         assert cache.groups(batch) == want
         assert len(cache) <= size
+    assert assign_to_key_groups(batch, max_parallelism) == want  # no cache
     murmured = murmur_key_hashes(batch)
     taken = [(k, h) for k, h in zip(batch, murmured, strict=True) if h >= 0]
     assert [h for _, h in taken] == [murmur_hash(key_hash(k)) for k, _ in taken]
@@ -310,6 +312,10 @@ def test_key_groups_by_columns_refuse_what_the_cache_refuses() -> None:
         cache.groups(["a", [1, 2]])
     with pytest.raises(TypeError, match="unsupported key type object"):
         cache.groups(["a", object()])
+    with pytest.raises(TypeError, match="unsupported key type object"):
+        assign_to_key_groups(["a", object()], 128)
+    with pytest.raises(ValueError, match="max_parallelism"):
+        assign_to_key_groups(["a"], 0)
 
 
 def test_key_group_cache_refuses_what_a_dict_and_key_hash_refuse() -> None:

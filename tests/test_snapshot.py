@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 from collections import defaultdict
 
@@ -177,6 +178,68 @@ def test_bad_snapshots_are_refused_and_nothing_is_restored(mangle, message):
     before = (target.num_keyed_state_entries(), target.num_event_time_timers())
     with pytest.raises(SnapshotFormatError, match=message):
         target.operator.initialize_state([source.snapshot(), bad])
+    assert (target.num_keyed_state_entries(), target.num_event_time_timers()) == before
+
+
+def _moved_timer(snapshot: KeyedOperatorSnapshot) -> KeyedOperatorSnapshot:
+    """``snapshot`` with its first event-time timer moved into the next key group's section
+    (its key group field too), as a file written with another max parallelism would hold it."""
+    timers = {kg: dict(per) for kg, per in snapshot.timers.items()}
+    kg = min(kg for kg, per in timers.items() if per["user-timers"][0])
+    event, proc = timers[kg]["user-timers"]
+    ts, seq, key, ns, _ = event[0]
+    timers[kg]["user-timers"] = (event[1:], proc)
+    other = (kg + 1) % MAXP
+    other_event, other_proc = timers.setdefault(other, {}).get("user-timers", ([], []))
+    timers[other]["user-timers"] = ([*other_event, (ts, seq, key, ns, other)], other_proc)
+    return dataclasses.replace(snapshot, timers=timers)
+
+
+def _timers_only(snapshot: KeyedOperatorSnapshot) -> KeyedOperatorSnapshot:
+    """The timers of ``snapshot``'s first key group with timers, and no state."""
+    kg = min(snapshot.timers)
+    return dataclasses.replace(snapshot, state={}, timers={kg: snapshot.timers[kg]})
+
+
+def _unusable_timer_key(snapshot: KeyedOperatorSnapshot) -> KeyedOperatorSnapshot:
+    """``snapshot`` with a list as the key of its first event-time timer."""
+    kg = min(kg for kg, per in snapshot.timers.items() if per["user-timers"][0])
+    event, proc = snapshot.timers[kg]["user-timers"]
+    ts, seq, key, ns, _ = event[0]
+    timers = {
+        **snapshot.timers,
+        kg: {"user-timers": ([(ts, seq, [key], ns, kg), *event[1:]], proc)},
+    }
+    return dataclasses.replace(snapshot, timers=timers)
+
+
+@pytest.mark.parametrize(
+    ("break_it", "message"),
+    [
+        (
+            _moved_timer,
+            r"event-time timers of 'user-timers' in key group \d+: key .* belongs to "
+            r"key group \d+, not \d+; the snapshot was taken with another max_parallelism than 128",
+        ),
+        (_timers_only, r"key group \d+ appears in more than one snapshot; restore each key group"),
+        (
+            _unusable_timer_key,
+            r"timers of 'user-timers' in key group \d+: key \[.*\] is not usable",
+        ),
+    ],
+)
+def test_timers_in_the_wrong_key_group_are_refused_and_nothing_is_restored(break_it, message):
+    source = make()
+    feed(source)
+    good = source.snapshot()
+    bad = break_it(KeyedOperatorSnapshot.from_bytes(good))
+    # through the file format where it can carry the fault (a list key pickles as well)
+    given = [good, bad.to_bytes()] if break_it is _timers_only else [bad.to_bytes()]
+    target = make()
+    target.process_element(("user-1", 1), 5)  # pre-existing state must survive intact
+    before = (target.num_keyed_state_entries(), target.num_event_time_timers())
+    with pytest.raises(ValueError, match=message):
+        target.operator.initialize_state(given)
     assert (target.num_keyed_state_entries(), target.num_event_time_timers()) == before
 
 

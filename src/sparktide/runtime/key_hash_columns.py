@@ -97,7 +97,7 @@ def murmur_key_hashes(keys: Sequence[object]) -> list[int]:
 def _all_strings(keys: Sequence[object]) -> list[int] | None:
     """The hashes of ``keys`` when they are all strings the columns take (the common case:
     checked in C, no loop per key in Python), else ``None``."""
-    if not keys or not all(type(k) is str for k in keys):
+    if not keys or set(map(type, keys)) != {str}:
         return None
     strings = cast("Sequence[str]", keys)
     lengths = np.fromiter(map(len, strings), np.int64, len(strings))
@@ -111,7 +111,7 @@ def _all_strings(keys: Sequence[object]) -> list[int] | None:
 def _all_longs(keys: Sequence[object]) -> list[int] | None:
     """The hashes of ``keys`` when they are all ints of a Java long (checked in C), else
     ``None``."""
-    if not keys or not all(type(k) is int for k in keys):
+    if not keys or set(map(type, keys)) != {int}:
         return None
     try:
         values = np.array(keys, np.int64)

@@ -40,6 +40,7 @@ __all__ = [
     "KeyGroupRange",
     "assign_key_to_parallel_operator",
     "assign_to_key_group",
+    "assign_to_key_groups",
     "compute_default_max_parallelism",
     "compute_key_group_for_key_hash",
     "compute_key_group_range_for_operator_index",
@@ -450,6 +451,26 @@ def assign_to_key_group(key: object, max_parallelism: int) -> int:
     if hashes is None:
         hashes = _hashes_uncached(key)
     return hashes[1] % max_parallelism
+
+
+def assign_to_key_groups(keys: Sequence[object], max_parallelism: int) -> list[int]:
+    """``[assign_to_key_group(k, max_parallelism) for k in keys]``, the hashes of the strings
+    and ints among them computed together
+    (:func:`~sparktide.runtime.key_hash_columns.murmur_key_hashes`): for many keys seen once,
+    as a restore checks them. Raises what :func:`assign_to_key_group` raises for the first key
+    that fails.
+
+    >>> assign_to_key_groups(["hello", 42, ("user", 7)], 128)
+    [35, 29, 42]
+    """
+    maxp = _parallelism(max_parallelism, "max_parallelism")
+    hashes = murmur_key_hashes(keys)
+    if not hashes or min(hashes) >= 0:  # every key hashed by columns
+        return list(map(maxp.__rmod__, hashes))
+    return [
+        h % maxp if h >= 0 else assign_to_key_group(k, maxp)
+        for k, h in zip(keys, hashes, strict=True)
+    ]
 
 
 class KeyGroupCache(dict[object, int]):

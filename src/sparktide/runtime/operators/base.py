@@ -51,6 +51,7 @@ from sparktide.runtime.state.snapshot_checks import merged_meta
 from sparktide.runtime.state.state_types import check_key_type, declared_or_none, describe_operator
 from sparktide.runtime.timers.manager import InternalTimeServiceManager, TimerSnapshot
 from sparktide.runtime.timers.queue import KeyGroupedTimerQueue
+from sparktide.runtime.timers.restore_checks import check_timer_keys
 from sparktide.runtime.timers.service import InternalTimerService, KeyContext, Triggerable
 
 if TYPE_CHECKING:
@@ -293,6 +294,7 @@ class AbstractStreamOperator:
         meta: dict[str, StateMeta] = {}
         state: StateData = {}
         timers: TimerSnapshot = {}
+        seen: set[int] = set()  # the key groups of the snapshots so far
         for snap in decoded:
             if snap.max_parallelism != maxp:
                 raise ValueError(
@@ -303,11 +305,16 @@ class AbstractStreamOperator:
             self.check_restored_key_type(snap)
             for name, m in snap.state_meta.items():
                 meta[name] = merged_meta(name, meta.get(name), m)
-            for kg, per_state in snap.state.items():
-                if kg in state:
-                    raise ValueError(f"key group {kg} appears in more than one snapshot")
-                state[kg] = per_state
+            for kg in snap.key_groups():
+                if kg in seen:
+                    raise ValueError(
+                        f"key group {kg} appears in more than one snapshot; restore each key "
+                        "group from one snapshot only"
+                    )
+                seen.add(kg)
+            state.update(snap.state)
             timers.update(snap.timers)
+        check_timer_keys(timers, backend.key_group_range, maxp)
         backend.restore_state(meta, state)
         manager.restore(timers)
 
