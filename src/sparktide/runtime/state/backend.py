@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sized
+from functools import partial
 from types import MappingProxyType
 from typing import cast
 
@@ -38,7 +39,12 @@ from sparktide.core.state import (
     StateDescriptor,
     StateTtlConfig,
 )
-from sparktide.runtime.keygroups import KeyGroupCache, KeyGroupRange, assign_to_key_group
+from sparktide.runtime.keygroups import (
+    KeyGroupCache,
+    KeyGroupRange,
+    assign_to_key_group,
+    assign_to_key_groups,
+)
 from sparktide.runtime.state.backend_base import DEFAULT_OPERATOR, KeyedStateBackendBase
 from sparktide.runtime.state.backend_checks import (
     check_backend_args,
@@ -463,12 +469,13 @@ class HeapKeyedStateBackend(KeyedStateBackendBase[StateTable]):
             self._restore_trusted(kinds, types, per_key_group)
             return
         staged: list[tuple[str, int, dict[EntryKey, object]]] = []
+        groups = partial(assign_to_key_groups, max_parallelism=self._max_parallelism)
         for group in entry_groups(
             per_key_group, kinds, self._max_parallelism, self._start, self._end
         ):
             table = self._tables.get(group.name)
             existing = None if table is None else table.data[group.key_group]
-            checked = checked_group(group, self._kg_cache.groups)
+            checked = checked_group(group, groups)
             if checked is None or (existing and not existing.keys().isdisjoint(checked)):
                 checked = self._checked_entries(group, existing)  # raises what is wrong
             staged.append((group.name, group.key_group, checked))

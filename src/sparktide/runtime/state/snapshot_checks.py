@@ -253,14 +253,15 @@ def checked_group(
     left out), when every entry is well formed, in the group's key group and there once;
     ``None`` otherwise, where the entry by entry checks (:func:`check_entry`) find and name
     what is wrong. ``groups(keys)``: the key groups of ``keys``, computed together
-    (:meth:`~sparktide.runtime.keygroups.KeyGroupCache.groups`): a restore checks the key
+    (:func:`~sparktide.runtime.keygroups.assign_to_key_groups`): a restore checks the key
     group of every key at a fraction of the cost of one lookup each.
 
-    >>> from sparktide.runtime.keygroups import KeyGroupCache
-    >>> cache = KeyGroupCache(128)
-    >>> checked_group(EntryGroup(35, "n", "e", "value", False, [("hello", None, 1)]), cache.groups)
+    >>> from functools import partial
+    >>> from sparktide.runtime.keygroups import assign_to_key_groups
+    >>> groups = partial(assign_to_key_groups, max_parallelism=128)
+    >>> checked_group(EntryGroup(35, "n", "e", "value", False, [("hello", None, 1)]), groups)
     {('hello', None): 1}
-    >>> checked_group(EntryGroup(3, "n", "e", "value", False, [("hello", None, 1)]), cache.groups)
+    >>> checked_group(EntryGroup(3, "n", "e", "value", False, [("hello", None, 1)]), groups)
     """
     entries = group.entries
     if not all(type(e) is tuple and len(e) == 3 for e in entries):
