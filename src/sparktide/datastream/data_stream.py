@@ -544,6 +544,8 @@ class DataStream(StreamRouting):
                 # on Spark, a sink that Spark's writers serve gets the stream as a DataFrame
                 frame_writer=getattr(sink, "write_dataframe", None),
                 output_location=getattr(sink, "output_location", None),
+                # a sink with nothing to do per subtask (ForeachBatchSink) runs where its input does
+                split_local=getattr(sink, "split_local", False),
             )
         )
         return DataStreamSink(node)

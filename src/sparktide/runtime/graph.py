@@ -190,6 +190,13 @@ class SinkNode(ProcessingNode):
     # a collect sink: where the runner delivers its records, each with its position
     collected: list[tuple[tuple[int, ...], StreamRecord]] | None = None
 
+    @property
+    def runs_with_input(self) -> bool:
+        """Whether the sink has nothing to do per subtask, its records collected (collect,
+        ``to_dataframe()``) or handed to Spark as a DataFrame (a ``ForeachBatchSink``): it runs
+        where its input runs, at whatever parallelism that is."""
+        return self.split_local and (self.frame_writer is not None or self.collected is not None)
+
 
 @dataclass(eq=False)
 class JobGraph:

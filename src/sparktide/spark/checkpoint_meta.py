@@ -434,6 +434,11 @@ class JobFingerprint:
 
     sources: tuple[SourceRef, ...] = ()
     stages: tuple[StageFingerprint, ...] = ()
+    input_sinks: frozenset[str] = field(default=frozenset(), compare=False)
+    """The identities of the job's sinks that run where their input runs
+    (:attr:`~sparktide.runtime.graph.SinkNode.runs_with_input`). Not stored: a restore asks it
+    of the job it starts, to accept a checkpoint in which such a sink had an unkeyed stage of
+    its own (:func:`~sparktide.spark.restore_match.check_restorable`)."""
 
     def to_json(self) -> JsonObject:
         return {

@@ -12,7 +12,10 @@ A checkpointed operator without a match in the job (removed, or renamed / moved 
 ``uid``) is an error naming it, unless the run allows non-restored state (Flink's
 ``allowNonRestoredState``): then its state is dropped. An operator is matched wherever it is in
 the job (a sink that an added operator moved into another stage keeps its match); a stage's
-keyed state goes with its entry operator. Operators new in the job start empty.
+keyed state goes with its entry operator. Operators new in the job start empty. An unkeyed
+stage of sinks that the job runs where their input runs (a ``ForeachBatchSink``, which had a
+stage of its own in checkpoints written before it ran where its records are made) holds
+nothing to restore: it is not an unmatched operator.
 
 >>> from sparktide.spark.checkpoint_meta import SourceRef, StageFingerprint
 >>> def stage(name, uid, identity):
@@ -35,6 +38,7 @@ from sparktide.spark.checkpoint_format import CheckpointError
 from sparktide.spark.checkpoint_meta import (
     JobFingerprint,
     OperatorRef,
+    StageFingerprint,
 )
 
 __all__ = ["check_restorable", "describe_difference", "stage_mapping"]
@@ -88,6 +92,8 @@ def check_restorable(
     present = {op.identity for mine in here.stages for op in mine.operators}
     for t, stage in enumerate(stored.stages):
         s = mapping.get(t)
+        if s is None and _now_with_input(stage, here):
+            continue
         if s is None:
             entry = stage.entry
             unmatched.extend(
@@ -123,6 +129,14 @@ def check_restorable(
             "same in every run), or pass allow_non_restored_state=True to execute(...) / "
             "execute_async(...) to drop the state of the operators that have no match"
         )
+
+
+def _now_with_input(stage: StageFingerprint, here: JobFingerprint) -> bool:
+    """Whether ``stage`` of a checkpoint is an unkeyed stage of sinks that the job ``here``
+    runs where their input runs (sinks with nothing to do per subtask, which had a stage of
+    their own when it was written): such a stage kept no state but its input's watermarks,
+    which the sinks, emitting nothing, do not need."""
+    return not stage.keyed and all(op.identity in here.input_sinks for op in stage.operators)
 
 
 def _op(name: str, uid: str | None) -> str:

@@ -66,6 +66,11 @@ class ForeachBatchSink:
     (True, False)
     """
 
+    split_local = True
+    """Its records are handed to Spark as they are made: the sink runs where its input runs
+    (in the source splits' tasks when nothing repartitions before it), not in a stage of its
+    own. It does nothing per subtask, so where it runs changes nothing it is given."""
+
     def __init__(self, fn: Callable[[DataFrame, int], None], *, idempotent: bool = True) -> None:
         if not callable(fn):
             raise TypeError(f"fn must be a callable (batch_df, batch_id), got {type(fn).__name__}")

@@ -194,7 +194,8 @@ class _Query(Protocol):
 def fingerprint(plan: Plan) -> JobFingerprint:
     """What a restore checks against the checkpoint (parallelism may change): the sources, and
     per stage its operators as ``[name, uid, identity]`` (state is matched by identity, see
-    :mod:`sparktide.spark.restore_match`), its max parallelism and whether it is keyed."""
+    :mod:`sparktide.spark.restore_match`), its max parallelism and whether it is keyed; and
+    the identities of the sinks that run where their input runs."""
     identities = operator_identities(plan.nodes)
     return JobFingerprint(
         tuple(SourceRef(n.name, n.uid, len(splits_of(n))) for n in plan.sources),
@@ -206,6 +207,7 @@ def fingerprint(plan: Plan) -> JobFingerprint:
             )
             for s in plan.stages
         ),
+        frozenset(identities[n.id] for n in plan.sinks if n.runs_with_input),
     )
 
 

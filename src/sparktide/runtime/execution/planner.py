@@ -6,7 +6,8 @@
   assigner and watermark generator.
 * Every other operator starts an **exchange stage** (a keyed operator, a two-input operator, a
   different parallelism, an explicit rebalance/global) or is chained into the stage of its only
-  input (forward edge, same parallelism).
+  input (forward edge, same parallelism; any parallelism for a sink with nothing to do per
+  subtask, :attr:`~sparktide.runtime.graph.SinkNode.runs_with_input`).
 
 Virtual nodes (union, rebalance, global) are resolved into the edges of their consumers.
 """
@@ -141,7 +142,10 @@ def plan_job(
         parallelism = n.parallelism or default_parallelism
         if forward and len(ins) == 1 and ins[0].input_index == 1:
             upstream = stage_of.get(ins[0].source.id)
-            if upstream is not None and upstream.parallelism == parallelism:
+            if upstream is not None and (
+                upstream.parallelism == parallelism
+                or (isinstance(n, SinkNode) and n.runs_with_input)
+            ):
                 upstream.nodes.append(n)
                 stage_of[n.id] = upstream
                 continue
