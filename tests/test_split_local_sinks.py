@@ -180,8 +180,8 @@ def test_a_checkpoint_with_the_sink_in_a_stage_of_its_own_restores(
 def test_a_stage_of_other_sinks_is_still_an_unmatched_operator(
     spark, tmp_path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The stage a dropped sink had is refused as before: only a sink the job runs in its
-    splits makes its old stage droppable."""
+    """The stage a dropped sink had is refused as before: only a sink the job runs where its
+    input runs makes its old stage droppable."""
     folder = tmp_path / "in"
     _write(folder, 0, _files(seed=3, count=1)[0])
     with monkeypatch.context() as patch:
