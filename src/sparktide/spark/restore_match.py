@@ -92,15 +92,14 @@ def check_restorable(
     present = {op.identity for mine in here.stages for op in mine.operators}
     for t, stage in enumerate(stored.stages):
         s = mapping.get(t)
-        if s is None and _now_with_input(stage, here):
-            continue
         if s is None:
-            entry = stage.entry
-            unmatched.extend(
-                _describe(op, t)
-                for op in stage.operators
-                if op is entry or op.identity not in present
-            )
+            if not _now_with_input(stage, here):
+                entry = stage.entry
+                unmatched.extend(
+                    _describe(op, t)
+                    for op in stage.operators
+                    if op is entry or op.identity not in present
+                )
             continue
         mine = here.stages[s]
         name = stage.operators[0].name
