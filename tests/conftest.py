@@ -12,21 +12,38 @@ from typing import Any
 
 import pytest
 
+from class_archives import use_class_archives
 from state_backends import BACKENDS, BackendFactory
 
 STATE_BACKENDS = ("hashmap", "rocksdb")
 """The values of ``SPARKTIDE_STATE_BACKEND`` the backend matrix runs with."""
 
 
+PYFLINK_PYTHON = os.environ.get("SPARKTIDE_PYFLINK_PYTHON") or str(
+    Path(__file__).resolve().parents[1] / ".venv-flink" / "bin" / "python"
+)
+"""The Python with apache-flink the oracle tests run PyFlink with, if it exists."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Every Spark driver and PyFlink gateway the suite starts maps a class-data archive of
+    their classes (``tests/class_archives.py``), made here on the first run on a machine."""
+    use_class_archives(PYFLINK_PYTHON if Path(PYFLINK_PYTHON).is_file() else None)
+
+
 @pytest.fixture(scope="session")
 def spark() -> Any:
-    """The embedded SparkSession (``local[2]``); tests that need it skip without Java."""
+    """The embedded SparkSession (``local[2]``); tests that need it skip without Java. Spark's
+    own aggregates and joins in it (the tests' references and floors over small inputs) run 4
+    shuffle partitions, not 200: sparktide's exchanges set their partitions themselves."""
     from sparktide.spark.session import SparkUnavailableError, get_spark
 
     try:
-        return get_spark("local[2]")
+        spark = get_spark("local[2]")
     except SparkUnavailableError as exc:  # pragma: no cover - depends on the machine
         pytest.skip(str(exc))
+    spark.conf.set("spark.sql.shuffle.partitions", "4")
+    return spark
 
 
 MEMORY_DISK = Path("/dev/shm")

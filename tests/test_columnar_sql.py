@@ -146,6 +146,27 @@ def test_spark_engine_equals_the_columnar_and_per_record_paths(
     assert got == unordered(df, job, "python") == unordered(df, job, "off")
 
 
+@pytest.mark.parametrize("form", ["count", "sum"])
+def test_spark_s_aggregate_runs_in_the_window_operator_s_subtasks(spark: Any, form: str) -> None:
+    """Its reduce side has the operator's parallelism whatever ``spark.sql.shuffle.partitions``
+    says (the session keeps coalescing off: 200 tasks of a few rows each, 200 files written)."""
+    rows = [[("a", 1, 1, 3), ("b", 2, 2, 1)], [("a", 3, 3, 12), ("c", 4, 4, 25)]]
+    job = Job(10, 10, 5, every=2, parallelism=3, form=form)
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    spark.conf.set("spark.sql.shuffle.partitions", "200")
+    df = frame_of(spark, rows)
+    try:
+        with switched("on"), counting_sql_frames() as calls:
+            windowed = differential.windowed(df, job, job.key)
+            out = windowed.sum("v") if form == "sum" else windowed.count()
+            frame = out.to_dataframe(ordered=False)
+        assert calls == [True]
+        assert frame.rdd.getNumPartitions() == 3
+        assert Counter(tuple(r) for r in frame.collect()) == unordered(df, job, "off")
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", before)
+
+
 def test_in_order_records_run_in_spark_and_a_late_one_does_not(spark: Any) -> None:
     """Disorder within the bound keeps every record normal; one record behind a window that
     fired in an earlier round sends the job to the columnar path, with the same rows as the

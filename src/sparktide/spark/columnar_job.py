@@ -202,7 +202,8 @@ class ColumnarJob:
             return None
         if not ordered and self.sql:
             prepared = self.source.prepared()
-            native = sql_frame(prepared, self.split_plan, self.spec, self.slots, self.output_schema)
+            plan, spec, schema = self.split_plan, self.spec, self.output_schema
+            native = sql_frame(prepared, plan, spec, self.slots, schema, self.parallelism)
             if native is not None:
                 return native
         return self._main_frame(self.results(main_only=True, positions=ordered), ordered)

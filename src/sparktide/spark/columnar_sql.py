@@ -106,11 +106,15 @@ def sql_frame(
     spec: WindowAggregateSpec,
     slots: tuple[int, ...],
     output: pa.Schema,
+    parallelism: int,
 ) -> DataFrame | None:
     """The job's main output as Spark's own aggregate of ``prepared`` (the source's
     DataFrame), or ``None`` when some record may be late or the job does not qualify (see the
     module docstring); ``slots[j]``: the field of ``plan`` that named aggregate ``j`` reads.
-    Runs the small Spark job of step 1."""
+    Runs the small Spark job of step 1. Both aggregates run their reduce side in
+    ``parallelism`` tasks (the window operator's subtasks), whatever
+    ``spark.sql.shuffle.partitions`` is: the session keeps coalescing off, and 200 tasks of a
+    few rows each would cost more than the aggregate."""
     from pyspark.sql import functions as F
 
     schema = prepared.schema
@@ -126,6 +130,7 @@ def sql_frame(
         _indexed(prepared.select(ts, *map(_col, refused)))
         .groupBy("_s", round_.alias("_r"))
         .agg(F.min(ts).alias("lo"), F.max(ts).alias("hi"), *nulls)
+        .coalesce(parallelism)
         .collect()
     )
     if any(row[f"nn{i}"] != row["n"] for row in stats for i in range(len(refused))):
@@ -136,14 +141,14 @@ def sql_frame(
     start = ts - F.pmod(ts - F.lit(spec.offset_ms), F.lit(spec.size_ms))
     if spec.form is OutputForm.NAMED_ROW:
         grouped = prepared.groupBy(_col(plan.key).alias("_k"), start.alias("_w"))
-        return _named(grouped, plan, spec, slots, output)
+        return _named(grouped, plan, spec, slots, output).coalesce(parallelism)
     splits = 1 + max((r.split for r in rounds), default=0)
     most = 1 + max((r.round for r in rounds), default=0)
     if most * splits >= _POSITION_ROUNDS:
         return None
     position = (round_ * splits + F.col("_s")) * F.lit(1 << SPLIT_ROWS) + F.col("_i")
     grouped = _indexed(prepared).groupBy(_col(plan.key).alias("_k"), start.alias("_w"))
-    return _record(grouped, plan, spec, output, position)
+    return _record(grouped, plan, spec, output, position).coalesce(parallelism)
 
 
 def _indexed(frame: DataFrame) -> DataFrame:
