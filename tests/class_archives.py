@@ -78,8 +78,14 @@ def _make(
     archive: Path, python: str, kind: str, variable: str, value: Callable[[str], str]
 ) -> bool:
     """Run :func:`_load_classes` of ``kind`` in a JVM that dumps its classes as it exits, and
-    wait for that JVM (it outlives the Python that started it) to be gone."""
-    archive.parent.mkdir(parents=True, exist_ok=True)
+    wait for that JVM (it outlives the Python that started it) to be gone; without ``/proc``
+    or a writable cache, nothing is made."""
+    try:
+        archive.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    if not os.access(archive.parent, os.W_OK) or not os.path.isdir("/proc"):
+        return False
     partial = archive.with_suffix(f".{os.getpid()}.partial")
     env = {**os.environ, variable: value(f"-XX:ArchiveClassesAtExit={partial} {_QUIET}")}
     env["PATH"] = os.pathsep.join([str(Path(python).parent), env.get("PATH", "")])  # PyFlink's
