@@ -110,7 +110,7 @@ def build(df: Any, job: Job) -> tuple[Any, Any]:
 # ---------------------------------------------------------------------- the tests
 
 
-KEYS = ("a", "b", "ü", "日本")
+KEYS = ("a", "b", "ü", "日本", "a\x00")  # "a\x00": another key than "a", on another subtask
 GEOMETRIES = ((10, 10), (20, 20), (10, 5), (20, 5), (15, 10))
 
 record = st.tuples(
@@ -260,6 +260,17 @@ def test_a_null_in_a_flink_record_field_is_an_error(spark: Any) -> None:
     df = frame_of(spark, [[("a", None, 1.0, 5), ("a", 2, 1.0, 6)]])
     with pytest.raises(Exception, match="holds null"):
         outputs(df, Job(10, 10, 0, form="sum"), True)
+
+
+def test_keys_differing_after_a_nul_character_stay_apart(spark: Any) -> None:
+    """``"a"`` and ``"a\\x00"`` are two keys in two key groups (of two subtasks at parallelism
+    2): the columnar path neither merges them nor gives one the other's key group."""
+    rows = [[("a", 1, 1.0, 5), ("a\x00", 2, 2.0, 6), ("b\x00x", 3, 1.0, 7)], [("b", 4, 1.0, 3)]]
+    df = frame_of(spark, rows)
+    job = Job(10, 10, 0, form="count")
+    got = outputs(df, job, True)
+    assert got == outputs(df, job, False)
+    assert sorted(r[0] for r in got[0]) == ["a", "a\x00", "b", "b\x00x"]
 
 
 def test_integer_and_null_keys_and_a_timestamp_column(spark: Any) -> None:

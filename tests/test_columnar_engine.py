@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from sparktide.core.window.assigners import SlidingEventTimeWindows
@@ -38,6 +38,8 @@ def test_long_key_groups_equal_the_scalar_function(values: list[int], maxp: int)
     ),
     MAX_PARALLELISMS,
 )
+@example(["", "\x000"], 7)  # equal to a C string: one key to pandas' factorize
+@example(["a", "a\x00", None], 2)
 def test_key_groups_of_strings_equal_the_scalar_function(
     values: list[str | None], maxp: int
 ) -> None:

@@ -67,11 +67,17 @@ def factorize(
     values: Sequence[object] | npt.NDArray[np.generic],
 ) -> tuple[npt.NDArray[np.int64], list[object]]:
     """``(codes, uniques)``: ``values[i] == uniques[codes[i]]``, uniques in order of first
-    appearance; ``None`` (and NaN) is a value of its own."""
-    import pandas as pd
+    appearance; ``None`` is a value of its own. Values are told apart by Python's equality, as
+    keyed state tells keys apart: two strings differing after a NUL character stay two values.
 
-    codes, uniques = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=False)
-    return codes.astype(np.int64, copy=False), list(uniques)
+    >>> factorize(["", "\\x000", None, ""])
+    (array([0, 1, 2, 0]), ['', '\\x000', None])
+    """
+    index: dict[object, int] = {}
+    codes = np.fromiter(
+        (index.setdefault(v, len(index)) for v in values), dtype=np.int64, count=len(values)
+    )
+    return codes, list(index)
 
 
 def key_groups(
@@ -82,14 +88,5 @@ def key_groups(
     if isinstance(values, np.ndarray) and values.dtype == np.int64:
         return long_key_groups(values.astype(np.int64, copy=False), max_parallelism)
     codes, uniques = factorize(values)
-    groups = np.array(
-        [assign_to_key_group(_plain(u), max_parallelism) for u in uniques], dtype=np.int64
-    )
+    groups = np.array([assign_to_key_group(u, max_parallelism) for u in uniques], dtype=np.int64)
     return groups[codes] if len(codes) else np.zeros(0, dtype=np.int64)
-
-
-def _plain(value: object) -> object:
-    """pandas may hand back NaN for a missing object value: the record holds ``None``."""
-    if isinstance(value, float) and value != value:
-        return None
-    return value
