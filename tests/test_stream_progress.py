@@ -91,10 +91,11 @@ def test_batch_metrics_count_what_each_batch_did(spark, tmp_path, caplog, capsys
     assert [p["records"] for p in progress] == [len(b) for b in batches]
     # per-split watermarks: each split's own bounded-out-of-orderness watermark; the combined
     # watermark is the lowest of them
+    split_of = _splits_of(spark, {k for batch in batches for k, _, _ in batch})
     for p, upto in zip(progress, range(1, 5), strict=True):
         seen_rows = [r for batch in batches[:upto] for r in batch]
         for g, watermark in p["split_watermarks"].items():
-            mine = [t for k, t, _ in seen_rows if _split_of(spark, k) == int(g)]
+            mine = [t for k, t, _ in seen_rows if split_of[k] == int(g)]
             assert watermark == max(mine) - 500 - 1
         assert p["watermark"] == min(p["split_watermarks"].values())
     # pending timers and state: one window per key and window still open
@@ -108,12 +109,13 @@ def test_batch_metrics_count_what_each_batch_did(spark, tmp_path, caplog, capsys
     assert len(lines) == 4 and lines[0].startswith("batch 0: 30 records in ")
 
 
-def _split_of(spark, key: str) -> int:
-    """The split Spark's ``repartition(2, "key")`` puts ``key`` in."""
+def _splits_of(spark, keys: set[str]) -> dict[str, int]:
+    """The split Spark's ``repartition(2, "key")`` puts each key in (one Spark job)."""
     from pyspark.sql import functions as F
 
-    row = spark.range(1).select(F.pmod(F.hash(F.lit(key)), F.lit(2)).alias("p")).first()
-    return int(row["p"])
+    frame = spark.createDataFrame([(k,) for k in sorted(keys)], "key string")
+    rows = frame.select("key", F.pmod(F.hash("key"), F.lit(2)).alias("p")).collect()
+    return {row["key"]: int(row["p"]) for row in rows}
 
 
 def _late_records(files: int, seed: int = 5) -> list[list[tuple[str, int, int]]]:
@@ -224,7 +226,7 @@ def test_an_idle_split_stops_holding_back_the_watermark(spark, tmp_path) -> None
     _window_job(stream, late_to_side=False).sink_to(
         ForeachBatchSink(lambda df, b: out.__setitem__(b, _rows(df)))
     )
-    split_a, split_b = _split_of(spark, "a"), _split_of(spark, "b")
+    split_a, split_b = (_splits_of(spark, {"a", "b"})[k] for k in "ab")
     assert split_a != split_b, "the test needs the keys in different splits"
     client = env.execute_async(checkpoint_location=str(tmp_path / "ckpt"))
     try:
