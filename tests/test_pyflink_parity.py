@@ -1,16 +1,18 @@
 """PyFlink's shipped DataStream examples, ported by changing ``pyflink`` to ``sparktide`` only.
 
-Each port under ``examples/pyflink/`` runs in a subprocess on the local runtime and must print the
-same multiset of lines as PyFlink 2.3 did (``tests/data/pyflink/<example>.txt``, recorded by
+Each port under ``examples/pyflink/`` runs on the local runtime and must print the same multiset
+of lines as PyFlink 2.3 did (``tests/data/pyflink/<example>.txt``, recorded by
 ``tools/pyflink_oracle/record.py``; see the README there for the normalization). When a Python
 with apache-flink is at hand (``$SPARKTIDE_PYFLINK_PYTHON``, or ``.venv-flink`` made by
-``tools/install_pyflink.sh``), the original example is also re-run and compared live.
+``tools/install_pyflink.sh``), the original examples are also re-run and compared live.
 
 Each port also runs on the Spark runtime and must print the same multiset of lines there as on
-the local runtime and as PyFlink. To start one JVM rather than ten, every port runs in one Python
-process (``tools/pyflink_oracle/run_ports.py``: each as ``__main__``, in a scratch directory, with
-its stdout captured and its own ``logging.basicConfig`` in effect); that process's own stdout,
-where nothing may land, is checked to be empty.
+the local runtime and as PyFlink. To start one JVM rather than ten, the scripts of a runtime run
+in one Python process (``tools/pyflink_oracle/run_ports.py``: each as ``__main__``, in a scratch
+directory, with its stdout captured and its own ``logging.basicConfig`` in effect); that
+process's own stdout, where nothing may land, is checked to be empty. PyFlink's originals run
+in one PyFlink process too, their stdout captured at the file descriptor (PyFlink's print sinks
+print from its JVM).
 
 An example whose ``sparktide`` imports do not all resolve yet is skipped with the missing names.
 """
@@ -99,34 +101,27 @@ def _port(name: str) -> Path:
 
 
 def _environment(runtime: str) -> dict[str, str]:
-    return {
+    env = {
+        **os.environ,
         "SPARKTIDE_RUNTIME": runtime,
         "PYTHONPATH": str(REPO / "src") + os.pathsep + os.environ.get("PYTHONPATH", ""),
     }
-
-
-@functools.cache
-def _sparktide_lines(name: str) -> tuple[str, ...]:
-    extra = _environment("local")
-    return tuple(oracle.normalize(oracle.run_example(sys.executable, _port(name), extra)))
-
-
-@functools.cache
-def _spark_runs() -> dict[str, dict[str, str | None]]:
-    """Every port whose imports resolve, run on the Spark runtime in one process: per example
-    name its stdout and error (None when it ran through)."""
-    runnable = {
-        name: PORTS / relative
-        for name, relative in oracle.EXAMPLES.items()
-        if not _missing_imports(PORTS / relative)
-    }
-    env = {**os.environ, **_environment("spark")}
     env.pop("SPARKTIDE_MASTER", None)
     env.pop("SPARKTIDE_PARALLELISM", None)
+    return env
+
+
+def _run_in_one_process(
+    python: str, scripts: dict[str, Path], env: dict[str, str], capture: str = "python"
+) -> dict[str, dict[str, str | None]]:
+    """Runs ``scripts`` in one ``python`` process (``run_ports.py``): per name, its stdout and
+    error (None when it ran through). With ``capture="python"`` the process's own stdout, where
+    nothing may land, is checked to be empty."""
     with tempfile.TemporaryDirectory(prefix="sparktide-ports-") as cwd:
         out = Path(cwd) / "runs.json"
         done = subprocess.run(
-            [sys.executable, str(RUN_PORTS), "--out", str(out), *map(str, runnable.values())],
+            [python, str(RUN_PORTS), "--capture", capture, "--out", str(out)]
+            + [str(script) for script in scripts.values()],
             cwd=cwd,
             env=env,
             capture_output=True,
@@ -136,18 +131,52 @@ def _spark_runs() -> dict[str, dict[str, str | None]]:
         )
         if done.returncode != 0:
             raise RuntimeError(f"run_ports.py exited with {done.returncode}\n{done.stderr[-6000:]}")
-        if done.stdout:
+        if capture == "python" and done.stdout:
             raise AssertionError(f"the ports' process wrote to its own stdout: {done.stdout!r}")
         runs = json.loads(out.read_text(encoding="utf-8"))
-    return {name: runs[str(script)] for name, script in runnable.items()}
+    return {name: runs[str(script)] for name, script in scripts.items()}
+
+
+def _runnable_ports() -> dict[str, Path]:
+    return {
+        name: PORTS / relative
+        for name, relative in oracle.EXAMPLES.items()
+        if not _missing_imports(PORTS / relative)
+    }
+
+
+@functools.cache
+def _port_runs(runtime: str) -> dict[str, dict[str, str | None]]:
+    """Every port whose imports resolve, run on ``runtime`` in one process (on Spark: one JVM
+    rather than ten)."""
+    return _run_in_one_process(sys.executable, _runnable_ports(), _environment(runtime))
+
+
+@functools.cache
+def _pyflink_runs(python: str) -> dict[str, dict[str, str | None]]:
+    """PyFlink's own examples, run in one PyFlink process (one gateway JVM); what the JVM
+    prints is captured at the file descriptor."""
+    shipped = oracle.shipped_examples_dir(python)
+    env = {**os.environ, "PATH": str(Path(python).parent) + os.pathsep + os.environ["PATH"]}
+    scripts = {name: shipped / relative for name, relative in oracle.EXAMPLES.items()}
+    return _run_in_one_process(python, scripts, env, capture="fd")
+
+
+def _lines(runs: dict[str, dict[str, str | None]], name: str, what: str) -> list[str]:
+    run = runs[name]
+    if run["error"] is not None:
+        raise AssertionError(f"{name} failed {what}:\n{run['error']}")
+    return oracle.normalize(run["stdout"] or "")
+
+
+def _sparktide_lines(name: str) -> list[str]:
+    _port(name)  # skips a port whose imports do not resolve
+    return _lines(_port_runs("local"), name, "on the local runtime")
 
 
 def _spark_lines(name: str) -> list[str]:
-    _port(name)  # skips a port whose imports do not resolve
-    run = _spark_runs()[name]
-    if run["error"] is not None:
-        raise AssertionError(f"{name} failed on the Spark runtime:\n{run['error']}")
-    return oracle.normalize(run["stdout"] or "")
+    _port(name)
+    return _lines(_port_runs("spark"), name, "on the Spark runtime")
 
 
 def _explain(expected: list[str], actual: list[str]) -> str:
@@ -174,7 +203,7 @@ def test_normalize() -> None:
 
 @pytest.mark.parametrize("name", EXAMPLE_NAMES)
 def test_port_prints_what_pyflink_printed(name: str) -> None:
-    actual = list(_sparktide_lines(name))
+    actual = _sparktide_lines(name)
     expected = oracle.recorded(name)
     assert actual == expected, _explain(expected, actual)
 
@@ -184,9 +213,8 @@ def test_port_matches_live_pyflink(name: str) -> None:
     python = _pyflink_python()
     if python is None:
         pytest.skip("no Python with apache-flink (set SPARKTIDE_PYFLINK_PYTHON)")
-    actual = list(_sparktide_lines(name))
-    original = oracle.shipped_examples_dir(python) / oracle.EXAMPLES[name]
-    expected = oracle.normalize(oracle.run_example(python, original))
+    actual = _sparktide_lines(name)
+    expected = _lines(_pyflink_runs(python), name, "on PyFlink")
     assert actual == expected, _explain(expected, actual)
 
 
@@ -194,7 +222,7 @@ def test_port_matches_live_pyflink(name: str) -> None:
 def test_port_on_spark_prints_what_local_and_pyflink_print(name: str) -> None:
     pytest.importorskip("pyspark")
     on_spark = _spark_lines(name)
-    local = list(_sparktide_lines(name))
+    local = _sparktide_lines(name)
     assert on_spark == local, "Spark vs local runtime:\n" + _explain(local, on_spark)
     recorded = oracle.recorded(name)
     assert on_spark == recorded, "Spark vs PyFlink:\n" + _explain(recorded, on_spark)

@@ -116,7 +116,11 @@ def test_user_session_whose_workers_lack_sparktide(tmp_path: Path) -> None:
     bare = _bare_venv(tmp_path / "bare", [])
     site = [sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
     with_dependencies = _bare_venv(tmp_path / "deps", list(dict.fromkeys(site)))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARKTIDE_", "PYSPARK_"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("SPARKTIDE_", "PYSPARK_")) or k == "PYSPARK_SUBMIT_ARGS"  # JVM options
+    }
     env.pop("PYTHONPATH", None)  # the driver imports sparktide as installed, the workers cannot
     check = subprocess.run(
         [str(with_dependencies), "-c", "import pyarrow, pandas, pyspark\nimport sparktide"],
