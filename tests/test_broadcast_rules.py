@@ -29,7 +29,6 @@ import importlib.util
 import os
 import random
 import runpy
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -187,36 +186,32 @@ def _recorded(parallelism: int) -> list[str]:
     return (DATA / f"rules_p{parallelism}.txt").read_text(encoding="utf-8").splitlines()
 
 
-@functools.cache
 def _live_pyflink(parallelism: int) -> list[str] | None:
     """The job's lines on PyFlink (None: no Python with apache-flink here)."""
+    runs = _live_pyflink_runs()
+    return None if runs is None else runs[parallelism]
+
+
+@functools.cache
+def _live_pyflink_runs() -> dict[int, list[str]] | None:
+    """The job at each parallelism, run in one PyFlink process (one gateway JVM)."""
     python = oracle.pyflink_python()
     if python is None:
         return None
-    with tempfile.TemporaryDirectory(prefix="broadcast-rules-") as folder:
-        script = Path(folder) / "rules_job.py"
-        script.write_text(job_source("pyflink"), encoding="utf-8")
-        stdout = _run_with_argument(python, script, parallelism)
-    return oracle.normalize(stdout)  # type: ignore[no-any-return]
-
-
-def _run_with_argument(python: str, script: Path, parallelism: int) -> str:
     env = dict(os.environ)
-    env["PATH"] = str(Path(python).parent) + os.pathsep + env.get("PATH", "")
     env.pop("PYTHONPATH", None)
-    with tempfile.TemporaryDirectory(prefix="pyflink-oracle-") as cwd:
-        done = subprocess.run(
-            [python, str(script), str(parallelism)],
-            cwd=cwd,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=oracle.TIMEOUT_S,
-            check=False,
-        )
-    if done.returncode != 0:
-        raise RuntimeError(f"{script} exited with {done.returncode}\n{done.stderr[-6000:]}")
-    return done.stdout
+    with tempfile.TemporaryDirectory(prefix="broadcast-rules-") as folder:
+        scripts = {p: Path(folder) / f"rules_job_p{p}.py" for p in PARALLELISMS}
+        for p, script in scripts.items():  # the job reads its parallelism from sys.argv[1]
+            script.write_text(f"import sys\nsys.argv[1:] = ['{p}']\n" + job_source("pyflink"))
+        runs = oracle.run_in_one_process(python, list(scripts.values()), env)
+    lines = {}
+    for p, script in scripts.items():
+        run = runs[str(script)]
+        if run["error"] is not None:
+            raise RuntimeError(f"the job at parallelism {p} failed on PyFlink:\n{run['error']}")
+        lines[p] = oracle.normalize(run["stdout"] or "")
+    return lines
 
 
 def test_the_inputs_exercise_the_rules() -> None:

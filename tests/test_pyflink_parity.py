@@ -26,9 +26,7 @@ import importlib
 import importlib.util
 import json
 import os
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from types import ModuleType
 
@@ -36,7 +34,6 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PORTS = REPO / "examples" / "pyflink"
-RUN_PORTS = REPO / "tools" / "pyflink_oracle" / "run_ports.py"
 
 
 def _load_oracle() -> ModuleType:
@@ -111,29 +108,10 @@ def _environment(runtime: str) -> dict[str, str]:
     return env
 
 
-def _run_in_one_process(
-    python: str, scripts: dict[str, Path], env: dict[str, str], capture: str = "python"
+def _run(
+    python: str, scripts: dict[str, Path], env: dict[str, str] | None = None, capture: str = "fd"
 ) -> dict[str, dict[str, str | None]]:
-    """Runs ``scripts`` in one ``python`` process (``run_ports.py``): per name, its stdout and
-    error (None when it ran through). With ``capture="python"`` the process's own stdout, where
-    nothing may land, is checked to be empty."""
-    with tempfile.TemporaryDirectory(prefix="sparktide-ports-") as cwd:
-        out = Path(cwd) / "runs.json"
-        done = subprocess.run(
-            [python, str(RUN_PORTS), "--capture", capture, "--out", str(out)]
-            + [str(script) for script in scripts.values()],
-            cwd=cwd,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=oracle.TIMEOUT_S,
-            check=False,
-        )
-        if done.returncode != 0:
-            raise RuntimeError(f"run_ports.py exited with {done.returncode}\n{done.stderr[-6000:]}")
-        if capture == "python" and done.stdout:
-            raise AssertionError(f"the ports' process wrote to its own stdout: {done.stdout!r}")
-        runs = json.loads(out.read_text(encoding="utf-8"))
+    runs = oracle.run_in_one_process(python, list(scripts.values()), env, capture)
     return {name: runs[str(script)] for name, script in scripts.items()}
 
 
@@ -149,7 +127,7 @@ def _runnable_ports() -> dict[str, Path]:
 def _port_runs(runtime: str) -> dict[str, dict[str, str | None]]:
     """Every port whose imports resolve, run on ``runtime`` in one process (on Spark: one JVM
     rather than ten)."""
-    return _run_in_one_process(sys.executable, _runnable_ports(), _environment(runtime))
+    return _run(sys.executable, _runnable_ports(), _environment(runtime), capture="python")
 
 
 @functools.cache
@@ -157,9 +135,7 @@ def _pyflink_runs(python: str) -> dict[str, dict[str, str | None]]:
     """PyFlink's own examples, run in one PyFlink process (one gateway JVM); what the JVM
     prints is captured at the file descriptor."""
     shipped = oracle.shipped_examples_dir(python)
-    env = {**os.environ, "PATH": str(Path(python).parent) + os.pathsep + os.environ["PATH"]}
-    scripts = {name: shipped / relative for name, relative in oracle.EXAMPLES.items()}
-    return _run_in_one_process(python, scripts, env, capture="fd")
+    return _run(python, {name: shipped / relative for name, relative in oracle.EXAMPLES.items()})
 
 
 def _lines(runs: dict[str, dict[str, str | None]], name: str, what: str) -> list[str]:

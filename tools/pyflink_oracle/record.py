@@ -20,13 +20,14 @@ directory is put first on ``PATH`` because PyFlink starts its Python workers as 
 from ``PATH``.
 
 ``tests/test_pyflink_parity.py`` imports :func:`normalize`, :data:`EXAMPLES` and
-:func:`run_example` from this file, so both sides of a comparison are normalized alike.
+:func:`run_in_one_process` from this file, so both sides of a comparison are normalized alike.
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
+import json
 import os
 import re
 import subprocess
@@ -36,6 +37,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 DATA_DIR = REPO / "tests" / "data" / "pyflink"
+RUN_PORTS = Path(__file__).resolve().parent / "run_ports.py"
 DEFAULT_PYTHON = str(Path(__file__).resolve().parents[2] / ".venv-flink" / "bin" / "python")
 TIMEOUT_S = 600
 
@@ -125,6 +127,38 @@ def run_example(python: str, script: Path, extra_env: dict[str, str] | None = No
             f"\n--- stderr\n{done.stderr[-6000:]}"
         )
     return done.stdout
+
+
+def run_in_one_process(
+    python: str,
+    scripts: list[Path],
+    env: dict[str, str] | None = None,
+    capture: str = "fd",
+) -> dict[str, dict[str, str | None]]:
+    """Runs ``scripts`` in one ``python`` process (``run_ports.py``, ``python``'s ``bin`` first on
+    ``PATH``, in ``env`` or this process's environment): per script path, its stdout and error
+    (None when it ran through). ``capture="fd"`` captures what a JVM prints too (PyFlink);
+    with ``"python"`` the process's own stdout, where nothing may land, is checked empty."""
+    env = dict(os.environ if env is None else env)
+    env["PATH"] = str(Path(python).parent) + os.pathsep + env.get("PATH", "")
+    with tempfile.TemporaryDirectory(prefix="sparktide-scripts-") as cwd:
+        out = Path(cwd) / "runs.json"
+        done = subprocess.run(
+            [python, str(RUN_PORTS), "--capture", capture, "--out", str(out)]
+            + [str(script) for script in scripts],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"run_ports.py exited with {done.returncode}\n{done.stderr[-6000:]}")
+        if capture == "python" and done.stdout:
+            raise AssertionError(f"the scripts' process wrote to its own stdout: {done.stdout!r}")
+        runs: dict[str, dict[str, str | None]] = json.loads(out.read_text(encoding="utf-8"))
+    return runs
 
 
 def recorded(name: str) -> list[str]:
