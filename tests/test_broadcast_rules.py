@@ -25,33 +25,23 @@ apache-flink is at hand (``$SPARKTIDE_PYFLINK_PYTHON``), the job also runs live 
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 import random
 import runpy
 import sys
 import tempfile
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+
+from tool_modules import load_tool
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "tests" / "data" / "broadcast"
 PARALLELISMS = (1, 2, 4)
 
 
-def _load_oracle() -> ModuleType:
-    path = REPO / "tools" / "pyflink_oracle" / "record.py"
-    spec = importlib.util.spec_from_file_location("pyflink_oracle_record", path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-oracle = _load_oracle()
+oracle = load_tool("pyflink_oracle/record.py")
 
 
 def _inputs() -> tuple[list[tuple[str, int, int]], list[tuple[int, str, str, int]]]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-import importlib.util
 import subprocess
 import textwrap
 from pathlib import Path
@@ -24,18 +23,13 @@ from sparktide.datastream.formats.parquet import (
     ParquetColumnarRowInputFormat,
 )
 from sparktide.table import DataTypes
+from tool_modules import load_tool
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def _pyflink_python() -> str | None:
-    spec = importlib.util.spec_from_file_location(
-        "pyflink_oracle_record", REPO / "tools" / "pyflink_oracle" / "record.py"
-    )
-    assert spec is not None and spec.loader is not None
-    oracle = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(oracle)
-    return oracle.pyflink_python()  # type: ignore[no-any-return]
+    return load_tool("pyflink_oracle/record.py").pyflink_python()  # type: ignore[no-any-return]
 
 
 def _read_all(source: FileSource) -> list[Row]:

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -26,6 +27,7 @@ from sparktide.nexmark.generator import BLOCK, HOT_CHANNELS
 from sparktide.nexmark.queries import EVENT_TIME_QUERIES, QUERIES, Sources
 from sparktide.nexmark.results import final_rows
 from sparktide.nexmark.sql import SQL_QUERIES, Frames
+from tool_modules import load_tool
 
 EVENTS = 20_000
 CONFIG = GeneratorConfig(events=EVENTS, seed=7, rate=200, out_of_order_group_size=100)
@@ -331,19 +333,44 @@ def _late(tables, query: str, n: int = 20_000):
     return type(tables)(**{**tables.__dict__, kind: late})
 
 
-@pytest.mark.parametrize("late", [False, True], ids=["in-order", "late-side"])
-@pytest.mark.parametrize("query", ["q3", "q4"])
-def test_pyflink_join_queries_equal_spark_sql(query, late, pyflink_python, spark, tmp_path) -> None:
-    from sparktide.nexmark.runner import pyflink_job
+JOINS = [(query, late) for query in ("q3", "q4") for late in (False, True)]
+
+
+@pytest.fixture(scope="module")
+def pyflink_joins(pyflink_python, tmp_path_factory) -> dict[tuple[str, bool], tuple[Any, ...]]:
+    """Per join case: its events, their Parquet folders and PyFlink's collected result, the
+    four jobs run in one PyFlink process (one gateway JVM)."""
+    from sparktide.nexmark.runner import pyflink_job_argv
     from sparktide.nexmark.streaming import write_files
 
-    tables = generate(PYFLINK_CONFIG)
-    if late:
-        tables = _late(tables, query)
-    folders = write_files(tables, tmp_path / "events", batches=2)
-    bound = PYFLINK_CONFIG.out_of_order_bound_ms
-    result = pyflink_job(pyflink_python, query, folders, bound, collect=True)
-    assert result is not None, "PyFlink failed (its error is on stderr)"
+    cases = {}
+    for query, late in JOINS:
+        tables = generate(PYFLINK_CONFIG)
+        if late:
+            tables = _late(tables, query)
+        folder = tmp_path_factory.mktemp(f"{query}-{'late' if late else 'in-order'}")
+        folders = write_files(tables, folder / "events", batches=2)
+        argv = pyflink_job_argv(query, folders, PYFLINK_CONFIG.out_of_order_bound_ms, True)
+        script = folder / "job.py"
+        run = "runpy.run_path(sys.argv[0], run_name='__main__')"
+        script.write_text(f"import runpy, sys\nsys.argv = {argv!r}\n{run}\n")
+        cases[query, late] = (tables, folders, script)
+    runs = load_tool("pyflink_oracle/record.py").run_in_one_process(
+        pyflink_python, [case[2] for case in cases.values()]
+    )
+    joined = {}
+    for key, (tables, folders, script) in cases.items():
+        run = runs[str(script)]
+        assert run["error"] is None, f"PyFlink failed on {key}:\n{run['error']}"
+        result = [json.loads(line) for line in run["stdout"].splitlines() if line.startswith("{")]
+        joined[key] = (tables, folders, result[-1])
+    return joined
+
+
+@pytest.mark.parametrize("late", [False, True], ids=["in-order", "late-side"])
+@pytest.mark.parametrize("query", ["q3", "q4"])
+def test_pyflink_join_queries_equal_spark_sql(query, late, pyflink_joins, spark) -> None:
+    tables, folders, result = pyflink_joins[query, late]
     frames = Frames(*(spark.read.parquet(str(folders[k])) for k in ("persons", "auctions", "bids")))
     reference = final_rows(query, SQL_QUERIES[query](frames).collect())
     assert reference  # q3: sellers in OR/ID/CA; q4: every category

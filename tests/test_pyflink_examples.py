@@ -20,16 +20,16 @@ error output: when it starts to run, the test fails until the table below is upd
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+
+from tool_modules import load_tool
 
 REPO = Path(__file__).resolve().parents[1]
 PORTS = REPO / "examples" / "pyflink"
@@ -37,17 +37,8 @@ ORACLE = REPO / "tools" / "pyflink_oracle"
 TIMEOUT_S = 180
 
 
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"pyflink_oracle_{name}", ORACLE / f"{name}.py")
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {ORACLE / name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-record = _load("record")
-ports = _load("ports")
+record = load_tool("pyflink_oracle/record.py")
+ports = load_tool("pyflink_oracle/ports.py")
 
 SHIPPED = (
     "asyncio/remote_model_inference.py",
@@ -284,7 +275,7 @@ def test_example_runs_as_shipped(example: Example, tmp_path: Path) -> None:
     _check(example, run)
     if example.path.endswith("kafka_row_field_extractor_example.py"):
         assert [line for line in run.stdout.splitlines() if line.startswith("Sending")] == SENDING
-        kafka_files = _load("kafka_files")
+        kafka_files = load_tool("pyflink_oracle/kafka_files.py")
         messages = [
             kafka_files.decode_message(line)
             for part in sorted((run.topics / "row-extractor-example").rglob("*"))

@@ -32,21 +32,13 @@ from types import ModuleType
 
 import pytest
 
+from tool_modules import load_tool
+
 REPO = Path(__file__).resolve().parents[1]
 PORTS = REPO / "examples" / "pyflink"
 
 
-def _load_oracle() -> ModuleType:
-    path = REPO / "tools" / "pyflink_oracle" / "record.py"
-    spec = importlib.util.spec_from_file_location("pyflink_oracle_record", path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-oracle = _load_oracle()
+oracle = load_tool("pyflink_oracle/record.py")
 _pyflink_python = functools.cache(oracle.pyflink_python)
 
 

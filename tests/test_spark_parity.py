@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ from sparktide.datastream.window import (
     SlidingEventTimeWindows,
     TumblingEventTimeWindows,
 )
+from tool_modules import load_tool
 
 LATE = OutputTag("late")
 REPO = Path(__file__).resolve().parents[1]
@@ -239,11 +239,7 @@ def test_simulated_processing_time_on_spark():
 def _offline_ports() -> set[Path]:
     """The ports of PyFlink's examples that need no outside service (the others, Kafka,
     Elasticsearch, Pulsar and Table API ones, have tests/test_pyflink_examples.py)."""
-    spec = importlib.util.spec_from_file_location(
-        "pyflink_oracle_record", REPO / "tools" / "pyflink_oracle" / "record.py"
-    )
-    oracle = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(oracle)  # type: ignore[union-attr]
+    oracle = load_tool("pyflink_oracle/record.py")
     return {REPO / "examples" / "pyflink" / relative for relative in oracle.EXAMPLES.values()}
 
 

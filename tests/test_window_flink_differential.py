@@ -31,29 +31,19 @@ is built, every case runs live on PyFlink in one job, and sparktide is compared 
 from __future__ import annotations
 
 import functools
-import importlib.util
 import os
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 from unittest import mock
 
 import pytest
 
+from tool_modules import load_tool
+
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _load_cases_module() -> ModuleType:
-    path = REPO / "tools" / "flink_watermarks" / "window_cases.py"
-    spec = importlib.util.spec_from_file_location("flink_window_cases", path)
-    if spec is None or spec.loader is None:
-        raise ImportError(f"cannot load {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-oracle = _load_cases_module()
+oracle = load_tool("flink_watermarks/window_cases.py")
 CASES: list[dict[str, Any]] = oracle.make_cases()
 BY_ID = {c["id"]: c for c in CASES}
 IDS = list(BY_ID)

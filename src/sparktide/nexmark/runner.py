@@ -135,20 +135,29 @@ def _run_sql(query: str, frames: Frames) -> float:
     return time.perf_counter() - start
 
 
+PYFLINK_JOBS = Path(__file__).with_name("pyflink_jobs.py")
+"""The script of the NEXMark queries on PyFlink, run by a Python with apache-flink."""
+
+
+def pyflink_job_argv(
+    query: str, folders: dict[str, Path], bound: int, collect: bool = False
+) -> list[str]:
+    """The command line of :data:`PYFLINK_JOBS` (the script first) running ``query``."""
+    args = [str(PYFLINK_JOBS), query, str(folders["bids"]), str(bound)]
+    args += ["--persons", str(folders["persons"]), "--auctions", str(folders["auctions"])]
+    return [*args, "--collect"] if collect else args
+
+
 def pyflink_job(
     python: str, query: str, folders: dict[str, Path], bound: int, collect: bool = False
 ) -> dict[str, Any] | None:
     """Run ``query`` on PyFlink (:mod:`sparktide.nexmark.pyflink_jobs`, by ``python``) over the
     Parquet folders of each kind: ``{"seconds": ...}``, with ``"rows"`` (lists of fields)
     when ``collect``; ``None`` (and PyFlink's error on stderr) when it fails."""
-    script = Path(__file__).with_name("pyflink_jobs.py")
     env = env_overrides.process_environment()
     # thread mode runs the functions in the JVM through this interpreter: put it first on PATH
     env["PATH"] = f"{Path(python).parent}{os.pathsep}{env.get('PATH', '')}"
-    args = [python, str(script), query, str(folders["bids"]), str(bound)]
-    args += ["--persons", str(folders["persons"]), "--auctions", str(folders["auctions"])]
-    if collect:
-        args.append("--collect")
+    args = [python, *pyflink_job_argv(query, folders, bound, collect)]
     proc = subprocess.run(args, capture_output=True, text=True, timeout=7200, env=env)
     for line in reversed(proc.stdout.splitlines()):
         if line.startswith("{"):
