@@ -155,7 +155,7 @@ def _run(
 def test_columnar_stream_equals_the_per_record_stream(
     spark, tmp_path, monkeypatch, paths, parallelism, sliding, lateness, seed, variant
 ) -> None:
-    batches = _batches(random.Random(seed), 4, 60)
+    batches = _batches(random.Random(seed), 3, 80)
     _write(tmp_path / "in", batches)
     monkeypatch.setenv("SPARKTIDE_COLUMNAR", "off")
     general, general_metrics = _run(
@@ -166,7 +166,7 @@ def test_columnar_stream_equals_the_per_record_stream(
         spark, tmp_path / "in", tmp_path / "c2", parallelism, sliding, lateness, variant
     )
     assert paths == [False, True]
-    assert sorted(general["main"]) == [0, 1, 2, 3]
+    assert sorted(general["main"]) == [0, 1, 2]
     assert columnar == general  # x is a multiple of 1/4: its float sums are exact
     late = "late_records_dropped" if variant == "plain" else "late_records_side_output"
     assert general_metrics[late] > 0
@@ -177,17 +177,17 @@ def test_columnar_stream_equals_the_per_record_stream(
 def test_paths_and_parallelism_switch_between_runs_on_one_checkpoint(
     spark, tmp_path, monkeypatch, paths
 ) -> None:
-    batches = _batches(random.Random(5), 6, 40)
+    batches = _batches(random.Random(5), 3, 80)  # a micro-batch per run
     _write(tmp_path / "all", batches)
     monkeypatch.setenv("SPARKTIDE_COLUMNAR", "off")
     reference, _ = _run(spark, tmp_path / "all", tmp_path / "c0", 2, True, 500)
     got: dict[int, list[tuple]] = {}
     runs = [("on", 1), ("off", 2), ("on", 2)]  # restarted twice: other path, rescaled
     for i, (switch, parallelism) in enumerate(runs):
-        _write(tmp_path / "in", batches[2 * i : 2 * i + 2], first=2 * i)
+        _write(tmp_path / "in", batches[i : i + 1], first=i)
         monkeypatch.setenv("SPARKTIDE_COLUMNAR", switch)
         out, _ = _run(spark, tmp_path / "in", tmp_path / "ckpt", parallelism, True, 500)
-        assert sorted(out["main"]) == [2 * i, 2 * i + 1]
+        assert sorted(out["main"]) == [i]
         got.update(out["main"])
     assert paths == [False, True, False, True]
     assert got == reference["main"]
