@@ -156,7 +156,7 @@ def test_one_pass_batches_run_one_spark_job_and_write_what_persisted_frames_writ
     sink's ``collect()`` of the DataFrame made on the driver runs none; reading persisted
     frames, it is a second job): the same rows, in the same order, as sinks reading the
     batch's persisted frames, at parallelism 1 and 3."""
-    batches = _records(3, seed=3)
+    batches = _records(2, seed=3)
     _write_files(tmp_path / "in", batches)
     expected = _fired_before_end("timers", _reference("timers", batches), _final_watermark(batches))
     for parallelism in (1, 3):
