@@ -106,21 +106,27 @@ def shipped_examples_dir(python: str) -> Path:
     return Path(out.stdout.strip()) / "examples" / "datastream"
 
 
+def _run_python(
+    python: str, args: list[str], env: dict[str, str], cwd: str
+) -> subprocess.CompletedProcess[str]:
+    """``python args...`` in ``cwd``, ``python``'s ``bin`` first on ``PATH`` (PyFlink starts
+    its Python workers as ``python``): the completed process, its output as text."""
+    env = {**env, "PATH": str(Path(python).parent) + os.pathsep + env.get("PATH", "")}
+    return subprocess.run(
+        [python, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+
+
 def run_example(python: str, script: Path, extra_env: dict[str, str] | None = None) -> str:
     """Runs ``script`` with ``python`` in a scratch directory and returns its stdout."""
-    env = dict(os.environ)
-    env["PATH"] = str(Path(python).parent) + os.pathsep + env.get("PATH", "")
-    env.update(extra_env or {})
     with tempfile.TemporaryDirectory(prefix="pyflink-oracle-") as cwd:
-        done = subprocess.run(
-            [python, str(script)],
-            cwd=cwd,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT_S,
-            check=False,
-        )
+        done = _run_python(python, [str(script)], {**os.environ, **(extra_env or {})}, cwd)
     if done.returncode != 0:
         raise RuntimeError(
             f"{script} exited with {done.returncode}\n--- stdout\n{done.stdout[-3000:]}"
@@ -139,20 +145,10 @@ def run_in_one_process(
     ``PATH``, in ``env`` or this process's environment): per script path, its stdout and error
     (None when it ran through). ``capture="fd"`` captures what a JVM prints too (PyFlink);
     with ``"python"`` the process's own stdout, where nothing may land, is checked empty."""
-    env = dict(os.environ if env is None else env)
-    env["PATH"] = str(Path(python).parent) + os.pathsep + env.get("PATH", "")
     with tempfile.TemporaryDirectory(prefix="sparktide-scripts-") as cwd:
         out = Path(cwd) / "runs.json"
-        done = subprocess.run(
-            [python, str(RUN_PORTS), "--capture", capture, "--out", str(out)]
-            + [str(script) for script in scripts],
-            cwd=cwd,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=TIMEOUT_S,
-            check=False,
-        )
+        args = [str(RUN_PORTS), "--capture", capture, "--out", str(out), *map(str, scripts)]
+        done = _run_python(python, args, dict(os.environ if env is None else env), cwd)
         if done.returncode != 0:
             raise RuntimeError(f"run_ports.py exited with {done.returncode}\n{done.stderr[-6000:]}")
         if capture == "python" and done.stdout:
