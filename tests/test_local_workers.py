@@ -92,3 +92,28 @@ def test_a_session_built_under_spark_submit_shows_no_progress_bars(spark, monkey
     no_bars, as_launched = built
     assert no_bars["spark.ui.showConsoleProgress"] == "false"
     assert "spark.ui.showConsoleProgress" not in as_launched
+
+
+def test_workers_import_pyspark_from_the_installed_package(spark) -> None:
+    """The workers of a session sparktide built start from its daemon, which imports pyspark
+    from the installed package (bytecode cached) rather than the Spark home's zipped copy."""
+
+    def where(_):
+        import pyspark
+
+        with open(f"/proc/{os.getppid()}/cmdline", "rb") as cmdline:  # the daemon forked us
+            daemon = cmdline.read().split(b"\0")
+        yield pyspark.__file__, [p for p in sys.path if p.endswith(".zip")], daemon
+
+    if not os.path.exists("/proc"):
+        pytest.skip("reads the daemon's command line from /proc")
+    [(module, zips, daemon)] = spark.sparkContext.parallelize([0], 1).mapPartitions(where).collect()
+    assert Path(module).parent == Path(pyspark_home()), module
+    assert not [z for z in zips if "pyspark" in Path(z).name or "py4j" in Path(z).name], zips
+    assert b"sparktide.spark.worker_daemon" in daemon, daemon
+
+
+def pyspark_home() -> str:
+    import pyspark
+
+    return os.path.dirname(pyspark.__file__)

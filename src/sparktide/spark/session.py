@@ -44,8 +44,9 @@ from typing import TYPE_CHECKING, Final, cast
 
 import sparktide
 from sparktide.common import env_overrides
-from sparktide.spark import logs
+from sparktide.spark import logs, worker_daemon
 from sparktide.spark.stopping import sigint_kept
+from sparktide.spark.worker_daemon import DAEMON_MODULE_SETTING
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -175,7 +176,8 @@ def _launch_conf_sets(key: str) -> bool:
 
 def _embedded(master: str) -> SparkSession:
     """A session of its own JVM on ``master``: UI off, logs on stderr at
-    :func:`~sparktide.spark.logs.log_level`, the driver's Python."""
+    :func:`~sparktide.spark.logs.log_level`, the driver's Python (whose workers then start from
+    :mod:`~sparktide.spark.worker_daemon`)."""
     from pyspark.sql import SparkSession
 
     if env_overrides.pyspark_python() is None:
@@ -195,6 +197,8 @@ def _embedded(master: str) -> SparkSession:
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "10000")
         .config("spark.driver.extraJavaOptions", logs.driver_java_options())
     )
+    if env_overrides.pyspark_python() == sys.executable:  # the workers import what we import
+        builder = builder.config(DAEMON_MODULE_SETTING, worker_daemon.__name__)
     with sigint_kept():  # sparktide run's handler, not PySpark's (see spark/stopping.py)
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(logs.log_level())
