@@ -108,12 +108,8 @@ def test_workers_import_pyspark_from_the_installed_package(spark) -> None:
     if not os.path.exists("/proc"):
         pytest.skip("reads the daemon's command line from /proc")
     [(module, zips, daemon)] = spark.sparkContext.parallelize([0], 1).mapPartitions(where).collect()
-    assert Path(module).parent == Path(pyspark_home()), module
-    assert not [z for z in zips if "pyspark" in Path(z).name or "py4j" in Path(z).name], zips
-    assert b"sparktide.spark.worker_daemon" in daemon, daemon
-
-
-def pyspark_home() -> str:
     import pyspark
 
-    return os.path.dirname(pyspark.__file__)
+    assert Path(module).parent == Path(pyspark.__file__).parent, module
+    assert not [z for z in zips if "pyspark" in Path(z).name or "py4j" in Path(z).name], zips
+    assert b"sparktide.spark.worker_daemon" in daemon, daemon

@@ -46,7 +46,6 @@ import sparktide
 from sparktide.common import env_overrides
 from sparktide.spark import logs, worker_daemon
 from sparktide.spark.stopping import sigint_kept
-from sparktide.spark.worker_daemon import DAEMON_MODULE_SETTING
 
 if TYPE_CHECKING:
     from pyspark import SparkContext
@@ -198,7 +197,7 @@ def _embedded(master: str) -> SparkSession:
         .config("spark.driver.extraJavaOptions", logs.driver_java_options())
     )
     if env_overrides.pyspark_python() == sys.executable:  # the workers import what we import
-        builder = builder.config(DAEMON_MODULE_SETTING, worker_daemon.__name__)
+        builder = builder.config(worker_daemon.DAEMON_MODULE_SETTING, worker_daemon.__name__)
     with sigint_kept():  # sparktide run's handler, not PySpark's (see spark/stopping.py)
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(logs.log_level())
