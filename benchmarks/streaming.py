@@ -44,7 +44,9 @@ load average: on a busy machine both engines slow down.
 
 **Latency** (``--interval-ms``, default 1000; 0 skips it). Then, per key count, sparktide (per
 backend) and Spark's floor run again while the same files arrive one every ``--interval-ms``
-(a micro-batch starts as soon as a file is there): Spark's floor is a trivial stateful query,
+(a micro-batch starts as soon as a file is there; the warm-up files each arrive once the run read
+the ones before, and the cadence starts after them, so that a warm-up slower than the cadence
+leaves no backlog to the batches measured): Spark's floor is a trivial stateful query,
 ``groupBy("key").count()`` in update mode into ``foreachBatch``. A last table gives, over the
 measured batches, p50/p95/p99 of the batch time and of the end-to-end latency: from a file's
 arrival in the folder to the commit of the micro-batch that wrote the result rows it led to
@@ -426,13 +428,13 @@ def latency_runs(
     first = plan.warmup + plan.settle
     figures = []
     for backend in backends:
-        feed = LiveFeed(ticks, work / f"live-{backend}", args.interval_ms)
+        feed = LiveFeed(ticks, work / f"live-{backend}", args.interval_ms, plan.warmup)
         batches = live_sparktide(
             spark, feed, work / f"live-ckpt-{backend}", args.parallelism, backend, timeout
         )
         name = f"sparktide {backend}, {plan.keys:,} keys"
         figures.append(LatencyFigures.of(name, feed.arrivals, batches, first))
-    feed = LiveFeed(ticks, work / "live-floor", args.interval_ms)
+    feed = LiveFeed(ticks, work / "live-floor", args.interval_ms, plan.warmup)
     batches = spark_floor(spark, feed, "in", "key", work / "live-ckpt-floor", timeout)
     name = f"Spark floor: groupBy(key).count(), {plan.keys:,} keys"
     figures.append(LatencyFigures.of(name, feed.arrivals, batches, first))

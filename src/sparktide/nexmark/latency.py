@@ -225,33 +225,93 @@ def latency_table(rows: Sequence[LatencyFigures]) -> str:
 
 class LiveFeed:
     """Writes ``ticks`` (per kind a table: one Parquet file each) into ``folder/<kind>/`` at
-    a cadence of ``interval_ms`` on a thread of its own, and records when each arrived."""
+    a cadence of ``interval_ms`` on a thread of its own, and records when each arrived.
+
+    The first ``warm_up`` ticks do not follow the cadence: each is written once the run has
+    read every row written before it (its follower calls :meth:`note_read`), and the cadence
+    starts with tick ``warm_up``, once the warm-up is read. A warm-up slower than the cadence
+    then leaves no backlog that would delay the ticks measured after it.
+
+    >>> import pyarrow as pa, tempfile, pathlib
+    >>> ticks = [{"in": pa.table({"v": [i]})} for i in range(3)]
+    >>> feed = LiveFeed(ticks, pathlib.Path(tempfile.mkdtemp()), 10, warm_up=2)
+    >>> feed.start()
+    >>> while not feed.arrivals:
+    ...     time.sleep(0.01)
+    >>> time.sleep(0.2); len(feed.arrivals)  # tick 1 waits until tick 0 is read
+    1
+    >>> for read in range(1, 3):
+    ...     feed.note_read(read)
+    ...     while len(feed.arrivals) <= read:
+    ...         time.sleep(0.01)
+    >>> feed.join()
+    >>> [a.rows for a in feed.arrivals]
+    [1, 1, 1]
+    >>> stuck = LiveFeed(ticks, pathlib.Path(tempfile.mkdtemp()), 10, warm_up=1)
+    >>> stuck.start(); stuck.join()  # a run that reads nothing does not hold up the join
+    >>> len(stuck.arrivals)
+    1
+    """
 
     def __init__(
-        self, ticks: Sequence[Mapping[str, pa.Table]], folder: Path, interval_ms: int
+        self,
+        ticks: Sequence[Mapping[str, pa.Table]],
+        folder: Path,
+        interval_ms: int,
+        warm_up: int = 0,
     ) -> None:
         if not ticks:
             raise ValueError("a live feed needs at least one tick")
         if type(interval_ms) is not int or interval_ms < 1:
             raise ValueError(f"interval_ms must be an int >= 1, got {interval_ms!r}")
+        if type(warm_up) is not int or not 0 <= warm_up < len(ticks):
+            raise ValueError(
+                f"warm_up must be an int from 0 to {len(ticks) - 1} (ticks before the cadence), "
+                f"got {warm_up!r}"
+            )
         self.ticks = list(ticks)
         self.interval_ms = interval_ms
+        self.warm_up = warm_up
         self.folders = {kind: folder / kind for kind in self.ticks[0]}
         for path in self.folders.values():
             path.mkdir(parents=True, exist_ok=True)
         self.arrivals: list[Arrival] = []
         self.total_rows = sum(t.num_rows for tick in self.ticks for t in tick.values())
+        self._read = 0  # rows the run read, as its follower reports them
+        self._closed = False
+        self._changed = threading.Condition()
         self._thread = threading.Thread(target=self._write, name="live-feed", daemon=True)
 
     def start(self) -> None:
         self._thread.start()
 
+    def note_read(self, rows: int) -> None:
+        """The run has read ``rows`` rows of the feed so far."""
+        with self._changed:
+            self._read = rows
+            self._changed.notify_all()
+
     def join(self) -> None:
+        """Wait for the writing thread; a tick still waiting for the run is not written."""
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
         self._thread.join()
+
+    def _read_at_least(self, rows: int) -> bool:
+        """Wait until the run read ``rows`` rows; ``False`` if the feed was closed first."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._read >= rows or self._closed)
+            return self._read >= rows
 
     def _write(self) -> None:
         start = time.monotonic()
+        written = 0  # rows
         for i, tick in enumerate(self.ticks):
+            if 0 < i <= self.warm_up:
+                if not self._read_at_least(written):
+                    return
+                start = time.monotonic() - i * self.interval_ms / 1000
             time.sleep(max(0.0, start + i * self.interval_ms / 1000 - time.monotonic()))
             first: float | None = None
             for kind, table in tick.items():
@@ -260,7 +320,9 @@ class LiveFeed:
                 pq.write_table(table, str(hidden))
                 os.replace(hidden, path)
                 first = time.time() if first is None else first
-            self.arrivals.append(Arrival(sum(t.num_rows for t in tick.values()), first or 0.0))
+            rows = sum(t.num_rows for t in tick.values())
+            written += rows
+            self.arrivals.append(Arrival(rows, first or 0.0))
 
 
 class SparktideLatencyProbe:
@@ -292,6 +354,7 @@ class SparktideLatencyProbe:
         flight commits); the committed batches."""
         self.expected = feed.total_rows
         client.add_listener(self.on_commit)
+        client.add_listener(lambda _: feed.note_read(self._read))  # paces the feed's warm-up
         feed.start()
         deadline = time.monotonic() + timeout_s
         while not self.done.wait(_POLL_S):
@@ -351,6 +414,7 @@ def spark_floor(
             for p in query.recentProgress:
                 progress[int(p["batchId"])] = p
             read = sum(int(p["numInputRows"]) for p in progress.values())
+            feed.note_read(read)
     finally:
         query.stop()
         feed.join()
