@@ -237,6 +237,10 @@ class _Batch:
             )
         return rows.select(*[F.col(f"`{f.name}`").cast(f.dataType) for f in schema])
 
+    def driver_records(self, node: SinkNode) -> None:
+        """The sinks' records stay in Spark (:meth:`frame`)."""
+        return None
+
     def unpersist(self) -> None:
         self.results.unpersist()
         self.splits.unpersist()

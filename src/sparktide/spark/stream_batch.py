@@ -12,17 +12,19 @@ records written as typed columns by the tasks that produce them (a declared type
 :mod:`sparktide.spark.frame_rows`) and the option
 :data:`~sparktide.common.config_options.STREAM_SINKS_ONE_PASS` is on (the default): the sinks'
 rows come to the driver as Arrow with the rows for the driver, no frame is persisted, and each
-sink gets a DataFrame made on the driver from its rows (in position order); only the frames a
-later stage reads as well are persisted (computed once). Otherwise every frame is persisted and
-each sink's frame reads its rows from them (a Spark job of its own). The
-heartbeat rows (one per subtask) are the same in every batch: :class:`Heartbeats` makes their
-frame once per query and session.
+sink gets its rows from the driver (:meth:`BatchFrames.driver_records`; a Parquet sink writes
+them there, :mod:`sparktide.spark.driver_parquet`) or a DataFrame made on the driver from them
+(in position order); only the frames a later stage reads as well are persisted (computed
+once). Otherwise every frame is persisted and each sink's frame reads its rows from them (a
+Spark job of its own). The heartbeat rows (one per subtask) are the same in every batch:
+:class:`Heartbeats` makes their frame once per query and session.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from sparktide.runtime.execution.protocol import FIRST_STAGE, Shipment, pack_entries
@@ -34,13 +36,25 @@ from sparktide.spark.stage_frames import StageFrames, build_stage_frames, union
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
     from sparktide.runtime.graph import SinkNode, SourceNode
     from sparktide.spark.executor import SparkExecutor
     from sparktide.spark.frame_rows import FrameRows
     from sparktide.spark.stream_job import StreamingJob
 
-__all__ = ["BatchFrames", "Heartbeats", "PerRecordBatch"]
+__all__ = ["BatchFrames", "DriverRecords", "Heartbeats", "PerRecordBatch"]
+
+
+@dataclass(frozen=True)
+class DriverRecords:
+    """A streaming sink's records of a micro-batch, on the driver: ``table`` in position order,
+    the rows of the DataFrame of ``schema`` that :meth:`BatchFrames.frame` would make of them
+    in ``spark``."""
+
+    table: pa.Table
+    schema: StructType
+    spark: SparkSession
 
 
 class BatchFrames(Protocol):
@@ -52,6 +66,11 @@ class BatchFrames(Protocol):
 
     def frame(self, node: SinkNode) -> DataFrame:
         """The batch's frame for streaming sink ``node``, in position order."""
+        ...
+
+    def driver_records(self, node: SinkNode) -> DriverRecords | None:
+        """Sink ``node``'s records when they are on the driver (after :meth:`driver_values`),
+        else ``None``."""
         ...
 
     def unpersist(self) -> None: ...
@@ -149,13 +168,18 @@ class PerRecordBatch:
         return [decode_shipment(*row) for row in zip(*columns, strict=True)]
 
     def frame(self, node: SinkNode) -> DataFrame:
-        if self.one_pass:
-            spark = self.stages.frames[0].sparkSession
-            schema = spark_schema_of(node.output_type)
-            return spark.createDataFrame(self._tables.pop(node.id), schema=schema)
+        records = self.driver_records(node)
+        if records is not None:
+            return records.spark.createDataFrame(records.table, schema=records.schema)
         if self.frame_rows is not None and node.id in self.frame_rows:
             return self.frame_rows.frame(self.stages.frames, node.id)
         return self.executor.collected_frame(self.stages.frames, node.id, ordered=True)
+
+    def driver_records(self, node: SinkNode) -> DriverRecords | None:
+        if not self.one_pass:
+            return None
+        spark = self.stages.frames[0].sparkSession
+        return DriverRecords(self._tables[node.id], spark_schema_of(node.output_type), spark)
 
     def unpersist(self) -> None:
         self._tables.clear()

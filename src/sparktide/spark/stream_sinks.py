@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from sparktide.common.typeinfo import TypeInformation
+    from sparktide.spark.stream_batch import DriverRecords
 
 from sparktide.runtime.operators.simple import CollectSinkOperator, PrintSinkOperator
 
@@ -98,6 +99,11 @@ class ForeachBatchSink:
     def write_batch(self, df: DataFrame, batch_id: int) -> None:
         self.fn(df, batch_id)
 
+    def write_driver_records(self, records: DriverRecords, batch_id: int) -> bool:
+        """Write batch ``batch_id``'s records from the driver, if this sink can: ``False``
+        when it needs their DataFrame (:meth:`write_batch`)."""
+        return False
+
     def __getstate__(self) -> dict[str, object]:
         # ``fn`` runs on the driver only: it may hold what cannot travel (a progress bar, a
         # SparkSession, a lock), so the copy shipped with the job graph goes without it
@@ -129,8 +135,25 @@ class ParquetBatchSink(ForeachBatchSink):
         return self.path
 
     def _write(self, df: DataFrame, batch_id: int) -> None:
-        target = f"{self.path.rstrip('/')}/batch={batch_id}"
-        df.write.mode("overwrite").format(self.format).save(target)
+        df.write.mode("overwrite").format(self.format).save(self._target(batch_id))
+
+    def _target(self, batch_id: int) -> str:
+        return f"{self.path.rstrip('/')}/batch={batch_id}"
+
+    def write_driver_records(self, records: DriverRecords, batch_id: int) -> bool:
+        """Parquet on a local path of a local session is written by the driver
+        (:mod:`sparktide.spark.driver_parquet`): the same files for Spark's readers, without
+        a Spark job."""
+        from sparktide.spark.driver_parquet import DriverParquet, local_directory
+
+        target = local_directory(self._target(batch_id))
+        if self.format != "parquet" or target is None:
+            return False
+        writer = DriverParquet.of(records.spark, records.schema)
+        if writer is None:
+            return False
+        writer.write(records.table, records.schema, target)
+        return True
 
 
 class JsonBatchSink(ParquetBatchSink):

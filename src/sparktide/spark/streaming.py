@@ -776,12 +776,13 @@ class _StreamRunner:
         for node in self.executor.plan.sinks:
             if node.frame_writer is None:
                 continue
-            frame = batch.frame(node)
             sink = batch_sink_of(node.frame_writer)
-            if sink is not None:
-                sink.write_batch(frame, version)
-            else:
-                node.frame_writer(frame)
+            if sink is None:
+                node.frame_writer(batch.frame(node))
+                continue
+            records = batch.driver_records(node)
+            if records is None or not sink.write_driver_records(records, version):
+                sink.write_batch(batch.frame(node), version)
 
     def _batch_metrics(
         self,
