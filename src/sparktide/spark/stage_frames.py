@@ -4,8 +4,8 @@ Bounded runs (:mod:`sparktide.spark.executor`) and the micro-batches of streamin
 (:mod:`sparktide.spark.streaming`) build them the same way; they differ only in what is given:
 the source frames (the job's own splits, or a micro-batch's rows), the task each stage's
 subtasks run, what is kept (``persist``) and, for a micro-batch, a heartbeat row per subtask so
-that every subtask runs in every batch. A stage reads the rows meant for it from every frame
-built before it, shuffled to the partition of their target subtask and sorted by
+that every subtask runs in every batch. A stage reads the rows meant for it from the frames of
+the stages that feed it (its input edges' producers; the source frames for a source), shuffled to the partition of their target subtask and sorted by
 ``(target, position)`` there (see :mod:`sparktide.spark.executor` for the row columns). A job
 that writes typed frame columns (:mod:`sparktide.spark.frame_rows`) has more columns than these:
 they are left out of what crosses an exchange and of the rows for the driver.
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import reduce
 from typing import TYPE_CHECKING
 
-from sparktide.runtime.execution.planner import SOURCE_STAGE, Plan
+from sparktide.runtime.execution.planner import SOURCE_STAGE, Plan, Stage
 from sparktide.runtime.execution.protocol import FIRST_STAGE, Shipment
 from sparktide.spark.frame_rows import BASE_COLUMNS
 from sparktide.spark.spark_job import SPARK_SCHEMA
@@ -46,7 +46,7 @@ def _as_is(df: DataFrame) -> DataFrame:
 def _rows_for(df: DataFrame, stage: int) -> DataFrame:
     """The rows of ``df`` for stage ``stage``, in the columns that cross an exchange. Written
     as SQL strings: two py4j calls on a classic session, where Column expressions take one per
-    name and operator (a micro-batch builds one such frame per earlier frame and stage)."""
+    name and operator (a micro-batch builds one such frame per feeding frame and stage)."""
     return df.where(f"stage = {stage}").selectExpr(*BASE_COLUMNS)
 
 
@@ -90,13 +90,16 @@ def build_stage_frames(
     schema: str | StructType = SPARK_SCHEMA,
 ) -> StageFrames:
     """The frames of ``plan``'s stages after the source frames ``sources`` (kept as given):
-    stage ``s`` runs ``stage_task(s)`` over the rows for it of every earlier frame (and of
-    ``heartbeats``), giving rows of ``schema``; ``keep`` is applied to each stage's frame as it
-    is built (e.g. ``persist``)."""
+    stage ``s`` runs ``stage_task(s)`` over the rows for it of every earlier frame of a stage
+    that feeds it (and of ``heartbeats``), giving rows of ``schema``; ``keep`` is applied to
+    each stage's frame as it is built (e.g. ``persist``)."""
     frames = list(sources)
     origins = [SOURCE_STAGE] * len(frames)
     for stage in plan.stages:
-        earlier = frames if heartbeats is None else [*frames, heartbeats]
+        feeding = _feeding(plan, stage)
+        earlier = [df for df, o in zip(frames, origins, strict=True) if o in feeding]
+        if heartbeats is not None:
+            earlier.append(heartbeats)
         inputs = [_rows_for(df, stage.index) for df in earlier]
         if not inputs:
             continue
@@ -109,3 +112,14 @@ def build_stage_frames(
         frames.append(keep(result))
         origins.append(stage.index)
     return StageFrames(frames, origins)
+
+
+def _feeding(plan: Plan, stage: Stage) -> set[int]:
+    """The stages whose frames may hold rows for ``stage`` (:data:`~sparktide.runtime.
+    execution.planner.SOURCE_STAGE`: the source frames): those of its input edges' producers.
+    A frame of another stage has none, and reading it would add its partitions to the
+    exchange for nothing."""
+    return {
+        SOURCE_STAGE if e.source.id in plan.source_stage else plan.stage_of[e.source.id].index
+        for e in stage.input_edges
+    }
