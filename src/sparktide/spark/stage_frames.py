@@ -4,11 +4,12 @@ Bounded runs (:mod:`sparktide.spark.executor`) and the micro-batches of streamin
 (:mod:`sparktide.spark.streaming`) build them the same way; they differ only in what is given:
 the source frames (the job's own splits, or a micro-batch's rows), the task each stage's
 subtasks run, what is kept (``persist``) and, for a micro-batch, a heartbeat row per subtask so
-that every subtask runs in every batch. A stage reads the rows meant for it from the frames of
-the stages that feed it (its input edges' producers; the source frames for a source), shuffled to the partition of their target subtask and sorted by
-``(target, position)`` there (see :mod:`sparktide.spark.executor` for the row columns). A job
-that writes typed frame columns (:mod:`sparktide.spark.frame_rows`) has more columns than these:
-they are left out of what crosses an exchange and of the rows for the driver.
+that every subtask runs in every batch. A stage reads the rows meant for it from the frames of the
+stages that feed it (its input edges' producers; the source frames for a source), shuffled to the
+partition of their target subtask and sorted by ``(target, position)`` there (see
+:mod:`sparktide.spark.executor` for the row columns). A job that writes typed frame columns
+(:mod:`sparktide.spark.frame_rows`) has more columns than these: they are left out of what crosses
+an exchange and of the rows for the driver.
 """
 
 from __future__ import annotations
