@@ -105,6 +105,11 @@ def test_a_batch_written_again_replaces_its_folder(spark, tmp_path: Path) -> Non
     assert footer.metadata[SPARK_ROW_METADATA.encode()] == schema.json().encode()
     back = spark.read.parquet(str(tmp_path / "out"))
     assert back.count() == 2 and {r["batch"] for r in back.collect()} == {3}
+    # a batch without records: a file of no rows, read as Spark's own (its schema, no rows)
+    writer.write(_table(0, seed=3), schema, target)
+    spark.createDataFrame(_table(0, seed=3), schema=schema).write.parquet(str(tmp_path / "empty"))
+    empty = spark.read.parquet(str(target))
+    assert empty.count() == 0 and empty.schema == spark.read.parquet(str(tmp_path / "empty")).schema
 
 
 def test_the_driver_writes_with_the_session_s_codec_or_leaves_the_write_to_spark(spark) -> None:
@@ -123,7 +128,10 @@ def test_the_driver_writes_with_the_session_s_codec_or_leaves_the_write_to_spark
     assert DriverParquet.of(spark, spark_schema_of(Types.LIST(Types.LOCAL_TIME()))) is None
 
 
-def test_a_one_pass_batch_writes_its_parquet_sink_without_a_spark_job(spark, tmp_path) -> None:
+@pytest.mark.parametrize("parallelism", [1, 4])
+def test_a_one_pass_batch_writes_its_parquet_sink_without_a_spark_job(
+    spark, tmp_path, parallelism: int
+) -> None:
     """The same files' rows, in the same order, as Spark writes them from persisted frames;
     one Spark job per micro-batch instead of two."""
     batches = _records(2, seed=5)
@@ -138,7 +146,7 @@ def test_a_one_pass_batch_writes_its_parquet_sink_without_a_spark_job(spark, tmp
             spark,
             tmp_path / "in",
             "windows",
-            2,
+            parallelism,
             tmp_path / f"ckpt-{one_pass}",
             sink=sink,
             config=config,
