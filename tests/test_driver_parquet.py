@@ -123,6 +123,12 @@ def test_the_driver_writes_with_the_session_s_codec_or_leaves_the_write_to_spark
         assert DriverParquet.of(spark, schema) is None
     finally:
         spark.conf.set("spark.sql.parquet.compression.codec", saved)
+    spark.conf.set("spark.sql.parquet.writeLegacyFormat", "true")  # for Hive and Impala
+    try:
+        assert DriverParquet.of(spark, schema) is None
+    finally:
+        spark.conf.unset("spark.sql.parquet.writeLegacyFormat")
+    assert DriverParquet.of(spark, schema) is not None
     # Spark's writer refuses TIME: it keeps doing so
     assert DriverParquet.of(spark, spark_schema_of(Types.ROW([Types.LOCAL_TIME()]))) is None
     assert DriverParquet.of(spark, spark_schema_of(Types.LIST(Types.LOCAL_TIME()))) is None

@@ -8,6 +8,9 @@ are those ``createDataFrame`` would make of the table (timestamps localized in t
 time zone, then microseconds in UTC), the footer holds the Spark schema under Spark's key, the
 compression is the session's ``spark.sql.parquet.compression.codec``, and the folder holds one
 ``part-...`` file and ``_SUCCESS``, replaced as a whole when the batch is written again.
+Timestamps are stored as Spark stores them with ``spark.sql.parquet.outputTimestampType`` set
+to ``TIMESTAMP_MICROS`` (64-bit microseconds; Spark's default is the older 96-bit form, which
+Spark reads back the same).
 
 The driver writes only where it sees the files Spark would write (:meth:`DriverParquet.of`): a
 classic session on a ``local``/``local[...]``/``local-cluster[...]`` master and a path on the
@@ -75,8 +78,9 @@ class DriverParquet:
     def of(cls, spark: SparkSession, schema: StructType) -> DriverParquet | None:
         """How the driver writes frames of ``schema`` for ``spark``; ``None`` when Spark must
         write them (a Spark Connect session, a master whose executors may not share the
-        driver's disk, a codec Arrow has not, a type Arrow and Spark do not hold alike, such as
-        ``TIME``, which Spark's writer refuses)."""
+        driver's disk, a codec Arrow has not, ``spark.sql.parquet.writeLegacyFormat`` on, a
+        type Arrow and Spark do not hold alike, such as ``TIME``, which Spark's writer
+        refuses)."""
         from sparktide.spark.session import is_connect
 
         if is_connect(spark) or not str(spark.sparkContext.master).startswith("local"):
@@ -84,6 +88,8 @@ class DriverParquet:
         if not _alike(schema):
             return None
         conf = spark.conf
+        if str(conf.get("spark.sql.parquet.writeLegacyFormat")).lower() == "true":
+            return None  # Hive's and Impala's layout of decimals and lists: Spark's writer's
         codec = _CODECS.get(str(conf.get("spark.sql.parquet.compression.codec")).lower())
         if codec is None:
             return None
