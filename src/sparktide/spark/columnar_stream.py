@@ -72,7 +72,12 @@ from sparktide.spark.columnar_job import (
     shipped_schema,
     shipped_table,
 )
-from sparktide.spark.frames import arrow_schema_of, records_of_batch, spark_schema_of
+from sparktide.spark.frames import (
+    arrow_schema_of,
+    local_frame,
+    records_of_batch,
+    spark_schema_of,
+)
 from sparktide.spark.placement import placement_keys
 from sparktide.spark.shipments import (
     Shipped,
@@ -168,10 +173,8 @@ class ColumnarStream:
         split_task = StreamSplitTask(self.split_plan, shipped, keys, job, self.strategy)
         splits = prepared.mapInArrow(split_task, from_arrow_schema(STREAM_BLOBS)).persist()
         spark = prepared.sparkSession
-        heartbeats = spark.createDataFrame(
-            [(_TO_SUBTASK, t, keys[t], b"") for t in range(self.stage.parallelism)],
-            from_arrow_schema(STREAM_BLOBS),
-        )
+        beats = [(_TO_SUBTASK, t, keys[t], b"") for t in range(self.stage.parallelism)]
+        heartbeats = local_frame(spark, beats, STREAM_BLOBS)
         result = self._result_schema(source_schema)
         subtask = StreamSubtaskTask(self, job, shipped, result)
         from pyspark.sql import functions as F

@@ -45,11 +45,13 @@ from sparktide.common.typeinfo_composite import RowTypeInfo, TupleTypeInfo
 from sparktide.common.types import Row
 
 if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import DataType, StructType
 
 __all__ = [
     "ColumnTimestampAssigner",
     "arrow_schema_of",
+    "local_frame",
     "records_of_batch",
     "spark_schema_of",
     "to_record_batch",
@@ -208,6 +210,22 @@ def spark_schema_of(type_info: TypeInformation | None) -> StructType:
     from pyspark.sql.pandas.types import from_arrow_schema
 
     return from_arrow_schema(arrow_schema_of(type_info))
+
+
+def local_frame(
+    spark: SparkSession, rows: Sequence[tuple[Any, ...]], schema: pa.Schema
+) -> DataFrame:
+    """``rows`` (tuples of ``schema``'s fields) as a DataFrame that Spark holds as a local
+    relation: its tasks run in the JVM alone. ``createDataFrame`` of a Python list on a classic
+    session is a Python RDD instead, each of whose tasks runs a Python worker (tens of
+    milliseconds a task on a small machine).
+    """
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    columns = list(zip(*rows, strict=True)) if rows else [() for _ in schema]
+    arrays = [pa.array(c, f.type) for c, f in zip(columns, schema, strict=True)]
+    table = pa.Table.from_arrays(arrays, schema=schema)
+    return spark.createDataFrame(table, from_arrow_schema(schema))
 
 
 def _field_error(

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from sparktide.runtime.execution.protocol import FIRST_STAGE, Shipment, pack_entries
-from sparktide.spark.frames import spark_schema_of
+from sparktide.spark.frames import local_frame, spark_schema_of
 from sparktide.spark.shipments import Shipped, decode_rows, decode_shipment
-from sparktide.spark.spark_job import SPARK_SCHEMA
+from sparktide.spark.spark_job import arrow_row_schema
 from sparktide.spark.stage_frames import StageFrames, build_stage_frames, union
 
 if TYPE_CHECKING:
@@ -218,7 +218,7 @@ class Heartbeats:
                 for stage in job.plan.stages
                 for t in range(stage.parallelism)
             ]
-            made = self._made = (session, spark.createDataFrame(rows, SPARK_SCHEMA))
+            made = self._made = (session, local_frame(spark, rows, arrow_row_schema()))
         return made[1]
 
     def __getstate__(self) -> dict[str, object]:
