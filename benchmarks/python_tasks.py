@@ -1,5 +1,7 @@
 """The fixed cost of a Python task on Spark: the JVM and its Python workers over TCP on loopback
-or over Unix sockets (``spark.python.unix.domain.socket.enabled``).
+(from Spark's own daemon, and from sparktide's, whose workers acknowledge at once: see
+:mod:`sparktide.spark.worker_daemon`) or over Unix sockets
+(``spark.python.unix.domain.socket.enabled``).
 
 Each transport runs in a JVM of its own (the setting is read when the SparkContext starts): a
 ``local[2]`` session, nothing cached, one row per partition, so what is timed is the cost of the
@@ -31,6 +33,7 @@ from typing import Any
 
 FORMS = ("range(4) collected", "mapInArrow, 4 tasks", "mapInArrow -> exchange -> mapInArrow")
 SETTING = "spark.python.unix.domain.socket.enabled"
+TRANSPORTS = {"tcp": "TCP", "tcp-ack": "TCP, quick ACKs", "unix": "Unix sockets"}
 
 
 def _identity(batches: Iterator[Any]) -> Iterator[Any]:
@@ -47,17 +50,22 @@ def _median_ms(run: Callable[[], object], runs: int, warm_up: int) -> float:
     return statistics.median(times)
 
 
-def measure(unix_sockets: bool, runs: int, warm_up: int) -> dict[str, float]:
-    """The median ms of each of :data:`FORMS` in a new ``local[2]`` JVM."""
+def measure(transport: str, runs: int, warm_up: int) -> dict[str, float]:
+    """The median ms of each of :data:`FORMS` in a new ``local[2]`` JVM over ``transport``
+    (a key of :data:`TRANSPORTS`)."""
     from pyspark.sql import SparkSession
 
+    from sparktide.spark import worker_daemon
+
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (
+    builder = (
         SparkSession.builder.master("local[2]")
         .config("spark.ui.enabled", "false")
-        .config(SETTING, str(unix_sockets).lower())
-        .getOrCreate()
+        .config(SETTING, str(transport == "unix").lower())
     )
+    if transport == "tcp-ack":
+        builder = builder.config(worker_daemon.DAEMON_MODULE_SETTING, worker_daemon.__name__)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     df = spark.range(0, 4, 1, 4)
     forms: list[Callable[[], object]] = [
@@ -79,23 +87,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--warm-up", type=int, default=10)
-    parser.add_argument("--child", choices=("tcp", "unix"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=tuple(TRANSPORTS), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(measure(args.child == "unix", args.runs, args.warm_up)))
+        print(json.dumps(measure(args.child, args.runs, args.warm_up)))
         return
     results = {}
-    for transport in ("tcp", "unix"):
+    for transport in TRANSPORTS:
         command = [sys.executable, __file__, "--child", transport, "--runs", str(args.runs)]
         command += ["--warm-up", str(args.warm_up)]
         done = subprocess.run(command, capture_output=True, text=True, check=True)
         results[transport] = json.loads(done.stdout.strip().splitlines()[-1])
     print(f"load average {os.getloadavg()[0]:.2f}; median of {args.runs} runs per form (ms)\n")
-    print("| job | TCP | Unix sockets | ratio |")
-    print("|---|---:|---:|---:|")
+    print(f"| job | {' | '.join(TRANSPORTS.values())} |")
+    print(f"|---|{'---:|' * len(TRANSPORTS)}")
     for name in FORMS:
-        tcp, unix = results["tcp"][name], results["unix"][name]
-        print(f"| {name} | {tcp:.0f} | {unix:.0f} | {tcp / unix:.2f}x |")
+        print(f"| {name} | {' | '.join(f'{results[t][name]:.0f}' for t in TRANSPORTS)} |")
 
 
 if __name__ == "__main__":
