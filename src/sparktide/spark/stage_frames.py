@@ -87,21 +87,22 @@ def build_stage_frames(
     sources: list[DataFrame],
     stage_task: Callable[[int], StageTask],
     keep: Callable[[DataFrame], DataFrame] = _as_is,
-    heartbeats: DataFrame | None = None,
+    heartbeats: Callable[[int], DataFrame] | None = None,
     schema: str | StructType = SPARK_SCHEMA,
 ) -> StageFrames:
     """The frames of ``plan``'s stages after the source frames ``sources`` (kept as given):
     stage ``s`` runs ``stage_task(s)`` over the rows for it of every earlier frame of a stage
-    that feeds it (and of ``heartbeats``), giving rows of ``schema``; ``keep`` is applied to
-    each stage's frame as it is built (e.g. ``persist``)."""
+    that feeds it (and ``heartbeats(s)``: more rows for it, in the columns that cross an
+    exchange), giving rows of ``schema``; ``keep`` is applied to each stage's frame as it is
+    built (e.g. ``persist``)."""
     frames = list(sources)
     origins = [SOURCE_STAGE] * len(frames)
     for stage in plan.stages:
         feeding = _feeding(plan, stage)
         earlier = [df for df, o in zip(frames, origins, strict=True) if o in feeding]
-        if heartbeats is not None:
-            earlier.append(heartbeats)
         inputs = [_rows_for(df, stage.index) for df in earlier]
+        if heartbeats is not None:
+            inputs.append(heartbeats(stage.index))
         if not inputs:
             continue
         result = (

@@ -17,7 +17,7 @@ them there, :mod:`sparktide.spark.driver_parquet`) or a DataFrame made on the dr
 (in position order); only the frames a later stage reads as well are persisted (computed
 once). Otherwise every frame is persisted and each sink's frame reads its rows from them (a
 Spark job of its own). The heartbeat rows (one per subtask) are the same in every batch:
-:class:`Heartbeats` makes their frame once per query and session.
+:class:`Heartbeats` makes their frames once per query and session.
 """
 
 from __future__ import annotations
@@ -127,13 +127,13 @@ class PerRecordBatch:
                 # whose task i reads partition i (in a union, task ids would be shifted)
                 task = task.repartition(node.source.num_splits)
             produced.append(keep(task))
-        beats = heartbeats.frame(frames[0].sparkSession, job) if plan.stages else None
+        spark = frames[0].sparkSession
         stages = build_stage_frames(
             plan,
             produced,
             job.stream_stage_task,
             _all_but_last(len(plan.stages)) if one_pass else _persisted,
-            beats,  # every stage gets rows: each builds a frame
+            lambda stage: heartbeats.of_stage(spark, job, stage),  # each stage builds a frame
             schema=job.base.schema,
         )
         return cls(executor, stages, job.base.frame_rows, one_pass)
@@ -201,28 +201,34 @@ def _all_but_last(count: int) -> Callable[[DataFrame], DataFrame]:
 
 
 class Heartbeats:
-    """The frame of an empty row for every subtask of every stage (each runs in every batch),
-    made once per session: the rows are the same in every batch of a query."""
+    """The frames of an empty row for every subtask of a stage, one frame per stage (each
+    subtask runs in every batch), made once per session: the rows are the same in every batch
+    of a query, and a frame of its own per stage is read as it is (no filter, no projection
+    made for it in each batch)."""
 
     def __init__(self) -> None:
-        self._made: tuple[str | None, DataFrame] | None = None  # the session's id, the frame
+        self._session: str | None = None  # the session's id (Spark Connect) of the frames
+        self._made: dict[int, DataFrame] = {}  # per stage
 
-    def frame(self, spark: SparkSession, job: StreamingJob) -> DataFrame:
-        """The heartbeats' frame in ``spark``'s session (made again in another Spark Connect
-        session)."""
-        made = self._made
+    def of_stage(self, spark: SparkSession, job: StreamingJob, stage_index: int) -> DataFrame:
+        """The heartbeats of stage ``stage_index`` in ``spark``'s session (made again in
+        another Spark Connect session), in the columns that cross an exchange."""
         session = _session_id(spark)
-        if made is None or made[0] != session:
+        if session != self._session:
+            self._session, self._made = session, {}
+        made = self._made.get(stage_index)
+        if made is None:
+            stage = job.plan.stages[stage_index]
+            placement = job.base.placement[stage.parallelism]
             rows = [
-                (stage.index, t, job.base.placement[stage.parallelism][t], b"", pack_entries([]))
-                for stage in job.plan.stages
+                (stage.index, t, placement[t], b"", pack_entries([]))
                 for t in range(stage.parallelism)
             ]
-            made = self._made = (session, local_frame(spark, rows, arrow_row_schema()))
-        return made[1]
+            made = self._made[stage_index] = local_frame(spark, rows, arrow_row_schema())
+        return made
 
     def __getstate__(self) -> dict[str, object]:
-        return {"_made": None}  # a frame stays in its session
+        return {"_session": None, "_made": {}}  # a frame stays in its session
 
 
 def _session_id(spark: SparkSession) -> str | None:
