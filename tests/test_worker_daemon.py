@@ -57,6 +57,7 @@ def test_the_daemon_serves_its_tasks_through_the_wrapper(monkeypatch) -> None:
     fake.worker = lambda sock, authenticated: calls.append("worker") or 0
     fake.manager = lambda: calls.append(fake.worker)
     monkeypatch.setitem(sys.modules, "pyspark.daemon", fake)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # main() rewrites the path in place
     import pyspark
 
     monkeypatch.setattr(pyspark, "daemon", fake, raising=False)

@@ -20,9 +20,9 @@ acknowledgements (up to 40 ms), so every Python task waited about that long once
 with one row to process. Before each task the daemon's worker puts its end of the connection
 in TCP's quick-acknowledgement mode (``TCP_QUICKACK``, Linux; :func:`acknowledging_at_once`):
 the worker acknowledges at once and the JVM's writes go out without the wait. A ``mapInArrow``
-job of 4 one-row tasks took 179 ms, 110 with it (Unix sockets: 103); two such stages with an
-exchange between them 272 and 154 ms (``benchmarks/python_tasks.py``). Unix sockets and
-systems without the option are left as they are.
+job of 4 one-row tasks took 175-180 ms, 101-106 with it (Unix sockets: 92-102); two such stages
+with an exchange between them 264-268 and 133-150 ms (``benchmarks/python_tasks.py``). Unix
+sockets and systems without the option are left as they are.
 
 Only the standard library is imported before the daemon forks its workers: PySpark imports a
 worker's modules after the fork, since pyarrow and pandas start threads when imported.
