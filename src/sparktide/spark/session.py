@@ -1,6 +1,8 @@
 """The SparkSession a job runs on: the active one, or an embedded ``local[*]`` one.
 
-The embedded session has its UI off, quiet logs, and workers that use the driver's Python. In a
+The embedded session has its UI off, quiet logs, and workers that use the driver's Python; its
+streaming queries write Spark's own checkpoint files (offset, commit and file-source logs)
+through Hadoop's ``FileSystem`` API instead of ``FileContext`` (:data:`CHECKPOINT_FILES`). In a
 driver started by ``spark-submit``, a new session takes spark-submit's master and settings. For
 any session, adaptive coalescing of shuffle partitions is turned off while sparktide runs: a
 keyed stage's subtasks must stay in their own partitions.
@@ -69,6 +71,17 @@ __all__ = [
 
 _COALESCE_PARTITIONS = "spark.sql.adaptive.coalescePartitions.enabled"
 _PROGRESS_BARS = "spark.ui.showConsoleProgress"
+_CHECKPOINT_FILE_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
+#: How the embedded session's streaming queries write Spark's checkpoint files: through Hadoop's
+#: ``FileSystem`` API. Spark's default (``FileContext``) renames each file it writes (3 a
+#: micro-batch: the file source's log, the offset log, the commit log) with 4 ``readlink``
+#: processes started by the JVM on a local file system without Hadoop's native library, which
+#: costs about 20 ms a file; ``FileSystem.rename`` on a local file is one ``rename(2)``, as
+#: atomic. Spark's check that a log file is not there already stays; sparktide's checkpoint
+#: lock keeps a second query off the checkpoint. (The figures: docs/spark.md.)
+CHECKPOINT_FILES: Final = (
+    "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
+)
 _LOCAL_MASTER = re.compile(r"local(\[[^\]]*\])?")
 _SKIPPED_DIRS = frozenset({"__pycache__"})
 _SKIPPED_SUFFIXES = (".pyc", ".pyo")
@@ -195,6 +208,7 @@ def _embedded(master: str) -> SparkSession:
         .config(_COALESCE_PARTITIONS, "false")
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "10000")
         .config("spark.driver.extraJavaOptions", logs.driver_java_options())
+        .config(_CHECKPOINT_FILE_MANAGER, CHECKPOINT_FILES)
     )
     if env_overrides.pyspark_python() == sys.executable:  # the workers import what we import
         builder = builder.config(worker_daemon.DAEMON_MODULE_SETTING, worker_daemon.__name__)
