@@ -13,7 +13,9 @@ commit of the micro-batch that wrote the row to the sink (sparktide: when its co
 written, the moment its progress listeners are called; Spark: the end of the batch's
 ``triggerExecution``, after its commit log). Every result row of a batch has that batch's
 latency; the percentiles are over result rows. **Batch time**: per micro-batch that read
-input, its duration (sparktide's ``duration_ms``, Spark's ``durationMs.triggerExecution``).
+input, its ``durationMs.triggerExecution`` in the Structured Streaming query's progress, for
+both engines (:func:`trigger_ms`): the whole micro-batch, Spark's planning and its offset and
+commit logs as well as the batch's work (sparktide's own ``duration_ms`` times only its work).
 
 **Spark's floor** (:func:`spark_floor`): the same cadence and files (one kind) through a
 trivial stateful Structured Streaming query, ``groupBy(key).count()`` in update mode (a state
@@ -40,12 +42,15 @@ import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from sparktide.spark.session_conf import session_settings
 
 _POLL_S = 0.05  # how often a latency run looks whether its query read everything
 
@@ -113,6 +118,7 @@ class CommittedBatch:
     rows: int
     duration_ms: float
     committed_at: float
+    spark_batch: int | None = None  # the Structured Streaming micro-batch (sparktide's runs)
 
 
 def latencies_ms(
@@ -344,7 +350,8 @@ class SparktideLatencyProbe:
         committed = time.time()
         records = int(metrics["records"])
         rows = self.rows.get(int(metrics["batch_id"]), 0)
-        self.batches.append(CommittedBatch(records, rows, float(metrics["duration_ms"]), committed))
+        duration, spark_batch = float(metrics["duration_ms"]), metrics["spark_batch"]
+        self.batches.append(CommittedBatch(records, rows, duration, committed, spark_batch))
         self._read += records
         if self._read >= self.expected:
             self.done.set()
@@ -368,7 +375,7 @@ class SparktideLatencyProbe:
                 f"the streaming run read {self._read:,} of {feed.total_rows:,} rows in "
                 f"{timeout_s:.0f} s"
             )
-        return list(self.batches)
+        return with_trigger_ms(self.batches, trigger_ms(client.spark_query))
 
 
 def _epoch_seconds(timestamp: str) -> float:
@@ -377,6 +384,45 @@ def _epoch_seconds(timestamp: str) -> float:
 
 
 _RECENT_PROGRESS = "spark.sql.streaming.numRecentProgressUpdates"
+
+
+def every_progress(spark: Any) -> AbstractContextManager[None]:
+    """While inside, a query that starts on ``spark`` keeps every micro-batch's progress (Spark
+    keeps the last 100; the setting is read as a query starts)."""
+    return session_settings(spark.conf, {_RECENT_PROGRESS: "1000000"})
+
+
+def trigger_ms(query: Any) -> dict[int, float]:
+    """Per micro-batch id of the Structured Streaming ``query`` (its ``recentProgress``), its
+    ``durationMs.triggerExecution``: the whole micro-batch."""
+    return {
+        int(p["batchId"]): float(p["durationMs"].get("triggerExecution", 0))
+        for p in query.recentProgress
+    }
+
+
+def with_trigger_ms(
+    batches: Sequence[CommittedBatch], trigger: Mapping[int, float]
+) -> list[CommittedBatch]:
+    """``batches`` with the durations of their Structured Streaming micro-batches (``trigger``,
+    :func:`trigger_ms`). A batch that read input must have one (its progress no longer kept is
+    an error: the batch times would mix two measures); one without input keeps its own.
+
+    >>> with_trigger_ms([CommittedBatch(5, 1, 10.0, 1.0, spark_batch=3)], {3: 80.0})
+    [CommittedBatch(records=5, rows=1, duration_ms=80.0, committed_at=1.0, spark_batch=3)]
+    """
+    missing = [b.spark_batch for b in batches if b.records and b.spark_batch not in trigger]
+    if missing:
+        raise ValueError(
+            f"no Structured Streaming progress for micro-batches {missing[:5]}: start the query "
+            f"inside every_progress(spark)"
+        )
+    return [
+        replace(b, duration_ms=trigger[b.spark_batch])
+        if b.spark_batch is not None and b.spark_batch in trigger
+        else b
+        for b in batches
+    ]
 
 
 def spark_floor(
@@ -395,15 +441,8 @@ def spark_floor(
     frame = spark.readStream.schema(from_arrow_schema(feed.ticks[0][kind].schema))
     counts = frame.option("maxFilesPerTrigger", 1).parquet(str(feed.folders[kind]))
     writer = counts.groupBy(key).count().writeStream.outputMode("update").foreachBatch(count)
-    kept = spark.conf.get(_RECENT_PROGRESS, None)
-    spark.conf.set(_RECENT_PROGRESS, "1000000")  # every batch's progress (read as it starts)
-    try:
+    with every_progress(spark):
         query = writer.option("checkpointLocation", str(checkpoint)).start()
-    finally:
-        if kept is None:
-            spark.conf.unset(_RECENT_PROGRESS)
-        else:
-            spark.conf.set(_RECENT_PROGRESS, kept)
     progress: dict[int, Any] = {}
     deadline = time.monotonic() + timeout_s
     try:

@@ -14,8 +14,9 @@ memory; the local runtime reads the Arrow tables in the process. Outputs go nowh
 Times are the best of ``--repeat``.
 
 ``--stream`` runs the queries as streams over the Parquet files instead (``--batches`` files
-per kind, one per micro-batch) and reports events/s and the p50/p95/p99 micro-batch time, beside
-the same query's bounded run on Spark in the same session (the events cached, best of
+per kind, one per micro-batch) and reports events/s and the p50/p95/p99 micro-batch time
+(Structured Streaming's ``triggerExecution``: the whole micro-batch, Spark's own work in it
+too), beside the same query's bounded run on Spark in the same session (the events cached, best of
 ``--repeat``, run after the stream) and the ratio of the two. Then
 each query runs again while the same files arrive one micro-batch's worth every
 ``--interval-ms`` (0: skip), and so does Spark's floor, a trivial stateful Structured Streaming

@@ -25,7 +25,14 @@ import pyarrow.parquet as pq
 
 from sparktide.datastream import StreamExecutionEnvironment
 from sparktide.nexmark.generator import EventTables
-from sparktide.nexmark.latency import CommittedBatch, LiveFeed, SparktideLatencyProbe
+from sparktide.nexmark.latency import (
+    CommittedBatch,
+    LiveFeed,
+    SparktideLatencyProbe,
+    every_progress,
+    trigger_ms,
+    with_trigger_ms,
+)
 from sparktide.nexmark.queries import QUERIES, Sources
 
 __all__ = ["KINDS", "StreamRun", "run_stream", "run_stream_live", "ticks_of", "write_files"]
@@ -137,12 +144,18 @@ def run_stream(
     schemas = {kind: spark.read.parquet(str(folder)).schema for kind, folder in folders.items()}
     env, _ = _query_env(query, spark, folders, schemas, write, out_of_order_ms, parallelism)
     start = time.perf_counter()
-    client = env.execute_async(
-        f"nexmark {query}", checkpoint_location=str(checkpoint), trigger="available_now"
-    )
+    with every_progress(spark):
+        client = env.execute_async(
+            f"nexmark {query}", checkpoint_location=str(checkpoint), trigger="available_now"
+        )
     client.await_termination()
     run.seconds = time.perf_counter() - start
-    run.batch_ms = [int(m["duration_ms"]) for m in client.recent_progress]
+    committed = [
+        CommittedBatch(m["records"], 0, float(m["duration_ms"]), 0.0, m["spark_batch"])
+        for m in client.recent_progress
+    ]
+    timed = with_trigger_ms(committed, trigger_ms(client.spark_query))
+    run.batch_ms = [int(b.duration_ms) for b in timed]
     return run
 
 
@@ -172,7 +185,8 @@ def run_stream_live(
     sink = probe.count_rows
     env, read = _query_env(query, spark, folders, schemas, sink, out_of_order_ms, parallelism)
     feed = LiveFeed([{kind: tick[kind] for kind in read} for tick in ticks], folder, interval_ms)
-    client = env.execute_async(
-        f"nexmark {query} (live)", checkpoint_location=str(checkpoint), trigger="continuous"
-    )
+    with every_progress(spark):
+        client = env.execute_async(
+            f"nexmark {query} (live)", checkpoint_location=str(checkpoint), trigger="continuous"
+        )
     return feed, probe.follow(client, feed, timeout_s)

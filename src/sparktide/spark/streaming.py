@@ -255,6 +255,15 @@ class StreamingJobClient(JobClient):
     def is_active(self) -> bool:
         return bool(self._runner.query.isActive)
 
+    @property
+    def spark_query(self) -> Any:
+        """The Spark ``StreamingQuery`` that runs the job's micro-batches (classic or Connect):
+        Spark's own view of them, e.g. ``recentProgress``, whose ``durationMs``
+        ``triggerExecution`` is a whole micro-batch (Spark's planning and checkpoint logs as well
+        as sparktide's work, which ``recent_progress``'s ``duration_ms`` times). Stop the job
+        through the client (:meth:`stop`), which commits the batch in flight first."""
+        return self._runner.query
+
     def add_listener(self, listener: Callable[[BatchMetrics], None]) -> None:
         """Call ``listener(metrics)`` on the driver after each committed micro-batch."""
         if not callable(listener):
