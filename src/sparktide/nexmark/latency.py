@@ -357,8 +357,8 @@ class SparktideLatencyProbe:
             self.done.set()
 
     def follow(self, client: Any, feed: LiveFeed, timeout_s: float) -> list[CommittedBatch]:
-        """Start ``feed``, wait until the run read all it writes, stop the run (the batch in
-        flight commits); the committed batches."""
+        """Start ``feed``, wait until the run read all it writes and Spark reported its last
+        micro-batch, stop the run; the committed batches, timed by Spark (:func:`trigger_ms`)."""
         self.expected = feed.total_rows
         client.add_listener(self.on_commit)
         client.add_listener(lambda _: feed.note_read(self._read))  # paces the feed's warm-up
@@ -367,6 +367,14 @@ class SparktideLatencyProbe:
         while not self.done.wait(_POLL_S):
             if not client.is_active or time.monotonic() > deadline:
                 break  # failed, or too slow
+        last = self.batches[-1].spark_batch if self.batches else None
+        while (  # Spark reports a micro-batch after its commit log, once the batch returned
+            self.done.is_set()
+            and last not in trigger_ms(client.spark_query)
+            and client.is_active
+            and time.monotonic() < deadline
+        ):
+            time.sleep(_POLL_S)
         client.stop()
         feed.join()
         if not self.done.is_set():
