@@ -107,6 +107,12 @@ def test_batch_metrics_count_what_each_batch_did(spark, tmp_path, caplog, capsys
     assert seen == progress  # the listener saw every committed batch
     lines = [r.getMessage() for r in caplog.records if r.name == "sparktide.streaming"]
     assert len(lines) == 4 and lines[0].startswith("batch 0: 30 records in ")
+    # Spark's view of the same micro-batches: each holds sparktide's work in it
+    spark_progress = {int(p["batchId"]): p for p in client.spark_query.recentProgress}
+    for p in progress:
+        reported = spark_progress[p["spark_batch"]]
+        assert int(reported["numInputRows"]) == p["records"]
+        assert float(reported["durationMs"]["triggerExecution"]) >= p["duration_ms"]
 
 
 def _splits_of(spark, keys: set[str]) -> dict[str, int]:
