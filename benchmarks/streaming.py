@@ -116,8 +116,7 @@ from sparktide.nexmark.latency import (
     latency_table,
     percentile,
     spark_floor,
-    trigger_ms,
-    with_trigger_ms,
+    timed_batches,
 )
 
 STEP_MS = 1_000  # batch b starts at event time b * STEP_MS
@@ -394,13 +393,8 @@ def run_sparktide(
     state: dict[int, BatchState] = {}
     client.add_listener(lambda m: state.__setitem__(m["batch_id"], batch_state(m, ckpt)))
     client.await_termination()
-    progress = client.recent_progress
-    committed = [
-        CommittedBatch(p["records"], 0, float(p["duration_ms"]), 0.0, p["spark_batch"])
-        for p in progress
-    ]
-    timed = with_trigger_ms(committed, trigger_ms(client.spark_query))
-    ids = [p["batch_id"] for p in progress]
+    ids = [p["batch_id"] for p in client.recent_progress]
+    timed = timed_batches(client)
     batches = [(i, b.records, b.duration_ms) for i, b in zip(ids, timed, strict=True)]
     return Run(batches, dir_bytes(ckpt, skip="spark"), rows, state)
 

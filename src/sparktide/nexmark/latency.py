@@ -61,11 +61,15 @@ __all__ = [
     "LiveFeed",
     "Percentiles",
     "SparktideLatencyProbe",
+    "every_progress",
     "latencies_ms",
     "latency_table",
     "markdown_table",
     "percentile",
     "spark_floor",
+    "timed_batches",
+    "trigger_ms",
+    "with_trigger_ms",
 ]
 
 
@@ -431,6 +435,17 @@ def with_trigger_ms(
         else b
         for b in batches
     ]
+
+
+def timed_batches(client: Any) -> list[CommittedBatch]:
+    """The committed batches of a finished sparktide run (its ``client``), each timed by its
+    Structured Streaming micro-batch (:func:`with_trigger_ms`: start the run inside
+    :func:`every_progress`)."""
+    committed = [
+        CommittedBatch(int(m["records"]), 0, float(m["duration_ms"]), 0.0, m["spark_batch"])
+        for m in client.recent_progress
+    ]
+    return with_trigger_ms(committed, trigger_ms(client.spark_query))
 
 
 def spark_floor(

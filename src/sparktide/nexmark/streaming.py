@@ -30,8 +30,7 @@ from sparktide.nexmark.latency import (
     LiveFeed,
     SparktideLatencyProbe,
     every_progress,
-    trigger_ms,
-    with_trigger_ms,
+    timed_batches,
 )
 from sparktide.nexmark.queries import QUERIES, Sources
 
@@ -150,12 +149,7 @@ def run_stream(
         )
     client.await_termination()
     run.seconds = time.perf_counter() - start
-    committed = [
-        CommittedBatch(m["records"], 0, float(m["duration_ms"]), 0.0, m["spark_batch"])
-        for m in client.recent_progress
-    ]
-    timed = with_trigger_ms(committed, trigger_ms(client.spark_query))
-    run.batch_ms = [int(b.duration_ms) for b in timed]
+    run.batch_ms = [int(b.duration_ms) for b in timed_batches(client)]
     return run
 
 
