@@ -28,7 +28,7 @@ TOTAL = "triggerExecution"
 CONTENDERS = {"FileContext (Spark's default)": "", "FileSystem (sparktide's sessions)": "fs"}
 
 RUN = """
-import json, os, statistics, sys, tempfile
+import json, os, sys, tempfile
 import pyarrow as pa, pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 from sparktide.spark.session import CHECKPOINT_FILES
