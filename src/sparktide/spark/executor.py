@@ -65,7 +65,7 @@ from sparktide.spark.session import get_spark, is_connect
 from sparktide.spark.session_conf import session_settings
 from sparktide.spark.shipments import BatchOutcome, decode_rows
 from sparktide.spark.spark_job import CHUNK, FLUSH, SparkJob
-from sparktide.spark.stage_frames import StageFrames, build_stage_frames, union
+from sparktide.spark.stage_frames import StageFrames, build_stage_frames, exchange_above, union
 from sparktide.spark.stream_sinks import batch_sink_of
 
 if TYPE_CHECKING:
@@ -177,10 +177,7 @@ class SparkExecutor:
         if direct and len(frames) == 1 and len(self.plan.stages) <= 1:
             # its task i reads partition i wherever it runs: no shuffle of the whole output
             return [frames[0][0]]
-        # an exchange right above a DataFrame source's task: it runs in the map stage of that
-        # exchange, whose task i reads partition i (in a union, task ids would be shifted), and
-        # the frame is computed once however many stages' unions read it (the exchange is reused)
-        return [task.repartition(n) if n else task for task, n in frames]
+        return [exchange_above(task, n) if n else task for task, n in frames]
 
     def build(
         self,

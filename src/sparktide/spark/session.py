@@ -2,7 +2,8 @@
 
 The embedded session has its UI off, quiet logs, and workers that use the driver's Python; its
 streaming queries write Spark's own checkpoint files (offset, commit and file-source logs)
-through Hadoop's ``FileSystem`` API instead of ``FileContext`` (:data:`CHECKPOINT_FILES`). In a
+through Hadoop's ``FileSystem`` API instead of ``FileContext`` (:data:`CHECKPOINT_FILES`); its
+JVM sends its Python workers Arrow batches of at most :data:`ARROW_BATCH_BYTES`. In a
 driver started by ``spark-submit``, a new session takes spark-submit's master and settings. For
 any session, adaptive coalescing of shuffle partitions is turned off while sparktide runs: a
 keyed stage's subtasks must stay in their own partitions.
@@ -54,6 +55,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 __all__ = [
+    "ARROW_BATCH_BYTES",
+    "CHECKPOINT_FILES",
     "PREPARED",
     "PreparedSessions",
     "SparkUnavailableError",
@@ -82,6 +85,10 @@ _CHECKPOINT_FILE_MANAGER = "spark.sql.streaming.checkpointFileManagerClass"
 CHECKPOINT_FILES: Final = (
     "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
 )
+#: The largest Arrow batch (bytes) the embedded session's JVM sends a Python worker: a chunk
+#: of exchanged entries is one row of up to a few MiB, so a batch of rows bounded by count
+#: alone (``maxRecordsPerBatch``) can hold a task's whole input in the JVM's buffers.
+ARROW_BATCH_BYTES: Final = 8 * 2**20
 _LOCAL_MASTER = re.compile(r"local(\[[^\]]*\])?")
 _SKIPPED_DIRS = frozenset({"__pycache__"})
 _SKIPPED_SUFFIXES = (".pyc", ".pyo")
@@ -207,6 +214,7 @@ def _embedded(master: str) -> SparkSession:
         .config(_PROGRESS_BARS, "false")
         .config(_COALESCE_PARTITIONS, "false")
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "10000")
+        .config("spark.sql.execution.arrow.maxBytesPerBatch", str(ARROW_BATCH_BYTES))
         .config("spark.driver.extraJavaOptions", logs.driver_java_options())
         .config(_CHECKPOINT_FILE_MANAGER, CHECKPOINT_FILES)
     )

@@ -31,7 +31,7 @@ from sparktide.runtime.execution.protocol import FIRST_STAGE, Shipment, pack_ent
 from sparktide.spark.frames import local_frame, spark_schema_of
 from sparktide.spark.shipments import Shipped, decode_rows, decode_shipment
 from sparktide.spark.spark_job import arrow_row_schema
-from sparktide.spark.stage_frames import StageFrames, build_stage_frames, union
+from sparktide.spark.stage_frames import StageFrames, build_stage_frames, exchange_above, union
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -123,9 +123,7 @@ class PerRecordBatch:
                 job.stream_source_task(first, node.id), job.base.schema
             )
             if len(sources) > 1:
-                # an exchange right above the task: it runs in the map stage of that exchange,
-                # whose task i reads partition i (in a union, task ids would be shifted)
-                task = task.repartition(node.source.num_splits)
+                task = exchange_above(task, node.source.num_splits)
             produced.append(keep(task))
         spark = frames[0].sparkSession
         stages = build_stage_frames(
