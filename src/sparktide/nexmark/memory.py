@@ -15,13 +15,12 @@ True
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import gc
 import os
 import threading
 from pathlib import Path
 from types import TracebackType
+
+from sparktide.runtime.memory_release import release_freed_memory
 
 __all__ = ["PeakMemory", "release_freed_memory", "tree_rss_bytes"]
 
@@ -56,28 +55,6 @@ def tree_rss_bytes(root: int) -> int | None:
             continue
         todo.extend(tree.get(pid, ()))
     return total
-
-
-def release_freed_memory() -> None:
-    """Collect garbage and give freed memory back to the system: Arrow's memory pool returns
-    its unused pages, and the C allocator (glibc's ``malloc_trim``, where there is one) the
-    free space at the top and inside its heaps. What is still referenced stays.
-
-    >>> release_freed_memory()
-    """
-    gc.collect()
-    try:
-        import pyarrow as pa
-    except ImportError:
-        pass
-    else:
-        pa.default_memory_pool().release_unused()
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return
-    trim = getattr(ctypes.CDLL(name), "malloc_trim", None)  # glibc only
-    if trim is not None:
-        trim(0)
 
 
 class PeakMemory:

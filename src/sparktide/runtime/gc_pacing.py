@@ -35,6 +35,8 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
+from sparktide.runtime.memory_release import release_freed_memory
+
 __all__ = ["YOUNG_GENERATION_THRESHOLD", "paced_collection", "paced_iteration"]
 
 T = TypeVar("T")
@@ -68,12 +70,34 @@ def paced_collection(young: int = YOUNG_GENERATION_THRESHOLD) -> Iterator[None]:
             gc.unfreeze()
 
 
-def paced_iteration(items: Iterable[T]) -> Iterator[T]:
+def paced_iteration(items: Iterable[T], release_at_end: bool = False) -> Iterator[T]:
     """``items`` iterated with the collector paced (a Spark task's output: the pacing lasts
     while the task's generator runs, and ends with it).
 
+    ``release_at_end``: once ``items`` is exhausted, give what it freed back to the system
+    (:func:`~sparktide.runtime.memory_release.release_freed_memory`), collecting the garbage
+    cycles it left while what existed before it is still frozen (the collection visits only
+    what it allocated). A bounded job's operators, state backends and timer services reference
+    one another, so when its stage subtask ends its state is garbage in cycles; without this a
+    worker holds it until the collector's next full collection, and the C allocator and Arrow's
+    pool keep the pages freed after that for later. (NEXMark at 10^7 events, q5 then q7 and q0
+    in one run: the peaks of q7 and q0 3,466 and 3,290 -> 2,982 and 2,914 MiB; a window stage
+    of q5 1,044 -> 841 MiB resident from the collection alone, 40 ms.)
+
     >>> list(paced_iteration(gc.get_threshold()[0] for _ in range(2)))
     [100000, 100000]
+    >>> class Node:
+    ...     pass
+    >>> def cycle():
+    ...     a, b = Node(), Node()
+    ...     a.other, b.other = b, a
+    ...     yield 1
+    >>> list(paced_iteration(cycle(), release_at_end=True))
+    [1]
+    >>> any(type(o) is Node for o in gc.get_objects())
+    False
     """
     with paced_collection():
         yield from items
+        if release_at_end:
+            release_freed_memory()

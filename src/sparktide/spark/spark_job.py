@@ -426,8 +426,7 @@ class SparkJob:
                         yield target, positions[i].as_py(), payloads[i].as_py()
 
             for target, group in groupby(rows(), key=itemgetter(0)):
-                yield from paced_iteration(
-                    self.run_subtask(stage_index, target, (row[1:] for row in group))
-                )
+                subtask = self.run_subtask(stage_index, target, (row[1:] for row in group))
+                yield from paced_iteration(subtask, release_at_end=True)
 
         return run
