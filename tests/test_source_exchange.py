@@ -1,6 +1,6 @@
 """The exchange above a source's task (:func:`~sparktide.spark.stage_frames.exchange_above`):
-the task still reads its own partition (task ``i`` partition ``i``), the frame is computed once
-for every reader, and no sort of the task's output comes before the shuffle."""
+the task still reads its own partition (task ``i`` partition ``i``), every row arrives once, and
+no sort of the task's output comes before the shuffle."""
 
 from __future__ import annotations
 

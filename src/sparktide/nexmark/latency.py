@@ -68,8 +68,6 @@ __all__ = [
     "percentile",
     "spark_floor",
     "timed_batches",
-    "trigger_ms",
-    "with_trigger_ms",
 ]
 
 
