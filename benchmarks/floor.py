@@ -11,9 +11,16 @@ parallelism 2. The contenders, each written to Spark's ``noop`` sink::
                       "dateTime").map(to_euros, output_type=Q1_TYPE).to_dataframe(ordered=False)
     sparktide-row   the same with NEXMark's own q1 (sparktide.nexmark.queries.q1: its lambda
                       builds a named Row per bid)
+    sparktide-batches
+                    the same source, .map_batches(q1 over Arrow columns, Q1_TYPE): NEXMark's
+                      q1b, no Python call per bid
     hand-written    bids.mapInArrow(loop, Q1 schema): per Arrow batch, the columns to Python
                       lists, one namedtuple per bid, to_euros per bid, the output batch built
                       from the results' columns
+    hand-written-columns
+                    bids.mapInArrow(q1 over Arrow columns, Q1 schema): the same function as
+                      sparktide-batches, no Python object per bid; what any Python step on
+                      Spark costs at the least (the JVM's side of mapInArrow, Arrow in and out)
     spark-sql       bids.select(..., F.lit(0.908) * F.col("price"), ...)
                       (sparktide.nexmark.sql.q1)
 
@@ -25,7 +32,9 @@ the end of the write), events/s (every event of the stream, persons and auctions
 over that time, as the README's NEXMark table counts), and CPU time per bid in µs, split into
 Spark's JVM, its Python workers and the driver (this process), of the run with the least CPU
 in total. The ratios are the hand-written loop's (or Spark SQL's) cost over sparktide's: 1x is
-parity, 0.5x means sparktide needs twice the time.
+parity, 0.5x means sparktide needs twice the time; and, when both ran, Spark SQL's cost over
+each hand-written loop's: the most a per-record Python step, and any Python step, can reach
+against Spark SQL on these events in this session.
 
 CPU times are read from ``/proc/<pid>/stat`` (``utime`` + ``stime``, in clock ticks) right
 before and right after each run, over this process's descendants: the JVM is the ``java``
@@ -81,7 +90,7 @@ from typing import Any
 import pyarrow as pa
 from common import CpuRun, cpu_timed, load_average
 
-from sparktide.nexmark.queries import DOLLAR_TO_EURO, Q1_TYPE
+from sparktide.nexmark.queries import DOLLAR_TO_EURO, Q1_TYPE, bids_in_euros
 from sparktide.nexmark.schema import BID_SCHEMA
 
 BID_NAMES: list[str] = list(BID_SCHEMA.names)
@@ -121,6 +130,12 @@ def hand_written(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         yield pa.RecordBatch.from_arrays(arrays, schema=Q1_SCHEMA)
 
 
+def hand_written_columns(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """The same over columns: each batch's q1 computed by Arrow, no Python object per bid."""
+    for batch in batches:
+        yield bids_in_euros(batch)
+
+
 # ---------------------------------------------------------------------------------------------
 # The contenders, their runs and their output
 
@@ -146,7 +161,7 @@ Build = Callable[[], Any]  # builds the contender's output DataFrame
 def contenders(bids: Any, out_of_order_ms: int) -> dict[str, Build]:
     """Each contender's DataFrame builder, over the cached ``bids``."""
     from sparktide.datastream import StreamExecutionEnvironment
-    from sparktide.nexmark.queries import Sources, q1
+    from sparktide.nexmark.queries import Sources, q1, q1b
     from sparktide.nexmark.sql import Frames
     from sparktide.nexmark.sql import q1 as sql_q1
 
@@ -160,7 +175,11 @@ def contenders(bids: Any, out_of_order_ms: int) -> dict[str, Build]:
             sources().bids().map(to_euros, output_type=Q1_TYPE).to_dataframe(ordered=False)
         ),
         "sparktide-row": lambda: q1(sources()).to_dataframe(ordered=False),
+        "sparktide-batches": lambda: q1b(sources()).to_dataframe(ordered=False),
         "hand-written": lambda: bids.select(*BID_NAMES).mapInArrow(hand_written, Q1_DDL),
+        "hand-written-columns": lambda: bids.select(*BID_NAMES).mapInArrow(
+            hand_written_columns, Q1_DDL
+        ),
         "spark-sql": lambda: sql_q1(Frames(None, None, bids)),
     }
 
@@ -259,22 +278,29 @@ def print_table(runs: dict[str, list[CpuRun]], data: CachedBids) -> None:
         cells += [f"{x * per_bid:.2f}" for x in (cpu.jvm, cpu.workers, cpu.driver, cpu.total)]
         lines.append(cells)
     print_markdown(head, lines)
-    if "sparktide" in runs:
-        print_ratios(runs)
+    print_ratios(runs)
+
+
+RATIOS = (
+    ("sparktide", "hand-written"),
+    ("sparktide", "spark-sql"),
+    ("sparktide-batches", "hand-written-columns"),
+    ("sparktide-batches", "spark-sql"),
+    ("hand-written", "spark-sql"),
+    ("hand-written-columns", "spark-sql"),
+)
 
 
 def print_ratios(runs: dict[str, list[CpuRun]]) -> None:
-    """sparktide's wall time and CPU next to the hand-written loop's and Spark SQL's."""
-    mine = runs["sparktide"]
-    wall = min(r.seconds for r in mine)
-    cpu = min(r.cpu.total for r in mine)
-    for other in ("hand-written", "spark-sql"):
-        if other in runs:
-            theirs = runs[other]
+    """Wall time and CPU of each pair of :data:`RATIOS` that ran: the second's cost over the
+    first's."""
+    for mine, other in RATIOS:
+        if mine in runs and other in runs:
+            wall, theirs_wall = (min(r.seconds for r in runs[n]) for n in (mine, other))
+            cpu, theirs_cpu = (min(r.cpu.total for r in runs[n]) for n in (mine, other))
             print(
-                f"sparktide / {other}: wall {_ratio(wall, min(r.seconds for r in theirs))}, "
-                f"CPU {_ratio(cpu, min(r.cpu.total for r in theirs))} "
-                f"({other}'s cost over sparktide's)"
+                f"{mine} / {other}: wall {_ratio(wall, theirs_wall)}, "
+                f"CPU {_ratio(cpu, theirs_cpu)} ({other}'s cost over {mine}'s)"
             )
 
 
@@ -410,7 +436,14 @@ def side_by_side(data: CachedBids, names: list[str], repeat: int) -> None:
     print_table(runs, data)
 
 
-CONTENDERS = ("sparktide", "sparktide-row", "hand-written", "spark-sql")
+CONTENDERS = (
+    "sparktide",
+    "sparktide-row",
+    "sparktide-batches",
+    "hand-written",
+    "hand-written-columns",
+    "spark-sql",
+)
 UDF_PROFILER = "spark.sql.pyspark.udf.profiler"
 
 

@@ -201,7 +201,7 @@ def q1(sources: Sources) -> DataStream:
     )
 
 
-def _bids_in_euros(bids: Any) -> Any:
+def bids_in_euros(bids: Any) -> Any:
     """q1 over columns: a batch of bids (a ``pyarrow.RecordBatch``) with the price in euros."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -214,7 +214,7 @@ def _bids_in_euros(bids: Any) -> Any:
 
 def q1b(sources: Sources) -> DataStream:
     """q1 written over columns (``map_batches``): the same records as :func:`q1`."""
-    return sources.bids().map_batches(_bids_in_euros, Q1_TYPE)
+    return sources.bids().map_batches(bids_in_euros, Q1_TYPE)
 
 
 def q2(sources: Sources) -> DataStream:

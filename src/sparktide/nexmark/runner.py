@@ -64,7 +64,7 @@ from sparktide.nexmark.queries import QUERIES, Sources
 from sparktide.nexmark.sql import SQL_QUERIES, Frames
 from sparktide.nexmark.streaming import KINDS, run_stream, run_stream_live, ticks_of, write_files
 
-__all__ = ["main", "print_markdown", "pyflink_job"]
+__all__ = ["main", "print_markdown", "pyflink_job", "run_spark_bounded"]
 
 PYFLINK_QUERIES = ("q0", "q1", "q2", "q3", "q4", "q5", "q7", "q11", "q12")
 """The queries with a PyFlink version (:mod:`sparktide.nexmark.pyflink_jobs`)."""
@@ -119,7 +119,8 @@ def _run_local(query: str, tables: EventTables, parallelism: int, bound: int) ->
     return time.perf_counter() - start
 
 
-def _run_spark(query: str, frames: Frames, parallelism: int, bound: int) -> float:
+def run_spark_bounded(query: str, frames: Frames, parallelism: int, bound: int) -> float:
+    """Seconds of ``query`` on sparktide over the cached ``frames``, into Spark's noop sink."""
     env = StreamExecutionEnvironment.get_execution_environment(runtime="spark")
     env.set_parallelism(parallelism)
     start = time.perf_counter()
@@ -365,7 +366,10 @@ def _measure(
             row.batch_ms = Percentiles.of(run.batch_ms)
             if frames is not None:
                 row.bounded_seconds = _best(
-                    [_run_spark(query, frames, parallelism, bound) for _ in range(args.repeat)]
+                    [
+                        run_spark_bounded(query, frames, parallelism, bound)
+                        for _ in range(args.repeat)
+                    ]
                 )
         else:
             times: list[float | None] = []
@@ -374,7 +378,7 @@ def _measure(
                     if frames is None or args.runtime == "local":
                         times.append(_run_local(query, _kept(tables), parallelism, bound))
                     else:
-                        times.append(_run_spark(query, frames, parallelism, bound))
+                        times.append(run_spark_bounded(query, frames, parallelism, bound))
             row.seconds, row.peak_mib = _best(times), peak.mib
             if frames is not None and not args.no_sql:
                 row.sql_seconds = _best([_run_sql(query, frames) for _ in range(args.repeat)])
