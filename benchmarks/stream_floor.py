@@ -21,9 +21,9 @@ below. One session, ``local[2]``, parallelism 2. The contenders, each written to
 Figures: events/s (every event of the stream over the run's wall time, as the NEXMark runner
 counts), the ratio to sparktide's bounded run, and for the streams the p50 and p95 of their
 micro-batches' ``triggerExecution``. Best of ``--repeat`` per contender, the contenders taking
-turns. Issue lines of the form "a stream at 0.5x the bounded run" need the stream's
-micro-batches, Spark's own work in them included, to take at most twice the bounded run's time
-per event: the Spark SQL and Python step rows show how close Spark itself comes.
+turns. A stream at 0.5x the bounded run needs its micro-batches, Spark's own work in them
+included, to take at most twice the bounded run's time per event: the Spark SQL and Python step
+rows show how close Spark itself comes.
 
 Usage::
 
@@ -90,7 +90,18 @@ def spark_stream(spark: Any, folder: Path, step: Callable[[Any], Any], checkpoin
     return Run(seconds, list(trigger_ms(query).values()))
 
 
-def contenders(spark: Any, events: Any, folders: dict[str, Path], work: Path) -> dict[str, Any]:
+@dataclass(frozen=True)
+class CachedEvents:
+    """The events cached in Spark (the NEXMark runner's ``Frames``) and the generator's
+    out-of-order bound (ms)."""
+
+    frames: Any
+    bound: int
+
+
+def contenders(
+    spark: Any, events: CachedEvents, folders: dict[str, Path], work: Path
+) -> dict[str, Callable[[int], Run]]:
     """Each contender's run, a callable taking the run's index (for a fresh checkpoint)."""
     from sparktide.nexmark.runner import run_spark_bounded
     from sparktide.nexmark.sql import Frames
@@ -109,13 +120,17 @@ def contenders(spark: Any, events: Any, folders: dict[str, Path], work: Path) ->
         )  # fmt: skip
         return Run(run.seconds, [float(ms) for ms in run.batch_ms])
 
+    def in_sql(df: Any) -> Any:
+        return sql_q2(Frames(None, None, df))
+
+    def in_python(df: Any) -> Any:
+        return df.select("auction", "price").mapInArrow(q2_columns, Q2_DDL)
+
     def sql(i: int) -> Run:
-        step = lambda df: sql_q2(Frames(None, None, df))  # noqa: E731
-        return spark_stream(spark, folders["bids"], step, work / f"ckpt-sql-{i}")
+        return spark_stream(spark, folders["bids"], in_sql, work / f"ckpt-sql-{i}")
 
     def python_step(i: int) -> Run:
-        step = lambda df: df.select("auction", "price").mapInArrow(q2_columns, Q2_DDL)  # noqa: E731
-        return spark_stream(spark, folders["bids"], step, work / f"ckpt-python-{i}")
+        return spark_stream(spark, folders["bids"], in_python, work / f"ckpt-python-{i}")
 
     return {
         "sparktide bounded": bounded,
@@ -123,15 +138,6 @@ def contenders(spark: Any, events: Any, folders: dict[str, Path], work: Path) ->
         "Spark SQL stream": sql,
         "Python step stream": python_step,
     }
-
-
-@dataclass(frozen=True)
-class CachedEvents:
-    """The events cached in Spark (the NEXMark runner's ``Frames``) and their sizes."""
-
-    frames: Any
-    count: int
-    bound: int
 
 
 def _percentile(values: list[float], q: float) -> str:
@@ -186,7 +192,7 @@ def main(argv: list[str] | None = None) -> None:
         loaded = {kind: spark.read.parquet(str(splits[kind])).cache() for kind in KINDS}
         for frame in loaded.values():
             frame.count()
-        events = CachedEvents(Frames(**loaded), args.events, config.out_of_order_bound_ms)
+        events = CachedEvents(Frames(**loaded), config.out_of_order_bound_ms)
         folders = write_files(tables, work / "stream", args.batches)
         print(
             f"NEXMark q2: {args.events:,} events, {args.batches} micro-batches of "
