@@ -18,6 +18,9 @@ below. One session, ``local[2]``, parallelism 2. The contenders, each written to
                           no Python object per bid): the least a micro-batch with a Python
                           step costs on Spark
 
+Before the timed runs, each stream runs once untimed with a counting sink: every one must give
+as many rows as Spark SQL's q2 over the cached events.
+
 Figures: events/s (every event of the stream over the run's wall time, as the NEXMark runner
 counts), the ratio to sparktide's bounded run, and for the streams the p50 and p95 of their
 micro-batches' ``triggerExecution``. Best of ``--repeat`` per contender, the contenders taking
@@ -70,9 +73,15 @@ def _noop(df: Any) -> None:
     df.write.format("noop").mode("overwrite").save()
 
 
-def spark_stream(spark: Any, folder: Path, step: Callable[[Any], Any], checkpoint: Path) -> Run:
+def spark_stream(
+    spark: Any,
+    folder: Path,
+    step: Callable[[Any], Any],
+    checkpoint: Path,
+    sink: Callable[[Any], None] = _noop,
+) -> Run:
     """Structured Streaming over the bids' files, each micro-batch's frame through ``step``
-    into the noop sink."""
+    into ``sink`` (Spark's noop sink)."""
     from sparktide.nexmark.latency import every_progress, trigger_ms
 
     schema = spark.read.parquet(str(folder)).schema
@@ -80,7 +89,7 @@ def spark_stream(spark: Any, folder: Path, step: Callable[[Any], Any], checkpoin
     start = time.perf_counter()
     with every_progress(spark):
         query = (
-            frame.writeStream.foreachBatch(lambda df, _id: _noop(step(df)))
+            frame.writeStream.foreachBatch(lambda df, _id: sink(step(df)))
             .option("checkpointLocation", str(checkpoint))
             .trigger(availableNow=True)
             .start()
@@ -104,8 +113,6 @@ def contenders(
 ) -> dict[str, Callable[[int], Run]]:
     """Each contender's run, a callable taking the run's index (for a fresh checkpoint)."""
     from sparktide.nexmark.runner import run_spark_bounded
-    from sparktide.nexmark.sql import Frames
-    from sparktide.nexmark.sql import q2 as sql_q2
     from sparktide.nexmark.streaming import run_stream
 
     bound = events.bound
@@ -120,24 +127,60 @@ def contenders(
         )  # fmt: skip
         return Run(run.seconds, [float(ms) for ms in run.batch_ms])
 
+    def spark_run(name: str, step: Callable[[Any], Any]) -> Callable[[int], Run]:
+        return lambda i: spark_stream(
+            spark, folders["bids"], step, work / f"ckpt-{_slug(name)}-{i}"
+        )
+
+    runs = {"sparktide bounded": bounded, "sparktide stream": stream}
+    return runs | {name: spark_run(name, step) for name, step in stream_steps().items()}
+
+
+def stream_steps() -> dict[str, Callable[[Any], Any]]:
+    """What Spark's own streams do with each micro-batch's bids: q2 in Spark SQL, or in one
+    ``mapInArrow`` over Arrow columns."""
+    from sparktide.nexmark.sql import Frames
+    from sparktide.nexmark.sql import q2 as sql_q2
+
     def in_sql(df: Any) -> Any:
         return sql_q2(Frames(None, None, df))
 
     def in_python(df: Any) -> Any:
         return df.select("auction", "price").mapInArrow(q2_columns, Q2_DDL)
 
-    def sql(i: int) -> Run:
-        return spark_stream(spark, folders["bids"], in_sql, work / f"ckpt-sql-{i}")
+    return {"Spark SQL stream": in_sql, "Python step stream": in_python}
 
-    def python_step(i: int) -> Run:
-        return spark_stream(spark, folders["bids"], in_python, work / f"ckpt-python-{i}")
 
-    return {
-        "sparktide bounded": bounded,
-        "sparktide stream": stream,
-        "Spark SQL stream": sql,
-        "Python step stream": python_step,
-    }
+def check_rows(spark: Any, events: CachedEvents, folders: dict[str, Path], work: Path) -> int:
+    """Untimed: the rows of q2 from every stream, each equal to Spark SQL's q2 over the cached
+    events (raises when one differs); that count."""
+    from sparktide.nexmark.sql import q2 as sql_q2
+    from sparktide.nexmark.streaming import run_stream
+
+    expected = sql_q2(events.frames).count()
+    counts: list[int] = []
+    for name, step in stream_steps().items():
+        counts.clear()
+        checkpoint = work / f"ckpt-check-{_slug(name)}"
+        spark_stream(spark, folders["bids"], step, checkpoint, lambda df: counts.append(df.count()))
+        _same(name, sum(counts), expected)
+    run = run_stream(
+        "q2", spark, folders, work / "ckpt-check-sparktide", out_of_order_ms=events.bound,
+        parallelism=PARALLELISM, collect=True,
+    )  # fmt: skip
+    _same("sparktide stream", len(run.rows), expected)
+    return int(expected)
+
+
+def _slug(name: str) -> str:
+    return name.replace(" ", "-")
+
+
+def _same(name: str, rows: int, expected: int) -> None:
+    if rows != expected:
+        raise RuntimeError(
+            f"{name} gave {rows:,} rows of q2, Spark SQL over the events {expected:,}"
+        )
 
 
 def _percentile(values: list[float], q: float) -> str:
@@ -198,6 +241,8 @@ def main(argv: list[str] | None = None) -> None:
             f"NEXMark q2: {args.events:,} events, {args.batches} micro-batches of "
             f"{args.events // args.batches:,}; local[{PARALLELISM}]; load average {load_average()}"
         )
+        rows = check_rows(spark, events, folders, work)
+        print(f"every stream gave Spark SQL's {rows:,} rows of q2 (an untimed run each)")
         runs: dict[str, list[Run]] = {}
         every = contenders(spark, events, folders, work)
         for i in range(args.repeat):
