@@ -14,9 +14,9 @@ below. One session, ``local[2]``, parallelism 2. The contenders, each written to
     Spark SQL stream    Structured Streaming, each micro-batch's bids through NEXMark's q2 in
                           Spark SQL (``sparktide.nexmark.sql.q2``) in ``foreachBatch``
     Python step stream  Structured Streaming, each micro-batch's bids through one
-                          ``mapInArrow`` computing q2 over Arrow columns (``pyarrow.compute``,
-                          no Python object per bid): the least a micro-batch with a Python
-                          step costs on Spark
+                          ``mapInArrow`` computing q2 over Arrow columns (numpy on the
+                          auction column, Arrow's filter; no Python object per bid): the
+                          least a micro-batch with a Python step costs on Spark
 
 Before the timed runs, each stream runs once untimed with a counting sink: every one must give
 as many rows as Spark SQL's q2 over the cached events.
@@ -113,18 +113,12 @@ def contenders(
 ) -> dict[str, Callable[[int], Run]]:
     """Each contender's run, a callable taking the run's index (for a fresh checkpoint)."""
     from sparktide.nexmark.runner import run_spark_bounded
-    from sparktide.nexmark.streaming import run_stream
-
-    bound = events.bound
 
     def bounded(_i: int) -> Run:
-        return Run(run_spark_bounded("q2", events.frames, PARALLELISM, bound), [])
+        return Run(run_spark_bounded("q2", events.frames, PARALLELISM, events.bound), [])
 
     def stream(i: int) -> Run:
-        run = run_stream(
-            "q2", spark, folders, work / f"ckpt-sparktide-{i}", out_of_order_ms=bound,
-            parallelism=PARALLELISM,
-        )  # fmt: skip
+        run = sparktide_stream(spark, events, folders, work / f"ckpt-sparktide-{i}")
         return Run(run.seconds, [float(ms) for ms in run.batch_ms])
 
     def spark_run(name: str, step: Callable[[Any], Any]) -> Callable[[int], Run]:
@@ -134,6 +128,23 @@ def contenders(
 
     runs = {"sparktide bounded": bounded, "sparktide stream": stream}
     return runs | {name: spark_run(name, step) for name, step in stream_steps().items()}
+
+
+def sparktide_stream(
+    spark: Any,
+    events: CachedEvents,
+    folders: dict[str, Path],
+    checkpoint: Path,
+    collect: bool = False,
+) -> Any:
+    """sparktide's q2 over the files, as ``python -m sparktide.nexmark --stream`` runs it (its
+    ``StreamRun``; with ``collect``, the output rows too)."""
+    from sparktide.nexmark.streaming import run_stream
+
+    return run_stream(
+        "q2", spark, folders, checkpoint, out_of_order_ms=events.bound, parallelism=PARALLELISM,
+        collect=collect,
+    )  # fmt: skip
 
 
 def stream_steps() -> dict[str, Callable[[Any], Any]]:
@@ -155,7 +166,6 @@ def check_rows(spark: Any, events: CachedEvents, folders: dict[str, Path], work:
     """Untimed: the rows of q2 from every stream, each equal to Spark SQL's q2 over the cached
     events (raises when one differs); that count."""
     from sparktide.nexmark.sql import q2 as sql_q2
-    from sparktide.nexmark.streaming import run_stream
 
     expected = sql_q2(events.frames).count()
     counts: list[int] = []
@@ -164,10 +174,7 @@ def check_rows(spark: Any, events: CachedEvents, folders: dict[str, Path], work:
         checkpoint = work / f"ckpt-check-{_slug(name)}"
         spark_stream(spark, folders["bids"], step, checkpoint, lambda df: counts.append(df.count()))
         _same(name, sum(counts), expected)
-    run = run_stream(
-        "q2", spark, folders, work / "ckpt-check-sparktide", out_of_order_ms=events.bound,
-        parallelism=PARALLELISM, collect=True,
-    )  # fmt: skip
+    run = sparktide_stream(spark, events, folders, work / "ckpt-check-sparktide", collect=True)
     _same("sparktide stream", len(run.rows), expected)
     return int(expected)
 
@@ -221,8 +228,8 @@ def main(argv: list[str] | None = None) -> None:
 
     from sparktide.nexmark.config import GeneratorConfig
     from sparktide.nexmark.generator import generate
-    from sparktide.nexmark.sql import Frames
-    from sparktide.nexmark.streaming import KINDS, write_files
+    from sparktide.nexmark.runner import cached_frames
+    from sparktide.nexmark.streaming import write_files
     from sparktide.spark.session import get_spark
 
     config = GeneratorConfig(events=args.events, seed=args.seed)
@@ -232,10 +239,7 @@ def main(argv: list[str] | None = None) -> None:
     work = Path(tempfile.mkdtemp(prefix="stream-floor-"))
     try:
         splits = write_files(tables, work / "splits", PARALLELISM)
-        loaded = {kind: spark.read.parquet(str(splits[kind])).cache() for kind in KINDS}
-        for frame in loaded.values():
-            frame.count()
-        events = CachedEvents(Frames(**loaded), config.out_of_order_bound_ms)
+        events = CachedEvents(cached_frames(spark, splits), config.out_of_order_bound_ms)
         folders = write_files(tables, work / "stream", args.batches)
         print(
             f"NEXMark q2: {args.events:,} events, {args.batches} micro-batches of "

@@ -64,7 +64,7 @@ from sparktide.nexmark.queries import QUERIES, Sources
 from sparktide.nexmark.sql import SQL_QUERIES, Frames
 from sparktide.nexmark.streaming import KINDS, run_stream, run_stream_live, ticks_of, write_files
 
-__all__ = ["main", "print_markdown", "pyflink_job", "run_spark_bounded"]
+__all__ = ["cached_frames", "main", "print_markdown", "pyflink_job", "run_spark_bounded"]
 
 PYFLINK_QUERIES = ("q0", "q1", "q2", "q3", "q4", "q5", "q7", "q11", "q12")
 """The queries with a PyFlink version (:mod:`sparktide.nexmark.pyflink_jobs`)."""
@@ -117,6 +117,15 @@ def _run_local(query: str, tables: EventTables, parallelism: int, bound: int) ->
     QUERIES[query](sources).add_sink(CountingSink(query))
     env.execute(f"nexmark {query}")
     return time.perf_counter() - start
+
+
+def cached_frames(spark: Any, folders: dict[str, Path]) -> Frames:
+    """Each kind's Parquet files in ``folders`` read into a DataFrame cached in Spark's memory
+    (and counted, so that it is cached before anything is timed)."""
+    loaded = {kind: spark.read.parquet(str(folders[kind])).cache() for kind in KINDS}
+    for df in loaded.values():
+        df.count()
+    return Frames(**loaded)
 
 
 def run_spark_bounded(query: str, frames: Frames, parallelism: int, bound: int) -> float:
@@ -348,10 +357,7 @@ def _measure(
         spark = get_spark(f"local[{parallelism}]")
         spark.conf.set("spark.sql.shuffle.partitions", str(parallelism))
     if spark is not None:
-        loaded = {k: spark.read.parquet(str(splits[k])).cache() for k in KINDS}
-        for df in loaded.values():
-            df.count()
-        frames = Frames(**loaded)
+        frames = cached_frames(spark, splits)
     pyflink = None if args.no_pyflink or args.stream else _pyflink_python(args.pyflink)
     rows = []
     for query in queries:
